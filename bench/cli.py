@@ -1,0 +1,150 @@
+"""The `compactlab` command. It only parses arguments and calls the library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bench.datasets import list_datasets
+from bench.importers import importers
+from bench.importers.canonical import write_canonical
+from bench.loading import Loaded, load_inputs
+from bench.overview import overview_frame, summarize
+from bench.source import TranscriptError
+
+INPUTS_HELP = "transcript files, folders (searched recursively) or bundled dataset names; none: all bundled datasets"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (TranscriptError, KeyError, ValueError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
+        print(f"compactlab: error: {message}", file=sys.stderr)
+        return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="compactlab", description="Measure context-compaction strategies on real agent transcripts.")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    inspect = commands.add_parser("inspect", help="show what each transcript holds: messages, LLM calls, prompt sizes, skips")
+    _add_input_arguments(inspect)
+    inspect.add_argument("--json", action="store_true", help="print one JSON object per transcript")
+    inspect.set_defaults(run=run_inspect)
+
+    datasets = commands.add_parser("datasets", help="list the bundled datasets with counts")
+    datasets.add_argument("--json", action="store_true", help="print JSON")
+    datasets.set_defaults(run=run_datasets)
+
+    formats = commands.add_parser("formats", help="list the transcript formats compactlab reads")
+    formats.set_defaults(run=run_formats)
+
+    export = commands.add_parser("export", help="write transcripts as compactlab canonical JSONL")
+    _add_input_arguments(export)
+    export.add_argument("--out", type=Path, required=True, help="output folder (one .jsonl per input transcript file)")
+    export.set_defaults(run=run_export)
+    return parser
+
+
+def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH", help=INPUTS_HELP)
+    parser.add_argument("--lenient", action="store_true", help="skip damaged records (counted and shown) instead of stopping")
+    parser.add_argument("--format", help="read every file as this format instead of detecting it (see `compactlab formats`)")
+
+
+def _load(args: argparse.Namespace) -> Loaded:
+    return load_inputs(args.paths, lenient=args.lenient, format=args.format, progress=sys.stderr.isatty())
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    if args.json:
+        for transcript in loaded.transcripts:
+            print(json.dumps(summarize(transcript), ensure_ascii=False))
+        for failed in loaded.failed:
+            print(json.dumps({"path": str(failed.path), "error": failed.error}, ensure_ascii=False))
+    else:
+        print(format_overview(loaded))
+    return 0
+
+
+def format_overview(loaded: Loaded) -> str:
+    lines: list[str] = []
+    frame = overview_frame(loaded.transcripts)
+    if not frame.empty:
+        table = frame.assign(
+            file=frame["id"].str.slice(0, 44),
+            models=frame["models"].map(lambda m: ", ".join(m)[:40]),
+            max_prompt=frame["max_prompt_tokens"].astype("Int64"),
+        )[["file", "format", "messages", "llm_calls", "max_prompt", "compactions", "skipped_records", "models"]]
+        lines.append(table.to_string(index=False))
+        lines.append("")
+        lines.append(
+            f"{len(frame)} transcripts, {frame['messages'].sum()} messages, {frame['llm_calls'].sum()} LLM calls, "
+            f"{frame['compactions'].sum()} real compactions, {frame['skipped_records'].sum()} damaged records skipped"
+        )
+    for transcript in loaded.transcripts:
+        if transcript.skipped:
+            reasons = "; ".join(f"{n}× {r}" for r, n in summarize(transcript)["skipped_reasons"].items())
+            lines.append(f"  skipped in {transcript.source_path}: {reasons}")
+    for failed in loaded.failed:
+        lines.append(f"  file not read: {failed.error}")
+    if loaded.passed_over:
+        lines.append(f"  {len(loaded.passed_over)} files in the given folders are not transcripts by name and were not read")
+    return "\n".join(lines)
+
+
+def run_datasets(args: argparse.Namespace) -> int:
+    rows = []
+    for dataset in list_datasets():
+        loaded = load_inputs([dataset.name])
+        frame = overview_frame(loaded.transcripts)
+        rows.append(
+            {
+                "name": dataset.name,
+                "format": dataset.source_format,
+                "files": len(dataset.files),
+                "transcripts": len(frame),
+                "llm_calls": int(frame["llm_calls"].sum()),
+                "max_prompt_tokens": int(frame["max_prompt_tokens"].max()) if frame["llm_calls"].sum() else None,
+                "compactions": int(frame["compactions"].sum()),
+                "skipped_records": int(frame["skipped_records"].sum()),
+                "license": dataset.license,
+                "description": dataset.description,
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        import pandas as pd
+
+        print(pd.DataFrame(rows).drop(columns=["description"]).to_string(index=False))
+    return 0
+
+
+def run_formats(args: argparse.Namespace) -> int:
+    for name, importer in importers().items():
+        print(f"{name:20} {importer.description}")
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    by_file: dict[str, list] = {}
+    for transcript in loaded.transcripts:
+        by_file.setdefault(transcript.source_path, []).append(transcript)
+    for source_path, transcripts in by_file.items():
+        name = Path(source_path).name.removesuffix(".gz").removesuffix(".json").removesuffix(".jsonl")
+        target = write_canonical(transcripts, args.out / f"{name}.jsonl")
+        print(target)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

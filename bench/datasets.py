@@ -1,0 +1,113 @@
+"""Bundled datasets and turning command-line inputs (files, folders, dataset names) into files.
+
+A bundled dataset is a folder `datasets/<name>/` with `dataset.toml` (machine-readable facts),
+`README.md` (its card: source, commit, licence, caveats), the source's `LICENSE`, and the
+transcripts gzipped under `transcripts/`. The folder is found next to the `bench` package (a
+clone or an editable install) or wherever `COMPACTLAB_DATASETS` points.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    folder: Path
+    description: str
+    source_format: str
+    source: str
+    license: str
+    # True when the source holds real damaged records: its files are read leniently.
+    lenient: bool = False
+
+    @property
+    def files(self) -> list[Path]:
+        return sorted((self.folder / "transcripts").glob("*.gz"))
+
+
+def datasets_dir() -> Path:
+    configured = os.environ.get("COMPACTLAB_DATASETS")
+    return Path(configured) if configured else Path(__file__).resolve().parents[1] / "datasets"
+
+
+def list_datasets() -> list[Dataset]:
+    root = datasets_dir()
+    found = []
+    for meta_path in sorted(root.glob("*/dataset.toml")):
+        meta = tomllib.loads(meta_path.read_text(encoding="utf-8"))
+        found.append(
+            Dataset(
+                name=meta_path.parent.name,
+                folder=meta_path.parent,
+                description=meta["description"],
+                source_format=meta["format"],
+                source=meta["source"],
+                license=meta["license"],
+                lenient=bool(meta.get("lenient", False)),
+            )
+        )
+    return found
+
+
+def get_dataset(name: str) -> Dataset:
+    known = {d.name: d for d in list_datasets()}
+    if name in known:
+        return known[name]
+    if not known:
+        raise KeyError(
+            f"no bundled datasets found in {datasets_dir()}: run compactlab from a clone of the repository "
+            "(pip install -e .) or set COMPACTLAB_DATASETS to the datasets folder"
+        )
+    close = difflib.get_close_matches(name, known, n=3)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise KeyError(f"{name!r} is neither a file, a folder nor a bundled dataset.{hint} Datasets: {', '.join(known)}")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The files named by the user's arguments, and what was passed over in folders."""
+
+    files: tuple[Path, ...]
+    # Files of bundled datasets known to hold damaged records, read leniently whatever the flag.
+    lenient_files: frozenset[Path] = frozenset()
+    # Files inside given folders that are not transcripts by their name (README, LICENSE, ...):
+    # counted and shown, never dropped silently.
+    passed_over: tuple[Path, ...] = ()
+
+
+def resolve_inputs(arguments: list[str] | None) -> Inputs:
+    """Files for `arguments` (files, folders searched recursively, dataset names); none → all datasets."""
+    if not arguments:
+        datasets = list_datasets()
+        if not datasets:
+            get_dataset("")  # raises the "no bundled datasets found" error
+        return Inputs(
+            files=tuple(f for d in datasets for f in d.files),
+            lenient_files=frozenset(f for d in datasets if d.lenient for f in d.files),
+        )
+    files: list[Path] = []
+    lenient_files: set[Path] = set()
+    passed_over: list[Path] = []
+    for argument in arguments:
+        path = Path(argument)
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            for candidate in sorted(p for p in path.rglob("*") if p.is_file()):
+                (files if candidate.name.endswith(TRANSCRIPT_SUFFIXES) else passed_over).append(candidate)
+        elif path.exists():
+            raise ValueError(f"{path}: not a regular file or folder")
+        else:
+            dataset = get_dataset(argument)
+            files.extend(dataset.files)
+            if dataset.lenient:
+                lenient_files.update(dataset.files)
+    return Inputs(files=tuple(files), lenient_files=frozenset(lenient_files), passed_over=tuple(passed_over))

@@ -1,0 +1,87 @@
+"""Importers: one module per source format, registered by name, detected from content.
+
+`load_file(path)` is the entry point: it detects the format (or takes the one named), reads the
+file strictly or leniently, and returns its transcripts. When no importer matches, the error lists
+every format tried and why each one did not match.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from bench.importers.base import Importer
+from bench.model import Transcript
+from bench.source import RecordIssues, Source, TranscriptError
+
+IMPORTERS: dict[str, Importer] = {}
+
+
+def register_importer(importer: Importer) -> None:
+    IMPORTERS[importer.name] = importer
+
+
+def _register_builtins() -> None:
+    # Imported here, not at module top, so that importing one importer module does not pull in
+    # (or break on) all the others.
+    from bench.importers.anthropic_messages import AnthropicMessagesImporter
+    from bench.importers.canonical import CanonicalImporter
+    from bench.importers.claude_code import ClaudeCodeImporter
+    from bench.importers.codex import CodexImporter
+    from bench.importers.condenser_log import CondenserLogImporter
+    from bench.importers.mini_swe_agent import MiniSweAgentImporter
+    from bench.importers.openai_chat import OpenAIChatImporter
+
+    # Formats are told apart by content only one of them has; the order only decides which
+    # check runs first (the cheap JSONL ones before parsing a whole JSON document).
+    for importer in (
+        CanonicalImporter(),
+        ClaudeCodeImporter(),
+        CodexImporter(),
+        MiniSweAgentImporter(),
+        OpenAIChatImporter(),
+        AnthropicMessagesImporter(),
+        CondenserLogImporter(),
+    ):
+        IMPORTERS.setdefault(importer.name, importer)
+
+
+def importers() -> dict[str, Importer]:
+    """Every known importer by format name."""
+    if not IMPORTERS or "claude-code" not in IMPORTERS:
+        _register_builtins()
+    return IMPORTERS
+
+
+def get_importer(name: str) -> Importer:
+    """The importer called `name`, or an error that suggests the closest names."""
+    known = importers()
+    if name in known:
+        return known[name]
+    close = difflib.get_close_matches(name, known, n=3)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise KeyError(f"unknown format {name!r}.{hint} Known formats: {', '.join(known)}")
+
+
+def detect(source: Source) -> Importer:
+    reasons: list[str] = []
+    for importer in importers().values():
+        reason = importer.match(source)
+        if reason is None:
+            return importer
+        reasons.append(f"  - {importer.name}: {reason}")
+    raise TranscriptError(
+        source.path, None, "unknown transcript format. Formats tried:\n" + "\n".join(reasons)
+    )
+
+
+def load_file(path: Path | str, *, lenient: bool = False, format: str | None = None) -> list[Transcript]:
+    """Read one file and return its transcripts (most formats hold exactly one).
+
+    Strict mode raises `TranscriptError` naming file and line at the first damaged record;
+    lenient mode skips damaged records and records each one in `Transcript.skipped`.
+    """
+    source = Source(path)
+    importer = get_importer(format) if format else detect(source)
+    issues = RecordIssues(source.path, lenient)
+    return importer.load(source, issues)

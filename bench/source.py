@@ -1,0 +1,150 @@
+"""Reading transcript files: gzip transparently, UTF-8 strictly, errors that name file and line.
+
+A `Source` is one file on disk. Importers ask it for JSONL records or for the whole file as one
+JSON document; both are parsed once and cached, because format detection and import read the
+same file. Damage is reported through `RecordIssues`, which either raises (strict, the default)
+or collects `SkippedRecord`s (lenient), so no importer has to decide that policy itself.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from bench.model import SkippedRecord
+
+
+class TranscriptError(ValueError):
+    """A file could not be read as a transcript. The message names the file and, when known, the line."""
+
+    def __init__(self, path: Path | str, line: int | None, what: str):
+        self.path = str(path)
+        self.line = line
+        self.what = what
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {what}")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One parsed JSONL line and where it came from."""
+
+    line: int
+    data: object
+
+
+class RecordIssues:
+    """Strict mode raises on the first damaged record; lenient mode counts it and goes on."""
+
+    def __init__(self, path: Path, lenient: bool):
+        self.path = path
+        self.lenient = lenient
+        self.skipped: list[SkippedRecord] = []
+
+    def report(self, line: int | None, what: str) -> None:
+        if not self.lenient:
+            hint = " (use --lenient to skip damaged records and count them)"
+            raise TranscriptError(self.path, line, what + hint)
+        self.skipped.append(SkippedRecord(line=line, reason=what))
+
+
+class Source:
+    """A transcript file. `.gz` is decompressed transparently."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        # Set when a truncated gzip stream was read as far as it goes (lenient callers use it).
+        self.truncated_at: int | None = None
+
+    @cached_property
+    def raw(self) -> bytes:
+        try:
+            data = self.path.read_bytes()
+        except OSError as exc:
+            raise TranscriptError(self.path, None, f"cannot read file: {exc.strerror or exc}") from exc
+        if self.path.suffix == ".gz" or data[:2] == b"\x1f\x8b":
+            data = self._gunzip(data)
+        if not data.strip():
+            raise TranscriptError(self.path, None, "file is empty: there is no transcript in it")
+        return data
+
+    def _gunzip(self, data: bytes) -> bytes:
+        # zlib instead of gzip.decompress so a truncated stream still yields what it holds.
+        inflater = zlib.decompressobj(wbits=47)
+        try:
+            out = inflater.decompress(data)
+        except zlib.error as exc:
+            raise TranscriptError(self.path, None, f"not a valid gzip file: {exc}") from exc
+        if not inflater.eof:
+            self.truncated_at = len(out)
+        return out
+
+    def _decode(self, data: bytes, line: int | None) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if line is None:
+                line = data.count(b"\n", 0, exc.start) + 1
+            raise TranscriptError(
+                self.path, line, f"invalid UTF-8 at byte {exc.start} of the line: {exc.reason}"
+            ) from exc
+
+    @cached_property
+    def text(self) -> str:
+        return self._decode(self.raw.removeprefix(b"\xef\xbb\xbf"), None)
+
+    @cached_property
+    def document(self) -> object:
+        """The whole file parsed as a single JSON value (for JSON, not JSONL, formats)."""
+        try:
+            return json.loads(self.text)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(self.path, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from exc
+
+    def is_single_document(self) -> bool:
+        """True when the file is one JSON value rather than JSON lines."""
+        try:
+            self.document
+        except TranscriptError:
+            return False
+        return True
+
+    def records(self, issues: RecordIssues) -> Iterator[Record]:
+        """Each non-blank line parsed as JSON. Damaged lines go to `issues`."""
+        lines = self.raw.split(b"\n")
+        last = len(lines)
+        for number, raw_line in enumerate(lines, start=1):
+            if not raw_line.strip():
+                continue
+            if self.truncated_at is not None and number == last:
+                issues.report(number, "line cut off where the gzip stream ends (truncated .gz file)")
+                continue
+            try:
+                text = self._decode(raw_line, number)
+                data = json.loads(text)
+            except TranscriptError as exc:
+                issues.report(number, exc.what)
+                continue
+            except json.JSONDecodeError as exc:
+                issues.report(number, f"invalid JSON: {exc.msg} (column {exc.colno})")
+                continue
+            yield Record(line=number, data=data)
+        if self.truncated_at is not None:
+            issues.report(None, f"gzip stream truncated after {self.truncated_at} bytes; the rest is lost")
+
+    def head_records(self, limit: int = 25) -> list[Record]:
+        """The first parseable JSON lines, for format detection (damage is ignored here)."""
+        found: list[Record] = []
+        for number, raw_line in enumerate(self.raw.split(b"\n"), start=1):
+            if len(found) >= limit:
+                break
+            try:
+                data = json.loads(raw_line)
+            except ValueError:
+                continue
+            found.append(Record(line=number, data=data))
+        return found

@@ -1,0 +1,26 @@
+"""Shared test helpers: where the bundled and the shared real transcripts are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATASETS = REPO / "datasets"
+# The real transcripts that the bundled datasets were chosen from; CI clones the repo next to it.
+SHARED = REPO.parent / "shared" / "transcripts"
+
+
+def bundled(dataset: str, stem: str) -> Path:
+    """The bundled file of `dataset` whose name starts with `stem`."""
+    matches = sorted((DATASETS / dataset / "transcripts").glob(f"{stem}*"))
+    assert len(matches) == 1, f"expected one bundled file for {dataset}/{stem}*, found {matches}"
+    return matches[0]
+
+
+@pytest.fixture
+def shared() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip(f"the shared real transcripts are not at {SHARED}")
+    return SHARED

@@ -1,0 +1,139 @@
+"""Bad input: every problem names the file and line, and lenient mode counts what it skips.
+
+The broken files are made in the test from real bundled lines, so they look like real input
+with one thing wrong.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.importers import load_file
+from bench.loading import load_inputs
+from bench.source import TranscriptError
+from tests.conftest import bundled
+
+REAL = bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__07f2e15c")
+
+
+def real_lines() -> list[bytes]:
+    return gzip.decompress(REAL.read_bytes()).splitlines(keepends=True)
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "empty.jsonl", b"")
+    with pytest.raises(TranscriptError, match="file is empty") as error:
+        load_file(path)
+    assert error.value.path == str(path)
+
+
+def test_empty_file_in_lenient_folder_load_is_counted_not_fatal(tmp_path: Path) -> None:
+    write(tmp_path, "empty.jsonl", b"\n\n")
+    write(tmp_path, "good.jsonl", b"".join(real_lines()))
+    write(tmp_path, "notes.txt", b"not a transcript")
+    loaded = load_inputs([str(tmp_path)], lenient=True)
+    assert len(loaded.transcripts) == 1
+    assert [f.path.name for f in loaded.failed] == ["empty.jsonl"]
+    assert [p.name for p in loaded.passed_over] == ["notes.txt"]
+
+
+def test_truncated_gzip_strict_names_the_cut_line(tmp_path: Path) -> None:
+    data = REAL.read_bytes()
+    path = write(tmp_path, "cut.jsonl.gz", data[: len(data) // 2])
+    with pytest.raises(TranscriptError, match="truncated .gz"):
+        load_file(path)
+
+
+def test_truncated_gzip_lenient_keeps_what_was_there(tmp_path: Path) -> None:
+    data = REAL.read_bytes()
+    path = write(tmp_path, "cut.jsonl.gz", data[: len(data) // 2])
+    [partial] = load_file(path, lenient=True)
+    [whole] = load_file(REAL)
+    assert 0 < len(partial.messages) < len(whole.messages)
+    reasons = [s.reason for s in partial.skipped]
+    assert any("gzip stream truncated" in r for r in reasons)
+    assert any("cut off" in r for r in reasons)
+
+
+def test_not_gzip_at_all(tmp_path: Path) -> None:
+    path = write(tmp_path, "broken.jsonl.gz", b"\x1f\x8bthis is not deflate data")
+    with pytest.raises(TranscriptError, match="not a valid gzip file"):
+        load_file(path)
+
+
+def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
+    lines = real_lines()
+    lines[4] = lines[4].replace(b"Can you", b"Can \xff you")
+    path = write(tmp_path, "bad-utf8.jsonl", b"".join(lines))
+    with pytest.raises(TranscriptError, match="invalid UTF-8") as error:
+        load_file(path)
+    assert error.value.line == 5
+    [transcript] = load_file(path, lenient=True)
+    assert [(s.line, s.reason[:13]) for s in transcript.skipped] == [(5, "invalid UTF-8")]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda d: [d], "expected a JSON object, got list"),
+        (lambda d: {**d, "message": "hello"}, "has no `message` object"),
+        (lambda d: {**d, "message": {**d["message"], "content": 42}}, "must be a string or a list, got int"),
+    ],
+)
+def test_wrong_json_types(tmp_path: Path, change, expected: str) -> None:
+    lines = real_lines()
+    record = json.loads(lines[4])  # line 5: the first user message
+    lines[4] = json.dumps(change(record)).encode() + b"\n"
+    path = write(tmp_path, "types.jsonl", b"".join(lines))
+    with pytest.raises(TranscriptError, match=expected) as error:
+        load_file(path)
+    assert error.value.line == 5
+    [transcript] = load_file(path, lenient=True)
+    assert len(transcript.skipped) == 1 and transcript.skipped[0].line == 5
+
+
+def test_wrong_usage_types(tmp_path: Path) -> None:
+    lines = real_lines()
+    record = json.loads(lines[5])
+    record["message"]["usage"]["input_tokens"] = "four"
+    lines[5] = json.dumps(record).encode() + b"\n"
+    path = write(tmp_path, "usage.jsonl", b"".join(lines))
+    with pytest.raises(TranscriptError, match="integer token counts") as error:
+        load_file(path)
+    assert error.value.line == 6
+
+
+def test_orphan_tool_result(tmp_path: Path) -> None:
+    lines = real_lines()
+    # Drop lines 6-7 (the assistant response holding the TodoWrite call); its result on line 8 is then an orphan.
+    path = write(tmp_path, "orphan.jsonl", b"".join(lines[:5] + lines[7:]))
+    with pytest.raises(TranscriptError, match="orphan tool result") as error:
+        load_file(path)
+    assert error.value.line == 6  # the result's line in the shortened file
+    [transcript] = load_file(path, lenient=True)
+    assert [s.reason.split(":")[0] for s in transcript.skipped] == ["orphan tool result"]
+
+
+def test_unknown_format_lists_every_format_tried(tmp_path: Path) -> None:
+    path = write(tmp_path, "other.json", json.dumps({"hello": "world"}).encode())
+    with pytest.raises(TranscriptError) as error:
+        load_file(path)
+    text = str(error.value)
+    assert "unknown transcript format" in text
+    for name in ("claude-code", "mini-swe-agent", "codex-rollout", "openai-chat", "anthropic-messages", "canonical"):
+        assert f"  - {name}: " in text
+
+
+def test_unknown_format_name_suggests_the_closest() -> None:
+    with pytest.raises(KeyError, match="Did you mean 'claude-code'"):
+        load_file(REAL, format="claude-cod")
