@@ -7,7 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+from bench.context_windows import ContextWindows, load_overrides, parse_override
 from bench.datasets import list_datasets
+from bench.estimation import DEFAULT_ESTIMATORS, run_estimation
+from bench.estimation_output import format_summary, write_estimation
 from bench.importers import importers
 from bench.importers.canonical import write_canonical
 from bench.loading import Loaded, load_inputs
@@ -40,6 +43,16 @@ def build_parser() -> argparse.ArgumentParser:
     datasets = commands.add_parser("datasets", help="list the bundled datasets with counts")
     datasets.add_argument("--json", action="store_true", help="print JSON")
     datasets.set_defaults(run=run_datasets)
+
+    estimate = commands.add_parser("estimate", help="measure token estimators against the prompt tokens providers billed")
+    _add_input_arguments(estimate)
+    estimate.add_argument("--estimators", nargs="+", default=list(DEFAULT_ESTIMATORS), metavar="NAME", help=f"default: {' '.join(DEFAULT_ESTIMATORS)}")
+    estimate.add_argument("--out", type=Path, help="write calls.csv, summary.json and estimation.html here")
+    estimate.add_argument("--table", choices=("csv", "parquet"), default="csv", help="format of the per-call table")
+    estimate.add_argument("--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="override a model's window (repeatable)")
+    estimate.add_argument("--config", type=Path, help="TOML file; its [context_windows] table overrides windows")
+    estimate.add_argument("--train-fraction", type=float, default=0.5, help="share of transcripts the calibration is fitted on")
+    estimate.set_defaults(run=run_estimate)
 
     formats = commands.add_parser("formats", help="list the transcript formats compactlab reads")
     formats.set_defaults(run=run_formats)
@@ -125,6 +138,27 @@ def run_datasets(args: argparse.Namespace) -> int:
 
         print(pd.DataFrame(rows).drop(columns=["description"]).to_string(index=False))
     return 0
+
+
+def run_estimate(args: argparse.Namespace) -> int:
+    overrides = load_overrides(args.config) if args.config else {}
+    overrides.update(parse_override(text) for text in args.context_window)
+    loaded = _load(args)
+    result = run_estimation(
+        loaded.transcripts, args.estimators, ContextWindows(overrides=overrides), args.train_fraction, progress=sys.stderr.isatty()
+    )
+    print(format_summary(result))
+    _print_load_problems(loaded)
+    if args.out:
+        settings = {"estimators": args.estimators, "train_fraction": args.train_fraction, "context_window_overrides": overrides}
+        for path in write_estimation(result, args.out, settings, args.table):
+            print(f"wrote {path}")
+    return 0
+
+
+def _print_load_problems(loaded: Loaded) -> None:
+    for failed in loaded.failed:
+        print(f"  file not read: {failed.error}")
 
 
 def run_formats(args: argparse.Namespace) -> int:

@@ -1,0 +1,156 @@
+"""The compaction engine: when to compact, calling the strategy, and keeping itself safe.
+
+Before each LLM call the driver (an agent, or the replay) asks `Engine.before_call(context)`.
+The engine measures the context with the run's estimator, checks the trigger, calls the strategy
+when it fires, and returns the new context with a `CompactionEvent` describing what happened
+(inspect_ai's vocabulary: `tokens_before` / `tokens_after`). It knows only the strategy interface.
+
+Safety, as production agents learned it:
+- loop guard: a compaction that removes less than `min_reduction` (5%) of the context would fire
+  again on the next call and the next; the engine stops threshold-triggered attempts after one.
+- failure breaker: after `max_failures` consecutive failed compactions (e.g. the summarizer keeps
+  erroring) the engine stops trying rather than stalling every call.
+- overflow: when the provider rejects a request as too long (`bench.overflow` recognises each
+  provider's message) or reports an input larger than the window (silent overflow), `emergency()`
+  compacts regardless of the guard; the driver retries the call once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from bench.model import Message
+from strategies.base import CompactionFailed, CompactionRequest, Context, Reason, Strategy, Summarizer
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """When to compact.
+
+    fraction: compact when the context reaches this share of the window (0.8).
+    absolute: compact at this many tokens, whatever the window (0 disables).
+    reserve_tokens: tokens kept free for the model's output: also compact when the context
+        exceeds window − reserve.
+    warning / critical: two levels (seed 003: 0.75 and 0.9). When set, `fraction` is ignored:
+        the warning level fires a "warning" compaction, the critical level a "critical" one.
+    target: share of the window a compaction aims to get under (strategies may use it as budget).
+    """
+
+    fraction: float = 0.8
+    absolute: int = 0
+    reserve_tokens: int = 0
+    warning: float | None = None
+    critical: float | None = None
+    target: float = 0.5
+
+    def check(self, tokens: int, window: int) -> Reason | None:
+        if self.critical is not None and tokens >= self.critical * window:
+            return "critical"
+        if self.warning is not None and tokens >= self.warning * window:
+            return "warning"
+        if self.warning is None and self.critical is None and tokens >= self.fraction * window:
+            return "threshold"
+        if self.absolute and tokens >= self.absolute:
+            return "threshold"
+        if self.reserve_tokens and tokens > window - self.reserve_tokens:
+            return "threshold"
+        return None
+
+    def target_tokens(self, window: int) -> int:
+        return int(self.target * window)
+
+
+@dataclass(frozen=True)
+class CompactionEvent:
+    reason: Reason
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    messages_removed: int
+    summarizer_input_tokens: int = 0
+    summarizer_output_tokens: int = 0
+    summarizer_cost_usd: float | None = None
+    prompt_hash: str | None = None
+    note: str = ""
+    failed: str | None = None  # why the compaction failed, when it did
+    stalled: bool = False  # the loop guard stopped further threshold-triggered attempts here
+
+    @property
+    def reduction(self) -> float:
+        return 1 - self.tokens_after / self.tokens_before if self.tokens_before else 0.0
+
+
+Meter = Callable[[Context], int]
+
+
+@dataclass
+class Engine:
+    strategy: Strategy
+    window: int
+    meter: Meter  # the run's estimator applied to a whole context (may use known usage)
+    count_tokens: Callable[[Sequence[Message]], int]  # the same estimator over a message list
+    trigger: Trigger = field(default_factory=Trigger)
+    summarizer: Summarizer | None = None
+    min_reduction: float = 0.05
+    max_failures: int = 3
+    stalled: bool = False
+    failures: int = 0
+
+    @property
+    def breaker_open(self) -> bool:
+        return self.failures >= self.max_failures
+
+    def before_call(self, context: Context) -> tuple[Context, CompactionEvent | None]:
+        """Compact if the trigger fires (and the guard and breaker allow it)."""
+        tokens = self.meter(context)
+        reason = self.trigger.check(tokens, self.window)
+        if reason is None or self.stalled or self.breaker_open:
+            return context, None
+        return self._compact(context, reason, tokens)
+
+    def emergency(self, context: Context, reason: Reason = "overflow") -> tuple[Context, CompactionEvent]:
+        """Compact now, whatever the guard says: the provider refused the request as too long."""
+        context, event = self._compact(context, reason, self.meter(context))
+        return context, event
+
+    def _compact(self, context: Context, reason: Reason, tokens: int) -> tuple[Context, CompactionEvent]:
+        request = CompactionRequest(
+            reason=reason,
+            window=self.window,
+            target_tokens=self.trigger.target_tokens(self.window),
+            count_tokens=self.count_tokens,
+            summarizer=self.summarizer,
+        )
+        name = getattr(self.strategy, "name", type(self.strategy).__name__)
+        try:
+            result = self.strategy.compact(context, request)
+        except CompactionFailed as exc:
+            self.failures += 1
+            event = CompactionEvent(reason, name, tokens, tokens, len(context.messages), len(context.messages), 0, failed=str(exc))
+            return context, event
+        self.failures = 0
+        compacted = replace(result.context, compactions=context.compactions + 1, known_usage=None)
+        after = self.meter(compacted)
+        calls = result.summarizer_calls
+        costs = [c.cost_usd for c in calls if c.cost_usd is not None]
+        event = CompactionEvent(
+            reason=reason,
+            strategy=name,
+            tokens_before=tokens,
+            tokens_after=after,
+            messages_before=len(context.messages),
+            messages_after=len(compacted.messages),
+            messages_removed=result.messages_removed,
+            summarizer_input_tokens=sum(c.prompt_tokens for c in calls),
+            summarizer_output_tokens=sum(c.output_tokens for c in calls),
+            summarizer_cost_usd=sum(costs) if costs else None,
+            prompt_hash=result.prompt_hash,
+            note=result.note,
+        )
+        if reason not in ("overflow", "silent_overflow") and event.reduction < self.min_reduction:
+            self.stalled = True
+            event = replace(event, stalled=True)
+        return compacted, event

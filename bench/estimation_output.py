@@ -1,0 +1,72 @@
+"""Writing the estimation benchmark: per-call table, summary JSON, HTML page."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+from bench.estimation import THRESHOLDS, EstimationResult, summarize
+
+
+def summary_document(result: EstimationResult, settings: dict) -> dict:
+    """Everything a reader needs to trust the numbers: settings, what was left out, fits, summary."""
+    summary = summarize(result.calls)
+    return {
+        "settings": {**settings, "thresholds": list(THRESHOLDS)},
+        "transcripts": int(result.calls["transcript"].nunique()),
+        "calls": int(result.calls[["transcript", "call"]].drop_duplicates().shape[0]),
+        "left_out": {
+            "damaged_transcripts": list(result.damaged_transcripts),
+            "transcripts_without_calls": result.transcripts_without_calls,
+            "first_calls": int(result.calls.loc[result.calls["first_call"], ["transcript"]].drop_duplicates().shape[0]),
+        },
+        "calibration": [asdict(fit) for fit in result.fits.values()],
+        "summary": [_clean(row) for row in summary.to_dict(orient="records")],
+    }
+
+
+def _clean(row: dict) -> dict:
+    # NaN is not JSON; a metric that cannot be computed is null.
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+
+
+def write_estimation(result: EstimationResult, out: Path, settings: dict, table_format: str = "csv") -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if table_format == "parquet":
+        try:
+            import pyarrow  # noqa: F401  (pandas needs it for parquet)
+        except ImportError as exc:
+            raise ValueError("--table parquet needs pyarrow: pip install pyarrow (or use --table csv)") from exc
+        calls_path = out / "calls.parquet"
+        result.calls.to_parquet(calls_path, index=False)
+    else:
+        calls_path = out / "calls.csv"
+        result.calls.to_csv(calls_path, index=False)
+    written.append(calls_path)
+    summary_path = out / "summary.json"
+    summary_path.write_text(json.dumps(summary_document(result, settings), indent=2) + "\n", encoding="utf-8")
+    written.append(summary_path)
+    from bench.report.estimation import write_estimation_report
+
+    written.append(write_estimation_report(result, summarize(result.calls), out / "estimation.html"))
+    return written
+
+
+def format_summary(result: EstimationResult) -> str:
+    summary = summarize(result.calls)
+    if summary.empty:
+        return "no recorded LLM calls to compare with"
+    columns = ["estimator", "family", "calls", "bias_pct", "mape_pct", "median_abs", "p95_abs", "under5_pct", "late_0.8", "early_0.8"]
+    table = summary[columns].round({"bias_pct": 1, "mape_pct": 1, "median_abs": 0, "p95_abs": 0, "under5_pct": 1, "late_0.8": 2, "early_0.8": 2})
+    lines = [table.to_string(index=False), ""]
+    for fit in result.fits.values():
+        lines.append(f"calibrated {fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f}  ({fit.train_calls} calls, {fit.train_transcripts} transcripts)")
+    if result.damaged_transcripts:
+        lines.append(f"left out: {len(result.damaged_transcripts)} transcripts with damaged records (a lost message would read as estimator error)")
+    if result.transcripts_without_calls:
+        lines.append(f"left out: {result.transcripts_without_calls} transcripts with no recorded LLM calls")
+    lines.append("first call of each session not scored: it sets the per-session constant for sources without the system prompt")
+    return "\n".join(lines)

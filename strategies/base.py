@@ -1,0 +1,207 @@
+"""The strategy interface: the only thing the engine knows about a compaction strategy.
+
+A strategy is a frozen dataclass whose fields are its settings, with one method:
+
+    compact(context: Context, request: CompactionRequest) -> CompactionResult
+
+It gets the agent's current context and what the engine allows it to use (a token counter bound
+to the run's estimator, the window, a target, a summarizer), and returns the new message list.
+It never sees the replay, the recorded future or the metrics. Registration: see
+`strategies.registry`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from bench.model import LLMCall, Message, TextPart, ToolCallPart, ToolResultPart
+
+SUMMARY_SOURCE_ID = "compactlab:summary"
+SUMMARY_PREFIX = "This session is being continued from a previous conversation. Summary of the earlier part:\n\n"
+
+Reason = Literal["threshold", "warning", "critical", "overflow", "silent_overflow", "manual"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the agent would send next, and what the engine tracks about it."""
+
+    messages: tuple[Message, ...]
+    summary: str | None = None
+    compactions: int = 0
+    # The provider's own count for a prefix of `messages`: (number of messages it covers, tokens).
+    known_usage: tuple[int, int] | None = None
+    # Full pre-compaction histories kept by the archive strategy, newest last.
+    archives: tuple[tuple[Message, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What a summarizer is asked: summarize `messages` (optionally updating `previous_summary`).
+
+    `prompt` and `system` are the rendered prompt template, for LLM summarizers; `prompt_hash`
+    identifies the template so results can name the exact prompt. Extractive summarizers read
+    `messages` directly and ignore the prompt.
+    """
+
+    messages: tuple[Message, ...]
+    prompt: str
+    system: str
+    prompt_hash: str
+    max_output_tokens: int
+    purpose: Literal["history", "turn_prefix", "update"] = "history"
+    previous_summary: str | None = None
+
+
+@dataclass(frozen=True)
+class SummaryResponse:
+    text: str
+    usage: LLMCall | None = None  # None for summarizers that call no LLM
+
+
+class Summarizer(Protocol):
+    name: str
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse: ...
+
+
+@dataclass(frozen=True)
+class CompactionRequest:
+    reason: Reason
+    window: int
+    target_tokens: int  # the size the engine would like the context to end up at or below
+    count_tokens: Callable[[Sequence[Message]], int]
+    summarizer: Summarizer | None = None
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    context: Context
+    messages_removed: int
+    summarizer_calls: tuple[LLMCall, ...] = ()
+    prompt_hash: str | None = None
+    note: str = ""  # one line for people: what the strategy did
+
+
+class Strategy(Protocol):
+    name: str
+
+    def compact(self, context: Context, request: CompactionRequest) -> CompactionResult: ...
+
+
+class CompactionFailed(RuntimeError):
+    """A strategy could not compact (e.g. its summarizer failed); the engine counts failures."""
+
+
+# --- helpers every strategy may use -------------------------------------------------------------
+
+
+def summary_message(text: str) -> Message:
+    return Message(role="user", parts=(TextPart(SUMMARY_PREFIX + text),), source_id=SUMMARY_SOURCE_ID)
+
+
+def is_summary(message: Message) -> bool:
+    return message.source_id == SUMMARY_SOURCE_ID
+
+
+def summary_text(message: Message) -> str:
+    return message.text().removeprefix(SUMMARY_PREFIX)
+
+
+def leading_system(messages: Sequence[Message]) -> int:
+    """How many messages at the start are system messages (always kept)."""
+    count = 0
+    while count < len(messages) and messages[count].role == "system":
+        count += 1
+    return count
+
+
+def is_user_turn_start(message: Message) -> bool:
+    """A real user message (not a tool result, not a summary) starts a turn."""
+    return message.role == "user" and not is_summary(message) and not any(isinstance(p, ToolResultPart) for p in message.parts)
+
+
+def safe_cut_points(messages: Sequence[Message]) -> list[int]:
+    """Indexes where the history may be cut so that no tool result loses its call.
+
+    A cut at `i` keeps `messages[i:]`. It is safe when every tool result in the kept part has its
+    call in the kept part too.
+    """
+    unsafe: set[int] = set()
+    # Walking backwards: a cut just before a message is unsafe while a kept result waits for its call.
+    waiting: set[str] = set()
+    for index in range(len(messages) - 1, -1, -1):
+        for part in messages[index].parts:
+            if isinstance(part, ToolResultPart):
+                waiting.add(part.call_id)
+            elif isinstance(part, ToolCallPart):
+                waiting.discard(part.id)
+        if waiting:
+            unsafe.add(index)
+    return [i for i in range(len(messages) + 1) if i not in unsafe]
+
+
+def turn_starts(messages: Sequence[Message]) -> list[int]:
+    return [i for i, m in enumerate(messages) if is_user_turn_start(m)]
+
+
+@dataclass(frozen=True)
+class FileActivity:
+    """Files a session read and modified, taken from tool calls (cumulative across compactions)."""
+
+    read: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+
+
+READ_TOOLS = frozenset({"read", "read_file", "view", "cat", "grep", "glob", "ls", "notebookread"})
+WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "write_file", "edit_file", "str_replace", "create", "notebookedit", "apply_patch"})
+PATH_KEYS = ("file_path", "path", "filename", "notebook_path", "file")
+
+
+def file_activity(messages: Sequence[Message], earlier: FileActivity = FileActivity()) -> FileActivity:
+    read: dict[str, None] = dict.fromkeys(earlier.read)
+    modified: dict[str, None] = dict.fromkeys(earlier.modified)
+    for message in messages:
+        for part in message.parts:
+            if not isinstance(part, ToolCallPart):
+                continue
+            arguments = part.parsed_arguments()
+            paths = [arguments[k] for k in PATH_KEYS if isinstance(arguments, dict) and isinstance(arguments.get(k), str)]
+            name = part.name.lower()
+            for path in paths:
+                if name in WRITE_TOOLS or "write" in name or "edit" in name:
+                    modified.setdefault(path, None)
+                elif name in READ_TOOLS or "read" in name:
+                    read.setdefault(path, None)
+    return FileActivity(read=tuple(p for p in read if p not in modified), modified=tuple(modified))
+
+
+def last_user_request(messages: Sequence[Message]) -> str | None:
+    for message in reversed(messages):
+        if is_user_turn_start(message):
+            text = "\n".join(p.text for p in message.parts if isinstance(p, TextPart)).strip()
+            if text:
+                return text
+    return None
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A strategy setting as `compactlab strategies` lists it."""
+
+    name: str
+    default: object
+    help: str = ""
+
+
+def parameters_of(strategy: object) -> list[Parameter]:
+    from dataclasses import fields
+
+    return [Parameter(f.name, getattr(strategy, f.name), f.metadata.get("help", "")) for f in fields(strategy) if f.name != "name"]
+
+
+def setting(default: object, help: str) -> object:
+    """A dataclass field with a description that `compactlab strategies` shows."""
+    return field(default=default, metadata={"help": help})

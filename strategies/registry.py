@@ -1,0 +1,131 @@
+"""Finding strategies by name: entry points, or a `path/to/file.py:Name` reference.
+
+Built-in strategies and presets register exactly as a user's own would: through the
+`compactlab.strategies` entry-point group (see `pyproject.toml`). An entry point may name a
+strategy class (instantiated with its defaults) or a function returning a configured strategy (a
+preset). A strategy in the user's repository needs no packaging: `my_strategies.py:Mine`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from strategies.base import Strategy, parameters_of
+
+GROUP = "compactlab.strategies"
+
+
+@dataclass(frozen=True)
+class Registered:
+    name: str
+    target: str  # "module:attribute" or "path/to/file.py:Name"
+    kind: str  # "strategy" or "preset"
+    description: str
+    source: str
+
+
+@lru_cache(maxsize=1)
+def registered() -> dict[str, Registered]:
+    """Every strategy and preset installed through the entry-point group, by name."""
+    found: dict[str, Registered] = {}
+    for point in entry_points(group=GROUP):
+        obj = point.load()
+        found[point.name] = _describe(point.name, point.value, obj)
+    if not found:
+        raise RuntimeError(
+            f"no strategies found in the {GROUP!r} entry-point group: install compactlab (pip install -e .) "
+            "so its built-in strategies are registered"
+        )
+    return dict(sorted(found.items()))
+
+
+def _describe(name: str, target: str, obj: object) -> Registered:
+    kind = "strategy" if inspect.isclass(obj) else "preset"
+    doc = inspect.getdoc(obj) or ""
+    return Registered(name, target, kind, doc.split("\n\n")[0].replace("\n", " "), getattr(obj, "source", ""))
+
+
+def get_strategy(name: str, **settings: object) -> Strategy:
+    """The strategy or preset `name` (or `file.py:Name`), with `settings` overriding its defaults."""
+    obj = _load_reference(name) if ":" in name else _load_registered(name)
+    strategy = obj() if callable(obj) and not _is_strategy_instance(obj) else obj
+    if not hasattr(strategy, "compact"):
+        raise TypeError(f"{name!r} does not give a strategy: {strategy!r} has no compact() method")
+    if settings:
+        known = {f.name for f in dataclasses.fields(strategy)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            close = {u: difflib.get_close_matches(u, known, n=1) for u in unknown}
+            hints = ", ".join(f"{u!r}" + (f" (did you mean {c[0]!r}?)" if c else "") for u, c in close.items())
+            raise KeyError(f"strategy {name!r} has no setting {hints}; its settings: {', '.join(sorted(known))}")
+        strategy = dataclasses.replace(strategy, **settings)
+    return strategy
+
+
+def _is_strategy_instance(obj: object) -> bool:
+    return not inspect.isclass(obj) and not inspect.isfunction(obj) and hasattr(obj, "compact")
+
+
+def _load_registered(name: str) -> object:
+    known = registered()
+    if name not in known:
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise KeyError(
+            f"unknown strategy {name!r}.{hint} See `compactlab strategies`, or name your own as path/to/file.py:ClassName"
+        )
+    module, _, attribute = known[name].target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def _load_reference(reference: str) -> object:
+    path_text, _, attribute = reference.rpartition(":")
+    path = Path(path_text)
+    if not path.is_file():
+        raise KeyError(f"strategy reference {reference!r}: no file {path}")
+    module_name = f"compactlab_user_{path.stem}_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    if not hasattr(module, attribute):
+        names = [n for n in vars(module) if not n.startswith("_")]
+        close = difflib.get_close_matches(attribute, names, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise KeyError(f"{path} has no {attribute!r}.{hint}")
+    return getattr(module, attribute)
+
+
+def describe_all() -> list[dict]:
+    """Every registered strategy and preset with its parameters and source (for `compactlab strategies`)."""
+    rows = []
+    for entry in registered().values():
+        strategy = get_strategy(entry.name)
+        rows.append(
+            {
+                "name": entry.name,
+                "kind": entry.kind,
+                "strategy": type(strategy).__name__,
+                "description": entry.description,
+                "source": entry.source or getattr(strategy, "source", ""),
+                "parameters": {p.name: _plain(p.default) for p in parameters_of(strategy)},
+            }
+        )
+    return rows
+
+
+def _plain(value: object) -> object:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"strategy": getattr(value, "name", type(value).__name__), **{p.name: _plain(p.default) for p in parameters_of(value)}}
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
