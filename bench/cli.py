@@ -11,7 +11,9 @@ from bench.context_windows import ContextWindows, load_overrides, parse_override
 from bench.datasets import list_datasets
 from bench.estimation import DEFAULT_ESTIMATORS, run_estimation
 from bench.estimation_output import format_summary, write_estimation
-from bench.importers import importers
+from bench.importers import importers, load_file
+from bench.preview import format_preview, preview, preview_json
+from strategies.registry import describe_all
 from bench.importers.canonical import write_canonical
 from bench.loading import Loaded, load_inputs
 from bench.overview import overview_frame, summarize
@@ -25,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (TranscriptError, KeyError, ValueError) as exc:
+    except (TranscriptError, KeyError, ValueError, FileNotFoundError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
         print(f"compactlab: error: {message}", file=sys.stderr)
         return 2
@@ -53,6 +55,19 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument("--config", type=Path, help="TOML file; its [context_windows] table overrides windows")
     estimate.add_argument("--train-fraction", type=float, default=0.5, help="share of transcripts the calibration is fitted on")
     estimate.set_defaults(run=run_estimate)
+
+    strategies = commands.add_parser("strategies", help="list every strategy and preset with its parameters and source")
+    strategies.add_argument("--json", action="store_true", help="print JSON")
+    strategies.set_defaults(run=run_strategies)
+
+    compact = commands.add_parser("compact", help="compact one transcript once with a strategy and show the result")
+    compact.add_argument("path", metavar="PATH", help="a transcript file")
+    compact.add_argument("--strategy", required=True, help="strategy or preset name, or path/to/file.py:Name")
+    compact.add_argument("--at", type=int, metavar="CALL", help="compact the context before this recorded call (0-based); default: where the trigger first fires")
+    compact.add_argument("--estimator", help="token estimator (default: the preset's, else hybrid)")
+    compact.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
+    compact.add_argument("--json", action="store_true", help="print the compacted context and the event as JSON")
+    compact.set_defaults(run=run_compact)
 
     formats = commands.add_parser("formats", help="list the transcript formats compactlab reads")
     formats.set_defaults(run=run_formats)
@@ -159,6 +174,26 @@ def run_estimate(args: argparse.Namespace) -> int:
 def _print_load_problems(loaded: Loaded) -> None:
     for failed in loaded.failed:
         print(f"  file not read: {failed.error}")
+
+
+def run_strategies(args: argparse.Namespace) -> int:
+    rows = describe_all()
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    for row in rows:
+        print(f"{row['name']}  [{row['kind']}: {row['strategy']}]  {row['description']}")
+        if row["source"]:
+            print(f"    source: {row['source']}")
+        print(f"    parameters: {json.dumps(row['parameters'], default=str)}")
+    return 0
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    transcripts = load_file(args.path, lenient=args.lenient)
+    result = preview(transcripts[0], args.strategy, args.at, args.estimator)
+    print(json.dumps(preview_json(result), indent=2, default=str) if args.json else format_preview(result))
+    return 0
 
 
 def run_formats(args: argparse.Namespace) -> int:

@@ -194,7 +194,7 @@ def summarize(calls: pd.DataFrame) -> pd.DataFrame:
     over_T: share of calls whose true count is over T, for scale.
     """
     rows = []
-    scored = calls[~calls["first_call"]]
+    scored = calls[~calls["first_call"].astype(bool)]
     for (estimator, family), group in scored.groupby(["estimator", "family"], sort=True):
         rel = group["rel_error"].to_numpy(float)
         absolute = group["error"].abs().to_numpy(float)

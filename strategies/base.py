@@ -12,6 +12,7 @@ It never sees the replay, the recorded future or the metrics. Registration: see
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -160,6 +161,17 @@ WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "write_file", "edit_file"
 PATH_KEYS = ("file_path", "path", "filename", "notebook_path", "file")
 
 
+# Shell commands (mini-swe-agent, Codex) name files inline: a path-like token with an extension,
+# modified when the command writes (sed -i, redirection, tee, patch), otherwise read.
+_EXTENSIONS = (
+    "py|pyi|ipynb|js|jsx|ts|tsx|mjs|cjs|json|jsonl|md|rst|txt|toml|yaml|yml|cfg|ini|conf|rs|go|java|kt|c|h|cc|cpp|hpp|"
+    "cs|rb|php|swift|sh|bash|zsh|ps1|html|htm|css|scss|sql|xml|csv|tsv|log|lock|env|proto|tf|vue|svelte|lua|r|scala|dart"
+)
+_SHELL_PATH = re.compile(rf"(?<![\w<>=.])((?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{_EXTENSIONS}))(?![\w/(])")
+_SHELL_WRITES = re.compile(r"\bsed\s+-i|\s>>?\s*\S|\btee\b|\bpatch\b|\bgit\s+apply\b|\btouch\b|\bmv\b|\bcp\b")
+COMMAND_KEYS = ("command", "cmd")
+
+
 def file_activity(messages: Sequence[Message], earlier: FileActivity = FileActivity()) -> FileActivity:
     read: dict[str, None] = dict.fromkeys(earlier.read)
     modified: dict[str, None] = dict.fromkeys(earlier.modified)
@@ -168,12 +180,22 @@ def file_activity(messages: Sequence[Message], earlier: FileActivity = FileActiv
             if not isinstance(part, ToolCallPart):
                 continue
             arguments = part.parsed_arguments()
-            paths = [arguments[k] for k in PATH_KEYS if isinstance(arguments, dict) and isinstance(arguments.get(k), str)]
+            if not isinstance(arguments, dict):
+                continue
             name = part.name.lower()
+            writes = name in WRITE_TOOLS or "write" in name or "edit" in name
+            paths = [arguments[k] for k in PATH_KEYS if isinstance(arguments.get(k), str)]
+            for key in COMMAND_KEYS:
+                command = arguments.get(key)
+                if isinstance(command, str):
+                    # Only the command line itself: a heredoc body is file content, not files touched.
+                    first_line = command.split("\n", 1)[0]
+                    paths += _SHELL_PATH.findall(first_line)
+                    writes = writes or bool(_SHELL_WRITES.search(first_line))
             for path in paths:
-                if name in WRITE_TOOLS or "write" in name or "edit" in name:
+                if writes:
                     modified.setdefault(path, None)
-                elif name in READ_TOOLS or "read" in name:
+                elif name in READ_TOOLS or "read" in name or any(isinstance(arguments.get(k), str) for k in COMMAND_KEYS):
                     read.setdefault(path, None)
     return FileActivity(read=tuple(p for p in read if p not in modified), modified=tuple(modified))
 

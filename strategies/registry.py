@@ -13,7 +13,6 @@ import difflib
 import importlib.util
 import inspect
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -23,22 +22,13 @@ from strategies.base import Strategy, parameters_of
 GROUP = "compactlab.strategies"
 
 
-@dataclass(frozen=True)
-class Registered:
-    name: str
-    target: str  # "module:attribute" or "path/to/file.py:Name"
-    kind: str  # "strategy" or "preset"
-    description: str
-    source: str
-
-
 @lru_cache(maxsize=1)
-def registered() -> dict[str, Registered]:
-    """Every strategy and preset installed through the entry-point group, by name."""
-    found: dict[str, Registered] = {}
-    for point in entry_points(group=GROUP):
-        obj = point.load()
-        found[point.name] = _describe(point.name, point.value, obj)
+def registered() -> dict[str, str]:
+    """Every strategy and preset installed through the entry-point group: name → "module:attribute".
+
+    Nothing is imported here, so one broken third-party entry point cannot break the others.
+    """
+    found = {point.name: point.value for point in entry_points(group=GROUP)}
     if not found:
         raise RuntimeError(
             f"no strategies found in the {GROUP!r} entry-point group: install compactlab (pip install -e .) "
@@ -47,18 +37,19 @@ def registered() -> dict[str, Registered]:
     return dict(sorted(found.items()))
 
 
-def _describe(name: str, target: str, obj: object) -> Registered:
-    kind = "strategy" if inspect.isclass(obj) else "preset"
-    doc = inspect.getdoc(obj) or ""
-    return Registered(name, target, kind, doc.split("\n\n")[0].replace("\n", " "), getattr(obj, "source", ""))
-
-
 def get_strategy(name: str, **settings: object) -> Strategy:
     """The strategy or preset `name` (or `file.py:Name`), with `settings` overriding its defaults."""
     obj = _load_reference(name) if ":" in name else _load_registered(name)
     strategy = obj() if callable(obj) and not _is_strategy_instance(obj) else obj
     if not hasattr(strategy, "compact"):
         raise TypeError(f"{name!r} does not give a strategy: {strategy!r} has no compact() method")
+    if settings and hasattr(strategy, "trigger") and hasattr(strategy, "strategy"):
+        # A preset: its settings are its strategy's.
+        return dataclasses.replace(strategy, strategy=_with_settings(name, strategy.strategy, settings))
+    return _with_settings(name, strategy, settings)
+
+
+def _with_settings(name: str, strategy: Strategy, settings: dict) -> Strategy:
     if settings:
         known = {f.name for f in dataclasses.fields(strategy)}
         unknown = sorted(set(settings) - known)
@@ -82,8 +73,11 @@ def _load_registered(name: str) -> object:
         raise KeyError(
             f"unknown strategy {name!r}.{hint} See `compactlab strategies`, or name your own as path/to/file.py:ClassName"
         )
-    module, _, attribute = known[name].target.partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    module, _, attribute = known[name].partition(":")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise KeyError(f"strategy {name!r} is registered as {known[name]!r} but cannot be loaded: {exc}") from exc
 
 
 def _load_reference(reference: str) -> object:
@@ -108,19 +102,33 @@ def _load_reference(reference: str) -> object:
 def describe_all() -> list[dict]:
     """Every registered strategy and preset with its parameters and source (for `compactlab strategies`)."""
     rows = []
-    for entry in registered().values():
-        strategy = get_strategy(entry.name)
+    for name, target in registered().items():
+        obj = _load_registered(name)
+        strategy = get_strategy(name)
+        doc = inspect.getdoc(obj) or inspect.getdoc(type(strategy)) or ""
         rows.append(
             {
-                "name": entry.name,
-                "kind": entry.kind,
-                "strategy": type(strategy).__name__,
-                "description": entry.description,
-                "source": entry.source or getattr(strategy, "source", ""),
-                "parameters": {p.name: _plain(p.default) for p in parameters_of(strategy)},
+                "name": name,
+                "kind": "strategy" if inspect.isclass(obj) else "preset",
+                "strategy": getattr(strategy, "name", type(strategy).__name__),
+                "target": target,
+                "description": doc.split("\n\n")[0].replace("\n", " "),
+                "source": getattr(obj, "source", "") or getattr(strategy, "source", ""),
+                "parameters": _parameters(strategy),
             }
         )
     return rows
+
+
+def _parameters(strategy: object) -> dict:
+    if hasattr(strategy, "trigger") and hasattr(strategy, "strategy"):  # a preset
+        return {
+            "strategy": _plain(strategy.strategy),
+            "trigger": {k: v for k, v in dataclasses.asdict(strategy.trigger).items() if v},
+            "estimator": strategy.estimator,
+            "deviations": strategy.deviations,
+        }
+    return {p.name: _plain(p.default) for p in parameters_of(strategy)}
 
 
 def _plain(value: object) -> object:

@@ -1,0 +1,258 @@
+"""Thin clients over the official SDKs: one `complete(system, prompt, max_tokens)` per provider.
+
+Retries (429, 408/409, 5xx including Anthropic's 529, timeouts, dropped connections) are the
+SDKs' own: exponential backoff with jitter that honours `retry-after`/`retry-after-ms`. We only
+set `max_retries` and `timeout`. A 400 is never retried by the SDKs, which is what a context
+overflow needs: it is recognised with `bench.overflow.classify_overflow` and raised as
+`ContextOverflowError` so the engine can compact instead of paying for hopeless retries.
+
+Usage is mapped onto `LLMCall` exactly as the importers map recorded usage: OpenAI's
+`prompt_tokens` includes cached tokens (input = prompt - cached - cache writes); Anthropic's
+`input_tokens` is already the uncached part.
+
+API keys come from the environment only. They live in the SDK client (and privately here, to
+scrub them) but never in a repr, a log line, a cache file or an error message: provider messages
+are scrubbed of the key in case a server echoes it, and SDK exceptions are not chained.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Protocol, runtime_checkable
+
+from bench.llm.cache import Completion
+from bench.model import LLMCall
+from bench.overflow import Overflow, classify_overflow
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RETRIES = 4  # the SDKs default to 2; a long replay should ride out a short outage
+DEFAULT_TIMEOUT = 300.0  # seconds per attempt: long summaries of long transcripts are slow
+NO_AUTH_KEY = "no-key-needed"
+MAX_MESSAGE_CHARS = 1000  # what local servers without auth (Ollama, vLLM, llama.cpp) get
+
+
+class LLMError(RuntimeError):
+    """An LLM call failed after the SDK's retries. Never carries the API key."""
+
+    def __init__(self, provider: str, model: str, message: str, status: int | None = None) -> None:
+        self.provider, self.model, self.status = provider, model, status
+        where = f"HTTP {status}" if status is not None else "no HTTP status"
+        super().__init__(f"{provider} call to model {model!r} failed ({where}): {message}")
+
+
+class ContextOverflowError(LLMError):
+    """The provider refused the request as longer than the model's context window."""
+
+    def __init__(self, provider: str, model: str, message: str, status: int | None, overflow: Overflow) -> None:
+        super().__init__(provider, model, message, status)
+        self.overflow = overflow
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    provider: str
+    model: str
+
+    def params(self) -> dict[str, object]:
+        """Settings that shape the answer besides the prompt (part of the cache key)."""
+        ...
+
+    def complete(self, system: str, prompt: str, max_tokens: int) -> Completion: ...
+
+
+def api_key_from_env(env_name: str, provider: str, model: str, base_url: str | None) -> str:
+    """The key in `env_name`; a dummy for a custom server that has none; else a clear error."""
+    key = os.environ.get(env_name, "").strip()
+    if key:
+        return key
+    if base_url is not None:
+        return NO_AUTH_KEY
+    raise LLMError(provider, model, f"no API key: set the environment variable {env_name} (or give base_url for a local server without auth)")
+
+
+def _scrub(text: str, secret: str) -> str:
+    return text.replace(secret, "***") if secret and secret != NO_AUTH_KEY else text
+
+
+class _SDKClient:
+    """What both clients share: settings, the key (only inside the SDK client) and error mapping."""
+
+    provider = "unknown"
+
+    def __init__(self, model: str, base_url: str | None, max_retries: int, timeout: float, temperature: float | None) -> None:
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        self.model, self.base_url = model, base_url
+        self.max_retries, self.timeout = max_retries, float(timeout)
+        self.temperature = float(temperature) if temperature is not None else None
+
+    def __repr__(self) -> str:  # no key here, by construction
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, max_retries={self.max_retries}, timeout={self.timeout})"
+
+    def params(self) -> dict[str, object]:
+        return {"temperature": self.temperature}
+
+    def _status_error(self, status: int, provider_message: str, code: object, key: str) -> LLMError:
+        message = _scrub(provider_message, key)
+        overflow = classify_overflow(message)
+        if len(message) > MAX_MESSAGE_CHARS:  # e.g. a proxy's HTML error page
+            message = message[:MAX_MESSAGE_CHARS] + " [...]"
+        if overflow is None and code == "context_length_exceeded":  # wording changed, code did not
+            overflow = Overflow(self.provider, None, None)
+        if overflow is not None:
+            return ContextOverflowError(self.provider, self.model, message, status, overflow)
+        return LLMError(self.provider, self.model, message, status)
+
+    def _attempts(self) -> str:
+        return f"{self.max_retries + 1} attempt(s), {self.timeout:g} s timeout each"
+
+
+class OpenAIChatClient(_SDKClient):
+    """Chat Completions through the `openai` SDK; any OpenAI-compatible server via `base_url`."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT,
+        temperature: float | None = None,
+        max_tokens_param: str | None = None,
+    ) -> None:
+        import openai
+
+        super().__init__(model, base_url, max_retries, timeout, temperature)
+        self._key = api_key_from_env(api_key_env or "OPENAI_API_KEY", self.provider, model, base_url)
+        # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens); many
+        # compatible servers only know max_tokens.
+        self.max_tokens_param = max_tokens_param or ("max_completion_tokens" if base_url is None else "max_tokens")
+        self._client = openai.OpenAI(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
+
+    def complete(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        import openai
+
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        extra: dict[str, object] = {self.max_tokens_param: max_tokens}
+        if self.temperature is not None:
+            extra["temperature"] = self.temperature
+        error: LLMError | None = None
+        try:
+            response = self._client.chat.completions.create(model=self.model, messages=messages, **extra)  # type: ignore[call-overload]
+        except openai.OpenAIError as exc:
+            error = self._translate(exc)
+        if error is not None:
+            raise error  # outside the except block: the SDK exception (and its request) is not chained
+        if not response.choices:
+            raise LLMError(self.provider, self.model, "the response has no choices")
+        choice = response.choices[0]
+        return Completion(text=choice.message.content or "", usage=self._usage(response), stop_reason=choice.finish_reason)
+
+    def _translate(self, exc: Exception) -> LLMError:
+        import openai
+
+        if isinstance(exc, openai.APIStatusError):
+            body = exc.body if isinstance(exc.body, dict) else {}  # the SDK unwraps {"error": {...}}
+            message = body.get("message") if isinstance(body.get("message"), str) else exc.message
+            return self._status_error(exc.status_code, message, body.get("code"), self._key)
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMError(self.provider, self.model, f"timed out ({self._attempts()})")
+        if isinstance(exc, openai.APIConnectionError):
+            return LLMError(self.provider, self.model, f"cannot reach {self.base_url or 'the OpenAI API'} ({_scrub(str(exc), self._key)}; {self._attempts()})")
+        return LLMError(self.provider, self.model, _scrub(str(exc), self._key))
+
+    def _usage(self, response: object) -> LLMCall:
+        model = getattr(response, "model", None) or self.model
+        request_id = getattr(response, "id", None)
+        usage = getattr(response, "usage", None)
+        if usage is None:
+            log.warning("%s server returned no usage for model %r; recording zero tokens", self.provider, model)
+            return LLMCall(model=model, input_tokens=0, request_id=request_id)
+        prompt = usage.prompt_tokens or 0
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None)
+        if cached is None:  # DeepSeek reports the cached part under its own name
+            cached = getattr(usage, "prompt_cache_hit_tokens", None) or 0
+        written = getattr(details, "cache_write_tokens", None) or 0  # OpenRouter; usually absent
+        cached = min(cached, prompt)
+        written = min(written, prompt - cached)
+        return LLMCall(
+            model=model,
+            input_tokens=prompt - cached - written,
+            cache_read_tokens=cached,
+            cache_write_tokens=written,
+            output_tokens=usage.completion_tokens or 0,
+            request_id=request_id,
+        )
+
+
+class AnthropicClient(_SDKClient):
+    """The Messages API through the `anthropic` SDK."""
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT,
+        temperature: float | None = None,
+    ) -> None:
+        import anthropic
+
+        super().__init__(model, base_url, max_retries, timeout, temperature)
+        self._key = api_key_from_env(api_key_env or "ANTHROPIC_API_KEY", self.provider, model, base_url)
+        self._client = anthropic.Anthropic(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
+
+    def complete(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        import anthropic
+
+        extra: dict[str, object] = {}
+        if system:
+            extra["system"] = system
+        if self.temperature is not None:
+            extra["temperature"] = self.temperature
+        error: LLMError | None = None
+        try:
+            response = self._client.messages.create(
+                model=self.model, max_tokens=max_tokens, messages=[{"role": "user", "content": prompt}], **extra  # type: ignore[arg-type]
+            )
+        except anthropic.AnthropicError as exc:
+            error = self._translate(exc)
+        if error is not None:
+            raise error  # outside the except block: the SDK exception (and its request) is not chained
+        text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
+        usage = response.usage
+        call = LLMCall(
+            model=response.model or self.model,
+            input_tokens=usage.input_tokens or 0,
+            cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
+            cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
+            output_tokens=usage.output_tokens or 0,
+            request_id=getattr(response, "_request_id", None) or response.id,
+        )
+        return Completion(text=text, usage=call, stop_reason=response.stop_reason)
+
+    def _translate(self, exc: Exception) -> LLMError:
+        import anthropic
+
+        if isinstance(exc, anthropic.APIStatusError):
+            body = exc.body if isinstance(exc.body, dict) else {}
+            error = body.get("error") if isinstance(body.get("error"), dict) else {}
+            message = getattr(exc, "api_message", None) or error.get("message") or exc.message
+            return self._status_error(exc.status_code, str(message), error.get("type"), self._key)
+        if isinstance(exc, anthropic.APITimeoutError):
+            return LLMError(self.provider, self.model, f"timed out ({self._attempts()})")
+        if isinstance(exc, anthropic.APIConnectionError):
+            return LLMError(self.provider, self.model, f"cannot reach {self.base_url or 'the Anthropic API'} ({_scrub(str(exc), self._key)}; {self._attempts()})")
+        return LLMError(self.provider, self.model, _scrub(str(exc), self._key))

@@ -1,0 +1,52 @@
+"""Binding an estimator to one transcript: the token counts the engine and strategies use.
+
+A `Meter` counts a message list with the run's estimator and the transcript's framing, adding
+the per-session constant for sources whose files lack the system prompt (see
+`bench.estimation`), and, for `hybrid`, starting from the provider's last reported count when the
+context still holds the prefix that count covered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bench.estimators import Hybrid, KnownUsage, estimate, get_estimator
+from bench.framing import MISSING_SYSTEM_PROMPT, framing_for
+from bench.model import Message, Transcript
+from bench.tokenizers import TokenCache
+from strategies.base import Context
+
+
+@dataclass
+class Meter:
+    transcript: Transcript
+    estimator_name: str = "hybrid"
+    cache: TokenCache = field(default_factory=TokenCache)
+    offset: int = 0  # the per-session constant (system prompt and tools the file does not hold)
+
+    def __post_init__(self) -> None:
+        self.estimator = get_estimator(self.estimator_name)
+        self.framing = framing_for(self.transcript.source_format)
+        # Strategies count pieces of the context (a message, a kept tail) with the base of a hybrid
+        # estimator: provider usage only ever describes a whole prompt.
+        self.local = get_estimator(self.estimator.base) if isinstance(self.estimator, Hybrid) else self.estimator
+        if self.transcript.source_format in MISSING_SYSTEM_PROMPT:
+            self.offset = self._first_call_offset()
+
+    def _first_call_offset(self) -> int:
+        for index, message in enumerate(self.transcript.messages):
+            if message.call is not None:
+                return message.call.prompt_tokens - self.count(self.transcript.messages[:index])
+        return 0
+
+    def count(self, messages: Sequence[Message]) -> int:
+        """A local estimate of `messages` (no constant, no provider usage)."""
+        return estimate(self.local, messages, self.framing, self.cache)
+
+    def __call__(self, context: Context) -> int:
+        """The estimated prompt tokens of the whole context, as the trigger sees it."""
+        known = KnownUsage(*context.known_usage) if context.known_usage else None
+        if isinstance(self.estimator, Hybrid) and known is not None:
+            return estimate(self.estimator, context.messages, self.framing, self.cache, known)
+        return self.count(context.messages) + self.offset

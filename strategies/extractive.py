@@ -1,0 +1,131 @@
+"""A structured summary without an LLM: deterministic, offline, and the default summarizer.
+
+It pulls from the dropped messages what a summary most needs: the goal (the first user
+messages), the last request, files read and modified, errors seen, commands run, and the most
+recent decisions (the assistant's last statements). The same messages always give the same
+summary, so the main job runs offline and reproducibly. It cannot understand the session: it
+only keeps literal pieces of it, which is what the next-step metrics then test.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from bench.model import Message, TextPart, ToolCallPart, ToolResultPart
+from strategies.base import (
+    SummaryRequest,
+    SummaryResponse,
+    file_activity,
+    is_summary,
+    is_user_turn_start,
+    setting,
+    summary_text,
+)
+from strategies.summarize import Summarize
+
+# A line that starts like an error report (not any line mentioning "error", such as source code
+# shown by a file read).
+_ERROR_LINE = re.compile(
+    r"^\s*(?:[\w.]*(?:Error|Exception)\b.*|Traceback \(most recent call last\).*|FAILED\b.*|E\s{2,}\S.*|"
+    r"(?:error|Error|ERROR|fatal|panic)(?:\[\w+\])?:.*)$",
+    re.MULTILINE,
+)
+# User messages that agents insert on the user's behalf (Claude Code's command echoes and caveats):
+# they are in the prompt, but they are not what the user asked for.
+_NOT_A_REQUEST = ("<command-", "<local-command", "Caveat: The messages below", "[Request interrupted", "<system-reminder>")
+COMMAND_ARGUMENTS = ("command", "cmd", "script")
+
+
+@dataclass(frozen=True)
+class ExtractiveSummarizer:
+    name: ClassVar[str] = "extractive"
+    goal_messages: int = 2
+    max_item_chars: int = 400
+    max_items: int = 8
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        messages = [m for m in request.messages if not is_summary(m)]
+        earlier = [summary_text(m) for m in request.messages if is_summary(m)]
+        if request.previous_summary:
+            earlier.insert(0, request.previous_summary)
+        sections: list[tuple[str, list[str]]] = [
+            ("Goal", self._goal(messages)),
+            ("Last request", self._last_request(messages)),
+            ("Files modified", list(file_activity(messages).modified)),
+            ("Files read", list(file_activity(messages).read)),
+            ("Errors seen", self._errors(messages)),
+            ("Commands run", self._commands(messages)),
+            ("Recent decisions", self._decisions(messages)),
+        ]
+        if request.purpose == "turn_prefix":
+            sections[0] = ("Original request", sections[0][1])
+        lines = []
+        if earlier:
+            lines += ["## Earlier summary", *earlier, ""]
+        for title, items in sections:
+            if items:
+                lines.append(f"## {title}")
+                lines += [f"- {item}" for item in items]
+                lines.append("")
+        text = "\n".join(lines).strip() or "(nothing to summarize)"
+        return SummaryResponse(text=_clip(text, request.max_output_tokens * 4))
+
+    def _short(self, text: str) -> str:
+        text = " ".join(text.split())
+        return text if len(text) <= self.max_item_chars else text[: self.max_item_chars - 1] + "…"
+
+    def _user_texts(self, messages: Sequence[Message]) -> list[str]:
+        texts = ("\n".join(p.text for p in m.parts if isinstance(p, TextPart)).strip() for m in messages if is_user_turn_start(m))
+        return [t for t in texts if t and not t.startswith(_NOT_A_REQUEST)]
+
+    def _goal(self, messages: Sequence[Message]) -> list[str]:
+        return [self._short(t) for t in self._user_texts(messages) if t][: self.goal_messages]
+
+    def _last_request(self, messages: Sequence[Message]) -> list[str]:
+        texts = [t for t in self._user_texts(messages) if t]
+        return [self._short(texts[-1])] if len(texts) > self.goal_messages else []
+
+    def _errors(self, messages: Sequence[Message]) -> list[str]:
+        found: dict[str, None] = {}
+        for message in messages:
+            for part in message.parts:
+                if isinstance(part, ToolResultPart):
+                    lines = _ERROR_LINE.findall(part.content)
+                    if part.is_error and not lines:
+                        lines = part.content.strip().splitlines()[:1]
+                    for line in lines:
+                        found.setdefault(self._short(line), None)
+        return list(found)[-self.max_items :]
+
+    def _commands(self, messages: Sequence[Message]) -> list[str]:
+        commands: list[str] = []
+        for message in messages:
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    arguments = part.parsed_arguments()
+                    for key in COMMAND_ARGUMENTS:
+                        if isinstance(arguments, dict) and isinstance(arguments.get(key), str):
+                            commands.append(self._short(arguments[key]))
+        return commands[-self.max_items :]
+
+    def _decisions(self, messages: Sequence[Message]) -> list[str]:
+        statements = [
+            self._short(p.text) for m in messages if m.role == "assistant" for p in m.parts if isinstance(p, TextPart) and p.text.strip()
+        ]
+        return statements[-self.max_items :]
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 20].rstrip() + "\n[summary clipped]"
+
+
+@dataclass(frozen=True)
+class Extractive(Summarize):
+    """Summarize with the deterministic extractive summarizer; truncate if that is not enough (seed 004)."""
+
+    name: ClassVar[str] = "extractive"
+    source: ClassVar[str] = "compactlab's offline default; truncate fallback from seed 004 (Opal)"
+    summarizer: str = setting("extractive", "always the extractive summarizer")

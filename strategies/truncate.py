@@ -1,0 +1,71 @@
+"""Truncate: drop the oldest whole user turns until the context fits a token budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from strategies.base import (
+    CompactionRequest,
+    CompactionResult,
+    Context,
+    is_summary,
+    leading_system,
+    safe_cut_points,
+    setting,
+    turn_starts,
+)
+
+
+@dataclass(frozen=True)
+class Truncate:
+    """Keep the system prompt and the most recent whole user turns that fit the budget.
+
+    The history is cut only where a user turn starts and no kept tool result would lose its call,
+    so a tool call and its result are never separated. The last user turn is always kept whole,
+    even when it alone exceeds the budget (the note says so). A summary message right after the
+    system prompt is kept (`keep_summary`). Needs no LLM.
+    """
+
+    name = "truncate"
+    source: ClassVar[str] = (
+        "baseline sliding window over whole user turns (cf. OpenHands RecentEventsCondenser: keep the "
+        "first events and the most recent ones); the 'last resort' stage of pipelines"
+    )
+
+    budget_tokens: int = setting(0, "token budget for the kept context; 0 = the engine's target (request.target_tokens)")
+    keep_summary: bool = setting(True, "keep a summary message that directly follows the system prompt")
+
+    def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
+        messages = context.messages
+        budget = self.budget_tokens or request.target_tokens
+        head_end = leading_system(messages)
+        if self.keep_summary and head_end < len(messages) and is_summary(messages[head_end]):
+            head_end += 1
+        head = messages[:head_end]
+
+        def unchanged(note: str) -> CompactionResult:
+            return CompactionResult(context=context, messages_removed=0, note=note)
+
+        total = request.count_tokens(messages)
+        if total <= budget:
+            return unchanged(f"nothing to do: the context ({total:,} tokens) is within the budget ({budget:,})")
+        safe = set(safe_cut_points(messages))
+        # A cut at i keeps head + messages[i:]; i = head_end would drop nothing.
+        cuts = [i for i in turn_starts(messages) if i > head_end and i in safe]
+        if not cuts:
+            return unchanged("nothing to do: no earlier user turn to drop (the last user turn is kept whole)")
+        for cut in cuts:
+            kept = head + messages[cut:]
+            size = request.count_tokens(kept)
+            if size <= budget:
+                note = f"dropped {cut - head_end} messages before user turn at message {cut}; {size:,} of {budget:,} tokens"
+                break
+        else:  # not even the last user turn fits: keep it whole anyway
+            last = "the last user turn" if cut == turn_starts(messages)[-1] else f"the user turn at message {cut}"
+            note = (
+                f"dropped {cut - head_end} messages; over budget anyway: {last} ({size:,} tokens with the kept "
+                f"head) exceeds the budget ({budget:,}) and is kept whole, never cut inside"
+            )
+        new = replace(context, messages=kept, known_usage=None)
+        return CompactionResult(context=new, messages_removed=cut - head_end, note=note)

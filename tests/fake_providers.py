@@ -1,0 +1,301 @@
+"""A local HTTP server that speaks the OpenAI Chat Completions and Anthropic Messages wire formats.
+
+The real `openai` and `anthropic` SDKs talk to it over real HTTP, so the tests exercise the SDKs'
+own retry, timeout and error-parsing code rather than a mock of it. Each test scripts the server
+with a queue of behaviours (answer, rate-limit, fail, stall, refuse a too-long prompt); once the
+queue is empty every further request is answered normally. Every request received is recorded
+(path, headers without credentials, JSON body) so a test can assert what the client sent and how
+often.
+
+The server binds to 127.0.0.1 on a free port only; `serve()` is a context manager that always shuts
+it down, and a stalled handler sleeps a bounded time, so nothing outlives its test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+OPENAI_PATH = "/v1/chat/completions"
+ANTHROPIC_PATH = "/v1/messages"
+# Headers that carry credentials: never recorded, so a test can also check they were sent at all.
+AUTH_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+MAX_STALL_SECONDS = 5.0  # a "slow" behaviour never holds a handler thread longer than this
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What the server does with one request."""
+
+    kind: str  # "ok" | "error" | "stall" | "echo_credentials"
+    status: int = 200
+    text: str | None = None  # None: "Summary of: <the prompt's start>", so answers differ per prompt
+    usage: dict | None = None  # provider-shaped usage; None -> a default for the provider
+    delay: float = 0.0  # seconds to wait before answering (also for "ok": keeps requests in flight)
+    headers: tuple[tuple[str, str], ...] = ()
+    # For errors: (openai_body, anthropic_body), so one script works for either provider.
+    bodies: tuple[dict, dict] | None = None
+
+
+def ok(text: str | None = None, usage: dict | None = None, delay: float = 0.0) -> Behaviour:
+    return Behaviour("ok", text=text, usage=usage, delay=delay)
+
+
+def echo_credentials() -> Behaviour:
+    """401 whose message quotes the key the client sent, as some servers do: clients must scrub it."""
+    return Behaviour("echo_credentials", status=401)
+
+
+def rate_limited(retry_after: str = "0", retry_after_ms: str | None = None) -> Behaviour:
+    """429 as both providers send it. `retry-after-ms` is the SDKs' finer-grained hint."""
+    headers = [("retry-after", retry_after)]
+    if retry_after_ms is not None:
+        headers.append(("retry-after-ms", retry_after_ms))
+    return Behaviour(
+        "error",
+        status=429,
+        headers=tuple(headers),
+        bodies=(
+            {"error": {"message": "Rate limit reached for requests", "type": "requests", "param": None, "code": "rate_limit_exceeded"}},
+            {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of request tokens has exceeded your per-minute rate limit"}, "request_id": "req_fake_429"},
+        ),
+    )
+
+
+def server_error(status: int = 500) -> Behaviour:
+    """500 (both), 503, or Anthropic's 529 overloaded_error."""
+    anthropic_type, anthropic_message = ("overloaded_error", "Overloaded") if status == 529 else ("api_error", "Internal server error")
+    return Behaviour(
+        "error",
+        status=status,
+        # A tiny server hint keeps the SDKs' backoff (0.5 s and up otherwise) out of test time.
+        headers=(("retry-after-ms", "10"),),
+        bodies=(
+            {"error": {"message": "The server had an error while processing your request. Sorry about that!", "type": "server_error", "param": None, "code": None}},
+            {"type": "error", "error": {"type": anthropic_type, "message": anthropic_message}, "request_id": f"req_fake_{status}"},
+        ),
+    )
+
+
+def stall(seconds: float) -> Behaviour:
+    """Hold the request longer than the client's timeout, then answer (too late to matter)."""
+    return Behaviour("stall", delay=min(seconds, MAX_STALL_SECONDS))
+
+
+def context_overflow(tokens: int = 210_000, limit: int = 200_000) -> Behaviour:
+    """400 with each provider's real context-length error body and wording."""
+    return Behaviour(
+        "error",
+        status=400,
+        bodies=(
+            {
+                "error": {
+                    "message": f"This model's maximum context length is {limit} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages.",
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            },
+            {"type": "error", "error": {"type": "invalid_request_error", "message": f"prompt is too long: {tokens} tokens > {limit} maximum"}, "request_id": "req_fake_400"},
+        ),
+    )
+
+
+def bad_request(message: str = "max_tokens: must be greater than or equal to 1") -> Behaviour:
+    """A 400 that is not an overflow (must surface as a plain LLMError)."""
+    return Behaviour(
+        "error",
+        status=400,
+        bodies=(
+            {"error": {"message": message, "type": "invalid_request_error", "param": "max_tokens", "code": None}},
+            {"type": "error", "error": {"type": "invalid_request_error", "message": message}, "request_id": "req_fake_bad"},
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Received:
+    path: str
+    headers: dict[str, str]  # lower-cased names, credentials removed
+    body: dict
+    had_credentials: bool
+    credential_sha256: str | None  # compare with a known key without keeping the key itself
+
+
+@dataclass
+class FakeProvider:
+    """State shared by the handler threads: the script, the log, and in-flight accounting."""
+
+    script: deque[Behaviour] = field(default_factory=deque)
+    received: list[Received] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    port: int = 0
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def base_url(self) -> str:
+        """What the SDKs take as base_url (both append their own path under /v1)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.base_url}/v1"
+
+    def queue(self, *behaviours: Behaviour) -> None:
+        with self.lock:
+            self.script.extend(behaviours)
+
+    def count(self, path: str | None = None) -> int:
+        with self.lock:
+            return sum(1 for r in self.received if path is None or r.path == path)
+
+    def _next(self) -> Behaviour:
+        with self.lock:
+            return self.script.popleft() if self.script else ok()
+
+
+def _answer_text(body: dict, behaviour: Behaviour) -> str:
+    if behaviour.text is not None:
+        return behaviour.text
+    messages = body.get("messages") or [{}]
+    content = messages[-1].get("content", "")
+    return f"Summary of: {content[:60] if isinstance(content, str) else '?'}"
+
+
+def _openai_response(body: dict, behaviour: Behaviour, n: int) -> dict:
+    usage = behaviour.usage or {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150, "prompt_tokens_details": {"cached_tokens": 0}}
+    return {
+        "id": f"chatcmpl-fake{n}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": body.get("model", "unknown"),
+        "system_fingerprint": "fp_fake",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": _answer_text(body, behaviour), "refusal": None}, "logprobs": None, "finish_reason": "stop"}
+        ],
+        "usage": usage,
+    }
+
+
+def _anthropic_response(body: dict, behaviour: Behaviour, n: int) -> dict:
+    usage = behaviour.usage or {"input_tokens": 120, "output_tokens": 30, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    return {
+        "id": f"msg_fake{n}",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": _answer_text(body, behaviour)}],
+        "model": body.get("model", "unknown"),
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
+
+        def log_message(self, format: str, *args: object) -> None:  # keep pytest output clean
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {"_unparsed": raw.decode("utf-8", "replace")}
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            had_credentials = any(h in headers for h in AUTH_HEADERS)
+            visible = {k: v for k, v in headers.items() if k not in AUTH_HEADERS}
+            credential = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+            digest = hashlib.sha256(credential.encode()).hexdigest() if credential else None
+            with state.lock:
+                state.received.append(Received(self.path, visible, body, had_credentials, digest))
+                n = len(state.received)
+                state.in_flight += 1
+                state.max_in_flight = max(state.max_in_flight, state.in_flight)
+            try:
+                self._answer(state._next(), body, n, credential)
+            finally:
+                with state.lock:
+                    state.in_flight -= 1
+
+        def _answer(self, behaviour: Behaviour, body: dict, n: int, credential: str) -> None:
+            is_openai = self.path.startswith(OPENAI_PATH)
+            if not is_openai and not self.path.startswith(ANTHROPIC_PATH):
+                return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            if behaviour.delay:
+                # Bounded wait that also ends early when the server is shutting down.
+                state.stop.wait(min(behaviour.delay, MAX_STALL_SECONDS))
+            if behaviour.kind == "stall":
+                # The client has given up by now; answering may hit a closed socket.
+                try:
+                    self._send(200, _openai_response(body, ok(), n) if is_openai else _anthropic_response(body, ok(), n))
+                except OSError:
+                    pass
+                return
+            if behaviour.kind == "echo_credentials":
+                message = f"Incorrect API key provided: {credential}. You can find your API key in your account settings."
+                payload = (
+                    {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}
+                    if is_openai
+                    else {"type": "error", "error": {"type": "authentication_error", "message": message}, "request_id": "req_fake_401"}
+                )
+                return self._send(401, payload)
+            if behaviour.kind == "error":
+                assert behaviour.bodies is not None
+                payload = behaviour.bodies[0] if is_openai else behaviour.bodies[1]
+                return self._send(behaviour.status, payload, behaviour.headers)
+            payload = _openai_response(body, behaviour, n) if is_openai else _anthropic_response(body, behaviour, n)
+            self._send(200, payload, (("x-request-id" if is_openai else "request-id", f"req_fake{n}"),))
+
+        def _send(self, status: int, payload: dict, headers: tuple[tuple[str, str], ...] = ()) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for name, value in headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+
+    return Handler
+
+
+@contextmanager
+def serve() -> Iterator[FakeProvider]:
+    """Run a fake provider on 127.0.0.1 for the duration of the `with` block."""
+    state = FakeProvider()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.daemon_threads = True  # a handler stuck on a dead socket never blocks interpreter exit
+    state.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        state.stop.set()  # wake stalled handlers
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def wait_until(predicate, timeout: float = 2.0) -> bool:
+    """Poll a condition a bounded number of times (for assertions about background threads)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()

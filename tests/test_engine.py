@@ -1,0 +1,140 @@
+"""The engine: triggers, events, loop guard, failure breaker, overflow recognition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from bench.cli import main
+from bench.engine import Engine, Trigger
+from bench.importers import load_file
+from bench.metering import Meter
+from bench.overflow import classify_overflow, silent_overflow
+from bench.preview import preview
+from strategies.base import CompactionFailed, CompactionResult, Context
+from strategies.registry import get_strategy
+from tests.conftest import bundled
+
+SESSION = load_file(bundled("claude-code-log", "-src-deep-manifest__a7da6a22"))[0]
+
+
+def engine_for(strategy, window: int = 60_000, trigger: Trigger | None = None) -> tuple[Engine, Meter]:
+    meter = Meter(SESSION, "chars/4")
+    return Engine(strategy=strategy, window=window, meter=meter, count_tokens=meter.count, trigger=trigger or Trigger()), meter
+
+
+def test_trigger_levels() -> None:
+    single = Trigger(fraction=0.8)
+    assert single.check(79_999, 100_000) is None and single.check(80_000, 100_000) == "threshold"
+    assert Trigger(fraction=1.0, absolute=50_000).check(50_000, 200_000) == "threshold"
+    assert Trigger(fraction=1.0, reserve_tokens=16_384).check(183_617, 200_000) == "threshold"
+    assert Trigger(fraction=1.0, reserve_tokens=16_384).check(183_616, 200_000) is None
+    two = Trigger(warning=0.75, critical=0.9, target=0.6)
+    assert [two.check(t, 100_000) for t in (74_999, 75_000, 90_000)] == [None, "warning", "critical"]
+    assert two.target_tokens(100_000) == 60_000
+
+
+def test_event_vocabulary_on_a_real_session() -> None:
+    engine, meter = engine_for(get_strategy("summarize"))
+    context = Context(messages=SESSION.messages)
+    after, event = engine.before_call(context)
+    assert event is not None and event.reason == "threshold" and event.failed is None
+    assert event.tokens_before == meter(context) > 0.8 * 60_000
+    assert event.tokens_after == meter(after) < event.tokens_before
+    assert (event.messages_before, event.messages_after) == (len(context.messages), len(after.messages))
+    assert event.strategy == "summarize" and event.prompt_hash
+    assert after.compactions == 1 and after.known_usage is None
+
+
+def test_no_compaction_under_the_trigger() -> None:
+    engine, _ = engine_for(get_strategy("summarize"), window=10_000_000)
+    context = Context(messages=SESSION.messages)
+    assert engine.before_call(context) == (context, None)
+
+
+@dataclass(frozen=True)
+class DoesNothing:
+    name = "does-nothing"
+
+    def compact(self, context, request):
+        return CompactionResult(context, 0, note="nothing to do")
+
+
+@dataclass(frozen=True)
+class AlwaysFails:
+    name = "always-fails"
+
+    def compact(self, context, request):
+        raise CompactionFailed("summarizer unreachable")
+
+
+def test_loop_guard_stops_after_an_ineffective_compaction() -> None:
+    engine, _ = engine_for(DoesNothing())
+    context = Context(messages=SESSION.messages)
+    _, event = engine.before_call(context)
+    assert event.stalled and event.reduction < 0.05
+    assert engine.before_call(context) == (context, None)  # no further attempts
+    _, emergency = engine.emergency(context)  # an overflow still gets its attempt
+    assert emergency.reason == "overflow"
+
+
+def test_failure_breaker_opens_after_repeated_failures() -> None:
+    engine, _ = engine_for(AlwaysFails(), trigger=Trigger())
+    context = Context(messages=SESSION.messages)
+    for attempt in range(3):
+        _, event = engine.before_call(context)
+        assert event.failed == "summarizer unreachable"
+    assert engine.breaker_open
+    assert engine.before_call(context) == (context, None)
+
+
+@pytest.mark.parametrize(
+    ("message", "provider", "tokens", "limit"),
+    [
+        ("This model's maximum context length is 128000 tokens. However, your messages resulted in 130532 tokens. Please reduce the length of the messages.", "openai", 130532, 128000),
+        ("prompt is too long: 210843 tokens > 200000 maximum", "anthropic", 210843, 200000),
+        ("input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again", "anthropic", 188240, 200000),
+        ("The input token count (1196265) exceeds the maximum number of tokens allowed (1048576).", "google", 1196265, 1048576),
+        ("This model's maximum context length is 32768 tokens. However, you requested 33000 tokens (31000 in the messages, 2000 in the completion).", "openai", 33000, 32768),
+        ("the request exceeds the available context size, try increasing it", "llama.cpp", None, None),
+        ("This endpoint's maximum context length is 163840 tokens. However, you requested about 170926 tokens (154542 of text input, 16384 in the output).", "openrouter", 170926, 163840),
+    ],
+)
+def test_overflow_messages_of_each_provider(message: str, provider: str, tokens, limit) -> None:
+    found = classify_overflow(message)
+    assert found is not None and (found.provider, found.tokens, found.limit) == (provider, tokens, limit)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["Rate limit reached for gpt-4o: 30000 tokens per min", "Overloaded", "max_tokens: 64000 > 32000, which is the maximum allowed", "context canceled"],
+)
+def test_other_errors_are_not_overflow(message: str) -> None:
+    assert classify_overflow(message) is None
+
+
+def test_silent_overflow() -> None:
+    assert silent_overflow(200_001, 200_000) and not silent_overflow(200_000, 200_000)
+
+
+def test_preview_compacts_where_the_trigger_first_fires(capsys) -> None:
+    result = preview(SESSION, "summarize", estimator="chars/4")
+    assert result.chosen_by in ("trigger", "last call (the trigger never fired in this transcript)")
+    at = preview(SESSION, "prune", at_call=50)
+    assert at.call == 50 and at.chosen_by == "--at"
+    assert main(["compact", str(bundled("claude-code-log", "-src-deep-manifest__a7da6a22")), "--strategy", "pi", "--at", "80"]) == 0
+    out = capsys.readouterr().out
+    assert "event: reason=manual" in out and "compacted context:" in out
+    assert main(["compact", str(bundled("claude-code-log", "-src-deep-manifest__a7da6a22")), "--strategy", "summarise"]) == 2
+    assert "Did you mean 'summarize'" in capsys.readouterr().err
+
+
+def test_strategies_command_lists_everything(capsys) -> None:
+    import json
+
+    assert main(["strategies", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert {"truncate", "prune", "observation-masking", "summarize", "iterative-merge", "extractive", "pipeline", "archive"} <= set(rows)
+    assert rows["prune"]["parameters"]["protect_tokens"] == 40_000
+    assert rows["pi"]["parameters"]["trigger"]["reserve_tokens"] == 16_384

@@ -1,0 +1,486 @@
+"""The LLM-free strategies (truncate, prune, observation masking, pipeline) on real transcripts.
+
+Every bundled dataset with tool use is read; on its largest sessions (and, for m-claude, sessions
+with damaged lines that were skipped) each strategy compacts the whole history, as the context
+at the session's last call, towards a small target (30% of its chars/4 size). The checks are the
+invariants a provider and a replay rely on, plus each strategy's documented numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+
+import pytest
+
+from bench.estimators import estimate, get_estimator
+from bench.framing import framing_for
+from bench.loading import load_inputs
+from bench.model import Message, ToolCallPart, ToolResultPart, Transcript
+from bench.tokenizers import TokenCache
+from strategies.base import (
+    CompactionFailed,
+    CompactionRequest,
+    CompactionResult,
+    Context,
+    is_summary,
+    is_user_turn_start,
+    leading_system,
+    summary_message,
+    turn_starts,
+)
+from strategies.masking import ObservationMasking
+from strategies.pipeline import Pipeline
+from strategies.prune import PLACEHOLDER, Prune
+from strategies.registry import describe_all, get_strategy
+from strategies.truncate import Truncate
+
+DATASETS = ("claude-code-log", "m-claude", "mini-swe-agent-pr816")
+PER_DATASET = 4
+TARGET_SHARE = 0.3
+_TOKENS = TokenCache()
+
+
+# --- real transcripts and the helpers around them -----------------------------------------------
+
+
+@cache
+def transcripts(dataset: str) -> tuple[Transcript, ...]:
+    return load_inputs([dataset]).transcripts
+
+
+def size_chars(transcript: Transcript) -> int:
+    return sum(len(m.text()) for m in transcript.messages)
+
+
+def results_of(messages: Sequence[Message]) -> list[ToolResultPart]:
+    return [p for m in messages for p in m.parts if isinstance(p, ToolResultPart)]
+
+
+@cache
+def sample(dataset: str) -> tuple[Transcript, ...]:
+    """The largest sessions with tool use, plus the largest with skipped (damaged) records, the
+    largest sub-agent session and one without any user message, where the dataset has them."""
+    with_tools = sorted((t for t in transcripts(dataset) if results_of(t.messages)), key=lambda t: (-size_chars(t), t.id))
+    chosen = [t for t in with_tools if not t.is_subagent][:PER_DATASET]
+    for special in (
+        lambda t: bool(t.skipped),
+        lambda t: t.is_subagent,
+        lambda t: not turn_starts(t.messages),
+    ):
+        extra = [t for t in with_tools if special(t) and t not in chosen][:1]
+        chosen += extra
+    return tuple(chosen)
+
+
+def each(dataset: str, check: Callable[[Transcript], None]) -> None:
+    """Run `check` on every sampled session of `dataset`, naming the session when it fails."""
+    chosen = sample(dataset)
+    assert len(chosen) >= PER_DATASET
+    for transcript in chosen:
+        try:
+            check(transcript)
+        except AssertionError as failure:
+            raise AssertionError(f"{dataset} session {transcript.id}: {failure}") from failure
+
+
+def by_id(dataset: str, prefix: str) -> Transcript:
+    [found] = [t for t in transcripts(dataset) if t.id.startswith(prefix) and not t.is_subagent]
+    return found
+
+
+def counter(transcript: Transcript) -> Callable[[Sequence[Message]], int]:
+    estimator, framing = get_estimator("chars/4"), framing_for(transcript.source_format)
+    return lambda messages: estimate(estimator, messages, framing, _TOKENS)
+
+
+def request_for(transcript: Transcript, messages: Sequence[Message] | None = None, target: int | None = None) -> CompactionRequest:
+    count = counter(transcript)
+    messages = transcript.messages if messages is None else messages
+    if target is None:
+        target = int(TARGET_SHARE * count(messages))
+    return CompactionRequest(reason="threshold", window=200_000, target_tokens=target, count_tokens=count)
+
+
+def run(strategy, transcript: Transcript, messages: Sequence[Message] | None = None, target: int | None = None) -> CompactionResult:
+    messages = tuple(transcript.messages if messages is None else messages)
+    return strategy.compact(Context(messages=messages), request_for(transcript, messages, target))
+
+
+def part_tokens(transcript: Transcript, message: Message, part: ToolResultPart) -> int:
+    """Tokens of one tool result as the strategies count it: its own message minus an empty one."""
+    count = counter(transcript)
+    return count([replace(message, parts=(part,))]) - count([replace(message, parts=())])
+
+
+STRATEGIES = {
+    "truncate": Truncate(),
+    "prune": Prune(),
+    "observation-masking": ObservationMasking(),
+    "pipeline": Pipeline(stages=("prune", "observation-masking", "truncate")),
+}
+
+
+# --- invariants every strategy keeps -------------------------------------------------------------
+
+
+def assert_no_orphans(messages: Sequence[Message]) -> None:
+    called: set[str] = set()
+    for index, message in enumerate(messages):
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                called.add(part.id)
+            elif isinstance(part, ToolResultPart):
+                assert part.call_id in called, f"message {index}: tool result {part.call_id} has no earlier call"
+
+
+def assert_no_dropped_results(before: Sequence[Message], after: Sequence[Message]) -> None:
+    """No kept tool call lost its result while a later message was kept."""
+    had_result = {p.call_id for p in results_of(before)}
+    kept_results = {p.call_id for p in results_of(after)}
+    for index, message in enumerate(after[:-1]):
+        for part in message.parts:
+            if isinstance(part, ToolCallPart) and part.id in had_result:
+                assert part.id in kept_results, f"message {index}: call {part.id} kept, its result dropped"
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_invariants_on_real_sessions(name: str, dataset: str) -> None:
+    each(dataset, lambda transcript: check_invariants(name, transcript))
+
+
+def check_invariants(name: str, transcript: Transcript) -> None:
+    before = transcript.messages
+    assert_no_orphans(before)  # the recorded session itself is valid
+    result = run(STRATEGIES[name], transcript)
+    after = result.context.messages
+    count = counter(transcript)
+
+    assert_no_orphans(after)
+    assert_no_dropped_results(before, after)
+    system = leading_system(before)
+    assert after[:system] == before[:system], "the leading system prompt is kept"
+    starts = turn_starts(before)
+    if starts:
+        assert before[starts[-1]] in after, "the last user request is kept"
+        assert [m for m in after if is_user_turn_start(m)][-1] == before[starts[-1]]
+    assert after[-1] == before[-1], "the newest message is kept"
+    assert count(after) <= count(before)
+    assert result.messages_removed == len(before) - len(after)
+    assert result.note
+    assert result.context.summary is None and result.context.archives == ()
+    if after == before:
+        assert result.messages_removed == 0 and result.note.startswith("nothing to do") or name == "pipeline"
+
+
+# --- truncate -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_truncate_cuts_at_a_user_turn_within_budget(dataset: str) -> None:
+    each(dataset, check_truncate)
+
+
+def check_truncate(transcript: Transcript) -> None:
+    before = transcript.messages
+    request = request_for(transcript)
+    result = Truncate().compact(Context(messages=before), request)
+    after = result.context.messages
+    system = leading_system(before)
+    if result.messages_removed:
+        first = after[system]
+        assert is_user_turn_start(first) or is_summary(first), "the first kept message starts a user turn"
+        assert after[system:] == before[len(before) - len(after) + system :], "a contiguous recent tail is kept"
+        if "over budget anyway" not in result.note:
+            assert request.count_tokens(after) <= request.target_tokens
+    else:
+        # Single-turn sessions (mini-swe-agent, sub-agents): the last turn is never cut inside.
+        assert len(turn_starts(before)) <= 1 or request.count_tokens(before) <= request.target_tokens
+        assert result.note.startswith("nothing to do")
+
+
+def test_truncate_keeps_the_last_turn_whole_when_even_it_does_not_fit() -> None:
+    transcript = by_id("m-claude", "3af9b1a7")
+    before = transcript.messages
+    result = run(Truncate(), transcript, target=10)
+    after = result.context.messages
+    last = turn_starts(before)[-1]
+    assert after == before[last:], "exactly the last user turn, whole"
+    assert result.messages_removed == last
+    assert "over budget anyway" in result.note and "last user turn" in result.note
+
+
+def test_truncate_keeps_the_summary_and_uses_its_own_budget() -> None:
+    transcript = sample("mini-swe-agent-pr816")[0]
+    multi = by_id("m-claude", "3af9b1a7")
+    # A multi-turn history behind the mini-swe-agent system prompt and an earlier summary.
+    summary = summary_message("Earlier work: explored the repository.")
+    messages = transcript.messages[:1] + (summary,) + multi.messages
+    count = counter(multi)
+    request = CompactionRequest("threshold", 200_000, target_tokens=10**9, count_tokens=count)
+    context = Context(messages=messages, summary="Earlier work: explored the repository.")
+    result = Truncate(budget_tokens=25_000).compact(context, request)
+    after = result.context.messages
+    assert after[:2] == messages[:2], "system prompt and summary kept"
+    assert is_user_turn_start(after[2])
+    assert count(after) <= 25_000 and result.messages_removed > 0
+    assert result.context.summary == context.summary
+    dropped = Truncate(budget_tokens=25_000, keep_summary=False).compact(context, request).context.messages
+    assert summary not in dropped and dropped[0] == messages[0]
+
+
+# --- prune --------------------------------------------------------------------------------------
+
+
+def test_prune_documented_numbers() -> None:
+    prune = Prune()
+    assert (prune.protect_tokens, prune.minimum_tokens) == (40_000, 20_000)
+    assert prune.protected_tools == ("skill",) and prune.protect_turns == 2
+    assert PLACEHOLDER == prune.placeholder == "[Old tool result content cleared]"
+    assert get_strategy("prune") == prune
+
+
+def prunable_region(messages: Sequence[Message], protect_turns: int = 2) -> int:
+    """Index where the last `protect_turns` user turns begin (prune never looks past it)."""
+    starts = turn_starts(messages)
+    return starts[-protect_turns] if len(starts) >= protect_turns else 0
+
+
+def test_prune_clears_old_outputs_beyond_the_newest_40k() -> None:
+    transcript = by_id("m-claude", "3af9b1a7")  # 123k tokens over 10 user turns
+    before = transcript.messages
+    result = run(Prune(), transcript)
+    after = result.context.messages
+    assert len(after) == len(before) and result.messages_removed == 0
+    region = prunable_region(before)
+    assert after[region:] == before[region:], "the last two user turns are untouched"
+    cleared = [
+        (i, j) for i, m in enumerate(after) for j, p in enumerate(m.parts) if isinstance(p, ToolResultPart) and p.content == PLACEHOLDER
+    ]
+    assert cleared, result.note
+    cleared_tokens = sum(part_tokens(transcript, before[i], before[i].parts[j]) for i, j in cleared)
+    assert cleared_tokens > 20_000
+    assert f"{cleared_tokens:,} tokens" in result.note
+    # The newest tool output before the protected turns, up to the newest cleared result, is > 40k;
+    # without that cleared result it is <= 40k.
+    newest_i, newest_j = max(cleared)
+    newer = sum(
+        part_tokens(transcript, before[i], p)
+        for i in range(newest_i, region)
+        for j, p in enumerate(before[i].parts)
+        if isinstance(p, ToolResultPart) and (i, j) > (newest_i, newest_j)
+    )
+    assert newer <= 40_000 < newer + part_tokens(transcript, before[newest_i], before[newest_i].parts[newest_j])
+    # Calls stay, results stay (with cleared content): the sequence is valid and smaller.
+    assert counter(transcript)(after) < counter(transcript)(before) - 20_000
+
+
+def test_prune_does_nothing_when_less_than_20k_is_prunable() -> None:
+    transcript = by_id("m-claude", "72dfed17")  # ~50k tokens of tool output before its last two turns
+    everything = run(Prune(minimum_tokens=0), transcript)
+    prunable = sum(
+        part_tokens(transcript, m, p)
+        for m, new in zip(transcript.messages, everything.context.messages)
+        for p, q in zip(m.parts, new.parts)
+        if isinstance(p, ToolResultPart) and p != q
+    )
+    assert 0 < prunable < 20_000, prunable
+    result = run(Prune(), transcript)
+    assert result.context.messages == transcript.messages and result.messages_removed == 0
+    assert result.note.startswith("nothing to do") and f"{prunable:,} tokens" in result.note
+
+
+def test_prune_is_idempotent() -> None:
+    transcript = by_id("m-claude", "3af9b1a7")
+    first = run(Prune(), transcript)
+    assert first.context.messages != transcript.messages
+    second = run(Prune(), transcript, messages=first.context.messages)
+    assert second.context.messages == first.context.messages
+    assert second.messages_removed == 0 and second.note.startswith("nothing to do")
+    assert "earlier prune" in second.note
+    # Even pruning everything it may, twice, changes nothing the second time.
+    greedy = Prune(protect_tokens=0, minimum_tokens=0, protect_turns=0)
+    once = run(greedy, transcript)
+    assert run(greedy, transcript, messages=once.context.messages).context.messages == once.context.messages
+
+
+def test_prune_never_touches_protected_tools() -> None:
+    # The one bundled session that called Claude Code's Skill tool.
+    [transcript] = [
+        t for t in transcripts("m-claude") + transcripts("claude-code-log")
+        if any(isinstance(p, ToolCallPart) and p.name == "Skill" for m in t.messages for p in m.parts)
+    ][:1]
+    skill_calls = {p.id for m in transcript.messages for p in m.parts if isinstance(p, ToolCallPart) and p.name == "Skill"}
+    greedy = Prune(protect_tokens=0, minimum_tokens=0, protect_turns=0)
+    after = run(greedy, transcript).context.messages
+    results = {p.call_id: p for p in results_of(after)}
+    originals = {p.call_id: p for p in results_of(transcript.messages)}
+    assert any(p.content == PLACEHOLDER for p in results.values()), "other tools were pruned"
+    assert skill_calls & set(originals), "the session has skill results"
+    for call_id in skill_calls & set(originals):
+        assert results[call_id] == originals[call_id], "the skill tool's output is untouched"
+    # Protecting the only tool of a mini-swe-agent session leaves nothing to prune.
+    swe = sample("mini-swe-agent-pr816")[0]
+    protected = run(Prune(protect_tokens=0, minimum_tokens=0, protect_turns=0, protected_tools=("bash",)), swe)
+    assert protected.context.messages == swe.messages and protected.note.startswith("nothing to do")
+
+
+# --- observation masking ------------------------------------------------------------------------
+
+MASKED = re.compile(r"Old environment output: \((\d+) lines omitted\)")
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_masking_keeps_exactly_the_last_10_outputs(dataset: str) -> None:
+    each(dataset, check_masking)
+
+
+def check_masking(transcript: Transcript) -> None:
+    result = run(ObservationMasking(), transcript)
+    before, after = results_of(transcript.messages), results_of(result.context.messages)
+    assert len(before) == len(after) and result.messages_removed == 0
+    assert after[-10:] == before[-10:], "the last 10 tool outputs are intact"
+    count = counter(transcript)
+    masked = 0
+    for old, new in zip(before[:-10], after[:-10]):
+        placeholder = f"Old environment output: ({len(old.content.splitlines())} lines omitted)"
+        smaller = count([Message("tool", (replace(old, content=placeholder),))]) < count([Message("tool", (old,))])
+        if smaller:  # every older output is masked unless the placeholder would not be smaller
+            masked += 1
+            assert new == replace(old, content=placeholder)
+        else:
+            assert new == old
+    if masked:
+        assert f"masked {masked} " in result.note
+    else:
+        assert result.context.messages == transcript.messages and result.note.startswith("nothing to do")
+    # Idempotent: a second run changes nothing and says so.
+    again = run(ObservationMasking(), transcript, messages=result.context.messages)
+    assert again.context.messages == result.context.messages
+    assert again.messages_removed == 0 and again.note.startswith("nothing to do")
+
+
+def test_masking_window_is_a_setting() -> None:
+    transcript = sample("mini-swe-agent-pr816")[0]
+    after = results_of(run(ObservationMasking(keep_last=3), transcript).context.messages)
+    assert after[-3:] == results_of(transcript.messages)[-3:]
+    assert MASKED.fullmatch(after[-4].content) or len(after[-4].content) < 60
+    nothing = run(ObservationMasking(keep_last=10_000), transcript)
+    assert nothing.context.messages == transcript.messages and nothing.note.startswith("nothing to do")
+
+
+# --- pipeline -----------------------------------------------------------------------------------
+
+
+def test_pipeline_defaults() -> None:
+    pipeline = get_strategy("pipeline")
+    assert pipeline.stages == ("prune", "summarize", "truncate") and pipeline.stop_when_under_target
+
+
+def test_pipeline_stops_when_the_first_stage_is_enough() -> None:
+    transcript = by_id("m-claude", "3af9b1a7")
+    pruned = run(Prune(), transcript)
+    target = counter(transcript)(pruned.context.messages)  # exactly what prune alone reaches
+    result = run(Pipeline(stages=("prune", "observation-masking", "truncate")), transcript, target=target)
+    assert result.context.messages == pruned.context.messages
+    assert result.note.startswith("prune: cleared") and "observation-masking:" not in result.note
+    assert "truncate:" not in result.note and "under target" in result.note
+
+
+def test_pipeline_reaches_truncate_otherwise() -> None:
+    transcript = by_id("m-claude", "3af9b1a7")
+    count = counter(transcript)
+    result = run(Pipeline(stages=("prune", "observation-masking", "truncate")), transcript)
+    notes = result.note.split("; ")
+    assert notes[0].startswith("prune: cleared")
+    assert any(n.startswith("observation-masking: masked") for n in notes)
+    assert any(n.startswith("truncate: dropped") for n in notes)
+    assert result.messages_removed > 0 and result.messages_removed == len(transcript.messages) - len(result.context.messages)
+    assert count(result.context.messages) <= request_for(transcript).target_tokens
+    # Without the early stop every stage runs even when the first was enough.
+    target = count(run(Prune(), transcript).context.messages)
+    full = run(Pipeline(stages=("prune", "observation-masking"), stop_when_under_target=False), transcript, target=target)
+    assert "observation-masking: masked" in full.note
+
+
+def test_pipeline_with_the_default_stages_runs() -> None:
+    transcript = by_id("m-claude", "3af9b1a7")
+    result = run(get_strategy("pipeline"), transcript)
+    assert result.note.startswith("prune: ") and "summarize: " in result.note
+    after = result.context.messages
+    assert_no_orphans(after)
+    assert counter(transcript)(after) <= counter(transcript)(transcript.messages)
+
+
+@dataclass(frozen=True)
+class _Failing:
+    name = "failing"
+
+    def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
+        raise CompactionFailed("summarizer unavailable")
+
+
+def test_pipeline_goes_on_after_a_failed_stage() -> None:
+    transcript = by_id("m-claude", "3af9b1a7")
+    result = run(Pipeline(stages=(_Failing(), "truncate")), transcript)
+    assert result.note.startswith("failing: failed: summarizer unavailable; truncate: dropped")
+    with pytest.raises(CompactionFailed):
+        run(Pipeline(stages=(_Failing(), "truncate"), skip_failed_stages=False), transcript)
+    with pytest.raises(CompactionFailed, match="summarizer unavailable"):
+        run(Pipeline(stages=(_Failing(),)), transcript)
+
+
+# --- registry -----------------------------------------------------------------------------------
+
+
+def test_registry_settings_override_and_typos() -> None:
+    prune = get_strategy("prune", protect_tokens=1000)
+    assert prune.protect_tokens == 1000 and prune.minimum_tokens == 20_000
+    with pytest.raises(KeyError, match="[Dd]id you mean 'prune'"):
+        get_strategy("prnue")
+    with pytest.raises(KeyError, match="did you mean 'protect_tokens'"):
+        get_strategy("prune", protect_token=1000)
+    rows = {row["name"]: row for row in describe_all()}
+    for name in STRATEGIES:
+        assert rows[name]["description"] and "\n" not in rows[name]["description"]
+        assert rows[name]["source"]
+    assert "opencode" in rows["prune"]["source"] and "Complexity Trap" in rows["observation-masking"]["source"]
+
+
+USER_STRATEGY = '''
+from dataclasses import dataclass, replace
+
+from strategies.base import CompactionResult, safe_cut_points, setting
+
+
+@dataclass(frozen=True)
+class KeepLast:
+    """Keep the newest messages only (a user's own strategy)."""
+
+    name = "keep-last"
+    source = "a test"
+    count: int = setting(20, "messages to keep")
+
+    def compact(self, context, request):
+        messages = context.messages
+        cut = max([i for i in safe_cut_points(messages) if i <= len(messages) - self.count] or [0])
+        kept = messages[cut:]
+        return CompactionResult(replace(context, messages=kept), len(messages) - len(kept), note=f"kept {len(kept)}")
+'''
+
+
+def test_a_user_strategy_file_loads_runs_and_composes(tmp_path) -> None:
+    path = tmp_path / "my_strategies.py"
+    path.write_text(USER_STRATEGY)
+    strategy = get_strategy(f"{path}:KeepLast", count=30)
+    transcript = sample("mini-swe-agent-pr816")[0]
+    result = run(strategy, transcript)
+    assert 0 < len(result.context.messages) <= 31 and result.note.startswith("kept")
+    assert_no_orphans(result.context.messages)
+    with pytest.raises(KeyError, match="Did you mean 'KeepLast'"):
+        get_strategy(f"{path}:KeepLats")
+    composed = run(Pipeline(stages=("observation-masking", f"{path}:KeepLast")), transcript, target=0)
+    assert "observation-masking: masked" in composed.note and f"{path}:KeepLast: kept" in composed.note

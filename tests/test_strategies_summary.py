@@ -1,0 +1,202 @@
+"""The summarizing strategies and every preset, on real bundled transcripts: their invariants."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bench.engine import Trigger
+from bench.importers import load_file
+from bench.metering import Meter
+from bench.model import ToolCallPart, ToolResultPart
+from strategies.base import (
+    CompactionFailed,
+    CompactionRequest,
+    Context,
+    SummaryResponse,
+    is_summary,
+    is_user_turn_start,
+    last_user_request,
+)
+from strategies.prompting import prompt_set_hash, render
+from strategies.registry import describe_all, get_strategy, registered
+from strategies.summarize import TURN_SEPARATOR, choose_cut, files_in
+from tests.conftest import bundled
+
+SESSIONS = [
+    load_file(bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"))[0],
+    load_file(bundled("claude-code-log", "-src-deep-manifest__a7da6a22"))[0],
+    load_file(bundled("claude-code-log", "-Users-dain-workspace-danieldemmel-me-next__9e953218"))[0],
+    load_file(bundled("m-claude", "21e3c711"), lenient=True)[0],
+]
+IDS = ["mini-swe-agent", "claude-deep-manifest", "claude-me-next", "m-claude-long"]
+
+
+def request_for(transcript, window: int = 40_000) -> tuple[CompactionRequest, Meter]:
+    meter = Meter(transcript, "chars/4")
+    return CompactionRequest(reason="threshold", window=window, target_tokens=window // 2, count_tokens=meter.count), meter
+
+
+def assert_valid(messages) -> None:
+    calls = set()
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                calls.add(part.id)
+            if isinstance(part, ToolResultPart):
+                assert part.call_id in calls, f"orphan tool result {part.call_id}"
+
+
+def last_request_kept(original, compacted) -> bool:
+    last = last_user_request(original)
+    return any(last in m.text() for m in compacted)
+
+
+@pytest.mark.parametrize("name", sorted(registered()))
+@pytest.mark.parametrize("transcript", SESSIONS, ids=IDS)
+def test_every_strategy_and_preset_keeps_the_invariants(name: str, transcript) -> None:
+    request, meter = request_for(transcript)
+    context = Context(messages=transcript.messages)
+    result = get_strategy(name).compact(context, request)
+    after = result.context.messages
+    assert_valid(after)
+    if transcript.messages[0].role == "system":
+        assert after[0] == transcript.messages[0]
+    assert last_request_kept(transcript.messages, after)
+    assert meter.count(after) <= meter.count(transcript.messages)
+    assert result.messages_removed >= 0
+
+
+@pytest.mark.parametrize("transcript", SESSIONS, ids=IDS)
+def test_summarize_cuts_at_a_turn_or_splits_a_long_turn(transcript) -> None:
+    request, meter = request_for(transcript)
+    result = get_strategy("summarize").compact(Context(messages=transcript.messages), request)
+    after = result.context.messages
+    summary_index = next(i for i, m in enumerate(after) if is_summary(m))
+    kept = after[summary_index + 1 :]
+    assert kept, "recent history is kept verbatim"
+    assert tuple(kept) == transcript.messages[-len(kept) :]
+    split = TURN_SEPARATOR in result.context.summary
+    assert split or is_user_turn_start(kept[0])
+    # About window/4 of recent history is kept (seed 004). A split moves the cut forward to the next
+    # point that does not separate a tool call from its result (as pi does), so it can keep a bit less.
+    assert meter.count(kept) >= request.window // 8 or is_user_turn_start(kept[0])
+    assert meter.count(kept) <= request.window // 4 + max(meter.count([m]) for m in kept) or is_user_turn_start(kept[0])
+    assert result.prompt_hash == prompt_set_hash("summary.j2", "update.j2", "turn_prefix.j2")
+
+
+def test_split_turn_on_a_single_task_agent() -> None:
+    # mini-swe-agent sessions are one long turn after the task: the cut must split it.
+    transcript = SESSIONS[0]
+    request, _ = request_for(transcript)
+    result = get_strategy("summarize").compact(Context(messages=transcript.messages), request)
+    assert TURN_SEPARATOR in result.context.summary
+    assert "## Original request" in result.context.summary
+
+
+def test_summary_carries_file_lists_and_last_request() -> None:
+    transcript = SESSIONS[1]
+    request, _ = request_for(transcript)
+    summary = get_strategy("summarize").compact(Context(messages=transcript.messages), request).context.summary
+    files = files_in(summary)
+    assert "/src/deep-manifest/deep_manifest/deep_manifest.py" in files.modified
+    assert "/src/deep-manifest/README.md" in files.read
+    assert summary.rstrip().endswith(last_user_request(transcript.messages)[-40:])
+    assert "Last request from user was: " in summary
+
+
+def test_iterative_merge_updates_the_earlier_summary_and_keeps_file_lists() -> None:
+    transcript = SESSIONS[3]
+    request, meter = request_for(transcript, window=60_000)
+    half = len(transcript.messages) // 2
+    merge = get_strategy("iterative-merge")
+    first = merge.compact(Context(messages=transcript.messages[:half]), request).context
+    grown = replace(first, messages=(*first.messages, *transcript.messages[half:]))
+    second = merge.compact(grown, request)
+    summaries = [m for m in second.context.messages if is_summary(m)]
+    assert len(summaries) == 1  # the earlier summary was merged, not stacked
+    assert "## Earlier summary" in second.context.summary  # the extractive update carries it forward
+    earlier = files_in(first.summary)
+    now = files_in(second.context.summary)
+    assert set(earlier.modified) <= set(now.modified)  # cumulative
+    assert second.messages_removed > 0
+
+
+def test_summarizer_failure_falls_back_to_truncate() -> None:
+    class Failing:
+        name = "failing"
+
+        def summarize(self, request):
+            raise CompactionFailed("provider returned 500")
+
+    transcript = SESSIONS[2]
+    request, meter = request_for(transcript)
+    request = replace(request, summarizer=Failing())
+    result = get_strategy("summarize", summarizer="llm").compact(Context(messages=transcript.messages), request)
+    assert "summarizer failed (provider returned 500); truncate" in result.note
+    assert meter.count(result.context.messages) < meter.count(transcript.messages)
+    with pytest.raises(CompactionFailed):
+        get_strategy("summarize", summarizer="llm", fallback="").compact(Context(messages=transcript.messages), request)
+
+
+def test_llm_summarizer_gets_the_rendered_prompt() -> None:
+    seen = []
+
+    class Recording:
+        name = "recording"
+
+        def summarize(self, request):
+            seen.append(request)
+            return SummaryResponse(text="## Goal\n- recorded")
+
+    transcript = SESSIONS[1]
+    request, _ = request_for(transcript)
+    result = get_strategy("summarize", summarizer="llm").compact(Context(messages=transcript.messages), replace(request, summarizer=Recording()))
+    assert seen and "<conversation>" in seen[0].prompt and "Do NOT continue the conversation" in seen[0].system
+    assert "[Assistant tool call]: " in seen[0].prompt
+    assert result.context.summary.startswith("## Goal\n- recorded")
+
+
+def test_archive_keeps_the_full_history() -> None:
+    transcript = SESSIONS[2]
+    request, _ = request_for(transcript)
+    result = get_strategy("archive").compact(Context(messages=transcript.messages), request)
+    assert result.context.archives == (transcript.messages,)
+    assert "archived as archive #1" in next(m for m in result.context.messages if is_summary(m)).text()
+
+
+def test_presets_state_source_and_documented_numbers() -> None:
+    rows = {row["name"]: row for row in describe_all()}
+    for name in ("seed-000", "seed-001", "seed-002", "seed-003", "seed-004", "pi", "opencode", "codex", "claude-code", "openhands", "jetbrains-masking"):
+        assert rows[name]["kind"] == "preset" and rows[name]["source"], name
+    pi = get_strategy("pi")
+    assert (pi.trigger.reserve_tokens, pi.strategy.keep_recent_tokens) == (16_384, 20_000)
+    seed_003 = get_strategy("seed-003")
+    assert (seed_003.trigger.warning, seed_003.trigger.critical, seed_003.trigger.target, seed_003.estimator) == (0.75, 0.9, 0.6, "words")
+    assert get_strategy("seed-002").strategy.protect_tokens == 40_000
+    assert get_strategy("seed-002").strategy.minimum_tokens == 20_000
+    assert get_strategy("seed-004").strategy.keep_recent_tokens is None  # window / 4
+    assert get_strategy("codex").trigger.fraction == 0.9
+    assert get_strategy("jetbrains-masking").strategy.keep_last == 10
+    assert get_strategy("pi", keep_recent_tokens=5_000).strategy.keep_recent_tokens == 5_000
+
+
+def test_choose_cut_on_known_shapes() -> None:
+    transcript = SESSIONS[2]
+    history = transcript.messages
+    count = Meter(transcript, "chars/4").count
+    cut, split = choose_cut(history, 10**9, count, 5)
+    assert (cut, split) == (0, None)  # everything fits: nothing to summarize
+    cut, split = choose_cut(history, 0, count, 5)
+    assert cut > 0 and (split is not None or is_user_turn_start(history[cut]))
+
+
+def test_prompt_hash_changes_with_the_template(tmp_path) -> None:
+    mine = tmp_path / "mine.j2"
+    mine.write_text("Summarize:\n{{ conversation }}\n")
+    first = render(str(mine), conversation="x").hash
+    mine.write_text("Summarize briefly:\n{{ conversation }}\n")
+    assert render(str(mine), conversation="x").hash != first
+    with pytest.raises(FileNotFoundError, match="summary.j2"):
+        render("no-such-template.j2", conversation="x")
