@@ -11,7 +11,15 @@ from bench.context_windows import ContextWindows, load_overrides, parse_override
 from bench.datasets import list_datasets
 from bench.estimation import DEFAULT_ESTIMATORS, run_estimation
 from bench.estimation_output import format_summary, write_estimation
+from dataclasses import replace
+
+from bench import runs
 from bench.importers import importers, load_file
+from bench.leaderboard import format_leaderboard, leaderboard, summary_document
+from bench.llm_config import make_run_summarizer
+from bench.run_config import DEFAULT_WINDOW, load_config, strategy_config
+from bench.sweep import DEFAULT_KEEP, DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES, DEFAULT_THRESHOLDS, analyse, format_sweep, sweep_document
+from bench.sweep import grid as sweep_grid
 from bench.preview import format_preview, preview, preview_json
 from strategies.registry import describe_all
 from bench.importers.canonical import write_canonical
@@ -55,6 +63,19 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument("--config", type=Path, help="TOML file; its [context_windows] table overrides windows")
     estimate.add_argument("--train-fraction", type=float, default=0.5, help="share of transcripts the calibration is fitted on")
     estimate.set_defaults(run=run_estimate)
+
+    run = commands.add_parser("run", help="replay datasets through strategies: the main job")
+    _add_run_arguments(run)
+    run.add_argument("--strategy", nargs="+", metavar="NAME", help="strategies or presets to replay (default: every built-in offline one)")
+    run.set_defaults(run=run_run)
+
+    sweep = commands.add_parser("sweep", help="a grid of thresholds × keep budgets × strategies, its Pareto frontier and a recommendation")
+    _add_run_arguments(sweep)
+    sweep.add_argument("--strategy", nargs="+", metavar="NAME", default=list(DEFAULT_SWEEP_STRATEGIES), help="strategies in the grid")
+    sweep.add_argument("--thresholds", nargs="+", type=float, default=list(DEFAULT_THRESHOLDS), metavar="F", help="trigger fractions of the window")
+    sweep.add_argument("--keep", nargs="+", type=int, default=list(DEFAULT_KEEP), metavar="TOKENS", help="keep-recent budgets (strategies that have one)")
+    sweep.add_argument("--min-preservation", type=float, default=0.9, help="the recommendation keeps at least this share of needed facts")
+    sweep.set_defaults(run=run_sweep)
 
     strategies = commands.add_parser("strategies", help="list every strategy and preset with its parameters and source")
     strategies.add_argument("--json", action="store_true", help="print JSON")
@@ -174,6 +195,69 @@ def run_estimate(args: argparse.Namespace) -> int:
 def _print_load_problems(loaded: Loaded) -> None:
     for failed in loaded.failed:
         print(f"  file not read: {failed.error}")
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML configuration (command-line flags override it)")
+    parser.add_argument("--dataset", nargs="+", metavar="NAME|PATH", help="datasets, files or folders (default: all bundled datasets)")
+    parser.add_argument("--out", type=Path, help="run directory (default: reports/run, or reports/sweep for sweeps)")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out without repeating finished work")
+    parser.add_argument("--window", type=int, help=f"replay every model with this context window (default {DEFAULT_WINDOW}; 0: real windows)")
+    parser.add_argument("--estimator", help="token estimator for strategies that do not set one (default: hybrid)")
+    parser.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
+
+
+def _run_config(args: argparse.Namespace, strategies=None):
+    config = load_config(args.config)
+    changes = {}
+    if args.dataset:
+        changes["datasets"] = tuple(args.dataset)
+    if strategies is not None:
+        changes["strategies"] = tuple(strategies)
+    elif getattr(args, "strategy", None):
+        changes["strategies"] = tuple(strategy_config(name, "--strategy") for name in args.strategy)
+    if args.window is not None:
+        changes["window"] = args.window
+    if args.estimator:
+        changes["estimator"] = args.estimator
+    if args.lenient:
+        changes["lenient"] = True
+    return replace(config, **changes)
+
+
+def run_run(args: argparse.Namespace) -> int:
+    config = _run_config(args)
+    out = args.out or Path("reports/run")
+    result = runs.run(config, out, resume=args.resume, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
+    document = summary_document(result)
+    (out / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
+    if document.get("leaderboard"):
+        print(format_leaderboard(leaderboard(result.transcripts)))
+    print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
+    _print_left_out(document)
+    return 0
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    configs = sweep_grid(args.strategy, args.thresholds, args.keep)
+    config = _run_config(args, strategies=configs)
+    out = args.out or Path("reports/sweep")
+    result = runs.run(config, out, resume=args.resume, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
+    analysis = analyse(result.transcripts, configs, args.min_preservation)
+    (out / "sweep.json").write_text(json.dumps(sweep_document(analysis), indent=2, default=str) + "\n")
+    print(format_sweep(analysis))
+    print(f"\n{len(configs)} settings × {result.transcripts['transcript'].nunique()} transcripts; results in {out}/")
+    return 0
+
+
+def _print_left_out(document: dict) -> None:
+    left = document["left_out"]
+    if left["skipped_records"]:
+        print(f"  {sum(left['skipped_records'].values())} damaged records skipped in {len(left['skipped_records'])} transcripts (see summary.json)")
+    if left["transcripts_without_calls"]:
+        print(f"  {len(left['transcripts_without_calls'])} transcripts have no recorded LLM calls and were not replayed")
+    for failed in left["files_not_read"]:
+        print(f"  file not read: {failed['error']}")
 
 
 def run_strategies(args: argparse.Namespace) -> int:

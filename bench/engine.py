@@ -98,6 +98,9 @@ class Engine:
     max_failures: int = 3
     stalled: bool = False
     failures: int = 0
+    # An emergency compaction that could not shrink the context will not do better on the next
+    # call: further emergencies wait until some compaction has worked again.
+    emergency_stalled: bool = False
 
     @property
     def breaker_open(self) -> bool:
@@ -111,10 +114,16 @@ class Engine:
             return context, None
         return self._compact(context, reason, tokens)
 
-    def emergency(self, context: Context, reason: Reason = "overflow") -> tuple[Context, CompactionEvent]:
-        """Compact now, whatever the guard says: the provider refused the request as too long."""
-        context, event = self._compact(context, reason, self.meter(context))
-        return context, event
+    def emergency(self, context: Context, reason: Reason = "overflow") -> tuple[Context, CompactionEvent | None]:
+        """Compact now, whatever the loop guard says: the provider refused the request as too long.
+
+        Returns no event when the previous emergency already failed to shrink the context and no
+        compaction has worked since (the driver then records the overflow and goes on)."""
+        if self.emergency_stalled or self.breaker_open:
+            return context, None
+        compacted, event = self._compact(context, reason, self.meter(context))
+        self.emergency_stalled = event.failed is not None or event.reduction < self.min_reduction
+        return compacted, event
 
     def _compact(self, context: Context, reason: Reason, tokens: int) -> tuple[Context, CompactionEvent]:
         request = CompactionRequest(
@@ -150,7 +159,11 @@ class Engine:
             prompt_hash=result.prompt_hash,
             note=result.note,
         )
-        if reason not in ("overflow", "silent_overflow") and event.reduction < self.min_reduction:
+        if reason in ("overflow", "silent_overflow", "manual"):
+            return compacted, event
+        if event.reduction < self.min_reduction:
             self.stalled = True
             event = replace(event, stalled=True)
+        else:
+            self.emergency_stalled = False
         return compacted, event

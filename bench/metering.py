@@ -26,6 +26,7 @@ class Meter:
     offset: int = 0  # the per-session constant (system prompt and tools the file does not hold)
 
     def __post_init__(self) -> None:
+        self._memo: dict[int, tuple[Message, float]] = {}
         self.estimator = get_estimator(self.estimator_name)
         self.framing = framing_for(self.transcript.source_format)
         # Strategies count pieces of the context (a message, a kept tail) with the base of a hybrid
@@ -42,7 +43,19 @@ class Meter:
 
     def count(self, messages: Sequence[Message]) -> int:
         """A local estimate of `messages` (no constant, no provider usage)."""
-        return estimate(self.local, messages, self.framing, self.cache)
+        return round(self.local.prompt_overhead + sum(self.message_tokens(m) for m in messages))
+
+    def message_tokens(self, message: Message) -> float:
+        """One message's estimate, computed once per message object however often it is asked for.
+
+        A replay asks for every message in every later prompt; the memo holds the message itself
+        so its id cannot be reused by another object while the entry lives.
+        """
+        found = self._memo.get(id(message))
+        if found is None or found[0] is not message:
+            found = (message, self.local.message_tokens(message, self.framing, self.cache))
+            self._memo[id(message)] = found
+        return found[1]
 
     def __call__(self, context: Context) -> int:
         """The estimated prompt tokens of the whole context, as the trigger sees it."""

@@ -52,7 +52,7 @@ def preview(
     context = _context_before(transcript, positions, call)
     engine = Engine(strategy=strategy, window=window, meter=meter, count_tokens=meter.count, trigger=trigger, summarizer=summarizer)
     after, event = engine.emergency(context, reason="manual") if chosen_by != "trigger" else engine.before_call(context)
-    assert event is not None
+    assert event is not None  # a fresh engine always attempts the first compaction
     return Preview(transcript.id, strategy_name, call, chosen_by, window, trigger, estimator, context, after, event)
 
 

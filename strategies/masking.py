@@ -75,7 +75,7 @@ class ObservationMasking:
         if not masked:
             return CompactionResult(context=context, messages_removed=0, note=f"nothing to do: {counts}")
         new = replace(context, messages=tuple(new_messages), known_usage=None)
-        return CompactionResult(context=new, messages_removed=0, note=f"masked {masked} older tool outputs; {counts}")
+        return CompactionResult(context=new, messages_removed=0, note=f"masked {masked} older tool outputs ({counts})")
 
 
 def _size(request: CompactionRequest, message: Message, part: ToolResultPart) -> int:

@@ -129,7 +129,7 @@ class Prune:
             context=new,
             messages_removed=0,
             note=(
-                f"cleared {len(marked)} tool results ({pruned:,} tokens); kept the newest "
+                f"cleared {len(marked)} tool results ({pruned:,} tokens), keeping the newest "
                 f"{self.protect_tokens:,} tokens of tool output and the last {self.protect_turns} user turns{where}"
             ),
         )

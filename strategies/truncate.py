@@ -59,12 +59,12 @@ class Truncate:
             kept = head + messages[cut:]
             size = request.count_tokens(kept)
             if size <= budget:
-                note = f"dropped {cut - head_end} messages before user turn at message {cut}; {size:,} of {budget:,} tokens"
+                note = f"dropped {cut - head_end} messages before the user turn at message {cut} ({size:,} of {budget:,} tokens)"
                 break
         else:  # not even the last user turn fits: keep it whole anyway
             last = "the last user turn" if cut == turn_starts(messages)[-1] else f"the user turn at message {cut}"
             note = (
-                f"dropped {cut - head_end} messages; over budget anyway: {last} ({size:,} tokens with the kept "
+                f"dropped {cut - head_end} messages, over budget anyway: {last} ({size:,} tokens with the kept "
                 f"head) exceeds the budget ({budget:,}) and is kept whole, never cut inside"
             )
         new = replace(context, messages=kept, known_usage=None)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -290,12 +289,3 @@ def serve() -> Iterator[FakeProvider]:
         server.server_close()
         thread.join(timeout=5)
 
-
-def wait_until(predicate, timeout: float = 2.0) -> bool:
-    """Poll a condition a bounded number of times (for assertions about background threads)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()

@@ -2,7 +2,7 @@
 
     summarizer = make_summarizer("openai", "gpt-4.1-mini", cache_dir="suite/llm-cache")
     summarizer = make_summarizer("openai", "qwen2.5:7b", base_url="http://localhost:11434/v1")
-    summarizer = make_summarizer("recorded", "gpt-4.1-mini", recorded_provider="openai", cache_dir=...)
+    summarizer = make_summarizer("recorded", "gpt-4.1-mini", cache_dir="suite/llm-cache")  # CI: no key
 
 Every module imports the SDKs lazily, so the "recorded" (CI) path never loads them.
 """
@@ -48,13 +48,14 @@ def make_summarizer(
     timeout: float = DEFAULT_TIMEOUT,
     temperature: float | None = None,
     max_in_flight: int | None = None,
-    recorded_provider: str = "openai",
+    recorded_provider: str | None = None,
 ) -> LLMSummarizer:
     """A summarizer for `provider` and `model`.
 
     "openai" covers every OpenAI-compatible server through `base_url` (a server without auth needs
     no key). `cache_dir=None` disables the cache (and with it offline replays). "recorded" reads
-    the cache only and needs `recorded_provider`, the provider the recordings were made with.
+    the cache only; it uses a recording by any provider unless `recorded_provider` names one.
+    `mode="offline"` with a real provider is the same, restricted to that provider.
     """
     if provider == "recorded":
         if cache_dir is None:

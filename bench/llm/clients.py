@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from bench.llm.cache import Completion
 from bench.model import LLMCall
@@ -29,8 +29,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRIES = 4  # the SDKs default to 2; a long replay should ride out a short outage
 DEFAULT_TIMEOUT = 300.0  # seconds per attempt: long summaries of long transcripts are slow
-NO_AUTH_KEY = "no-key-needed"
-MAX_MESSAGE_CHARS = 1000  # what local servers without auth (Ollama, vLLM, llama.cpp) get
+NO_AUTH_KEY = "no-key-needed"  # what local servers without auth (Ollama, vLLM, llama.cpp) get
+MAX_MESSAGE_CHARS = 1000  # of a provider's error message kept in ours
 
 
 class LLMError(RuntimeError):
@@ -77,9 +77,10 @@ def _scrub(text: str, secret: str) -> str:
 
 
 class _SDKClient:
-    """What both clients share: settings, the key (only inside the SDK client) and error mapping."""
+    """What both clients share: settings, closing, and turning SDK errors into ours."""
 
     provider = "unknown"
+    _client: Any  # the SDK client, set by the subclass
 
     def __init__(self, model: str, base_url: str | None, max_retries: int, timeout: float, temperature: float | None) -> None:
         if max_retries < 0:
@@ -95,6 +96,16 @@ class _SDKClient:
 
     def params(self) -> dict[str, object]:
         return {"temperature": self.temperature}
+
+    def close(self) -> None:
+        """Close the SDK's connection pool (keep-alive sockets to the provider)."""
+        self._client.close()
+
+    def __enter__(self) -> _SDKClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def _status_error(self, status: int, provider_message: str, code: object, key: str) -> LLMError:
         message = _scrub(provider_message, key)
@@ -221,7 +232,8 @@ class AnthropicClient(_SDKClient):
         if system:
             extra["system"] = system
         if self.temperature is not None:
-            extra["temperature"] = self.temperature
+            # Recent SDKs dropped `temperature` from messages.create(); the body field still passes.
+            extra["extra_body"] = {"temperature": self.temperature}
         error: LLMError | None = None
         try:
             response = self._client.messages.create(

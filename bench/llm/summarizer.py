@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from bench.llm.cache import CacheRequest, Completion, LLMCache
+from bench.llm.cache import CacheMiss, CacheRequest, Completion, LLMCache
 from bench.llm.clients import ContextOverflowError, LLMClient, LLMError
 from bench.llm.prices import ModelPrice, cost_of, resolve_prices
 from strategies.base import CompactionFailed, Summarizer, SummaryRequest, SummaryResponse
@@ -48,6 +48,18 @@ class LLMSummarizer:
         # Bounds calls actually sent to the provider, across every thread using this summarizer
         # (cache hits take no slot): the rate limit is per account, not per transcript.
         self._gate = threading.BoundedSemaphore(max_in_flight) if max_in_flight else None
+
+    def close(self) -> None:
+        """Release the client's connections (a no-op for clients that hold none)."""
+        close = getattr(self.client, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> LLMSummarizer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def cache_request(self, request: SummaryRequest) -> CacheRequest:
         params: dict[str, object] = {"max_tokens": request.max_output_tokens, **self.client.params()}
@@ -95,29 +107,53 @@ class _RecordedOnly:
         raise AssertionError("a recorded summarizer never calls a provider")  # offline cache: CacheMiss first
 
 
+RECORDING_PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
+
+
 class RecordedSummarizer(LLMSummarizer):
     """Replays recorded summaries only (CI): a call that was never recorded raises `CacheMiss`.
 
     `provider`, `model` and `temperature` must be those of the run that recorded the cache, since
-    they are part of each call's key. It is named like the live summarizer ("llm:provider:model")
-    so results read the same whether the summaries were fetched or replayed.
+    they are part of each call's key; with `provider=None` a recording by any provider of
+    `RECORDING_PROVIDERS` is used. Named like the live summarizer ("llm:provider:model") so
+    results read the same whether the summaries were fetched or replayed.
     """
 
     def __init__(
         self,
-        provider: str,
+        provider: str | None,
         model: str,
         cache_dir: str | Path,
         prices: Mapping[str, object] | str | Path | None = None,
         temperature: float | None = None,
         name: str | None = None,
     ) -> None:
+        self.providers = (provider,) if provider else RECORDING_PROVIDERS
         super().__init__(
-            _RecordedOnly(provider, model, temperature),
+            _RecordedOnly(self.providers[0], model, temperature),
             LLMCache(cache_dir, mode="offline"),
             prices=prices,
-            name=name or f"llm:{provider}:{model}",
+            name=name or f"llm:{provider or 'recorded'}:{model}",
         )
+
+    def _complete(self, request: SummaryRequest) -> Completion:
+        assert self.cache is not None
+        wanted = self.cache_request(request)
+        for provider in self.providers:
+            candidate = replace(wanted, provider=provider)
+            if self.cache.path_for(candidate.key()).exists():
+                return self.cache.fetch(candidate, self.client_never_called)[0]
+        try:
+            return self.cache.fetch(wanted, self.client_never_called)[0]
+        except CacheMiss as miss:
+            if len(self.providers) == 1:
+                raise
+            others = ", ".join(self.providers[1:])
+            raise CacheMiss(wanted, miss.key, self.cache.directory, f"nor a recording by provider(s) {others}") from None
+
+    @staticmethod
+    def client_never_called() -> Completion:
+        raise AssertionError("a recorded summarizer never calls a provider")
 
 
 def summarize_many(

@@ -1,0 +1,93 @@
+"""Strategy-level results: means with bootstrap CIs over transcripts, paired comparisons, fidelity.
+
+Metrics per transcript × strategy (from `bench.metrics.transcript_summary`) are averaged per
+strategy over transcripts, with 95% bootstrap confidence intervals (transcripts are the unit:
+calls of one session are not independent). Strategies are compared pairwise on the transcripts
+they share (paired bootstrap, 10,000 resamples, two-sided p, Holm-adjusted).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from bench.metrics import compression_label, cost_model_check
+from bench.statistics import pairwise_comparisons, summarize_by_strategy
+
+LEADERBOARD_COLUMNS = ("removed_share", "preservation_k1", "preservation_k5", "compactions", "total_cost", "cost_change")
+
+
+def leaderboard(transcripts: pd.DataFrame, resamples: int = 10_000) -> pd.DataFrame:
+    frame = transcripts.assign(cost_change=transcripts["total_cost"] - transcripts["cost_full"])
+    board = summarize_by_strategy(frame, LEADERBOARD_COLUMNS, strategy_col="config", resamples=resamples)
+    board["compression"] = board["removed_share_mean"].map(lambda s: compression_label(s) if not math.isnan(s) else "")
+    return board.sort_values("removed_share_mean", ascending=False).reset_index(drop=True)
+
+
+def comparisons(transcripts: pd.DataFrame, resamples: int = 10_000) -> dict[str, pd.DataFrame]:
+    """Paired comparisons of every pair of strategies, per key metric."""
+    return {
+        column: pairwise_comparisons(transcripts, column, strategy_col="config", resamples=resamples)
+        for column in ("removed_share", "preservation_k1")
+    }
+
+
+def recorded_fidelity(compactions: pd.DataFrame) -> pd.DataFrame:
+    """Real compactions: the replay's predicted prompt of the first call after it vs the recorded one."""
+    if compactions.empty or "fidelity_recorded" not in compactions:
+        return pd.DataFrame()
+    rows = compactions[compactions["fidelity_recorded"].notna()]
+    frame = rows[["transcript", "config", "call", "fidelity_predicted", "fidelity_recorded"]].copy()
+    frame["relative_error"] = (frame["fidelity_predicted"] - frame["fidelity_recorded"]) / frame["fidelity_recorded"]
+    return frame.reset_index(drop=True)
+
+
+def summary_document(result, resamples: int = 10_000) -> dict:
+    """Everything `summary.json` holds."""
+    transcripts = result.transcripts
+    document: dict = {
+        "transcripts": int(transcripts["transcript"].nunique()) if not transcripts.empty else 0,
+        "strategies": sorted(transcripts["config"].unique().tolist()) if not transcripts.empty else [],
+        "left_out": {
+            "files_not_read": [{"path": str(f.path), "error": f.error} for f in result.loaded.failed],
+            "transcripts_without_calls": sorted({t.id for t in result.loaded.transcripts if not t.calls}),
+            "skipped_records": {t.id: len(t.skipped) for t in result.loaded.transcripts if t.skipped},
+        },
+    }
+    if transcripts.empty:
+        return document
+    document["leaderboard"] = _records(leaderboard(transcripts, resamples))
+    document["comparisons"] = {k: _records(v) for k, v in comparisons(transcripts, resamples).items()}
+    document["recorded_fidelity"] = _records(recorded_fidelity(result.compactions))
+    document["cost_model_check"] = _records(cost_model_check(result.calls, result.loaded.transcripts))
+    return document
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def format_leaderboard(board: pd.DataFrame) -> str:
+    def ci(row, column, scale=100.0, digits=1):
+        mean, low, high = (row[f"{column}_{p}"] for p in ("mean", "low", "high"))
+        if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+            return "n/a"
+        return f"{mean * scale:.{digits}f} [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
+
+    lines = [f"{'strategy':24} {'tokens removed % [95% CI]':28} {'next step kept % (k=1)':26} {'compactions':>11} {'cost change $':>14}"]
+    for _, row in board.iterrows():
+        cost = row["cost_change_mean"]
+        lines.append(
+            f"{row['config']:24} {ci(row, 'removed_share'):28} {ci(row, 'preservation_k1'):26} "
+            f"{row['compactions_mean']:11.1f} {('n/a' if math.isnan(cost) else f'{cost:+.4f}'):>14}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,26 @@
+"""The run's LLM summarizer, from the `[summarizer]` table of a run configuration.
+
+No table: no LLM (strategies use the extractive summarizer; one set to `summarizer = "llm"` then
+fails clearly). `provider = "recorded"` replays the committed call cache with no network and no
+key, which is what CI uses.
+"""
+
+from __future__ import annotations
+
+from bench.run_config import RunConfig
+
+SUMMARIZER_KEYS = {"provider", "model", "base_url", "cache_dir", "mode", "api_key_env", "max_retries", "timeout"}
+
+
+def make_run_summarizer(config: RunConfig):
+    settings = dict(config.summarizer)
+    if not settings:
+        return None
+    unknown = sorted(set(settings) - SUMMARIZER_KEYS)
+    if unknown:
+        raise ValueError(f"[summarizer]: unknown settings {unknown}; known: {sorted(SUMMARIZER_KEYS)}")
+    if "provider" not in settings or "model" not in settings:
+        raise ValueError("[summarizer] needs `provider` (recorded, openai or anthropic) and `model`")
+    from bench.llm import make_summarizer
+
+    return make_summarizer(prices=config.prices or None, **settings)

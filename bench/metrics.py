@@ -1,0 +1,148 @@
+"""From replayed rows to metrics: tokens saved, cache-aware cost, next-step preservation.
+
+Everything is a pandas DataFrame, one row per call, per compaction, or per transcript × config.
+
+Cost model (per replayed call): the part of the prompt identical to the previous call's prompt is
+read from the provider's cache; the rest is new. Claude models bill new prompt tokens as cache
+writes (Claude Code marks the prompt for caching); other providers cache automatically and bill
+new tokens as plain input. A compaction changes the prompt from the summary on, so it pays for
+writing the compacted prompt again: the model charges that, which is why a compaction can cost
+more than it saves on a short remainder of a session. Output tokens are the recorded ones.
+The same model is applied to the uncompacted session (the baseline) and checked against what the
+source recorded where it recorded cache splits or costs (`cost_model_check`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pandas as pd
+
+from bench.calibration import model_family
+from bench.llm.prices import PriceTable, cost_of
+from bench.model import LLMCall
+from bench.replay import CallRow, CompactionRow
+
+
+def _modelled_call(model: str, prompt: int, cached: int, output: int) -> LLMCall:
+    new = max(0, prompt - cached)
+    if model_family(model) == "claude":
+        return LLMCall(model, input_tokens=0, cache_read_tokens=cached, cache_write_tokens=new, output_tokens=output)
+    return LLMCall(model, input_tokens=new, cache_read_tokens=cached, output_tokens=output)
+
+
+def _dicts(rows: list) -> list[dict]:
+    # Rows come as dataclasses from a replay, or as dicts read back from a run's JSONL files.
+    return [r if isinstance(r, dict) else asdict(r) for r in rows]
+
+
+def calls_frame(rows: list[CallRow] | list[dict], prices: PriceTable | None = None) -> pd.DataFrame:
+    frame = pd.DataFrame(_dicts(rows))
+    if frame.empty:
+        return frame
+    frame["saved_tokens"] = frame["full_tokens"] - frame["context_tokens"]
+    frame["cost_full"] = [
+        cost_of(_modelled_call(m, p, c, o), prices)
+        for m, p, c, o in zip(frame["model"], frame["full_tokens"], frame["full_prefix_tokens"], frame["output_tokens"])
+    ]
+    frame["cost_context"] = [
+        cost_of(_modelled_call(m, p, c, o), prices)
+        for m, p, c, o in zip(frame["model"], frame["context_tokens"], frame["prefix_tokens"], frame["output_tokens"])
+    ]
+    return frame
+
+
+def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
+    records = []
+    for record in _dicts(rows):
+        record = dict(record)
+        scores = record.pop("preservation")
+        for key in ("k1", "k5"):
+            found = scores.get(key, {})
+            record[f"{key}_score"] = found.get("score")
+            record[f"{key}_needed"] = len(found.get("needed", []))
+            record[f"{key}_lost"] = found.get("lost", [])
+        records.append(record)
+    return pd.DataFrame(records)
+
+
+def transcript_summary(calls: pd.DataFrame, compactions: pd.DataFrame) -> pd.DataFrame:
+    """One row per transcript × config: the numbers the statistics and the report compare."""
+    if calls.empty:
+        return pd.DataFrame()
+    grouped = calls.groupby(["transcript", "config"], sort=True)
+    summary = grouped.agg(
+        calls=("call", "size"),
+        peak_full=("full_tokens", "max"),
+        peak_context=("context_tokens", "max"),
+        billed_full=("full_tokens", "sum"),
+        billed_context=("context_tokens", "sum"),
+        over_window_calls=("over_window", "sum"),
+        cost_full=("cost_full", lambda s: s.sum(min_count=len(s))),
+        cost_context=("cost_context", lambda s: s.sum(min_count=len(s))),
+    ).reset_index()
+    if not compactions.empty:
+        done = compactions[compactions["failed"].isna()]
+        per = done.groupby(["transcript", "config"]).agg(
+            compactions=("call", "size"),
+            summarizer_input_tokens=("summarizer_input_tokens", "sum"),
+            summarizer_output_tokens=("summarizer_output_tokens", "sum"),
+            summarizer_cost=("summarizer_cost_usd", lambda s: s.sum(min_count=1)),
+            preservation_k1=("k1_score", "mean"),
+            preservation_k5=("k5_score", "mean"),
+            preservation_applicable=("k1_score", "count"),
+        )
+        failed = compactions[compactions["failed"].notna()].groupby(["transcript", "config"]).size().rename("failed_compactions")
+        summary = summary.join(per, on=["transcript", "config"]).join(failed, on=["transcript", "config"])
+    for column in ("compactions", "failed_compactions", "summarizer_input_tokens", "summarizer_output_tokens"):
+        summary[column] = summary.get(column, pd.Series(0, index=summary.index)).fillna(0).astype(int)
+    for column in ("summarizer_cost", "preservation_k1", "preservation_k5"):
+        if column not in summary:
+            summary[column] = float("nan")
+    summary["removed_share"] = 1 - summary["billed_context"] / summary["billed_full"]
+    summary["kept_ratio"] = summary["billed_full"] / summary["billed_context"]
+    summary["total_cost"] = summary["cost_context"] + summary["summarizer_cost"].fillna(0)
+    return summary
+
+
+def compression_label(removed_share: float) -> str:
+    """'98.6% removed, 71×': the share removed and how many times smaller the kept part is."""
+    if removed_share >= 1:
+        return "100% removed"
+    return f"{100 * removed_share:.1f}% removed, {1 / (1 - removed_share):.3g}×"
+
+
+def cost_model_check(calls: pd.DataFrame, transcripts) -> pd.DataFrame:
+    """The cost model on the uncompacted session against what the source recorded.
+
+    Per transcript with recorded cache splits (Claude Code, mini-swe-agent/DeepSeek): the mean
+    absolute error of the modelled cache-read tokens relative to the prompt, and, where the source
+    recorded a cost per call, the relative error of the modelled total cost.
+    """
+    rows = []
+    recorded = {t.id: [m.call for m in t.messages if m.call is not None] for t in transcripts}
+    baseline = calls.drop_duplicates(["transcript", "call"])
+    for transcript_id, group in baseline.groupby("transcript"):
+        real = recorded.get(transcript_id, [])
+        if len(real) != len(group):
+            continue
+        modelled_read = group["full_prefix_tokens"].to_numpy()
+        recorded_read = [c.cache_read_tokens for c in real]
+        prompts = [c.prompt_tokens for c in real]
+        read_error = sum(abs(m - r) / p for m, r, p in zip(modelled_read, recorded_read, prompts) if p) / len(real)
+        recorded_costs = [c.cost_usd for c in real]
+        modelled_costs = group["cost_full"].tolist()
+        cost_error = None
+        if all(c is not None for c in recorded_costs) and all(c is not None for c in modelled_costs) and sum(recorded_costs):
+            cost_error = (sum(modelled_costs) - sum(recorded_costs)) / sum(recorded_costs)
+        rows.append(
+            {
+                "transcript": transcript_id,
+                "calls": len(real),
+                "cache_read_mean_abs_error_share": read_error,
+                "recorded_cost": sum(recorded_costs) if cost_error is not None else None,
+                "modelled_cost": sum(modelled_costs) if cost_error is not None else None,
+                "cost_relative_error": cost_error,
+            }
+        )
+    return pd.DataFrame(rows)

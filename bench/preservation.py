@@ -1,0 +1,348 @@
+"""Next-step preservation: does the compacted context still hold what the agent does next needs?
+
+Replay is open-loop: after a compaction the recorded future is replayed unchanged. So we can look
+at the next k recorded assistant steps (k = 1 and 5), list what they rely on (file paths,
+identifiers, commands, URLs, error names, numbers), keep the items the history before the
+compaction already contained, and score the share still present in the compacted context:
+
+    score = len(kept) / len(needed)      (None when nothing is needed: "not applicable")
+
+Items that are absent from the history are new information the step found itself (e.g. a path it
+guessed or a name it invented) and no compaction could have kept them, so they are not needed.
+
+Extraction (`extract_items`) reads only the assistant steps, never tool results: it wants what the
+step *uses*. It is precise rather than greedy, so each item is something a reader would agree on:
+  * tool calls: path-valued arguments (`file_path`, `path`, ...) and `url`s as they are; shell
+    commands by their first line (heredoc bodies are content being written), whitespace-normalised
+    and without a leading `cd DIR &&`, plus the paths, URLs, identifiers and numbers in that line;
+    `old_string`-like and search-pattern arguments give their code-like identifiers (the step
+    must know the text it replaces or looks for); written content (`new_string`, `content`, ...)
+    gives nothing; numbers only from line/offset-like keys (never limits or timeouts); other
+    strings are read like prose, except one-word values, which are tool options
+    (`"status": "in_progress"`, `"output_mode": "content"`).
+    Tool-call ids and JSON keys are never read.
+  * text and thinking: URLs; pytest node ids (`tests/a.py::T::test_x`); paths (a name with a known
+    extension, absolute paths of 2+ components, `./` `../` `~/` paths); error names (`ValueError`,
+    the name only, not the message after `:`); identifiers: a single token in backticks, or
+    code-like tokens: snake_case, CamelCase with an inner capital, dotted.names, `name(`;
+    numbers with 3+ digits or a decimal point (`956`, `8000`, `3.11`), but not option values
+    (`head -100`, `-n 200`, `--timeout=300`) and not digits glued to names (`django-15213`).
+Known limits: extension-less relative paths (`src/app`), bare words (`asgiref`), commit hashes
+and 2-digit numbers are missed; the body of a heredoc or `python -c "..."` script is treated as
+written content, so the names it imports are missed too; raw-text tool input (a patch) is read
+like prose, added lines included; keywords, builtins and product names are dropped by small stop
+lists, so other code-looking common words can slip in; a common number (`100`) may count as
+needed only because it occurs somewhere in the history.
+
+Matching (`present`) searches one joined text per side, built once per call: every text,
+thinking and tool-result part, and each tool call's name and decoded argument values (raw JSON
+would escape the quotes of a command). It is case-sensitive except for URLs (hosts vary in case). Identifiers, error
+names and numbers must stand as whole tokens; commands are compared whitespace-normalised. A path
+matches when it occurs whole, or when any suffix of it that keeps at least one directory and the
+file name (`src/x/y.py`, `x/y.py` for `/testbed/src/x/y.py`) does, so contexts naming the file
+from another root still count; a bare file name alone does not keep a longer path.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+from bench.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from strategies.base import _EXTENSIONS  # one list of "file extensions" for the whole project
+
+Kind = Literal["path", "identifier", "command", "url", "error", "number"]
+
+
+@dataclass(frozen=True)
+class Item:
+    kind: Kind
+    text: str
+
+
+@dataclass(frozen=True)
+class StepScore:
+    k: int
+    needed: tuple[Item, ...]
+    kept: tuple[Item, ...]
+    lost: tuple[Item, ...]
+    score: float | None  # None: the steps needed nothing from the history (not applicable)
+
+
+# --- extraction ----------------------------------------------------------------------------------
+
+_URL = re.compile(r"https?://[^\s'\"<>`)\]}]+")
+_NODE_ID = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.py(?:::[\w\[\].-]+)+")
+_PATH = re.compile(
+    # absolute paths of 2+ components first, so `/a/b.py.backup` is one path, not `/a/b.py`
+    rf"(?<![\w.$-])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{_EXTENSIONS})(?![\w/(])"
+    r"|(?:~|\.{1,2})/[\w.@+/-]+)"
+)
+_ERROR = re.compile(r"(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b")
+_TOKEN = re.compile(r"(?<![\w.$@-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+# A trailing `p` is allowed for sed ranges (`'670,690p'`); other glued letters (`100px`) are not.
+_NUMBER_BEFORE = r"(?:(?<=\bv)|(?<![\w.]))"  # not glued to a word or a dot, except `v1.2`
+_NUMBER = re.compile(_NUMBER_BEFORE + r"(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|\.\d)")
+_OPTION_BEFORE = re.compile(r"(?:^|\s)--?[A-Za-z][\w-]*[ =]$")  # `-n ` / `--lines=` just before
+_BACKTICK = re.compile(r"`([^`\n]+)`")
+_FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
+_CD_PREFIX = re.compile(r"^cd\s+\S+\s*&&\s*")
+
+# Code-like words that say nothing about this session: keywords, builtins, product names.
+_STOP = frozenset(
+    "None True False self cls this null undefined true false def class return import from print else elif "
+    "for while with async await lambda pass yield not and raise try except finally const let var function "
+    "len str int dict list set tuple range open type isinstance super repr format echo getattr hasattr "
+    "setattr sorted enumerate zip object NotImplemented "
+    "JavaScript TypeScript GitHub GitLab PostgreSQL MySQL SQLite macOS iOS iPhone iPad OpenAI "
+    "ChatGPT YouTube LinkedIn PowerShell VSCode PyPI NumPy DeepSeek LaTeX".split()
+)
+PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "dir", "directory"})
+COMMAND_KEYS = frozenset({"command", "cmd"})
+URL_KEYS = frozenset({"url", "uri"})
+OLD_TEXT_KEYS = frozenset({"old_string", "old_str", "old_text"})
+PATTERN_KEYS = frozenset({"pattern", "regex", "query", "glob", "symbol"})
+WRITTEN_KEYS = frozenset({"new_string", "new_str", "new_text", "content", "file_text", "contents", "insert_text"})
+NUMBER_KEYS = frozenset({"offset", "line", "lines", "line_number", "start_line", "end_line", "view_range", "insert_line", "port"})
+
+
+def _is_identifier(token: str, followed_by: str) -> bool:
+    """Whether a word-like token is code-like enough to count (see the module docstring)."""
+    if token in _STOP or len(token) < 3:
+        return False
+    if followed_by == "(":
+        return True
+    if "." in token:
+        return len(token) >= 5 and not token.replace(".", "").isdigit()
+    stripped = token.strip("_")
+    if "_" in stripped or (token.startswith("__") and token.endswith("__")):
+        return any(c.isalpha() for c in stripped)
+    # CamelCase with an inner capital (`applyFilters`, `WhereNode`), but not plurals like `URLs`.
+    return bool(re.search(r"[a-z]", token) and re.search(r"[A-Z]", token[1:]) and not re.fullmatch(r"[A-Z]+s", token))
+
+
+def _path_item(value: str) -> str | None:
+    """A path without `./` or a trailing `/`; None for a bare word like `test` (too common) or `/dev/null`."""
+    value = value.strip().removeprefix("./").rstrip("/")
+    if "\n" in value or value.startswith("/dev/") or ("/" not in value and "." not in value):
+        return None
+    return value
+
+
+def _scan(text: str, found: list[tuple[Kind, str]], *, numbers: bool = True) -> None:
+    """Append the items of one piece of prose or command text to `found`, in text order.
+
+    Higher-priority matches (URL, node id, path, error) are blanked out before the later rules run,
+    so that the parts of a path are not found again as identifiers or numbers.
+    """
+    hits: list[tuple[int, Kind, str]] = []
+
+    def take(pattern: re.Pattern[str], kind: Kind) -> None:
+        nonlocal text
+        for m in pattern.finditer(text):
+            value = m.group(0).rstrip(".,:;!?'\"")
+            if kind == "path" and not (value := _path_item(value)):
+                continue
+            hits.append((m.start(), kind, value))
+            if kind == "identifier" and "::" in value:  # a node id also names its file
+                hits.append((m.start(), "path", value.split("::", 1)[0]))
+        text = pattern.sub(lambda m: " " * len(m.group(0)), text)
+
+    take(_URL, "url")
+    take(_NODE_ID, "identifier")
+    take(_PATH, "path")
+    take(_ERROR, "error")
+    for m in _TOKEN.finditer(text):
+        following = text[m.end() : m.end() + 3]
+        if following == "(s)":  # "file(s)" is English, not a call
+            continue
+        if _is_identifier(m.group(0), following[:1]):
+            hits.append((m.start(), "identifier", m.group(0)))
+    if numbers:
+        for m in _NUMBER.finditer(text):
+            before = text[: m.start()]
+            if before.endswith("-") and not before[-2:-1].isdigit():  # `-100`, `django-15213`
+                continue
+            if not _OPTION_BEFORE.search(before[-40:]):
+                hits.append((m.start(), "number", m.group(0)))
+    found.extend((kind, value) for _, kind, value in sorted(hits, key=lambda h: h[0]))
+
+
+def _scan_prose(text: str, found: list[tuple[Kind, str]]) -> None:
+    """Text or thinking: code blocks and backticked spans first, since the author marked them as code."""
+    for block in _FENCE.findall(text):
+        _scan(block, found, numbers=False)
+    text = _FENCE.sub(" ", text)
+    for span in _BACKTICK.findall(text):
+        token = span.strip().removesuffix("()")
+        is_name = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", token) and not _PATH.fullmatch(token)
+        if is_name and token not in _STOP and len(token) >= 3:  # `session_nav.html` stays a path
+            found.append(("identifier", token))
+        else:
+            _scan(span, found)
+    _scan(_BACKTICK.sub(" ", text), found)
+
+
+def _command_line(value: object) -> str | None:
+    """The first line of a shell command, whitespace-normalised, without a leading `cd DIR &&`."""
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        # Codex-style argv: ["bash", "-lc", "the command"] means the last element.
+        value = value[-1] if value[0] in ("bash", "sh", "zsh") and len(value) >= 3 else " ".join(value)
+    if not isinstance(value, str):
+        return None
+    line = " ".join(value.strip().split("\n", 1)[0].split())
+    return _CD_PREFIX.sub("", line) or None
+
+
+def _opens_script(line: str) -> bool:
+    """A first line that only opens a heredoc or a multi-line quoted script (`python -c "`): the
+    command is really the script, which is content being written, so the line is no command item."""
+    if "<<" in line:
+        return True
+    try:
+        shlex.split(line)
+    except ValueError:  # no closing quotation on this line
+        return True
+    return False
+
+
+def _scan_arguments(value: object, key: str, found: list[tuple[Kind, str]]) -> None:
+    """Walk tool-call arguments by value; the key only decides how a value is read."""
+    if isinstance(value, dict):
+        for sub_key, sub_value in value.items():
+            _scan_arguments(sub_value, str(sub_key).lower(), found)
+    elif isinstance(value, list) and key not in COMMAND_KEYS:
+        for element in value:
+            _scan_arguments(element, key, found)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if key in NUMBER_KEYS and _NUMBER.fullmatch(str(value)):
+            found.append(("number", str(value)))
+    elif key in COMMAND_KEYS:
+        line = _command_line(value)
+        if line and " " in line and not _opens_script(line):
+            found.append(("command", line))
+        if line:
+            _scan(line, found)
+    elif not isinstance(value, str) or key in WRITTEN_KEYS:
+        return
+    elif key in PATH_KEYS:
+        if path := _path_item(value):
+            found.append(("path", path))
+    elif key in URL_KEYS:
+        found.append(("url", value.strip()))
+    elif key in OLD_TEXT_KEYS or key in PATTERN_KEYS:
+        _scan(value, found, numbers=False)
+    elif len(value.split()) > 1:  # prose (a description, a prompt); one word is an option value
+        _scan_prose(value, found)
+
+
+def extract_items(messages: Sequence[Message]) -> list[Item]:
+    """What these messages rely on, deduplicated by text (first kind wins), in order of appearance."""
+    found: list[tuple[Kind, str]] = []
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, (TextPart, ThinkingPart)):
+                _scan_prose(part.text, found)
+            elif isinstance(part, ToolCallPart):
+                arguments = part.parsed_arguments()
+                if isinstance(arguments, (dict, list)):
+                    _scan_arguments(arguments, "", found)
+                else:  # raw text input (e.g. a patch): read it like prose
+                    _scan_prose(str(arguments), found)
+    seen: dict[str, Item] = {}
+    for kind, text in found:
+        if text and text not in seen:
+            seen[text] = Item(kind, text)
+    return list(seen.values())
+
+
+# --- matching ------------------------------------------------------------------------------------
+
+
+def _argument_strings(value: object) -> Iterator[str]:
+    if isinstance(value, (dict, list)):
+        for sub in value.values() if isinstance(value, dict) else value:
+            yield from _argument_strings(sub)
+    elif value is not None:
+        yield str(value)
+
+
+def _searchable(message: Message) -> Iterable[str]:
+    """All text of a message, with tool-call arguments decoded: JSON would escape quotes in commands."""
+    for part in message.parts:
+        if isinstance(part, (TextPart, ThinkingPart)):
+            yield part.text
+        elif isinstance(part, ToolResultPart):
+            yield part.content
+        elif isinstance(part, ToolCallPart):
+            yield part.name
+            arguments = part.parsed_arguments()
+            yield from _argument_strings(arguments) if isinstance(arguments, (dict, list)) else [str(arguments)]
+
+
+class Haystack:
+    """The joined text of some messages, built once and searched for many items."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text  # normalised and lower-cased copies are made only if a command or URL asks
+
+    @classmethod
+    def of(cls, messages: Sequence[Message]) -> Haystack:
+        return cls("\n".join(chunk for message in messages for chunk in _searchable(message)))
+
+    @cached_property
+    def normalised(self) -> str:
+        return " ".join(self.text.split())
+
+    @cached_property
+    def lower(self) -> str:
+        return self.text.lower()
+
+
+def _occurs(needle: str, text: str, before: str = r"(?<!\w)", after: str = r"(?!\w)") -> bool:
+    """`needle` in `text` between the `before`/`after` boundaries (a cheap `in` decides most cases)."""
+    return needle in text and re.search(before + re.escape(needle) + after, text) is not None
+
+
+def _path_candidates(path: str) -> list[str]:
+    """The path, then each suffix that keeps at least one directory and the file name."""
+    segments = [s for s in path.split("/") if s]
+    return list(dict.fromkeys([path] + ["/".join(segments[i:]) for i in range(len(segments) - 1)]))
+
+
+def present(item: Item, text: str | Haystack) -> bool:
+    """Whether `item` occurs in `text` under the rules of its kind (see the module docstring)."""
+    hay = text if isinstance(text, Haystack) else Haystack(text)
+    if item.kind == "url":
+        return item.text.lower() in hay.lower
+    if item.kind == "command":
+        return item.text in hay.normalised
+    if item.kind == "path":
+        return any(_occurs(c, hay.text, r"(?<![\w.@+-])", r"(?![\w@+-])") for c in _path_candidates(item.text))
+    if item.kind == "number":  # `3.11` is not kept by `3.11.2`, nor `956` by `1956`; `v3.11` counts
+        return _occurs(item.text, hay.text, _NUMBER_BEFORE, r"(?!\w|\.\d)")
+    return _occurs(item.text, hay.text)  # identifier, error: whole tokens
+
+
+def preservation(
+    history_before: Sequence[Message], compacted: Sequence[Message], next_steps: Sequence[Message], k: int
+) -> StepScore:
+    """Score one compaction on the next `k` recorded assistant steps.
+
+    `next_steps` are the recorded messages after the compaction point; only the first `k` assistant
+    messages among them are read (fewer near the end of a session). `history_before` is the full
+    uncompacted history, `compacted` the context the strategy produced (including its summary).
+    """
+    steps = [m for m in next_steps if m.role == "assistant"][:k]
+    items = extract_items(steps)
+    if not items:
+        return StepScore(k, (), (), (), None)
+    history, context = Haystack.of(history_before), Haystack.of(compacted)
+    needed = tuple(i for i in items if present(i, history))
+    kept = tuple(i for i in needed if present(i, context))
+    lost = tuple(i for i in needed if i not in kept)
+    return StepScore(k, needed, kept, lost, len(kept) / len(needed) if needed else None)

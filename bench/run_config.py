@@ -1,0 +1,152 @@
+"""Run configuration: TOML file, defaults, and command-line overrides.
+
+    datasets = ["m-claude", "mini-swe-agent-pr816"]   # names, files or folders; default: all bundled
+    strategies = ["pi", "summarize"]                  # short form: registered names with their defaults
+    estimator = "hybrid"                              # default for strategies that do not set one
+    lenient = false
+    window = 64000                                    # replay every model with this window; 0: real windows
+
+    [[strategy]]                                      # long form: one table per setting to replay
+    name = "summarize"
+    label = "summarize-70"
+    trigger = { fraction = 0.7 }
+    settings = { keep_recent_tokens = 20000 }
+
+    [context_windows]
+    "claude-sonnet-4-5" = 1000000
+
+    [prices."my-model"]
+    input = 1.0
+    output = 2.0
+
+    [summarizer]                                      # only for strategies with summarizer = "llm"
+    provider = "recorded"                             # recorded | openai | anthropic
+    model = "gpt-5-mini"
+    cache_dir = "reports/llm-cache"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from bench.engine import Trigger
+from bench.replay import StrategyConfig
+from strategies.registry import registered
+
+# The bundled sessions peak at 20k-155k prompt tokens against 128k-200k windows, so at real
+# windows compaction would almost never fire. The default replays every session as if its model
+# had a 64k window, so strategies are compared where they act; `window = 0` uses real windows.
+DEFAULT_WINDOW = 64_000
+
+# Registered entries that are parts of other designs rather than designs of their own.
+NOT_RUN_BY_DEFAULT = frozenset({"opencode-summary"})
+TRIGGER_FIELDS = {f.name for f in fields(Trigger)}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    datasets: tuple[str, ...] = ()
+    strategies: tuple[StrategyConfig, ...] = ()
+    estimator: str = "hybrid"
+    lenient: bool = False
+    window: int = DEFAULT_WINDOW
+    context_windows: dict = field(default_factory=dict)
+    prices: dict = field(default_factory=dict)
+    summarizer: dict = field(default_factory=dict)
+
+
+def default_strategies() -> tuple[StrategyConfig, ...]:
+    """Every built-in offline strategy and preset (none of them needs an LLM by default)."""
+    return tuple(StrategyConfig(label=name, strategy=name) for name in registered() if name not in NOT_RUN_BY_DEFAULT)
+
+
+def strategy_config(entry: object, where: str) -> StrategyConfig:
+    if isinstance(entry, str):
+        return StrategyConfig(label=entry, strategy=entry)
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        raise ValueError(f"{where}: a strategy is a name or a table with a `name`, got {entry!r}")
+    trigger = entry.get("trigger")
+    if trigger is not None:
+        unknown = set(trigger) - TRIGGER_FIELDS if isinstance(trigger, dict) else {"(not a table)"}
+        if unknown:
+            raise ValueError(f"{where}: unknown trigger settings {sorted(unknown)}; known: {sorted(TRIGGER_FIELDS)}")
+        trigger = Trigger(**trigger)
+    settings = entry.get("settings", {})
+    if not isinstance(settings, dict):
+        raise ValueError(f"{where}: `settings` must be a table")
+    return StrategyConfig(
+        label=str(entry.get("label", entry["name"])),
+        strategy=entry["name"],
+        settings=tuple(sorted(settings.items())),
+        trigger=trigger,
+        estimator=entry.get("estimator"),
+    )
+
+
+def load_config(path: Path | None) -> RunConfig:
+    if path is None:
+        return RunConfig()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read configuration: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: invalid TOML: {exc}") from exc
+    known = {"datasets", "strategies", "strategy", "estimator", "lenient", "window", "context_windows", "prices", "summarizer"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{path}: unknown settings {unknown}; known: {sorted(known)}")
+    entries = [strategy_config(s, f"{path}: strategies[{i}]") for i, s in enumerate(data.get("strategies", []))]
+    entries += [strategy_config(s, f"{path}: [[strategy]] #{i + 1}") for i, s in enumerate(data.get("strategy", []))]
+    labels = [e.label for e in entries]
+    duplicates = sorted({label for label in labels if labels.count(label) > 1})
+    if duplicates:
+        raise ValueError(f"{path}: strategy labels must be unique; repeated: {duplicates} (set `label`)")
+    return RunConfig(
+        datasets=tuple(data.get("datasets", ())),
+        strategies=tuple(entries),
+        estimator=data.get("estimator", "hybrid"),
+        lenient=bool(data.get("lenient", False)),
+        window=_window(data.get("window", DEFAULT_WINDOW), path),
+        context_windows=dict(data.get("context_windows", {})),
+        prices=dict(data.get("prices", {})),
+        summarizer=dict(data.get("summarizer", {})),
+    )
+
+
+def _window(value: object, where: object) -> int:
+    if not isinstance(value, int) or value < 0:
+        raise ValueError(f"{where}: `window` must be a whole number of tokens (0: each model's real window), got {value!r}")
+    return value
+
+
+def windows_of(config: RunConfig):
+    """The context windows a run uses: one simulated window for every model, or the real ones."""
+    from bench.context_windows import ContextWindows
+
+    overrides = dict(config.context_windows)
+    if config.window:
+        overrides = {"": config.window}  # the empty prefix matches every model name
+    return ContextWindows(overrides=overrides)
+
+
+def config_json(config: RunConfig) -> dict:
+    return {
+        "datasets": list(config.datasets),
+        "strategies": [
+            {
+                "label": s.label, "name": s.strategy, "settings": dict(s.settings),
+                "trigger": None if s.trigger is None else {k: v for k, v in s.trigger.__dict__.items()},
+                "estimator": s.estimator,
+            }
+            for s in config.strategies
+        ],
+        "estimator": config.estimator,
+        "lenient": config.lenient,
+        "window": config.window,
+        "context_windows": config.context_windows,
+        "prices": config.prices,
+        "summarizer": {k: v for k, v in config.summarizer.items() if "key" not in k.lower()},
+    }

@@ -1,0 +1,144 @@
+"""`compactlab run`: replay datasets × strategies into a run directory that survives interruption.
+
+A run directory holds:
+- `config.json`: the resolved configuration; `meta.json`: versions, dataset file hashes, prompt
+  template hashes, what was skipped while reading;
+- `calls.jsonl` and `compactions.jsonl`: rows, appended as each transcript × strategy finishes;
+- `done.jsonl`: one line per finished transcript × strategy, written after its rows, so that
+  `--resume` skips exactly the finished work and ignores rows of a unit that was cut off;
+- `summary.json` and `transcripts.csv`: the statistics, written at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from dataclasses import asdict, dataclass, replace
+from importlib.metadata import version
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from bench.loading import Loaded, load_inputs
+from bench.llm.prices import resolve_prices
+from bench.metrics import calls_frame, compactions_frame, transcript_summary
+from bench.replay import StrategyConfig, replay
+from bench.run_config import RunConfig, config_json, default_strategies, windows_of
+from strategies.prompting import PROMPTS_DIR
+from strategies.registry import get_strategy
+
+ROW_FILES = ("calls.jsonl", "compactions.jsonl")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    out: Path
+    calls: pd.DataFrame
+    compactions: pd.DataFrame
+    transcripts: pd.DataFrame
+    loaded: Loaded
+    resumed_units: int
+
+
+def resolve(config: RunConfig) -> RunConfig:
+    strategies = config.strategies or default_strategies()
+    resolved = []
+    for entry in strategies:
+        strategy = get_strategy(entry.strategy, **dict(entry.settings))  # fails early on a typo
+        if entry.estimator is None and not hasattr(strategy, "estimator"):
+            entry = replace(entry, estimator=config.estimator)
+        resolved.append(entry)
+    return replace(config, strategies=tuple(resolved))
+
+
+def run(config: RunConfig, out: Path, resume: bool = False, progress: bool = False, summarizer=None) -> RunResult:
+    config = resolve(config)
+    out.mkdir(parents=True, exist_ok=True)
+    done_path = out / "done.jsonl"
+    done = _done_units(done_path) if resume else set()
+    if not resume and done_path.exists():
+        raise ValueError(f"{out} already holds a run: use --resume to continue it, or another --out")
+    if resume and (out / "config.json").exists():
+        previous = json.loads((out / "config.json").read_text())
+        if previous != config_json(config):
+            raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
+    loaded = load_inputs(list(config.datasets) or None, lenient=config.lenient, progress=progress)
+    (out / "config.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
+    (out / "meta.json").write_text(json.dumps(run_meta(loaded), indent=2) + "\n")
+    windows = windows_of(config)
+    units = [(t, s) for t in loaded.transcripts for s in config.strategies if (t.id, s.label) not in done]
+    for transcript, strategy in tqdm(units, desc="replaying", unit="replay", disable=not progress):
+        replayed = replay(transcript, strategy, windows, summarizer=summarizer)
+        _append(out / "calls.jsonl", [asdict(r) for r in replayed.calls])
+        _append(out / "compactions.jsonl", [asdict(r) for r in replayed.compactions])
+        _append(done_path, [{"transcript": transcript.id, "config": strategy.label}])
+    return finish(out, loaded, resumed_units=len(done), prices=config.prices)
+
+
+def finish(out: Path, loaded: Loaded, resumed_units: int = 0, prices: dict | None = None) -> RunResult:
+    """Read the finished rows back and compute the metrics (also used to rebuild a report)."""
+    done = _done_units(out / "done.jsonl")
+    call_rows = [r for r in _read_jsonl(out / "calls.jsonl") if (r["transcript"], r["config"]) in done]
+    compaction_rows = [r for r in _read_jsonl(out / "compactions.jsonl") if (r["transcript"], r["config"]) in done]
+    price_table = resolve_prices(prices or None)
+    calls = calls_frame(call_rows, price_table)
+    compactions = compactions_frame(compaction_rows)
+    transcripts = transcript_summary(calls, compactions)
+    if not transcripts.empty:
+        transcripts.to_csv(out / "transcripts.csv", index=False)
+    return RunResult(out, calls, compactions, transcripts, loaded, resumed_units)
+
+
+def _done_units(path: Path) -> set[tuple[str, str]]:
+    return {(r["transcript"], r["config"]) for r in _read_jsonl(path)}
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            # A line cut off by an interruption: its unit has no done line, so it is replayed again.
+            continue
+    return rows
+
+
+def _append(path: Path, rows: list[dict]) -> None:
+    if not rows:
+        return
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def run_meta(loaded: Loaded) -> dict:
+    packages = ("compactlab", "pandas", "tiktoken", "openai", "anthropic", "matplotlib", "jinja2")
+    return {
+        "versions": {"python": platform.python_version(), **{p: _version(p) for p in packages}},
+        "datasets": {t.source_path: _file_hash(Path(t.source_path)) for t in loaded.transcripts},
+        "prompts": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(PROMPTS_DIR.glob("*.j2"))},
+        "transcripts": len(loaded.transcripts),
+        "skipped_records": {t.id: len(t.skipped) for t in loaded.transcripts if t.skipped},
+        "files_not_read": [{"path": str(f.path), "error": f.error} for f in loaded.failed],
+    }
+
+
+def _version(package: str) -> str | None:
+    try:
+        return version(package)
+    except Exception:  # noqa: BLE001 - a missing package is reported as None, not a crash
+        return None
+
+
+def _file_hash(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None

@@ -1,0 +1,470 @@
+"""The LLM layer against local servers that speak each provider's wire format.
+
+The real `openai` and `anthropic` SDKs send real HTTP to `tests/fake_providers.py` on 127.0.0.1,
+so retries, timeouts and error parsing are the SDKs' own. Timeouts are tiny (0.2 s) and servers
+hint `retry-after-ms: 10` where the test is about retrying, not about the SDK's backoff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bench.llm import (
+    AnthropicClient,
+    CacheMiss,
+    CacheRequest,
+    ContextOverflowError,
+    LLMCache,
+    LLMError,
+    LLMSummarizer,
+    ModelPrice,
+    OpenAIChatClient,
+    RecordedSummarizer,
+    cost_of,
+    make_summarizer,
+    price_for,
+    resolve_prices,
+    summarize_many,
+)
+from bench.llm.cache import Completion
+from bench.llm.clients import NO_AUTH_KEY
+from bench.llm.prices import load_prices_toml
+from bench.model import LLMCall
+from strategies.base import CompactionFailed, SummaryRequest
+from tests.fake_providers import (
+    ANTHROPIC_PATH,
+    OPENAI_PATH,
+    FakeProvider,
+    bad_request,
+    context_overflow,
+    echo_credentials,
+    ok,
+    rate_limited,
+    serve,
+    server_error,
+    stall,
+)
+
+SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"
+KEY_ENV = "COMPACTLAB_TEST_LLM_KEY"
+PROVIDERS = ("openai", "anthropic")
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
+PATHS = {"openai": OPENAI_PATH, "anthropic": ANTHROPIC_PATH}
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Real keys or endpoints of whoever runs the tests must never be picked up (or leak).
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+
+
+_OPEN: list = []  # clients and summarizers made by a test, closed at its end (no leaked sockets)
+
+
+@pytest.fixture(autouse=True)
+def close_clients():
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
+@pytest.fixture
+def server() -> FakeProvider:
+    with serve() as state:
+        yield state
+
+
+def client(kind: str, server: FakeProvider, **settings):
+    settings = {"max_retries": 2, "timeout": 2.0, "api_key_env": KEY_ENV, **settings}
+    if kind == "openai":
+        made = OpenAIChatClient(settings.pop("model", MODELS[kind]), base_url=server.openai_base_url, **settings)
+    else:
+        made = AnthropicClient(settings.pop("model", MODELS[kind]), base_url=server.base_url, **settings)
+    _OPEN.append(made)
+    return made
+
+
+def request(prompt: str = "Summarize the conversation so far.", system: str = "You summarize agent sessions.", max_output_tokens: int = 256) -> SummaryRequest:
+    return SummaryRequest(messages=(), prompt=prompt, system=system, prompt_hash="h", max_output_tokens=max_output_tokens)
+
+
+def cache_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.rglob("*") if p.is_file())
+
+
+# --- usage mapping and cost ---------------------------------------------------------------------
+
+
+def test_openai_usage_mapping_request_and_cost(server: FakeProvider) -> None:
+    server.queue(ok("The summary.", usage={"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050, "prompt_tokens_details": {"cached_tokens": 600}}))
+    completion = client("openai", server).complete("sys", "the prompt", 77)
+    assert completion.text == "The summary."
+    assert completion.stop_reason == "stop"
+    # prompt_tokens includes the cached part: input is the uncached rest.
+    assert completion.usage == LLMCall("gpt-4o-mini", input_tokens=400, cache_read_tokens=600, cache_write_tokens=0, output_tokens=50, request_id="chatcmpl-fake1")
+    sent = server.received[0]
+    assert sent.path == OPENAI_PATH
+    assert sent.body["messages"] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "the prompt"}]
+    assert sent.body["max_tokens"] == 77 and sent.body["model"] == "gpt-4o-mini"
+    assert "temperature" not in sent.body  # only sent when configured
+    assert sent.credential_sha256 == hashlib.sha256(SECRET.encode()).hexdigest()
+    # gpt-4o-mini: 400 x 0.15 + 600 x 0.075 + 50 x 0.60 per million.
+    assert cost_of(completion.usage) == pytest.approx((400 * 0.15 + 600 * 0.075 + 50 * 0.60) / 1e6)
+
+
+def test_deepseek_cache_hits_through_the_openai_client(server: FakeProvider) -> None:
+    # DeepSeek reports its cached part as prompt_cache_hit_tokens, as the importers read it.
+    usage = {"prompt_tokens": 900, "completion_tokens": 10, "total_tokens": 910, "prompt_cache_hit_tokens": 800, "prompt_cache_miss_tokens": 100}
+    server.queue(ok(usage=usage))
+    call = client("openai", server, model="deepseek-chat").complete("", "p", 10).usage
+    assert (call.input_tokens, call.cache_read_tokens, call.output_tokens) == (100, 800, 10)
+    assert [m["role"] for m in server.received[0].body["messages"]] == ["user"]  # no empty system message
+    assert cost_of(call) == pytest.approx((100 * 0.28 + 800 * 0.028 + 10 * 0.42) / 1e6)
+
+
+def test_anthropic_usage_mapping_request_and_cost(server: FakeProvider) -> None:
+    usage = {"input_tokens": 50, "output_tokens": 40, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 200}
+    server.queue(ok("Claude's summary.", usage=usage))
+    completion = client("anthropic", server, temperature=0).complete("sys", "the prompt", 99)
+    assert completion.text == "Claude's summary."
+    assert completion.stop_reason == "end_turn"
+    # input_tokens is already the uncached part.
+    assert completion.usage == LLMCall("claude-haiku-4-5", input_tokens=50, cache_read_tokens=1000, cache_write_tokens=200, output_tokens=40, request_id="req_fake1")
+    sent = server.received[0]
+    assert sent.path == ANTHROPIC_PATH
+    assert sent.body == {"model": "claude-haiku-4-5", "max_tokens": 99, "system": "sys", "messages": [{"role": "user", "content": "the prompt"}], "temperature": 0.0}
+    assert "anthropic-version" in sent.headers and sent.had_credentials
+    assert cost_of(completion.usage) == pytest.approx((50 * 1.0 + 1000 * 0.10 + 200 * 1.25 + 40 * 5.0) / 1e6)
+
+
+def test_price_lookup_longest_prefix_and_no_guessing() -> None:
+    assert price_for("claude-sonnet-4-5-20250929") == price_for("claude-sonnet-4-5")
+    assert price_for("gpt-4o-mini-2024-07-18").input == 0.15  # not gpt-4o's price
+    assert price_for("gpt-4o-2024-05-13").input == 5.0  # a snapshot with its own price wins
+    assert price_for("anthropic/claude-haiku-4-5").output == 5.0  # router prefixes are ignored
+    for unknown in ("gpt-5.4", "claude-sonnet-4-7", "o3", "llama3.1:8b", "gpt-4"):
+        assert price_for(unknown) is None, unknown
+        assert cost_of(LLMCall(unknown, input_tokens=10)) is None
+    # A cached read on a model without cache pricing has no known cost.
+    assert cost_of(LLMCall("gpt-5-pro", input_tokens=10, cache_read_tokens=5)) is None
+    assert cost_of(LLMCall("gpt-5-pro", input_tokens=1_000_000)) == pytest.approx(15.0)
+
+
+def test_long_context_tier() -> None:
+    short = cost_of(LLMCall("gemini-2.5-pro", input_tokens=200_000, output_tokens=1000))
+    long = cost_of(LLMCall("gemini-2.5-pro", input_tokens=200_001, output_tokens=1000))
+    assert short == pytest.approx((200_000 * 1.25 + 1000 * 10) / 1e6)
+    assert long == pytest.approx((200_001 * 2.50 + 1000 * 15) / 1e6)
+
+
+def test_price_overrides_from_dict_and_toml(tmp_path: Path) -> None:
+    table = resolve_prices({"llama3.1": {"input": 0, "output": 0}, "gpt-4o-mini": ModelPrice(input=1.0, output=2.0, cache_read=0.5)})
+    assert cost_of(LLMCall("llama3.1:8b", input_tokens=500, output_tokens=20), table) == 0.0
+    assert cost_of(LLMCall("gpt-4o-mini", input_tokens=1_000_000, cache_read_tokens=1_000_000), table) == pytest.approx(1.5)
+    assert cost_of(LLMCall("llama3.1:8b", input_tokens=1, cache_read_tokens=1), table) is None  # no cache price given
+    path = tmp_path / "prices.toml"
+    path.write_text('[prices."my-model"]\ninput = 2.0\ncache_read = 0.2\ncache_write = 2.5\noutput = 8.0\n')
+    assert load_prices_toml(path)["my-model"] == ModelPrice(input=2.0, output=8.0, cache_read=0.2, cache_write=2.5)
+    assert cost_of(LLMCall("my-model-v2", input_tokens=1_000_000, cache_write_tokens=1_000_000), resolve_prices(path)) == pytest.approx(4.5)
+    path.write_text('[prices."bad"]\ninput = 1.0\n')
+    with pytest.raises(ValueError, match="missing output"):
+        load_prices_toml(path)
+
+
+# --- retries ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_rate_limit_is_retried_then_succeeds(kind: str, server: FakeProvider) -> None:
+    server.queue(rate_limited(retry_after="0"), rate_limited(retry_after_ms="10"), ok("finally"))
+    assert client(kind, server, max_retries=2).complete("s", "p", 10).text == "finally"
+    assert server.count() == 3
+    assert [r.headers.get("x-stainless-retry-count") for r in server.received] == ["0", "1", "2"]  # the SDK's own retries
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_server_errors_are_retried(kind: str, server: FakeProvider) -> None:
+    server.queue(server_error(529 if kind == "anthropic" else 503), server_error(500), ok("recovered"))
+    assert client(kind, server).complete("s", "p", 10).text == "recovered"
+    assert server.count() == 3
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_server_errors_exhaust_retries(kind: str, server: FakeProvider) -> None:
+    server.queue(*[server_error(500)] * 3)
+    with pytest.raises(LLMError) as raised:
+        client(kind, server, max_retries=2).complete("s", "p", 10)
+    assert server.count() == 3
+    error = raised.value
+    assert error.status == 500 and error.provider == kind and error.model == MODELS[kind]
+    assert f"{kind} call to model {MODELS[kind]!r} failed (HTTP 500)" in str(error)
+    assert ("server had an error" if kind == "openai" else "Internal server error") in str(error)
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_timeout_is_retried_then_succeeds(kind: str, server: FakeProvider) -> None:
+    server.queue(stall(1.0), ok("after a stall"))
+    assert client(kind, server, timeout=0.2, max_retries=1).complete("s", "p", 10).text == "after a stall"
+    assert server.count() == 2
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_timeout_gives_up_after_max_retries(kind: str, server: FakeProvider) -> None:
+    server.queue(stall(1.0), stall(1.0), stall(1.0))
+    started = time.monotonic()
+    with pytest.raises(LLMError, match=r"timed out \(2 attempt\(s\), 0.2 s timeout each\)") as raised:
+        client(kind, server, timeout=0.2, max_retries=1).complete("s", "p", 10)
+    assert server.count() == 2
+    assert raised.value.status is None
+    assert time.monotonic() - started < 3.0
+
+
+# --- context overflow ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_context_overflow_is_not_retried(kind: str, server: FakeProvider) -> None:
+    server.queue(context_overflow(tokens=210_000, limit=200_000))
+    with pytest.raises(ContextOverflowError) as raised:
+        client(kind, server, max_retries=3).complete("s", "p", 10)
+    assert server.count() == 1
+    overflow = raised.value.overflow
+    assert (overflow.provider, overflow.tokens, overflow.limit) == (kind, 210_000, 200_000)
+    assert raised.value.status == 400
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_context_overflow_becomes_compaction_failed(kind: str, server: FakeProvider, tmp_path: Path) -> None:
+    server.queue(context_overflow())
+    summarizer = LLMSummarizer(client(kind, server), LLMCache(tmp_path))
+    with pytest.raises(CompactionFailed, match="too long") as raised:
+        summarizer.summarize(request())
+    assert isinstance(raised.value.__cause__, ContextOverflowError)
+    assert server.count() == 1
+    assert cache_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_other_bad_request_is_a_plain_error(kind: str, server: FakeProvider) -> None:
+    server.queue(bad_request("max_tokens: must be greater than or equal to 1"))
+    with pytest.raises(LLMError, match="max_tokens: must be greater") as raised:
+        client(kind, server).complete("s", "p", 10)
+    assert not isinstance(raised.value, ContextOverflowError)
+    assert server.count() == 1
+
+
+# --- the cache ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_identical_call_hits_the_cache(kind: str, server: FakeProvider, tmp_path: Path) -> None:
+    server.queue(ok("The summary."))
+    cache = LLMCache(tmp_path)
+    summarizer = LLMSummarizer(client(kind, server), cache)
+    first = summarizer.summarize(request())
+    second = summarizer.summarize(request())
+    assert server.count() == 1  # the second answer came from disk
+    assert second == first and first.usage is not None and first.usage.cost_usd is not None and first.usage.cost_usd > 0
+    assert (cache.hits, cache.misses) == (1, 1)
+    [path] = cache_files(tmp_path)
+    key = summarizer.cache_request(request()).key()
+    assert path == tmp_path / key[:2] / f"{key}.json"
+    # Deterministic: sorted keys, no timestamps, no request text, no cost (computed on read).
+    data = json.loads(path.read_text())
+    assert list(data) == sorted(data) and data["key"] == key and data["params"]["max_tokens"] == 256
+    assert "cost_usd" not in path.read_text() and request().prompt not in path.read_text()
+    before = path.read_bytes()
+    recorded = cache.get(key)
+    assert recorded == Completion(first.text, replace(first.usage, cost_usd=None), first_stop_reason(kind))
+    cache.put(summarizer.cache_request(request()), recorded)  # re-recording the same answer: same bytes
+    assert path.read_bytes() == before
+
+
+def first_stop_reason(kind: str) -> str:
+    return "stop" if kind == "openai" else "end_turn"
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_different_parameters_miss_the_cache(kind: str, server: FakeProvider, tmp_path: Path) -> None:
+    cache = LLMCache(tmp_path)
+    LLMSummarizer(client(kind, server), cache).summarize(request())
+    LLMSummarizer(client(kind, server), cache).summarize(request(max_output_tokens=512))
+    LLMSummarizer(client(kind, server, temperature=0.0), cache).summarize(request())
+    LLMSummarizer(client(kind, server), cache).summarize(request(system="Another system prompt."))
+    LLMSummarizer(client(kind, server), cache).summarize(request(prompt="Another prompt."))
+    assert server.count() == 5
+    assert len(cache_files(tmp_path)) == 5
+    LLMSummarizer(client(kind, server, temperature=0.0), cache).summarize(request())
+    assert server.count() == 5
+
+
+def test_cache_key_covers_provider_and_model() -> None:
+    base = CacheRequest("openai", "gpt-4o-mini", "s", "p", {"max_tokens": 10, "temperature": None})
+    assert base.key() == CacheRequest("openai", "gpt-4o-mini", "s", "p", {"max_tokens": 10}).key()  # None is absent
+    assert base.key() != CacheRequest("anthropic", "gpt-4o-mini", "s", "p", {"max_tokens": 10}).key()
+    assert base.key() != CacheRequest("openai", "gpt-4.1-mini", "s", "p", {"max_tokens": 10}).key()
+
+
+def test_refresh_mode_calls_again_and_overwrites(server: FakeProvider, tmp_path: Path) -> None:
+    LLMSummarizer(client("openai", server), LLMCache(tmp_path)).summarize(request())
+    server.queue(ok("a newer answer"))
+    refreshed = LLMSummarizer(client("openai", server), LLMCache(tmp_path, "refresh")).summarize(request())
+    assert refreshed.text == "a newer answer" and server.count() == 2
+    assert LLMSummarizer(client("openai", server), LLMCache(tmp_path)).summarize(request()).text == "a newer answer"
+    assert server.count() == 2 and len(cache_files(tmp_path)) == 1
+
+
+def test_offline_miss_says_how_to_record(tmp_path: Path) -> None:
+    summarizer = RecordedSummarizer("openai", "gpt-4o-mini", tmp_path)
+    with pytest.raises(CacheMiss) as raised:
+        summarizer.summarize(request())
+    message = str(raised.value)
+    key = summarizer.cache_request(request()).key()
+    for part in (key, "'openai'", "'gpt-4o-mini'", str(tmp_path), "without --offline", "API key"):
+        assert part in message, part
+    assert not isinstance(raised.value, CompactionFailed)  # a missing recording must stop a CI run
+    with pytest.raises(CacheMiss, match=r"nor a recording by provider\(s\) anthropic"):
+        make_summarizer("recorded", "gpt-4o-mini", cache_dir=tmp_path).summarize(request())
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_recorded_summarizer_replays_without_a_server(kind: str, tmp_path: Path) -> None:
+    with serve() as server:
+        live = LLMSummarizer(client(kind, server), LLMCache(tmp_path)).summarize(request())
+    replayed = RecordedSummarizer(kind, MODELS[kind], tmp_path).summarize(request())
+    assert replayed == live
+    factory = make_summarizer("recorded", MODELS[kind], recorded_provider=kind, cache_dir=tmp_path)
+    assert factory.summarize(request()) == live and factory.name == f"llm:{kind}:{MODELS[kind]}"
+    any_provider = make_summarizer("recorded", MODELS[kind], cache_dir=tmp_path)  # whoever recorded it
+    assert any_provider.summarize(request()) == live
+    other = "anthropic" if kind == "openai" else "openai"
+    with pytest.raises(CacheMiss):
+        RecordedSummarizer(other, MODELS[kind], tmp_path).summarize(request())
+    offline = make_summarizer(kind, MODELS[kind], cache_dir=tmp_path, mode="offline")  # no key needed
+    assert offline.summarize(request()) == live
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_errors_are_not_cached(kind: str, server: FakeProvider, tmp_path: Path) -> None:
+    cache = LLMCache(tmp_path)
+    server.queue(server_error(500), bad_request("invalid model settings"))
+    summarizer = LLMSummarizer(client(kind, server, max_retries=0), cache)
+    for _ in range(2):
+        with pytest.raises(CompactionFailed):
+            summarizer.summarize(request())
+        assert cache_files(tmp_path) == []
+    server.queue(ok("good"))
+    assert summarizer.summarize(request()).text == "good"
+    [path] = cache_files(tmp_path)
+    assert json.loads(path.read_text())["response"]["text"] == "good"
+    assert server.count() == 3
+
+
+def test_damaged_cache_file(server: FakeProvider, tmp_path: Path) -> None:
+    summarizer = LLMSummarizer(client("openai", server), LLMCache(tmp_path))
+    summarizer.summarize(request())
+    [path] = cache_files(tmp_path)
+    path.write_text("{ not json")
+    with pytest.raises(CacheMiss, match="damaged"):
+        RecordedSummarizer("openai", "gpt-4o-mini", tmp_path).summarize(request())
+    summarizer.summarize(request())  # "use" mode replaces it
+    assert server.count() == 2 and json.loads(path.read_text())["format"] == 1
+
+
+# --- the key stays secret -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_api_key_never_in_cache_files_or_errors(kind: str, server: FakeProvider, tmp_path: Path) -> None:
+    summarizer = LLMSummarizer(client(kind, server, timeout=0.2, max_retries=0), LLMCache(tmp_path))
+    server.queue(echo_credentials(), context_overflow(), server_error(500), stall(1.0), ok())
+    errors: list[BaseException] = []
+    for _ in range(4):
+        with pytest.raises(CompactionFailed) as raised:
+            summarizer.summarize(request())
+        errors.extend([raised.value, raised.value.__cause__])
+    summarizer.summarize(request())
+    assert "Incorrect API key provided: ***" in str(errors[0])  # the server echoed it; we scrubbed it
+    for error in errors:
+        assert SECRET not in str(error) and SECRET not in repr(error)
+        assert error.__cause__ is None or isinstance(error.__cause__, LLMError)
+    for llm_error in errors[1::2]:
+        assert isinstance(llm_error, LLMError) and llm_error.__context__ is None  # no SDK exception (and request) chained
+    assert SECRET not in repr(summarizer.client)
+    for path in cache_files(tmp_path):
+        assert SECRET not in path.read_text()
+
+
+def test_missing_key_for_the_real_api_is_a_clear_error() -> None:
+    with pytest.raises(LLMError, match="set the environment variable OPENAI_API_KEY"):
+        OpenAIChatClient("gpt-4o-mini")
+    with pytest.raises(LLMError, match="set the environment variable ANTHROPIC_API_KEY"):
+        AnthropicClient("claude-haiku-4-5")
+
+
+# --- concurrency --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_summarize_many_bounds_in_flight_and_keeps_order(kind: str, server: FakeProvider) -> None:
+    server.queue(*[ok(delay=0.15)] * 9)
+    summarizer = LLMSummarizer(client(kind, server))
+    requests = [request(prompt=f"transcript {i}") for i in range(9)]
+    results = summarize_many(summarizer, requests, max_workers=3)
+    assert [r.text for r in results] == [f"Summary of: transcript {i}" for i in range(9)]
+    assert 2 <= server.max_in_flight <= 3  # parallel, and never more than allowed
+
+
+def test_summarizer_max_in_flight_bounds_all_callers(server: FakeProvider) -> None:
+    server.queue(*[ok(delay=0.1)] * 6)
+    summarizer = LLMSummarizer(client("openai", server), max_in_flight=2)
+    summarize_many(summarizer, [request(prompt=f"t{i}") for i in range(6)], max_workers=6)
+    assert server.count() == 6 and server.max_in_flight <= 2
+
+
+def test_summarize_many_return_exceptions(server: FakeProvider) -> None:
+    server.queue(ok(), bad_request("nope"), ok())
+    summarizer = LLMSummarizer(client("openai", server))
+    results = summarize_many(summarizer, [request(prompt=f"t{i}") for i in range(3)], max_workers=1, return_exceptions=True)
+    assert [type(r).__name__ for r in results] == ["SummaryResponse", "CompactionFailed", "SummaryResponse"]
+    server.queue(bad_request("nope"))
+    with pytest.raises(CompactionFailed, match="nope"):
+        summarize_many(summarizer, [request(prompt="x"), request(prompt="y")], max_workers=1)
+
+
+def test_concurrent_identical_requests_pay_once(server: FakeProvider, tmp_path: Path) -> None:
+    server.queue(ok(delay=0.2))
+    summarizer = LLMSummarizer(client("openai", server), LLMCache(tmp_path))
+    results = summarize_many(summarizer, [request()] * 4, max_workers=4)
+    assert server.count() == 1 and len({r.text for r in results}) == 1
+
+
+# --- OpenAI-compatible local servers -------------------------------------------------------------
+
+
+def test_openai_compatible_server_without_a_key(server: FakeProvider, tmp_path: Path) -> None:
+    # No key anywhere (like Ollama, vLLM or llama.cpp without auth): a dummy is sent.
+    summarizer = make_summarizer("openai", "qwen2.5:7b", base_url=server.openai_base_url, cache_dir=tmp_path, max_retries=0, timeout=2.0)
+    _OPEN.append(summarizer)
+    response = summarizer.summarize(request())
+    assert response.text.startswith("Summary of:")
+    assert response.usage is not None and response.usage.cost_usd is None  # a local model has no price: no guess
+    assert server.received[0].credential_sha256 == hashlib.sha256(NO_AUTH_KEY.encode()).hexdigest()
+    priced = make_summarizer("openai", "qwen2.5:7b", base_url=server.openai_base_url, cache_dir=tmp_path, prices={"qwen2.5": {"input": 0, "output": 0}})
+    _OPEN.append(priced)
+    assert priced.summarize(request()).usage.cost_usd == 0.0
+    assert server.count() == 1  # same call, answered by the cache
+
+
+def test_empty_answer_is_a_failure(server: FakeProvider) -> None:
+    server.queue(ok(""))
+    with pytest.raises(CompactionFailed, match="empty summary"):
+        LLMSummarizer(client("openai", server)).summarize(request())

@@ -1,0 +1,260 @@
+"""Next-step preservation: crafted cases with known answers, then real recorded sessions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from bench.importers import load_file
+from bench.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from bench.preservation import Item, extract_items, present, preservation
+from strategies.base import leading_system, summary_message
+
+from tests.conftest import bundled
+
+_calls = iter(range(10_000))
+
+
+def system(text: str = "You are a coding agent.") -> Message:
+    return Message("system", (TextPart(text),))
+
+
+def user(text: str) -> Message:
+    return Message("user", (TextPart(text),))
+
+
+def say(text: str, thinking: str | None = None) -> Message:
+    parts = ((ThinkingPart(thinking),) if thinking else ()) + (TextPart(text),)
+    return Message("assistant", parts)
+
+
+def call(name: str, text: str = "", **arguments: object) -> Message:
+    parts = ((TextPart(text),) if text else ()) + (ToolCallPart(f"call_{next(_calls)}", name, json.dumps(arguments)),)
+    return Message("assistant", parts)
+
+
+def bash(command: str, text: str = "") -> Message:
+    return call("bash", text, command=command)
+
+
+def result(output: str, call_id: str = "call_x") -> Message:
+    return Message("tool", (ToolResultPart(call_id, output),))
+
+
+def texts(items: Sequence[Item], kind: str | None = None) -> list[str]:
+    return [i.text for i in items if kind is None or i.kind == kind]
+
+
+# --- crafted cases -------------------------------------------------------------------------------
+
+HISTORY = [
+    system(),
+    user("Fix the crash in the parser."),
+    bash("grep -rn parse_header /testbed/src"),
+    result("/testbed/src/pkg/headers.py:42:def parse_header(raw):"),
+]
+NEXT_READ = [bash("cat /testbed/src/pkg/headers.py")]
+
+
+def test_a_path_seen_only_in_a_dropped_tool_result_is_lost() -> None:
+    score = preservation(HISTORY, [HISTORY[0], HISTORY[1]], NEXT_READ, k=1)
+    assert texts(score.needed) == ["/testbed/src/pkg/headers.py"]
+    assert score.kept == ()
+    assert texts(score.lost) == ["/testbed/src/pkg/headers.py"]
+    assert score.score == 0.0
+
+
+def test_the_same_path_named_in_the_summary_is_kept() -> None:
+    compacted = [HISTORY[0], summary_message("The crash is in /testbed/src/pkg/headers.py, parse_header."), HISTORY[1]]
+    score = preservation(HISTORY, compacted, NEXT_READ, k=1)
+    assert texts(score.kept) == ["/testbed/src/pkg/headers.py"]
+    assert score.lost == () and score.score == 1.0
+
+
+def test_a_step_with_nothing_to_rely_on_is_not_applicable() -> None:
+    score = preservation(HISTORY, HISTORY[:1], [say("Done.")], k=1)
+    assert score.needed == () and score.score is None
+
+
+def test_items_absent_from_the_history_are_not_needed() -> None:
+    # The step invents a new file and names a function nobody mentioned: nothing to preserve.
+    step = bash("touch /testbed/src/pkg/new_module.py", "I'll add `build_index` in a new module.")
+    assert texts(extract_items([step])) == ["build_index", "touch /testbed/src/pkg/new_module.py", "/testbed/src/pkg/new_module.py"]
+    assert preservation(HISTORY, HISTORY[:1], [step], k=1).score is None
+    # Mixed: only the part the history knows is needed.
+    mixed = bash("diff /testbed/src/pkg/headers.py /testbed/src/pkg/new_module.py")
+    assert texts(preservation(HISTORY, HISTORY[:1], [mixed], k=1).needed) == ["/testbed/src/pkg/headers.py"]
+
+
+def test_k_aggregates_the_next_k_assistant_steps_and_ignores_tool_results() -> None:
+    history = [system(), user("a.py b.py c.py d.py e.py f.py are the files; see ValueError in g.py")]
+    future: list[Message] = []
+    for name in "abcdef":
+        future += [bash(f"cat {name}.py"), result("mentions g.py and ValueError")]
+    one, five = preservation(history, history[:1], future, 1), preservation(history, history[:1], future, 5)
+    assert texts(one.needed) == ["a.py"]
+    assert texts(five.needed) == ["a.py", "b.py", "c.py", "d.py", "e.py"]  # not f.py, nor g.py from results
+    assert five.score == 0.0
+    assert preservation(history, history, future, 5).score == 1.0
+    # Near the end of a session there may be fewer than k steps: the ones there are count.
+    assert texts(preservation(history, history[:1], future[-2:], 5).needed) == ["f.py"]
+
+
+def test_tool_call_ids_and_json_keys_are_never_items() -> None:
+    step = Message(
+        "assistant",
+        (ToolCallPart("toolu_01ABCdefGHI_jkl", "Read", json.dumps({"file_path": "/repo/app/main.py", "offset": 670, "limit": 200})),),
+    )
+    history = [user("toolu_01ABCdefGHI_jkl file_path offset limit /repo/app/main.py 670 200")]
+    items = extract_items([step])
+    assert items == [Item("path", "/repo/app/main.py"), Item("number", "670")]  # no id, no keys, no limit
+    assert preservation(history, [], [step], 1).needed == tuple(items)
+
+
+def test_error_names_and_urls() -> None:
+    step = say(
+        "The run fails with `TypeError: unsupported operand` and a KeyError in the loader; "
+        "the docs at https://docs.python.org/3/library/json.html, say so."
+    )
+    items = extract_items([step])
+    assert [(i.kind, i.text) for i in items] == [
+        ("error", "TypeError"),
+        ("error", "KeyError"),
+        ("url", "https://docs.python.org/3/library/json.html"),
+    ]
+    history = [result("Traceback ... TypeError: x\nKeyError: 'a'\nsee HTTPS://DOCS.PYTHON.ORG/3/library/json.html")]
+    score = preservation(history, [user("keyerror happened")], [step], 1)
+    assert texts(score.needed) == ["TypeError", "KeyError", "https://docs.python.org/3/library/json.html"]
+    assert score.kept == ()  # error names are case-sensitive whole words
+    assert present(items[2], "Read https://Docs.Python.org/3/library/json.html")  # URLs are not
+
+
+def test_numbers_line_ranges_versions_and_what_is_not_a_number() -> None:
+    step = bash("sed -n '670,690p' src/app.py | head -100 && tail -n 250 log.txt", "Lines 670-690 (see #4312, Python 3.11, v2.0.1).")
+    numbers = texts(extract_items([step]), "number")
+    assert numbers == ["670", "690", "4312", "3.11", "2.0.1"]  # not head -100, tail -n 250, or 2-digit numbers
+    assert texts(extract_items([bash("git log -n 500 --timeout=300 ticket-9876")]), "number") == []
+    # Whole numbers only: 670 is not kept by 1670 or 6701, 3.11 not by 3.11.2.
+    assert present(Item("number", "670"), "app.py:670:def run():")
+    assert not present(Item("number", "670"), "took 1670 ms, id 6701")
+    assert not present(Item("number", "3.11"), "Python 3.11.2")
+    assert present(Item("number", "2.0.1"), "release v2.0.1")
+    history = [result("src/app.py:670:    def crash(self):")]
+    score = preservation(history, [], [step], 1)
+    assert texts(score.needed) == ["670", "src/app.py"] and score.score == 0.0
+
+
+def test_path_prefix_rule() -> None:
+    path = Item("path", "/testbed/src/x/y.py")
+    assert present(path, "edited src/x/y.py")  # another root, same directory and file
+    assert present(path, "see x/y.py:12")  # one directory and the file name are enough
+    assert not present(path, "see y.py")  # a bare file name is not
+    assert not present(path, "see src/x/y.pyc or /testbed/src/xx/y.py")
+    assert present(Item("path", "src/x/y.py"), "cat /testbed/src/x/y.py")  # and the other way round
+    assert present(Item("path", "/testbed/src/x"), "/testbed/src/x/y.py")  # a directory inside a longer path
+    assert texts(extract_items([bash("python ./scripts/run.py")]), "path") == ["scripts/run.py"]
+
+
+def test_commands_are_first_lines_normalised_and_heredocs_are_not_commands() -> None:
+    items = extract_items([bash("cd /testbed &&  python   -m pytest tests/test_a.py::TestA::test_b -x\necho more")])
+    assert [(i.kind, i.text) for i in items] == [
+        ("command", "python -m pytest tests/test_a.py::TestA::test_b -x"),
+        ("identifier", "tests/test_a.py::TestA::test_b"),
+        ("path", "tests/test_a.py"),
+    ]
+    assert present(items[0], "$ python -m pytest\n   tests/test_a.py::TestA::test_b   -x")
+    heredoc = extract_items([bash("cat > /tmp/fix.py << 'EOF'\nimport secret_module\nEOF")])
+    assert [(i.kind, i.text) for i in heredoc] == [("path", "/tmp/fix.py")]
+    assert texts(extract_items([bash('python -c "\nimport foo_bar\nprint(1)\n"')])) == []
+
+
+def test_identifiers_are_code_like_and_common_words_are_not() -> None:
+    step = say(
+        "Now the `resolve_expression` method of WhereNode calls compiler.compile(node) and then "
+        "applyFilters(); this is the Data path for the Server and its URLs via `self`.",
+        thinking="Check file(s) with GitHub and JavaScript for os.path.join usage in `helpers`.",
+    )
+    assert texts(extract_items([step])) == [
+        "helpers", "os.path.join", "resolve_expression", "WhereNode", "compiler.compile", "applyFilters",
+    ]
+
+
+def test_edits_give_the_old_text_and_not_the_new_one() -> None:
+    step = call("Edit", file_path="/r/app.py", old_string="def load_config(path):\n    return Config(path)", new_string="def read_settings(): ...")
+    assert texts(extract_items([step])) == ["/r/app.py", "load_config", "Config"]
+
+
+# --- real sessions -------------------------------------------------------------------------------
+
+
+def _load(dataset: str, stem: str):
+    return load_file(bundled(dataset, stem))[0]
+
+
+def _step_with(messages: Sequence[Message], needle: str) -> Message:
+    return next(m for m in messages if m.role == "assistant" and needle in m.text())
+
+
+@pytest.fixture(scope="module")
+def django() -> tuple[Message, ...]:
+    return _load("mini-swe-agent-pr816", "deepseek_chat_test_1-100_django__django-15213").messages
+
+
+@pytest.fixture(scope="module")
+def claude_code() -> tuple[Message, ...]:
+    return _load("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9").messages
+
+
+def test_real_mini_swe_agent_steps_extract_what_a_reader_would(django: tuple[Message, ...]) -> None:
+    grep = extract_items([_step_with(django, 'grep -n \\"class Q\\" /testbed/django/db/models/query_utils.py')])
+    assert Item("path", "/testbed/django/db/models/query_utils.py") in grep
+    pytest_run = extract_items([_step_with(django, "tests/annotations/tests.py::AnnotationTest")])
+    assert Item("identifier", "tests/annotations/tests.py::AnnotationTest::test_empty_expression_annotation") in pytest_run
+    assert Item("path", "tests/annotations/tests.py") in pytest_run
+    sed = extract_items([_step_with(django, "sed -n '981,983p'")])
+    assert [(i.kind, i.text) for i in sed] == [
+        ("command", "sed -n '981,983p' /testbed/django/db/models/expressions.py"),
+        ("number", "981"),
+        ("number", "983"),
+        ("path", "/testbed/django/db/models/expressions.py"),
+    ]
+    prose = extract_items([_step_with(django, "Look at line 417")])
+    assert {Item("number", "417"), Item("identifier", "EmptyResultSet"), Item("identifier", "pk__in")} <= set(prose)
+    assert not any(i.text.startswith("call_") for m in django for i in extract_items([m]))
+
+
+def test_real_claude_code_steps_extract_what_a_reader_would(claude_code: tuple[Message, ...]) -> None:
+    read = extract_items([_step_with(claude_code, '"offset": 657')])
+    assert read == [Item("path", "/Users/dain/workspace/claude-code-log/claude_code_log/renderer.py"), Item("number", "657")]
+    explain = extract_items([_step_with(claude_code, "## `_get_enhanced_session_navigation`")])
+    assert Item("identifier", "_get_enhanced_session_navigation") in explain
+    grep = extract_items([_step_with(claude_code, "Let me find the template.render call:")])
+    assert texts(grep) == ["combined_transcript_link", "template.render", "claude_code_log/renderer.py"]
+    assert not any(i.text.startswith("toolu_") for m in claude_code for i in extract_items([m]))
+
+
+@pytest.mark.parametrize("session", ["django", "claude_code"])
+def test_real_sessions_full_history_keeps_everything_and_system_prompt_alone_loses(session: str, request) -> None:
+    messages: tuple[Message, ...] = request.getfixturevalue(session)
+    system_only = messages[: leading_system(messages)]
+    bare_scores: list[float] = []
+    for cut in range(4, len(messages), 9):
+        history, future = messages[:cut], messages[cut:]
+        for k in (1, 5):
+            full = preservation(history, history, future, k)
+            assert full.score in (None, 1.0) and full.lost == ()
+            if full.score is not None:
+                bare = preservation(history, system_only, future, k)
+                assert bare.needed == full.needed and bare.score is not None
+                assert set(bare.lost) | set(bare.kept) == set(full.needed)
+                bare_scores.append(bare.score)
+    assert len(bare_scores) >= 10
+    assert sum(bare_scores) / len(bare_scores) < 0.5  # the system prompt alone keeps little
+    middle = next(
+        c for c in range(len(messages) // 2, len(messages))
+        if messages[c].role == "assistant" and preservation(messages[:c], messages[:c], messages[c:], 5).score
+    )
+    lost = preservation(messages[:middle], system_only, messages[middle:], 5)
+    assert lost.score is not None and lost.score < 1.0 and lost.lost
