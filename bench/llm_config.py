@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from bench.run_config import RunConfig
 
-SUMMARIZER_KEYS = {"provider", "model", "base_url", "cache_dir", "mode", "api_key_env", "max_retries", "timeout"}
+SUMMARIZER_KEYS = {
+    "provider", "model", "base_url", "cache_dir", "mode", "api_key_env", "max_retries", "timeout", "temperature",
+    "max_in_flight", "recorded_provider",
+}
 
 
 def make_run_summarizer(config: RunConfig):

@@ -181,7 +181,7 @@ def _scan_prose(text: str, found: list[tuple[Kind, str]]) -> None:
         token = span.strip().removesuffix("()")
         is_name = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", token) and not _PATH.fullmatch(token)
         if is_name and token not in _STOP and len(token) >= 3:  # `session_nav.html` stays a path
-            found.append(("identifier", token))
+            found.append(("error" if _ERROR.fullmatch(token) else "identifier", token))
         else:
             _scan(span, found)
     _scan(_BACKTICK.sub(" ", text), found)

@@ -194,10 +194,12 @@ class _Walk:
         removed = max(0, full_estimate - context_estimate)
         context_tokens = full_tokens - removed
         prompt = self.context.messages
-        # What a prompt cache could serve: the part identical to the previous prompt. Estimated as
-        # the prompt minus its changed tail, so it is in the same (anchored) units as the prompt.
+        # What a prompt cache could serve: the part identical to the previous prompt, as its share
+        # of the estimated prompt applied to the anchored prompt size (so the estimator's bias is
+        # spread over the prompt instead of landing on one side of the split).
         shared = _shared_prefix(self.previous_prompt, prompt)
-        prefix_tokens = max(0, context_tokens - self.meter.count(prompt[shared:])) if self.calls else 0
+        shared_estimate = self.meter.count(prompt[:shared]) + self.meter.offset
+        prefix_tokens = round(context_tokens * shared_estimate / max(1, context_estimate)) if self.calls else 0
         # Without compaction the previous prompt is a prefix of this one, unless the production
         # agent compacted in between (then only the system prompt and tools stay cached).
         previous = self.calls[-1] if self.calls else None

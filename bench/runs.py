@@ -112,10 +112,19 @@ def _read_jsonl(path: Path) -> list[dict]:
 def _append(path: Path, rows: list[dict]) -> None:
     if not rows:
         return
+    # A write cut off by a kill leaves a partial last line: start on a fresh line so the partial
+    # one stays unreadable on its own instead of swallowing the first new row.
+    fresh = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
     with path.open("a", encoding="utf-8") as handle:
-        handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+        handle.write(("\n" if fresh else "") + "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def _last_byte(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1)
 
 
 def run_meta(loaded: Loaded) -> dict:

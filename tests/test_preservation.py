@@ -115,7 +115,7 @@ def test_tool_call_ids_and_json_keys_are_never_items() -> None:
 
 def test_error_names_and_urls() -> None:
     step = say(
-        "The run fails with `TypeError: unsupported operand` and a KeyError in the loader; "
+        "The run fails with `TypeError: unsupported operand` and a `KeyError` in the loader; "
         "the docs at https://docs.python.org/3/library/json.html, say so."
     )
     items = extract_items([step])

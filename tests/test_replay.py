@@ -1,0 +1,166 @@
+"""The replay's bookkeeping on real sessions, by numbers read off the raw files; runs and resume."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bench import runs
+from bench.cli import main
+from bench.context_windows import ContextWindows
+from bench.engine import Trigger
+from bench.importers import load_file
+from bench.leaderboard import leaderboard, recorded_fidelity
+from bench.metrics import calls_frame, compactions_frame, compression_label, transcript_summary
+from bench.replay import StrategyConfig, replay
+from bench.run_config import RunConfig, load_config
+from tests.conftest import bundled
+
+MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
+MINI = load_file(MINI_PATH)[0]
+RAW = json.loads(gzip.decompress(MINI_PATH.read_bytes()))
+RAW_USAGE = [m["extra"]["response"]["usage"] for m in RAW["messages"] if m["role"] == "assistant" and "extra" in m]
+HUGE = ContextWindows(overrides={"": 10_000_000})
+
+
+def test_without_compaction_the_replay_is_the_recording() -> None:
+    replayed = replay(MINI, StrategyConfig("summarize", "summarize"), HUGE)
+    assert replayed.compactions == []
+    calls = calls_frame(replayed.calls)
+    # Read off the raw file: 86 calls; the first prompts were 2,036, 2,461 and 2,726 tokens.
+    assert len(calls) == len(RAW_USAGE) == 86
+    assert calls["full_tokens"].tolist()[:3] == [2036, 2461, 2726]
+    assert (calls["context_tokens"] == calls["full_tokens"]).all()
+    assert calls["full_tokens"].sum() == sum(u["prompt_tokens"] for u in RAW_USAGE) == 1_427_583
+    # The cache could serve the whole previous prompt of an uncompacted session.
+    assert calls["full_prefix_tokens"].tolist()[1:3] == [2036, 2461]
+    assert (calls["saved_tokens"] == 0).all()
+
+
+def test_compaction_saves_tokens_from_the_compaction_on() -> None:
+    window = 20_000
+    replayed = replay(MINI, StrategyConfig("summarize", "summarize", trigger=Trigger(fraction=0.8)), ContextWindows(overrides={"": window}))
+    calls = calls_frame(replayed.calls)
+    compactions = compactions_frame(replayed.compactions)
+    first = compactions.iloc[0]
+    assert first["reason"] == "threshold" and first["tokens_before"] >= 0.8 * window
+    assert first["tokens_after"] < first["tokens_before"]
+    before = calls[calls["call"] < first["call"]]
+    after = calls[calls["call"] >= first["call"]]
+    assert (before["saved_tokens"] == 0).all()
+    assert (after["saved_tokens"] > 0).all()
+    assert (calls["full_tokens"] == [u["prompt_tokens"] for u in RAW_USAGE]).all()
+    # The compaction changed the prompt from the summary on: the cache serves only the system prompt there.
+    at = calls[calls["call"] == first["call"]].iloc[0]
+    assert at["compacted_before"] and at["prefix_tokens"] < 0.2 * at["context_tokens"]
+    summary = transcript_summary(calls, compactions).iloc[0]
+    assert summary["billed_context"] == calls["context_tokens"].sum() < summary["billed_full"]
+    assert summary["compactions"] == len(compactions[compactions["failed"].isna()])
+    assert summary["peak_context"] <= window * 1.1 or summary["over_window_calls"] > 0
+    assert first["k1_score"] is None or 0 <= first["k1_score"] <= 1
+
+
+def test_recorded_strategy_replays_the_real_compaction() -> None:
+    [compacted] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
+    replayed = replay(compacted, StrategyConfig("recorded", "recorded"), ContextWindows())
+    [event] = replayed.compactions
+    marker = compacted.compactions[0]
+    assert event.summary == marker.summary and event.messages_after == 1
+    assert event.fidelity_recorded == 32_473  # the first prompt recorded after the real compaction
+    assert event.fidelity_predicted is not None
+    fidelity = recorded_fidelity(compactions_frame(replayed.compactions))
+    assert len(fidelity) == 1 and abs(fidelity.loc[0, "relative_error"]) < 0.5
+    # Other strategies never see the production summary: they replay the full history.
+    other = replay(compacted, StrategyConfig("truncate", "truncate"), ContextWindows())
+    assert all(c.summary != marker.summary for c in other.compactions)
+
+
+def test_compression_label() -> None:
+    assert compression_label(0.986) == "98.6% removed, 71.4×"
+    assert compression_label(0.5) == "50.0% removed, 2×"
+
+
+def _config(tmp_path: Path) -> RunConfig:
+    path = tmp_path / "run.toml"
+    path.write_text(
+        'datasets = ["claude-code-log"]\nwindow = 40000\nstrategies = ["summarize"]\n'
+        '[[strategy]]\nname = "prune"\nlabel = "prune-small"\nsettings = { protect_tokens = 5000, minimum_tokens = 1000 }\n'
+    )
+    return load_config(path)
+
+
+def test_run_directory_and_resume_after_interruption(tmp_path: Path, monkeypatch) -> None:
+    config = _config(tmp_path)
+    whole = runs.run(config, tmp_path / "whole")
+    original = runs.replay
+    calls = {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 30:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(runs, "replay", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runs.run(config, tmp_path / "cut")
+    done_before = (tmp_path / "cut" / "done.jsonl").read_text().count("\n")
+    assert done_before == 29
+    with open(tmp_path / "cut" / "calls.jsonl", "a") as handle:
+        handle.write('{"transcript": "half a line')  # what a kill in the middle of a write leaves
+    with pytest.raises(ValueError, match="--resume"):
+        runs.run(config, tmp_path / "cut")
+    monkeypatch.setattr(runs, "replay", original)
+    resumed = runs.run(config, tmp_path / "cut", resume=True)
+    assert resumed.resumed_units == 29
+    key = ["transcript", "config", "call"]
+    pd.testing.assert_frame_equal(
+        resumed.calls.sort_values(key).reset_index(drop=True), whole.calls.sort_values(key).reset_index(drop=True)
+    )
+    assert not resumed.calls.duplicated(key).any()
+    assert (tmp_path / "cut" / "meta.json").exists() and (tmp_path / "cut" / "config.json").exists()
+    meta = json.loads((tmp_path / "cut" / "meta.json").read_text())
+    assert meta["versions"]["tiktoken"] and meta["prompts"]["summary.j2"] and meta["datasets"]
+
+
+def test_run_command_writes_summary_with_confidence_intervals(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run"
+    code = main(["run", "--dataset", "claude-code-log", "--strategy", "summarize", "observation-masking", "--window", "40000", "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "tokens removed % [95% CI]" in printed and "summarize" in printed
+    summary = json.loads((out / "summary.json").read_text())
+    board = {row["config"]: row for row in summary["leaderboard"]}
+    assert set(board) == {"summarize", "observation-masking"}
+    for row in board.values():
+        assert row["removed_share_low"] <= row["removed_share_mean"] <= row["removed_share_high"]
+    [comparison] = summary["comparisons"]["removed_share"]
+    assert 0 <= comparison["p_value"] <= 1 and comparison["n"] > 10
+
+
+def test_sweep_finds_a_frontier_and_recommends(tmp_path: Path, capsys) -> None:
+    code = main([
+        "sweep", "--dataset", "claude-code-log", "--strategy", "summarize", "observation-masking",
+        "--thresholds", "0.6", "0.9", "--keep", "4000", "16000", "--window", "40000", "--out", str(tmp_path / "sweep"),
+    ])
+    assert code == 0
+    document = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert len(document["points"]) == 2 * 2 + 2  # summarize: thresholds × budgets; masking: thresholds
+    assert document["frontier"] and document["recommendation"]["reason"]
+    frontier = {p["config"] for p in document["frontier"]}
+    assert document["recommendation"]["config"] in frontier
+    assert "recommended:" in capsys.readouterr().out
+
+
+def test_bad_config_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('strategies = ["summarize"]\nwindw = 3\n')
+    with pytest.raises(ValueError, match="unknown settings \\['windw'\\]"):
+        load_config(path)
+    path.write_text('[[strategy]]\nname = "summarize"\ntrigger = { fractoin = 0.5 }\n')
+    with pytest.raises(ValueError, match="unknown trigger settings"):
+        load_config(path)
