@@ -21,6 +21,8 @@ from bench.run_config import DEFAULT_WINDOW, load_config, strategy_config
 from bench.sweep import DEFAULT_KEEP, DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES, DEFAULT_THRESHOLDS, analyse, format_sweep, sweep_document
 from bench.sweep import grid as sweep_grid
 from bench.preview import format_preview, preview, preview_json
+from bench.report.diff import write_diff
+from bench.report.run_report import write_run_report
 from strategies.registry import describe_all
 from bench.importers.canonical import write_canonical
 from bench.loading import Loaded, load_inputs
@@ -77,6 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--min-preservation", type=float, default=0.9, help="the recommendation keeps at least this share of needed facts")
     sweep.set_defaults(run=run_sweep)
 
+    report = commands.add_parser("report", help="write the HTML report of a run directory")
+    report.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a directory written by `compactlab run` or `compactlab sweep`")
+    report.add_argument("--out", type=Path, help="HTML file to write (default: RUN_DIR/report.html)")
+    report.set_defaults(run=run_report)
+
+    diff = commands.add_parser("diff", help="what got better or worse between two runs, per metric and per transcript")
+    diff.add_argument("run_a", type=Path, metavar="RUN_A", help="the earlier run directory")
+    diff.add_argument("run_b", type=Path, metavar="RUN_B", help="the later run directory")
+    diff.add_argument("--out", type=Path, help="HTML page to write (default: RUN_B/diff.html)")
+    diff.set_defaults(run=run_diff)
+
     strategies = commands.add_parser("strategies", help="list every strategy and preset with its parameters and source")
     strategies.add_argument("--json", action="store_true", help="print JSON")
     strategies.set_defaults(run=run_strategies)
@@ -97,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_arguments(export)
     export.add_argument("--out", type=Path, required=True, help="output folder (one .jsonl per input transcript file)")
     export.set_defaults(run=run_export)
+
+    from bench.gate import add_commands as add_gate_commands  # check, baseline
+
+    add_gate_commands(commands)
     return parser
 
 
@@ -235,6 +252,20 @@ def run_run(args: argparse.Namespace) -> int:
         print(format_leaderboard(leaderboard(result.transcripts)))
     print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
     _print_left_out(document)
+    if document.get("leaderboard"):
+        print(f"report: {write_run_report(out)}")
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    print(write_run_report(args.run_dir, args.out))
+    return 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    text, path = write_diff(args.run_a, args.run_b, args.out)
+    print(text)
+    print(f"\nwrote {path}")
     return 0
 
 

@@ -15,10 +15,22 @@ import pandas as pd
 from bench.metrics import compression_label, cost_model_check
 from bench.statistics import pairwise_comparisons, summarize_by_strategy
 
+# Not a strategy one can choose: the production agent's own compactions, scored where they happened.
+NOT_RANKED = frozenset({"recorded"})
+
 LEADERBOARD_COLUMNS = ("removed_share", "preservation_k1", "preservation_k5", "compactions", "total_cost", "cost_change")
 
 
+def ranked(transcripts: pd.DataFrame) -> pd.DataFrame:
+    """The rows statistics are computed on: choosable strategies on undamaged transcripts."""
+    keep = ~transcripts["config"].isin(NOT_RANKED)
+    if "damaged" in transcripts:
+        keep &= ~transcripts["damaged"].astype(bool)
+    return transcripts[keep]
+
+
 def leaderboard(transcripts: pd.DataFrame, resamples: int = 10_000) -> pd.DataFrame:
+    transcripts = ranked(transcripts)
     frame = transcripts.assign(cost_change=transcripts["total_cost"] - transcripts["cost_full"])
     board = summarize_by_strategy(frame, LEADERBOARD_COLUMNS, strategy_col="config", resamples=resamples)
     board["compression"] = board["removed_share_mean"].map(lambda s: compression_label(s) if not math.isnan(s) else "")
@@ -27,6 +39,7 @@ def leaderboard(transcripts: pd.DataFrame, resamples: int = 10_000) -> pd.DataFr
 
 def comparisons(transcripts: pd.DataFrame, resamples: int = 10_000) -> dict[str, pd.DataFrame]:
     """Paired comparisons of every pair of strategies, per key metric."""
+    transcripts = ranked(transcripts)
     return {
         column: pairwise_comparisons(transcripts, column, strategy_col="config", resamples=resamples)
         for column in ("removed_share", "preservation_k1")
@@ -53,6 +66,8 @@ def summary_document(result, resamples: int = 10_000) -> dict:
             "files_not_read": [{"path": str(f.path), "error": f.error} for f in result.loaded.failed],
             "transcripts_without_calls": sorted({t.id for t in result.loaded.transcripts if not t.calls}),
             "skipped_records": {t.id: len(t.skipped) for t in result.loaded.transcripts if t.skipped},
+            "not_ranked": "transcripts with skipped records are replayed but left out of the statistics; "
+            "'recorded' (the production agent's own compactions) is reported separately",
         },
     }
     if transcripts.empty:

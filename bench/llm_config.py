@@ -27,3 +27,21 @@ def make_run_summarizer(config: RunConfig):
     from bench.llm import make_summarizer
 
     return make_summarizer(prices=config.prices or None, **settings)
+
+
+JUDGE_KEYS = SUMMARIZER_KEYS | {"probes", "threshold", "max_output_tokens"}
+
+
+def make_run_judge(config: RunConfig):
+    """The run's model judge (`bench.next_action.Judge`) from the `[judge]` table; None without one."""
+    settings = dict(config.judge)
+    if not settings:
+        return None
+    unknown = sorted(set(settings) - JUDGE_KEYS)
+    if unknown:
+        raise ValueError(f"[judge]: unknown settings {unknown}; known: {sorted(JUDGE_KEYS)}")
+    if "provider" not in settings or "model" not in settings:
+        raise ValueError("[judge] needs `provider` (recorded, openai or anthropic) and `model`")
+    from bench.next_action import make_judge
+
+    return make_judge(prices=config.prices or None, **settings)

@@ -19,16 +19,8 @@ from dataclasses import asdict
 import pandas as pd
 
 from bench.calibration import model_family
-from bench.llm.prices import PriceTable, cost_of
-from bench.model import LLMCall
+from bench.llm.prices import PriceTable, price_for
 from bench.replay import CallRow, CompactionRow
-
-
-def _modelled_call(model: str, prompt: int, cached: int, output: int) -> LLMCall:
-    new = max(0, prompt - cached)
-    if model_family(model) == "claude":
-        return LLMCall(model, input_tokens=0, cache_read_tokens=cached, cache_write_tokens=new, output_tokens=output)
-    return LLMCall(model, input_tokens=new, cache_read_tokens=cached, output_tokens=output)
 
 
 def _dicts(rows: list) -> list[dict]:
@@ -41,15 +33,45 @@ def calls_frame(rows: list[CallRow] | list[dict], prices: PriceTable | None = No
     if frame.empty:
         return frame
     frame["saved_tokens"] = frame["full_tokens"] - frame["context_tokens"]
-    frame["cost_full"] = [
-        cost_of(_modelled_call(m, p, c, o), prices)
-        for m, p, c, o in zip(frame["model"], frame["full_tokens"], frame["full_prefix_tokens"], frame["output_tokens"])
-    ]
-    frame["cost_context"] = [
-        cost_of(_modelled_call(m, p, c, o), prices)
-        for m, p, c, o in zip(frame["model"], frame["context_tokens"], frame["prefix_tokens"], frame["output_tokens"])
-    ]
+    frame["cost_full"] = _costs(frame, "full_tokens", "full_prefix_tokens", prices)
+    frame["cost_context"] = _costs(frame, "context_tokens", "prefix_tokens", prices)
     return frame
+
+
+def _costs(frame: pd.DataFrame, prompt_column: str, cached_column: str, prices: PriceTable | None) -> pd.Series:
+    """Modelled cost per row, vectorised per model (a run has few models and many calls).
+
+    The same rules as `bench.llm.prices.cost_of`: a long-context tier replaces every price above
+    its threshold, and tokens of a kind the model has no price for make the cost unknown (NaN).
+    """
+    costs = pd.Series(float("nan"), index=frame.index, dtype=float)
+    for model, rows in frame.groupby("model").groups.items():
+        price = price_for(model, prices)
+        if price is None:
+            continue
+        sample = frame.loc[rows]
+        prompt = sample[prompt_column].astype(float)
+        cached = sample[cached_column].clip(upper=sample[prompt_column]).astype(float)
+        new = prompt - cached
+        claude = model_family(model) == "claude"
+        parts = {"input": 0 * new if claude else new, "cache_read": cached, "cache_write": new if claude else 0 * new,
+                 "output": sample["output_tokens"].astype(float)}
+        total = _priced(price, parts)
+        if price.long_context is not None and price.long_context_threshold is not None:
+            total = total.where(prompt <= price.long_context_threshold, _priced(price.long_context, parts))
+        costs.loc[rows] = total
+    return costs
+
+
+def _priced(price, parts: dict[str, pd.Series]) -> pd.Series:
+    total = 0 * parts["input"]
+    for kind, tokens in parts.items():
+        rate = getattr(price, kind)
+        if rate is None:
+            total = total.where(tokens == 0, float("nan"))
+        else:
+            total = total + tokens * rate
+    return total / 1_000_000
 
 
 def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:

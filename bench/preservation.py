@@ -303,9 +303,56 @@ class Haystack:
         return self.text.lower()
 
 
-def _occurs(needle: str, text: str, before: str = r"(?<!\w)", after: str = r"(?!\w)") -> bool:
-    """`needle` in `text` between the `before`/`after` boundaries (a cheap `in` decides most cases)."""
-    return needle in text and re.search(before + re.escape(needle) + after, text) is not None
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _plain_before(text: str, i: int) -> bool:
+    return i == 0 or not _word(text[i - 1])
+
+
+def _plain_after(text: str, i: int) -> bool:
+    return i >= len(text) or not _word(text[i])
+
+
+def _path_before(text: str, i: int) -> bool:
+    return i == 0 or not (_word(text[i - 1]) or text[i - 1] in ".@+-")
+
+
+def _path_after(text: str, i: int) -> bool:
+    return i >= len(text) or not (_word(text[i]) or text[i] in "@+-")
+
+
+def _number_before(text: str, i: int) -> bool:
+    # Not glued to a word or a dot, except a version's `v` (`v1.2`).
+    if i == 0:
+        return True
+    previous = text[i - 1]
+    if previous == "v":
+        return i == 1 or not _word(text[i - 2])
+    return not (_word(previous) or previous == ".")
+
+
+def _number_after(text: str, i: int) -> bool:
+    if i >= len(text):
+        return True
+    if _word(text[i]):
+        return False
+    return not (text[i] == "." and i + 1 < len(text) and text[i + 1].isdigit())
+
+
+def _occurs(needle: str, text: str, before=_plain_before, after=_plain_after) -> bool:
+    """`needle` in `text` with the boundary checks `before`/`after` at one of its occurrences.
+
+    `str.find` and two character checks per occurrence: a regex with look-arounds over a
+    history of hundreds of thousands of characters costs a hundred times more.
+    """
+    start = text.find(needle)
+    while start != -1:
+        if before(text, start) and after(text, start + len(needle)):
+            return True
+        start = text.find(needle, start + 1)
+    return False
 
 
 def _path_candidates(path: str) -> list[str]:
@@ -322,9 +369,9 @@ def present(item: Item, text: str | Haystack) -> bool:
     if item.kind == "command":
         return item.text in hay.normalised
     if item.kind == "path":
-        return any(_occurs(c, hay.text, r"(?<![\w.@+-])", r"(?![\w@+-])") for c in _path_candidates(item.text))
+        return any(_occurs(c, hay.text, _path_before, _path_after) for c in _path_candidates(item.text))
     if item.kind == "number":  # `3.11` is not kept by `3.11.2`, nor `956` by `1956`; `v3.11` counts
-        return _occurs(item.text, hay.text, _NUMBER_BEFORE, r"(?!\w|\.\d)")
+        return _occurs(item.text, hay.text, _number_before, _number_after)
     return _occurs(item.text, hay.text)  # identifier, error: whole tokens
 
 
@@ -346,3 +393,49 @@ def preservation(
     kept = tuple(i for i in needed if present(i, context))
     lost = tuple(i for i in needed if i not in kept)
     return StepScore(k, needed, kept, lost, len(kept) / len(needed) if needed else None)
+
+
+def preservation_at(
+    messages: Sequence[Message], index: int, compacted: Sequence[Message], ks: Sequence[int] = (1, 5)
+) -> dict[int, StepScore]:
+    """`preservation` for a compaction before `messages[index]`, for several k at once.
+
+    What the next steps need depends only on the session and the position, not on the strategy,
+    so a sweep that compacts the same session at the same call under many settings builds the
+    history's search text and extracts the steps' items once (kept in a small cache).
+    """
+    needed_by_k = _needed_at(messages, index, tuple(ks))
+    context = Haystack.of(compacted)
+    scores = {}
+    for k, needed in needed_by_k.items():
+        if needed is None:
+            scores[k] = StepScore(k, (), (), (), None)
+            continue
+        kept = tuple(i for i in needed if present(i, context))
+        lost = tuple(i for i in needed if i not in kept)
+        scores[k] = StepScore(k, needed, kept, lost, len(kept) / len(needed) if needed else None)
+    return scores
+
+
+_NEEDED: dict[tuple[int, int, tuple[int, ...]], tuple[Sequence[Message], dict]] = {}
+
+
+def _needed_at(messages: Sequence[Message], index: int, ks: tuple[int, ...]) -> dict[int, tuple[Item, ...] | None]:
+    key = (id(messages), index, ks)
+    found = _NEEDED.get(key)
+    if found is not None and found[0] is messages:
+        return found[1]
+    steps = [m for m in messages[index:] if m.role == "assistant"][: max(ks)]
+    history: Haystack | None = None
+    result: dict[int, tuple[Item, ...] | None] = {}
+    for k in ks:
+        items = extract_items(steps[:k])
+        if not items:
+            result[k] = None  # nothing to rely on: not applicable
+            continue
+        history = history or Haystack.of(messages[:index])
+        result[k] = tuple(i for i in items if present(i, history))
+    if len(_NEEDED) > 512:
+        _NEEDED.clear()
+    _NEEDED[key] = (messages, result)  # holding `messages` keeps its id from being reused
+    return result

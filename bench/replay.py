@@ -29,7 +29,7 @@ from bench.engine import CompactionEvent, Engine, Trigger
 from bench.metering import Meter
 from bench.model import Message, Transcript
 from bench.overflow import silent_overflow
-from bench.preservation import preservation
+from bench.preservation import preservation_at
 from strategies.base import Context, Summarizer
 from strategies.recorded import Recorded
 from strategies.registry import get_strategy
@@ -98,6 +98,7 @@ class CompactionRow:
 class Replayed:
     calls: list[CallRow]
     compactions: list[CompactionRow]
+    compacted: list[tuple[Message, ...]] = field(default_factory=list)  # each compaction's context after it
 
 
 def replay(
@@ -110,16 +111,25 @@ def replay(
     strategy = get_strategy(config.strategy, **dict(config.settings))
     trigger = config.trigger or getattr(strategy, "trigger", None) or Trigger()
     estimator = config.estimator or getattr(strategy, "estimator", None) or "hybrid"
-    meter = meter if meter is not None and meter.estimator_name == estimator else Meter(transcript, estimator)
+    if meter is None or meter.estimator_name != estimator or meter.transcript is not transcript:
+        meter = Meter(transcript, estimator)
     positions = [i for i, m in enumerate(transcript.messages) if m.call is not None]
     if not positions:
         return Replayed([], [])
     model = transcript.messages[positions[0]].call.model
     window = (windows or ContextWindows()).lookup(model, transcript.context_window).tokens
     recorded_mode = config.strategy == "recorded"
-    engine = Engine(strategy=strategy, window=window, meter=meter, count_tokens=meter.count, trigger=trigger, summarizer=summarizer)
     markers = {m.at_message: m for m in transcript.compactions}
     walk = _Walk(transcript, config, meter, window)
+
+    def trigger_meter(context: Context) -> int:
+        # The engine measures the context before every call; the walk already keeps its running
+        # sum, so only a context the walk does not hold (a fresh compaction) is counted anew.
+        if context.known_usage is None and context.messages is walk.context.messages:
+            return round(walk.context_estimate())
+        return meter(context)
+
+    engine = Engine(strategy=strategy, window=window, meter=trigger_meter, count_tokens=meter.count, trigger=trigger, summarizer=summarizer)
     for index, message in enumerate(transcript.messages):
         if index in markers:
             walk.real_compaction_seen = True
@@ -145,7 +155,7 @@ def replay(
                     row = walk.measure(index, message)
             walk.record(row)
         walk.append(message)
-    return Replayed(walk.calls, walk.compactions)
+    return Replayed(walk.calls, walk.compactions, walk.compacted)
 
 
 class _Walk:
@@ -161,12 +171,28 @@ class _Walk:
         self.real_compaction_seen = False
         self.calls: list[CallRow] = []
         self.compactions: list[CompactionRow] = []
+        self.compacted: list[tuple[Message, ...]] = []
         self.previous_prompt: tuple[Message, ...] = ()
         self.compacted_since_call = False
         self.compaction_marker_since_call = False
         self.pending_fidelity: int | None = None  # index in self.compactions awaiting the next call
+        # Running estimate of the context's messages, kept in step with appends; recomputed only
+        # when a compaction replaces the message tuple (so a replay is linear in its length).
+        self.context_sum = 0.0
+        self.summed_messages: tuple[Message, ...] = ()
+        self.previous_sum = 0.0
+
+    def _context_sum(self) -> float:
+        if self.context.messages is not self.summed_messages:
+            self.context_sum = sum(self.meter.message_tokens(m) for m in self.context.messages)
+            self.summed_messages = self.context.messages
+        return self.context_sum
+
+    def context_estimate(self) -> float:
+        return self._context_sum() + self.meter.local.prompt_overhead + self.meter.offset
 
     def append(self, message: Message) -> None:
+        base = self._context_sum()
         self.context = Context(
             messages=(*self.context.messages, message),
             summary=self.context.summary,
@@ -174,7 +200,10 @@ class _Walk:
             archives=self.context.archives,
             known_usage=self._known_usage(message),
         )
-        self.full_count += self.meter.message_tokens(message)
+        tokens = self.meter.message_tokens(message)
+        self.full_count += tokens
+        self.context_sum = base + tokens
+        self.summed_messages = self.context.messages
 
     def _known_usage(self, message: Message) -> tuple[int, int] | None:
         # The provider's count describes the recorded prompt, which is this context only while
@@ -188,17 +217,21 @@ class _Walk:
     def measure(self, index: int, message: Message) -> CallRow:
         """The row of the call at `index` with the current context (no side effects)."""
         call = message.call
-        full_estimate = round(self.full_count) + self.meter.offset
+        overhead = self.meter.local.prompt_overhead + self.meter.offset
+        full_estimate = round(self.full_count + overhead)
         full_tokens = full_estimate if self.real_compaction_seen else call.prompt_tokens
-        context_estimate = self.meter.count(self.context.messages) + self.meter.offset
+        context_estimate = round(self._context_sum() + overhead)
         removed = max(0, full_estimate - context_estimate)
         context_tokens = full_tokens - removed
         prompt = self.context.messages
         # What a prompt cache could serve: the part identical to the previous prompt, as its share
         # of the estimated prompt applied to the anchored prompt size (so the estimator's bias is
         # spread over the prompt instead of landing on one side of the split).
-        shared = _shared_prefix(self.previous_prompt, prompt)
-        shared_estimate = self.meter.count(prompt[:shared]) + self.meter.offset
+        if self.compacted_since_call:
+            shared = _shared_prefix(self.previous_prompt, prompt)
+            shared_estimate = sum(self.meter.message_tokens(m) for m in prompt[:shared]) + overhead
+        else:  # append-only since the last call: the previous prompt is a prefix of this one
+            shared_estimate = self.previous_sum + overhead
         prefix_tokens = round(context_tokens * shared_estimate / max(1, context_estimate)) if self.calls else 0
         # Without compaction the previous prompt is a prefix of this one, unless the production
         # agent compacted in between (then only the system prompt and tools stay cached).
@@ -218,15 +251,16 @@ class _Walk:
             self.compactions[self.pending_fidelity] = _with_fidelity(pending, row.context_tokens, row.recorded_prompt_tokens)
             self.pending_fidelity = None
         self.previous_prompt = self.context.messages
+        self.previous_sum = self._context_sum()
         self.compacted_since_call = False
         self.compaction_marker_since_call = False
         self.calls.append(row)
 
     def note_compaction(self, event: CompactionEvent, index: int, fidelity_pending: bool = False) -> None:
-        history = self.transcript.messages[:index]
-        next_steps = self.transcript.messages[index:]
-        compacted = self.context.messages
-        scores = {f"k{k}": _score_json(preservation(history, compacted, next_steps, k)) for k in K_STEPS} if not event.failed else {}
+        scores = {}
+        if not event.failed:
+            found = preservation_at(self.transcript.messages, index, self.context.messages, K_STEPS)
+            scores = {f"k{k}": _score_json(score) for k, score in found.items()}
         self.compactions.append(
             CompactionRow(
                 transcript=self.transcript.id, config=self.config.label, call=len(self.calls), message_index=index,
@@ -237,6 +271,7 @@ class _Walk:
                 failed=event.failed, stalled=event.stalled, summary=self.context.summary, preservation=scores,
             )
         )
+        self.compacted.append(self.context.messages)
         if not event.failed:
             self.compacted_since_call = True
         if fidelity_pending:

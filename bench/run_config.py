@@ -23,6 +23,11 @@
     provider = "recorded"                             # recorded | openai | anthropic
     model = "gpt-5-mini"
     cache_dir = "reports/llm-cache"
+
+    [judge]                                           # optional: next-action preservation with a model
+    provider = "openai"                               # same keys as [summarizer], plus
+    model = "gpt-4.1-mini"                            # probes = ["recall", ...], threshold = 0.5,
+    cache_dir = "reports/llm-cache"                   # max_output_tokens (see bench/next_action.py)
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ class RunConfig:
     context_windows: dict = field(default_factory=dict)
     prices: dict = field(default_factory=dict)
     summarizer: dict = field(default_factory=dict)
+    judge: dict = field(default_factory=dict)  # empty: no model judge (the default, offline)
 
 
 def default_strategies() -> tuple[StrategyConfig, ...]:
@@ -94,7 +100,12 @@ def load_config(path: Path | None) -> RunConfig:
         raise ValueError(f"{path}: cannot read configuration: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: invalid TOML: {exc}") from exc
-    known = {"datasets", "strategies", "strategy", "estimator", "lenient", "window", "context_windows", "prices", "summarizer"}
+    return config_from_data(data, path)
+
+
+def config_from_data(data: dict, path: object) -> RunConfig:
+    """A run configuration from parsed TOML; `path` names it in errors (also used by gate suites)."""
+    known = {"datasets", "strategies", "strategy", "estimator", "lenient", "window", "context_windows", "prices", "summarizer", "judge"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValueError(f"{path}: unknown settings {unknown}; known: {sorted(known)}")
@@ -113,6 +124,7 @@ def load_config(path: Path | None) -> RunConfig:
         context_windows=dict(data.get("context_windows", {})),
         prices=dict(data.get("prices", {})),
         summarizer=dict(data.get("summarizer", {})),
+        judge=dict(data.get("judge", {})),
     )
 
 
@@ -149,4 +161,6 @@ def config_json(config: RunConfig) -> dict:
         "context_windows": config.context_windows,
         "prices": config.prices,
         "summarizer": {k: v for k, v in config.summarizer.items() if "key" not in k.lower()},
+        # Only when set, so the configuration of a run without a judge reads as before (--resume).
+        **({"judge": {k: v for k, v in config.judge.items() if "key" not in k.lower()}} if config.judge else {}),
     }

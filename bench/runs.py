@@ -22,9 +22,12 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
+from bench.llm_config import make_run_judge
 from bench.loading import Loaded, load_inputs
+from bench.metering import Meter
 from bench.llm.prices import resolve_prices
 from bench.metrics import calls_frame, compactions_frame, transcript_summary
+from bench.next_action import score_compactions
 from bench.replay import StrategyConfig, replay
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
 from strategies.prompting import PROMPTS_DIR
@@ -54,7 +57,7 @@ def resolve(config: RunConfig) -> RunConfig:
     return replace(config, strategies=tuple(resolved))
 
 
-def run(config: RunConfig, out: Path, resume: bool = False, progress: bool = False, summarizer=None) -> RunResult:
+def run(config: RunConfig, out: Path, resume: bool = False, progress: bool = False, summarizer=None, judge=None) -> RunResult:
     config = resolve(config)
     out.mkdir(parents=True, exist_ok=True)
     done_path = out / "done.jsonl"
@@ -70,10 +73,21 @@ def run(config: RunConfig, out: Path, resume: bool = False, progress: bool = Fal
     (out / "meta.json").write_text(json.dumps(run_meta(loaded), indent=2) + "\n")
     windows = windows_of(config)
     units = [(t, s) for t in loaded.transcripts for s in config.strategies if (t.id, s.label) not in done]
+    judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
+    meters: dict[tuple[str, str], Meter] = {}
     for transcript, strategy in tqdm(units, desc="replaying", unit="replay", disable=not progress):
-        replayed = replay(transcript, strategy, windows, summarizer=summarizer)
-        _append(out / "calls.jsonl", [asdict(r) for r in replayed.calls])
-        _append(out / "compactions.jsonl", [asdict(r) for r in replayed.compactions])
+        # One meter per transcript and estimator, shared by every strategy: each message is
+        # counted once for the whole run, however many settings replay it.
+        estimator = strategy.estimator or getattr(get_strategy(strategy.strategy), "estimator", config.estimator)
+        if (transcript.id, estimator) not in meters:
+            meters = {key: m for key, m in meters.items() if key[0] == transcript.id}
+            meters[(transcript.id, estimator)] = Meter(transcript, estimator)
+        replayed = replay(transcript, strategy, windows, summarizer=summarizer, meter=meters[(transcript.id, estimator)])
+        _append(out / "calls.jsonl", [dict(vars(r)) for r in replayed.calls])
+        compaction_rows = [dict(vars(r)) for r in replayed.compactions]
+        if judge is not None:  # next-action preservation with a model (bench/next_action.py)
+            compaction_rows = score_compactions(judge, transcript, compaction_rows, replayed.compacted)
+        _append(out / "compactions.jsonl", compaction_rows)
         _append(done_path, [{"transcript": transcript.id, "config": strategy.label}])
     return finish(out, loaded, resumed_units=len(done), prices=config.prices)
 
@@ -88,6 +102,10 @@ def finish(out: Path, loaded: Loaded, resumed_units: int = 0, prices: dict | Non
     compactions = compactions_frame(compaction_rows)
     transcripts = transcript_summary(calls, compactions)
     if not transcripts.empty:
+        # A transcript with damaged (skipped) records lacks messages its recorded token counts
+        # include, so its replay mixes two histories; it is replayed and shown, not ranked.
+        damaged = {t.id for t in loaded.transcripts if t.skipped}
+        transcripts["damaged"] = transcripts["transcript"].isin(damaged)
         transcripts.to_csv(out / "transcripts.csv", index=False)
     return RunResult(out, calls, compactions, transcripts, loaded, resumed_units)
 
@@ -117,8 +135,7 @@ def _append(path: Path, rows: list[dict]) -> None:
     fresh = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
     with path.open("a", encoding="utf-8") as handle:
         handle.write(("\n" if fresh else "") + "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
-        handle.flush()
-        os.fsync(handle.fileno())
+        handle.flush()  # a killed process loses nothing flushed; done.jsonl is written after the rows
 
 
 def _last_byte(path: Path) -> bytes:

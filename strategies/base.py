@@ -44,7 +44,8 @@ class SummaryRequest:
 
     `prompt` and `system` are the rendered prompt template, for LLM summarizers; `prompt_hash`
     identifies the template so results can name the exact prompt. Extractive summarizers read
-    `messages` directly and ignore the prompt.
+    `messages` directly and ignore the prompt. `files_tracked`: the strategy appends the file lists
+    itself (through its template), so a summarizer need not list files.
     """
 
     messages: tuple[Message, ...]
@@ -54,6 +55,7 @@ class SummaryRequest:
     max_output_tokens: int
     purpose: Literal["history", "turn_prefix", "update"] = "history"
     previous_summary: str | None = None
+    files_tracked: bool = False
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,9 @@ class ExtractiveSummarizer:
         sections: list[tuple[str, list[str]]] = [
             ("Goal", self._goal(messages)),
             ("Last request", self._last_request(messages)),
-            ("Files modified", list(file_activity(messages).modified)),
-            ("Files read", list(file_activity(messages).read)),
+            # Left to the strategy when it tracks files: its template renders the cumulative lists.
+            ("Files modified", [] if request.files_tracked else list(file_activity(messages).modified)),
+            ("Files read", [] if request.files_tracked else list(file_activity(messages).read)),
             ("Errors seen", self._errors(messages)),
             ("Commands run", self._commands(messages)),
             ("Recent decisions", self._decisions(messages)),

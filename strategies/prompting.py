@@ -4,6 +4,12 @@ Templates live in `strategies/prompts/`; a strategy names one by file name (`sum
 path (`my_prompts/summary.j2`) so teams can keep their own prompt in their repository. The hash
 covers the template's text (and the system prompt's), so every result can say precisely which
 prompt produced it, and a CI gate can tell when a prompt changed.
+
+A template also decides what the strategy itself adds to the summaries it writes: its top-level
+`files` macro (defined in it, or imported with `{% from "files.j2" import files %}`) renders the
+cumulative lists of files read and modified (`file_lists`). A template without it writes summaries
+without file lists. Templates may import from their own folder and from `strategies/prompts`; the
+hash covers the imported templates too.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import jinja2
+import jinja2.meta
+from jinja2 import nodes
 
 from bench.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
@@ -43,27 +51,71 @@ def template_path(name: str) -> Path:
     raise FileNotFoundError(f"prompt template {name!r} not found: give a path to a .j2 file or one of {', '.join(known)}")
 
 
+def _environment(path: Path) -> jinja2.Environment:
+    # Imports resolve next to the template first, then among the bundled prompts (files.j2).
+    loader = jinja2.FileSystemLoader([str(path.parent), str(PROMPTS_DIR)])
+    return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+
 @lru_cache(maxsize=64)
 def _template(path: Path, mtime: float) -> tuple[jinja2.Template, str]:
+    """The compiled template and the text its hash covers: its source plus every template it imports."""
     source = path.read_text(encoding="utf-8")
-    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-    return environment.from_string(source), source
+    environment = _environment(path)
+    return environment.from_string(source), _with_imports(environment, source, path.parent, set())
+
+
+def _with_imports(environment: jinja2.Environment, source: str, folder: Path, seen: set[str]) -> str:
+    parts = [source]
+    for name in jinja2.meta.find_referenced_templates(environment.parse(source)):
+        if name is None or name in seen:
+            continue
+        seen.add(name)
+        found = next((d / name for d in (folder, PROMPTS_DIR) if (d / name).is_file()), None)
+        if found is not None:
+            parts.append(_with_imports(environment, found.read_text(encoding="utf-8"), found.parent, seen))
+    return "\0".join(parts)
+
+
+def _compiled(template: str) -> tuple[jinja2.Template, str]:
+    path = template_path(template)
+    return _template(path, path.stat().st_mtime)
 
 
 def render(template: str, **variables: object) -> Prompt:
-    path = template_path(template)
-    body, source = _template(path, path.stat().st_mtime)
-    system_path = template_path(SYSTEM_TEMPLATE)
-    system, system_source = _template(system_path, system_path.stat().st_mtime)
+    body, source = _compiled(template)
+    system, system_source = _compiled(SYSTEM_TEMPLATE)
     digest = hashlib.sha256((system_source + "\0" + source).encode("utf-8")).hexdigest()[:16]
     return Prompt(system=system.render().strip(), text=body.render(**variables).strip() + "\n", hash=digest)
 
 
 def prompt_set_hash(*templates: str) -> str:
     """One hash for every template a strategy may use (and the system prompt): change any of
-    them and the hash changes, whichever of them a particular compaction happened to need."""
-    sources = [template_path(t).read_text(encoding="utf-8") for t in (SYSTEM_TEMPLATE, *templates)]
+    them (or a template they import) and the hash changes, whichever of them a particular
+    compaction happened to need."""
+    sources = [_compiled(t)[1] for t in (SYSTEM_TEMPLATE, *templates)]
     return hashlib.sha256("\0".join(sources).encode("utf-8")).hexdigest()[:16]
+
+
+@lru_cache(maxsize=64)
+def _macros(path: Path, mtime: float) -> dict[str, object]:
+    """The template's top-level macros, defined or imported, without rendering its prompt."""
+    environment = _environment(path)
+    tree = environment.parse(path.read_text(encoding="utf-8"))
+    tree.body = [node for node in tree.body if isinstance(node, (nodes.Macro, nodes.FromImport, nodes.Import))]
+    macros_only = environment.from_string(tree)
+    context = macros_only.new_context({})
+    for _ in macros_only.root_render_func(context):
+        pass
+    return dict(context.vars)
+
+
+def file_lists(template: str, read: Sequence[str], modified: Sequence[str]) -> str:
+    """What `template` adds to a summary for the cumulative files read and modified: its `files`
+    macro's output, stripped; '' when the template has no `files` macro (no file lists)."""
+    path = template_path(template)
+    macro = _macros(path, path.stat().st_mtime).get("files")
+    return str(macro(list(read), list(modified))).strip() if callable(macro) else ""
 
 
 def serialize(messages: Sequence[Message]) -> str:

@@ -5,8 +5,9 @@ window, seed 004) and falls on a user-turn boundary. When it would fall inside a
 least `split_turn_min_messages` messages), the turn is split instead of kept whole: the history
 before the turn gets the usual summary and the first part of the turn gets a short turn-prefix
 summary (seed 004, pi). Before summarizing, tool calls without results get placeholder results
-(seed 001). The summary carries cumulative lists of files read and modified (seed 004) and ends
-with the user's last request verbatim (seed 001). If the summarizer fails, `fallback` (truncate,
+(seed 001). The summary carries cumulative lists of files read and modified (seed 004), rendered
+by the prompt template's `files` macro (a template without one drops them), and ends with the
+user's last request verbatim (seed 001). If the summarizer fails, `fallback` (truncate,
 seed 004) compacts instead; with no fallback the failure goes to the engine's breaker.
 """
 
@@ -36,7 +37,7 @@ from strategies.base import (
     summary_message,
     summary_text,
 )
-from strategies.prompting import fill_missing_results, prompt_set_hash, render, serialize
+from strategies.prompting import file_lists, fill_missing_results, prompt_set_hash, render, serialize
 
 TURN_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"  # pi's separator
 _FILES = re.compile(r"<(read|modified)-files>\n(.*?)\n</\1-files>", re.DOTALL)
@@ -57,7 +58,7 @@ class Summarize:
     split_turn_min_messages: int = setting(5, "a turn this long is split rather than kept whole when the cut falls inside it")
     max_summary_tokens: int = setting(4096, "output budget of each summary call")
     iterative: bool = setting(False, "update the earlier summary with the dropped span instead of summarizing from scratch")
-    track_files: bool = setting(True, "append cumulative <read-files>/<modified-files> lists (seed 004)")
+    track_files: bool = setting(True, "append cumulative <read-files>/<modified-files> lists (seed 004) through the template's `files` macro")
     append_last_request: bool = setting(True, "append 'Last request from user was: ...' (seed 001)")
     fallback: str = setting("truncate", "strategy used when the summarizer fails ('' to let the failure through)")
 
@@ -74,7 +75,7 @@ class Summarize:
         summarizer = self._summarizer(request)
         previous_text = summary_text(previous) if previous is not None else None
         try:
-            text, calls, prompt_hash = self._summarize(history, cut, turn_start, previous_text, summarizer)
+            text, calls, prompt_hash, template = self._summarize(history, cut, turn_start, previous_text, summarizer)
         except CompactionFailed as failure:
             if not self.fallback:
                 raise
@@ -82,7 +83,7 @@ class Summarize:
 
             result = get_strategy(self.fallback).compact(context, request)
             return replace(result, note=f"summarizer failed ({failure}); {self.fallback}: {result.note}")
-        text = self._decorate(text, history[:cut], previous_text, messages)
+        text = self._decorate(text, history[:cut], previous_text, messages, template)
         new_messages = (*messages[:head], summary_message(text), *history[cut:])
         removed = cut + (previous is not None)
         note = f"summarized {cut} messages" + (" (split turn)" if turn_start is not None else "") + f", kept {len(history) - cut}"
@@ -99,8 +100,11 @@ class Summarize:
             return request.summarizer
         raise ValueError(f"unknown summarizer {self.summarizer!r}: use 'extractive' or 'llm'")
 
-    def _summarize(self, history, cut, turn_start, previous_text, summarizer) -> tuple[str, list, str]:
+    def _summarize(self, history, cut, turn_start, previous_text, summarizer) -> tuple[str, list, str, str]:
+        """The summary text, the summarizer's calls, the prompt set's hash, and the template that
+        wrote the history part (its `files` macro decides the file lists)."""
         calls = []
+        history_template = self.template
         end_of_history = turn_start if turn_start is not None else cut
         spans = [("history", history[:end_of_history])]
         if turn_start is not None:
@@ -112,6 +116,8 @@ class Summarize:
                 continue
             update = purpose == "history" and self.iterative and previous_text is not None
             template = self.turn_prefix_template if purpose == "turn_prefix" else self.update_template if update else self.template
+            if purpose == "history":
+                history_template = template
             span_messages = list(span)
             if purpose == "history" and previous_text is not None and not update:
                 span_messages = [summary_message(previous_text), *span_messages]  # re-summarize from scratch
@@ -121,7 +127,7 @@ class Summarize:
                 SummaryRequest(
                     messages=tuple(cleaned), prompt=prompt.text, system=prompt.system, prompt_hash=prompt.hash,
                     max_output_tokens=self.max_summary_tokens, purpose="update" if update else purpose,
-                    previous_summary=previous_text if update else None,
+                    previous_summary=previous_text if update else None, files_tracked=self.track_files,
                 )
             )
             texts.append(response.text.strip())
@@ -129,18 +135,19 @@ class Summarize:
                 calls.append(response.usage)
         if turn_start is not None:
             *history_text, prefix_text = texts
-            return "".join(history_text) + TURN_SEPARATOR + prefix_text, calls, prompt_hash
-        return "\n\n".join(texts), calls, prompt_hash
+            return "".join(history_text) + TURN_SEPARATOR + prefix_text, calls, prompt_hash, history_template
+        return "\n\n".join(texts), calls, prompt_hash, history_template
 
-    def _decorate(self, text: str, dropped: Sequence[Message], previous_text: str | None, messages: Sequence[Message]) -> str:
+    def _decorate(
+        self, text: str, dropped: Sequence[Message], previous_text: str | None, messages: Sequence[Message], template: str
+    ) -> str:
         text = _FILES.sub("", text).rstrip()
         text = text.split("\n\nLast request from user was:")[0]
         if self.track_files:
             activity = file_activity(dropped, files_in(previous_text))
-            if activity.read:
-                text += "\n\n<read-files>\n" + "\n".join(activity.read) + "\n</read-files>"
-            if activity.modified:
-                text += "\n\n<modified-files>\n" + "\n".join(activity.modified) + "\n</modified-files>"
+            lists = file_lists(template, activity.read, activity.modified)
+            if lists:
+                text += "\n\n" + lists
         last = last_user_request(messages)
         if self.append_last_request and last:
             text += f"\n\nLast request from user was: {last}"

@@ -80,6 +80,15 @@ class LLMSummarizer:
         usage = replace(completion.usage, cost_usd=cost_of(completion.usage, self.prices))
         return SummaryResponse(text=completion.text, usage=usage)
 
+    def complete(self, system: str, prompt: str, max_tokens: int) -> SummaryResponse:
+        """A plain completion (e.g. a judge's question) through the same cache, gate and prices.
+
+        Unlike `summarize`, failures stay `LLMError` and an empty answer is returned as it is.
+        """
+        request = SummaryRequest(messages=(), prompt=prompt, system=system, prompt_hash="", max_output_tokens=max_tokens)
+        completion = self._complete(request)
+        return SummaryResponse(text=completion.text, usage=replace(completion.usage, cost_usd=cost_of(completion.usage, self.prices)))
+
     def _complete(self, request: SummaryRequest) -> Completion:
         def call() -> Completion:
             if self._gate is None:

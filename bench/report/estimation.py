@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from bench.estimation import DEFAULT_ESTIMATORS, THRESHOLDS, EstimationResult
 from bench.report.charts import clipped_share, error_distribution_chart, scatter_chart
-
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+from bench.report.page import environment, render_page  # noqa: F401  (render_page: part of this module's API)
 DEFAULT_TITLE = "compactlab: token-estimation error"
 # Relative-error range shown in the distribution chart: wide enough for every estimator's box
 # on the bundled data, narrow enough that the good estimators are not squeezed to a line.
@@ -45,25 +43,6 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     (f"early_{MAIN_THRESHOLD}", "Early @80%", "Share of calls where the estimate is at or over 80% of the window but the billed prompt is under: a compaction would fire too early (wasted context).", "share"),
     ("other_thresholds", "@75% · @90%", "Late / early shares (in%) with the trigger at 75% and at 90% of the window.", "text"),
 )
-
-_environment: Environment | None = None
-
-
-def environment() -> Environment:
-    """The report templates; autoescaped, and a missing variable is an error rather than blank output."""
-    global _environment
-    if _environment is None:
-        _environment = Environment(
-            loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
-            trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-        )
-    return _environment
-
-
-def render_page(sections: Sequence[Markup], title: str) -> str:
-    """The standalone page shell around already rendered sections (each one our own template output)."""
-    return environment().get_template("page.html.j2").render(title=title, sections=list(sections))
-
 
 def render_estimation_section(result: EstimationResult, summary: pd.DataFrame) -> Markup:
     context = estimation_context(result, summary)

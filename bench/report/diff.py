@@ -1,0 +1,184 @@
+"""`compactlab diff RUN_A RUN_B`: what got better or worse between two runs, per metric and per transcript.
+
+Strategies are matched by label, transcripts by id. For each strategy in both runs and each
+metric, the change B − A is a paired bootstrap over the transcripts both runs replayed (the
+same transcript is the pair, so its own difficulty cancels out). Per transcript, a change beyond
+the metric's tolerance in the good direction is "better", in the bad one "worse".
+Only `transcripts.csv` and `config.json` of each run are needed (plus sweep.json if there is one).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from markupsafe import Markup
+
+from bench.report.overview import pct
+from bench.report.page import environment, render_page
+from bench.report.run_data import RunData, choose, load_light, strategy_points, with_untouched
+from bench.statistics import paired_bootstrap
+
+
+@dataclass(frozen=True)
+class Metric:
+    column: str
+    name: str
+    direction: int  # +1: higher is better, −1: lower is better, 0: neither
+    tolerance: float  # per-transcript changes within this are "same"
+    kind: str  # "share" or "dollars" or "number"
+
+
+METRICS = (
+    Metric("removed_share", "tokens removed", +1, 0.01, "share"),
+    Metric("preservation_or_untouched", "facts kept (k=1)", +1, 0.05, "share"),
+    Metric("preservation_k5", "facts kept (k=5, where compacted)", +1, 0.05, "share"),
+    Metric("cost_change", "cost change per session ($)", -1, 0.005, "dollars"),
+    Metric("over_window_share", "calls over the window", -1, 0.01, "share"),
+    Metric("compactions", "compactions per session", 0, 0.5, "number"),
+)
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    a: RunData
+    b: RunData
+    metrics: pd.DataFrame  # label, metric, a, b, change, low, high, n, p, verdict
+    transcripts: pd.DataFrame  # label, transcript, metric, a, b, change, verdict (only changes beyond tolerance)
+    only_a: tuple[str, ...]
+    only_b: tuple[str, ...]
+    shared_transcripts: int
+    transcripts_only_a: int
+    transcripts_only_b: int
+
+
+def _frame(run: RunData) -> pd.DataFrame:
+    frame = with_untouched(run.transcripts)
+    return frame.assign(
+        cost_change=frame["total_cost"] - frame["cost_full"],
+        over_window_share=frame["over_window_calls"] / frame["calls"],
+    )
+
+
+def diff_runs(a_dir: str | Path, b_dir: str | Path, resamples: int = 10_000) -> RunDiff:
+    a, b = load_light(a_dir), load_light(b_dir)
+    fa, fb = _frame(a), _frame(b)
+    labels_a, labels_b = set(fa["config"]), set(fb["config"])
+    ids_a, ids_b = set(fa["transcript"]), set(fb["transcript"])
+    metric_rows, transcript_rows = [], []
+    for label in sorted(labels_a & labels_b):
+        left = fa[fa["config"] == label].set_index("transcript")
+        right = fb[fb["config"] == label].set_index("transcript")
+        shared = sorted(set(left.index) & set(right.index))
+        for metric in METRICS:
+            x, y = left.loc[shared, metric.column].to_numpy(float), right.loc[shared, metric.column].to_numpy(float)
+            paired = paired_bootstrap(y, x, resamples=resamples)
+            metric_rows.append({
+                "label": label, "metric": metric.name, "kind": metric.kind,
+                "a": _mean(x), "b": _mean(y),
+                "change": paired.mean_diff, "low": paired.low, "high": paired.high, "n": paired.n, "p": paired.p_value,
+                "verdict": _verdict(metric, paired.mean_diff, paired.low, paired.high),
+            })
+            for transcript, before, after in zip(shared, x, y):
+                if math.isnan(before) or math.isnan(after) or abs(after - before) <= metric.tolerance or metric.direction == 0:
+                    continue
+                better = (after - before) * metric.direction > 0
+                transcript_rows.append({
+                    "label": label, "transcript": transcript, "metric": metric.name, "kind": metric.kind,
+                    "a": before, "b": after, "change": after - before, "verdict": "better" if better else "worse",
+                })
+    return RunDiff(
+        a=a, b=b, metrics=pd.DataFrame(metric_rows), transcripts=pd.DataFrame(transcript_rows),
+        only_a=tuple(sorted(labels_a - labels_b)), only_b=tuple(sorted(labels_b - labels_a)),
+        shared_transcripts=len(ids_a & ids_b), transcripts_only_a=len(ids_a - ids_b), transcripts_only_b=len(ids_b - ids_a),
+    )
+
+
+def _mean(values: np.ndarray) -> float:
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if len(kept) else math.nan
+
+
+def _verdict(metric: Metric, change: float, low: float, high: float) -> str:
+    """'better'/'worse' when the whole 95% interval is on one side of zero, else 'same' ('changed' for neutral metrics)."""
+    if any(isinstance(v, float) and math.isnan(v) for v in (change, low, high)):
+        return "n/a"
+    if low <= 0 <= high:
+        return "same"
+    if metric.direction == 0:
+        return "changed"
+    return "better" if change * metric.direction > 0 else "worse"
+
+
+def fmt(value: float, kind: str, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if kind == "share":
+        return (f"{100 * value:+.1f} pp" if signed else f"{100 * value:.1f}%").replace("-", "−")
+    if kind == "dollars":
+        return f"{value:+.4f}".replace("-", "−") if signed else f"{value:.4f}".replace("-", "−")
+    return (f"{value:+.2f}" if signed else f"{value:.2f}").replace("-", "−")
+
+
+def recommendations(diff: RunDiff) -> tuple[str | None, str | None]:
+    def one(run: RunData) -> str | None:
+        choice = choose(run, strategy_points(run, resamples=1_000))
+        return choice.config if choice else None
+
+    return one(diff.a), one(diff.b)
+
+
+def format_diff(diff: RunDiff, limit: int = 25) -> str:
+    rec_a, rec_b = recommendations(diff)
+    lines = [f"A: {diff.a.path}   B: {diff.b.path}",
+             f"{diff.shared_transcripts} transcripts in both runs ({diff.transcripts_only_a} only in A, {diff.transcripts_only_b} only in B)",
+             f"recommended: A {rec_a or '–'}, B {rec_b or '–'}"]
+    if diff.only_a or diff.only_b:
+        lines.append(f"strategies only in A: {', '.join(diff.only_a) or '–'}; only in B: {', '.join(diff.only_b) or '–'}")
+    lines += ["", "A, B: means over the transcripts both runs replayed with the strategy; B − A: paired bootstrap over them", f"{'strategy':24} {'metric':34} {'A':>9} {'B':>9} {'B − A [95% CI]':>32}  verdict"]
+    for row in diff.metrics.itertuples():
+        ci = f"{fmt(row.change, row.kind, True)} [{fmt(row.low, row.kind, True)}, {fmt(row.high, row.kind, True)}]"
+        lines.append(f"{row.label:24} {row.metric:34} {fmt(row.a, row.kind):>9} {fmt(row.b, row.kind):>9} {ci:>32}  {row.verdict}")
+    changed = diff.transcripts
+    lines.append("")
+    if changed.empty:
+        lines.append("no transcript changed beyond the tolerances")
+        return "\n".join(lines)
+    counts = changed.groupby("verdict").size().to_dict()
+    lines.append(f"per transcript, beyond tolerance: {counts.get('better', 0)} better, {counts.get('worse', 0)} worse "
+                 f"(tolerances: {', '.join(f'{m.name} {fmt(m.tolerance, m.kind)}' for m in METRICS if m.direction)})")
+    biggest = changed.assign(size=changed["change"].abs()).sort_values("size", ascending=False).head(limit)
+    for row in biggest.itertuples():
+        lines.append(f"  {row.verdict:6} {row.label:20} {row.transcript[:44]:44} {row.metric}: {fmt(row.a, row.kind)} → {fmt(row.b, row.kind)}")
+    if len(changed) > limit:
+        lines.append(f"  … {len(changed) - limit} more in the HTML page")
+    return "\n".join(lines)
+
+
+def render_diff_page(diff: RunDiff) -> str:
+    rec_a, rec_b = recommendations(diff)
+    metrics = [{**row, "a_text": fmt(row["a"], row["kind"]), "b_text": fmt(row["b"], row["kind"]),
+                "change_text": fmt(row["change"], row["kind"], True),
+                "ci": f"[{fmt(row['low'], row['kind'], True)}, {fmt(row['high'], row['kind'], True)}]",
+                "p_text": "–" if math.isnan(row["p"]) else f"{row['p']:.3f}"} for row in diff.metrics.to_dict("records")]
+    changed = [{**row, "a_text": fmt(row["a"], row["kind"]), "b_text": fmt(row["b"], row["kind"]),
+                "change_text": fmt(row["change"], row["kind"], True)} for row in diff.transcripts.to_dict("records")]
+    section = environment().get_template("diff.html.j2").render(
+        a=str(diff.a.path), b=str(diff.b.path), rec_a=rec_a, rec_b=rec_b, metrics=metrics, changed=changed,
+        only_a=list(diff.only_a), only_b=list(diff.only_b), shared=diff.shared_transcripts,
+        transcripts_only_a=diff.transcripts_only_a, transcripts_only_b=diff.transcripts_only_b,
+        tolerances=[{"name": m.name, "value": fmt(m.tolerance, m.kind)} for m in METRICS if m.direction],
+    )
+    return render_page([Markup(section)], "compactlab: what changed between two runs")
+
+
+def write_diff(a_dir: str | Path, b_dir: str | Path, out: str | Path | None = None) -> tuple[str, Path]:
+    """The plain-text summary and the path of the HTML page (default: B/diff.html)."""
+    diff = diff_runs(a_dir, b_dir)
+    path = Path(out) if out is not None else Path(b_dir) / "diff.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_diff_page(diff), encoding="utf-8")
+    return format_diff(diff), path

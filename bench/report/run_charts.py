@@ -1,0 +1,216 @@
+"""Charts of a run: the Pareto plot of strategies and the per-transcript context saw-tooth.
+
+Built like `bench.report.charts` (explicit Agg canvas, no pyplot, deterministic SVG). Only
+strategy labels and numbers reach the SVG, through `text_label`; transcript text never does.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import matplotlib
+
+import numpy as np
+import pandas as pd
+from matplotlib.transforms import Bbox
+from matplotlib.ticker import FuncFormatter, PercentFormatter
+
+from bench.report.charts import chart_style as _chart_style
+from bench.report.charts import new_figure, svg_of, text_label
+
+# 20 distinguishable colours (matplotlib's tab20, dark shades first), assigned in label order.
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+)
+RECOMMENDED = "#1d7a2e"
+_DEBUG = False
+# Label offsets tried around a point (in points), nearest first.
+_OFFSETS = [(dx * r, dy * r) for r in (7, 14, 24, 36, 50) for dx, dy in
+            ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1), (1, 2), (-1, 2), (1, -2), (-1, -2))]
+
+
+_PATH_DATA = re.compile(r'(\sd=")([^"]*)(")')
+_DECIMAL = re.compile(r"-?\d+\.\d+")
+
+
+def compact_svg(svg: str) -> str:
+    """Path coordinates to 0.1 px (a tenth of a pixel is invisible; the SVG gets about half as large)."""
+    def shorter(number: re.Match) -> str:
+        text = f"{float(number.group()):.1f}"
+        return text[:-2] if text.endswith(".0") else text
+
+    return _PATH_DATA.sub(lambda m: m.group(1) + _DECIMAL.sub(shorter, m.group(2)) + m.group(3), svg)
+
+
+@contextmanager
+def chart_style(salt: str) -> Iterator[None]:
+    """The shared report style, with a short font list: every SVG text element repeats it."""
+    with _chart_style(salt), matplotlib.rc_context({"font.sans-serif": ["DejaVu Sans", "Arial"]}):
+        yield
+
+
+def colours_for(labels: Sequence[str]) -> dict[str, str]:
+    return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(sorted(labels))}
+
+
+def group_label(names: Sequence[str], width: int = 34) -> str:
+    """'a, b, c' wrapped to lines of `width` characters (identical points or lines share one label)."""
+    return "\n".join(textwrap.wrap(", ".join(text_label(n) for n in names), width)) or ""
+
+
+def pareto_chart(points: pd.DataFrame, frontier: Sequence[str], recommended: str | None, colours: dict[str, str]) -> str:
+    """Tokens saved (x) against next-step preservation (y), one marker per group of identical points."""
+    with chart_style("pareto"):
+        figure = new_figure(11, 5.6)
+        ax = figure.add_subplot()
+        groups = _identical_groups(points)
+        x_high = max(float(points["saved_high"].max()), float(points["tokens_saved"].max()), 0.01)
+        y_low = min(float(points["preservation_low"].min()), float(points["preservation"].min()))
+        for names, row in groups:
+            reference = bool(row["reference"])
+            ax.errorbar(
+                row["tokens_saved"], row["preservation"],
+                xerr=[[row["tokens_saved"] - row["saved_low"]], [row["saved_high"] - row["tokens_saved"]]],
+                yerr=[[row["preservation"] - row["preservation_low"]], [row["preservation_high"] - row["preservation"]]],
+                fmt="none", ecolor=colours.get(names[0], "#999999"), alpha=0.35, linewidth=1, zorder=1,
+            )
+            ax.scatter(
+                row["tokens_saved"], row["preservation"], s=46, zorder=3, linewidths=1.2,
+                color="white" if reference else colours.get(names[0], "#999999"), edgecolors=colours.get(names[0], "#999999"),
+            )
+        on_frontier = points[points["config"].isin(frontier)].sort_values("tokens_saved")
+        if len(on_frontier) > 1:
+            ax.plot(on_frontier["tokens_saved"], on_frontier["preservation"], color="#444444", linewidth=1, linestyle="--", zorder=2, label="Pareto frontier")
+        if recommended is not None and (points["config"] == recommended).any():
+            best = points[points["config"] == recommended].iloc[0]
+            ax.scatter(best["tokens_saved"], best["preservation"], s=360, marker="*", color=RECOMMENDED,
+                       edgecolors="white", linewidths=0.8, zorder=4, label="recommended")
+        ax.set_xlim(-0.02 * x_high, 1.12 * x_high)
+        bottom = max(0.0, y_low - 0.04)
+        ax.set_ylim(bottom, 1.0 + 0.06 * (1.0 - bottom))
+        ax.set_yticks([t for t in ax.get_yticks() if bottom <= t <= 1.0 + 1e-9])  # no tick above 100%
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=1 if x_high < 0.1 else 0))
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.set_xlabel("prompt tokens removed (mean over transcripts) → better")
+        ax.set_ylabel("next-step facts kept (k=1) → better")
+        ax.legend(loc="lower left", fontsize=8.5)
+        line = on_frontier[["tokens_saved", "preservation"]].to_numpy(float) if len(on_frontier) > 1 else np.empty((0, 2))
+        _place_labels(figure, ax, groups, recommended, line)
+        return compact_svg(svg_of(figure))
+
+
+def _identical_groups(points: pd.DataFrame) -> list[tuple[list[str], pd.Series]]:
+    """Points with the same two numbers (e.g. offline summarizers that produce the same text) share one marker."""
+    keyed: dict[tuple, list[str]] = {}
+    rows: dict[tuple, pd.Series] = {}
+    for _, row in points.sort_values("config").iterrows():
+        key = (round(float(row["tokens_saved"]), 12), round(float(row["preservation"]), 12), bool(row["reference"]))
+        keyed.setdefault(key, []).append(row["config"])
+        rows.setdefault(key, row)
+    return [(names, rows[key]) for key, names in keyed.items()]
+
+
+def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray) -> None:
+    """Greedy placement: each label at the nearest offset where it overlaps no other label, marker or the frontier line."""
+    figure.canvas.draw()  # the constrained layout fixes the axes position; labels are kept out of it
+    renderer = figure.canvas.get_renderer()
+    axes_box = ax.get_window_extent(renderer)
+    markers = [ax.transData.transform((row["tokens_saved"], row["preservation"])) for _, row in groups]
+    taken = [Bbox.from_extents(x - 7, y - 7, x + 7, y + 7) for x, y in markers]
+    pixels = ax.transData.transform(line) if len(line) else line
+    for (x0, y0), (x1, y1) in zip(pixels[:-1], pixels[1:]):  # the frontier line, as small boxes every few pixels
+        steps = max(1, int(np.hypot(x1 - x0, y1 - y0) / 4))
+        taken += [Bbox.from_extents(x - 1.5, y - 1.5, x + 1.5, y + 1.5) for x, y in zip(np.linspace(x0, x1, steps), np.linspace(y0, y1, steps))]
+    scale = figure.dpi / 72
+    # Most crowded first would be ideal; largest groups first is a cheap stand-in.
+    for names, row in sorted(groups, key=lambda g: -len(g[0])):
+        text = group_label(names)
+        weight = "bold" if recommended in names else "normal"
+        point = (row["tokens_saved"], row["preservation"])
+        best, best_cost = None, None
+        for dx, dy in _OFFSETS:
+            label = ax.annotate(text, point, xytext=(dx, dy), textcoords="offset points", fontsize=8, fontweight=weight,
+                                ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                                va="bottom" if dy > 0 else "top" if dy < 0 else "center", annotation_clip=False)
+            box = label.get_window_extent(renderer)
+            # Browsers may draw the text wider than matplotlib measured: keep a margin.
+            box = Bbox.from_extents(box.x0 - 4 * scale, box.y0 - 2, box.x1 + 0.18 * box.width, box.y1 + 2)
+            label.remove()
+            own = _distance(box, ax.transData.transform(point))
+            # A label nearer to another marker than to its own would name the wrong point.
+            confusing = sum(1 for other in markers if _distance(box, other) < own)
+            cost = sum(_overlap(box, other) for other in taken) + 50 * _outside(box, axes_box) + 400 * confusing
+            if best_cost is None or cost < best_cost - 1e-9:
+                best, best_cost = (dx, dy, box), cost
+            if cost == 0:
+                break
+        dx, dy, box = best
+        if _DEBUG:
+            print(names, dx, dy, best_cost)
+        far = abs(dx) > 8 or abs(dy) > 8
+        label = ax.annotate(
+            text, point, xytext=(dx, dy), textcoords="offset points", fontsize=8, fontweight=weight,
+            color=RECOMMENDED if recommended in names else "#222222",
+            ha="left" if dx > 0 else "right" if dx < 0 else "center", va="bottom" if dy > 0 else "top" if dy < 0 else "center",
+            arrowprops={"arrowstyle": "-", "color": "#777777", "linewidth": 0.7, "shrinkA": 1, "shrinkB": 3} if far else None,
+            annotation_clip=False,
+        )
+        label.set_in_layout(False)
+        taken.append(box)
+
+
+def _distance(box: Bbox, point) -> float:
+    x, y = point
+    return float(np.hypot(max(box.x0 - x, 0, x - box.x1), max(box.y0 - y, 0, y - box.y1)))
+
+
+def _overlap(a: Bbox, b: Bbox) -> float:
+    width = min(a.x1, b.x1) - max(a.x0, b.x0)
+    height = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return max(0.0, width) * max(0.0, height)
+
+
+def _outside(box: Bbox, axes: Bbox) -> float:
+    return max(0.0, axes.x0 - box.x0) + max(0.0, box.x1 - axes.x1) + max(0.0, axes.y0 - box.y0) + max(0.0, box.y1 - axes.y1)
+
+
+def sawtooth_chart(calls: pd.DataFrame, colours: dict[str, str], real_compactions: Sequence[int] = (), salt: str = "") -> tuple[str, list[str]]:
+    """Context tokens per call for one transcript: the uncompacted prompt and each strategy's.
+
+    Strategies with identical context series share one line; those that never changed the context
+    are left out (they follow the uncompacted line) and returned, so the caption can name them.
+    """
+    with chart_style(f"sawtooth-{salt}"):
+        figure = new_figure(11, 3.3)
+        ax = figure.add_subplot()
+        full = calls.drop_duplicates("call").sort_values("call")
+        ax.plot(full["call"], full["full_tokens"], color="black", linewidth=1.6, linestyle="--", label="no compaction", zorder=3)
+        window = int(full["window"].iloc[0]) if len(full) else 0
+        if window:
+            ax.axhline(window, color="#b3261e", linewidth=0.8, linestyle=":", zorder=1)
+            ax.annotate(f"window {window / 1000:g}k", (0, window), xytext=(2, 2), textcoords="offset points",
+                        xycoords=("axes fraction", "data"), fontsize=7.5, color="#b3261e")
+        series: dict[tuple, list[str]] = {}
+        untouched = []
+        for label, group in calls.groupby("config", sort=True):
+            values = tuple(group.sort_values("call")["context_tokens"].tolist())
+            if values == tuple(full["full_tokens"].tolist()):
+                untouched.append(label)
+            else:
+                series.setdefault(values, []).append(label)
+        for values, labels in series.items():
+            ax.plot(full["call"].to_numpy()[: len(values)], np.asarray(values), linewidth=1.1, alpha=0.9,
+                    color=colours.get(labels[0], "#999999"), label=group_label(labels, 40), zorder=2)
+        for i, call in enumerate(real_compactions):
+            ax.axvline(call, color="#333333", linewidth=1.2, linestyle="-.", zorder=1, label="production compaction" if i == 0 else None)
+        ax.set_xlabel("LLM call")
+        ax.set_ylabel("prompt tokens")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value / 1000:g}k" if value else "0"))
+        ax.set_ylim(0, max(float(full["full_tokens"].max()), window) * 1.08)
+        ax.set_xlim(-0.5, max(1, len(full) - 0.5))
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5)
+        return compact_svg(svg_of(figure)), untouched

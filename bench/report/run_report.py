@@ -1,0 +1,138 @@
+"""The run report: one standalone HTML file answering "which strategy should I use, and what does it cost me?".
+
+Sections: overview (recommendation, leaderboard with CIs, significance, Pareto plot), token
+estimation error (the estimation section, on the run's transcripts), session by session
+(saw-tooth charts and every compaction), real compactions (production summary beside each
+strategy's), run metadata. `write_run_report(run_dir)` writes `run_dir/report.html`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from bench.estimation import run_estimation, summarize
+from bench.report.estimation import render_estimation_section
+from bench.report.overview import overview_context, pct
+from bench.report.page import environment, render_page
+from bench.report.real_compactions import real_compactions_context
+from bench.report.run_charts import colours_for, pareto_chart
+from bench.report.run_data import RunData, choose, load_run, strategy_points
+from bench.report.transcripts import transcripts_context
+
+TITLE = "compactlab: which compaction strategy, at what cost"
+NAV = (
+    ("overview", "Recommendation"), ("leaderboard", "Leaderboard"), ("pareto", "Pareto plot"), ("significance", "Significance"),
+    ("estimation", "Token estimation"), ("transcripts", "Session by session"), ("real-compactions", "Real compactions"),
+    ("metadata", "Run metadata"),
+)
+
+
+def write_run_report(run_dir: str | Path, out: str | Path | None = None, estimation: bool = True) -> Path:
+    """Render the report of the run in `run_dir` to `out` (default: run_dir/report.html) and return its path."""
+    run = load_run(run_dir, reload_transcripts=True)
+    path = Path(out) if out is not None else Path(run_dir) / "report.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_run_report(run, estimation=estimation), encoding="utf-8")
+    return path
+
+
+def render_run_report(run: RunData, estimation: bool = True) -> str:
+    env = environment()
+    points = strategy_points(run)
+    choice = choose(run, points)
+    colours = colours_for(run.labels)
+    overview = overview_context(run, points, choice)
+    overview["pareto_svg"] = pareto_chart(points, choice.frontier if choice else (), choice.config if choice else None, colours)
+    sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
+    if estimation:
+        sections.append(_estimation_section(run))
+    sections.append(Markup(env.get_template("run_transcripts.html.j2").render(**transcripts_context(run, colours))))
+    sections.append(Markup(env.get_template("run_real.html.j2").render(**real_compactions_context(run))))
+    sections.append(Markup(env.get_template("run_meta.html.j2").render(**metadata_context(run))))
+    nav = [(anchor, label) for anchor, label in NAV if estimation or anchor != "estimation"]
+    lead = f"Run {run.path.name or run.path}: {run.transcripts['transcript'].nunique()} sessions × {len(run.labels)} strategy settings."
+    return render_page(sections, TITLE, nav=nav, lead=lead)
+
+
+def _estimation_section(run: RunData) -> Markup:
+    if not run.loaded.transcripts:
+        reason = run.load_error or "no transcripts"
+        return Markup(environment().from_string(
+            '<section id="estimation"><h2>Token estimation</h2><p class="warn">Not shown: the run\'s transcripts could not be reloaded ({{ reason }}).</p></section>'
+        ).render(reason=reason))
+    result = run_estimation(run.loaded.transcripts)
+    return render_estimation_section(result, summarize(result.calls))
+
+
+def metadata_context(run: RunData) -> dict[str, Any]:
+    config, meta, left = run.config, run.meta, run.summary.get("left_out", {})
+    reasons = {t.id: _reasons(t) for t in run.loaded.transcripts if t.skipped}
+    damaged = [{"id": k, "count": v, "reasons": reasons.get(k, "")} for k, v in sorted(left.get("skipped_records", {}).items())]
+    window = config.get("window") or 0
+    summarizer = config.get("summarizer") or {}
+    return {
+        "run_dir": str(run.path),
+        "datasets": ", ".join(config.get("datasets") or []) or "all bundled datasets",
+        "window": f"{window:,} tokens for every model (simulated, so that compaction has work to do)" if window else "each model's real window",
+        "estimator": config.get("estimator", ""),
+        "summarizer": ", ".join(f"{k} = {v}" for k, v in sorted(summarizer.items())) or "none configured (built-in strategies summarize offline)",
+        "versions": sorted((meta.get("versions") or {}).items()),
+        "replayed": f"{run.transcripts['transcript'].nunique()} × {len(run.labels)} strategy settings = {len(run.transcripts):,} replays",
+        "load_error": run.load_error,
+        "changed_files": list(run.changed_files),
+        "without_calls": list(left.get("transcripts_without_calls", [])),
+        "damaged": damaged,
+        "damaged_total": sum(d["count"] for d in damaged),
+        "not_read": left.get("files_not_read", []),
+        "fidelity": [_fidelity(r) for r in run.summary.get("recorded_fidelity", [])],
+        "cost_check": _cost_check(run.summary.get("cost_model_check", [])),
+        "strategies": [_strategy(s) for s in config.get("strategies", [])],
+        "files": sorted((Path(k).name if len(k) > 60 else k, v or "unreadable") for k, v in (meta.get("datasets") or {}).items()),
+        "prompts": sorted((meta.get("prompts") or {}).items()),
+        "config_json": json.dumps(config, indent=2, ensure_ascii=False),
+    }
+
+
+def _reasons(transcript) -> str:
+    counts: dict[str, int] = {}
+    for record in transcript.skipped:
+        counts[record.reason] = counts.get(record.reason, 0) + 1
+    return "; ".join(f"{n}× {reason}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _fidelity(row: dict) -> dict[str, str]:
+    return {
+        "transcript": row["transcript"], "call": row["call"],
+        "predicted": f"{row['fidelity_predicted']:,.0f}", "recorded": f"{row['fidelity_recorded']:,.0f}",
+        "error": pct(row.get("relative_error"), signed=True),
+    }
+
+
+def _cost_check(rows: list[dict]) -> dict[str, str] | None:
+    if not rows:
+        return None
+    reads = [r["cache_read_mean_abs_error_share"] for r in rows if r.get("cache_read_mean_abs_error_share") is not None]
+    costs = [r for r in rows if r.get("cost_relative_error") is not None]
+    cost = None
+    if costs:
+        recorded = sum(r["recorded_cost"] for r in costs)
+        cost = pct((sum(r["modelled_cost"] for r in costs) - recorded) / recorded, signed=True) if recorded else None
+    return {
+        "read": pct(sum(reads) / len(reads)) if reads else "–", "sessions": str(len(reads)),
+        "cost": cost, "cost_sessions": str(len(costs)),
+    }
+
+
+def _strategy(entry: dict) -> dict[str, str]:
+    trigger = entry.get("trigger")
+    return {
+        "label": entry.get("label", ""), "name": entry.get("name", ""),
+        "settings": json.dumps(entry.get("settings") or {}, ensure_ascii=False) if entry.get("settings") else "defaults",
+        "trigger": ", ".join(f"{k}={v}" for k, v in trigger.items() if v not in (None, 0) and not (isinstance(v, float) and math.isnan(v))) if trigger else "the strategy's own (else 0.8 of the window)",
+        "estimator": entry.get("estimator") or "the strategy's own",
+    }

@@ -1,0 +1,127 @@
+"""Per-transcript part of a run report: context size over the session and every compaction in detail.
+
+To keep the file small, only the sessions with the most prompt tokens (plus every session with a
+real compaction) get a chart and a drill-down; the report names the rule. Summary texts are cut
+at `SUMMARY_CHARS` characters, and a text already shown for the same session is referred to
+instead of repeated (offline summarizers often produce the same text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.report.overview import pct
+from bench.report.run_charts import sawtooth_chart
+from bench.report.run_data import RunData
+
+SHOWN_TRANSCRIPTS = 12
+SUMMARY_CHARS = 1200
+
+
+def recorded_rows(run: RunData) -> list[dict]:
+    """Compaction rows of the reference strategy that replays the production agent's compactions."""
+    return [r for r in run.compaction_rows if run.strategy_of(r["config"]) == "recorded" and not r.get("failed")]
+
+
+def select_transcripts(run: RunData, count: int = SHOWN_TRANSCRIPTS) -> list[str]:
+    """The `count` sessions with the most uncompacted prompt tokens, plus those with a real compaction."""
+    sizes = run.transcripts.drop_duplicates("transcript").set_index("transcript")["billed_full"].sort_values(ascending=False, kind="stable")
+    chosen = list(sizes.index[:count])
+    chosen += [t for t in dict.fromkeys(r["transcript"] for r in recorded_rows(run)) if t not in chosen]
+    return sorted(chosen, key=lambda t: -sizes.get(t, 0))
+
+
+def source_of(run: RunData) -> dict[str, str]:
+    return {t.id: Path(t.source_path).name for t in run.loaded.transcripts}
+
+
+def transcripts_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]:
+    chosen = select_transcripts(run)
+    sources = source_of(run)
+    by_transcript: dict[str, list[dict]] = {}
+    for row in run.compaction_rows:
+        by_transcript.setdefault(row["transcript"], []).append(row)
+    shown = []
+    for position, transcript in enumerate(chosen):
+        calls = run.calls[run.calls["transcript"] == transcript]
+        real = sorted({r["call"] for r in recorded_rows(run) if r["transcript"] == transcript})
+        svg, untouched = sawtooth_chart(calls, colours, real, salt=str(position))
+        first = calls.drop_duplicates("call")
+        rows = by_transcript.get(transcript, [])
+        shown.append({
+            "id": transcript, "anchor": f"t-{position}", "source": sources.get(transcript, ""),
+            "calls": f"{len(first):,}", "peak": f"{int(first['full_tokens'].max()):,}",
+            "models": ", ".join(sorted(first["model"].unique())),
+            "svg": svg, "untouched": untouched, "real": len(real),
+            "strategies": strategy_drilldown(rows),
+        })
+    total = run.transcripts["transcript"].nunique()
+    return {"shown": shown, "total": total, "count": SHOWN_TRANSCRIPTS, "summary_chars": f"{SUMMARY_CHARS:,}"}
+
+
+def strategy_drilldown(rows: Sequence[dict]) -> list[dict[str, Any]]:
+    """One group per strategy label with its compactions in call order; repeated summary texts referred back."""
+    seen: dict[str, str] = {}
+    groups: dict[str, list[dict]] = {}
+    for row in sorted(rows, key=lambda r: (r["config"], r["call"])):
+        groups.setdefault(row["config"], []).append(compaction_view(row, seen))
+    return [
+        {"label": label, "compactions": items, "effective": sum(1 for i in items if not i["noop"] and not i["failed"])}
+        for label, items in sorted(groups.items())
+    ]
+
+
+def compaction_view(row: dict, seen: dict[str, str] | None = None, limit: int = SUMMARY_CHARS) -> dict[str, Any]:
+    """One compaction as plain data: what was dropped, the summary text, the needed facts kept and lost."""
+    summary = row.get("summary")
+    same_as, text, cut = None, None, 0
+    if summary:
+        key = hashlib.sha256(summary.encode("utf-8")).hexdigest()
+        if seen is not None and key in seen:
+            same_as = seen[key]
+        else:
+            if seen is not None:
+                seen[key] = f"{row['config']} at call {row['call']}"
+            text, cut = summary[:limit], max(0, len(summary) - limit)
+    note = row.get("note") or ""
+    return {
+        "call": row["call"], "message_index": row["message_index"], "reason": row["reason"],
+        "tokens_before": f"{row['tokens_before']:,}", "tokens_after": f"{row['tokens_after']:,}",
+        "removed_share": pct(1 - row["tokens_after"] / row["tokens_before"]) if row["tokens_before"] else "–",
+        "messages_removed": row["messages_removed"], "messages_before": row["messages_before"],
+        "note": note, "failed": row.get("failed"), "stalled": bool(row.get("stalled")),
+        "noop": note.startswith("nothing") and not row["messages_removed"],
+        "summary": text, "summary_cut": f"{cut:,}" if cut else "", "summary_chars": f"{len(summary):,}" if summary else "",
+        "same_as": same_as,
+        **dict(zip(("k1", "k5"), _both(row))),
+    }
+
+
+ITEMS_SHOWN = 24  # per list; the rest are counted
+
+
+def _needed(row: dict, key: str, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Facts the next step(s) used: how many, which were kept and which lost (`skip`: already listed for k=1)."""
+    found = (row.get("preservation") or {}).get(key) or {}
+    needed, lost = list(found.get("needed", [])), set(found.get("lost", []))
+    extra = [i for i in needed if i not in skip]
+    kept_items, lost_items = [i for i in extra if i not in lost], [i for i in extra if i in lost]
+    return {
+        "score": pct(found.get("score"), 0) if found.get("score") is not None else "n/a",
+        "needed": len(needed), "listed": len(extra), "lost_count": len(lost),
+        "kept": [_item(i) for i in kept_items[:ITEMS_SHOWN]], "kept_more": max(0, len(kept_items) - ITEMS_SHOWN),
+        "lost": [_item(i) for i in lost_items[:ITEMS_SHOWN]], "lost_more": max(0, len(lost_items) - ITEMS_SHOWN),
+    }
+
+
+def _both(row: dict) -> tuple[dict[str, Any], dict[str, Any]]:
+    first = (row.get("preservation") or {}).get("k1") or {}
+    return _needed(row, "k1"), _needed(row, "k5", frozenset(first.get("needed", [])))
+
+
+def _item(text: str) -> dict[str, str]:
+    kind, _, value = text.partition(":")
+    return {"kind": kind, "value": value} if value else {"kind": "", "value": text}
