@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", type=Path, required=True, help="output folder (one .jsonl per input transcript file)")
     export.set_defaults(run=run_export)
 
-    from bench.gate import add_commands as add_gate_commands  # check, baseline
+    from bench.gate_cli import add_commands as add_gate_commands  # check, baseline
 
     add_gate_commands(commands)
     return parser

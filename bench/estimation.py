@@ -176,6 +176,8 @@ def _add_calibrated(calls: pd.DataFrame, calibrated: Calibrated) -> tuple[pd.Dat
     fits = fit_families(train, calibrated.base)
     test = calls[(calls["estimator"] == calibrated.base) & (calls["split"] == "test")].copy()
     test = test[test["family"].isin(fits)]
+    if test.empty:  # no family had enough training data for a line (e.g. a handful of transcripts)
+        return calls, fits
     slopes = test["family"].map(lambda f: fits[f].slope)
     intercepts = test["family"].map(lambda f: fits[f].intercept)
     test["estimate"] = slopes * test["estimate"] + intercepts

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from bench.context_windows import ContextWindows
 from bench.engine import CompactionEvent, Engine, Trigger
+from bench.estimators import Hybrid
 from bench.metering import Meter
 from bench.model import Message, Transcript
 from bench.overflow import silent_overflow
@@ -122,10 +123,12 @@ def replay(
     markers = {m.at_message: m for m in transcript.compactions}
     walk = _Walk(transcript, config, meter, window)
 
+    uses_usage = isinstance(meter.estimator, Hybrid)
+
     def trigger_meter(context: Context) -> int:
         # The engine measures the context before every call; the walk already keeps its running
         # sum, so only a context the walk does not hold (a fresh compaction) is counted anew.
-        if context.known_usage is None and context.messages is walk.context.messages:
+        if (context.known_usage is None or not uses_usage) and context.messages is walk.context.messages:
             return round(walk.context_estimate())
         return meter(context)
 
@@ -180,7 +183,6 @@ class _Walk:
         # when a compaction replaces the message tuple (so a replay is linear in its length).
         self.context_sum = 0.0
         self.summed_messages: tuple[Message, ...] = ()
-        self.previous_sum = 0.0
 
     def _context_sum(self) -> float:
         if self.context.messages is not self.summed_messages:
@@ -224,18 +226,21 @@ class _Walk:
         removed = max(0, full_estimate - context_estimate)
         context_tokens = full_tokens - removed
         prompt = self.context.messages
-        # What a prompt cache could serve: the part identical to the previous prompt, as its share
-        # of the estimated prompt applied to the anchored prompt size (so the estimator's bias is
-        # spread over the prompt instead of landing on one side of the split).
-        if self.compacted_since_call:
+        # What a prompt cache could serve: the part identical to the previous prompt. Append-only
+        # since the last call, that is the whole previous prompt, in the same anchored units as the
+        # baseline's (so an untouched session costs exactly what the baseline costs). After a
+        # compaction, the unchanged head's share of the estimate applied to the anchored size.
+        previous = self.calls[-1] if self.calls else None
+        if previous is None:
+            prefix_tokens = 0
+        elif self.compacted_since_call:
             shared = _shared_prefix(self.previous_prompt, prompt)
             shared_estimate = sum(self.meter.message_tokens(m) for m in prompt[:shared]) + overhead
-        else:  # append-only since the last call: the previous prompt is a prefix of this one
-            shared_estimate = self.previous_sum + overhead
-        prefix_tokens = round(context_tokens * shared_estimate / max(1, context_estimate)) if self.calls else 0
+            prefix_tokens = round(context_tokens * shared_estimate / max(1, context_estimate))
+        else:
+            prefix_tokens = previous.context_tokens
         # Without compaction the previous prompt is a prefix of this one, unless the production
         # agent compacted in between (then only the system prompt and tools stay cached).
-        previous = self.calls[-1] if self.calls else None
         full_prefix = 0 if previous is None else self.meter.offset if self.compaction_marker_since_call else previous.full_tokens
         return CallRow(
             transcript=self.transcript.id, config=self.config.label, call=len(self.calls), message_index=index,
@@ -251,7 +256,6 @@ class _Walk:
             self.compactions[self.pending_fidelity] = _with_fidelity(pending, row.context_tokens, row.recorded_prompt_tokens)
             self.pending_fidelity = None
         self.previous_prompt = self.context.messages
-        self.previous_sum = self._context_sum()
         self.compacted_since_call = False
         self.compaction_marker_since_call = False
         self.calls.append(row)

@@ -139,7 +139,9 @@ class Source:
     def head_records(self, limit: int = 25) -> list[Record]:
         """The first parseable JSON lines, for format detection (damage is ignored here)."""
         found: list[Record] = []
-        for number, raw_line in enumerate(self.raw.split(b"\n"), start=1):
+        # Look at the first few lines only: a pretty-printed JSON document has thousands of lines
+        # that are not JSON on their own, and detection must not parse them all.
+        for number, raw_line in enumerate(self.raw.split(b"\n", limit * 4)[: limit * 4], start=1):
             if len(found) >= limit:
                 break
             try:

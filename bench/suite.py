@@ -187,7 +187,8 @@ def _resolve_paths(data: dict, folder: Path) -> dict:
             return str((folder / value).resolve())
         return value
 
-    data["datasets"] = [entry if entry in bundled else local(entry) for entry in data.get("datasets", [])]
+    datasets = data.get("datasets", [])
+    data["datasets"] = [entry if entry in bundled else local(entry) for entry in ([datasets] if isinstance(datasets, str) else datasets)]
     for key in ("strategies", "strategy"):
         entries = data.get(key, [])
         if isinstance(entries, list):

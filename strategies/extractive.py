@@ -63,9 +63,12 @@ class ExtractiveSummarizer:
         ]
         if request.purpose == "turn_prefix":
             sections[0] = ("Original request", sections[0][1])
+        sections, foreign = self._merge(earlier, sections)
         lines = []
-        if earlier:
-            lines += ["## Earlier summary", *earlier, ""]
+        if foreign:
+            # An earlier summary this summarizer did not write (e.g. a production agent's) is kept
+            # whole; its own earlier summaries are merged section by section instead of nesting.
+            lines += ["## Earlier summary", *foreign, ""]
         for title, items in sections:
             if items:
                 lines.append(f"## {title}")
@@ -73,6 +76,26 @@ class ExtractiveSummarizer:
                 lines.append("")
         text = "\n".join(lines).strip() or "(nothing to summarize)"
         return SummaryResponse(text=_clip(text, request.max_output_tokens * 4))
+
+    def _merge(self, earlier: list[str], sections: list[tuple[str, list[str]]]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+        merged = {title: list(items) for title, items in sections}
+        foreign: list[str] = []
+        for text in earlier:
+            parsed = _sections(text)
+            if parsed is None:
+                foreign.append(_SUMMARY_TAIL.split(text)[0].strip())
+                continue
+            for title, items in parsed.items():
+                if title == "Earlier summary":
+                    foreign.extend(i for i in items if i.strip())
+                elif title in ("Goal", "Original request"):  # the first requests stay first
+                    merged["Goal"] = list(dict.fromkeys(items + merged.get("Goal", [])))[: self.goal_messages]
+                elif title == "Last request":
+                    merged[title] = merged.get(title) or items
+                else:  # newer items win the limited room
+                    merged[title] = list(dict.fromkeys(items + merged.get(title, [])))[-self.max_items :]
+        ordered = [(title, merged.get(title, [])) for title, _ in sections]
+        return ordered, [f for f in dict.fromkeys(foreign) if f]
 
     def _short(self, text: str) -> str:
         text = " ".join(text.split())
@@ -117,6 +140,33 @@ class ExtractiveSummarizer:
             self._short(p.text) for m in messages if m.role == "assistant" for p in m.parts if isinstance(p, TextPart) and p.text.strip()
         ]
         return statements[-self.max_items :]
+
+
+# What a summary carries after its sections (file lists, the last request): not part of them.
+_SUMMARY_TAIL = re.compile(r"\n\n(?:<read-files>|<modified-files>|Last request from user was:|\[The full conversation)")
+_HEADING = re.compile(r"^## (.+)$")
+_SEPARATORS = frozenset({"---", "**Turn Context (split turn):**", "(nothing to summarize)"})
+
+
+def _sections(text: str) -> dict[str, list[str]] | None:
+    """The sections of a summary written by this summarizer, or None for any other text."""
+    body = _SUMMARY_TAIL.split(text)[0].strip()
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in body.splitlines():
+        if line.strip() in _SEPARATORS:
+            continue  # a split-turn summary: history and turn prefix merge into one set of sections
+        heading = _HEADING.match(line)
+        if heading:
+            current = heading.group(1)
+            sections.setdefault(current, [])
+        elif current is not None and line.startswith("- "):
+            sections[current].append(line[2:])
+        elif line.strip() and current != "Earlier summary":
+            return None
+        elif line.strip():
+            sections[current].append(line)
+    return sections if sections else None
 
 
 def _clip(text: str, limit: int) -> str:

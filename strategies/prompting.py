@@ -57,29 +57,35 @@ def _environment(path: Path) -> jinja2.Environment:
     return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 
 
+@lru_cache(maxsize=128)
+def _imports(path: Path, mtime: float) -> tuple[Path, ...]:
+    """The template files `path` imports or includes (found next to it, then among the bundled prompts)."""
+    tree = _environment(path).parse(path.read_text(encoding="utf-8"))
+    found = []
+    for name in jinja2.meta.find_referenced_templates(tree):
+        candidates = [d / name for d in (path.parent, PROMPTS_DIR)] if name else []
+        found += [c.resolve() for c in candidates if c.is_file()][:1]
+    return tuple(found)
+
+
+def _stamp(path: Path, seen: frozenset[Path] = frozenset()) -> tuple[tuple[Path, float], ...]:
+    """(file, mtime) of the template and of every template it imports, recursively: a cache key
+    that changes when any of them is edited."""
+    own = (path, path.stat().st_mtime)
+    nested = [_stamp(p, seen | {path}) for p in _imports(*own) if p not in seen and p != path]
+    return (own, *(entry for stamp in nested for entry in stamp))
+
+
 @lru_cache(maxsize=64)
-def _template(path: Path, mtime: float) -> tuple[jinja2.Template, str]:
+def _template(path: Path, stamp: tuple) -> tuple[jinja2.Template, str]:
     """The compiled template and the text its hash covers: its source plus every template it imports."""
-    source = path.read_text(encoding="utf-8")
-    environment = _environment(path)
-    return environment.from_string(source), _with_imports(environment, source, path.parent, set())
-
-
-def _with_imports(environment: jinja2.Environment, source: str, folder: Path, seen: set[str]) -> str:
-    parts = [source]
-    for name in jinja2.meta.find_referenced_templates(environment.parse(source)):
-        if name is None or name in seen:
-            continue
-        seen.add(name)
-        found = next((d / name for d in (folder, PROMPTS_DIR) if (d / name).is_file()), None)
-        if found is not None:
-            parts.append(_with_imports(environment, found.read_text(encoding="utf-8"), found.parent, seen))
-    return "\0".join(parts)
+    sources = "\0".join(p.read_text(encoding="utf-8") for p, _ in dict.fromkeys(stamp))
+    return _environment(path).from_string(path.read_text(encoding="utf-8")), sources
 
 
 def _compiled(template: str) -> tuple[jinja2.Template, str]:
     path = template_path(template)
-    return _template(path, path.stat().st_mtime)
+    return _template(path, _stamp(path))
 
 
 def render(template: str, **variables: object) -> Prompt:
@@ -98,7 +104,7 @@ def prompt_set_hash(*templates: str) -> str:
 
 
 @lru_cache(maxsize=64)
-def _macros(path: Path, mtime: float) -> dict[str, object]:
+def _macros(path: Path, stamp: tuple) -> dict[str, object]:
     """The template's top-level macros, defined or imported, without rendering its prompt."""
     environment = _environment(path)
     tree = environment.parse(path.read_text(encoding="utf-8"))
@@ -114,7 +120,7 @@ def file_lists(template: str, read: Sequence[str], modified: Sequence[str]) -> s
     """What `template` adds to a summary for the cumulative files read and modified: its `files`
     macro's output, stripped; '' when the template has no `files` macro (no file lists)."""
     path = template_path(template)
-    macro = _macros(path, path.stat().st_mtime).get("files")
+    macro = _macros(path, _stamp(path)).get("files")
     return str(macro(list(read), list(modified))).strip() if callable(macro) else ""
 
 

@@ -164,3 +164,20 @@ def test_bad_config_is_named(tmp_path: Path) -> None:
     path.write_text('[[strategy]]\nname = "summarize"\ntrigger = { fractoin = 0.5 }\n')
     with pytest.raises(ValueError, match="unknown trigger settings"):
         load_config(path)
+
+
+def test_run_on_real_transcripts_the_repository_does_not_contain(shared: Path, tmp_path: Path) -> None:
+    from tests.conftest import DATASETS
+
+    bundled_names = {p.name.removesuffix(".gz") for p in (DATASETS / "mini-swe-agent-pr816" / "transcripts").iterdir()}
+    others = sorted(p for p in (shared / "mini-swe-agent-pr816").glob("*.traj.json") if p.name not in bundled_names)[:6]
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    for path in others:
+        (folder / path.name).write_bytes(path.read_bytes())
+    out = tmp_path / "run"
+    assert main(["run", "--dataset", str(folder), "--strategy", "pi", "observation-masking", "--window", "32000", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["transcripts"] == 6
+    board = {row["config"]: row for row in summary["leaderboard"]}
+    assert board["observation-masking"]["removed_share_mean"] > 0

@@ -2,4 +2,10 @@
 
 Every page is self-contained: no network, no external scripts or stylesheets, charts inlined as
 SVG, so a report can be mailed, archived or opened from disk years later.
+
+- `page`: the shell (styles, the table-sorting script, a Content-Security-Policy allowing only it);
+- `estimation`, `charts`: the token-estimation section;
+- `run_report` (with `run_data`, `overview`, `run_charts`, `transcripts`, `real_compactions`): the
+  report of a run directory, `compactlab report`;
+- `diff`: what changed between two runs, `compactlab diff`.
 """

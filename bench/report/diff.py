@@ -5,6 +5,7 @@ metric, the change B − A is a paired bootstrap over the transcripts both runs 
 same transcript is the pair, so its own difficulty cancels out). Per transcript, a change beyond
 the metric's tolerance in the good direction is "better", in the bad one "worse".
 Only `transcripts.csv` and `config.json` of each run are needed (plus sweep.json if there is one).
+Like the leaderboard, the comparison leaves out `recorded` and transcripts with damaged records.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from markupsafe import Markup
 
 from bench.report.overview import pct
 from bench.report.page import environment, render_page
-from bench.report.run_data import RunData, choose, load_light, strategy_points, with_untouched
+from bench.report.run_data import RunData, choose, load_light, ranked_rows, strategy_points, with_untouched
 from bench.statistics import paired_bootstrap
 
 
@@ -56,7 +57,7 @@ class RunDiff:
 
 
 def _frame(run: RunData) -> pd.DataFrame:
-    frame = with_untouched(run.transcripts)
+    frame = with_untouched(ranked_rows(run))
     return frame.assign(
         cost_change=frame["total_cost"] - frame["cost_full"],
         over_window_share=frame["over_window_calls"] / frame["calls"],
@@ -103,11 +104,15 @@ def _mean(values: np.ndarray) -> float:
 
 
 def _verdict(metric: Metric, change: float, low: float, high: float) -> str:
-    """'better'/'worse' when the whole 95% interval is on one side of zero, else 'same' ('changed' for neutral metrics)."""
+    """'better'/'worse' when the whole 95% interval is on one side of zero and the change is material
+    (at least a fifth of the per-transcript tolerance); 'negligible' when it is real but smaller;
+    else 'same' ('changed' for metrics with no good direction)."""
     if any(isinstance(v, float) and math.isnan(v) for v in (change, low, high)):
         return "n/a"
     if low <= 0 <= high:
         return "same"
+    if abs(change) < metric.tolerance / 5:
+        return "negligible"
     if metric.direction == 0:
         return "changed"
     return "better" if change * metric.direction > 0 else "worse"
@@ -168,6 +173,7 @@ def render_diff_page(diff: RunDiff) -> str:
                 "change_text": fmt(row["change"], row["kind"], True)} for row in diff.transcripts.to_dict("records")]
     section = environment().get_template("diff.html.j2").render(
         a=str(diff.a.path), b=str(diff.b.path), rec_a=rec_a, rec_b=rec_b, metrics=metrics, changed=changed,
+        material=[m for m in metrics if m["verdict"] in ("better", "worse", "changed")],
         only_a=list(diff.only_a), only_b=list(diff.only_b), shared=diff.shared_transcripts,
         transcripts_only_a=diff.transcripts_only_a, transcripts_only_b=diff.transcripts_only_b,
         tolerances=[{"name": m.name, "value": fmt(m.tolerance, m.kind)} for m in METRICS if m.direction],

@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 
 from bench.metrics import compression_label
-from bench.report.run_data import MIN_PRESERVATION, Choice, RunData
+from bench.report.run_data import MIN_PRESERVATION, Choice, RunData, ranked_rows
+from bench.statistics import pareto_frontier, recommend
 
 # Relative cost offset of transcripts no strategy touched above which the report warns.
 COST_NOISE_WARNING = 0.005
@@ -29,7 +30,8 @@ def pct(value: Any, digits: int = 1, signed: bool = False) -> str:
 def dollars(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    return f"{value:+.{digits}f}".replace("-", "−").replace("+", "+$").replace("−", "−$")
+    # A word joiner keeps the sign and the dollar sign on one line with the number.
+    return f"{value:+.{digits}f}".replace("-", "−").replace("+", "+\u2060$").replace("−", "−\u2060$")
 
 
 def ci_text(low: Any, high: Any, fmt) -> str:
@@ -48,8 +50,9 @@ def number(value: Any) -> str:
 def overview_context(run: RunData, points: pd.DataFrame, choice: Choice | None) -> dict[str, Any]:
     board = {row["config"]: row for row in run.summary.get("leaderboard", [])}
     by_point = points.set_index("config")
-    costs = run.transcripts.groupby("config")["cost_full"].mean()
-    totals = run.transcripts.groupby("config")[["over_window_calls", "calls"]].sum()
+    rows_ranked = ranked_rows(run)
+    costs = rows_ranked.groupby("config")["cost_full"].mean()
+    totals = rows_ranked.groupby("config")[["over_window_calls", "calls"]].sum()
     rows = []
     for label in by_point.index:
         lead, point = board.get(label, {}), by_point.loc[label]
@@ -106,26 +109,49 @@ def _headline(run: RunData, rows: list[dict], choice: Choice | None) -> dict[str
     row = next((r for r in rows if r["label"] == choice.config), None)
     return {
         "config": choice.config, "row": row, "reason": choice.reason, "source": choice.source,
-        "ties": list(choice.ties), "strategy": run.strategy_of(choice.config),
+        "ties": list(choice.ties), "strategy": run.strategy_of(choice.config), "often": _if_compacting_often(rows, choice),
     }
+
+
+def _if_compacting_often(rows: list[dict], choice: Choice) -> dict[str, Any] | None:
+    """The same rule with facts kept averaged only where a strategy compacted, when it picks another setting.
+
+    Most sessions never reach the trigger, so counting them as 100% kept lifts every strategy
+    towards 100%; a reader whose sessions are long sees the strategy as it acts where it compacts.
+    """
+    frame = pd.DataFrame([
+        {"config": r["label"], "tokens_saved": float(r["removed_value"]), "preservation": float(r["k1_value"])}
+        for r in rows if not r["reference"] and r["removed_value"] and r["k1_value"]
+    ])
+    if frame.empty:
+        return None
+    other = recommend(pareto_frontier(frame, ("tokens_saved", "preservation")), MIN_PRESERVATION).row["config"]
+    if other == choice.config:
+        return None
+    return next(r for r in rows if r["label"] == other)
 
 
 def _setting(run: RunData) -> dict[str, Any]:
     window = run.config.get("window") or 0
-    frame = run.transcripts
+    frame = ranked_rows(run)
+    everything = run.transcripts
     return {
         "window": f"{window:,}" if window else "",
         "transcripts": frame["transcript"].nunique(),
+        "replayed": everything["transcript"].nunique(),
+        "damaged": int(everything.loc[everything["damaged"].astype(bool), "transcript"].nunique()) if "damaged" in everything else 0,
+        "unranked": sorted(set(everything["config"]) - set(frame["config"])),
         "labels": frame["config"].nunique(),
         "datasets": ", ".join(run.config.get("datasets") or []) or "all bundled datasets",
         "calls": int(frame.drop_duplicates("transcript")["calls"].sum()),
-        "ever_compacted": int(frame[frame["compactions"] > 0]["transcript"].nunique()),
+        "ever_compacted": int(frame[frame["removed_share"] > 0]["transcript"].nunique()),
     }
 
 
 def _cost_noise(run: RunData) -> dict[str, str] | None:
     """The cost change of replays in which nothing was compacted: the cost model's own offset (should be 0)."""
-    untouched = run.transcripts[(run.transcripts["compactions"] == 0) & (run.transcripts["failed_compactions"] == 0)]
+    frame = ranked_rows(run)
+    untouched = frame[(frame["compactions"] == 0) & (frame["failed_compactions"] == 0)]
     if untouched.empty or not untouched["cost_full"].sum():
         return None
     change = (untouched["total_cost"] - untouched["cost_full"]).sum() / untouched["cost_full"].sum()

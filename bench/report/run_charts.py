@@ -27,7 +27,6 @@ PALETTE = (
     "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
 )
 RECOMMENDED = "#1d7a2e"
-_DEBUG = False
 # Label offsets tried around a point (in points), nearest first.
 _OFFSETS = [(dx * r, dy * r) for r in (7, 14, 24, 36, 50) for dx, dy in
             ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1), (1, 2), (-1, 2), (1, -2), (-1, -2))]
@@ -128,7 +127,7 @@ def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray)
     scale = figure.dpi / 72
     # Most crowded first would be ideal; largest groups first is a cheap stand-in.
     for names, row in sorted(groups, key=lambda g: -len(g[0])):
-        text = group_label(names)
+        text = group_label(names, 28)
         weight = "bold" if recommended in names else "normal"
         point = (row["tokens_saved"], row["preservation"])
         best, best_cost = None, None
@@ -142,15 +141,13 @@ def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray)
             label.remove()
             own = _distance(box, ax.transData.transform(point))
             # A label nearer to another marker than to its own would name the wrong point.
-            confusing = sum(1 for other in markers if _distance(box, other) < own)
+            confusing = sum(1 for other in markers if _distance(box, other) + 3 < own)
             cost = sum(_overlap(box, other) for other in taken) + 50 * _outside(box, axes_box) + 400 * confusing
             if best_cost is None or cost < best_cost - 1e-9:
                 best, best_cost = (dx, dy, box), cost
-            if cost == 0:
+            if cost <= 20:  # a corner touching an error bar's end or a marker's edge is fine
                 break
         dx, dy, box = best
-        if _DEBUG:
-            print(names, dx, dy, best_cost)
         far = abs(dx) > 8 or abs(dy) > 8
         label = ax.annotate(
             text, point, xytext=(dx, dy), textcoords="offset points", fontsize=8, fontweight=weight,

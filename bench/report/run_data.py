@@ -1,9 +1,10 @@
 """A run directory read back for the report: rows, metrics, statistics and the reloaded transcripts.
 
-The report is rebuilt from what the run wrote (config.json, meta.json, the row files through
-`bench.runs.finish`, summary.json, sweep.json), plus the transcripts themselves, reloaded from
-the run's datasets: the estimation section and the production summaries of sources that were not
-replayed (condenser logs) need them. When they cannot be reloaded the report says so and goes on.
+The report is rebuilt from what the run wrote (config.json, meta.json, the row files, summary.json,
+sweep.json), plus the transcripts themselves, reloaded from the run's datasets: the estimation
+section and the production summaries of sources that were not replayed (condenser logs) need
+them. When they cannot be reloaded the report says so and goes on. Nothing in the run directory is
+written: the metrics are recomputed in memory exactly as `bench.runs.finish` computes them.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench import runs
-from bench.leaderboard import summary_document
+from bench.leaderboard import NOT_RANKED, ranked, summary_document
+from bench.llm.prices import resolve_prices
 from bench.loading import Loaded, load_inputs
+from bench.metrics import calls_frame, compactions_frame, transcript_summary
+from bench.runs import RunResult
 from bench.source import TranscriptError
 from bench.statistics import Recommendation, pareto_frontier, recommend, summarize_by_strategy
 
 MIN_PRESERVATION = 0.9  # the same default as `compactlab sweep --min-preservation`
 # Strategies that replay what the production agent did: a reference, not a setting one can choose.
-REFERENCE_STRATEGIES = frozenset({"recorded"})
+REFERENCE_STRATEGIES = NOT_RANKED
 
 
 @dataclass(frozen=True)
@@ -66,19 +69,28 @@ def load_run(path: str | Path, reload_transcripts: bool = True) -> RunData:
     loaded, error = Loaded(transcripts=()), None
     if reload_transcripts:
         try:
-            loaded = load_inputs(list(config.get("datasets") or []) or None, lenient=bool(config.get("lenient")))
+            loaded = load_inputs(_locate(config.get("datasets") or [], path) or None, lenient=bool(config.get("lenient")))
         except (TranscriptError, KeyError, ValueError, FileNotFoundError, OSError) as exc:
             error = exc.args[0] if isinstance(exc, KeyError) else str(exc)
-    result = runs.finish(path, loaded, prices=config.get("prices") or None)
-    if result.transcripts.empty:
-        raise ValueError(f"{path}: the run has no finished replays yet (done.jsonl is empty)")
-    summary = read_json(path / "summary.json") or json.loads(json.dumps(summary_document(result), default=str))
     meta = read_json(path / "meta.json") or {}
+    compaction_rows = _finished_rows(path, "compactions.jsonl")
+    calls = calls_frame(_finished_rows(path, "calls.jsonl"), resolve_prices(config.get("prices") or None))
+    compactions = compactions_frame(compaction_rows)
+    transcripts = transcript_summary(calls, compactions)
+    if transcripts.empty:
+        raise ValueError(f"{path}: the run has no finished replays yet (done.jsonl is empty)")
+    # As `bench.runs.finish` marks them; meta.json knows even when the files cannot be reloaded.
+    damaged = set(meta.get("skipped_records") or {}) | {t.id for t in loaded.transcripts if t.skipped}
+    transcripts["damaged"] = transcripts["transcript"].isin(damaged)
+    summary = read_json(path / "summary.json")
+    if summary is None:  # a sweep writes sweep.json only
+        result = RunResult(path, calls, compactions, transcripts, loaded, 0)
+        summary = json.loads(json.dumps(summary_document(result), default=str))
     return RunData(
         path=path, config=config, meta=meta, summary=summary, sweep=read_json(path / "sweep.json"),
-        calls=result.calls, compactions=result.compactions, transcripts=result.transcripts,
+        calls=calls, compactions=compactions, transcripts=transcripts,
         loaded=loaded, load_error=error, changed_files=_changed_files(meta, loaded),
-        compaction_rows=tuple(_finished_rows(path, "compactions.jsonl")),
+        compaction_rows=tuple(compaction_rows),
     )
 
 
@@ -99,6 +111,19 @@ def _jsonl(path: Path) -> list[dict]:
     return rows
 
 
+def _locate(datasets: list[str], run_dir: Path) -> list[str]:
+    """Dataset arguments as the run got them; a relative path that does not exist from here is looked
+    up from the run directory's ancestors (a run is usually started where its `--out` folder lives)."""
+    located = []
+    for entry in datasets:
+        candidate = Path(entry)
+        if not candidate.is_absolute() and not candidate.exists() and ("/" in entry or candidate.suffix):
+            found = [base / entry for base in run_dir.resolve().parents if (base / entry).exists()]
+            entry = str(found[0]) if found else entry
+        located.append(entry)
+    return located
+
+
 def load_light(path: str | Path) -> RunData:
     """A run's configuration, statistics and per-transcript metrics only (transcripts.csv; no row files).
 
@@ -111,6 +136,8 @@ def load_light(path: str | Path) -> RunData:
     if config is None or table is None:
         raise FileNotFoundError(f"{path} is not a finished run directory (needs config.json and transcripts.csv)")
     transcripts = pd.read_csv(table)
+    if "damaged" not in transcripts:
+        transcripts["damaged"] = transcripts["transcript"].isin(set((read_json(path / "meta.json") or {}).get("skipped_records") or {}))
     if transcripts.empty:
         raise ValueError(f"{path}: transcripts.csv has no rows")
     return RunData(
@@ -147,17 +174,24 @@ def with_untouched(transcripts: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def ranked_rows(run: RunData) -> pd.DataFrame:
+    """The rows the statistics use (`bench.leaderboard.ranked`): choosable strategies, undamaged transcripts."""
+    return ranked(run.transcripts)
+
+
 def strategy_points(run: RunData, resamples: int = 10_000) -> pd.DataFrame:
-    """One row per strategy label: tokens saved and preservation (untouched = 1.0), with 95% CIs."""
-    frame = with_untouched(run.transcripts)
+    """One row per ranked strategy label: tokens saved and preservation (untouched = 1.0), with 95% CIs."""
+    frame = with_untouched(ranked_rows(run))
     board = summarize_by_strategy(frame, ["removed_share", "preservation_or_untouched"], strategy_col="config", resamples=resamples)
     compacted = frame.groupby("config")["compactions"].agg(lambda s: int((s > 0).sum()))
+    where_compacted = frame.groupby("config")["preservation_k1"].mean()  # NaN where it never compacted
     return pd.DataFrame({
         "config": board["config"],
         "tokens_saved": board["removed_share_mean"], "saved_low": board["removed_share_low"], "saved_high": board["removed_share_high"],
         "preservation": board["preservation_or_untouched_mean"],
         "preservation_low": board["preservation_or_untouched_low"], "preservation_high": board["preservation_or_untouched_high"],
         "transcripts": board["transcripts"], "compacted_in": board["config"].map(compacted),
+        "kept_where_compacted": board["config"].map(where_compacted),
         "reference": board["config"].map(lambda label: run.strategy_of(label) in REFERENCE_STRATEGIES),
     }).sort_values("config").reset_index(drop=True)
 
@@ -179,6 +213,11 @@ def choose(run: RunData, points: pd.DataFrame) -> Choice | None:
         frontier = tuple(row["config"] for row in run.sweep.get("frontier", []))
         return Choice(chosen["config"], chosen["reason"], "sweep", _ties(points, chosen["config"]), frontier)
     candidates = points[~points["reference"]].set_index("config", drop=False)
+    # A setting that loses much wherever it compacts must not win on sessions it never touched:
+    # it has to keep the threshold where it did compact too (when some setting does).
+    good_where_used = candidates["kept_where_compacted"].isna() | (candidates["kept_where_compacted"] >= MIN_PRESERVATION)
+    if good_where_used.any():
+        candidates = candidates[good_where_used]
     if candidates.dropna(subset=["tokens_saved", "preservation"]).empty:
         return None
     frontier = pareto_frontier(candidates, ("tokens_saved", "preservation"))

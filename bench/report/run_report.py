@@ -55,7 +55,9 @@ def render_run_report(run: RunData, estimation: bool = True) -> str:
     sections.append(Markup(env.get_template("run_real.html.j2").render(**real_compactions_context(run))))
     sections.append(Markup(env.get_template("run_meta.html.j2").render(**metadata_context(run))))
     nav = [(anchor, label) for anchor, label in NAV if estimation or anchor != "estimation"]
-    lead = f"Run {run.path.name or run.path}: {run.transcripts['transcript'].nunique()} sessions × {len(run.labels)} strategy settings."
+    version = (run.meta.get("versions") or {}).get("compactlab") or "?"
+    lead = (f"Run directory {run.path} · {run.transcripts['transcript'].nunique()} sessions replayed × "
+            f"{len(run.labels)} strategy settings · compactlab {version}")
     return render_page(sections, TITLE, nav=nav, lead=lead)
 
 

@@ -56,6 +56,7 @@ def transcripts_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]
             "calls": f"{len(first):,}", "peak": f"{int(first['full_tokens'].max()):,}",
             "models": ", ".join(sorted(first["model"].unique())),
             "svg": svg, "untouched": untouched, "real": len(real),
+            "damaged": bool(run.transcripts.loc[run.transcripts["transcript"] == transcript, "damaged"].any()),
             "strategies": strategy_drilldown(rows),
         })
     total = run.transcripts["transcript"].nunique()

@@ -1,0 +1,201 @@
+"""pytest plugin: replay transcripts through your strategy or prompt in your own tests.
+
+Installed with compactlab (entry point `pytest11: compactlab`); `-p no:compactlab` turns it off.
+Importing it costs nothing: compactlab itself is imported only when a test uses the fixture.
+
+    def test_summary_prompt_keeps_file_paths(compactlab_replay):
+        result = compactlab_replay(
+            "mini-swe-agent-pr816",                  # datasets, files or folders (a list for several)
+            strategy="summarize",                    # a name, a preset, or path/to/file.py:Name
+            template="prompts/summary.j2",           # relative to this test file (or a bundled name)
+            settings={"keep_recent_tokens": 4000},
+            window=32000,
+        )
+        result.assert_metric("preservation_k5_path", ">=", 0.9)
+        result.assert_metric("total_cost", "<", 1.0, on="high")  # the interval's upper end
+
+A metric is any `compactlab check` metric (`bench.suite.KNOWN_METRICS`). `assert_metric` compares
+the mean over transcripts (`on="mean"`, or the bootstrap interval's "low" or "high" end) and on
+failure says the value with its interval, the threshold, the worst transcripts and, for
+preservation metrics, the items their compactions lost. Replays are cached for the test session,
+so several tests may assert on the same replay.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
+WORST_SHOWN = 5
+LOST_SHOWN = 8
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    name: str
+    mean: float
+    low: float  # percentile-bootstrap interval of the mean over transcripts
+    high: float
+    n: int  # transcripts with a value
+    confidence: float = 0.95
+
+    def __str__(self) -> str:
+        plural = "" if self.n == 1 else "s"
+        return f"{self.name} = {self.mean:.4g} ({self.confidence:.0%} CI {self.low:.4g} to {self.high:.4g}, {self.n} transcript{plural})"
+
+
+class ReplayResult:
+    """One replay of transcripts × one strategy: per-transcript metrics and assertion helpers."""
+
+    def __init__(self, description: str, table, compactions, transcripts: int) -> None:
+        self.description = description
+        self.table = table  # pandas DataFrame: one row per transcript, every metric a column
+        self.compactions = compactions  # pandas DataFrame: one row per compaction
+        self.transcripts = transcripts
+
+    def values(self, name: str) -> dict[str, float]:
+        """The metric per transcript (transcripts without a value left out)."""
+        _known(name)
+        if self.table.empty:
+            return {}
+        column = self.table.set_index("transcript")[name]
+        return {t: float(v) for t, v in column.items() if v == v}  # v == v: not NaN
+
+    def metric(self, name: str, confidence: float = 0.95) -> MetricValue:
+        from bench.statistics import bootstrap_ci
+
+        values = list(self.values(name).values())
+        if not values:
+            return MetricValue(name, float("nan"), float("nan"), float("nan"), 0, confidence)
+        ci = bootstrap_ci(values, confidence=confidence)
+        return MetricValue(name, ci.mean, ci.low, ci.high, ci.n, confidence)
+
+    def assert_metric(self, name: str, op: str, threshold: float, on: str = "mean", confidence: float = 0.95) -> MetricValue:
+        """Assert `metric <op> threshold` (op: >=, >, <=, <, ==), on the mean or an end of its interval."""
+        __tracebackhide__ = True
+        if op not in OPERATORS:
+            raise ValueError(f"unknown comparison {op!r}; use one of {', '.join(OPERATORS)}")
+        if on not in ("mean", "low", "high"):
+            raise ValueError(f"on must be 'mean', 'low' or 'high', got {on!r}")
+        value = self.metric(name, confidence)
+        compared = getattr(value, on)
+        if value.n and OPERATORS[op](compared, threshold):
+            return value
+        raise AssertionError(self._failure(value, op, threshold, on))
+
+    def _failure(self, value: MetricValue, op: str, threshold: float, on: str) -> str:
+        if value.n == 0:
+            return (
+                f"compactlab: {value.name} has no value on any of {self.transcripts} transcripts "
+                f"(did the strategy compact at all? compactions: {len(self.compactions)})\n  replay: {self.description}"
+            )
+        end = "" if on == "mean" else f": the {'lower' if on == 'low' else 'upper'} end of its interval, {getattr(value, on):.4g},"
+        lines = [f"compactlab: {value}{end} is not {op} {threshold:g}", f"  replay: {self.description}"]
+        higher_wanted = op in (">=", ">") or (op == "==" and getattr(value, on) < threshold)
+        ranked = sorted(self.values(value.name).items(), key=lambda item: item[1], reverse=not higher_wanted)
+        lines.append(f"  worst transcripts ({'lowest' if higher_wanted else 'highest'} first):")
+        for transcript, number in ranked[:WORST_SHOWN]:
+            lost = self.lost_items(transcript, value.name)
+            suffix = f"   lost: {', '.join(lost[:LOST_SHOWN])}{' …' if len(lost) > LOST_SHOWN else ''}" if lost else ""
+            lines.append(f"    {number:.4g}  {transcript}{suffix}")
+        return "\n".join(lines)
+
+    def lost_items(self, transcript: str, metric: str = "preservation_k5") -> list[str]:
+        """Items ("kind:text") the transcript's compactions lost, for a preservation metric."""
+        parts = metric.split("_")
+        if parts[0] != "preservation" or len(parts) < 2 or parts[1] not in ("k1", "k5") or self.compactions.empty:
+            return []
+        kind = parts[2] if len(parts) > 2 else None
+        rows = self.compactions[self.compactions["transcript"] == transcript]
+        found: dict[str, None] = {}
+        for items in rows.get(f"{parts[1]}_lost", []):
+            for item in items if isinstance(items, list) else []:
+                if kind is None or item.startswith(kind + ":"):
+                    found.setdefault(item, None)
+        return list(found)
+
+
+def _known(name: str) -> None:
+    from bench.suite import KNOWN_METRICS
+
+    if name not in KNOWN_METRICS:
+        import difflib
+
+        close = difflib.get_close_matches(name, KNOWN_METRICS, n=1)
+        raise KeyError(f"unknown metric {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "") + f"; known: {', '.join(KNOWN_METRICS)}")
+
+
+def replay(
+    inputs: str | Path | list,
+    strategy: str,
+    *,
+    settings: dict | None = None,
+    template: str | Path | None = None,
+    window: int | None = None,
+    trigger: dict | None = None,
+    estimator: str | None = None,
+    lenient: bool = False,
+    summarizer: dict | None = None,
+    base: Path | None = None,
+    out: Path,
+) -> ReplayResult:
+    """Replay `inputs` with `strategy` into the run directory `out`. Relative paths (inputs,
+    template, a `file.py:Name` strategy) are looked up in `base` first, then as given."""
+    from dataclasses import replace
+
+    from bench import runs
+    from bench.llm_config import make_run_summarizer
+    from bench.run_config import DEFAULT_WINDOW, RunConfig, strategy_config
+    from bench.suite import metric_table
+
+    def local(value):
+        value = str(value)
+        if base is not None and not Path(value).is_absolute() and (base / value).exists():
+            return str((base / value).resolve())
+        return value
+
+    names = [inputs] if isinstance(inputs, str | Path) else list(inputs)
+    settings = dict(settings or {})
+    if template is not None:
+        settings["template"] = local(template)
+    if ":" in strategy:
+        file, _, attribute = strategy.rpartition(":")
+        strategy = f"{local(file)}:{attribute}"
+    entry = {"name": strategy, "settings": settings, **({"trigger": trigger} if trigger else {}), **({"estimator": estimator} if estimator else {})}
+    config = RunConfig(
+        datasets=tuple(local(n) for n in names),
+        strategies=(strategy_config(entry, "compactlab_replay"),),
+        lenient=lenient,
+        window=DEFAULT_WINDOW if window is None else window,
+        summarizer=dict(summarizer or {}),
+    )
+    if config.summarizer.get("cache_dir"):
+        config = replace(config, summarizer={**config.summarizer, "cache_dir": local(config.summarizer["cache_dir"])})
+    result = runs.run(config, out, summarizer=make_run_summarizer(config))
+    table = metric_table(out, result.transcripts) if not result.transcripts.empty else result.transcripts
+    description = f"{strategy} {json.dumps(settings, default=str)} on {', '.join(map(str, names))}, window {config.window or 'real'}"
+    return ReplayResult(description, table, result.compactions, len(result.loaded.transcripts))
+
+
+@pytest.fixture(scope="session")
+def _compactlab_replays() -> dict:
+    return {}
+
+
+@pytest.fixture
+def compactlab_replay(request, tmp_path_factory, _compactlab_replays):
+    """A function that replays transcripts with a strategy and returns a `ReplayResult`."""
+    base = Path(request.path).parent if getattr(request, "path", None) else None
+
+    def run(inputs, strategy: str, **options) -> ReplayResult:
+        key = json.dumps([str(base), inputs, strategy, options], sort_keys=True, default=str)
+        if key not in _compactlab_replays:
+            _compactlab_replays[key] = replay(inputs, strategy, base=base, out=tmp_path_factory.mktemp("compactlab-replay"), **options)
+        return _compactlab_replays[key]
+
+    return run

@@ -1,0 +1,179 @@
+"""The CI gate: `compactlab check` against the repository's own committed baseline, a prompt
+template that drops the file list (fails) and its restoration (passes), exit-2 cases, and
+`compactlab baseline` never overwriting silently."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from bench.cli import main
+from strategies.prompting import PROMPTS_DIR
+from tests.conftest import REPO, bundled
+from tests.fake_providers import serve
+
+SUITE = REPO / "reports" / "baselines" / "suite.toml"
+BASELINE = REPO / "reports" / "baselines" / "baseline.json"
+MINI = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
+FILES_IMPORT = '{%- from "files.j2" import files -%}'
+
+
+def copy_suite(tmp_path: Path, template: str) -> Path:
+    """The repository's suite in tmp_path, its `summarize` strategy using `template` (next to it)."""
+    text = SUITE.read_text(encoding="utf-8").replace('"../../datasets/', f'"{(REPO / "datasets").as_posix()}/')
+    text = text.replace('settings = { keep_recent_tokens = 4000, template = "summary.j2" }', f'settings = {{ keep_recent_tokens = 4000, template = "{template}" }}')
+    assert f'template = "{template}"' in text
+    path = tmp_path / "suite.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def tiny_suite(tmp_path: Path, strategy: str = 'name = "summarize"', extra: str = "", metrics: str | None = None) -> Path:
+    metrics = metrics if metrics is not None else '[metrics.preservation_k5]\ndirection = "higher"\ntolerance = 0.01\n'
+    path = tmp_path / "suite.toml"
+    path.write_text(f'datasets = ["{MINI.as_posix()}"]\nwindow = 20000\n{extra}\n[[strategy]]\n{strategy}\n\n{metrics}', encoding="utf-8")
+    return path
+
+
+# --- the repository's own suite ------------------------------------------------------------------
+
+
+def test_the_repository_suite_passes_against_its_committed_baseline(tmp_path, capsys) -> None:
+    summary = tmp_path / "summary.md"
+    code = main(["check", "--suite", str(SUITE), "--baseline", str(BASELINE), "--markdown-out", str(summary)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.startswith("## compactlab check: ✅ no regression")
+    assert summary.read_text(encoding="utf-8") == out.rstrip("\n") + "\n"
+    for label in ("summarize", "iterative-merge", "pi", "observation-masking", "prune"):
+        assert f"### `{label}`" in out
+
+
+def test_a_template_without_the_file_list_fails_and_restoring_it_passes(tmp_path, capsys) -> None:
+    source = (PROMPTS_DIR / "summary.j2").read_text(encoding="utf-8")
+    assert source.startswith(FILES_IMPORT)
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "summary.j2").write_text(source.replace(FILES_IMPORT, "", 1), encoding="utf-8")
+    suite = copy_suite(tmp_path, "prompts/summary.j2")
+
+    code = main(["check", "--suite", str(suite), "--baseline", str(BASELINE), "--only", "summarize"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert out.startswith("## compactlab check: ❌ 1 regression")
+    headline = out.splitlines()[2]
+    assert "`summarize` · preservation_k5_path" in headline
+    change, low, high = (float(x) for x in re.search(r": ([-+.\de]+) \[([-+.\de]+), ([-+.\de]+)\]", headline).groups())
+    assert low <= change <= high < -0.02  # the whole interval is worse than the tolerance
+    assert "| preservation_k5_path | higher | 0.02 |" in out and "**❌ regression** |" in out
+    assert "prompt templates changed" in out and "settings.template" in out
+    assert "**`summarize` · preservation_k5_path:" in out  # its flipped transcripts, not folded
+
+    (prompts / "summary.j2").write_text(source, encoding="utf-8")  # restored
+    code = main(["check", "--suite", str(suite), "--baseline", str(BASELINE), "--only", "summarize"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "✅ no regression" in out and "| preservation_k5_path | higher | 0.02 | " in out
+    assert "prompt templates changed" not in out  # the same text: the same prompt hash
+
+
+# --- exit code 2: usage and configuration errors -------------------------------------------------
+
+
+def run_error(capsys, *argv: str) -> str:
+    assert main(list(argv)) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return captured.err
+
+
+def test_configuration_errors_exit_2_with_a_clear_message(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("window = [\n", encoding="utf-8")
+    assert "invalid TOML" in run_error(capsys, "check", "--suite", str(bad), "--baseline", str(BASELINE))
+
+    typo = tiny_suite(tmp_path, metrics='[metrics.preservaton_k5]\ndirection = "higher"\n')
+    err = run_error(capsys, "check", "--suite", str(typo), "--baseline", str(BASELINE))
+    assert "unknown metric 'preservaton_k5' (did you mean 'preservation_k5'?)" in err
+
+    direction = tiny_suite(tmp_path, metrics='[metrics.total_cost]\ndirection = "up"\n')
+    assert '`direction` must be "higher" or "lower"' in run_error(capsys, "check", "--suite", str(direction), "--baseline", str(BASELINE))
+
+    no_metrics = tiny_suite(tmp_path, metrics="")
+    assert "a suite needs a [metrics] table" in run_error(capsys, "baseline", "--suite", str(no_metrics), "--baseline", str(tmp_path / "b.json"))
+
+    missing = tmp_path / "missing.json"
+    err = run_error(capsys, "check", "--suite", str(SUITE), "--baseline", str(missing))
+    assert f"no baseline at {missing}" in err and f"compactlab baseline --suite {SUITE} --baseline {missing}" in err
+
+    other = tiny_suite(tmp_path, strategy='name = "truncate"')
+    err = run_error(capsys, "check", "--suite", str(other), "--baseline", str(BASELINE))
+    assert "the baseline has no strategy 'truncate'" in err and "--update" in err
+
+    assert "no strategy labelled 'sumarize'" in run_error(capsys, "check", "--suite", str(SUITE), "--baseline", str(BASELINE), "--only", "sumarize")
+
+
+def test_a_missing_recording_in_offline_mode_is_an_error_not_a_skip(tmp_path, capsys) -> None:
+    suite = tiny_suite(
+        tmp_path, strategy='name = "summarize"\nsettings = { summarizer = "llm", fallback = "" }',
+        extra='[summarizer]\nprovider = "recorded"\nmodel = "gpt-4o-mini"\ncache_dir = "llm-cache"\n',
+    )
+    err = run_error(capsys, "baseline", "--suite", str(suite), "--baseline", str(tmp_path / "baseline.json"))
+    assert "no recorded LLM response for provider" in err and str(tmp_path / "llm-cache") in err
+    assert not (tmp_path / "baseline.json").exists()
+
+
+# --- the baseline file ------------------------------------------------------------------------------
+
+
+def test_baseline_is_never_overwritten_without_update_and_says_what_changed(tmp_path, capsys) -> None:
+    suite = tiny_suite(tmp_path)
+    baseline = tmp_path / "baseline.json"
+    assert main(["baseline", "--suite", str(suite), "--baseline", str(baseline)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    written = baseline.read_text(encoding="utf-8")
+    document = json.loads(written)
+    assert document["suite"]["file"] == "suite.toml" and document["compactlab"]
+    [transcript] = document["transcripts"]
+    assert document["transcripts"][transcript]["file"].endswith(MINI.name)
+    assert document["strategies"]["summarize"]["prompt_hashes"]  # it compacted with a prompt
+    assert isinstance(document["values"]["summarize"]["preservation_k5"][transcript], float)
+
+    err = run_error(capsys, "baseline", "--suite", str(suite), "--baseline", str(baseline))
+    assert "exists" in err and "--update" in err
+    assert baseline.read_text(encoding="utf-8") == written
+
+    assert main(["check", "--suite", str(suite), "--baseline", str(baseline)]) == 0
+    capsys.readouterr()
+    suite.write_text(suite.read_text(encoding="utf-8").replace("window = 20000", "window = 12000"), encoding="utf-8")
+    assert main(["baseline", "--suite", str(suite), "--baseline", str(baseline), "--update"]) == 0
+    out = capsys.readouterr().out
+    assert "updated" in out and "suite:" in out and "summarize · preservation_k5: mean" in out
+    assert baseline.read_text(encoding="utf-8") != written
+
+
+def test_record_once_with_a_provider_then_replay_offline_without_one(tmp_path, capsys, monkeypatch) -> None:
+    """The cache committed next to a suite: recorded against a (local, fake) OpenAI-compatible
+    server once, then checked with --offline and no server, no key."""
+    monkeypatch.setenv("COMPACTLAB_TEST_GATE_KEY", "sk-test")
+    baseline = tmp_path / "baseline.json"
+    with serve() as server:
+        suite = tiny_suite(
+            tmp_path, strategy='name = "summarize"\nsettings = { summarizer = "llm", fallback = "" }',
+            extra=f'[summarizer]\nprovider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "{server.openai_base_url}"\n'
+            'api_key_env = "COMPACTLAB_TEST_GATE_KEY"\ncache_dir = "llm-cache"\nmax_retries = 0\n',
+        )
+        assert main(["baseline", "--suite", str(suite), "--baseline", str(baseline)]) == 0
+        calls = server.count()
+    assert calls > 0 and len(list((tmp_path / "llm-cache").rglob("*.json"))) == calls
+    monkeypatch.delenv("COMPACTLAB_TEST_GATE_KEY")
+    capsys.readouterr()
+    assert main(["check", "--suite", str(suite), "--baseline", str(baseline), "--offline"]) == 0
+    assert "✅ no regression" in capsys.readouterr().out
+    # A prompt that was never recorded: offline, that is an error naming the cache, not a skip.
+    template = tmp_path / "summary.j2"
+    template.write_text((PROMPTS_DIR / "summary.j2").read_text(encoding="utf-8") + "\nBe brief.\n", encoding="utf-8")
+    suite.write_text(suite.read_text(encoding="utf-8").replace('summarizer = "llm"', 'summarizer = "llm", template = "summary.j2"'), encoding="utf-8")
+    err = run_error(capsys, "check", "--suite", str(suite), "--baseline", str(baseline), "--offline")
+    assert "no recorded LLM response" in err and "This run is offline" in err

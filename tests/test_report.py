@@ -1,0 +1,234 @@
+"""The run report and the run diff, checked as HTML: real small runs of bundled transcripts."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bench.cli import main
+from bench.report.diff import diff_runs, format_diff
+from bench.report.run_data import choose, load_light, load_run, strategy_points
+from bench.report.run_report import TITLE
+from bench.report.transcripts import SHOWN_TRANSCRIPTS, select_transcripts
+from tests.report_runs import END, HOSTILE, IMG, SCRIPT, hostile_run, small_run
+from tests.test_report_estimation import parse
+
+REAL_COMPACTION = "3af9b1a7-6512-4883-ad18-320658ced099"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return small_run(tmp_path_factory.mktemp("report") / "run")
+
+
+@pytest.fixture(scope="module")
+def page(run_dir: Path) -> str:
+    return (run_dir / "report.html").read_text(encoding="utf-8")
+
+
+class Elements(HTMLParser):
+    """Every element with its attributes, and the page's text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag, attrs) -> None:
+        self.elements.append((tag, dict(attrs)))
+        self._in_script = tag == "script"
+
+    def handle_endtag(self, tag) -> None:
+        self._in_script = False
+
+    def handle_data(self, data) -> None:
+        (self.scripts if self._in_script else self.text).append(data)
+
+
+def elements(page: str) -> Elements:
+    parser = Elements()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def test_run_writes_one_well_formed_standalone_report(run_dir: Path, page: str) -> None:
+    parsed = parse(page)
+    assert parsed.problems == [] and parsed.stack == []
+    assert page.startswith("<!doctype html>") and f"<title>{TITLE}</title>" in page
+    for section in ("overview", "estimation", "transcripts", "real-compactions", "metadata"):
+        assert page.count(f'<section id="{section}">') == 1
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    assert len(page) < 1_500_000
+
+
+def test_nothing_from_the_network_and_only_the_sort_script(page: str) -> None:
+    found = elements(page)
+    tags = [tag for tag, _ in found.elements]
+    assert tags.count("script") == 1
+    assert not {"iframe", "object", "embed", "link", "img", "form", "base"} & set(tags)
+    for tag, attrs in found.elements:
+        assert not [a for a in attrs if a.startswith("on")], f"event handler on <{tag}>"
+        for name in ("src", "href", "xlink:href", "action"):
+            value = attrs.get(name)
+            assert value is None or value.startswith(("#", "data:image/png;base64,")), f"<{tag} {name}={value!r}>"
+    assert "@import" not in page and "url(http" not in page
+
+
+def test_content_security_policy_allows_exactly_the_inline_script(page: str) -> None:
+    policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page).group(1)
+    policy = policy.replace("&#39;", "'")
+    [script] = elements(page).scripts
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in policy
+    assert "default-src 'none'" in policy and "unsafe-eval" not in policy and "http" not in policy
+
+
+def test_overview_answers_which_strategy_and_what_it_costs(run_dir: Path, page: str) -> None:
+    run = load_run(run_dir)
+    points = strategy_points(run)
+    choice = choose(run, points)
+    assert choice is not None and choice.config in {"summarize", "prune", "pi"}
+    headline = re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1)
+    assert f"Use <strong>{choice.config}</strong>" in headline
+    row = points.set_index("config").loc[choice.config]
+    assert f"{100 * row['tokens_saved']:.1f}%" in headline and f"{100 * row['preservation']:.1f}%" in headline
+    assert "per session" in headline and "$" in headline
+    # The leaderboard: one row per ranked strategy ('recorded' is the production agent's, not a choice).
+    table = re.search(r'<table class="sortable" id="leaderboard-table">(.*?)</table>', page, re.S).group(1)
+    assert table.count("<tr") == 1 + 3
+    assert "recorded" not in re.sub(r"<[^>]+>", "", table)
+    assert 'id="versus-table"' in page and "Holm" in page and "Open loop" in page
+    assert page.count('<figure id="pareto-chart">') == 1
+
+
+def test_untouched_sessions_count_as_kept_in_the_recommendation(run_dir: Path) -> None:
+    run = load_run(run_dir, reload_transcripts=False)
+    points = strategy_points(run, resamples=200).set_index("config")
+    frame = run.transcripts[~run.transcripts["damaged"] & (run.transcripts["config"] == "prune")]
+    expected = frame["preservation_k1"].where(frame["compactions"] > 0, 1.0).mean()
+    assert points.loc["prune", "preservation"] == pytest.approx(expected)
+    assert "recorded" not in points.index
+
+
+def test_a_sweep_recommendation_wins(run_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "sweep"
+    shutil.copytree(run_dir, copy)
+    (copy / "sweep.json").write_text(json.dumps({"recommendation": {"config": "prune", "reason": "test"}, "frontier": [{"config": "prune"}]}))
+    run = load_run(copy, reload_transcripts=False)
+    choice = choose(run, strategy_points(run, resamples=200))
+    assert (choice.config, choice.source, choice.frontier) == ("prune", "sweep", ("prune",))
+
+
+def test_every_session_shown_has_its_saw_tooth_and_drill_down(run_dir: Path, page: str) -> None:
+    run = load_run(run_dir, reload_transcripts=False)
+    shown = select_transcripts(run)
+    assert REAL_COMPACTION in shown and len(shown) <= SHOWN_TRANSCRIPTS + 2
+    section = page[page.index('<section id="transcripts">'):page.index('<section id="real-compactions">')]
+    assert section.count("<svg") == len(shown)
+    compacted = sum(1 for r in run.compaction_rows if r["transcript"] in shown and not r["failed"]
+                    and not (r["note"].startswith("nothing") and not r["messages_removed"]))
+    assert section.count('<details class="compaction">') == compacted
+    assert '<pre class="text">' in section and "lost:" not in section  # lost/kept labels come from CSS, not text
+    assert "production compaction" in section
+
+
+def test_real_compaction_side_by_side(run_dir: Path, page: str) -> None:
+    section = page[page.index('<section id="real-compactions">'):page.index('<section id="metadata">')]
+    assert f"<code>{REAL_COMPACTION}</code>, call 103" in section
+    assert "This session is being continued from a previous conversation" in section  # the production summary
+    assert section.count('<div class="card">') >= 1 and "calls before the production compaction" in section
+    # The condenser log has no LLM calls: not replayed, its production summaries listed.
+    assert "could not be replayed" in section and "astropy__astropy-12907" in section
+
+
+def test_metadata_says_what_was_left_out(page: str) -> None:
+    section = page[page.index('<section id="metadata">'):]
+    assert "2 sessions have no recorded LLM calls" in section
+    assert "damaged records skipped" in section and REAL_COMPACTION in section
+    assert "compactlab 0.1.0" in section and "Content-Security-Policy" not in section
+
+
+def test_hostile_transcript_text_is_shown_as_text(tmp_path: Path) -> None:
+    page = (hostile_run(tmp_path) / "report.html").read_text(encoding="utf-8")
+    for payload in (SCRIPT, IMG):
+        assert payload not in page
+    assert page.count("</html>") == 1 and page.rstrip().endswith("</html>")
+    found = elements(page)
+    text = "".join(found.text)
+    assert SCRIPT in text and IMG in text and END in text
+    assert f"Production summary. {HOSTILE}" in text
+    assert [tag for tag, _ in found.elements].count("script") == 1
+    assert not [t for t, attrs in found.elements if attrs.get("src") == "x" or any(a.startswith("on") for a in attrs)]
+    assert parse(page).problems == []
+
+
+def test_report_command_rebuilds_the_same_page(run_dir: Path, page: str, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "again.html"
+    assert main(["report", str(run_dir), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    assert out.read_text(encoding="utf-8") == page
+    assert main(["report", str(tmp_path / "nothing")]) == 2
+
+
+def test_diff_of_a_run_with_itself_changes_nothing(run_dir: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "diff.html"
+    assert main(["diff", str(run_dir), str(run_dir), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "no transcript changed beyond the tolerances" in text and f"wrote {out}" in text
+    diff = diff_runs(run_dir, run_dir, resamples=200)
+    assert set(diff.metrics["verdict"]) <= {"same", "n/a"}
+    assert (diff.metrics["change"].dropna() == 0).all()
+    html = out.read_text(encoding="utf-8")
+    assert parse(html).problems == [] and html.count("<script") == 1
+
+
+def test_diff_names_what_got_better_and_worse(run_dir: Path, tmp_path: Path) -> None:
+    changed = tmp_path / "b"
+    changed.mkdir()
+    for name in ("config.json", "meta.json"):
+        shutil.copy(run_dir / name, changed / name)
+    frame = load_light(run_dir).transcripts
+    ranked = frame[~frame["damaged"]]
+    target = ranked[ranked["config"] == "summarize"]["transcript"].iloc[0]
+    rows = (frame["config"] == "summarize") & (frame["transcript"] == target)
+    frame.loc[rows, "removed_share"] += 0.2
+    frame.loc[frame["config"] == "pi", "total_cost"] += 1.0
+    frame.drop(columns=["damaged"]).to_csv(changed / "transcripts.csv.gz", index=False)  # as the reference run keeps it
+    diff = diff_runs(run_dir, changed, resamples=200)
+    per = diff.transcripts.set_index(["label", "metric"])
+    assert per.loc[("summarize", "tokens removed"), "transcript"] == target
+    assert per.loc[("summarize", "tokens removed"), "verdict"] == "better"
+    assert set(per.loc[("pi", "cost change per session ($)"), "verdict"]) == {"worse"}
+    metrics = diff.metrics.set_index(["label", "metric"])
+    assert metrics.loc[("pi", "cost change per session ($)"), "change"] == pytest.approx(1.0)
+    assert metrics.loc[("pi", "cost change per session ($)"), "verdict"] == "worse"
+    text = format_diff(diff)
+    assert "better summarize" in re.sub(r"\s+", " ", text) and "worse" in text
+    assert isinstance(diff.metrics, pd.DataFrame)
+
+
+def test_strategy_labels_in_charts_are_escaped(run_dir: Path) -> None:
+    from bench.report.run_charts import colours_for, pareto_chart, sawtooth_chart
+
+    run = load_run(run_dir, reload_transcripts=False)
+    hostile = {label: f"{label}{SCRIPT}" for label in run.labels}
+    points = strategy_points(run, resamples=200).assign(config=lambda f: f["config"].map(hostile))
+    colours = colours_for(hostile.values())
+    svg = pareto_chart(points, tuple(points["config"][:2]), points["config"].iloc[0], colours)
+    calls = run.calls[run.calls["transcript"] == REAL_COMPACTION].assign(config=lambda f: f["config"].map(hostile))
+    saw, _ = sawtooth_chart(calls, colours, [103])
+    for chart in (svg, saw):
+        assert "<script" not in chart and "&lt;script&gt;document.title=" in chart
+        assert parse(chart).problems == []

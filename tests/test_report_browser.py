@@ -1,0 +1,203 @@
+"""The run report opened in a real browser: headless Chromium (Debian's `chromium` package).
+
+No browser is downloaded at test time: `.ci/run` installs the package. Locally the tests skip
+when /usr/bin/chromium is absent; in CI (CI=true) they fail instead, so they cannot silently vanish.
+
+What is checked, with Chromium's own output only (`--dump-dom` prints the DOM after scripts ran,
+`--enable-logging=stderr` prints every console message as a CONSOLE line):
+- the page loads with no console message at all (errors, CSP violations, anything);
+- the sort script ran (it marks sortable tables "ready"), so the Content-Security-Policy lets it;
+- every chart renders with a non-zero size (a probe copy of the page adds a measuring script,
+  allowed by its own hash, and writes each SVG's size into the DOM);
+- a screenshot is not blank (PNG decoded with zlib, pixel spread checked);
+- hostile transcript text shows as text and runs nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import struct
+import subprocess
+import zlib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from bench.report.run_report import TITLE
+from tests.report_runs import END, IMG, SCRIPT, hostile_run, small_run
+
+CHROMIUM = Path("/usr/bin/chromium")
+TIMEOUT = 120  # seconds per browser run
+
+if not CHROMIUM.exists():
+    if os.environ.get("CI", "").lower() == "true":
+        raise RuntimeError(f"{CHROMIUM} is missing in CI: .ci/run installs Debian's chromium package before the tests")
+    pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); the browser tests need it", allow_module_level=True)
+
+
+def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
+    command = [
+        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--no-default-browser-check",
+        "--hide-scrollbars", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *args,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def console_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+class Dom(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.title: list[str] = []
+        self._open: list[str] = []
+
+    def handle_starttag(self, tag, attrs) -> None:
+        self.elements.append((tag, dict(attrs)))
+        self._open.append(tag)
+
+    def handle_endtag(self, tag) -> None:
+        if tag in self._open:
+            while self._open.pop() != tag:
+                pass
+
+    def handle_data(self, data) -> None:
+        if "title" in self._open and "svg" not in self._open:
+            self.title.append(data)
+        elif "script" not in self._open and "style" not in self._open:
+            self.text.append(data)
+
+
+def dump_dom(page: Path, profile: Path) -> tuple[Dom, list[str]]:
+    done = chromium(["--virtual-time-budget=5000", "--dump-dom", page.resolve().as_uri()], profile)
+    dom = Dom()
+    dom.feed(done.stdout)
+    dom.close()
+    return dom, console_lines(done.stderr)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return small_run(tmp_path_factory.mktemp("browser") / "run") / "report.html"
+
+
+def test_loads_without_console_messages_and_sorting_works(report: Path, tmp_path: Path) -> None:
+    dom, console = dump_dom(report, tmp_path / "profile")
+    assert console == []
+    assert "".join(dom.title) == TITLE
+    sortable = [attrs for tag, attrs in dom.elements if tag == "table" and "sortable" in (attrs.get("class") or "")]
+    assert sortable and all("ready" in attrs["class"].split() for attrs in sortable), "the sort script did not run"
+
+
+PROBE = """(function () {
+  document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+  document.querySelectorAll("svg").forEach(function (svg) {
+    var box = svg.getBoundingClientRect();
+    svg.setAttribute("data-probe-size", Math.round(box.width) + "x" + Math.round(box.height));
+  });
+  document.body.setAttribute("data-probe", "done");
+})();"""
+
+
+def test_every_chart_renders_with_a_size(report: Path, tmp_path: Path) -> None:
+    page = report.read_text(encoding="utf-8")
+    charts = page.count("<svg")
+    assert charts >= 5  # Pareto, estimation error and scatter, a saw-tooth per session shown
+    digest = base64.b64encode(hashlib.sha256(PROBE.encode()).digest()).decode()
+    # The policy allows the probe by its own hash (quotes are &#39; inside the attribute), and nothing else.
+    assert page.count("script-src &#39;sha256-") == 1
+    probe = page.replace("script-src &#39;sha256-", f"script-src &#39;sha256-{digest}&#39; &#39;sha256-", 1)
+    probe = probe.replace("</body>", f"<script>{PROBE}</script>\n</body>", 1)
+    copy = tmp_path / "probe.html"
+    copy.write_text(probe, encoding="utf-8")
+    dom, console = dump_dom(copy, tmp_path / "profile")
+    assert console == []
+    assert any(tag == "body" and attrs.get("data-probe") == "done" for tag, attrs in dom.elements), "the probe did not run"
+    sizes = [attrs.get("data-probe-size") for tag, attrs in dom.elements if tag == "svg"]
+    assert len(sizes) == charts
+    for size in sizes:
+        width, height = map(int, size.split("x"))
+        assert width > 200 and height > 100, sizes
+
+
+def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:
+    shot = tmp_path / "shot.png"
+    chromium([f"--screenshot={shot}", "--window-size=1280,1600", report.resolve().as_uri()], tmp_path / "profile")
+    width, height, pixels = decode_png(shot.read_bytes())
+    assert (width, height) == (1280, 1600)
+    # A blank page is one colour; the report has text, tables and a headline box.
+    values = bytes(pixels)
+    assert len(set(values[i:i + 3] for i in range(0, len(values), 3 * 97))) > 20
+    dark = sum(1 for i in range(0, len(values), 3 * 11) if sum(values[i:i + 3]) < 300)
+    assert dark > 500, "almost no dark (text) pixels"
+
+
+def decode_png(data: bytes) -> tuple[int, int, bytearray]:
+    """8-bit RGB or RGBA PNG to RGB bytes (stdlib only: chunks, zlib, the five scanline filters)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    position, chunks, header = 8, [], None
+    while position < len(data):
+        length, kind = struct.unpack(">I4s", data[position:position + 8])
+        body = data[position + 8:position + 8 + length]
+        position += 12 + length
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            chunks.append(body)
+    width, height, depth, colour, _, _, interlace = header
+    assert depth == 8 and colour in (2, 6) and interlace == 0, header
+    channels = 3 if colour == 2 else 4
+    stride = width * channels
+    raw = zlib.decompress(b"".join(chunks))
+    previous = bytearray(stride)
+    rgb = bytearray()
+    for row in range(height):
+        start = row * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+        if kind == 1:
+            for i in range(channels, stride):
+                line[i] = (line[i] + line[i - channels]) & 0xFF
+        elif kind == 2:
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, previous))
+        elif kind == 3:
+            for i in range(stride):
+                left = line[i - channels] if i >= channels else 0
+                line[i] = (line[i] + ((left + previous[i]) >> 1)) & 0xFF
+        elif kind == 4:
+            for i in range(stride):
+                a = line[i - channels] if i >= channels else 0
+                b, c = previous[i], previous[i - channels] if i >= channels else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        previous = line
+        if channels == 3:
+            rgb += line
+        else:
+            for i in range(0, stride, 4):
+                rgb += line[i:i + 3]
+    return width, height, rgb
+
+
+def test_hostile_transcript_runs_nothing(tmp_path: Path) -> None:
+    page = hostile_run(tmp_path / "hostile") / "report.html"
+    dom, console = dump_dom(page, tmp_path / "profile")
+    assert "".join(dom.title) == TITLE, "a script from the transcript changed the title"
+    assert console == [], console
+    assert not [attrs for tag, attrs in dom.elements if tag == "img" or attrs.get("src") == "x"]
+    assert not [(tag, attrs) for tag, attrs in dom.elements if any(name.startswith("on") for name in attrs)]
+    assert [tag for tag, _ in dom.elements].count("script") == 1
+    text = "".join(dom.text)
+    for payload in (SCRIPT, IMG, END):
+        assert payload in text
+    # Everything after the injected "</html>" still rendered: the last section is there.
+    assert any(tag == "section" and attrs.get("id") == "metadata" for tag, attrs in dom.elements)
