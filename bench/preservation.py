@@ -284,6 +284,22 @@ def _searchable(message: Message) -> Iterable[str]:
             yield from _argument_strings(arguments) if isinstance(arguments, (dict, list)) else [str(arguments)]
 
 
+# Each message's searchable text, made once: a sweep searches the same messages in thousands of
+# contexts, and decoding tool-call arguments again each time was most of its cost. The entry holds
+# the message so its id cannot be reused while the entry lives.
+_MESSAGE_TEXT: dict[int, tuple[Message, str]] = {}
+
+
+def _message_text(message: Message) -> str:
+    found = _MESSAGE_TEXT.get(id(message))
+    if found is None or found[0] is not message:
+        if len(_MESSAGE_TEXT) > 200_000:
+            _MESSAGE_TEXT.clear()
+        found = (message, "\n".join(_searchable(message)))
+        _MESSAGE_TEXT[id(message)] = found
+    return found[1]
+
+
 class Haystack:
     """The joined text of some messages, built once and searched for many items."""
 
@@ -292,7 +308,7 @@ class Haystack:
 
     @classmethod
     def of(cls, messages: Sequence[Message]) -> Haystack:
-        return cls("\n".join(chunk for message in messages for chunk in _searchable(message)))
+        return cls("\n".join(_message_text(message) for message in messages))
 
     @cached_property
     def normalised(self) -> str:

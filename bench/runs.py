@@ -75,6 +75,8 @@ def run(config: RunConfig, out: Path, resume: bool = False, progress: bool = Fal
     units = [(t, s) for t in loaded.transcripts for s in config.strategies if (t.id, s.label) not in done]
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
     meters: dict[tuple[str, str], Meter] = {}
+    all_calls: list[dict] = []
+    all_compactions: list[dict] = []
     for transcript, strategy in tqdm(units, desc="replaying", unit="replay", disable=not progress):
         # One meter per transcript and estimator, shared by every strategy: each message is
         # counted once for the whole run, however many settings replay it.
@@ -83,20 +85,30 @@ def run(config: RunConfig, out: Path, resume: bool = False, progress: bool = Fal
             meters = {key: m for key, m in meters.items() if key[0] == transcript.id}
             meters[(transcript.id, estimator)] = Meter(transcript, estimator)
         replayed = replay(transcript, strategy, windows, summarizer=summarizer, meter=meters[(transcript.id, estimator)])
-        _append(out / "calls.jsonl", [dict(vars(r)) for r in replayed.calls])
+        call_rows = [dict(vars(r)) for r in replayed.calls]
+        _append(out / "calls.jsonl", call_rows)
         compaction_rows = [dict(vars(r)) for r in replayed.compactions]
         if judge is not None:  # next-action preservation with a model (bench/next_action.py)
             compaction_rows = score_compactions(judge, transcript, compaction_rows, replayed.compacted)
         _append(out / "compactions.jsonl", compaction_rows)
         _append(done_path, [{"transcript": transcript.id, "config": strategy.label}])
-    return finish(out, loaded, resumed_units=len(done), prices=config.prices)
+        all_calls += call_rows
+        all_compactions += compaction_rows
+    # A run that started fresh has every row in memory: no need to read the files back.
+    rows = None if done else (all_calls, all_compactions)
+    return finish(out, loaded, resumed_units=len(done), prices=config.prices, rows=rows)
 
 
-def finish(out: Path, loaded: Loaded, resumed_units: int = 0, prices: dict | None = None) -> RunResult:
-    """Read the finished rows back and compute the metrics (also used to rebuild a report)."""
-    done = _done_units(out / "done.jsonl")
-    call_rows = [r for r in _read_jsonl(out / "calls.jsonl") if (r["transcript"], r["config"]) in done]
-    compaction_rows = [r for r in _read_jsonl(out / "compactions.jsonl") if (r["transcript"], r["config"]) in done]
+def finish(
+    out: Path, loaded: Loaded, resumed_units: int = 0, prices: dict | None = None, rows: tuple[list, list] | None = None
+) -> RunResult:
+    """Compute the metrics from the finished rows: `rows` when given, else read back from `out`."""
+    if rows is not None:
+        call_rows, compaction_rows = rows
+    else:
+        done = _done_units(out / "done.jsonl")
+        call_rows = [r for r in _read_jsonl(out / "calls.jsonl") if (r["transcript"], r["config"]) in done]
+        compaction_rows = [r for r in _read_jsonl(out / "compactions.jsonl") if (r["transcript"], r["config"]) in done]
     price_table = resolve_prices(prices or None)
     calls = calls_frame(call_rows, price_table)
     compactions = compactions_frame(compaction_rows)
