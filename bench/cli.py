@@ -217,7 +217,7 @@ def _print_load_problems(loaded: Loaded) -> None:
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML configuration (command-line flags override it)")
     parser.add_argument("--dataset", nargs="+", metavar="NAME|PATH", help="datasets, files or folders (default: all bundled datasets)")
-    parser.add_argument("--out", type=Path, help="run directory (default: reports/run, or reports/sweep for sweeps)")
+    parser.add_argument("--out", type=Path, help="run directory (default: reports/run, or reports/sweep for sweeps, replaced by each new run; an explicit --out is never overwritten)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out without repeating finished work")
     parser.add_argument("--window", type=int, help=f"replay every model with this context window (default {DEFAULT_WINDOW}; 0: real windows)")
     parser.add_argument("--estimator", help="token estimator for strategies that do not set one (default: hybrid)")
@@ -245,7 +245,7 @@ def _run_config(args: argparse.Namespace, strategies=None):
 def run_run(args: argparse.Namespace) -> int:
     config = _run_config(args)
     out = args.out or Path("reports/run")
-    result = runs.run(config, out, resume=args.resume, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
+    result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
     document = summary_document(result)
     (out / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
     if document.get("leaderboard"):
@@ -273,7 +273,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     configs = sweep_grid(args.strategy, args.thresholds, args.keep)
     config = _run_config(args, strategies=configs)
     out = args.out or Path("reports/sweep")
-    result = runs.run(config, out, resume=args.resume, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
+    result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
     analysis = analyse(result.transcripts, configs, args.min_preservation)
     (out / "sweep.json").write_text(json.dumps(sweep_document(analysis), indent=2, default=str) + "\n")
     print(format_sweep(analysis))

@@ -57,13 +57,16 @@ def resolve(config: RunConfig) -> RunConfig:
     return replace(config, strategies=tuple(resolved))
 
 
-def run(config: RunConfig, out: Path, resume: bool = False, progress: bool = False, summarizer=None, judge=None) -> RunResult:
+def run(config: RunConfig, out: Path, resume: bool = False, progress: bool = False, summarizer=None, overwrite: bool = False, judge=None) -> RunResult:
     config = resolve(config)
     out.mkdir(parents=True, exist_ok=True)
     done_path = out / "done.jsonl"
     done = _done_units(done_path) if resume else set()
     if not resume and done_path.exists():
-        raise ValueError(f"{out} already holds a run: use --resume to continue it, or another --out")
+        if not overwrite:
+            raise ValueError(f"{out} already holds a run: use --resume to continue it, or another --out")
+        for name in (*ROW_FILES, "done.jsonl"):
+            (out / name).unlink(missing_ok=True)
     if resume and (out / "config.json").exists():
         previous = json.loads((out / "config.json").read_text())
         if previous != config_json(config):

@@ -181,3 +181,15 @@ def test_run_on_real_transcripts_the_repository_does_not_contain(shared: Path, t
     assert summary["transcripts"] == 6
     board = {row["config"]: row for row in summary["leaderboard"]}
     assert board["observation-masking"]["removed_share_mean"] > 0
+
+
+def test_default_run_directory_is_replaced_but_an_explicit_one_is_not(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    arguments = ["run", "--dataset", "claude-code-log", "--strategy", "truncate", "--window", "40000"]
+    assert main(arguments) == 0
+    assert main(arguments) == 0  # the README's main command can be run again
+    assert (tmp_path / "reports" / "run" / "done.jsonl").read_text().count("\n") == 38
+    explicit = ["run", "--dataset", "claude-code-log", "--strategy", "truncate", "--window", "40000", "--out", str(tmp_path / "mine")]
+    assert main(explicit) == 0
+    assert main(explicit) == 2
+    assert "already holds a run" in capsys.readouterr().err
