@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing as mp
 import os
 import platform
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 
@@ -57,7 +58,21 @@ def resolve(config: RunConfig) -> RunConfig:
     return replace(config, strategies=tuple(resolved))
 
 
-def run(config: RunConfig, out: Path, resume: bool = False, progress: bool = False, summarizer=None, overwrite: bool = False, judge=None) -> RunResult:
+def run(
+    config: RunConfig,
+    out: Path,
+    resume: bool = False,
+    progress: bool = False,
+    summarizer=None,
+    overwrite: bool = False,
+    judge=None,
+    workers: int | None = None,
+) -> RunResult:
+    """Replay every transcript × strategy of `config` into `out` (see the module docstring).
+
+    `workers`: processes replaying transcripts side by side (default: one per core). Runs with an
+    LLM summarizer or judge stay in one process, where the call cache and the concurrency limit live.
+    """
     config = resolve(config)
     out.mkdir(parents=True, exist_ok=True)
     done_path = out / "done.jsonl"
@@ -75,31 +90,74 @@ def run(config: RunConfig, out: Path, resume: bool = False, progress: bool = Fal
     (out / "config.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
     (out / "meta.json").write_text(json.dumps(run_meta(loaded), indent=2) + "\n")
     windows = windows_of(config)
-    units = [(t, s) for t in loaded.transcripts for s in config.strategies if (t.id, s.label) not in done]
+    groups = [(t, [s for s in config.strategies if (t.id, s.label) not in done]) for t in loaded.transcripts]
+    groups = [(t, strategies) for t, strategies in groups if strategies]
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
-    meters: dict[tuple[str, str], Meter] = {}
     all_calls: list[dict] = []
     all_compactions: list[dict] = []
-    for transcript, strategy in tqdm(units, desc="replaying", unit="replay", disable=not progress):
-        # One meter per transcript and estimator, shared by every strategy: each message is
-        # counted once for the whole run, however many settings replay it.
-        estimator = strategy.estimator or getattr(get_strategy(strategy.strategy), "estimator", config.estimator)
-        if (transcript.id, estimator) not in meters:
-            meters = {key: m for key, m in meters.items() if key[0] == transcript.id}
-            meters[(transcript.id, estimator)] = Meter(transcript, estimator)
-        replayed = replay(transcript, strategy, windows, summarizer=summarizer, meter=meters[(transcript.id, estimator)])
-        call_rows = [dict(vars(r)) for r in replayed.calls]
-        _append(out / "calls.jsonl", call_rows)
-        compaction_rows = [dict(vars(r)) for r in replayed.compactions]
-        if judge is not None:  # next-action preservation with a model (bench/next_action.py)
-            compaction_rows = score_compactions(judge, transcript, compaction_rows, replayed.compacted)
-        _append(out / "compactions.jsonl", compaction_rows)
-        _append(done_path, [{"transcript": transcript.id, "config": strategy.label}])
-        all_calls += call_rows
-        all_compactions += compaction_rows
+    bar = tqdm(total=sum(len(s) for _, s in groups), desc="replaying", unit="replay", disable=not progress)
+    for transcript, results in _replayed(groups, windows, config.estimator, summarizer, judge, workers):
+        for label, call_rows, compaction_rows in results:
+            _append(out / "calls.jsonl", call_rows)
+            _append(out / "compactions.jsonl", compaction_rows)
+            _append(done_path, [{"transcript": transcript.id, "config": label}])
+            all_calls += call_rows
+            all_compactions += compaction_rows
+            bar.update()
+    bar.close()
     # A run that started fresh has every row in memory: no need to read the files back.
     rows = None if done else (all_calls, all_compactions)
     return finish(out, loaded, resumed_units=len(done), prices=config.prices, rows=rows)
+
+
+Results = list[tuple[str, list[dict], list[dict]]]  # (strategy label, call rows, compaction rows)
+
+
+def _replay_transcript(transcript, strategies, windows, default_estimator: str, summarizer, judge) -> Results:
+    # One meter per estimator, shared by every strategy of this transcript: each message is
+    # counted once for the whole run, however many settings replay it.
+    meters: dict[str, Meter] = {}
+    results: Results = []
+    for strategy in strategies:
+        estimator = strategy.estimator or getattr(get_strategy(strategy.strategy), "estimator", default_estimator)
+        if estimator not in meters:
+            meters[estimator] = Meter(transcript, estimator)
+        meter = meters[estimator]
+        replayed = replay(transcript, strategy, windows, summarizer=summarizer, meter=meter)
+        compaction_rows = [dict(vars(r)) for r in replayed.compactions]
+        if judge is not None:  # next-action preservation with a model (bench/next_action.py)
+            compaction_rows = score_compactions(judge, transcript, compaction_rows, replayed.compacted)
+        results.append((strategy.label, [dict(vars(r)) for r in replayed.calls], compaction_rows))
+    return results
+
+
+# What forked workers replay: set just before the pool starts, inherited by the fork (transcripts
+# are not pickled to each worker; only result rows travel back).
+_JOB: tuple | None = None
+
+
+def _pool_task(index: int) -> Results:
+    groups, windows, default_estimator = _JOB
+    transcript, strategies = groups[index]
+    return _replay_transcript(transcript, strategies, windows, default_estimator, None, None)
+
+
+def _replayed(groups, windows, default_estimator, summarizer, judge, workers: int | None):
+    """(transcript, results) in transcript order, replayed in one process or in a pool of forks."""
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    if workers <= 1 or len(groups) < 2 or summarizer is not None or judge is not None or "fork" not in mp.get_all_start_methods():
+        for transcript, strategies in groups:
+            yield transcript, _replay_transcript(transcript, strategies, windows, default_estimator, summarizer, judge)
+        return
+    global _JOB
+    _JOB = (groups, windows, default_estimator)
+    try:
+        with mp.get_context("fork").Pool(min(workers, len(groups))) as pool:
+            # imap keeps transcript order, so the files are written in the same order as one process would.
+            for index, results in enumerate(pool.imap(_pool_task, range(len(groups)))):
+                yield groups[index][0], results
+    finally:
+        _JOB = None
 
 
 def finish(
