@@ -12,7 +12,7 @@ Everything here is a frozen dataclass: data flows one way and nothing downstream
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Union
 
 Role = Literal["system", "user", "assistant", "tool"]

@@ -17,7 +17,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], int | None, int | None], ...] = (
     # OpenAI Chat Completions: code context_length_exceeded.
     ("openai", re.compile(rf"This model's maximum context length is {_NUMBER} tokens\. However, (?:your messages resulted in|you requested) {_NUMBER} tokens"), 2, 1),
     # OpenAI Responses API (gpt-5 family).
-    ("openai", re.compile(rf"Your input exceeds the context window of this model"), None, None),
+    ("openai", re.compile(r"Your input exceeds the context window of this model"), None, None),
     ("openai", re.compile(rf"Input tokens exceed the configured limit of {_NUMBER} tokens"), None, 1),
     # Anthropic Messages: invalid_request_error.
     ("anthropic", re.compile(rf"prompt is too long: {_NUMBER} tokens > {_NUMBER} maximum"), 1, 2),

@@ -29,7 +29,7 @@ from bench.metering import Meter
 from bench.llm.prices import resolve_prices
 from bench.metrics import calls_frame, compactions_frame, transcript_summary
 from bench.next_action import score_compactions
-from bench.replay import StrategyConfig, replay
+from bench.replay import replay
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
 from strategies.prompting import PROMPTS_DIR
 from strategies.registry import get_strategy

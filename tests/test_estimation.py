@@ -15,7 +15,7 @@ from bench.estimation import run_estimation, summarize
 from bench.framing import framing_for
 from bench.importers import load_file
 from bench.loading import load_inputs
-from tests.conftest import DATASETS, SHARED, bundled
+from tests.conftest import DATASETS, bundled
 
 MINI = load_file(bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"))[0]
 CLAUDE = load_file(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__12a546d1"))[0]

@@ -14,7 +14,7 @@ from bench.cli import main
 from bench.context_windows import ContextWindows
 from bench.engine import Trigger
 from bench.importers import load_file
-from bench.leaderboard import leaderboard, recorded_fidelity
+from bench.leaderboard import recorded_fidelity
 from bench.metrics import calls_frame, compactions_frame, compression_label, transcript_summary
 from bench.replay import StrategyConfig, replay
 from bench.run_config import RunConfig, load_config

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 
-from bench.engine import Trigger
 from bench.importers import load_file
 from bench.metering import Meter
 from bench.model import ToolCallPart, ToolResultPart

@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
-from bench.report.overview import pct
 from bench.report.page import environment, render_page
 from bench.report.run_data import RunData, choose, load_light, ranked_rows, strategy_points, with_untouched
 from bench.statistics import paired_bootstrap
