@@ -5,7 +5,9 @@ strategies that have a `keep_recent_tokens` setting). Each point is replayed lik
 each point gets two numbers, averaged over transcripts: the share of prompt tokens removed, and
 next-step preservation (k=1). A transcript in which a setting never compacted lost nothing, so it
 counts as full preservation there — otherwise a setting that never fires would look best by
-having no score at all. The frontier holds the settings no other setting beats on both; the
+having no score at all. Settings must also keep `min_preservation` averaged over the sessions
+where they did compact, so one that loses much whenever it fires cannot win on the sessions it
+never touched. The frontier holds the remaining settings no other beats on both; the
 recommendation is the one saving the most while keeping at least `min_preservation`.
 """
 
@@ -53,13 +55,18 @@ def analyse(transcripts: pd.DataFrame, configs: list[StrategyConfig], min_preser
     points = frame.groupby("config").agg(
         tokens_saved=("removed_share", "mean"),
         preservation=("preservation_or_untouched", "mean"),
+        kept_where_compacted=("preservation_k1", "mean"),
         compactions=("compactions", "mean"),
         transcripts=("transcript", "nunique"),
     ).reset_index()
     points["strategy"] = points["config"].map(lambda label: by_label[label].strategy)
     points["threshold"] = points["config"].map(lambda label: by_label[label].trigger.fraction)
     points["keep_recent_tokens"] = points["config"].map(lambda label: dict(by_label[label].settings).get("keep_recent_tokens"))
-    frontier = pareto_frontier(points, ("tokens_saved", "preservation"))
+    # A setting that loses much wherever it compacts must not win on the sessions it never
+    # touched: candidates keep `min_preservation` where they compacted too (when any does).
+    fair = points["kept_where_compacted"].isna() | (points["kept_where_compacted"] >= min_preservation)
+    candidates = points[fair] if fair.any() else points
+    frontier = pareto_frontier(candidates, ("tokens_saved", "preservation"))
     return SweepResult(points, frontier, recommend(frontier, min_preservation))
 
 
