@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from bench.context_windows import ContextWindows, load_overrides, parse_override
 from bench.datasets import list_datasets
 from bench.estimation import DEFAULT_ESTIMATORS, run_estimation
@@ -15,7 +17,7 @@ from dataclasses import replace
 
 from bench import runs
 from bench.importers import importers, load_file
-from bench.leaderboard import format_leaderboard, leaderboard, summary_document
+from bench.leaderboard import format_leaderboard, summary_document
 from bench.llm_config import make_run_summarizer
 from bench.run_config import DEFAULT_WINDOW, load_config, strategy_config
 from bench.sweep import DEFAULT_KEEP, DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES, DEFAULT_THRESHOLDS, analyse, format_sweep, sweep_document
@@ -187,8 +189,6 @@ def run_datasets(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        import pandas as pd
-
         print(pd.DataFrame(rows).drop(columns=["description"]).to_string(index=False))
     return 0
 
@@ -249,7 +249,7 @@ def run_run(args: argparse.Namespace) -> int:
     document = summary_document(result)
     (out / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
     if document.get("leaderboard"):
-        print(format_leaderboard(leaderboard(result.transcripts)))
+        print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan"))))
     print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
     _print_left_out(document)
     if document.get("leaderboard"):
