@@ -5,31 +5,32 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
+from bench import runs
 from bench.context_windows import ContextWindows, load_overrides, parse_override
 from bench.datasets import list_datasets
 from bench.estimation import DEFAULT_ESTIMATORS, run_estimation
+from bench.estimation import summarize as summarize_estimation
 from bench.estimation_output import format_summary, write_estimation
-from dataclasses import replace
-
-from bench import runs
 from bench.importers import importers, load_file
+from bench.importers.canonical import write_canonical
 from bench.leaderboard import format_leaderboard, summary_document
 from bench.llm_config import make_run_summarizer
-from bench.run_config import DEFAULT_WINDOW, load_config, strategy_config
-from bench.sweep import DEFAULT_KEEP, DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES, DEFAULT_THRESHOLDS, analyse, format_sweep, sweep_document
-from bench.sweep import grid as sweep_grid
+from bench.loading import Loaded, load_inputs
+from bench.overview import overview_frame, summarize
 from bench.preview import format_preview, preview, preview_json
 from bench.report.diff import write_diff
 from bench.report.run_report import write_run_report
-from strategies.registry import describe_all
-from bench.importers.canonical import write_canonical
-from bench.loading import Loaded, load_inputs
-from bench.overview import overview_frame, summarize
+from bench.run_config import DEFAULT_WINDOW, load_config, strategy_config
 from bench.source import TranscriptError
+from bench.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, analyse, format_sweep, sweep_document
+from bench.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
+from bench.sweep import grid as sweep_grid
+from strategies.registry import describe_all
 
 INPUTS_HELP = "transcript files, folders (searched recursively) or bundled dataset names; none: all bundled datasets"
 
@@ -200,11 +201,12 @@ def run_estimate(args: argparse.Namespace) -> int:
     result = run_estimation(
         loaded.transcripts, args.estimators, ContextWindows(overrides=overrides), args.train_fraction, progress=sys.stderr.isatty()
     )
-    print(format_summary(result))
+    summary = summarize_estimation(result.calls)
+    print(format_summary(result, summary))
     _print_load_problems(loaded)
     if args.out:
         settings = {"estimators": args.estimators, "train_fraction": args.train_fraction, "context_window_overrides": overrides}
-        for path in write_estimation(result, args.out, settings, args.table):
+        for path in write_estimation(result, args.out, settings, args.table, summary):
             print(f"wrote {path}")
     return 0
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict
 from pathlib import Path
 
+import pandas as pd
+
 from bench.estimation import THRESHOLDS, EstimationResult, summarize
+from bench.leaderboard import json_records
 
 
-def summary_document(result: EstimationResult, settings: dict) -> dict:
+def summary_document(result: EstimationResult, settings: dict, summary: pd.DataFrame | None = None) -> dict:
     """Everything a reader needs to trust the numbers: settings, what was left out, fits, summary."""
-    summary = summarize(result.calls)
+    summary = summarize(result.calls) if summary is None else summary
     return {
         "settings": {**settings, "thresholds": list(THRESHOLDS)},
         "transcripts": int(result.calls["transcript"].nunique()),
@@ -23,16 +25,14 @@ def summary_document(result: EstimationResult, settings: dict) -> dict:
             "first_calls": int(result.calls.loc[result.calls["first_call"], ["transcript"]].drop_duplicates().shape[0]),
         },
         "calibration": [asdict(fit) for fit in result.fits.values()],
-        "summary": [_clean(row) for row in summary.to_dict(orient="records")],
+        "summary": json_records(summary),
     }
 
 
-def _clean(row: dict) -> dict:
-    # NaN is not JSON; a metric that cannot be computed is null.
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-
-
-def write_estimation(result: EstimationResult, out: Path, settings: dict, table_format: str = "csv") -> list[Path]:
+def write_estimation(
+    result: EstimationResult, out: Path, settings: dict, table_format: str = "csv", summary: pd.DataFrame | None = None
+) -> list[Path]:
+    summary = summarize(result.calls) if summary is None else summary
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if table_format == "parquet":
@@ -47,16 +47,16 @@ def write_estimation(result: EstimationResult, out: Path, settings: dict, table_
         result.calls.to_csv(calls_path, index=False)
     written.append(calls_path)
     summary_path = out / "summary.json"
-    summary_path.write_text(json.dumps(summary_document(result, settings), indent=2) + "\n", encoding="utf-8")
+    summary_path.write_text(json.dumps(summary_document(result, settings, summary), indent=2) + "\n", encoding="utf-8")
     written.append(summary_path)
     from bench.report.estimation import write_estimation_report
 
-    written.append(write_estimation_report(result, summarize(result.calls), out / "estimation.html"))
+    written.append(write_estimation_report(result, summary, out / "estimation.html"))
     return written
 
 
-def format_summary(result: EstimationResult) -> str:
-    summary = summarize(result.calls)
+def format_summary(result: EstimationResult, summary: pd.DataFrame | None = None) -> str:
+    summary = summarize(result.calls) if summary is None else summary
     if summary.empty:
         return "no recorded LLM calls to compare with"
     columns = ["estimator", "family", "calls", "bias_pct", "mape_pct", "median_abs", "p95_abs", "under5_pct", "late_0.8", "early_0.8"]

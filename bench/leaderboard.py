@@ -72,14 +72,16 @@ def summary_document(result, resamples: int = 10_000) -> dict:
     }
     if transcripts.empty:
         return document
-    document["leaderboard"] = _records(leaderboard(transcripts, resamples))
-    document["comparisons"] = {k: _records(v) for k, v in comparisons(transcripts, resamples).items()}
-    document["recorded_fidelity"] = _records(recorded_fidelity(result.compactions))
-    document["cost_model_check"] = _records(cost_model_check(result.calls, result.loaded.transcripts))
+    document["leaderboard"] = json_records(leaderboard(transcripts, resamples))
+    document["comparisons"] = {k: json_records(v) for k, v in comparisons(transcripts, resamples).items()}
+    document["recorded_fidelity"] = json_records(recorded_fidelity(result.compactions))
+    document["cost_model_check"] = json_records(cost_model_check(result.calls, result.loaded.transcripts))
     return document
 
 
-def _records(frame: pd.DataFrame) -> list[dict]:
+def json_records(frame: pd.DataFrame) -> list[dict]:
+    """A frame as JSON-ready rows: NaN (a metric that cannot be computed) becomes null, numpy
+    scalars plain Python values."""
     return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 

@@ -15,15 +15,21 @@ SUMMARIZER_KEYS = {
 }
 
 
+def _checked(table: str, settings: dict, known: set[str]) -> dict:
+    """The settings of a `[summarizer]`/`[judge]` table, or a clear error naming what is wrong."""
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise ValueError(f"[{table}]: unknown settings {unknown}; known: {sorted(known)}")
+    if "provider" not in settings or "model" not in settings:
+        raise ValueError(f"[{table}] needs `provider` (recorded, openai or anthropic) and `model`")
+    return settings
+
+
 def make_run_summarizer(config: RunConfig):
     settings = dict(config.summarizer)
     if not settings:
         return None
-    unknown = sorted(set(settings) - SUMMARIZER_KEYS)
-    if unknown:
-        raise ValueError(f"[summarizer]: unknown settings {unknown}; known: {sorted(SUMMARIZER_KEYS)}")
-    if "provider" not in settings or "model" not in settings:
-        raise ValueError("[summarizer] needs `provider` (recorded, openai or anthropic) and `model`")
+    _checked("summarizer", settings, SUMMARIZER_KEYS)
     from bench.llm import make_summarizer
 
     return make_summarizer(prices=config.prices or None, **settings)
@@ -37,11 +43,7 @@ def make_run_judge(config: RunConfig):
     settings = dict(config.judge)
     if not settings:
         return None
-    unknown = sorted(set(settings) - JUDGE_KEYS)
-    if unknown:
-        raise ValueError(f"[judge]: unknown settings {unknown}; known: {sorted(JUDGE_KEYS)}")
-    if "provider" not in settings or "model" not in settings:
-        raise ValueError("[judge] needs `provider` (recorded, openai or anthropic) and `model`")
+    _checked("judge", settings, JUDGE_KEYS)
     from bench.next_action import make_judge
 
     return make_judge(prices=config.prices or None, **settings)

@@ -253,15 +253,8 @@ def preservation(
     messages among them are read (fewer near the end of a session). `history_before` is the full
     uncompacted history, `compacted` the context the strategy produced (including its summary).
     """
-    steps = [m for m in next_steps if m.role == "assistant"][:k]
-    items = extract_items(steps)
-    if not items:
-        return StepScore(k, (), (), (), None)
-    history, context = Haystack.of(history_before), Haystack.of(compacted)
-    needed = tuple(i for i in items if present(i, history))
-    kept = tuple(i for i in needed if present(i, context))
-    lost = tuple(i for i in needed if i not in kept)
-    return StepScore(k, needed, kept, lost, len(kept) / len(needed) if needed else None)
+    messages = (*history_before, *next_steps)
+    return preservation_at(messages, len(history_before), compacted, (k,))[k]
 
 
 def preservation_at(

@@ -22,7 +22,7 @@ Token numbers per call:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from bench.context_windows import ContextWindows
 from bench.engine import CompactionEvent, Engine, Trigger
@@ -268,11 +268,8 @@ class _Walk:
         self.compactions.append(
             CompactionRow(
                 transcript=self.transcript.id, config=self.config.label, call=len(self.calls), message_index=index,
-                reason=event.reason, strategy=event.strategy, tokens_before=event.tokens_before, tokens_after=event.tokens_after,
-                messages_before=event.messages_before, messages_after=event.messages_after, messages_removed=event.messages_removed,
-                summarizer_input_tokens=event.summarizer_input_tokens, summarizer_output_tokens=event.summarizer_output_tokens,
-                summarizer_cost_usd=event.summarizer_cost_usd, prompt_hash=event.prompt_hash, note=event.note,
-                failed=event.failed, stalled=event.stalled, summary=self.context.summary, preservation=scores,
+                summary=self.context.summary, preservation=scores,
+                **{f.name: getattr(event, f.name) for f in fields(CompactionEvent)},
             )
         )
         self.compacted.append(self.context.messages)
@@ -300,6 +297,4 @@ def _score_json(score) -> dict:
 
 
 def _with_fidelity(row: CompactionRow, predicted: int, recorded: int) -> CompactionRow:
-    from dataclasses import replace
-
     return replace(row, fidelity_predicted=predicted, fidelity_recorded=recorded)

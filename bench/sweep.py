@@ -80,11 +80,10 @@ def format_sweep(result: SweepResult) -> str:
 
 
 def sweep_document(result: SweepResult) -> dict:
-    def records(frame: pd.DataFrame) -> list[dict]:
-        return [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+    from bench.leaderboard import json_records
 
     return {
-        "points": records(result.points),
-        "frontier": records(result.frontier),
+        "points": json_records(result.points),
+        "frontier": json_records(result.frontier),
         "recommendation": {"config": result.recommendation.row["config"], "reason": result.recommendation.reason},
     }
