@@ -106,11 +106,18 @@ class Engine:
     def breaker_open(self) -> bool:
         return self.failures >= self.max_failures
 
-    def before_call(self, context: Context) -> tuple[Context, CompactionEvent | None]:
-        """Compact if the trigger fires (and the guard and breaker allow it)."""
-        tokens = self.meter(context)
+    def due(self, tokens: int) -> Reason | None:
+        """Why a context of `tokens` must be compacted now, or None (also while the guard or breaker holds)."""
         reason = self.trigger.check(tokens, self.window)
-        if reason is None or self.stalled or self.breaker_open:
+        return None if reason is None or self.stalled or self.breaker_open else reason
+
+    def before_call(self, context: Context, tokens: int | None = None) -> tuple[Context, CompactionEvent | None]:
+        """Compact if the trigger fires (and the guard and breaker allow it).
+
+        `tokens`: the context's size when the driver has already measured it with `meter`."""
+        tokens = self.meter(context) if tokens is None else tokens
+        reason = self.due(tokens)
+        if reason is None:
             return context, None
         return self._compact(context, reason, tokens)
 

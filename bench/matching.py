@@ -11,6 +11,7 @@ from another root still count; a bare file name alone does not keep a longer pat
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -157,3 +158,130 @@ def present(item: Item, text: str | Haystack) -> bool:
     return _occurs(item.text, hay.text)  # identifier, error: whole tokens
 
 
+
+
+class TranscriptText:
+    """Where items occur in one message list, for scoring many compactions of the same session.
+
+    The list's joined text is searched once per item: the result is the messages the item occurs
+    in. Then "in the history before message i" is "in a message before i", and "in a compacted
+    context" is "in one of its messages kept from the list, or in its new ones" (summaries,
+    masked outputs), with no haystack built per compaction. An item cannot straddle two messages
+    in the joined text (items hold no newline), except a command in the whitespace-normalised
+    text, which `in_context` checks against the context's whole text when no single message has it.
+    """
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages = messages
+        self.index_of = {id(m): i for i, m in reversed(list(enumerate(messages)))}
+        self._occurring: dict[Item, list[int]] = {}
+
+    @cached_property
+    def texts(self) -> list[str]:
+        return [_message_text(m) for m in self.messages]
+
+    @cached_property
+    def text(self) -> str:
+        return "\n".join(self.texts)
+
+    @cached_property
+    def starts(self) -> list[int]:
+        return _starts(self.texts, 1)
+
+    @cached_property
+    def lower(self) -> tuple[str, list[int]]:
+        texts = [t.lower() for t in self.texts]
+        return "\n".join(texts), _starts(texts, 1)
+
+    @cached_property
+    def normalised(self) -> tuple[str, list[int]]:
+        """The text with whitespace runs as one space (what commands are matched in), and where each
+        message's part starts (messages without text take no room)."""
+        texts = [" ".join(t.split()) for t in self.texts]
+        return " ".join(t for t in texts if t), _starts(texts, 1, skip_empty=True)
+
+    def occurring(self, item: Item) -> list[int]:
+        """The indexes of the messages `item` occurs in, whole, by the rules of its kind (sorted)."""
+        found = self._occurring.get(item)
+        if found is None:
+            found = self._occurring[item] = sorted(self._search(item))
+        return found
+
+    def _search(self, item: Item) -> set[int]:
+        if item.kind == "url":
+            text, starts = self.lower
+            return _messages_with(item.text.lower(), text, starts)
+        if item.kind == "command":
+            text, starts = self.normalised
+            return _messages_with(item.text, text, starts)
+        if item.kind == "path":
+            found: set[int] = set()
+            for candidate in _path_candidates(item.text):
+                found |= _messages_with(candidate, self.text, self.starts, _path_before, _path_after)
+            return found
+        if item.kind == "number":
+            return _messages_with(item.text, self.text, self.starts, _number_before, _number_after)
+        return _messages_with(item.text, self.text, self.starts, _plain_before, _plain_after)  # identifier, error
+
+    def in_history(self, item: Item, index: int) -> bool:
+        """Whether `item` occurs in the messages before `index` (their joined text, as `present`)."""
+        if "\n" in item.text:
+            return present(item, Haystack.of(self.messages[:index]))
+        if item.kind == "command":  # it may straddle messages: where does it first end?
+            text, starts = self.normalised
+            first = text.find(item.text)
+            return first != -1 and first + len(item.text) <= starts[index] - 1
+        found = self.occurring(item)
+        return bool(found) and found[0] < index
+
+    def in_context(self, items: Sequence[Item], context: Sequence[Message]) -> list[bool]:
+        """For each item, whether it occurs in `context` (its joined text, as `present`)."""
+        kept = bytearray(len(self.messages))
+        new: list[Message] = []
+        for message in context:
+            position = self.index_of.get(id(message))
+            if position is not None and self.messages[position] is message:
+                kept[position] = 1
+            else:
+                new.append(message)
+        new_text: Haystack | None = None
+        whole: Haystack | None = None
+        answers = []
+        for item in items:
+            if "\n" not in item.text and any(kept[i] for i in reversed(self.occurring(item))):
+                answers.append(True)
+            elif item.kind == "command" or "\n" in item.text:
+                whole = whole or Haystack.of(context)
+                answers.append(present(item, whole))
+            else:
+                new_text = new_text or Haystack.of(new)
+                answers.append(present(item, new_text))
+        return answers
+
+
+def _starts(texts: list[str], separator: int, skip_empty: bool = False) -> list[int]:
+    """Where each text starts in `texts` joined by a separator of that length, plus the end (+ separator)."""
+    starts, position = [], 0
+    for text in texts:
+        starts.append(position)
+        if text or not skip_empty:
+            position += len(text) + separator
+    starts.append(position)
+    return starts
+
+
+def _messages_with(needle: str, text: str, starts: list[int], before=None, after=None) -> set[int]:
+    """The messages (by `starts`) holding an occurrence of `needle` that passes the boundary checks
+    and lies inside the message; after a hit the search skips to the next message."""
+    found: set[int] = set()
+    start = text.find(needle)
+    while start != -1:
+        message = bisect_right(starts, start) - 1
+        end = start + len(needle)
+        inside = end <= starts[message + 1] - 1
+        if inside and (before is None or (before(text, start) and after(text, end))):
+            found.add(message)
+            start = text.find(needle, starts[message + 1])
+        else:
+            start = text.find(needle, start + 1)
+    return found

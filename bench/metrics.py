@@ -20,7 +20,7 @@ import pandas as pd
 
 from bench.calibration import model_family
 from bench.llm.prices import PriceTable, price_for
-from bench.replay import CallRow, CompactionRow
+from bench.replay import CallColumns, CompactionRow
 
 
 def _dicts(rows: list) -> list[dict]:
@@ -28,8 +28,9 @@ def _dicts(rows: list) -> list[dict]:
     return [r if isinstance(r, dict) else asdict(r) for r in rows]
 
 
-def calls_frame(rows: list[CallRow] | list[dict], prices: PriceTable | None = None) -> pd.DataFrame:
-    frame = pd.DataFrame(_dicts(rows))
+def calls_frame(rows: CallColumns | list[dict], prices: PriceTable | None = None) -> pd.DataFrame:
+    """The call rows of replays (as `Replayed.calls` columns, or as dicts read back from a run)."""
+    frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
     frame["saved_tokens"] = frame["full_tokens"] - frame["context_tokens"]
@@ -100,9 +101,15 @@ def transcript_summary(calls: pd.DataFrame, compactions: pd.DataFrame) -> pd.Dat
         billed_full=("full_tokens", "sum"),
         billed_context=("context_tokens", "sum"),
         over_window_calls=("over_window", "sum"),
-        cost_full=("cost_full", lambda s: s.sum(min_count=len(s))),
-        cost_context=("cost_context", lambda s: s.sum(min_count=len(s))),
+        cost_full=("cost_full", "sum"),
+        cost_context=("cost_context", "sum"),
+        cost_full_known=("cost_full", "count"),
+        cost_context_known=("cost_context", "count"),
     ).reset_index()
+    # A session's cost is unknown when any of its calls' is (a model without a price).
+    for column in ("cost_full", "cost_context"):
+        known = summary.pop(f"{column}_known")
+        summary[column] = summary[column].where(known == summary["calls"])
     if not compactions.empty:
         done = compactions[compactions["failed"].isna()]
         per = done.groupby(["transcript", "config"]).agg(

@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from itertools import islice
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.matching import Haystack, Item, Kind, present
+from bench.matching import Item, Kind, TranscriptText
 from bench.model import Message, TextPart, ThinkingPart, ToolCallPart
 from strategies.base import _EXTENSIONS  # one list of "file extensions" for the whole project
 
@@ -226,8 +227,26 @@ def _scan_arguments(value: object, key: str, found: list[tuple[Kind, str]]) -> N
 
 def extract_items(messages: Sequence[Message]) -> list[Item]:
     """What these messages rely on, deduplicated by text (first kind wins), in order of appearance."""
-    found: list[tuple[Kind, str]] = []
+    seen: dict[str, Item] = {}
     for message in messages:
+        for kind, text in _message_items(message):
+            if text and text not in seen:
+                seen[text] = Item(kind, text)
+    return list(seen.values())
+
+
+# Each message's found items, in order, kept while the message lives: a sweep scores the same
+# next steps at the same compaction points under many settings. The entry holds the message so
+# its id cannot be reused by another object while the entry lives.
+_ITEMS: dict[int, tuple[Message, list[tuple[Kind, str]]]] = {}
+
+
+def _message_items(message: Message) -> list[tuple[Kind, str]]:
+    entry = _ITEMS.get(id(message))
+    if entry is None or entry[0] is not message:
+        if len(_ITEMS) > 100_000:
+            _ITEMS.clear()
+        found: list[tuple[Kind, str]] = []
         for part in message.parts:
             if isinstance(part, (TextPart, ThinkingPart)):
                 _scan_prose(part.text, found)
@@ -237,11 +256,8 @@ def extract_items(messages: Sequence[Message]) -> list[Item]:
                     _scan_arguments(arguments, "", found)
                 else:  # raw text input (e.g. a patch): read it like prose
                     _scan_prose(str(arguments), found)
-    seen: dict[str, Item] = {}
-    for kind, text in found:
-        if text and text not in seen:
-            seen[text] = Item(kind, text)
-    return list(seen.values())
+        entry = _ITEMS[id(message)] = (message, found)
+    return entry[1]
 
 
 def preservation(
@@ -263,41 +279,52 @@ def preservation_at(
     """`preservation` for a compaction before `messages[index]`, for several k at once.
 
     What the next steps need depends only on the session and the position, not on the strategy,
-    so a sweep that compacts the same session at the same call under many settings builds the
-    history's search text and extracts the steps' items once (kept in a small cache).
+    and where an item occurs in the session is the same for every compaction of it: a sweep that
+    compacts the same session many times extracts each step's items once and searches the
+    session's text once per item (`TranscriptText`, kept for the last few sessions).
     """
-    needed_by_k = _needed_at(messages, index, tuple(ks))
-    context = Haystack.of(compacted)
+    text = _transcript_text(messages)
+    needed_by_k = _needed_at(text, index, tuple(ks))
+    items = list(dict.fromkeys(i for needed in needed_by_k.values() if needed for i in needed))
+    found = dict(zip(items, text.in_context(items, compacted)))
     scores = {}
     for k, needed in needed_by_k.items():
         if needed is None:
             scores[k] = StepScore(k, (), (), (), None)
             continue
-        kept = tuple(i for i in needed if present(i, context))
-        lost = tuple(i for i in needed if i not in kept)
+        kept = tuple(i for i in needed if found[i])
+        lost = tuple(i for i in needed if not found[i])
         scores[k] = StepScore(k, needed, kept, lost, len(kept) / len(needed) if needed else None)
     return scores
 
 
-_NEEDED: dict[tuple[int, int, tuple[int, ...]], tuple[Sequence[Message], dict]] = {}
+_TEXTS: dict[int, TranscriptText] = {}
 
 
-def _needed_at(messages: Sequence[Message], index: int, ks: tuple[int, ...]) -> dict[int, tuple[Item, ...] | None]:
-    key = (id(messages), index, ks)
+def _transcript_text(messages: Sequence[Message]) -> TranscriptText:
+    found = _TEXTS.get(id(messages))
+    if found is None or found.messages is not messages:  # it holds `messages`, so the id is not reused
+        if len(_TEXTS) >= 8:
+            _TEXTS.clear()
+        found = _TEXTS[id(messages)] = TranscriptText(messages)
+    return found
+
+
+_NEEDED: dict[tuple[int, int, tuple[int, ...]], tuple[TranscriptText, dict]] = {}
+
+
+def _needed_at(text: TranscriptText, index: int, ks: tuple[int, ...]) -> dict[int, tuple[Item, ...] | None]:
+    key = (id(text), index, ks)
     found = _NEEDED.get(key)
-    if found is not None and found[0] is messages:
+    if found is not None and found[0] is text:
         return found[1]
-    steps = [m for m in messages[index:] if m.role == "assistant"][: max(ks)]
-    history: Haystack | None = None
+    steps = list(islice((m for m in text.messages[index:] if m.role == "assistant"), max(ks)))
     result: dict[int, tuple[Item, ...] | None] = {}
     for k in ks:
         items = extract_items(steps[:k])
-        if not items:
-            result[k] = None  # nothing to rely on: not applicable
-            continue
-        history = history or Haystack.of(messages[:index])
-        result[k] = tuple(i for i in items if present(i, history))
+        # Items absent from the history are what the step found itself: not needed (module docstring).
+        result[k] = tuple(i for i in items if text.in_history(i, index)) if items else None
     if len(_NEEDED) > 512:
         _NEEDED.clear()
-    _NEEDED[key] = (messages, result)  # holding `messages` keeps its id from being reused
+    _NEEDED[key] = (text, result)
     return result

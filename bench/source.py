@@ -28,6 +28,9 @@ class TranscriptError(ValueError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {what}")
 
+    def __reduce__(self):  # so that an error met in a worker process reaches the parent whole
+        return (TranscriptError, (self.path, self.line, self.what))
+
 
 @dataclass(frozen=True)
 class Record:

@@ -9,7 +9,8 @@ import pytest
 
 from bench.importers import load_file
 from bench.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
-from bench.preservation import Item, extract_items, present, preservation
+from bench.matching import Item, present
+from bench.preservation import extract_items, preservation
 from strategies.base import leading_system, summary_message
 
 from tests.conftest import bundled
