@@ -7,6 +7,9 @@ read (empty, unknown format, not JSON at all), records the file in `Loaded.faile
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,19 +36,72 @@ class Loaded:
 
 
 def load_inputs(
-    arguments: list[str] | None, *, lenient: bool = False, format: str | None = None, progress: bool = False
+    arguments: list[str] | None,
+    *,
+    lenient: bool = False,
+    format: str | None = None,
+    progress: bool = False,
+    workers: int | None = None,
 ) -> Loaded:
     """Transcripts of every file, folder or dataset name in `arguments` (none: all bundled datasets)."""
     inputs = resolve_inputs(arguments)
     transcripts: list[Transcript] = []
     failed: list[FailedFile] = []
-    files = tqdm(inputs.files, desc="reading transcripts", unit="file", disable=not progress, leave=False)
-    for path in files:
-        file_lenient = lenient or path in inputs.lenient_files
-        try:
-            transcripts.extend(load_file(path, lenient=file_lenient, format=format))
-        except TranscriptError as exc:
-            if not file_lenient:
-                raise
-            failed.append(FailedFile(path=path, error=str(exc)))
+    reads = read_files(inputs.files, inputs.lenient_files, lenient=lenient, format=format, workers=workers)
+    for read in tqdm(reads, total=len(inputs.files), desc="reading transcripts", unit="file", disable=not progress, leave=False):
+        if read.error is not None:
+            if not read.lenient:
+                raise read.error
+            failed.append(FailedFile(path=read.path, error=str(read.error)))
+        transcripts.extend(read.transcripts)
     return Loaded(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """One file read: its transcripts, or the error that stopped it; and what `then` made of them."""
+
+    path: Path
+    lenient: bool
+    transcripts: tuple[Transcript, ...] = ()
+    error: TranscriptError | None = None
+    then: object = None
+
+
+def read_files(
+    files: Sequence[Path],
+    lenient_files: Collection[Path] = (),
+    *,
+    lenient: bool = False,
+    format: str | None = None,
+    workers: int | None = None,
+    then: Callable[[tuple[Transcript, ...]], object] | None = None,
+) -> Iterator[FileRead]:
+    """Read `files` in order, in a pool of forked processes when there are several files and cores
+    (default: one per core); `then`, when given, runs on each file's transcripts in the process that
+    read them, so a run replays a file while the next ones are being read."""
+    global _JOB
+    jobs = [(path, lenient or path in lenient_files, format) for path in files]
+    workers = min(workers if workers is not None else (os.cpu_count() or 1), len(jobs))
+    _JOB = (jobs, then)
+    try:
+        if workers <= 1 or "fork" not in mp.get_all_start_methods():
+            yield from map(_read_one, range(len(jobs)))
+            return
+        with mp.get_context("fork").Pool(workers) as pool:  # the fork inherits _JOB: nothing is pickled to it
+            yield from pool.imap(_read_one, range(len(jobs)))
+    finally:
+        _JOB = None
+
+
+_JOB: tuple | None = None
+
+
+def _read_one(index: int) -> FileRead:
+    jobs, then = _JOB
+    path, lenient, format = jobs[index]
+    try:
+        transcripts = tuple(load_file(path, lenient=lenient, format=format))
+    except TranscriptError as exc:
+        return FileRead(path, lenient, error=exc)
+    return FileRead(path, lenient, transcripts, then=then(transcripts) if then is not None else None)

@@ -13,28 +13,32 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing as mp
 import os
 import platform
 from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from bench.llm_config import make_run_judge
-from bench.loading import Loaded, load_inputs
-from bench.metering import Meter
+from bench.context_windows import ContextWindows
+from bench.datasets import resolve_inputs
 from bench.llm.prices import resolve_prices
+from bench.llm_config import make_run_judge
+from bench.loading import FailedFile, Loaded, read_files
+from bench.metering import Meter
 from bench.metrics import calls_frame, compactions_frame, transcript_summary
 from bench.next_action import score_compactions
-from bench.replay import CALL_COLUMNS, CallColumns, replay
+from bench.model import Transcript
+from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
 from strategies.prompting import PROMPTS_DIR
 from strategies.registry import get_strategy
 
 ROW_FILES = ("calls.jsonl", "compactions.jsonl")
+TEXT_COLUMNS = frozenset({"transcript", "config", "model"})
 
 
 @dataclass(frozen=True)
@@ -70,8 +74,9 @@ def run(
 ) -> RunResult:
     """Replay every transcript × strategy of `config` into `out` (see the module docstring).
 
-    `workers`: processes replaying transcripts side by side (default: one per core). Runs with an
-    LLM summarizer or judge stay in one process, where the call cache and the concurrency limit live.
+    `workers`: processes reading and replaying files side by side (default: one per core); the
+    rows are written in file order, the same as one process writes them. Runs with an LLM
+    summarizer or judge stay in one process, where the call cache and the concurrency limit live.
     """
     config = resolve(config)
     out.mkdir(parents=True, exist_ok=True)
@@ -86,96 +91,100 @@ def run(
         previous = json.loads((out / "config.json").read_text())
         if previous != config_json(config):
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
-    loaded = load_inputs(list(config.datasets) or None, lenient=config.lenient, progress=progress)
     (out / "config.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
-    (out / "meta.json").write_text(json.dumps(run_meta(loaded), indent=2) + "\n")
-    windows = windows_of(config)
-    groups = [(t, [s for s in config.strategies if (t.id, s.label) not in done]) for t in loaded.transcripts]
-    groups = [(t, strategies) for t, strategies in groups if strategies]
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
-    all_calls: CallColumns = {name: [] for name in CALL_COLUMNS}
-    all_compactions: list[dict] = []
-    bar = tqdm(total=sum(len(s) for _, s in groups), desc="replaying", unit="replay", disable=not progress)
-    for transcript, results in _replayed(groups, windows, config.estimator, summarizer, judge, workers):
-        # One write per file and transcript; the done lines come last, so a run killed in between
-        # replays this transcript's settings again on --resume.
-        _write(out / "calls.jsonl", "".join(lines for _, _, lines, _ in results))
-        _append(out / "compactions.jsonl", [row for *_, rows in results for row in rows])
-        _append(done_path, [{"transcript": transcript.id, "config": label} for label, *_ in results])
-        for _, call_columns, _, compaction_rows in results:
-            for name, values in call_columns.items():
-                all_calls[name] += values
-            all_compactions += compaction_rows
-        bar.update(len(results))
+    job = _Job(config.strategies, frozenset(done), windows_of(config), config.estimator, summarizer, judge)
+    # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
+    workers = 1 if summarizer is not None or judge is not None else workers
+    inputs = resolve_inputs(list(config.datasets) or None)
+    transcripts, failed, call_frames, compaction_rows = [], [], [], []
+    bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
+    for read in read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file):
+        bar.update()
+        if read.error is not None:
+            if not read.lenient:
+                raise read.error
+            failed.append(FailedFile(path=read.path, error=str(read.error)))
+        transcripts += read.transcripts
+        for transcript, replays in zip(read.transcripts, read.then or ()):
+            if replays is None:  # every setting of this transcript was done before --resume
+                continue
+            # One write per file and transcript; the done lines come last, so a run killed in
+            # between replays this transcript's settings again on --resume.
+            _write(out / "calls.jsonl", replays.call_lines)
+            _append(out / "compactions.jsonl", replays.compaction_rows)
+            _append(done_path, [{"transcript": transcript.id, "config": label} for label in replays.labels])
+            call_frames.append(replays.calls)
+            compaction_rows += replays.compaction_rows
     bar.close()
+    loaded = Loaded(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
+    (out / "meta.json").write_text(json.dumps(run_meta(loaded), indent=2) + "\n")
     # A run that started fresh has every row in memory: no need to read the files back.
-    rows = None if done else (all_calls, all_compactions)
+    rows = None if done else (call_frames, compaction_rows)
     return finish(out, loaded, resumed_units=len(done), prices=config.prices, rows=rows)
 
 
-# (strategy label, call columns, the same calls as JSONL text, compaction rows)
-Results = list[tuple[str, CallColumns, str, list[dict]]]
+@dataclass(frozen=True)
+class Replays:
+    """One transcript's replays under the settings not done yet, as the process that ran them hands them back."""
+
+    labels: list[str]
+    call_lines: str  # calls.jsonl lines
+    calls: dict[str, np.ndarray]  # the same rows as arrays (cheap to send between processes and to join)
+    compaction_rows: list[dict]
 
 
-def _replay_transcript(transcript, strategies, windows, default_estimator: str, summarizer, judge) -> Results:
-    # One meter per estimator, shared by every strategy of this transcript: each message is
-    # counted once for the whole run, however many settings replay it.
-    meters: dict[str, Meter] = {}
-    results: Results = []
-    for strategy in strategies:
-        estimator = strategy.estimator or getattr(get_strategy(strategy.strategy), "estimator", default_estimator)
-        if estimator not in meters:
-            meters[estimator] = Meter(transcript, estimator)
-        meter = meters[estimator]
-        replayed = replay(transcript, strategy, windows, summarizer=summarizer, meter=meter)
-        compaction_rows = [dict(vars(r)) for r in replayed.compactions]
-        if judge is not None:  # next-action preservation with a model (bench/next_action.py)
-            compaction_rows = score_compactions(judge, transcript, compaction_rows, replayed.compacted)
-        results.append((strategy.label, replayed.calls, jsonl_lines(replayed.calls), compaction_rows))
-    return results
+@dataclass(frozen=True)
+class _Job:
+    strategies: tuple[StrategyConfig, ...]
+    done: frozenset[tuple[str, str]]
+    windows: ContextWindows
+    default_estimator: str
+    summarizer: object
+    judge: object
 
+    def replay_file(self, transcripts: tuple[Transcript, ...]) -> list[Replays | None]:
+        return [self.replay_transcript(t) for t in transcripts]
 
-# What forked workers replay: set just before the pool starts, inherited by the fork (transcripts
-# are not pickled to each worker; only result rows travel back).
-_JOB: tuple | None = None
-
-
-def _pool_task(index: int) -> Results:
-    groups, windows, default_estimator = _JOB
-    transcript, strategies = groups[index]
-    return _replay_transcript(transcript, strategies, windows, default_estimator, None, None)
-
-
-def _replayed(groups, windows, default_estimator, summarizer, judge, workers: int | None):
-    """(transcript, results) in transcript order, replayed in one process or in a pool of forks."""
-    workers = workers if workers is not None else (os.cpu_count() or 1)
-    if workers <= 1 or len(groups) < 2 or summarizer is not None or judge is not None or "fork" not in mp.get_all_start_methods():
-        for transcript, strategies in groups:
-            yield transcript, _replay_transcript(transcript, strategies, windows, default_estimator, summarizer, judge)
-        return
-    global _JOB
-    _JOB = (groups, windows, default_estimator)
-    try:
-        with mp.get_context("fork").Pool(min(workers, len(groups))) as pool:
-            # imap keeps transcript order, so the files are written in the same order as one process would.
-            for index, results in enumerate(pool.imap(_pool_task, range(len(groups)))):
-                yield groups[index][0], results
-    finally:
-        _JOB = None
+    def replay_transcript(self, transcript: Transcript) -> Replays | None:
+        strategies = [s for s in self.strategies if (transcript.id, s.label) not in self.done]
+        if not strategies:
+            return None
+        # One meter per estimator, shared by every strategy of this transcript: each message is
+        # counted once for the whole run, however many settings replay it.
+        meters: dict[str, Meter] = {}
+        columns: CallColumns = {name: [] for name in CALL_COLUMNS}
+        compaction_rows: list[dict] = []
+        for strategy in strategies:
+            estimator = strategy.estimator or getattr(get_strategy(strategy.strategy), "estimator", self.default_estimator)
+            if estimator not in meters:
+                meters[estimator] = Meter(transcript, estimator)
+            replayed = replay(transcript, strategy, self.windows, summarizer=self.summarizer, meter=meters[estimator])
+            rows = [dict(vars(r)) for r in replayed.compactions]
+            if self.judge is not None:  # next-action preservation with a model (bench/next_action.py)
+                rows = score_compactions(self.judge, transcript, rows, replayed.compacted)
+            for name, values in replayed.calls.items():
+                columns[name] += values
+            compaction_rows += rows
+        arrays = {name: np.array(values, dtype=object if name in TEXT_COLUMNS else None) for name, values in columns.items()}
+        return Replays([s.label for s in strategies], jsonl_lines(columns), arrays, compaction_rows)
 
 
 def finish(
-    out: Path, loaded: Loaded, resumed_units: int = 0, prices: dict | None = None, rows: tuple[CallColumns, list[dict]] | None = None
+    out: Path, loaded: Loaded, resumed_units: int = 0, prices: dict | None = None,
+    rows: tuple[list[dict[str, np.ndarray]], list[dict]] | None = None,
 ) -> RunResult:
-    """Compute the metrics from the finished rows: `rows` when given, else read back from `out`."""
+    """Compute the metrics from the finished rows: `rows` (per-transcript call arrays and compaction
+    rows) when given, else read back from `out`."""
     if rows is not None:
-        call_rows, compaction_rows = rows
+        call_arrays, compaction_rows = rows
+        call_arrays = [a for a in call_arrays if len(a["call"])]  # an empty array would make every column float
+        calls = {name: np.concatenate([a[name] for a in call_arrays]) for name in CALL_COLUMNS} if call_arrays else {}
     else:
         done = _done_units(out / "done.jsonl")
-        call_rows = [r for r in _read_jsonl(out / "calls.jsonl") if (r["transcript"], r["config"]) in done]
+        calls = [r for r in _read_jsonl(out / "calls.jsonl") if (r["transcript"], r["config"]) in done]
         compaction_rows = [r for r in _read_jsonl(out / "compactions.jsonl") if (r["transcript"], r["config"]) in done]
-    price_table = resolve_prices(prices or None)
-    calls = calls_frame(call_rows, price_table)
+    calls = calls_frame(calls, resolve_prices(prices or None))
     compactions = compactions_frame(compaction_rows)
     transcripts = transcript_summary(calls, compactions)
     if not transcripts.empty:

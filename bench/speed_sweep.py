@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from bench import runs
+from bench.loading import load_inputs
 from bench.run_config import RunConfig
 from bench.speed_estimation import distinct_texts, timed
 from bench.sweep import grid
@@ -30,7 +31,7 @@ ESTIMATOR = "tiktoken-o200k"
 def main(arguments: list[str]) -> None:
     configs = [c.__class__(c.label, c.strategy, c.settings, c.trigger, ESTIMATOR) for c in grid(STRATEGIES, THRESHOLDS, (16_000,))]
     config = RunConfig(datasets=tuple(arguments), strategies=tuple(configs), estimator=ESTIMATOR)
-    loaded = runs.load_inputs(list(config.datasets) or None)
+    loaded = load_inputs(list(config.datasets) or None)
     encoding = get_encoding("o200k_base")
     texts = distinct_texts(t for t in loaded.transcripts if t.calls)
     tokenize_seconds = timed(lambda: [encoding.encode(text, disallowed_special=()) for text in texts])
