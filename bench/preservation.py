@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import lru_cache
 from itertools import islice
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -95,6 +96,7 @@ WRITTEN_KEYS = frozenset({"new_string", "new_str", "new_text", "content", "file_
 NUMBER_KEYS = frozenset({"offset", "line", "lines", "line_number", "start_line", "end_line", "view_range", "insert_line", "port"})
 
 
+@lru_cache(maxsize=1 << 16)  # the same words recur in every step of a session
 def _is_identifier(token: str, followed_by: str) -> bool:
     """Whether a word-like token is code-like enough to count (see the module docstring)."""
     if token in _STOP or len(token) < 3:

@@ -241,7 +241,7 @@ def jsonl_lines(columns: CallColumns) -> str:
 
 def _json_column(values: list) -> list:
     """A column's values as JSON texts (ints are their own text under %s)."""
-    if all(type(v) is int for v in values):
+    if set(map(type, values)) == {int}:
         return values
     texts: dict = {}
     return [texts.get(v) or texts.setdefault(v, _json_value(v)) for v in values]

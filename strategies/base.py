@@ -178,28 +178,44 @@ def file_activity(messages: Sequence[Message], earlier: FileActivity = FileActiv
     read: dict[str, None] = dict.fromkeys(earlier.read)
     modified: dict[str, None] = dict.fromkeys(earlier.modified)
     for message in messages:
-        for part in message.parts:
-            if not isinstance(part, ToolCallPart):
-                continue
-            arguments = part.parsed_arguments()
-            if not isinstance(arguments, dict):
-                continue
-            name = part.name.lower()
-            writes = name in WRITE_TOOLS or "write" in name or "edit" in name
-            paths = [arguments[k] for k in PATH_KEYS if isinstance(arguments.get(k), str)]
-            for key in COMMAND_KEYS:
-                command = arguments.get(key)
-                if isinstance(command, str):
-                    # Only the command line itself: a heredoc body is file content, not files touched.
-                    first_line = command.split("\n", 1)[0]
-                    paths += _SHELL_PATH.findall(first_line)
-                    writes = writes or bool(_SHELL_WRITES.search(first_line))
-            for path in paths:
-                if writes:
-                    modified.setdefault(path, None)
-                elif name in READ_TOOLS or "read" in name or any(isinstance(arguments.get(k), str) for k in COMMAND_KEYS):
-                    read.setdefault(path, None)
+        for path, writes in _file_events(message):
+            (modified if writes else read).setdefault(path, None)
     return FileActivity(read=tuple(p for p in read if p not in modified), modified=tuple(modified))
+
+
+# Each message's file events, made once: every compaction of a sweep lists the files of the
+# whole history again. The entry holds the message so its id is not reused while it lives.
+_EVENTS: dict[int, tuple[Message, tuple[tuple[str, bool], ...]]] = {}
+
+
+def _file_events(message: Message) -> tuple[tuple[str, bool], ...]:
+    """(path, modified) for each file a message's tool calls read or modify, in order."""
+    entry = _EVENTS.get(id(message))
+    if entry is not None and entry[0] is message:
+        return entry[1]
+    events: list[tuple[str, bool]] = []
+    for part in message.parts:
+        if not isinstance(part, ToolCallPart):
+            continue
+        arguments = part.parsed_arguments()
+        if not isinstance(arguments, dict):
+            continue
+        name = part.name.lower()
+        writes = name in WRITE_TOOLS or "write" in name or "edit" in name
+        paths = [arguments[k] for k in PATH_KEYS if isinstance(arguments.get(k), str)]
+        for key in COMMAND_KEYS:
+            command = arguments.get(key)
+            if isinstance(command, str):
+                # Only the command line itself: a heredoc body is file content, not files touched.
+                first_line = command.split("\n", 1)[0]
+                paths += _SHELL_PATH.findall(first_line)
+                writes = writes or bool(_SHELL_WRITES.search(first_line))
+        reads = name in READ_TOOLS or "read" in name or any(isinstance(arguments.get(k), str) for k in COMMAND_KEYS)
+        events += [(path, writes) for path in paths if writes or reads]
+    if len(_EVENTS) > 100_000:
+        _EVENTS.clear()
+    _EVENTS[id(message)] = (message, tuple(events))
+    return tuple(events)
 
 
 def last_user_request(messages: Sequence[Message]) -> str | None:

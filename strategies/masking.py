@@ -62,7 +62,7 @@ class ObservationMasking:
                 already += 1
                 continue
             replacement = replace(part, content=self.placeholder.format(lines=len(part.content.splitlines())))
-            if _size(request, message, replacement) >= _size(request, message, part):
+            if _size(request, message, p_index, replacement) >= _size(request, message, p_index, part):
                 small += 1
                 continue
             parts = list(message.parts)
@@ -78,5 +78,17 @@ class ObservationMasking:
         return CompactionResult(context=new, messages_removed=0, note=f"masked {masked} older tool outputs ({counts})")
 
 
-def _size(request: CompactionRequest, message: Message, part: ToolResultPart) -> int:
-    return request.count_tokens([replace(message, parts=(part,))])
+# Sizes of one-output messages, kept while the message lives: every compaction sizes each older
+# output again, and a sweep compacts the same session under many settings with the same counter.
+_SIZES: dict[tuple, tuple[Message, int]] = {}
+
+
+def _size(request: CompactionRequest, message: Message, index: int, part: ToolResultPart) -> int:
+    """The tokens of `message` holding only `part` in place of its part at `index`."""
+    key = (request.count_tokens, id(message), index, part.content)
+    found = _SIZES.get(key)
+    if found is None or found[0] is not message:  # the entry holds the message: its id is not reused
+        if len(_SIZES) > 200_000:
+            _SIZES.clear()
+        found = _SIZES[key] = (message, request.count_tokens([replace(message, parts=(part,))]))
+    return found[1]
