@@ -7,6 +7,10 @@ but the replay appends what it recorded anyway. So the numbers say what a strate
 removes from the context a real session built, and whether the facts its real next steps needed
 were still there; they cannot say what the agent would have done instead.
 
+Until a setting first compacts, its replay is the recorded session itself: those rows come from
+the uncompacted replay every setting of a transcript shares (`bench.uncompacted`), and the walk
+below starts at the first compaction.
+
 Token numbers per call:
 - `full_tokens`: the prompt without compaction. Before any real compaction in the source this is
   the provider's recorded count; after one, the source itself was compacted, so it is estimated

@@ -1,9 +1,9 @@
 """`compactlab run`: replay datasets × strategies into a run directory that survives interruption.
 
 A run directory holds:
-- `config.json`: the resolved configuration; `meta.json`: versions, dataset file hashes, prompt
-  template hashes, what was skipped while reading;
-- `calls.jsonl` and `compactions.jsonl`: rows, appended as each transcript × strategy finishes;
+- `config.json`: the resolved configuration; `meta.json` (written once every file was read):
+  versions, dataset file hashes, prompt template hashes, what was skipped while reading;
+- `calls.jsonl` and `compactions.jsonl`: rows, appended as each transcript's settings finish;
 - `done.jsonl`: one line per finished transcript × strategy, written after its rows, so that
   `--resume` skips exactly the finished work and ignores rows of a unit that was cut off;
 - `summary.json` and `transcripts.csv`: the statistics, written at the end.

@@ -137,3 +137,24 @@ def test_unknown_format_lists_every_format_tried(tmp_path: Path) -> None:
 def test_unknown_format_name_suggests_the_closest() -> None:
     with pytest.raises(KeyError, match="Did you mean 'claude-code'"):
         load_file(REAL, format="claude-cod")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_damaged_file_among_good_ones_names_file_and_line_with_or_without_worker_processes(tmp_path: Path, workers: int) -> None:
+    lines = real_lines()
+    write(tmp_path, "a_good.jsonl", b"".join(lines))
+    write(tmp_path, "b_bad.jsonl", b"".join(lines[:3] + [b'{"type": "assistant", "message": \n'] + lines[3:]))
+    write(tmp_path, "c_good.jsonl", b"".join(lines))
+    with pytest.raises(TranscriptError) as error:
+        load_inputs([str(tmp_path)], workers=workers)
+    assert error.value.path.endswith("b_bad.jsonl") and error.value.line == 4
+    loaded = load_inputs([str(tmp_path)], lenient=True, workers=workers)
+    assert [t.source_path.rsplit("/", 1)[-1] for t in loaded.transcripts] == ["a_good.jsonl", "b_bad.jsonl", "c_good.jsonl"]
+    assert [len(t.skipped) for t in loaded.transcripts] == [0, 1, 0]
+
+
+def test_files_read_by_worker_processes_are_the_files_read_one_by_one() -> None:
+    one = load_inputs(["claude-code-log"], workers=1).transcripts
+    pool = load_inputs(["claude-code-log"], workers=2).transcripts
+    assert len(one) > 10 and [t.id for t in pool] == [t.id for t in one]
+    assert all(a.messages == b.messages and a.skipped == b.skipped for a, b in zip(one, pool))

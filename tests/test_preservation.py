@@ -9,7 +9,7 @@ import pytest
 
 from bench.importers import load_file
 from bench.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
-from bench.matching import Item, present
+from bench.matching import Haystack, Item, TranscriptText, present
 from bench.preservation import extract_items, preservation
 from strategies.base import leading_system, summary_message
 
@@ -259,3 +259,36 @@ def test_real_sessions_full_history_keeps_everything_and_system_prompt_alone_los
     )
     lost = preservation(messages[:middle], system_only, messages[middle:], 5)
     assert lost.score is not None and lost.score < 1.0 and lost.lost
+
+
+@pytest.mark.parametrize("session", ["django", "claude_code"])
+def test_the_session_index_answers_as_a_search_of_the_joined_text(session: str, request) -> None:
+    # TranscriptText searches a session's text once per item; scoring must not change by it.
+    messages: tuple[Message, ...] = request.getfixturevalue(session)
+    index = TranscriptText(messages)
+    items = list(dict.fromkeys(i for m in messages if m.role == "assistant" for i in extract_items([m])))
+    assert len(items) > 40 and {i.kind for i in items} >= {"path", "identifier", "command", "number"}
+    checked = 0
+    for cut in range(3, len(messages), max(1, len(messages) // 5)):
+        history = Haystack.of(messages[:cut])
+        summary = summary_message("Kept: " + ", ".join(i.text for i in items[::5]))
+        context = (*messages[: leading_system(messages)], summary, *messages[cut // 2 : cut])
+        whole = Haystack.of(context)
+        for item, answer in zip(items, index.in_context(items, context)):
+            assert index.in_history(item, cut) == present(item, history), (item, cut)
+            assert answer == present(item, whole), (item, cut)
+            checked += answer
+    assert checked > 100
+
+
+def test_a_command_split_across_two_messages_is_found_as_the_joined_text_has_it() -> None:
+    messages = (user("run the tests"), say("I will run pytest -x"), say("tests/test_a.py   now"), say("done"))
+    index = TranscriptText(messages)
+    command = Item("command", "pytest -x tests/test_a.py")
+    assert present(command, Haystack.of(messages[:3])) and not present(command, Haystack.of(messages[:2]))
+    assert index.in_history(command, 3) and not index.in_history(command, 2)
+    assert index.in_context([command], messages[1:3]) == [True]
+    assert index.in_context([command], messages[2:]) == [False]
+    # An item only a new message (a summary) holds counts as kept.
+    path = Item("path", "src/app/views.py")
+    assert index.in_context([path], (summary_message("edited src/app/views.py"), *messages[2:])) == [True]

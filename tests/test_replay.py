@@ -84,6 +84,20 @@ def test_compression_label() -> None:
     assert compression_label(0.5) == "50.0% removed, 2×"
 
 
+def test_a_walked_replay_keeps_the_books_as_the_shared_uncompacted_one() -> None:
+    # Settings copy the uncompacted replay's rows until their first compaction and walk on from
+    # there. A trigger that fires at the first call makes truncate (nothing to cut in a one-task
+    # session) walk the whole session without changing it: its rows must be the shared ones.
+    walked = replay(MINI, StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.0001)), HUGE)
+    [compaction] = walked.compactions
+    assert compaction.call == 0 and compaction.messages_removed == 0 and compaction.stalled
+    shared = calls_frame(replay(MINI, StrategyConfig("t", "truncate"), HUGE).calls)
+    walked_calls = calls_frame(walked.calls)
+    columns = ["message_index", "full_tokens", "context_tokens", "prefix_tokens", "full_prefix_tokens", "over_window"]
+    pd.testing.assert_frame_equal(walked_calls[columns], shared[columns])
+    assert (walked_calls["compactions_so_far"] == 1).all() and walked_calls["compacted_before"].tolist() == [True] + [False] * 85
+
+
 def _config(tmp_path: Path) -> RunConfig:
     path = tmp_path / "run.toml"
     path.write_text(
