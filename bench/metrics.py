@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+import numpy as np
 import pandas as pd
 
 from bench.calibration import model_family
@@ -45,31 +46,34 @@ def _costs(frame: pd.DataFrame, prompt_column: str, cached_column: str, prices: 
     The same rules as `bench.llm.prices.cost_of`: a long-context tier replaces every price above
     its threshold, and tokens of a kind the model has no price for make the cost unknown (NaN).
     """
-    costs = pd.Series(float("nan"), index=frame.index, dtype=float)
-    for model, rows in frame.groupby("model").groups.items():
+    all_prompts = frame[prompt_column].to_numpy(dtype=float)
+    all_cached = np.minimum(frame[cached_column].to_numpy(dtype=float), all_prompts)
+    all_outputs = frame["output_tokens"].to_numpy(dtype=float)
+    costs = np.full(len(frame), np.nan)
+    # Positions per model, on plain arrays: selecting rows of the whole frame per model copied
+    # every column (hundreds of thousands of rows in a sweep).
+    for model, rows in frame.groupby("model").indices.items():
         price = price_for(model, prices)
         if price is None:
             continue
-        sample = frame.loc[rows]
-        prompt = sample[prompt_column].astype(float)
-        cached = sample[cached_column].clip(upper=sample[prompt_column]).astype(float)
+        prompt, cached = all_prompts[rows], all_cached[rows]
         new = prompt - cached
         claude = model_family(model) == "claude"
         parts = {"input": 0 * new if claude else new, "cache_read": cached, "cache_write": new if claude else 0 * new,
-                 "output": sample["output_tokens"].astype(float)}
+                 "output": all_outputs[rows]}
         total = _priced(price, parts)
         if price.long_context is not None and price.long_context_threshold is not None:
-            total = total.where(prompt <= price.long_context_threshold, _priced(price.long_context, parts))
-        costs.loc[rows] = total
-    return costs
+            total = np.where(prompt <= price.long_context_threshold, total, _priced(price.long_context, parts))
+        costs[rows] = total
+    return pd.Series(costs, index=frame.index)
 
 
-def _priced(price, parts: dict[str, pd.Series]) -> pd.Series:
+def _priced(price, parts: dict[str, np.ndarray]) -> np.ndarray:
     total = 0 * parts["input"]
     for kind, tokens in parts.items():
         rate = getattr(price, kind)
         if rate is None:
-            total = total.where(tokens == 0, float("nan"))
+            total = np.where(tokens == 0, total, np.nan)
         else:
             total = total + tokens * rate
     return total / 1_000_000
