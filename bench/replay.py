@@ -222,13 +222,17 @@ class _Walk:
         # result) is counted anew.
         own = self.last_built is not None and context.messages is self.last_built.messages
         if own and (context.known_usage is None or not self.uses_usage):
-            return round(self.context_sum + self.meter.local.prompt_overhead + self.meter.offset)
+            return self._own_estimate()
         return self.meter(context)
+
+    def _own_estimate(self) -> int:
+        """The running estimate of the walk's context, as the engine's meter would count it."""
+        return round(self.context_sum + self.meter.local.prompt_overhead + self.meter.offset)
 
     def trigger_tokens(self, index: int) -> int:
         """What the engine's meter says of the context before the call at `index`."""
         if self.known_usage is None or not self.uses_usage:
-            return round(self.context_sum + self.meter.local.prompt_overhead + self.meter.offset)
+            return self._own_estimate()
         # Known usage exists only while nothing was compacted, so the context is the history itself.
         upto, tokens = self.known_usage
         return round(tokens + sum(self.base.message_tokens[upto:index]))

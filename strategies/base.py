@@ -214,8 +214,8 @@ def _file_events(message: Message) -> tuple[tuple[str, bool], ...]:
         events += [(path, writes) for path in paths if writes or reads]
     if len(_EVENTS) > 100_000:
         _EVENTS.clear()
-    _EVENTS[id(message)] = (message, tuple(events))
-    return tuple(events)
+    _EVENTS[id(message)] = (message, found := tuple(events))
+    return found
 
 
 def last_user_request(messages: Sequence[Message]) -> str | None:
