@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,13 +48,13 @@ def load_inputs(
     inputs = resolve_inputs(arguments)
     transcripts: list[Transcript] = []
     failed: list[FailedFile] = []
-    reads = read_files(inputs.files, inputs.lenient_files, lenient=lenient, format=format, workers=workers)
-    for read in tqdm(reads, total=len(inputs.files), desc="reading transcripts", unit="file", disable=not progress, leave=False):
-        if read.error is not None:
-            if not read.lenient:
-                raise read.error
-            failed.append(FailedFile(path=read.path, error=str(read.error)))
-        transcripts.extend(read.transcripts)
+    with closing(read_files(inputs.files, inputs.lenient_files, lenient=lenient, format=format, workers=workers)) as reads:
+        for read in tqdm(reads, total=len(inputs.files), desc="reading transcripts", unit="file", disable=not progress, leave=False):
+            if read.error is not None:
+                if not read.lenient:
+                    raise read.error
+                failed.append(FailedFile(path=read.path, error=str(read.error)))
+            transcripts.extend(read.transcripts)
     return Loaded(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
 
 
@@ -79,7 +80,10 @@ def read_files(
 ) -> Iterator[FileRead]:
     """Read `files` in order, in a pool of forked processes when there are several files and cores
     (default: one per core); `then`, when given, runs on each file's transcripts in the process that
-    read them, so a run replays a file while the next ones are being read."""
+    read them, so a run replays a file while the next ones are being read.
+
+    Use it under `contextlib.closing`: a caller that stops early (an error in a file) must close
+    the generator then, so its worker pool ends at once, not whenever the generator is collected."""
     global _JOB
     jobs = [(path, lenient or path in lenient_files, format) for path in files]
     workers = min(workers if workers is not None else (os.cpu_count() or 1), len(jobs))

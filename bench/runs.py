@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import platform
+from contextlib import closing
 from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
@@ -99,23 +100,25 @@ def run(
     inputs = resolve_inputs(list(config.datasets) or None)
     transcripts, failed, call_frames, compaction_rows = [], [], [], []
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
-    for read in read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file):
-        bar.update()
-        if read.error is not None:
-            if not read.lenient:
-                raise read.error
-            failed.append(FailedFile(path=read.path, error=str(read.error)))
-        transcripts += read.transcripts
-        for transcript, replays in zip(read.transcripts, read.then or ()):
-            if replays is None:  # every setting of this transcript was done before --resume
-                continue
-            # One write per file and transcript; the done lines come last, so a run killed in
-            # between replays this transcript's settings again on --resume.
-            _write(out / "calls.jsonl", replays.call_lines)
-            _append(out / "compactions.jsonl", replays.compaction_rows)
-            _append(done_path, [{"transcript": transcript.id, "config": label} for label in replays.labels])
-            call_frames.append(replays.calls)
-            compaction_rows += replays.compaction_rows
+    reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file)
+    with closing(reads):  # an error in a file ends the worker pool at once (see read_files)
+        for read in reads:
+            bar.update()
+            if read.error is not None:
+                if not read.lenient:
+                    raise read.error
+                failed.append(FailedFile(path=read.path, error=str(read.error)))
+            transcripts += read.transcripts
+            for transcript, replays in zip(read.transcripts, read.then or ()):
+                if replays is None:  # every setting of this transcript was done before --resume
+                    continue
+                # One write per file and transcript; the done lines come last, so a run killed in
+                # between replays this transcript's settings again on --resume.
+                _write(out / "calls.jsonl", replays.call_lines)
+                _append(out / "compactions.jsonl", replays.compaction_rows)
+                _append(done_path, [{"transcript": transcript.id, "config": label} for label in replays.labels])
+                call_frames.append(replays.calls)
+                compaction_rows += replays.compaction_rows
     bar.close()
     loaded = Loaded(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
     (out / "meta.json").write_text(json.dumps(run_meta(loaded), indent=2) + "\n")
