@@ -292,3 +292,49 @@ def test_a_command_split_across_two_messages_is_found_as_the_joined_text_has_it(
     # An item only a new message (a summary) holds counts as kept.
     path = Item("path", "src/app/views.py")
     assert index.in_context([path], (summary_message("edited src/app/views.py"), *messages[2:])) == [True]
+
+
+def _assistant_texts(messages: Sequence[Message]) -> list[str]:
+    return [p.text for m in messages if m.role == "assistant" for p in m.parts if isinstance(p, (TextPart, ThinkingPart))]
+
+
+@pytest.mark.parametrize("session", ["django", "claude_code"])
+def test_the_identifier_prefilter_finds_every_token_the_full_scan_accepts(session: str, request) -> None:
+    # _scan visits only _CANDIDATE tokens; it must find exactly what visiting every _TOKEN finds.
+    from bench.preservation import _CANDIDATE, _TOKEN, _is_identifier
+
+    def accepted(pattern, text: str) -> list[tuple[int, str]]:
+        return [(m.start(), m.group(0)) for m in pattern.finditer(text) if _is_identifier(m.group(0), text[m.end() : m.end() + 1])]
+
+    texts = _assistant_texts(request.getfixturevalue(session))
+    texts += ["self.x_y CamelCase call( __init__ _private a.b.c e.g. URLs plain words ünïcode_x Ärger fooBar"]
+    found = 0
+    for text in texts:
+        full = accepted(_TOKEN, text)
+        assert accepted(_CANDIDATE, text) == full
+        found += len(full)
+    assert found > 50
+
+
+@pytest.mark.parametrize("session", ["django", "claude_code"])
+def test_the_open_quote_check_agrees_with_shlex_on_real_commands(session: str, request) -> None:
+    import shlex
+
+    from bench.preservation import _SHELL_WORDS, _command_line
+
+    def shlex_accepts(line: str) -> bool:
+        try:
+            shlex.split(line)
+        except ValueError:
+            return False
+        return True
+
+    lines = [
+        _command_line(arguments["command"])
+        for m in request.getfixturevalue(session) for p in m.parts if isinstance(p, ToolCallPart)
+        if isinstance(arguments := p.parsed_arguments(), dict) and isinstance(arguments.get("command"), str)
+    ]
+    lines += ['python -c "import os', "echo 'it''s'", 'echo "a \\" b"', "echo a\\", "echo 'a\\' b", 'grep -n "x\\\\" f']
+    assert len(lines) > 20
+    for line in filter(None, lines):
+        assert (_SHELL_WORDS.fullmatch(line) is not None) == shlex_accepts(line), line
