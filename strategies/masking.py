@@ -61,13 +61,11 @@ class ObservationMasking:
             if masked_pattern.fullmatch(part.content):
                 already += 1
                 continue
-            replacement = replace(part, content=self.placeholder.format(lines=len(part.content.splitlines())))
-            if _size(request, message, p_index, replacement) >= _size(request, message, p_index, part):
+            masked_message = self._masked(request, message, p_index)
+            if masked_message is None:
                 small += 1
                 continue
-            parts = list(message.parts)
-            parts[p_index] = replacement
-            new_messages[m_index] = replace(message, parts=tuple(parts))
+            new_messages[m_index] = masked_message
             masked += 1
         counts = f"{len(positions)} tool outputs, the last {min(self.keep_last, len(positions))} kept"
         counts += f", {already} masked before" if already else ""
@@ -78,17 +76,30 @@ class ObservationMasking:
         return CompactionResult(context=new, messages_removed=0, note=f"masked {masked} older tool outputs ({counts})")
 
 
-# Sizes of one-output messages, kept while the message lives: every compaction sizes each older
-# output again, and a sweep compacts the same session under many settings with the same counter.
-_SIZES: dict[tuple, tuple[Message, int]] = {}
+    def _masked(self, request: CompactionRequest, message: Message, index: int) -> Message | None:
+        """`message` with its part at `index` masked; None when the placeholder would not be smaller.
+
+        The answer is kept while the message lives: every compaction looks at each older output
+        again, and a sweep compacts the same session under many settings with the same counter.
+        Handing back the same masked message each time also lets the counter's per-message memo
+        count it once."""
+        key = (request.count_tokens, id(message), index, self.placeholder)
+        found = _MASKED.get(key)
+        if found is None or found[0] is not message:  # the entry holds the message: its id is not reused
+            part = message.parts[index]
+            replacement = replace(part, content=self.placeholder.format(lines=len(part.content.splitlines())))
+            masked = None
+            if _size(request, message, index, replacement) < _size(request, message, index, part):
+                masked = replace(message, parts=(*message.parts[:index], replacement, *message.parts[index + 1 :]))
+            if len(_MASKED) > 200_000:
+                _MASKED.clear()
+            found = _MASKED[key] = (message, masked)
+        return found[1]
+
+
+_MASKED: dict[tuple, tuple[Message, Message | None]] = {}
 
 
 def _size(request: CompactionRequest, message: Message, index: int, part: ToolResultPart) -> int:
     """The tokens of `message` holding only `part` in place of its part at `index`."""
-    key = (request.count_tokens, id(message), index, part.content)
-    found = _SIZES.get(key)
-    if found is None or found[0] is not message:  # the entry holds the message: its id is not reused
-        if len(_SIZES) > 200_000:
-            _SIZES.clear()
-        found = _SIZES[key] = (message, request.count_tokens([replace(message, parts=(part,))]))
-    return found[1]
+    return request.count_tokens([replace(message, parts=(part,))])

@@ -15,6 +15,7 @@ hash covers the imported templates too.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -83,24 +84,51 @@ def _template(path: Path, stamp: tuple) -> tuple[jinja2.Template, str]:
     return _environment(path).from_string(path.read_text(encoding="utf-8")), sources
 
 
-def _compiled(template: str) -> tuple[jinja2.Template, str]:
+# template name -> (its file, its stamp): checked with a few `os.stat`s per use instead of resolving
+# and stamping it anew (a sweep renders templates thousands of times; that was most of the cost).
+_CURRENT: dict[str, tuple[Path, tuple[tuple[Path, float], ...]]] = {}
+
+
+def _current(template: str) -> tuple[Path, tuple[tuple[Path, float], ...]]:
+    """The template's file and stamp, as `template_path` and `_stamp` would give them now."""
+    found = _CURRENT.get(template)
+    if found is not None and _unchanged(template, *found):
+        return found
     path = template_path(template)
-    return _template(path, _stamp(path))
+    found = _CURRENT[template] = (path, _stamp(path))
+    return found
+
+
+def _unchanged(template: str, path: Path, stamp: tuple[tuple[Path, float], ...]) -> bool:
+    try:
+        if any(os.stat(file).st_mtime != mtime for file, mtime in stamp):
+            return False
+    except OSError:  # deleted: resolve again, which names what is missing
+        return False
+    # A bundled template stays chosen only while no file of that name appears in the working directory.
+    return path == Path(template) or not os.path.isfile(template)
+
+
+def _compiled(template: str) -> tuple[jinja2.Template, str]:
+    return _template(*_current(template))
 
 
 def render(template: str, **variables: object) -> Prompt:
     body, source = _compiled(template)
     system, system_source = _compiled(SYSTEM_TEMPLATE)
-    digest = hashlib.sha256((system_source + "\0" + source).encode("utf-8")).hexdigest()[:16]
-    return Prompt(system=system.render().strip(), text=body.render(**variables).strip() + "\n", hash=digest)
+    return Prompt(system=system.render().strip(), text=body.render(**variables).strip() + "\n", hash=_digest(system_source, source))
+
+
+@lru_cache(maxsize=64)
+def _digest(*sources: str) -> str:
+    return hashlib.sha256("\0".join(sources).encode("utf-8")).hexdigest()[:16]
 
 
 def prompt_set_hash(*templates: str) -> str:
     """One hash for every template a strategy may use (and the system prompt): change any of
     them (or a template they import) and the hash changes, whichever of them a particular
     compaction happened to need."""
-    sources = [_compiled(t)[1] for t in (SYSTEM_TEMPLATE, *templates)]
-    return hashlib.sha256("\0".join(sources).encode("utf-8")).hexdigest()[:16]
+    return _digest(*(_compiled(t)[1] for t in (SYSTEM_TEMPLATE, *templates)))
 
 
 @lru_cache(maxsize=64)
@@ -119,8 +147,7 @@ def _macros(path: Path, stamp: tuple) -> dict[str, object]:
 def file_lists(template: str, read: Sequence[str], modified: Sequence[str]) -> str:
     """What `template` adds to a summary for the cumulative files read and modified: its `files`
     macro's output, stripped; '' when the template has no `files` macro (no file lists)."""
-    path = template_path(template)
-    macro = _macros(path, _stamp(path)).get("files")
+    macro = _macros(*_current(template)).get("files")
     return str(macro(list(read), list(modified))).strip() if callable(macro) else ""
 
 

@@ -80,3 +80,21 @@ def test_the_prompt_hash_covers_imported_templates(tmp_path) -> None:
     os.utime(files, (files.stat().st_atime, files.stat().st_mtime + 5))  # a later edit, whatever the clock's resolution
     assert prompt_set_hash(str(template)) != before
     assert file_lists(str(template), ["a.py"], []) == "FILES: a.py" != lists
+
+
+def test_a_template_name_follows_the_files_as_they_change(tmp_path, monkeypatch) -> None:
+    # Templates are looked up once and then only re-checked: a file of the same name appearing in
+    # the working directory, an edit, and its removal must still each be seen.
+    bundled_hash = render("summary.j2", conversation="x").hash
+    monkeypatch.chdir(tmp_path)
+    assert render("summary.j2", conversation="x").hash == bundled_hash
+    local = tmp_path / "summary.j2"
+    local.write_text("Summarize:\n{{ conversation }}\n", encoding="utf-8")
+    assert render("summary.j2", conversation="x").text == "Summarize:\nx\n"
+    local.write_text("Briefly:\n{{ conversation }}\n", encoding="utf-8")
+    os.utime(local, (local.stat().st_atime, local.stat().st_mtime + 5))
+    assert render("summary.j2", conversation="x").text == "Briefly:\nx\n"
+    local.unlink()
+    assert render("summary.j2", conversation="x").hash == bundled_hash
+    with pytest.raises(FileNotFoundError, match="not found"):
+        render("gone.j2")
