@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
+from itertools import accumulate
 
 from bench.context_windows import ContextWindows
 from bench.engine import CompactionEvent, Engine, Trigger
@@ -189,6 +190,10 @@ class _Walk:
         self.compactions: list[CompactionRow] = []
         self.compacted: list[tuple[Message, ...]] = []
         self.last_built: Context | None = None
+        # The last context the engine's meter counted anew (a compaction's result) with the running
+        # sums of its messages' estimates: the walk takes its size and the cache model its shared
+        # prefix from them instead of summing the same messages again.
+        self.counted: tuple[tuple[Message, ...], list[float]] = ((), [])
 
     def start_at(self, index: int) -> None:
         """Take over the uncompacted replay's state before message `index` and its rows before it."""
@@ -223,7 +228,15 @@ class _Walk:
         own = self.last_built is not None and context.messages is self.last_built.messages
         if own and (context.known_usage is None or not self.uses_usage):
             return self._own_estimate()
-        return self.meter(context)
+        if context.known_usage is not None and self.uses_usage:
+            return self.meter(context)
+        # As `Meter.__call__` counts it: the same additions in the same order.
+        self.counted = (context.messages, list(accumulate(map(self.meter.message_tokens, context.messages))))
+        return round(self.meter.local.prompt_overhead + self._counted_sum(len(context.messages))) + self.meter.offset
+
+    def _counted_sum(self, count: int) -> float:
+        """The estimate of the first `count` messages of the last counted context (as `sum` adds them)."""
+        return self.counted[1][count - 1] if count else 0
 
     def _own_estimate(self) -> int:
         """The running estimate of the walk's context, as the engine's meter would count it."""
@@ -271,7 +284,10 @@ class _Walk:
             prompt = self.context(index).messages
             head, tail_start, end = self.previous_prompt
             shared = _shared_prefix(head + self.transcript.messages[tail_start:end], prompt)
-            shared_estimate = sum(self.meter.message_tokens(m) for m in prompt[:shared]) + overhead
+            if self.counted[0] is self.head.messages and shared <= len(self.head.messages):
+                shared_estimate = self._counted_sum(shared) + overhead
+            else:
+                shared_estimate = sum(self.meter.message_tokens(m) for m in prompt[:shared]) + overhead
             prefix_tokens = round(context_tokens * shared_estimate / max(1, context_estimate))
         else:
             prefix_tokens = self.rows["context_tokens"][-1]
@@ -305,8 +321,11 @@ class _Walk:
         if event is None:
             return
         if context is not self.last_built:
-            if context.messages is not self.last_built.messages:
-                self.context_sum = sum(self.meter.message_tokens(m) for m in context.messages)
+            if context.messages is not self.last_built.messages:  # else the running sum still holds
+                if context.messages is self.counted[0]:
+                    self.context_sum = self._counted_sum(len(context.messages))
+                else:
+                    self.context_sum = sum(self.meter.message_tokens(m) for m in context.messages)
             self.head, self.tail_start, self.known_usage = context, index, context.known_usage
             self.last_built = context
         scores = {}

@@ -115,7 +115,7 @@ def run(
                 # One write per file and transcript; the done lines come last, so a run killed in
                 # between replays this transcript's settings again on --resume.
                 _write(out / "calls.jsonl", replays.call_lines)
-                _append(out / "compactions.jsonl", replays.compaction_rows)
+                _write(out / "compactions.jsonl", replays.compaction_lines)
                 _append(done_path, [{"transcript": transcript.id, "config": label} for label in replays.labels])
                 call_frames.append(replays.calls)
                 compaction_rows += replays.compaction_rows
@@ -135,6 +135,7 @@ class Replays:
     call_lines: str  # calls.jsonl lines
     calls: dict[str, np.ndarray]  # the same rows as arrays (cheap to send between processes and to join)
     compaction_rows: list[dict]
+    compaction_lines: str  # compactions.jsonl lines (formatted here, not in the process that writes them)
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,8 @@ class _Job:
                 columns[name] += values
             compaction_rows += rows
         arrays = {name: np.array(values, dtype=object if name in TEXT_COLUMNS else None) for name, values in columns.items()}
-        return Replays([s.label for s in strategies], jsonl_lines(columns), arrays, compaction_rows)
+        lines = "".join(_json_line(row) for row in compaction_rows)
+        return Replays([s.label for s in strategies], jsonl_lines(columns), arrays, compaction_rows, lines)
 
 
 def finish(
@@ -217,8 +219,11 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def _append(path: Path, rows: list[dict]) -> None:
-    if rows:
-        _write(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    _write(path, "".join(_json_line(row) for row in rows))
+
+
+def _json_line(row: dict) -> str:
+    return json.dumps(row, ensure_ascii=False) + "\n"
 
 
 def _write(path: Path, lines: str) -> None:

@@ -9,7 +9,9 @@ only keeps literal pieces of it, which is what the next-step metrics then test.
 
 from __future__ import annotations
 
+import json
 import re
+from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -117,29 +119,51 @@ class ExtractiveSummarizer:
         for message in messages:
             for part in message.parts:
                 if isinstance(part, ToolResultPart):
-                    lines = _ERROR_LINE.findall(part.content)
-                    if part.is_error and not lines:
-                        lines = part.content.strip().splitlines()[:1]
-                    for line in lines:
+                    for line in _error_lines(part.content, part.is_error):
                         found.setdefault(self._short(line), None)
         return list(found)[-self.max_items :]
 
+    # Commands and decisions keep only the last few, so they are gathered from the end: a summary
+    # of a long history must not read all of it again for its last eight lines.
     def _commands(self, messages: Sequence[Message]) -> list[str]:
         commands: list[str] = []
-        for message in messages:
-            for part in message.parts:
+        for message in reversed(messages):
+            for part in reversed(message.parts):
                 if isinstance(part, ToolCallPart):
-                    arguments = part.parsed_arguments()
-                    for key in COMMAND_ARGUMENTS:
-                        if isinstance(arguments, dict) and isinstance(arguments.get(key), str):
-                            commands.append(self._short(arguments[key]))
-        return commands[-self.max_items :]
+                    commands += reversed(_command_texts(part.arguments))
+            if len(commands) >= self.max_items:
+                break
+        return [self._short(c) for c in reversed(commands[: self.max_items])]
 
     def _decisions(self, messages: Sequence[Message]) -> list[str]:
-        statements = [
-            self._short(p.text) for m in messages if m.role == "assistant" for p in m.parts if isinstance(p, TextPart) and p.text.strip()
-        ]
-        return statements[-self.max_items :]
+        statements: list[str] = []
+        for message in reversed(messages):
+            if message.role == "assistant":
+                statements += (p.text for p in reversed(message.parts) if isinstance(p, TextPart) and p.text.strip())
+            if len(statements) >= self.max_items:
+                break
+        return [self._short(text) for text in reversed(statements[: self.max_items])]
+
+
+# Per tool output and per tool call, found once: every compaction of a sweep summarizes the whole
+# dropped history again, and the same outputs recur in each.
+@lru_cache(maxsize=1 << 16)
+def _error_lines(content: str, is_error: bool) -> tuple[str, ...]:
+    lines = _ERROR_LINE.findall(content)
+    if is_error and not lines:
+        lines = content.strip().splitlines()[:1]
+    return tuple(lines)
+
+
+@lru_cache(maxsize=1 << 16)
+def _command_texts(arguments: str) -> tuple[str, ...]:
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:  # raw-text arguments hold no named command
+        return ()
+    if not isinstance(parsed, dict):
+        return ()
+    return tuple(parsed[key] for key in COMMAND_ARGUMENTS if isinstance(parsed.get(key), str))
 
 
 # What a summary carries after its sections (file lists, the last request): not part of them.
