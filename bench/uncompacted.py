@@ -3,7 +3,7 @@
 Until a setting's trigger first fires, its replay is the recorded session itself: the context is
 the whole history, the strategy has not been called and the engine's state is untouched. So a
 sweep computes these rows once per transcript, estimator and window, and each setting copies the
-rows before its first compaction and walks on from there (`bench.replay`). The numbers come from
+rows before its first compaction and walks on from there (`bench.walk`). The numbers come from
 the same arithmetic in the same order as the walk's, so the copied rows equal walked ones.
 """
 
@@ -16,7 +16,7 @@ from bench.estimators import Hybrid
 from bench.metering import Meter
 from bench.overflow import silent_overflow
 
-# The per-call columns the uncompacted replay decides; `bench.replay` adds the constant ones.
+# The per-call columns the uncompacted replay decides; `bench.walk` adds the constant ones.
 COLUMNS = ("message_index", "model", "recorded_prompt_tokens", "output_tokens", "full_tokens", "context_tokens",
            "prefix_tokens", "full_prefix_tokens", "over_window")
 

@@ -1,0 +1,282 @@
+"""The bookkeeping of one replay (`bench.replay`): the agent's context beside the full history.
+
+A `Walk` holds what a replay knows between calls: the context (the last compaction's result
+followed by the transcript's later messages), the running estimates of the context and of the
+full history, the provider's last count while it still describes the context, and the rows
+written so far. `bench.replay` drives it call by call and asks the engine when to compact; the
+token arithmetic is the same as the shared uncompacted replay's (`bench.uncompacted`), in the
+same order, so the rows a setting copies from there equal the ones it would have walked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
+from itertools import accumulate
+from typing import TYPE_CHECKING
+
+from bench.engine import CompactionEvent
+from bench.estimators import Hybrid
+from bench.model import Message, Transcript
+from bench.overflow import silent_overflow
+from bench.preservation import preservation_at
+from bench.uncompacted import COLUMNS, Uncompacted
+from strategies.base import Context
+
+if TYPE_CHECKING:  # bench.replay imports this module
+    from bench.replay import StrategyConfig
+
+K_STEPS = (1, 5)
+
+# The per-call rows of a replay, as columns (one list per name; a replay has thousands of calls):
+#   transcript, config, call (number), message_index, model, window,
+#   recorded_prompt_tokens, output_tokens: what the source recorded for this call;
+#   full_tokens, context_tokens, prefix_tokens, full_prefix_tokens: see `bench.replay`'s docstring;
+#   compactions_so_far; compacted_before: a compaction happened right before this call;
+#   over_window: the replayed prompt would still not fit.
+CALL_COLUMNS = ("transcript", "config", "call", "message_index", "model", "window", "recorded_prompt_tokens", "output_tokens",
+                "full_tokens", "context_tokens", "prefix_tokens", "full_prefix_tokens", "compactions_so_far", "compacted_before",
+                "over_window")
+CallColumns = dict[str, list]
+
+
+@dataclass(frozen=True)
+class CompactionRow:
+    transcript: str
+    config: str
+    call: int
+    message_index: int
+    reason: str
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    messages_removed: int
+    summarizer_input_tokens: int
+    summarizer_output_tokens: int
+    summarizer_cost_usd: float | None
+    prompt_hash: str | None
+    note: str
+    failed: str | None
+    stalled: bool
+    summary: str | None
+    preservation: dict = field(default_factory=dict)  # {"k1": {...}, "k5": {...}}
+    # For recorded compactions: the replay's predicted prompt of the next call vs the recorded one.
+    fidelity_predicted: int | None = None
+    fidelity_recorded: int | None = None
+
+
+class Walk:
+    """The bookkeeping of one replay: the agent's context beside the full history.
+
+    The context is `head` (the context the last compaction produced, or the empty one) followed
+    by the transcript's messages from `tail_start` on; its running estimate is kept in step with
+    the appends, and the message tuple is built only when a compaction or the cache model needs it
+    (building it at every call would make a replay quadratic in its length).
+    """
+
+    def __init__(self, transcript: Transcript, config: StrategyConfig, base: Uncompacted):
+        self.transcript = transcript
+        self.config = config
+        self.base = base
+        self.meter = base.meter
+        self.window = base.window
+        self.uses_usage = isinstance(base.meter.estimator, Hybrid)
+        self.head = Context(messages=())
+        self.tail_start = 0
+        self.known_usage: tuple[int, int] | None = None
+        self.context_sum = 0.0  # estimate of the context's messages
+        self.full_count = 0.0  # estimate of the full history
+        self.real_compaction_seen = False
+        self.compaction_marker_since_call = False
+        self.compacted_since_call = False
+        self.pending_fidelity: int | None = None  # index in self.compactions awaiting the next call
+        self.rows: dict[str, list] = {name: [] for name in COLUMNS}
+        self.compactions_so_far: list[int] = []
+        self.compacted_before: list[bool] = []
+        self.previous_prompt: tuple[tuple[Message, ...], int, int] = ((), 0, 0)  # (head, tail_start, end) at the last call
+        self.compactions: list[CompactionRow] = []
+        self.compacted: list[tuple[Message, ...]] = []
+        self.last_built: Context | None = None
+        # The last context the engine's meter counted anew (a compaction's result) with the running
+        # sums of its messages' estimates: the walk takes its size and the cache model its shared
+        # prefix from them instead of summing the same messages again.
+        self.counted: tuple[tuple[Message, ...], list[float]] = ((), [])
+
+    def start_at(self, index: int) -> None:
+        """Take over the uncompacted replay's state before message `index` and its rows before it."""
+        base = self.base
+        calls = base.calls_before(index)
+        for name in COLUMNS:
+            self.rows[name] = base.columns[name][:calls]
+        self.compactions_so_far = [0] * calls
+        self.compacted_before = [False] * calls
+        previous = base.positions[calls - 1] if calls else -1
+        self.previous_prompt = ((), 0, max(previous, 0))
+        self.context_sum = self.full_count = base.history_tokens[index]
+        self.known_usage = base.known_usage[index]
+        self.real_compaction_seen = bool(base.markers) and base.markers[0] < index
+        self.compaction_marker_since_call = base.marker_between(previous, index)
+
+    def context(self, index: int) -> Context:
+        """The agent's context before message `index`, as one Context (built only when asked)."""
+        head = self.head
+        if self.tail_start == index and self.known_usage == head.known_usage:
+            built = head
+        else:
+            messages = head.messages + self.transcript.messages[self.tail_start : index]
+            built = Context(messages, head.summary, head.compactions, self.known_usage, head.archives)
+        self.last_built = built
+        return built
+
+    def engine_meter(self, context: Context) -> int:
+        # The engine measures the context before a compaction and the emergency path; the walk
+        # keeps a running sum of its own context, so only another context (a fresh compaction's
+        # result) is counted anew.
+        own = self.last_built is not None and context.messages is self.last_built.messages
+        if own and (context.known_usage is None or not self.uses_usage):
+            return self._own_estimate()
+        if context.known_usage is not None and self.uses_usage:
+            return self.meter(context)
+        # As `Meter.__call__` counts it: the same additions in the same order.
+        self.counted = (context.messages, list(accumulate(map(self.meter.message_tokens, context.messages))))
+        return round(self.meter.local.prompt_overhead + self._counted_sum(len(context.messages))) + self.meter.offset
+
+    def _counted_sum(self, count: int) -> float:
+        """The estimate of the first `count` messages of the last counted context (as `sum` adds them)."""
+        return self.counted[1][count - 1] if count else 0
+
+    def _own_estimate(self) -> int:
+        """The running estimate of the walk's context, as the engine's meter would count it."""
+        return round(self.context_sum + self.meter.local.prompt_overhead + self.meter.offset)
+
+    def trigger_tokens(self, index: int) -> int:
+        """What the engine's meter says of the context before the call at `index`."""
+        if self.known_usage is None or not self.uses_usage:
+            return self._own_estimate()
+        # Known usage exists only while nothing was compacted, so the context is the history itself.
+        upto, tokens = self.known_usage
+        return round(tokens + sum(self.base.message_tokens[upto:index]))
+
+    def append(self, index: int) -> None:
+        tokens = self.base.message_tokens[index]
+        self.context_sum = self.context_sum + tokens
+        self.full_count += tokens
+        call = self.transcript.messages[index].call
+        if call is not None:
+            # The provider's count describes the recorded prompt, which is this context only while
+            # nothing has been compacted, by this replay or by the production agent.
+            if self.head.compactions or self.real_compaction_seen:
+                self.known_usage = None
+            else:
+                length = len(self.head.messages) + index - self.tail_start
+                self.known_usage = (length + 1, call.prompt_tokens + call.output_tokens)
+
+    def measure(self, index: int, message: Message) -> dict:
+        """The row of the call at `index` with the current context (no side effects)."""
+        call = message.call
+        overhead = self.meter.local.prompt_overhead + self.meter.offset
+        full_estimate = round(self.full_count + overhead)
+        full_tokens = full_estimate if self.real_compaction_seen else call.prompt_tokens
+        context_estimate = round(self.context_sum + overhead)
+        removed = max(0, full_estimate - context_estimate)
+        context_tokens = full_tokens - removed
+        # What a prompt cache could serve: the part identical to the previous prompt. Append-only
+        # since the last call, that is the whole previous prompt, in the same anchored units as the
+        # baseline's (so an untouched session costs exactly what the baseline costs). After a
+        # compaction, the unchanged head's share of the estimate applied to the anchored size.
+        first = not self.rows["full_tokens"]
+        if first:
+            prefix_tokens = 0
+        elif self.compacted_since_call:
+            prompt = self.context(index).messages
+            head, tail_start, end = self.previous_prompt
+            shared = _shared_prefix(head + self.transcript.messages[tail_start:end], prompt)
+            if self.counted[0] is self.head.messages and shared <= len(self.head.messages):
+                shared_estimate = self._counted_sum(shared) + overhead
+            else:
+                shared_estimate = sum(self.meter.message_tokens(m) for m in prompt[:shared]) + overhead
+            prefix_tokens = round(context_tokens * shared_estimate / max(1, context_estimate))
+        else:
+            prefix_tokens = self.rows["context_tokens"][-1]
+        # Without compaction the previous prompt is a prefix of this one, unless the production
+        # agent compacted in between (then only the system prompt and tools stay cached).
+        previous_full = 0 if first else self.rows["full_tokens"][-1]
+        full_prefix = 0 if first else self.meter.offset if self.compaction_marker_since_call else previous_full
+        return {
+            "message_index": index, "model": call.model, "recorded_prompt_tokens": call.prompt_tokens,
+            "output_tokens": call.output_tokens, "full_tokens": full_tokens, "context_tokens": context_tokens,
+            "prefix_tokens": min(prefix_tokens, context_tokens), "full_prefix_tokens": min(full_prefix, full_tokens),
+            "over_window": silent_overflow(context_tokens, self.window),
+        }
+
+    def record(self, row: dict) -> None:
+        if self.pending_fidelity is not None:
+            pending = self.compactions[self.pending_fidelity]
+            self.compactions[self.pending_fidelity] = _with_fidelity(pending, row["context_tokens"], row["recorded_prompt_tokens"])
+            self.pending_fidelity = None
+        self.compactions_so_far.append(self.head.compactions)
+        self.compacted_before.append(self.compacted_since_call)
+        self.previous_prompt = (self.head.messages, self.tail_start, row["message_index"])
+        self.compacted_since_call = False
+        self.compaction_marker_since_call = False
+        for name in COLUMNS:
+            self.rows[name].append(row[name])
+
+    def note_compaction(self, event: CompactionEvent | None, index: int, context: Context, fidelity_pending: bool = False) -> None:
+        """Take the engine's answer before message `index`: `context` is its result (unchanged when the
+        compaction failed or did not run)."""
+        if event is None:
+            return
+        if context is not self.last_built:
+            if context.messages is not self.last_built.messages:  # else the running sum still holds
+                if context.messages is self.counted[0]:
+                    self.context_sum = self._counted_sum(len(context.messages))
+                else:
+                    self.context_sum = sum(self.meter.message_tokens(m) for m in context.messages)
+            self.head, self.tail_start, self.known_usage = context, index, context.known_usage
+            self.last_built = context
+        scores = {}
+        if not event.failed:
+            found = preservation_at(self.transcript.messages, index, context.messages, K_STEPS)
+            scores = {f"k{k}": _score_json(score) for k, score in found.items()}
+        self.compactions.append(
+            CompactionRow(
+                transcript=self.transcript.id, config=self.config.label, call=len(self.rows["full_tokens"]), message_index=index,
+                summary=context.summary, preservation=scores,
+                **{f.name: getattr(event, f.name) for f in fields(CompactionEvent)},
+            )
+        )
+        self.compacted.append(context.messages)
+        if not event.failed:
+            self.compacted_since_call = True
+        if fidelity_pending:
+            self.pending_fidelity = len(self.compactions) - 1
+
+    def columns(self) -> CallColumns:
+        calls = len(self.rows["full_tokens"])
+        constant = {"transcript": self.transcript.id, "config": self.config.label, "window": self.window}
+        columns = {**self.rows, "call": list(range(calls)), "compactions_so_far": self.compactions_so_far, "compacted_before": self.compacted_before}
+        return {name: [constant[name]] * calls if name in constant else columns[name] for name in CALL_COLUMNS}
+
+
+def _shared_prefix(previous: Sequence[Message], current: Sequence[Message]) -> int:
+    shared = 0
+    for a, b in zip(previous, current):
+        if a is not b and a != b:
+            break
+        shared += 1
+    return shared
+
+
+def _score_json(score) -> dict:
+    return {
+        "score": score.score,
+        "needed": [f"{i.kind}:{i.text}" for i in score.needed],
+        "lost": [f"{i.kind}:{i.text}" for i in score.lost],
+    }
+
+
+def _with_fidelity(row: CompactionRow, predicted: int, recorded: int) -> CompactionRow:
+    return replace(row, fidelity_predicted=predicted, fidelity_recorded=recorded)
