@@ -17,6 +17,7 @@ Safety, as production agents learned it:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -56,6 +57,22 @@ class Trigger:
         if self.reserve_tokens and tokens > window - self.reserve_tokens:
             return "threshold"
         return None
+
+    def fires_from(self, window: int) -> float:
+        """The smallest context size `check` fires at (inf: never). Every rule is a lower bound on
+        the size, so a replay can find the first call it fires at without asking call by call."""
+        levels: list[float] = []
+        if self.critical is not None:
+            levels.append(self.critical * window)
+        if self.warning is not None:
+            levels.append(self.warning * window)
+        if self.warning is None and self.critical is None:
+            levels.append(self.fraction * window)
+        if self.absolute:
+            levels.append(self.absolute)
+        if self.reserve_tokens:
+            levels.append(window - self.reserve_tokens + 1)  # sizes are whole tokens
+        return min(levels, default=math.inf)
 
     def target_tokens(self, window: int) -> int:
         return int(self.target * window)
@@ -110,6 +127,10 @@ class Engine:
         """Why a context of `tokens` must be compacted now, or None (also while the guard or breaker holds)."""
         reason = self.trigger.check(tokens, self.window)
         return None if reason is None or self.stalled or self.breaker_open else reason
+
+    def fires_from(self) -> float:
+        """The smallest context size `due` answers for (inf while the guard or breaker holds)."""
+        return math.inf if self.stalled or self.breaker_open else self.trigger.fires_from(self.window)
 
     def before_call(self, context: Context, tokens: int | None = None) -> tuple[Context, CompactionEvent | None]:
         """Compact if the trigger fires (and the guard and breaker allow it).

@@ -83,12 +83,16 @@ def replay(
     if recorded_mode:
         start = base.markers[0] if base.markers else len(transcript.messages)
     else:
-        fires = (c for c, tokens in enumerate(base.trigger_tokens) if engine.due(tokens) or base.columns["over_window"][c])
-        first = next(fires, None)
+        first = base.first_stop(engine.fires_from())
         start = len(transcript.messages) if first is None else base.positions[first]
     walk.start_at(start)
     markers = {m.at_message: m for m in transcript.compactions}
-    for index in range(start, len(transcript.messages)):
+    index = start
+    while index < len(transcript.messages):
+        if not recorded_mode and walk.can_coast():  # calls that need no engine are rowed in bulk
+            index = walk.coast(index, engine.fires_from())
+            if index == len(transcript.messages):
+                break
         message = transcript.messages[index]
         if index in markers:
             walk.real_compaction_seen = True
@@ -112,4 +116,5 @@ def replay(
                     row = walk.measure(index, message)
             walk.record(row)
         walk.append(index)
+        index += 1
     return Replayed(walk.columns(), walk.compactions, walk.compacted)

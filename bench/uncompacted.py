@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
 
 from bench.estimators import Hybrid
 from bench.metering import Meter
@@ -39,6 +42,24 @@ class Uncompacted:
     def calls_before(self, index: int) -> int:
         """How many calls come before message `index`."""
         return bisect_left(self.positions, index)
+
+    @cached_property
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The lists as arrays, for finding stops and rowing stretches of calls at once (`Walk.coast`)."""
+        return {
+            "tokens": np.array(self.message_tokens, dtype=float),
+            "history": np.array(self.history_tokens, dtype=float),
+            "positions": np.array(self.positions, dtype=np.int64),
+            "trigger": np.array(self.trigger_tokens, dtype=float),
+            "full": np.array(self.columns["full_tokens"], dtype=float),
+            "over": np.array(self.columns["over_window"], dtype=bool),
+        }
+
+    def first_stop(self, fires_from: float) -> int | None:
+        """The first call where a trigger that fires from `fires_from` tokens fires or the prompt
+        overflows: where a setting's replay starts to differ from this one."""
+        stops = np.flatnonzero((self.arrays["trigger"] >= fires_from) | self.arrays["over"])
+        return int(stops[0]) if len(stops) else None
 
     def marker_between(self, after: int, before: int) -> bool:
         """Whether a recorded compaction marker lies at an index in (after, before)."""

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields, replace
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from bench.engine import CompactionEvent
 from bench.estimators import Hybrid
 from bench.model import Message, Transcript
@@ -210,6 +212,62 @@ class Walk:
             "prefix_tokens": min(prefix_tokens, context_tokens), "full_prefix_tokens": min(full_prefix, full_tokens),
             "over_window": silent_overflow(context_tokens, self.window),
         }
+
+    def can_coast(self) -> bool:
+        """Whether the calls ahead can be rowed in bulk (`coast`): nothing is pending from a
+        compaction and the provider's counts no longer describe the context."""
+        return (
+            bool(self.rows["full_tokens"]) and not self.compacted_since_call and self.pending_fidelity is None
+            and self.known_usage is None and bool(self.head.compactions or self.real_compaction_seen)
+        )
+
+    def coast(self, index: int, fires_from: float) -> int:
+        """Row the calls from message `index` on that need no engine, append the messages before
+        the first one that does, and return its index (the transcript's length when none does).
+
+        A call needs the engine when the trigger fires there (the context reaches `fires_from`
+        tokens) or the prompt overflows the window. Most of a replay is such stretches between
+        compactions, and walking them call by call was a large share of a sweep's time. The
+        numbers are `measure`'s and `append`'s: the same additions in the same order, on arrays
+        (a cumulative sum adds one term at a time, as the running sum does)."""
+        base, arrays = self.base, self.base.arrays
+        first = base.calls_before(index)
+        positions = arrays["positions"][first:]
+        sums = np.cumsum(np.concatenate(([self.context_sum], arrays["tokens"][index:])))
+        before = sums[positions - index]  # the context's estimate before each call
+        prompt_overhead, offset = self.meter.local.prompt_overhead, self.meter.offset
+        trigger = np.rint(before + prompt_overhead + offset)  # as `_own_estimate`
+        overhead = prompt_overhead + offset
+        removed = np.maximum(0, np.rint(arrays["history"][positions] + overhead) - np.rint(before + overhead))
+        context = arrays["full"][first:] - removed
+        stops = np.flatnonzero((trigger >= fires_from) | (context > self.window))
+        count = int(stops[0]) if len(stops) else len(positions)
+        stop = int(positions[count]) if count < len(positions) else len(self.transcript.messages)
+        if stop == index:
+            return index
+        if count:
+            self._row_coasted(first, count, context[:count].astype(np.int64).tolist())
+        # The production agent's compactions passed on the way, as the loop notes them.
+        last_call = int(positions[count - 1]) if count else index - 1
+        since_last_call = base.marker_between(last_call, stop)
+        self.compaction_marker_since_call = since_last_call or (self.compaction_marker_since_call and not count)
+        self.real_compaction_seen = self.real_compaction_seen or base.marker_between(index - 1, stop)
+        self.context_sum = float(sums[stop - index])
+        self.full_count = base.history_tokens[stop]
+        return stop
+
+    def _row_coasted(self, first: int, count: int, context_tokens: list[int]) -> None:
+        """The rows of `count` calls from call `first` on, with no compaction among them."""
+        rows, columns, end = self.rows, self.base.columns, first + count
+        for name in ("message_index", "model", "recorded_prompt_tokens", "output_tokens", "full_tokens", "full_prefix_tokens"):
+            rows[name] += columns[name][first:end]  # as the uncompacted replay's: they do not depend on the context
+        # Append-only between calls: the previous prompt is cached, as far as it reaches.
+        rows["prefix_tokens"] += map(min, [rows["context_tokens"][-1], *context_tokens[:-1]], context_tokens)
+        rows["context_tokens"] += context_tokens
+        rows["over_window"] += [False] * count  # a call over the window stops the stretch
+        self.compactions_so_far += [self.head.compactions] * count
+        self.compacted_before += [False] * count
+        self.previous_prompt = (self.head.messages, self.tail_start, columns["message_index"][end - 1])
 
     def record(self, row: dict) -> None:
         if self.pending_fidelity is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +16,7 @@ from bench.context_windows import ContextWindows
 from bench.engine import Trigger
 from bench.importers import load_file
 from bench.leaderboard import recorded_fidelity
+from bench.model import CompactionMarker
 from bench.metrics import calls_frame, compactions_frame, compression_label, transcript_summary
 from bench.replay import StrategyConfig, replay
 from bench.run_config import RunConfig, load_config
@@ -96,6 +98,50 @@ def test_a_walked_replay_keeps_the_books_as_the_shared_uncompacted_one() -> None
     columns = ["message_index", "full_tokens", "context_tokens", "prefix_tokens", "full_prefix_tokens", "over_window"]
     pd.testing.assert_frame_equal(walked_calls[columns], shared[columns])
     assert (walked_calls["compactions_so_far"] == 1).all() and walked_calls["compacted_before"].tolist() == [True] + [False] * 85
+
+
+COASTING_CASES = [
+    # (transcript, setting, window): many compactions; the hybrid estimator and the production
+    # agent's compaction markers (3af9b1a7); windows so small that prompts overflow.
+    (MINI, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.5), estimator="tiktoken-o200k"), 12_000),
+    (MINI, StrategyConfig("m", "observation-masking", trigger=Trigger(fraction=0.3), estimator="chars/4"), 10_000),
+    (MINI, StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.9)), 4_000),
+    (MINI, StrategyConfig("p", "prune", settings=(("protect_turns", 0),), trigger=Trigger(reserve_tokens=2_000)), 9_000),
+    ("markers", StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.5)), 12_000),
+    ("3af9b1a7", StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.6)), 40_000),
+    ("3af9b1a7", StrategyConfig("m", "observation-masking", settings=(("keep_last", 3),), trigger=Trigger(warning=0.5, critical=0.7)), 30_000),
+]
+
+
+@pytest.mark.parametrize(("transcript", "config", "window"), COASTING_CASES)
+def test_stretches_rowed_in_bulk_equal_walking_call_by_call(transcript, config: StrategyConfig, window: int, monkeypatch) -> None:
+    # Between compactions the walk rows calls in bulk (Walk.coast); it must give exactly the rows
+    # and compactions of asking the engine at every call.
+    from bench.walk import Walk
+
+    if transcript == "markers":  # production compactions between calls, which a bulk stretch passes
+        at = [i for i, m in enumerate(MINI.messages) if m.call is None and i > len(MINI.messages) // 2]
+        transcript = replace(MINI, compactions=tuple(CompactionMarker(i, "auto", None, "earlier work") for i in at))
+    elif isinstance(transcript, str):
+        [transcript] = load_file(bundled("m-claude", transcript), lenient=True)
+    windows = ContextWindows(overrides={"": window})
+    coasted = replay(transcript, config, windows)
+    monkeypatch.setattr(Walk, "can_coast", lambda self: False)
+    walked = replay(transcript, config, windows)
+    assert len(walked.compactions) >= 3
+    assert coasted.calls == walked.calls
+    assert coasted.compactions == walked.compactions
+
+
+def test_trigger_fires_from_its_lowest_level() -> None:
+    # Replays find the first call a trigger fires at from this one number.
+    triggers = [Trigger(), Trigger(fraction=0.55), Trigger(absolute=30_000), Trigger(reserve_tokens=8_192),
+                Trigger(fraction=0.9, reserve_tokens=30_000), Trigger(warning=0.75, critical=0.9), Trigger(critical=0.95, absolute=50_000)]
+    for trigger in triggers:
+        for window in (64_000, 128_000, 200_000, 131_071):
+            level = trigger.fires_from(window)
+            around = range(int(level) - 3, int(level) + 4)
+            assert all((trigger.check(t, window) is not None) == (t >= level) for t in (*around, 0, window, 2 * window)), (trigger, window)
 
 
 def _config(tmp_path: Path) -> RunConfig:
