@@ -128,6 +128,11 @@ class Engine:
         reason = self.trigger.check(tokens, self.window)
         return None if reason is None or self.stalled or self.breaker_open else reason
 
+    @property
+    def can_emergency(self) -> bool:
+        """Whether `emergency` would try a compaction now (else it returns no event)."""
+        return not (self.emergency_stalled or self.breaker_open)
+
     def fires_from(self) -> float:
         """The smallest context size `due` answers for (inf while the guard or breaker holds)."""
         return math.inf if self.stalled or self.breaker_open else self.trigger.fires_from(self.window)
@@ -147,7 +152,7 @@ class Engine:
 
         Returns no event when the previous emergency already failed to shrink the context and no
         compaction has worked since (the driver then records the overflow and goes on)."""
-        if self.emergency_stalled or self.breaker_open:
+        if not self.can_emergency:
             return context, None
         compacted, event = self._compact(context, reason, self.meter(context))
         self.emergency_stalled = event.failed is not None or event.reduction < self.min_reduction

@@ -89,10 +89,12 @@ def replay(
     markers = {m.at_message: m for m in transcript.compactions}
     index = start
     while index < len(transcript.messages):
-        if not recorded_mode and walk.can_coast():  # calls that need no engine are rowed in bulk
-            index = walk.coast(index, engine.fires_from())
-            if index == len(transcript.messages):
+        while not recorded_mode and walk.can_coast(index):  # calls that need no engine are rowed in bulk
+            index, before = walk.coast(index, engine.fires_from(), engine.can_emergency), index
+            if index == before or index == len(transcript.messages):
                 break
+        if index == len(transcript.messages):
+            break
         message = transcript.messages[index]
         if index in markers:
             walk.real_compaction_seen = True

@@ -105,6 +105,9 @@ class Walk:
         # sums of its messages' estimates: the walk takes its size and the cache model its shared
         # prefix from them instead of summing the same messages again.
         self.counted: tuple[tuple[Message, ...], list[float]] = ((), [])
+        self.look_ahead = 16  # calls `coast` looks at
+        self.coast_from = 0  # message index before which `coast` is not tried again
+        self.backoff = 0  # calls to walk one by one after a `coast` that rowed none
 
     def start_at(self, index: int) -> None:
         """Take over the uncompacted replay's state before message `index` and its rows before it."""
@@ -213,40 +216,54 @@ class Walk:
             "over_window": silent_overflow(context_tokens, self.window),
         }
 
-    def can_coast(self) -> bool:
-        """Whether the calls ahead can be rowed in bulk (`coast`): nothing is pending from a
-        compaction and the provider's counts no longer describe the context."""
+    def can_coast(self, index: int) -> bool:
+        """Whether the calls from message `index` on can be rowed in bulk (`coast`): nothing is
+        pending from a compaction and the provider's counts no longer describe the context."""
         return (
-            bool(self.rows["full_tokens"]) and not self.compacted_since_call and self.pending_fidelity is None
+            index >= self.coast_from and bool(self.rows["full_tokens"]) and not self.compacted_since_call and self.pending_fidelity is None
             and self.known_usage is None and bool(self.head.compactions or self.real_compaction_seen)
         )
 
-    def coast(self, index: int, fires_from: float) -> int:
+    def coast(self, index: int, fires_from: float, overflow_stops: bool = True) -> int:
         """Row the calls from message `index` on that need no engine, append the messages before
-        the first one that does, and return its index (the transcript's length when none does).
+        the first one that does, and return its index (or, when none does within the look-ahead,
+        the index after the last call rowed; the transcript's length at its end).
 
         A call needs the engine when the trigger fires there (the context reaches `fires_from`
-        tokens) or the prompt overflows the window. Most of a replay is such stretches between
+        tokens) or the prompt overflows the window (unless `overflow_stops` is false: the engine
+        would not try an emergency compaction). Most of a replay is such stretches between
         compactions, and walking them call by call was a large share of a sweep's time. The
         numbers are `measure`'s and `append`'s: the same additions in the same order, on arrays
         (a cumulative sum adds one term at a time, as the running sum does)."""
         base, arrays = self.base, self.base.arrays
         first = base.calls_before(index)
-        positions = arrays["positions"][first:]
-        sums = np.cumsum(np.concatenate(([self.context_sum], arrays["tokens"][index:])))
+        # A look-ahead that grows while no call stops: right after a compaction the next stop is
+        # often near, and summing the whole rest of a long session each time would be quadratic.
+        positions = arrays["positions"][first : first + self.look_ahead]
+        more = first + len(positions) < len(arrays["positions"])
+        end = int(positions[-1]) + 1 if more else len(self.transcript.messages)
+        sums = np.cumsum(np.concatenate(([self.context_sum], arrays["tokens"][index:end])))
         before = sums[positions - index]  # the context's estimate before each call
         prompt_overhead, offset = self.meter.local.prompt_overhead, self.meter.offset
         trigger = np.rint(before + prompt_overhead + offset)  # as `_own_estimate`
         overhead = prompt_overhead + offset
         removed = np.maximum(0, np.rint(arrays["history"][positions] + overhead) - np.rint(before + overhead))
-        context = arrays["full"][first:] - removed
-        stops = np.flatnonzero((trigger >= fires_from) | (context > self.window))
+        context = arrays["full"][first : first + len(positions)] - removed
+        over = context > self.window
+        stops = np.flatnonzero((trigger >= fires_from) | over) if overflow_stops else np.flatnonzero(trigger >= fires_from)
         count = int(stops[0]) if len(stops) else len(positions)
-        stop = int(positions[count]) if count < len(positions) else len(self.transcript.messages)
+        stop = int(positions[count]) if len(stops) else end
+        self.look_ahead = 16 if len(stops) else min(2 * self.look_ahead, 4096)
+        # Where every call stops (a prompt over the window at each call), rowing in bulk gains
+        # nothing and costs its set-up at every message: try again after 1, 2, 4, ... calls.
+        self.backoff = 0 if count else min(2 * self.backoff or 1, 64)
+        if self.backoff:
+            later = first + self.backoff
+            self.coast_from = int(arrays["positions"][later]) if later < len(arrays["positions"]) else end
         if stop == index:
             return index
         if count:
-            self._row_coasted(first, count, context[:count].astype(np.int64).tolist())
+            self._row_coasted(first, count, context[:count].astype(np.int64).tolist(), over[:count].tolist())
         # The production agent's compactions passed on the way, as the loop notes them.
         last_call = int(positions[count - 1]) if count else index - 1
         since_last_call = base.marker_between(last_call, stop)
@@ -256,7 +273,7 @@ class Walk:
         self.full_count = base.history_tokens[stop]
         return stop
 
-    def _row_coasted(self, first: int, count: int, context_tokens: list[int]) -> None:
+    def _row_coasted(self, first: int, count: int, context_tokens: list[int], over_window: list[bool]) -> None:
         """The rows of `count` calls from call `first` on, with no compaction among them."""
         rows, columns, end = self.rows, self.base.columns, first + count
         for name in ("message_index", "model", "recorded_prompt_tokens", "output_tokens", "full_tokens", "full_prefix_tokens"):
@@ -264,7 +281,7 @@ class Walk:
         # Append-only between calls: the previous prompt is cached, as far as it reaches.
         rows["prefix_tokens"] += map(min, [rows["context_tokens"][-1], *context_tokens[:-1]], context_tokens)
         rows["context_tokens"] += context_tokens
-        rows["over_window"] += [False] * count  # a call over the window stops the stretch
+        rows["over_window"] += over_window
         self.compactions_so_far += [self.head.compactions] * count
         self.compacted_before += [False] * count
         self.previous_prompt = (self.head.messages, self.tail_start, columns["message_index"][end - 1])

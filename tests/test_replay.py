@@ -126,7 +126,7 @@ def test_stretches_rowed_in_bulk_equal_walking_call_by_call(transcript, config: 
         [transcript] = load_file(bundled("m-claude", transcript), lenient=True)
     windows = ContextWindows(overrides={"": window})
     coasted = replay(transcript, config, windows)
-    monkeypatch.setattr(Walk, "can_coast", lambda self: False)
+    monkeypatch.setattr(Walk, "can_coast", lambda self, index: False)
     walked = replay(transcript, config, windows)
     assert len(walked.compactions) >= 3
     assert coasted.calls == walked.calls
