@@ -144,6 +144,14 @@ def _path_candidates(path: str) -> list[str]:
     return list(dict.fromkeys([path] + ["/".join(segments[i:]) for i in range(len(segments) - 1)]))
 
 
+def _covering_candidates(path: str) -> list[str]:
+    """The fewest path candidates whose occurrences find the same messages as all of them: a
+    candidate ending in `/` + a shorter one occurs only where that one occurs too (a `/` before
+    it passes the path boundary check), so searching the shorter one suffices."""
+    candidates = _path_candidates(path)
+    return [c for c in candidates if not any(c.endswith("/" + other) for other in candidates)]
+
+
 def present(item: Item, text: str | Haystack) -> bool:
     """Whether `item` occurs in `text` under the rules of its kind (see the module docstring)."""
     hay = text if isinstance(text, Haystack) else Haystack(text)
@@ -216,7 +224,7 @@ class TranscriptText:
             return _messages_with(item.text, text, starts)
         if item.kind == "path":
             found: set[int] = set()
-            for candidate in _path_candidates(item.text):
+            for candidate in _covering_candidates(item.text):
                 found |= _messages_with(candidate, self.text, self.starts, _path_before, _path_after)
             return found
         if item.kind == "number":

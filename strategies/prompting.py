@@ -55,7 +55,11 @@ def template_path(name: str) -> Path:
 def _environment(path: Path) -> jinja2.Environment:
     # Imports resolve next to the template first, then among the bundled prompts (files.j2).
     loader = jinja2.FileSystemLoader([str(path.parent), str(PROMPTS_DIR)])
-    return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    # No auto_reload: an edit to any imported file changes the stamp, which compiles the template
+    # again in a new environment; jinja would otherwise check every import's file at every render.
+    return jinja2.Environment(
+        loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False, auto_reload=False
+    )
 
 
 @lru_cache(maxsize=128)
@@ -116,7 +120,13 @@ def _compiled(template: str) -> tuple[jinja2.Template, str]:
 def render(template: str, **variables: object) -> Prompt:
     body, source = _compiled(template)
     system, system_source = _compiled(SYSTEM_TEMPLATE)
-    return Prompt(system=system.render().strip(), text=body.render(**variables).strip() + "\n", hash=_digest(system_source, source))
+    return Prompt(system=_rendered(system), text=body.render(**variables).strip() + "\n", hash=_digest(system_source, source))
+
+
+@lru_cache(maxsize=16)
+def _rendered(template: jinja2.Template) -> str:
+    """A template without variables (the system prompt), rendered once per compiled template."""
+    return template.render().strip()
 
 
 @lru_cache(maxsize=64)
