@@ -31,6 +31,8 @@ def _dicts(rows: list) -> list[dict]:
 
 def calls_frame(rows: CallColumns | list[dict], prices: PriceTable | None = None) -> pd.DataFrame:
     """The call rows of replays (as `Replayed.calls` columns, or as dicts read back from a run)."""
+    if isinstance(rows, dict):
+        rows = {name: _repeated_text(v) if isinstance(v, np.ndarray) and v.dtype == object else v for name, v in rows.items()}
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
@@ -38,6 +40,15 @@ def calls_frame(rows: CallColumns | list[dict], prices: PriceTable | None = None
     frame["cost_full"] = _costs(frame, "full_tokens", "full_prefix_tokens", prices)
     frame["cost_context"] = _costs(frame, "context_tokens", "prefix_tokens", prices)
     return frame
+
+
+def _repeated_text(values: np.ndarray):
+    """A text column with few distinct values (transcript, config, model) stored as pandas would
+    store it, built from its distinct values: converting every row took most of building the frame."""
+    codes, distinct = pd.factorize(values, use_na_sentinel=False)
+    if not all(isinstance(value, str) for value in distinct):  # missing values: pandas decides as usual
+        return values
+    return pd.Series(list(distinct)).array.take(codes)
 
 
 def _costs(frame: pd.DataFrame, prompt_column: str, cached_column: str, prices: PriceTable | None) -> pd.Series:
@@ -120,11 +131,14 @@ def transcript_summary(calls: pd.DataFrame, compactions: pd.DataFrame) -> pd.Dat
             compactions=("call", "size"),
             summarizer_input_tokens=("summarizer_input_tokens", "sum"),
             summarizer_output_tokens=("summarizer_output_tokens", "sum"),
-            summarizer_cost=("summarizer_cost_usd", lambda s: s.sum(min_count=1)),
+            summarizer_cost=("summarizer_cost_usd", "sum"),
+            summarizer_cost_known=("summarizer_cost_usd", "count"),
             preservation_k1=("k1_score", "mean"),
             preservation_k5=("k5_score", "mean"),
             preservation_applicable=("k1_score", "count"),
         )
+        # No LLM summarizer call with a price: the cost is unknown, not zero.
+        per["summarizer_cost"] = per["summarizer_cost"].where(per.pop("summarizer_cost_known") > 0)
         failed = compactions[compactions["failed"].notna()].groupby(["transcript", "config"]).size().rename("failed_compactions")
         summary = summary.join(per, on=["transcript", "config"]).join(failed, on=["transcript", "config"])
     for column in ("compactions", "failed_compactions", "summarizer_input_tokens", "summarizer_output_tokens"):
