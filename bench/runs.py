@@ -6,7 +6,10 @@ A run directory holds:
 - `calls.jsonl` and `compactions.jsonl`: rows, appended as each transcript's settings finish;
 - `done.jsonl`: one line per finished transcript × strategy, written after its rows, so that
   `--resume` skips exactly the finished work and ignores rows of a unit that was cut off;
-- `summary.json` and `transcripts.csv`: the statistics, written at the end.
+- `summary.json` and `transcripts.csv`: the statistics, written at the end;
+- while a run is going, `.calls-*.part` files: call rows a worker process wrote, waiting to be
+  appended to `calls.jsonl` in file order (removed as they are; a killed run's are removed when
+  the run is resumed).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import hashlib
 import json
 import os
 import platform
+import shutil
+import tempfile
 from contextlib import closing
 from dataclasses import dataclass, replace
 from importlib.metadata import version
@@ -94,31 +99,35 @@ def run(
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
     (out / "config.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
-    job = _Job(config.strategies, frozenset(done), windows_of(config), config.estimator, summarizer, judge)
+    job = _Job(config.strategies, frozenset(done), windows_of(config), config.estimator, summarizer, judge, out)
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
     workers = 1 if summarizer is not None or judge is not None else workers
     inputs = resolve_inputs(list(config.datasets) or None)
     transcripts, failed, call_frames, compaction_rows = [], [], [], []
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
+    _remove_parts(out)  # left by a run that was killed
     reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file)
-    with closing(reads):  # an error in a file ends the worker pool at once (see read_files)
-        for read in reads:
-            bar.update()
-            if read.error is not None:
-                if not read.lenient:
-                    raise read.error
-                failed.append(FailedFile(path=read.path, error=str(read.error)))
-            transcripts += read.transcripts
-            for transcript, replays in zip(read.transcripts, read.then or ()):
-                if replays is None:  # every setting of this transcript was done before --resume
-                    continue
-                # One write per file and transcript; the done lines come last, so a run killed in
-                # between replays this transcript's settings again on --resume.
-                _write(out / "calls.jsonl", replays.call_lines)
-                _write(out / "compactions.jsonl", replays.compaction_lines)
-                _append(done_path, [{"transcript": transcript.id, "config": label} for label in replays.labels])
-                call_frames.append(replays.calls)
-                compaction_rows += replays.compaction_rows
+    try:
+        with closing(reads):  # an error in a file ends the worker pool at once (see read_files)
+            for read in reads:
+                bar.update()
+                if read.error is not None:
+                    if not read.lenient:
+                        raise read.error
+                    failed.append(FailedFile(path=read.path, error=str(read.error)))
+                transcripts += read.transcripts
+                for transcript, replays in zip(read.transcripts, read.then or ()):
+                    if replays is None:  # every setting of this transcript was done before --resume
+                        continue
+                    # One write per file and transcript; the done lines come last, so a run killed in
+                    # between replays this transcript's settings again on --resume.
+                    _write_part(out / "calls.jsonl", replays.call_lines)
+                    _write(out / "compactions.jsonl", replays.compaction_lines)
+                    _append(done_path, [{"transcript": transcript.id, "config": label} for label in replays.labels])
+                    call_frames.append(replays.calls)
+                    compaction_rows += replays.compaction_rows
+    finally:
+        _remove_parts(out)  # of files replayed after an error stopped the run
     bar.close()
     loaded = Loaded(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
     (out / "meta.json").write_text(json.dumps(run_meta(loaded), indent=2) + "\n")
@@ -132,7 +141,10 @@ class Replays:
     """One transcript's replays under the settings not done yet, as the process that ran them hands them back."""
 
     labels: list[str]
-    call_lines: str  # calls.jsonl lines
+    # calls.jsonl lines, in a file the worker wrote: the process that appends them to the run's
+    # file only copies them (sending a sweep's hundred megabytes of rows between processes took
+    # a core's time away from replaying)
+    call_lines: Path
     calls: dict[str, np.ndarray]  # the same rows as arrays (cheap to send between processes and to join)
     compaction_rows: list[dict]
     compaction_lines: str  # compactions.jsonl lines (formatted here, not in the process that writes them)
@@ -146,6 +158,7 @@ class _Job:
     default_estimator: str
     summarizer: object
     judge: object
+    out: Path
 
     def replay_file(self, transcripts: tuple[Transcript, ...]) -> list[Replays | None]:
         return [self.replay_transcript(t) for t in transcripts]
@@ -172,7 +185,10 @@ class _Job:
             compaction_rows += rows
         arrays = {name: np.array(values, dtype=object if name in TEXT_COLUMNS else None) for name, values in columns.items()}
         lines = "".join(_json_line(row) for row in compaction_rows)
-        return Replays([s.label for s in strategies], jsonl_lines(columns), arrays, compaction_rows, lines)
+        handle, part = tempfile.mkstemp(prefix=PART_PREFIX, suffix=".part", dir=self.out)
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(jsonl_lines(columns))
+        return Replays([s.label for s in strategies], Path(part), arrays, compaction_rows, lines)
 
 
 def finish(
@@ -229,12 +245,34 @@ def _json_line(row: dict) -> str:
 def _write(path: Path, lines: str) -> None:
     if not lines:
         return
-    # A write cut off by a kill leaves a partial last line: start on a fresh line so the partial
-    # one stays unreadable on its own instead of swallowing the first new row.
-    fresh = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
     with path.open("a", encoding="utf-8") as handle:
-        handle.write(("\n" if fresh else "") + lines)
+        handle.write(("\n" if _after_partial_line(path) else "") + lines)
         handle.flush()  # a killed process loses nothing flushed; done.jsonl is written after the rows
+
+
+def _write_part(path: Path, part: Path) -> None:
+    """`_write` the lines of the file `part`, then remove it."""
+    if part.stat().st_size:
+        fresh = b"\n" if _after_partial_line(path) else b""
+        with part.open("rb") as source, path.open("ab") as handle:
+            handle.write(fresh)
+            shutil.copyfileobj(source, handle, 1 << 20)
+            handle.flush()
+    part.unlink()
+
+
+def _after_partial_line(path: Path) -> bool:
+    # A write cut off by a kill leaves a partial last line: new rows start on a fresh line so the
+    # partial one stays unreadable on its own instead of swallowing the first new row.
+    return path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
+
+
+PART_PREFIX = ".calls-"
+
+
+def _remove_parts(out: Path) -> None:
+    for part in out.glob(PART_PREFIX + "*.part"):
+        part.unlink(missing_ok=True)
 
 
 def jsonl_lines(columns: CallColumns) -> str:
