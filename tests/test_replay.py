@@ -255,3 +255,26 @@ def test_default_run_directory_is_replaced_but_an_explicit_one_is_not(tmp_path: 
     assert main(explicit) == 0
     assert main(explicit) == 2
     assert "already holds a run" in capsys.readouterr().err
+
+
+def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes_it(tmp_path: Path) -> None:
+    # Worker processes hand their call rows over in part files; none may be left behind, and the
+    # rows already appended stay for --resume.
+    lines = gzip.decompress(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__07f2e15c").read_bytes()).splitlines(keepends=True)
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"):
+        (folder / name).write_bytes(b"".join(lines))
+    (folder / "b.jsonl").write_bytes(b"".join(lines[:3] + [b'{"type": "assistant", "message": \n'] + lines[3:]))
+    config = RunConfig(datasets=(str(folder),), strategies=(StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.01)),))
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match="b.jsonl:4"):
+        runs.run(config, out, workers=2)
+    assert not list(out.glob(".calls-*.part"))
+    assert (out / "done.jsonl").read_text().count("\n") == 1  # a.jsonl, before the damaged file
+    (folder / "b.jsonl").write_bytes(b"".join(lines))
+    (out / ".calls-left-by-a-kill.part").write_text('{"transcript": "x"}\n')
+    resumed = runs.run(config, out, resume=True, workers=2)
+    assert resumed.resumed_units == 1 and not list(out.glob(".calls-*.part"))
+    whole = runs.run(config, tmp_path / "whole", workers=1)
+    assert (out / "calls.jsonl").read_text() == (tmp_path / "whole" / "calls.jsonl").read_text()
