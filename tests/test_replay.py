@@ -278,3 +278,12 @@ def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes
     assert resumed.resumed_units == 1 and not list(out.glob(".calls-*.part"))
     whole = runs.run(config, tmp_path / "whole", workers=1)
     assert (out / "calls.jsonl").read_text() == (tmp_path / "whole" / "calls.jsonl").read_text()
+
+
+def test_call_rows_are_written_as_json_dumps_writes_them() -> None:
+    # calls.jsonl lines are joined column by column; they must read as each row's json.dumps.
+    columns = replay(MINI, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.5)), ContextWindows(overrides={"": 12_000})).calls
+    columns = {**columns, "odd": [None, True, 1, "é\"x", 2.5] * (len(columns["call"]) // 5) + [0] * (len(columns["call"]) % 5)}
+    rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
+    assert runs.jsonl_lines(columns) == "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    assert runs.jsonl_lines({name: [] for name in columns}) == ""
