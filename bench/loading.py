@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 from collections.abc import Callable, Collection, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +84,8 @@ def read_files(
     read them, so a run replays a file while the next ones are being read.
 
     Use it under `contextlib.closing`: a caller that stops early (an error in a file) must close
-    the generator then, so its worker pool ends at once, not whenever the generator is collected."""
+    the generator then, so its worker pool ends as soon as the files being read are done, not
+    whenever the generator is collected."""
     global _JOB
     jobs = [(path, lenient or path in lenient_files, format) for path in files]
     workers = min(workers if workers is not None else (os.cpu_count() or 1), len(jobs))
@@ -92,8 +94,16 @@ def read_files(
         if workers <= 1 or "fork" not in mp.get_all_start_methods():
             yield from map(_read_one, range(len(jobs)))
             return
-        with mp.get_context("fork").Pool(workers) as pool:  # the fork inherits _JOB: nothing is pickled to it
-            yield from pool.imap(_read_one, range(len(jobs)))
+        # The forks inherit _JOB: nothing is pickled to them.
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"))
+        try:
+            for future in [pool.submit(_read_one, index) for index in range(len(jobs))]:
+                yield future.result()
+        finally:
+            # Reads not started are cancelled and running ones finish. (multiprocessing.Pool's
+            # terminate could kill a worker in the middle of handing back a result, which left the
+            # pool's result channel locked and the run hanging.)
+            pool.shutdown(wait=True, cancel_futures=True)
     finally:
         _JOB = None
 

@@ -56,6 +56,9 @@ class Replayed:
     calls: CallColumns
     compactions: list[CompactionRow]
     compacted: list[tuple[Message, ...]] = field(default_factory=list)  # each compaction's context after it
+    # How many leading call rows are the uncompacted replay's (the same, but for the config label,
+    # for every setting of the transcript with the same estimator and window).
+    shared_calls: int = 0
 
 
 def replay(
@@ -119,4 +122,4 @@ def replay(
             walk.record(row)
         walk.append(index)
         index += 1
-    return Replayed(walk.columns(), walk.compactions, walk.compacted)
+    return Replayed(walk.columns(), walk.compactions, walk.compacted, base.calls_before(start))

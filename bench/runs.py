@@ -23,6 +23,7 @@ import tempfile
 from contextlib import closing
 from dataclasses import dataclass, replace
 from importlib.metadata import version
+from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,7 @@ from bench.metering import Meter
 from bench.metrics import calls_frame, compactions_frame, transcript_summary
 from bench.next_action import score_compactions
 from bench.model import Transcript
-from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
+from bench.replay import CALL_COLUMNS, CallColumns, Replayed, StrategyConfig, replay
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
 from strategies.prompting import PROMPTS_DIR
 from strategies.registry import get_strategy
@@ -172,6 +173,8 @@ class _Job:
         meters: dict[str, Meter] = {}
         columns: CallColumns = {name: [] for name in CALL_COLUMNS}
         compaction_rows: list[dict] = []
+        call_lines: list[str] = []
+        shared_lines: dict[str, _SharedLines] = {}  # per estimator
         for strategy in strategies:
             estimator = strategy.estimator or getattr(get_strategy(strategy.strategy), "estimator", self.default_estimator)
             if estimator not in meters:
@@ -183,11 +186,12 @@ class _Job:
             for name, values in replayed.calls.items():
                 columns[name] += values
             compaction_rows += rows
+            call_lines.append(_call_lines(replayed, strategy.label, shared_lines.setdefault(estimator, _SharedLines())))
         arrays = {name: np.array(values, dtype=object if name in TEXT_COLUMNS else None) for name, values in columns.items()}
         lines = "".join(_json_line(row) for row in compaction_rows)
         handle, part = tempfile.mkstemp(prefix=PART_PREFIX, suffix=".part", dir=self.out)
         with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(jsonl_lines(columns))
+            file.write("".join(call_lines))
         return Replays([s.label for s in strategies], Path(part), arrays, compaction_rows, lines)
 
 
@@ -275,14 +279,49 @@ def _remove_parts(out: Path) -> None:
         part.unlink(missing_ok=True)
 
 
+class _SharedLines:
+    """The uncompacted replay's call rows as JSON lines, with a stand-in config label.
+
+    Every setting of a transcript (with the same estimator) starts with these rows but for its
+    label, and most of a sweep's rows come before the setting's first compaction: they are
+    formatted once, and each setting takes as many as it shares with its own label put in."""
+
+    STAND_IN = f'"config": {json.dumps(chr(0))}, '  # no label's JSON text: "\u0000" is no label
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.ends = [0]  # where each row's line ends in `text`
+
+    def first(self, count: int, label: str, calls: CallColumns) -> str:
+        """The first `count` rows with `label`; `calls` (a replay sharing them) gives any not formatted yet."""
+        if count >= len(self.ends):
+            more = {name: values[len(self.ends) - 1 : count] for name, values in calls.items()}
+            more["config"] = [chr(0)] * len(more["config"])
+            lines = _json_rows(more)
+            self.ends += list(accumulate(map(len, lines), initial=self.ends[-1]))[1:]
+            self.text += "".join(lines)
+        return self.text[: self.ends[count]].replace(self.STAND_IN, f'"config": {_json_value(label)}, ')
+
+
+def _call_lines(replayed: Replayed, label: str, shared: _SharedLines) -> str:
+    """calls.jsonl lines of one setting's replay: the rows it shares with the uncompacted replay, then its own."""
+    calls, count = replayed.calls, replayed.shared_calls
+    own = {name: values[count:] for name, values in calls.items()} if count < len(calls["call"]) else None
+    return shared.first(count, label, calls) + (jsonl_lines(own) if own else "")
+
+
 def jsonl_lines(columns: CallColumns) -> str:
-    """The rows of `columns` as JSON lines, as `json.dumps(row)` would write them, formatted a row
-    at a time from one template: a sweep writes hundreds of thousands of call rows, and dumping
-    each row's dict took a tenth of its time."""
+    """The rows of `columns` as JSON lines, as `json.dumps(row)` would write them."""
+    return "".join(_json_rows(columns))
+
+
+def _json_rows(columns: CallColumns) -> list[str]:
+    """Each row's JSON line, formatted from one template: a sweep writes hundreds of thousands of
+    call rows, and dumping each row's dict took a tenth of its time."""
     names = list(columns)
     template = "{" + ", ".join(f"{json.dumps(name)}: %s" for name in names) + "}\n"
     encoded = [_json_column(columns[name]) for name in names]
-    return "".join([template % row for row in zip(*encoded)])
+    return [template % row for row in zip(*encoded)]
 
 
 def _json_column(values: list) -> list:
