@@ -39,7 +39,7 @@ from bench.metering import Meter
 from bench.metrics import calls_frame, compactions_frame, transcript_summary
 from bench.next_action import score_compactions
 from bench.model import Transcript
-from bench.replay import CALL_COLUMNS, CallColumns, Replayed, StrategyConfig, replay
+from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
 from strategies.prompting import PROMPTS_DIR
 from strategies.registry import get_strategy
@@ -173,8 +173,11 @@ class _Job:
         meters: dict[str, Meter] = {}
         columns: CallColumns = {name: [] for name in CALL_COLUMNS}
         compaction_rows: list[dict] = []
-        call_lines: list[str] = []
-        shared_lines: dict[str, _SharedLines] = {}  # per estimator
+        # calls.jsonl: per setting, the rows it shares with the uncompacted replay (formatted once
+        # per estimator), then its own rows (formatted with every other setting's at the end).
+        shared_lines: dict[str, _SharedLines] = {}
+        shared_texts: list[tuple[str, int]] = []  # (the shared rows' text, how many own rows follow)
+        own: CallColumns = {name: [] for name in CALL_COLUMNS}
         for strategy in strategies:
             estimator = strategy.estimator or getattr(get_strategy(strategy.strategy), "estimator", self.default_estimator)
             if estimator not in meters:
@@ -183,16 +186,26 @@ class _Job:
             rows = [dict(vars(r)) for r in replayed.compactions]
             if self.judge is not None:  # next-action preservation with a model (bench/next_action.py)
                 rows = score_compactions(self.judge, transcript, rows, replayed.compacted)
-            for name, values in replayed.calls.items():
-                columns[name] += values
             compaction_rows += rows
-            call_lines.append(_call_lines(replayed, strategy.label, shared_lines.setdefault(estimator, _SharedLines())))
+            calls, shared = replayed.calls, replayed.shared_calls
+            for name, values in calls.items():
+                columns[name] += values
+                own[name] += values[shared:]
+            text = shared_lines.setdefault(estimator, _SharedLines()).first(shared, strategy.label, calls)
+            shared_texts.append((text, len(calls["call"]) - shared))
         arrays = {name: np.array(values, dtype=object if name in TEXT_COLUMNS else None) for name, values in columns.items()}
-        lines = "".join(_json_line(row) for row in compaction_rows)
+        part = self._call_part(shared_texts, _json_rows(own))
+        return Replays([s.label for s in strategies], part, arrays, compaction_rows, "".join(map(_json_line, compaction_rows)))
+
+    def _call_part(self, shared_texts: list[tuple[str, int]], own_lines: list[str]) -> Path:
+        """Write the calls.jsonl lines of a transcript's settings to a part file (see `Replays`)."""
         handle, part = tempfile.mkstemp(prefix=PART_PREFIX, suffix=".part", dir=self.out)
+        start = 0
         with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write("".join(call_lines))
-        return Replays([s.label for s in strategies], Path(part), arrays, compaction_rows, lines)
+            for text, count in shared_texts:
+                file.write(text + "".join(own_lines[start : start + count]))
+                start += count
+        return Path(part)
 
 
 def finish(
@@ -301,13 +314,6 @@ class _SharedLines:
             self.ends += list(accumulate(map(len, lines), initial=self.ends[-1]))[1:]
             self.text += "".join(lines)
         return self.text[: self.ends[count]].replace(self.STAND_IN, f'"config": {_json_value(label)}, ')
-
-
-def _call_lines(replayed: Replayed, label: str, shared: _SharedLines) -> str:
-    """calls.jsonl lines of one setting's replay: the rows it shares with the uncompacted replay, then its own."""
-    calls, count = replayed.calls, replayed.shared_calls
-    own = {name: values[count:] for name, values in calls.items()} if count < len(calls["call"]) else None
-    return shared.first(count, label, calls) + (jsonl_lines(own) if own else "")
 
 
 def jsonl_lines(columns: CallColumns) -> str:
