@@ -122,7 +122,7 @@ def run(
                         continue
                     # One write per file and transcript; the done lines come last, so a run killed in
                     # between replays this transcript's settings again on --resume.
-                    _write_part(out / "calls.jsonl", replays.call_lines)
+                    _write_part(out / "calls.jsonl", replays.call_part)
                     _write(out / "compactions.jsonl", replays.compaction_lines)
                     _append(done_path, [{"transcript": transcript.id, "config": label} for label in replays.labels])
                     call_frames.append(replays.calls)
@@ -145,7 +145,7 @@ class Replays:
     # calls.jsonl lines, in a file the worker wrote: the process that appends them to the run's
     # file only copies them (sending a sweep's hundred megabytes of rows between processes took
     # a core's time away from replaying)
-    call_lines: Path
+    call_part: Path
     calls: dict[str, np.ndarray]  # the same rows as arrays (cheap to send between processes and to join)
     compaction_rows: list[dict]
     compaction_lines: str  # compactions.jsonl lines (formatted here, not in the process that writes them)
@@ -316,14 +316,10 @@ class _SharedLines:
         return self.text[: self.ends[count]].replace(self.STAND_IN, f'"config": {_json_value(label)}, ')
 
 
-def jsonl_lines(columns: CallColumns) -> str:
-    """The rows of `columns` as JSON lines, as `json.dumps(row)` would write them."""
-    return "".join(_json_rows(columns))
-
-
 def _json_rows(columns: CallColumns) -> list[str]:
-    """Each row's JSON line, formatted from one template: a sweep writes hundreds of thousands of
-    call rows, and dumping each row's dict took a tenth of its time."""
+    """Each row's JSON line, as `json.dumps(row)` would write it, formatted from one template: a
+    sweep writes hundreds of thousands of call rows, and dumping each row's dict took a tenth of
+    its time."""
     names = list(columns)
     template = "{" + ", ".join(f"{json.dumps(name)}: %s" for name in names) + "}\n"
     encoded = [_json_column(columns[name]) for name in names]

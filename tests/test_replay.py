@@ -285,5 +285,5 @@ def test_call_rows_are_written_as_json_dumps_writes_them() -> None:
     columns = replay(MINI, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.5)), ContextWindows(overrides={"": 12_000})).calls
     columns = {**columns, "odd": [None, True, 1, "é\"x", 2.5] * (len(columns["call"]) // 5) + [0] * (len(columns["call"]) % 5)}
     rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
-    assert runs.jsonl_lines(columns) == "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    assert runs.jsonl_lines({name: [] for name in columns}) == ""
+    assert "".join(runs._json_rows(columns)) == "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    assert runs._json_rows({name: [] for name in columns}) == []
