@@ -44,8 +44,9 @@ class SummaryRequest:
 
     `prompt` and `system` are the rendered prompt template, for LLM summarizers; `prompt_hash`
     identifies the template so results can name the exact prompt. Extractive summarizers read
-    `messages` directly and ignore the prompt. `files_tracked`: the strategy appends the file lists
-    itself (through its template), so a summarizer need not list files.
+    `messages` directly and ignore the prompt: one that says so (`reads_prompt = False`) gets
+    empty `prompt`, `system` and `prompt_hash`, and the strategy does not render them. `files_tracked`: the
+    strategy appends the file lists itself (through its template), so a summarizer need not list files.
     """
 
     messages: tuple[Message, ...]
@@ -66,6 +67,8 @@ class SummaryResponse:
 
 class Summarizer(Protocol):
     name: str
+    # Optional: `reads_prompt = False` for a summarizer that reads only `SummaryRequest.messages`
+    # (a strategy then skips rendering the prompt, most of a sweep's cost per summary).
 
     def summarize(self, request: SummaryRequest) -> SummaryResponse: ...
 

@@ -44,6 +44,7 @@ COMMAND_ARGUMENTS = ("command", "cmd", "script")
 @dataclass(frozen=True)
 class ExtractiveSummarizer:
     name: ClassVar[str] = "extractive"
+    reads_prompt: ClassVar[bool] = False  # it reads the messages themselves (SummaryRequest)
     goal_messages: int = 2
     max_item_chars: int = 400
     max_items: int = 8
@@ -202,5 +203,6 @@ class Extractive(Summarize):
     """Summarize with the deterministic extractive summarizer; truncate if that is not enough (seed 004)."""
 
     name: ClassVar[str] = "extractive"
+    reads_prompt: ClassVar[bool] = False  # it reads the messages themselves (SummaryRequest)
     source: ClassVar[str] = "compactlab's offline default; truncate fallback from seed 004 (Opal)"
     summarizer: str = setting("extractive", "always the extractive summarizer")

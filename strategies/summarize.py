@@ -37,7 +37,7 @@ from strategies.base import (
     summary_message,
     summary_text,
 )
-from strategies.prompting import file_lists, fill_missing_results, prompt_set_hash, render, serialize
+from strategies.prompting import Prompt, file_lists, fill_missing_results, prompt_set_hash, render, serialize
 
 TURN_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"  # pi's separator
 _FILES = re.compile(r"<(read|modified)-files>\n(.*?)\n</\1-files>", re.DOTALL)
@@ -122,7 +122,10 @@ class Summarize:
             if purpose == "history" and previous_text is not None and not update:
                 span_messages = [summary_message(previous_text), *span_messages]  # re-summarize from scratch
             cleaned = fill_missing_results(span_messages)
-            prompt = render(template, conversation=serialize(cleaned), previous_summary=previous_text if update else None)
+            if getattr(summarizer, "reads_prompt", True):
+                prompt = render(template, conversation=serialize(cleaned), previous_summary=previous_text if update else None)
+            else:
+                prompt = Prompt(system="", text="", hash="")  # no prompt was rendered
             response = summarizer.summarize(
                 SummaryRequest(
                     messages=tuple(cleaned), prompt=prompt.text, system=prompt.system, prompt_hash=prompt.hash,

@@ -160,6 +160,31 @@ def test_llm_summarizer_gets_the_rendered_prompt() -> None:
     assert result.context.summary.startswith("## Goal\n- recorded")
 
 
+def test_a_summarizer_that_reads_no_prompt_gets_none_and_writes_the_same_summary() -> None:
+    seen = []
+
+    class Recording:
+        name = "recording"
+
+        def summarize(self, request):
+            seen.append(request)
+            return SummaryResponse(text=f"## Goal\n- {len(request.messages)} messages")
+
+    class NoPrompt(Recording):
+        reads_prompt = False
+
+    transcript = SESSIONS[1]
+    request, _ = request_for(transcript)
+    strategy = get_strategy("summarize", summarizer="llm")
+    results = [strategy.compact(Context(messages=transcript.messages), replace(request, summarizer=s())) for s in (Recording, NoPrompt)]
+    half = len(seen) // 2  # one request per summarized span (two for a split turn)
+    for rendered, skipped in zip(seen[:half], seen[half:], strict=True):
+        assert "<conversation>" in rendered.prompt and rendered.system and rendered.prompt_hash
+        assert (skipped.prompt, skipped.system, skipped.prompt_hash) == ("", "", "")
+        assert skipped.messages == rendered.messages
+    assert results[0] == results[1]  # the same summary, file lists and prompt-set hash
+
+
 def test_archive_keeps_the_full_history() -> None:
     transcript = SESSIONS[2]
     request, _ = request_for(transcript)
