@@ -21,7 +21,7 @@ import platform
 import shutil
 import tempfile
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from itertools import accumulate
 from pathlib import Path
@@ -41,6 +41,7 @@ from bench.next_action import score_compactions
 from bench.model import Transcript
 from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
+from bench.tokenizers import TokenCache
 from strategies.prompting import PROMPTS_DIR
 from strategies.registry import get_strategy
 
@@ -160,6 +161,10 @@ class _Job:
     summarizer: object
     judge: object
     out: Path
+    # Token counts shared by every transcript a process replays: sessions of one dataset repeat
+    # their system prompt and task texts. It holds the distinct texts the process has counted,
+    # no more than the transcripts the run keeps anyway.
+    cache: TokenCache = field(default_factory=TokenCache)
 
     def replay_file(self, transcripts: tuple[Transcript, ...]) -> list[Replays | None]:
         return [self.replay_transcript(t) for t in transcripts]
@@ -181,7 +186,7 @@ class _Job:
         for strategy in strategies:
             estimator = strategy.estimator or getattr(get_strategy(strategy.strategy), "estimator", self.default_estimator)
             if estimator not in meters:
-                meters[estimator] = Meter(transcript, estimator)
+                meters[estimator] = Meter(transcript, estimator, self.cache)
             replayed = replay(transcript, strategy, self.windows, summarizer=self.summarizer, meter=meters[estimator])
             rows = [dict(vars(r)) for r in replayed.compactions]
             if self.judge is not None:  # next-action preservation with a model (bench/next_action.py)

@@ -287,3 +287,25 @@ def test_call_rows_are_written_as_json_dumps_writes_them() -> None:
     rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
     assert "".join(runs._json_rows(columns)) == "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     assert runs._json_rows({name: [] for name in columns}) == []
+
+
+def test_a_process_counts_each_distinct_text_once_across_transcripts_and_settings(tmp_path: Path, monkeypatch) -> None:
+    # The mini-swe-agent sessions repeat their system prompt and instructions: a run counts each
+    # text once for all of them, and for every setting.
+    from bench import tokenizers
+
+    encoding = tokenizers.get_encoding("o200k_base")
+    encoded: list[str] = []
+
+    class Counting:
+        def encode(self, text, **options):
+            encoded.append(text)
+            return encoding.encode(text, **options)
+
+    monkeypatch.setattr(tokenizers, "get_encoding", lambda name: Counting())
+    settings = tuple(StrategyConfig(f"m{f}", "observation-masking", trigger=Trigger(fraction=f), estimator="tiktoken-o200k") for f in (0.3, 0.6))
+    result = runs.run(RunConfig(datasets=("mini-swe-agent-pr816",), strategies=settings), tmp_path / "run", workers=1)
+    assert len(result.loaded.transcripts) > 30 and result.compactions["config"].nunique() == 2
+    assert len(encoded) == len(set(encoded))
+    first_texts = {t.messages[1].text() for t in result.loaded.transcripts}
+    assert len(first_texts) < len(result.loaded.transcripts)  # texts the sessions share were there to count twice
