@@ -29,10 +29,9 @@ def _dicts(rows: list) -> list[dict]:
     return [r if isinstance(r, dict) else asdict(r) for r in rows]
 
 
-def calls_frame(rows: CallColumns | list[dict], prices: PriceTable | None = None) -> pd.DataFrame:
-    """The call rows of replays (as `Replayed.calls` columns, or as dicts read back from a run)."""
-    if isinstance(rows, dict):
-        rows = {name: _repeated_text(v) if isinstance(v, np.ndarray) and v.dtype == object else v for name, v in rows.items()}
+def calls_frame(rows: CallColumns | dict[str, object] | list[dict], prices: PriceTable | None = None) -> pd.DataFrame:
+    """The call rows of replays (as `Replayed.calls` columns, as arrays with the text columns
+    joined by `joined_text`, or as dicts read back from a run)."""
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
@@ -42,13 +41,25 @@ def calls_frame(rows: CallColumns | list[dict], prices: PriceTable | None = None
     return frame
 
 
-def _repeated_text(values: np.ndarray):
-    """A text column with few distinct values (transcript, config, model) stored as pandas would
-    store it, built from its distinct values: converting every row took most of building the frame."""
-    codes, distinct = pd.factorize(values, use_na_sentinel=False)
+TextCodes = tuple[np.ndarray, list]  # a text column as codes into its distinct values
+
+
+def text_codes(values: list) -> TextCodes:
+    """A text column with few distinct values (transcript, config, model) as codes into them: cheap
+    to send between processes, and `joined_text` builds the frame's column from the distinct values."""
+    codes, distinct = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
+    return codes, list(distinct)
+
+
+def joined_text(parts: list[TextCodes]):
+    """The coded text columns of several replays, one after the other, stored as pandas would store
+    the texts themselves (converting every row's text took most of building a sweep's frame)."""
+    offsets = np.cumsum([0] + [len(distinct) for _, distinct in parts[:-1]])
+    codes = np.concatenate([part_codes + offset for (part_codes, _), offset in zip(parts, offsets)])
+    distinct = [value for _, part_distinct in parts for value in part_distinct]
     if not all(isinstance(value, str) for value in distinct):  # missing values: pandas decides as usual
-        return values
-    return pd.Series(list(distinct)).array.take(codes)
+        return np.array(distinct, dtype=object)[codes]
+    return pd.Series(distinct).array.take(codes)
 
 
 def _costs(frame: pd.DataFrame, prompt_column: str, cached_column: str, prices: PriceTable | None) -> pd.Series:

@@ -36,7 +36,7 @@ from bench.llm.prices import resolve_prices
 from bench.llm_config import make_run_judge
 from bench.loading import FailedFile, Loaded, read_files
 from bench.metering import Meter
-from bench.metrics import calls_frame, compactions_frame, transcript_summary
+from bench.metrics import TextCodes, calls_frame, compactions_frame, joined_text, text_codes, transcript_summary
 from bench.next_action import score_compactions
 from bench.model import Transcript
 from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
@@ -147,7 +147,8 @@ class Replays:
     # file only copies them (sending a sweep's hundred megabytes of rows between processes took
     # a core's time away from replaying)
     call_part: Path
-    calls: dict[str, np.ndarray]  # the same rows as arrays (cheap to send between processes and to join)
+    # the same rows as arrays, the text columns as codes (cheap to send between processes and to join)
+    calls: dict[str, np.ndarray | TextCodes]
     compaction_rows: list[dict]
     compaction_lines: str  # compactions.jsonl lines (formatted here, not in the process that writes them)
 
@@ -198,7 +199,7 @@ class _Job:
                 own[name] += values[shared:]
             text = shared_lines.setdefault(estimator, _SharedLines()).first(shared, strategy.label, calls)
             shared_texts.append((text, len(calls["call"]) - shared))
-        arrays = {name: np.array(values, dtype=object if name in TEXT_COLUMNS else None) for name, values in columns.items()}
+        arrays = {name: text_codes(values) if name in TEXT_COLUMNS else np.array(values) for name, values in columns.items()}
         part = self._call_part(shared_texts, _json_rows(own))
         return Replays([s.label for s in strategies], part, arrays, compaction_rows, "".join(map(_json_line, compaction_rows)))
 
@@ -222,7 +223,8 @@ def finish(
     if rows is not None:
         call_arrays, compaction_rows = rows
         call_arrays = [a for a in call_arrays if len(a["call"])]  # an empty array would make every column float
-        calls = {name: np.concatenate([a[name] for a in call_arrays]) for name in CALL_COLUMNS} if call_arrays else {}
+        join = {name: joined_text if name in TEXT_COLUMNS else np.concatenate for name in CALL_COLUMNS}
+        calls = {name: join[name]([a[name] for a in call_arrays]) for name in CALL_COLUMNS} if call_arrays else {}
     else:
         done = _done_units(out / "done.jsonl")
         calls = [r for r in _read_jsonl(out / "calls.jsonl") if (r["transcript"], r["config"]) in done]

@@ -309,3 +309,16 @@ def test_a_process_counts_each_distinct_text_once_across_transcripts_and_setting
     assert len(encoded) == len(set(encoded))
     first_texts = {t.messages[1].text() for t in result.loaded.transcripts}
     assert len(first_texts) < len(result.loaded.transcripts)  # texts the sessions share were there to count twice
+
+
+def test_text_columns_sent_as_codes_join_into_the_frame_the_texts_make() -> None:
+    from bench.metrics import joined_text, text_codes
+
+    replays = [replay(MINI, StrategyConfig(label, "truncate", trigger=Trigger(fraction=f))).calls for label, f in (("a", 0.3), ("b", 0.9))]
+    texts = {name: [v for r in replays for v in r[name]] for name in ("transcript", "config", "model")}
+    joined = {name: joined_text([text_codes(r[name]) for r in replays]) for name in texts}
+    pd.testing.assert_frame_equal(pd.DataFrame(joined), pd.DataFrame(texts))
+    assert set(texts["config"]) == {"a", "b"}
+    with_missing = [["gpt-5", None], ["gpt-5", "claude"]]  # a source without a model name
+    joined = joined_text([text_codes(part) for part in with_missing])
+    pd.testing.assert_frame_equal(pd.DataFrame({"m": joined}), pd.DataFrame({"m": [v for part in with_missing for v in part]}))
