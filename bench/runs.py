@@ -125,7 +125,7 @@ def run(
                     # between replays this transcript's settings again on --resume.
                     _write_part(out / "calls.jsonl", replays.call_part)
                     _write(out / "compactions.jsonl", replays.compaction_lines)
-                    _append(done_path, [{"transcript": transcript.id, "config": label} for label in replays.labels])
+                    _write(done_path, _done_lines(transcript.id, replays.labels))
                     call_frames.append(replays.calls)
                     compaction_rows += replays.compaction_rows
     finally:
@@ -258,8 +258,10 @@ def _read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
-def _append(path: Path, rows: list[dict]) -> None:
-    _write(path, "".join(_json_line(row) for row in rows))
+def _done_lines(transcript: str, labels: list[str]) -> str:
+    """done.jsonl lines, as `_json_line` writes {"transcript": ..., "config": label} (a sweep writes thousands)."""
+    start = '{"transcript": ' + _json_value(transcript) + ', "config": '
+    return "".join(f"{start}{_json_value(label)}}}\n" for label in labels)
 
 
 def _json_line(row: dict) -> str:

@@ -287,6 +287,8 @@ def test_call_rows_are_written_as_json_dumps_writes_them() -> None:
     rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
     assert "".join(runs._json_rows(columns)) == "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     assert runs._json_rows({name: [] for name in columns}) == []
+    labels = ["summarize@0.5", 'say "é"\\n']
+    assert runs._done_lines(MINI.id, labels) == "".join(json.dumps({"transcript": MINI.id, "config": label}, ensure_ascii=False) + "\n" for label in labels)
 
 
 def test_a_process_counts_each_distinct_text_once_across_transcripts_and_settings(tmp_path: Path, monkeypatch) -> None:
