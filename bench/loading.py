@@ -7,6 +7,7 @@ read (empty, unknown format, not JSON at all), records the file in `Loaded.faile
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -94,8 +95,9 @@ def read_files(
         if workers <= 1 or "fork" not in mp.get_all_start_methods():
             yield from map(_read_one, range(len(jobs)))
             return
-        # The forks inherit _JOB: nothing is pickled to them.
-        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"))
+        # The forks inherit _JOB: nothing is pickled to them. Each freezes what it inherited, so its
+        # collector never walks the parent's objects again (the use Python's gc.freeze docs give).
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=gc.freeze)
         try:
             for future in [pool.submit(_read_one, index) for index in range(len(jobs))]:
                 yield future.result()

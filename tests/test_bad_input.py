@@ -158,3 +158,15 @@ def test_files_read_by_worker_processes_are_the_files_read_one_by_one() -> None:
     pool = load_inputs(["claude-code-log"], workers=2).transcripts
     assert len(one) > 10 and [t.id for t in pool] == [t.id for t in one]
     assert all(a.messages == b.messages and a.skipped == b.skipped for a, b in zip(one, pool))
+
+
+def test_worker_processes_freeze_what_they_inherit_and_the_caller_is_left_as_it_was() -> None:
+    import gc
+
+    from bench.datasets import resolve_inputs
+    from bench.loading import read_files
+
+    files = resolve_inputs(["condenser-pairs-gpt5mini"]).files
+    frozen = [read.then for read in read_files(files, workers=2, then=lambda transcripts: gc.get_freeze_count())]
+    assert len(frozen) == len(files) > 1 and min(frozen) > 10_000  # the collector skips the parent's objects
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
