@@ -13,6 +13,7 @@ datasets, then one tiktoken pass over the same distinct text, and prints the rat
 
 from __future__ import annotations
 
+import gc
 import sys
 import tempfile
 import time
@@ -33,10 +34,12 @@ ESTIMATOR = "tiktoken-o200k"
 def main(arguments: list[str]) -> None:
     configs = [c.__class__(c.label, c.strategy, c.settings, c.trigger, ESTIMATOR) for c in grid(STRATEGIES, THRESHOLDS, (16_000,))]
     config = RunConfig(datasets=tuple(arguments), strategies=tuple(configs), estimator=ESTIMATOR)
-    loaded = load_inputs(list(config.datasets) or None)
     encoding = get_encoding("o200k_base")
-    texts = distinct_texts(t for t in loaded.transcripts if t.calls)
+    texts = distinct_texts(t for t in load_inputs(list(config.datasets) or None).transcripts if t.calls)
     tokenize_seconds = timed(lambda: [encoding.encode(text, disallowed_special=()) for text in texts])
+    # The sweep starts as `compactlab sweep` does, without the texts of every session in memory.
+    del texts
+    gc.collect()
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         result = runs.run(config, Path(out))
