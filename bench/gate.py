@@ -110,7 +110,7 @@ def baseline_document(suite: Suite, result, table: pd.DataFrame) -> dict:
         },
         "transcripts": {
             t.id: {"file": _relative(t.source_path, suite.path.parent), "sha256": file_hash(t.source_path)}
-            for t in sorted(result.loaded.transcripts, key=lambda t: t.id)
+            for t in sorted(result.read.transcripts, key=lambda t: t.id)
         },
         "values": values,
     }

@@ -52,7 +52,7 @@ def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
         if old_hashes != new_hashes:
             notes.append(f"`{strategy.label}`: prompt templates changed ({', '.join(old_hashes) or 'none'} → {', '.join(new_hashes) or 'none'})")
     old_files = baseline.get("transcripts", {})
-    new_files = {t.id: file_hash(t.source_path) for t in result.loaded.transcripts}
+    new_files = {t.id: file_hash(t.source_path) for t in result.read.transcripts}
     changed = sorted(t for t in set(old_files) & set(new_files) if old_files[t].get("sha256") != new_files[t])
     if changed:
         notes.append(f"{len(changed)} transcript files changed since the baseline: {', '.join(changed[:5])}{' …' if len(changed) > 5 else ''}")

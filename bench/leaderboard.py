@@ -63,9 +63,9 @@ def summary_document(result, resamples: int = 10_000) -> dict:
         "transcripts": int(transcripts["transcript"].nunique()) if not transcripts.empty else 0,
         "strategies": sorted(transcripts["config"].unique().tolist()) if not transcripts.empty else [],
         "left_out": {
-            "files_not_read": [{"path": str(f.path), "error": f.error} for f in result.loaded.failed],
-            "transcripts_without_calls": sorted({t.id for t in result.loaded.transcripts if not t.calls}),
-            "skipped_records": {t.id: len(t.skipped) for t in result.loaded.transcripts if t.skipped},
+            "files_not_read": [{"path": str(f.path), "error": f.error} for f in result.read.failed],
+            "transcripts_without_calls": sorted({t.id for t in result.read.transcripts if not t.calls}),
+            "skipped_records": {t.id: len(t.skipped) for t in result.read.transcripts if t.skipped},
             "not_ranked": "transcripts with skipped records are replayed but left out of the statistics; "
             "'recorded' (the production agent's own compactions) is reported separately",
         },
@@ -75,7 +75,7 @@ def summary_document(result, resamples: int = 10_000) -> dict:
     document["leaderboard"] = json_records(leaderboard(transcripts, resamples))
     document["comparisons"] = {k: json_records(v) for k, v in comparisons(transcripts, resamples).items()}
     document["recorded_fidelity"] = json_records(recorded_fidelity(result.compactions))
-    document["cost_model_check"] = json_records(cost_model_check(result.calls, result.loaded.transcripts))
+    document["cost_model_check"] = json_records(cost_model_check(result.calls, result.read.transcripts))
     return document
 
 

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from bench.datasets import resolve_inputs
 from bench.importers import load_file
-from bench.model import Transcript
+from bench.model import LLMCall, SkippedRecord, Transcript
 from bench.source import TranscriptError
 
 
@@ -61,12 +61,43 @@ def load_inputs(
 
 
 @dataclass(frozen=True)
+class ReadTranscript:
+    """What a run keeps of a transcript once it is replayed: which it is, where it came from, what
+    reading it skipped, and its recorded calls. The messages stay in the process that replayed
+    them, so a run's memory does not grow with its datasets (and they are not sent back)."""
+
+    id: str
+    source_format: str
+    source_path: str
+    calls: tuple[LLMCall, ...]
+    skipped: tuple[SkippedRecord, ...] = ()
+
+    @classmethod
+    def of(cls, transcript: Transcript) -> ReadTranscript:
+        return cls(transcript.id, transcript.source_format, transcript.source_path, tuple(transcript.calls), transcript.skipped)
+
+
+@dataclass(frozen=True)
+class ReadInputs:
+    """What a run read: `ReadTranscript`s, and, as in `Loaded`, the files it could not read or passed over."""
+
+    transcripts: tuple[ReadTranscript, ...]
+    failed: tuple[FailedFile, ...] = ()
+    passed_over: tuple[Path, ...] = ()
+
+    @classmethod
+    def of(cls, loaded: Loaded) -> ReadInputs:
+        return cls(tuple(map(ReadTranscript.of, loaded.transcripts)), loaded.failed, loaded.passed_over)
+
+
+@dataclass(frozen=True)
 class FileRead:
-    """One file read: its transcripts, or the error that stopped it; and what `then` made of them."""
+    """One file read: its transcripts (or what `keep` kept of them), or the error that stopped it;
+    and what `then` made of them."""
 
     path: Path
     lenient: bool
-    transcripts: tuple[Transcript, ...] = ()
+    transcripts: tuple = ()
     error: TranscriptError | None = None
     then: object = None
 
@@ -79,10 +110,12 @@ def read_files(
     format: str | None = None,
     workers: int | None = None,
     then: Callable[[tuple[Transcript, ...]], object] | None = None,
+    keep: Callable[[Transcript], object] | None = None,
 ) -> Iterator[FileRead]:
     """Read `files` in order, in a pool of forked processes when there are several files and cores
     (default: one per core); `then`, when given, runs on each file's transcripts in the process that
-    read them, so a run replays a file while the next ones are being read.
+    read them, so a run replays a file while the next ones are being read. `keep`, when given, is
+    what of each transcript the reads hand back (a run keeps a `ReadTranscript`).
 
     Use it under `contextlib.closing`: a caller that stops early (an error in a file) must close
     the generator then, so its worker pool ends as soon as the files being read are done, not
@@ -90,7 +123,7 @@ def read_files(
     global _JOB
     jobs = [(path, lenient or path in lenient_files, format) for path in files]
     workers = min(workers if workers is not None else (os.cpu_count() or 1), len(jobs))
-    _JOB = (jobs, then)
+    _JOB = (jobs, then, keep)
     try:
         if workers <= 1 or "fork" not in mp.get_all_start_methods():
             yield from map(_read_one, range(len(jobs)))
@@ -114,10 +147,11 @@ _JOB: tuple | None = None
 
 
 def _read_one(index: int) -> FileRead:
-    jobs, then = _JOB
+    jobs, then, keep = _JOB
     path, lenient, format = jobs[index]
     try:
         transcripts = tuple(load_file(path, lenient=lenient, format=format))
     except TranscriptError as exc:
         return FileRead(path, lenient, error=exc)
-    return FileRead(path, lenient, transcripts, then=then(transcripts) if then is not None else None)
+    made = then(transcripts) if then is not None else None
+    return FileRead(path, lenient, tuple(map(keep, transcripts)) if keep is not None else transcripts, then=made)

@@ -175,10 +175,11 @@ def cost_model_check(calls: pd.DataFrame, transcripts) -> pd.DataFrame:
 
     Per transcript with recorded cache splits (Claude Code, mini-swe-agent/DeepSeek): the mean
     absolute error of the modelled cache-read tokens relative to the prompt, and, where the source
-    recorded a cost per call, the relative error of the modelled total cost.
+    recorded a cost per call, the relative error of the modelled total cost. `transcripts`: the
+    transcripts, or what a run kept of them (`bench.loading.ReadTranscript`): their recorded calls.
     """
     rows = []
-    recorded = {t.id: [m.call for m in t.messages if m.call is not None] for t in transcripts}
+    recorded = {t.id: list(t.calls) for t in transcripts}
     baseline = calls.drop_duplicates(["transcript", "call"])
     for transcript_id, group in baseline.groupby("transcript"):
         real = recorded.get(transcript_id, [])

@@ -179,7 +179,7 @@ def replay(
     result = runs.run(config, out, summarizer=make_run_summarizer(config))
     table = metric_table(out, result.transcripts) if not result.transcripts.empty else result.transcripts
     description = f"{strategy} {json.dumps(settings, default=str)} on {', '.join(map(str, names))}, window {config.window or 'real'}"
-    return ReplayResult(description, table, result.compactions, len(result.loaded.transcripts))
+    return ReplayResult(description, table, result.compactions, len(result.read.transcripts))
 
 
 @pytest.fixture(scope="session")

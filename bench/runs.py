@@ -34,7 +34,7 @@ from bench.context_windows import ContextWindows
 from bench.datasets import resolve_inputs
 from bench.llm.prices import resolve_prices
 from bench.llm_config import make_run_judge
-from bench.loading import FailedFile, Loaded, read_files
+from bench.loading import FailedFile, ReadInputs, ReadTranscript, read_files
 from bench.metering import Meter
 from bench.metrics import TextCodes, calls_frame, compactions_frame, joined_text, text_codes, transcript_summary
 from bench.next_action import score_compactions
@@ -55,7 +55,7 @@ class RunResult:
     calls: pd.DataFrame
     compactions: pd.DataFrame
     transcripts: pd.DataFrame
-    loaded: Loaded
+    read: ReadInputs  # what the run read (the transcripts' messages are not kept)
     resumed_units: int
 
 
@@ -108,7 +108,7 @@ def run(
     transcripts, failed, call_frames, compaction_rows = [], [], [], []
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
     _remove_parts(out)  # left by a run that was killed
-    reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file)
+    reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file, keep=ReadTranscript.of)
     try:
         with closing(reads):  # an error in a file ends the worker pool at once (see read_files)
             for read in reads:
@@ -131,11 +131,11 @@ def run(
     finally:
         _remove_parts(out)  # of files replayed after an error stopped the run
     bar.close()
-    loaded = Loaded(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
-    (out / "meta.json").write_text(json.dumps(run_meta(loaded), indent=2) + "\n")
+    read = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
+    (out / "meta.json").write_text(json.dumps(run_meta(read), indent=2) + "\n")
     # A run that started fresh has every row in memory: no need to read the files back.
     rows = None if done else (call_frames, compaction_rows)
-    return finish(out, loaded, resumed_units=len(done), prices=config.prices, rows=rows)
+    return finish(out, read, resumed_units=len(done), prices=config.prices, rows=rows)
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ class _Job:
 
 
 def finish(
-    out: Path, loaded: Loaded, resumed_units: int = 0, prices: dict | None = None,
+    out: Path, read: ReadInputs, resumed_units: int = 0, prices: dict | None = None,
     rows: tuple[list[dict[str, np.ndarray]], list[dict]] | None = None,
 ) -> RunResult:
     """Compute the metrics from the finished rows: `rows` (per-transcript call arrays and compaction
@@ -235,10 +235,10 @@ def finish(
     if not transcripts.empty:
         # A transcript with damaged (skipped) records lacks messages its recorded token counts
         # include, so its replay mixes two histories; it is replayed and shown, not ranked.
-        damaged = {t.id for t in loaded.transcripts if t.skipped}
+        damaged = {t.id for t in read.transcripts if t.skipped}
         transcripts["damaged"] = transcripts["transcript"].isin(damaged)
         transcripts.to_csv(out / "transcripts.csv", index=False)
-    return RunResult(out, calls, compactions, transcripts, loaded, resumed_units)
+    return RunResult(out, calls, compactions, transcripts, read, resumed_units)
 
 
 def _done_units(path: Path) -> set[tuple[str, str]]:
@@ -358,15 +358,15 @@ def _last_byte(path: Path) -> bytes:
         return handle.read(1)
 
 
-def run_meta(loaded: Loaded) -> dict:
+def run_meta(read: ReadInputs) -> dict:
     packages = ("compactlab", "pandas", "tiktoken", "openai", "anthropic", "matplotlib", "jinja2")
     return {
         "versions": {"python": platform.python_version(), **{p: _version(p) for p in packages}},
-        "datasets": {t.source_path: _file_hash(Path(t.source_path)) for t in loaded.transcripts},
+        "datasets": {t.source_path: _file_hash(Path(t.source_path)) for t in read.transcripts},
         "prompts": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(PROMPTS_DIR.glob("*.j2"))},
-        "transcripts": len(loaded.transcripts),
-        "skipped_records": {t.id: len(t.skipped) for t in loaded.transcripts if t.skipped},
-        "files_not_read": [{"path": str(f.path), "error": f.error} for f in loaded.failed],
+        "transcripts": len(read.transcripts),
+        "skipped_records": {t.id: len(t.skipped) for t in read.transcripts if t.skipped},
+        "files_not_read": [{"path": str(f.path), "error": f.error} for f in read.failed],
     }
 
 

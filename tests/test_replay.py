@@ -15,6 +15,7 @@ from bench.cli import main
 from bench.context_windows import ContextWindows
 from bench.engine import Trigger
 from bench.importers import load_file
+from bench.loading import ReadTranscript, load_inputs
 from bench.leaderboard import recorded_fidelity
 from bench.model import CompactionMarker
 from bench.metrics import calls_frame, compactions_frame, compression_label, transcript_summary
@@ -307,10 +308,19 @@ def test_a_process_counts_each_distinct_text_once_across_transcripts_and_setting
     monkeypatch.setattr(tokenizers, "get_encoding", lambda name: Counting())
     settings = tuple(StrategyConfig(f"m{f}", "observation-masking", trigger=Trigger(fraction=f), estimator="tiktoken-o200k") for f in (0.3, 0.6))
     result = runs.run(RunConfig(datasets=("mini-swe-agent-pr816",), strategies=settings), tmp_path / "run", workers=1)
-    assert len(result.loaded.transcripts) > 30 and result.compactions["config"].nunique() == 2
+    assert len(result.read.transcripts) > 30 and result.compactions["config"].nunique() == 2
     assert len(encoded) == len(set(encoded))
-    first_texts = {t.messages[1].text() for t in result.loaded.transcripts}
-    assert len(first_texts) < len(result.loaded.transcripts)  # texts the sessions share were there to count twice
+    sessions = load_inputs(["mini-swe-agent-pr816"]).transcripts
+    assert len({t.messages[1].text() for t in sessions}) < len(sessions)  # texts the sessions share were there to count twice
+
+
+def test_a_run_keeps_of_each_transcript_its_identity_skips_and_recorded_calls(tmp_path: Path) -> None:
+    config = RunConfig(datasets=("m-claude",), strategies=(StrategyConfig("t", "truncate"),), lenient=True)
+    result = runs.run(config, tmp_path / "run", workers=2)
+    loaded = load_inputs(["m-claude"], lenient=True).transcripts
+    assert result.read.transcripts == tuple(ReadTranscript.of(t) for t in loaded)
+    assert any(t.skipped for t in result.read.transcripts)  # m-claude has damaged records
+    assert all(kept.calls == tuple(t.calls) and kept.calls for kept, t in zip(result.read.transcripts, loaded))
 
 
 def test_text_columns_sent_as_codes_join_into_the_frame_the_texts_make() -> None:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from bench.leaderboard import NOT_RANKED, ranked, summary_document
 from bench.llm.prices import resolve_prices
-from bench.loading import Loaded, load_inputs
+from bench.loading import Loaded, ReadInputs, load_inputs
 from bench.metrics import calls_frame, compactions_frame, transcript_summary
 from bench.runs import RunResult
 from bench.source import TranscriptError
@@ -84,7 +84,7 @@ def load_run(path: str | Path, reload_transcripts: bool = True) -> RunData:
     transcripts["damaged"] = transcripts["transcript"].isin(damaged)
     summary = read_json(path / "summary.json")
     if summary is None:  # a sweep writes sweep.json only
-        result = RunResult(path, calls, compactions, transcripts, loaded, 0)
+        result = RunResult(path, calls, compactions, transcripts, ReadInputs.of(loaded), 0)
         summary = json.loads(json.dumps(summary_document(result), default=str))
     return RunData(
         path=path, config=config, meta=meta, summary=summary, sweep=read_json(path / "sweep.json"),
