@@ -27,6 +27,7 @@ from typing import Protocol
 from bench.framing import OPENAI_REPLY_PRIMING, OPENAI_TOKENS_PER_MESSAGE, Framing
 from bench.model import Message
 from bench.tokenizers import TokenCache
+from strategies.base import is_summary
 
 
 class LocalEstimator(Protocol):
@@ -109,7 +110,10 @@ class Tiktoken:
         return "tiktoken-" + self.encoding.removesuffix("_base")
 
     def message_tokens(self, message: Message, framing: Framing, cache: TokenCache) -> float:
-        text_tokens = sum(cache.count(self.encoding, t) for t in framing.texts(message))
+        # A summary is assembled from lines of the session and of the summary before it: counted
+        # block by block, it costs only its new lines (a sweep writes thousands of summaries).
+        count = cache.count_blocks if is_summary(message) else cache.count
+        text_tokens = sum(count(self.encoding, t) for t in framing.texts(message))
         return OPENAI_TOKENS_PER_MESSAGE + text_tokens + framing.image_tokens(message)
 
 

@@ -8,6 +8,7 @@ expects. So the encodings are exactly tiktoken's, with no download.
 
 from __future__ import annotations
 
+import re
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -56,6 +57,16 @@ def get_encoding(name: str) -> tiktoken.Encoding:
     return tiktoken.Encoding(**params)
 
 
+# A point where tiktoken's pre-tokenizer (cl100k_base and o200k_base alike) always splits a text:
+# after a newline, before a character that is neither whitespace nor "/". No piece of either
+# pattern runs across it (whitespace pieces end at the run's last newline, punctuation pieces take
+# only newlines and "/" after them, word and number pieces hold no newline), and a piece before it
+# is the same whether the text goes on or ends there. tiktoken encodes each piece on its own, so a
+# text's token count is the sum of its blocks' counts. (Python's \s covers every character the
+# patterns' \s does, so the split is never made where they see whitespace.)
+_BLOCK_START = re.compile(r"(?<=\n)(?=[^\s/])")
+
+
 class TokenCache:
     """Token counts of texts per encoding, each distinct text encoded once.
 
@@ -73,6 +84,16 @@ class TokenCache:
             # disallowed_special=() counts "<|endoftext|>" in user text as text instead of raising.
             found = len(get_encoding(encoding).encode(text, disallowed_special=()))
             table[text] = found
+        return found
+
+    def count_blocks(self, encoding: str, text: str) -> int:
+        """`count(encoding, text)`, summed over the text's blocks (see `_BLOCK_START`), each counted
+        once: for texts assembled from lines of other texts, like the summaries a strategy writes
+        again and again, whose blocks recur from one to the next."""
+        table = self._counts.setdefault(encoding, {})
+        found = table.get(text)
+        if found is None:
+            found = table[text] = sum(self.count(encoding, block) for block in _BLOCK_START.split(text))
         return found
 
     def warm(self, encoding: str, texts) -> None:

@@ -143,3 +143,36 @@ def test_context_windows() -> None:
     assert overridden.lookup("claude-sonnet-4-5-20250929").tokens == 1_000_000
     with pytest.raises(ValueError, match="MODEL=TOKENS"):
         parse_override("claude=lots")
+
+
+# Where a split could go wrong: whitespace runs around newlines, punctuation followed by newlines
+# and "/", a text ending at a newline, contractions and numbers after newlines, separators Python
+# calls whitespace, special-token text, lone surrogates.
+BLOCK_EDGES = [
+    "a.\n/b/c.py\nnext", "x  \n\nfoo\n  bar\n\tbaz\n", "end:\n", "\n\n\nlead", "say:\n'll go\n's\n123456\n7",
+    "path:\n/usr/bin\n./x\n", "a\r\nb\r\n\r\nc", "info\x1c\nsep\x1d\n\x1eword", "nbsp\n\u00a0x\n\u2028y\n\u3000z",
+    "tok\n<|endoftext|>\nafter", "lone \ud800\nsurrogate\n\udc00x", "日本語\n中文\nक्षि\n", "",
+]
+
+
+def test_a_text_counts_as_the_sum_of_its_blocks_on_real_texts_and_summaries() -> None:
+    from bench.importers import load_file
+    from bench.metering import Meter
+    from strategies.base import CompactionRequest, Context, is_summary
+    from strategies.registry import get_strategy
+    from tests.conftest import bundled
+
+    texts = list(BLOCK_EDGES)
+    for dataset, name in (("claude-code-log", "-Users-dain-workspace-danieldemmel-me-next__9e953218"),
+                          ("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")):
+        transcript = load_file(bundled(dataset, name))[0]
+        texts += [t for m in transcript.messages for t in PLAIN.texts(m)]
+        meter = Meter(transcript, "chars/4")
+        request = CompactionRequest(reason="threshold", window=20_000, target_tokens=10_000, count_tokens=meter.count)
+        for end in range(40, len(transcript.messages), 25):  # summaries as a sweep writes them, one after another
+            context = get_strategy("summarize", keep_recent_tokens=4000).compact(Context(transcript.messages[:end]), request).context
+            texts += [m.text() for m in context.messages if is_summary(m)]
+    for encoding in ("cl100k_base", "o200k_base"):
+        whole, blocks = TokenCache(), TokenCache()
+        assert [blocks.count_blocks(encoding, t) for t in texts] == [whole.count(encoding, t) for t in texts]
+        assert blocks.encoded_texts(encoding) > whole.encoded_texts(encoding)  # texts were really split
