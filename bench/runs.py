@@ -42,7 +42,7 @@ from bench.model import Transcript
 from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
 from bench.tokenizers import TokenCache
-from strategies.prompting import PROMPTS_DIR
+from strategies.prompting import PROMPTS_DIR, fixed_templates
 from strategies.registry import get_strategy
 
 ROW_FILES = ("calls.jsonl", "compactions.jsonl")
@@ -110,7 +110,9 @@ def run(
     _remove_parts(out)  # left by a run that was killed
     reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file, keep=ReadTranscript.of)
     try:
-        with closing(reads):  # an error in a file ends the worker pool at once (see read_files)
+        # One version of each prompt template for the whole run; an error in a file ends the
+        # worker pool at once (see read_files).
+        with fixed_templates(), closing(reads):
             for read in reads:
                 bar.update()
                 if read.error is not None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -93,10 +94,28 @@ def _template(path: Path, stamp: tuple) -> tuple[jinja2.Template, str]:
 _CURRENT: dict[str, tuple[Path, tuple[tuple[Path, float], ...]]] = {}
 
 
+_FIXED = False  # inside `fixed_templates`
+
+
+@contextmanager
+def fixed_templates() -> Iterator[None]:
+    """Within it, a template is resolved and read at its first use and not checked again: a run
+    replays all its compactions with one version of each prompt, and does not look at the files
+    at every compaction. Processes forked inside it inherit it."""
+    global _FIXED
+    previous, _FIXED = _FIXED, True
+    _CURRENT.clear()  # what was resolved before may have been edited since
+    try:
+        yield
+    finally:
+        _FIXED = previous
+
+
 def _current(template: str) -> tuple[Path, tuple[tuple[Path, float], ...]]:
-    """The template's file and stamp, as `template_path` and `_stamp` would give them now."""
+    """The template's file and stamp, as `template_path` and `_stamp` would give them now (or, in
+    `fixed_templates`, at its first use there)."""
     found = _CURRENT.get(template)
-    if found is not None and _unchanged(template, *found):
+    if found is not None and (_FIXED or _unchanged(template, *found)):
         return found
     path = template_path(template)
     found = _CURRENT[template] = (path, _stamp(path))

@@ -11,7 +11,7 @@ import pytest
 from bench.importers import load_file
 from bench.metering import Meter
 from strategies.base import CompactionRequest, Context
-from strategies.prompting import PROMPTS_DIR, file_lists, prompt_set_hash, render
+from strategies.prompting import PROMPTS_DIR, file_lists, fixed_templates, prompt_set_hash, render
 from strategies.registry import get_strategy
 from strategies.summarize import files_in
 from tests.conftest import bundled
@@ -98,3 +98,18 @@ def test_a_template_name_follows_the_files_as_they_change(tmp_path, monkeypatch)
     assert render("summary.j2", conversation="x").hash == bundled_hash
     with pytest.raises(FileNotFoundError, match="not found"):
         render("gone.j2")
+
+
+def test_a_run_uses_the_templates_as_they_were_at_their_first_use(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    local = tmp_path / "summary.j2"
+    local.write_text("Before:\n{{ conversation }}\n", encoding="utf-8")
+    assert render("summary.j2", conversation="x").text == "Before:\nx\n"
+    local.write_text("Edited before the run:\n{{ conversation }}\n", encoding="utf-8")
+    os.utime(local, (local.stat().st_atime, local.stat().st_mtime + 5))
+    with fixed_templates():
+        assert render("summary.j2", conversation="x").text == "Edited before the run:\nx\n"  # nothing stale is kept
+        local.write_text("Edited during the run:\n{{ conversation }}\n", encoding="utf-8")
+        os.utime(local, (local.stat().st_atime, local.stat().st_mtime + 10))
+        assert render("summary.j2", conversation="x").text == "Edited before the run:\nx\n"
+    assert render("summary.j2", conversation="x").text == "Edited during the run:\nx\n"
