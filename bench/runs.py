@@ -47,6 +47,7 @@ from strategies.registry import get_strategy
 
 ROW_FILES = ("calls.jsonl", "compactions.jsonl")
 TEXT_COLUMNS = frozenset({"transcript", "config", "model"})
+CACHED_CHARS = 50_000_000  # texts a replaying process keeps counts of (some 50-100 MB)
 
 
 @dataclass(frozen=True)
@@ -165,9 +166,8 @@ class _Job:
     judge: object
     out: Path
     # Token counts shared by every transcript a process replays: sessions of one dataset repeat
-    # their system prompt and task texts. It holds the distinct texts the process has counted,
-    # no more than the transcripts the run keeps anyway.
-    cache: TokenCache = field(default_factory=TokenCache)
+    # their system prompt and task texts. (Bounded: see TokenCache.)
+    cache: TokenCache = field(default_factory=lambda: TokenCache(max_chars=CACHED_CHARS))
 
     def replay_file(self, transcripts: tuple[Transcript, ...]) -> list[Replays | None]:
         return [self.replay_transcript(t) for t in transcripts]

@@ -71,11 +71,15 @@ class TokenCache:
     """Token counts of texts per encoding, each distinct text encoded once.
 
     Replaying a session asks for the same messages in every later prompt; keying by text makes the
-    whole replay cost one encoding pass over the distinct text, not one per prefix.
+    whole replay cost one encoding pass over the distinct text, not one per prefix. `max_chars`
+    bounds what it holds: past that many characters of texts it starts afresh (a cache shared by
+    a whole run's transcripts would otherwise keep every text of its datasets alive).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_chars: int | None = None) -> None:
         self._counts: dict[str, dict[str, int]] = {}
+        self.max_chars = max_chars
+        self._chars = 0
 
     def count(self, encoding: str, text: str) -> int:
         table = self._counts.setdefault(encoding, {})
@@ -83,8 +87,16 @@ class TokenCache:
         if found is None:
             # disallowed_special=() counts "<|endoftext|>" in user text as text instead of raising.
             found = len(get_encoding(encoding).encode(text, disallowed_special=()))
-            table[text] = found
+            self._hold(table, text, found)
         return found
+
+    def _hold(self, table: dict[str, int], text: str, count: int) -> None:
+        self._chars += len(text)
+        if self.max_chars is not None and self._chars > self.max_chars:
+            for other in self._counts.values():
+                other.clear()
+            self._chars = len(text)
+        table[text] = count
 
     def count_blocks(self, encoding: str, text: str) -> int:
         """`count(encoding, text)`, summed over the text's blocks (see `_BLOCK_START`), each counted
@@ -93,7 +105,8 @@ class TokenCache:
         table = self._counts.setdefault(encoding, {})
         found = table.get(text)
         if found is None:
-            found = table[text] = sum(self.count(encoding, block) for block in _BLOCK_START.split(text))
+            found = sum(self.count(encoding, block) for block in _BLOCK_START.split(text))
+            self._hold(table, text, found)
         return found
 
     def warm(self, encoding: str, texts) -> None:

@@ -176,3 +176,11 @@ def test_a_text_counts_as_the_sum_of_its_blocks_on_real_texts_and_summaries() ->
         whole, blocks = TokenCache(), TokenCache()
         assert [blocks.count_blocks(encoding, t) for t in texts] == [whole.count(encoding, t) for t in texts]
         assert blocks.encoded_texts(encoding) > whole.encoded_texts(encoding)  # texts were really split
+
+
+def test_a_bounded_cache_starts_afresh_and_counts_the_same() -> None:
+    texts = [f"message {i}: " + "words and more words " * (i % 7 + 1) for i in range(200)] * 2
+    bounded, whole = TokenCache(max_chars=2_000), TokenCache()
+    assert [bounded.count("o200k_base", t) for t in texts] == [whole.count("o200k_base", t) for t in texts]
+    assert 0 < bounded.encoded_texts("o200k_base") < whole.encoded_texts("o200k_base") == 200
+    assert [bounded.count_blocks("o200k_base", "a\n" + t) for t in texts[:50]] == [whole.count("o200k_base", "a\n" + t) for t in texts[:50]]
