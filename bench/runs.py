@@ -218,7 +218,7 @@ class _Job:
 
 def finish(
     out: Path, read: ReadInputs, resumed_units: int = 0, prices: dict | None = None,
-    rows: tuple[list[dict[str, np.ndarray]], list[dict]] | None = None,
+    rows: tuple[list[dict[str, np.ndarray | TextCodes]], list[dict]] | None = None,
 ) -> RunResult:
     """Compute the metrics from the finished rows: `rows` (per-transcript call arrays and compaction
     rows) when given, else read back from `out`."""

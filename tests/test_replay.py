@@ -277,7 +277,7 @@ def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes
     (out / ".calls-left-by-a-kill.part").write_text('{"transcript": "x"}\n')
     resumed = runs.run(config, out, resume=True, workers=2)
     assert resumed.resumed_units == 1 and not list(out.glob(".calls-*.part"))
-    whole = runs.run(config, tmp_path / "whole", workers=1)
+    runs.run(config, tmp_path / "whole", workers=1)
     assert (out / "calls.jsonl").read_text() == (tmp_path / "whole" / "calls.jsonl").read_text()
 
 
