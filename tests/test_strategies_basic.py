@@ -1,4 +1,4 @@
-"""The LLM-free strategies (truncate, prune, observation masking, pipeline) on real transcripts.
+"""The LLM-free strategies (truncate, prune, observation masking) on real transcripts.
 
 Every bundled dataset with tool use is read; on a sample of its sessions (the largest ones, plus
 one with skipped damaged records, one sub-agent session and one without any user message, where
@@ -7,24 +7,18 @@ last call, towards a small target (30% of its chars/4 size). The checks are the 
 provider and a replay rely on, plus each strategy's documented numbers.
 """
 
+
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from functools import cache
+from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
-from bench.estimators import estimate, get_estimator
-from bench.framing import framing_for
-from bench.loading import load_inputs
 from bench.model import Message, ToolCallPart, ToolResultPart, Transcript
-from bench.tokenizers import TokenCache
 from strategies.base import (
-    CompactionFailed,
     CompactionRequest,
-    CompactionResult,
     Context,
     is_summary,
     is_user_turn_start,
@@ -33,118 +27,27 @@ from strategies.base import (
     turn_starts,
 )
 from strategies.masking import ObservationMasking
-from strategies.pipeline import Pipeline
 from strategies.prune import PLACEHOLDER, Prune
-from strategies.registry import describe_all, get_strategy
+from strategies.registry import get_strategy
 from strategies.truncate import Truncate
-
-DATASETS = ("claude-code-log", "m-claude", "mini-swe-agent-pr816")
-PER_DATASET = 4
-TARGET_SHARE = 0.3
-_TOKENS = TokenCache()
-
-
-# --- real transcripts and the helpers around them -----------------------------------------------
-
-
-@cache
-def transcripts(dataset: str) -> tuple[Transcript, ...]:
-    return load_inputs([dataset]).transcripts
-
-
-def size_chars(transcript: Transcript) -> int:
-    return sum(len(m.text()) for m in transcript.messages)
-
-
-def results_of(messages: Sequence[Message]) -> list[ToolResultPart]:
-    return [p for m in messages for p in m.parts if isinstance(p, ToolResultPart)]
-
-
-@cache
-def sample(dataset: str) -> tuple[Transcript, ...]:
-    """The largest sessions with tool use, plus the largest with skipped (damaged) records, the
-    largest sub-agent session and one without any user message, where the dataset has them."""
-    with_tools = sorted((t for t in transcripts(dataset) if results_of(t.messages)), key=lambda t: (-size_chars(t), t.id))
-    chosen = [t for t in with_tools if not t.is_subagent][:PER_DATASET]
-    for special in (
-        lambda t: bool(t.skipped),
-        lambda t: t.is_subagent,
-        lambda t: not turn_starts(t.messages),
-    ):
-        extra = [t for t in with_tools if special(t) and t not in chosen][:1]
-        chosen += extra
-    return tuple(chosen)
-
-
-def each(dataset: str, check: Callable[[Transcript], None]) -> None:
-    """Run `check` on every sampled session of `dataset`, naming the session when it fails."""
-    chosen = sample(dataset)
-    assert len(chosen) >= PER_DATASET
-    for transcript in chosen:
-        try:
-            check(transcript)
-        except AssertionError as failure:
-            raise AssertionError(f"{dataset} session {transcript.id}: {failure}") from failure
-
-
-def by_id(dataset: str, prefix: str) -> Transcript:
-    [found] = [t for t in transcripts(dataset) if t.id.startswith(prefix) and not t.is_subagent]
-    return found
-
-
-def counter(transcript: Transcript) -> Callable[[Sequence[Message]], int]:
-    estimator, framing = get_estimator("chars/4"), framing_for(transcript.source_format)
-    return lambda messages: estimate(estimator, messages, framing, _TOKENS)
-
-
-def request_for(transcript: Transcript, messages: Sequence[Message] | None = None, target: int | None = None) -> CompactionRequest:
-    count = counter(transcript)
-    messages = transcript.messages if messages is None else messages
-    if target is None:
-        target = int(TARGET_SHARE * count(messages))
-    return CompactionRequest(reason="threshold", window=200_000, target_tokens=target, count_tokens=count)
-
-
-def run(strategy, transcript: Transcript, messages: Sequence[Message] | None = None, target: int | None = None) -> CompactionResult:
-    messages = tuple(transcript.messages if messages is None else messages)
-    return strategy.compact(Context(messages=messages), request_for(transcript, messages, target))
-
-
-def part_tokens(transcript: Transcript, message: Message, part: ToolResultPart) -> int:
-    """Tokens of one tool result as the strategies count it: its own message minus an empty one."""
-    count = counter(transcript)
-    return count([replace(message, parts=(part,))]) - count([replace(message, parts=())])
-
-
-STRATEGIES = {
-    "truncate": Truncate(),
-    "prune": Prune(),
-    "observation-masking": ObservationMasking(),
-    "pipeline": Pipeline(stages=("prune", "observation-masking", "truncate")),
-}
+from tests.strategy_sessions import (
+    DATASETS,
+    STRATEGIES,
+    assert_no_dropped_results,
+    assert_no_orphans,
+    by_id,
+    counter,
+    each,
+    part_tokens,
+    request_for,
+    results_of,
+    run,
+    sample,
+    transcripts,
+)
 
 
 # --- invariants every strategy keeps -------------------------------------------------------------
-
-
-def assert_no_orphans(messages: Sequence[Message]) -> None:
-    called: set[str] = set()
-    for index, message in enumerate(messages):
-        for part in message.parts:
-            if isinstance(part, ToolCallPart):
-                called.add(part.id)
-            elif isinstance(part, ToolResultPart):
-                assert part.call_id in called, f"message {index}: tool result {part.call_id} has no earlier call"
-
-
-def assert_no_dropped_results(before: Sequence[Message], after: Sequence[Message]) -> None:
-    """No kept tool call lost its result while a later message was kept."""
-    had_result = {p.call_id for p in results_of(before)}
-    kept_results = {p.call_id for p in results_of(after)}
-    for index, message in enumerate(after[:-1]):
-        for part in message.parts:
-            if isinstance(part, ToolCallPart) and part.id in had_result:
-                assert part.id in kept_results, f"message {index}: call {part.id} kept, its result dropped"
 
 
 @pytest.mark.parametrize("dataset", DATASETS)
@@ -372,117 +275,3 @@ def test_masking_window_is_a_setting() -> None:
     assert MASKED.fullmatch(after[-4].content) or len(after[-4].content) < 60
     nothing = run(ObservationMasking(keep_last=10_000), transcript)
     assert nothing.context.messages == transcript.messages and nothing.note.startswith("nothing to do")
-
-
-# --- pipeline -----------------------------------------------------------------------------------
-
-
-def test_pipeline_defaults() -> None:
-    pipeline = get_strategy("pipeline")
-    assert pipeline.stages == ("prune", "summarize", "truncate") and pipeline.stop_when_under_target
-
-
-def test_pipeline_stops_when_the_first_stage_is_enough() -> None:
-    transcript = by_id("m-claude", "3af9b1a7")
-    pruned = run(Prune(), transcript)
-    target = counter(transcript)(pruned.context.messages)  # exactly what prune alone reaches
-    result = run(Pipeline(stages=("prune", "observation-masking", "truncate")), transcript, target=target)
-    assert result.context.messages == pruned.context.messages
-    assert result.note.startswith("prune: cleared") and "observation-masking:" not in result.note
-    assert "truncate:" not in result.note and "under target" in result.note
-
-
-def test_pipeline_reaches_truncate_otherwise() -> None:
-    transcript = by_id("m-claude", "3af9b1a7")
-    count = counter(transcript)
-    result = run(Pipeline(stages=("prune", "observation-masking", "truncate")), transcript)
-    notes = result.note.split("; ")
-    assert notes[0].startswith("prune: cleared")
-    assert any(n.startswith("observation-masking: masked") for n in notes)
-    assert any(n.startswith("truncate: dropped") for n in notes)
-    assert result.messages_removed > 0 and result.messages_removed == len(transcript.messages) - len(result.context.messages)
-    assert count(result.context.messages) <= request_for(transcript).target_tokens
-    # Without the early stop every stage runs even when the first was enough.
-    target = count(run(Prune(), transcript).context.messages)
-    full = run(Pipeline(stages=("prune", "observation-masking"), stop_when_under_target=False), transcript, target=target)
-    assert "observation-masking: masked" in full.note
-
-
-def test_pipeline_with_the_default_stages_runs() -> None:
-    transcript = by_id("m-claude", "3af9b1a7")
-    result = run(get_strategy("pipeline"), transcript)
-    assert result.note.startswith("prune: ") and "summarize: " in result.note
-    after = result.context.messages
-    assert_no_orphans(after)
-    assert counter(transcript)(after) <= counter(transcript)(transcript.messages)
-
-
-@dataclass(frozen=True)
-class _Failing:
-    name = "failing"
-
-    def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
-        raise CompactionFailed("summarizer unavailable")
-
-
-def test_pipeline_goes_on_after_a_failed_stage() -> None:
-    transcript = by_id("m-claude", "3af9b1a7")
-    result = run(Pipeline(stages=(_Failing(), "truncate")), transcript)
-    assert result.note.startswith("failing: failed: summarizer unavailable; truncate: dropped")
-    with pytest.raises(CompactionFailed):
-        run(Pipeline(stages=(_Failing(), "truncate"), skip_failed_stages=False), transcript)
-    with pytest.raises(CompactionFailed, match="summarizer unavailable"):
-        run(Pipeline(stages=(_Failing(),)), transcript)
-
-
-# --- registry -----------------------------------------------------------------------------------
-
-
-def test_registry_settings_override_and_typos() -> None:
-    prune = get_strategy("prune", protect_tokens=1000)
-    assert prune.protect_tokens == 1000 and prune.minimum_tokens == 20_000
-    with pytest.raises(KeyError, match="[Dd]id you mean 'prune'"):
-        get_strategy("prnue")
-    with pytest.raises(KeyError, match="did you mean 'protect_tokens'"):
-        get_strategy("prune", protect_token=1000)
-    rows = {row["name"]: row for row in describe_all()}
-    for name in STRATEGIES:
-        assert rows[name]["description"] and "\n" not in rows[name]["description"]
-        assert rows[name]["source"]
-    assert "opencode" in rows["prune"]["source"] and "Complexity Trap" in rows["observation-masking"]["source"]
-
-
-USER_STRATEGY = '''
-from dataclasses import dataclass, replace
-
-from strategies.base import CompactionResult, safe_cut_points, setting
-
-
-@dataclass(frozen=True)
-class KeepLast:
-    """Keep the newest messages only (a user's own strategy)."""
-
-    name = "keep-last"
-    source = "a test"
-    count: int = setting(20, "messages to keep")
-
-    def compact(self, context, request):
-        messages = context.messages
-        cut = max([i for i in safe_cut_points(messages) if i <= len(messages) - self.count] or [0])
-        kept = messages[cut:]
-        return CompactionResult(replace(context, messages=kept), len(messages) - len(kept), note=f"kept {len(kept)}")
-'''
-
-
-def test_a_user_strategy_file_loads_runs_and_composes(tmp_path) -> None:
-    path = tmp_path / "my_strategies.py"
-    path.write_text(USER_STRATEGY)
-    strategy = get_strategy(f"{path}:KeepLast", count=30)
-    transcript = sample("mini-swe-agent-pr816")[0]
-    result = run(strategy, transcript)
-    assert 0 < len(result.context.messages) <= 31 and result.note.startswith("kept")
-    assert_no_orphans(result.context.messages)
-    with pytest.raises(KeyError, match="Did you mean 'KeepLast'"):
-        get_strategy(f"{path}:KeepLats")
-    composed = run(Pipeline(stages=("observation-masking", f"{path}:KeepLast")), transcript, target=0)
-    assert "observation-masking: masked" in composed.note and f"{path}:KeepLast: kept" in composed.note

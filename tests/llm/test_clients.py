@@ -8,35 +8,29 @@ hint `retry-after-ms: 10` where the test is about retrying, not about the SDK's 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bench.llm import (
     AnthropicClient,
-    CacheMiss,
-    CacheRequest,
     ContextOverflowError,
     LLMCache,
     LLMError,
     LLMSummarizer,
     ModelPrice,
     OpenAIChatClient,
-    RecordedSummarizer,
     cost_of,
     make_summarizer,
     price_for,
     resolve_prices,
     summarize_many,
 )
-from bench.llm.cache import Completion
 from bench.llm.clients import NO_AUTH_KEY
 from bench.llm.prices import load_prices_toml
 from bench.model import LLMCall
-from strategies.base import CompactionFailed, SummaryRequest
+from strategies.base import CompactionFailed
 from tests.fake_providers import (
     ANTHROPIC_PATH,
     OPENAI_PATH,
@@ -46,58 +40,10 @@ from tests.fake_providers import (
     echo_credentials,
     ok,
     rate_limited,
-    serve,
     server_error,
     stall,
 )
-
-SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"
-KEY_ENV = "COMPACTLAB_TEST_LLM_KEY"
-PROVIDERS = ("openai", "anthropic")
-MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
-PATHS = {"openai": OPENAI_PATH, "anthropic": ANTHROPIC_PATH}
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Real keys or endpoints of whoever runs the tests must never be picked up (or leak).
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv(KEY_ENV, SECRET)
-
-
-_OPEN: list = []  # clients and summarizers made by a test, closed at its end (no leaked sockets)
-
-
-@pytest.fixture(autouse=True)
-def close_clients():
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
-@pytest.fixture
-def server() -> FakeProvider:
-    with serve() as state:
-        yield state
-
-
-def client(kind: str, server: FakeProvider, **settings):
-    settings = {"max_retries": 2, "timeout": 2.0, "api_key_env": KEY_ENV, **settings}
-    if kind == "openai":
-        made = OpenAIChatClient(settings.pop("model", MODELS[kind]), base_url=server.openai_base_url, **settings)
-    else:
-        made = AnthropicClient(settings.pop("model", MODELS[kind]), base_url=server.base_url, **settings)
-    _OPEN.append(made)
-    return made
-
-
-def request(prompt: str = "Summarize the conversation so far.", system: str = "You summarize agent sessions.", max_output_tokens: int = 256) -> SummaryRequest:
-    return SummaryRequest(messages=(), prompt=prompt, system=system, prompt_hash="h", max_output_tokens=max_output_tokens)
-
-
-def cache_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.rglob("*") if p.is_file())
+from tests.llm.support import MODELS, OPEN, PROVIDERS, SECRET, cache_files, client, request
 
 
 # --- usage mapping and cost ---------------------------------------------------------------------
@@ -261,124 +207,6 @@ def test_other_bad_request_is_a_plain_error(kind: str, server: FakeProvider) -> 
     assert server.count() == 1
 
 
-# --- the cache ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("kind", PROVIDERS)
-def test_identical_call_hits_the_cache(kind: str, server: FakeProvider, tmp_path: Path) -> None:
-    server.queue(ok("The summary."))
-    cache = LLMCache(tmp_path)
-    summarizer = LLMSummarizer(client(kind, server), cache)
-    first = summarizer.summarize(request())
-    second = summarizer.summarize(request())
-    assert server.count() == 1  # the second answer came from disk
-    assert second == first and first.usage is not None and first.usage.cost_usd is not None and first.usage.cost_usd > 0
-    assert (cache.hits, cache.misses) == (1, 1)
-    [path] = cache_files(tmp_path)
-    key = summarizer.cache_request(request()).key()
-    assert path == tmp_path / key[:2] / f"{key}.json"
-    # Deterministic: sorted keys, no timestamps, no request text, no cost (computed on read).
-    data = json.loads(path.read_text())
-    assert list(data) == sorted(data) and data["key"] == key and data["params"]["max_tokens"] == 256
-    assert "cost_usd" not in path.read_text() and request().prompt not in path.read_text()
-    before = path.read_bytes()
-    recorded = cache.get(key)
-    assert recorded == Completion(first.text, replace(first.usage, cost_usd=None), first_stop_reason(kind))
-    cache.put(summarizer.cache_request(request()), recorded)  # re-recording the same answer: same bytes
-    assert path.read_bytes() == before
-
-
-def first_stop_reason(kind: str) -> str:
-    return "stop" if kind == "openai" else "end_turn"
-
-
-@pytest.mark.parametrize("kind", PROVIDERS)
-def test_different_parameters_miss_the_cache(kind: str, server: FakeProvider, tmp_path: Path) -> None:
-    cache = LLMCache(tmp_path)
-    LLMSummarizer(client(kind, server), cache).summarize(request())
-    LLMSummarizer(client(kind, server), cache).summarize(request(max_output_tokens=512))
-    LLMSummarizer(client(kind, server, temperature=0.0), cache).summarize(request())
-    LLMSummarizer(client(kind, server), cache).summarize(request(system="Another system prompt."))
-    LLMSummarizer(client(kind, server), cache).summarize(request(prompt="Another prompt."))
-    assert server.count() == 5
-    assert len(cache_files(tmp_path)) == 5
-    LLMSummarizer(client(kind, server, temperature=0.0), cache).summarize(request())
-    assert server.count() == 5
-
-
-def test_cache_key_covers_provider_and_model() -> None:
-    base = CacheRequest("openai", "gpt-4o-mini", "s", "p", {"max_tokens": 10, "temperature": None})
-    assert base.key() == CacheRequest("openai", "gpt-4o-mini", "s", "p", {"max_tokens": 10}).key()  # None is absent
-    assert base.key() != CacheRequest("anthropic", "gpt-4o-mini", "s", "p", {"max_tokens": 10}).key()
-    assert base.key() != CacheRequest("openai", "gpt-4.1-mini", "s", "p", {"max_tokens": 10}).key()
-
-
-def test_refresh_mode_calls_again_and_overwrites(server: FakeProvider, tmp_path: Path) -> None:
-    LLMSummarizer(client("openai", server), LLMCache(tmp_path)).summarize(request())
-    server.queue(ok("a newer answer"))
-    refreshed = LLMSummarizer(client("openai", server), LLMCache(tmp_path, "refresh")).summarize(request())
-    assert refreshed.text == "a newer answer" and server.count() == 2
-    assert LLMSummarizer(client("openai", server), LLMCache(tmp_path)).summarize(request()).text == "a newer answer"
-    assert server.count() == 2 and len(cache_files(tmp_path)) == 1
-
-
-def test_offline_miss_says_how_to_record(tmp_path: Path) -> None:
-    summarizer = RecordedSummarizer("openai", "gpt-4o-mini", tmp_path)
-    with pytest.raises(CacheMiss) as raised:
-        summarizer.summarize(request())
-    message = str(raised.value)
-    key = summarizer.cache_request(request()).key()
-    for part in (key, "'openai'", "'gpt-4o-mini'", str(tmp_path), "without --offline", "API key"):
-        assert part in message, part
-    assert not isinstance(raised.value, CompactionFailed)  # a missing recording must stop a CI run
-    with pytest.raises(CacheMiss, match=r"nor a recording by provider\(s\) anthropic"):
-        make_summarizer("recorded", "gpt-4o-mini", cache_dir=tmp_path).summarize(request())
-
-
-@pytest.mark.parametrize("kind", PROVIDERS)
-def test_recorded_summarizer_replays_without_a_server(kind: str, tmp_path: Path) -> None:
-    with serve() as server:
-        live = LLMSummarizer(client(kind, server), LLMCache(tmp_path)).summarize(request())
-    replayed = RecordedSummarizer(kind, MODELS[kind], tmp_path).summarize(request())
-    assert replayed == live
-    factory = make_summarizer("recorded", MODELS[kind], recorded_provider=kind, cache_dir=tmp_path)
-    assert factory.summarize(request()) == live and factory.name == f"llm:{kind}:{MODELS[kind]}"
-    any_provider = make_summarizer("recorded", MODELS[kind], cache_dir=tmp_path)  # whoever recorded it
-    assert any_provider.summarize(request()) == live
-    other = "anthropic" if kind == "openai" else "openai"
-    with pytest.raises(CacheMiss):
-        RecordedSummarizer(other, MODELS[kind], tmp_path).summarize(request())
-    offline = make_summarizer(kind, MODELS[kind], cache_dir=tmp_path, mode="offline")  # no key needed
-    assert offline.summarize(request()) == live
-
-
-@pytest.mark.parametrize("kind", PROVIDERS)
-def test_errors_are_not_cached(kind: str, server: FakeProvider, tmp_path: Path) -> None:
-    cache = LLMCache(tmp_path)
-    server.queue(server_error(500), bad_request("invalid model settings"))
-    summarizer = LLMSummarizer(client(kind, server, max_retries=0), cache)
-    for _ in range(2):
-        with pytest.raises(CompactionFailed):
-            summarizer.summarize(request())
-        assert cache_files(tmp_path) == []
-    server.queue(ok("good"))
-    assert summarizer.summarize(request()).text == "good"
-    [path] = cache_files(tmp_path)
-    assert json.loads(path.read_text())["response"]["text"] == "good"
-    assert server.count() == 3
-
-
-def test_damaged_cache_file(server: FakeProvider, tmp_path: Path) -> None:
-    summarizer = LLMSummarizer(client("openai", server), LLMCache(tmp_path))
-    summarizer.summarize(request())
-    [path] = cache_files(tmp_path)
-    path.write_text("{ not json")
-    with pytest.raises(CacheMiss, match="damaged"):
-        RecordedSummarizer("openai", "gpt-4o-mini", tmp_path).summarize(request())
-    summarizer.summarize(request())  # "use" mode replaces it
-    assert server.count() == 2 and json.loads(path.read_text())["format"] == 1
-
-
 # --- the key stays secret -----------------------------------------------------------------------
 
 
@@ -453,13 +281,13 @@ def test_concurrent_identical_requests_pay_once(server: FakeProvider, tmp_path: 
 def test_openai_compatible_server_without_a_key(server: FakeProvider, tmp_path: Path) -> None:
     # No key anywhere (like Ollama, vLLM or llama.cpp without auth): a dummy is sent.
     summarizer = make_summarizer("openai", "qwen2.5:7b", base_url=server.openai_base_url, cache_dir=tmp_path, max_retries=0, timeout=2.0)
-    _OPEN.append(summarizer)
+    OPEN.append(summarizer)
     response = summarizer.summarize(request())
     assert response.text.startswith("Summary of:")
     assert response.usage is not None and response.usage.cost_usd is None  # a local model has no price: no guess
     assert server.received[0].credential_sha256 == hashlib.sha256(NO_AUTH_KEY.encode()).hexdigest()
     priced = make_summarizer("openai", "qwen2.5:7b", base_url=server.openai_base_url, cache_dir=tmp_path, prices={"qwen2.5": {"input": 0, "output": 0}})
-    _OPEN.append(priced)
+    OPEN.append(priced)
     assert priced.summarize(request()).usage.cost_usd == 0.0
     assert server.count() == 1  # same call, answered by the cache
 

@@ -1,0 +1,35 @@
+"""What the LLM-layer tests share: a key that must never leak, and clients aimed at the local server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.llm import AnthropicClient, OpenAIChatClient
+from strategies.base import SummaryRequest
+from tests.fake_providers import FakeProvider
+
+SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"
+KEY_ENV = "COMPACTLAB_TEST_LLM_KEY"
+PROVIDERS = ("openai", "anthropic")
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
+
+OPEN: list = []  # clients and summarizers made by a test, closed at its end (no leaked sockets)
+
+
+def client(kind: str, server: FakeProvider, **settings):
+    settings = {"max_retries": 2, "timeout": 2.0, "api_key_env": KEY_ENV, **settings}
+    if kind == "openai":
+        made = OpenAIChatClient(settings.pop("model", MODELS[kind]), base_url=server.openai_base_url, **settings)
+    else:
+        made = AnthropicClient(settings.pop("model", MODELS[kind]), base_url=server.base_url, **settings)
+    OPEN.append(made)
+    return made
+
+
+def request(prompt: str = "Summarize the conversation so far.", system: str = "You summarize agent sessions.", max_output_tokens: int = 256) -> SummaryRequest:
+    return SummaryRequest(messages=(), prompt=prompt, system=system, prompt_hash="h", max_output_tokens=max_output_tokens)
+
+
+def cache_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.rglob("*") if p.is_file())
+
