@@ -23,7 +23,6 @@ import tempfile
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
-from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +35,8 @@ from bench.llm.prices import resolve_prices
 from bench.llm_config import make_run_judge
 from bench.loading import FailedFile, ReadInputs, ReadTranscript, read_files
 from bench.metering import Meter
-from bench.metrics import TextCodes, calls_frame, compactions_frame, joined_text, text_codes, transcript_summary
+from bench.call_rows import TEXT_COLUMNS, SharedRows, call_arrays, done_lines, json_line, json_rows
+from bench.metrics import TextCodes, calls_frame, compactions_frame, joined_text, transcript_summary
 from bench.next_action import score_compactions
 from bench.model import Transcript
 from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
@@ -46,7 +46,6 @@ from strategies.prompting import PROMPTS_DIR, fixed_templates
 from strategies.registry import get_strategy
 
 ROW_FILES = ("calls.jsonl", "compactions.jsonl")
-TEXT_COLUMNS = frozenset({"transcript", "config", "model"})
 CACHED_CHARS = 50_000_000  # texts a replaying process keeps counts of (some 50-100 MB)
 
 
@@ -128,7 +127,7 @@ def run(
                     # between replays this transcript's settings again on --resume.
                     _write_part(out / "calls.jsonl", replays.call_part)
                     _write(out / "compactions.jsonl", replays.compaction_lines)
-                    _write(done_path, _done_lines(transcript.id, replays.labels))
+                    _write(done_path, done_lines(transcript.id, replays.labels))
                     call_frames.append(replays.calls)
                     compaction_rows += replays.compaction_rows
     finally:
@@ -179,12 +178,12 @@ class _Job:
         # One meter per estimator, shared by every strategy of this transcript: each message is
         # counted once for the whole run, however many settings replay it.
         meters: dict[str, Meter] = {}
-        columns: CallColumns = {name: [] for name in CALL_COLUMNS}
         compaction_rows: list[dict] = []
         # calls.jsonl: per setting, the rows it shares with the uncompacted replay (formatted once
         # per estimator), then its own rows (formatted with every other setting's at the end).
-        shared_lines: dict[str, _SharedLines] = {}
+        shared_rows: dict[str, SharedRows] = {}
         shared_texts: list[tuple[str, int]] = []  # (the shared rows' text, how many own rows follow)
+        parts: list[tuple[SharedRows, int, int]] = []  # per setting, for the arrays (see call_arrays)
         own: CallColumns = {name: [] for name in CALL_COLUMNS}
         for strategy in strategies:
             estimator = strategy.estimator or getattr(get_strategy(strategy.strategy), "estimator", self.default_estimator)
@@ -197,13 +196,14 @@ class _Job:
             compaction_rows += rows
             calls, shared = replayed.calls, replayed.shared_calls
             for name, values in calls.items():
-                columns[name] += values
                 own[name] += values[shared:]
-            text = shared_lines.setdefault(estimator, _SharedLines()).first(shared, strategy.label, calls)
-            shared_texts.append((text, len(calls["call"]) - shared))
-        arrays = {name: text_codes(values) if name in TEXT_COLUMNS else np.array(values) for name, values in columns.items()}
-        part = self._call_part(shared_texts, _json_rows(own))
-        return Replays([s.label for s in strategies], part, arrays, compaction_rows, "".join(map(_json_line, compaction_rows)))
+            rows_shared = shared_rows.setdefault(estimator, SharedRows())
+            shared_texts.append((rows_shared.first(shared, strategy.label, calls), len(calls["call"]) - shared))
+            parts.append((rows_shared, shared, len(calls["call"]) - shared))
+        labels = [s.label for s in strategies]
+        arrays = call_arrays(transcript.id, labels, parts, own)
+        part = self._call_part(shared_texts, json_rows(own))
+        return Replays(labels, part, arrays, compaction_rows, "".join(map(json_line, compaction_rows)))
 
     def _call_part(self, shared_texts: list[tuple[str, int]], own_lines: list[str]) -> Path:
         """Write the calls.jsonl lines of a transcript's settings to a part file (see `Replays`)."""
@@ -260,16 +260,6 @@ def _read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
-def _done_lines(transcript: str, labels: list[str]) -> str:
-    """done.jsonl lines, as `_json_line` writes {"transcript": ..., "config": label} (a sweep writes thousands)."""
-    start = '{"transcript": ' + _json_value(transcript) + ', "config": '
-    return "".join(f"{start}{_json_value(label)}}}\n" for label in labels)
-
-
-def _json_line(row: dict) -> str:
-    return json.dumps(row, ensure_ascii=False) + "\n"
-
-
 def _write(path: Path, lines: str) -> None:
     if not lines:
         return
@@ -301,57 +291,6 @@ PART_PREFIX = ".calls-"
 def _remove_parts(out: Path) -> None:
     for part in out.glob(PART_PREFIX + "*.part"):
         part.unlink(missing_ok=True)
-
-
-class _SharedLines:
-    """The uncompacted replay's call rows as JSON lines, with a stand-in config label.
-
-    Every setting of a transcript (with the same estimator) starts with these rows but for its
-    label, and most of a sweep's rows come before the setting's first compaction: they are
-    formatted once, and each setting takes as many as it shares with its own label put in."""
-
-    STAND_IN = f'"config": {json.dumps(chr(0))}, '  # no label's JSON text: "\u0000" is no label
-
-    def __init__(self) -> None:
-        self.text = ""
-        self.ends = [0]  # where each row's line ends in `text`
-
-    def first(self, count: int, label: str, calls: CallColumns) -> str:
-        """The first `count` rows with `label`; `calls` (a replay sharing them) gives any not formatted yet."""
-        if count >= len(self.ends):
-            more = {name: values[len(self.ends) - 1 : count] for name, values in calls.items()}
-            more["config"] = [chr(0)] * len(more["config"])
-            lines = _json_rows(more)
-            self.ends += list(accumulate(map(len, lines), initial=self.ends[-1]))[1:]
-            self.text += "".join(lines)
-        return self.text[: self.ends[count]].replace(self.STAND_IN, f'"config": {_json_value(label)}, ')
-
-
-def _json_rows(columns: CallColumns) -> list[str]:
-    """Each row's JSON line, as `json.dumps(row)` would write it, formatted from one template: a
-    sweep writes hundreds of thousands of call rows, and dumping each row's dict took a tenth of
-    its time."""
-    names = list(columns)
-    template = "{" + ", ".join(f"{json.dumps(name)}: %s" for name in names) + "}\n"
-    encoded = [_json_column(columns[name]) for name in names]
-    return [template % row for row in zip(*encoded)]
-
-
-def _json_column(values: list) -> list:
-    """A column's values as JSON texts (ints are their own text under %s)."""
-    types = set(map(type, values))
-    if types == {int}:
-        return values
-    if bool in types and types != {bool}:  # True == 1: one shared text would write both alike
-        return [_json_value(v) for v in values]
-    texts: dict = {}
-    return [texts.get(v) or texts.setdefault(v, _json_value(v)) for v in values]
-
-
-def _json_value(value: object) -> str:
-    if value is True or value is False:
-        return "true" if value else "false"
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _last_byte(path: Path) -> bytes:

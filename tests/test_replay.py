@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from bench import runs
+from bench.call_rows import done_lines, json_rows
 from bench.cli import main
 from bench.context_windows import ContextWindows
 from bench.engine import Trigger
@@ -286,10 +287,10 @@ def test_call_rows_are_written_as_json_dumps_writes_them() -> None:
     columns = replay(MINI, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.5)), ContextWindows(overrides={"": 12_000})).calls
     columns = {**columns, "odd": [None, True, 1, "é\"x", 2.5] * (len(columns["call"]) // 5) + [0] * (len(columns["call"]) % 5)}
     rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
-    assert "".join(runs._json_rows(columns)) == "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    assert runs._json_rows({name: [] for name in columns}) == []
+    assert "".join(json_rows(columns)) == "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    assert json_rows({name: [] for name in columns}) == []
     labels = ["summarize@0.5", 'say "é"\\n']
-    assert runs._done_lines(MINI.id, labels) == "".join(json.dumps({"transcript": MINI.id, "config": label}, ensure_ascii=False) + "\n" for label in labels)
+    assert done_lines(MINI.id, labels) == "".join(json.dumps({"transcript": MINI.id, "config": label}, ensure_ascii=False) + "\n" for label in labels)
 
 
 def test_a_process_counts_each_distinct_text_once_across_transcripts_and_settings(tmp_path: Path, monkeypatch) -> None:
