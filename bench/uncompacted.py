@@ -58,8 +58,16 @@ class Uncompacted:
     def first_stop(self, fires_from: float) -> int | None:
         """The first call where a trigger that fires from `fires_from` tokens fires or the prompt
         overflows: where a setting's replay starts to differ from this one."""
-        stops = np.flatnonzero((self.arrays["trigger"] >= fires_from) | self.arrays["over"])
-        return int(stops[0]) if len(stops) else None
+        peaks, first_over = self._stops
+        stop = min(int(np.searchsorted(peaks, fires_from, side="left")), first_over)
+        return stop if stop < len(peaks) else None
+
+    @cached_property
+    def _stops(self) -> tuple[np.ndarray, int]:
+        """The largest trigger size up to each call, and the first call that overflows: every
+        setting of a sweep asks `first_stop`, which is then a binary search."""
+        over = np.flatnonzero(self.arrays["over"])
+        return np.maximum.accumulate(self.arrays["trigger"]), int(over[0]) if len(over) else len(self.arrays["over"])
 
     def marker_between(self, after: int, before: int) -> bool:
         """Whether a recorded compaction marker lies at an index in (after, before)."""

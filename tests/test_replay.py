@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -335,3 +336,20 @@ def test_text_columns_sent_as_codes_join_into_the_frame_the_texts_make() -> None
     with_missing = [["gpt-5", None], ["gpt-5", "claude"]]  # a source without a model name
     joined = joined_text([text_codes(part) for part in with_missing])
     pd.testing.assert_frame_equal(pd.DataFrame({"m": joined}), pd.DataFrame({"m": [v for part in with_missing for v in part]}))
+
+
+def test_first_stop_is_the_first_call_where_the_trigger_fires_or_the_prompt_overflows() -> None:
+    from bench.metering import Meter
+    from bench.uncompacted import uncompacted
+
+    overflowing = []
+    for transcript in (MINI, load_file(bundled("m-claude", "21e3c711"), lenient=True)[0]):
+        for window in (12_000, 40_000, 10_000_000):
+            base = uncompacted(Meter(transcript, "tiktoken-o200k"), window)
+            trigger, over = base.arrays["trigger"], base.arrays["over"]
+            overflowing.append(over.any() and not over.all())
+            sizes = sorted(set(trigger.tolist()))
+            for fires_from in [0, float("inf"), *sizes[:: max(1, len(sizes) // 40)], *(s + 0.5 for s in sizes[:: max(1, len(sizes) // 40)])]:
+                stops = np.flatnonzero((trigger >= fires_from) | over)
+                assert base.first_stop(fires_from) == (int(stops[0]) if len(stops) else None)
+    assert any(overflowing)  # a small window overflows somewhere, not everywhere
