@@ -33,7 +33,7 @@ from bench.metering import Meter
 from bench.model import Message, Transcript
 from bench.uncompacted import uncompacted
 from bench.walk import CALL_COLUMNS, CallColumns, CompactionRow, Walk
-from strategies.base import Summarizer
+from strategies.base import Strategy, Summarizer
 from strategies.recorded import Recorded
 from strategies.registry import get_strategy
 
@@ -67,8 +67,11 @@ def replay(
     windows: ContextWindows | None = None,
     summarizer: Summarizer | None = None,
     meter: Meter | None = None,
+    strategy: Strategy | None = None,
 ) -> Replayed:
-    strategy = get_strategy(config.strategy, **dict(config.settings))
+    """Replay `transcript` under `config`. `strategy`: the one `config` names, when the caller has
+    it already (a run makes each setting's once, not once per transcript)."""
+    strategy = strategy if strategy is not None else get_strategy(config.strategy, **dict(config.settings))
     trigger = config.trigger or getattr(strategy, "trigger", None) or Trigger()
     estimator = config.estimator or getattr(strategy, "estimator", None) or "hybrid"
     if meter is None or meter.estimator_name != estimator or meter.transcript is not transcript:

@@ -101,7 +101,9 @@ def run(
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
     (out / "config.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
-    job = _Job(config.strategies, frozenset(done), windows_of(config), config.estimator, summarizer, judge, out)
+    # Each setting's strategy is made once for the run (a strategy is a frozen dataclass: no state).
+    instances = {entry.label: get_strategy(entry.strategy, **dict(entry.settings)) for entry in config.strategies}
+    job = _Job(config.strategies, instances, frozenset(done), windows_of(config), config.estimator, summarizer, judge, out)
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
     workers = 1 if summarizer is not None or judge is not None else workers
     inputs = resolve_inputs(list(config.datasets) or None)
@@ -158,6 +160,7 @@ class Replays:
 @dataclass(frozen=True)
 class _Job:
     strategies: tuple[StrategyConfig, ...]
+    instances: dict[str, object]  # each setting's strategy, by label
     done: frozenset[tuple[str, str]]
     windows: ContextWindows
     default_estimator: str
@@ -186,10 +189,11 @@ class _Job:
         parts: list[tuple[SharedRows, int, int]] = []  # per setting, for the arrays (see call_arrays)
         own: CallColumns = {name: [] for name in CALL_COLUMNS}
         for strategy in strategies:
-            estimator = strategy.estimator or getattr(get_strategy(strategy.strategy), "estimator", self.default_estimator)
+            instance = self.instances[strategy.label]
+            estimator = strategy.estimator or getattr(instance, "estimator", self.default_estimator)
             if estimator not in meters:
                 meters[estimator] = Meter(transcript, estimator, self.cache)
-            replayed = replay(transcript, strategy, self.windows, summarizer=self.summarizer, meter=meters[estimator])
+            replayed = replay(transcript, strategy, self.windows, summarizer=self.summarizer, meter=meters[estimator], strategy=instance)
             rows = [dict(vars(r)) for r in replayed.compactions]
             if self.judge is not None:  # next-action preservation with a model (bench/next_action.py)
                 rows = score_compactions(self.judge, transcript, rows, replayed.compacted)

@@ -353,3 +353,17 @@ def test_first_stop_is_the_first_call_where_the_trigger_fires_or_the_prompt_over
                 stops = np.flatnonzero((trigger >= fires_from) | over)
                 assert base.first_stop(fires_from) == (int(stops[0]) if len(stops) else None)
     assert any(overflowing)  # a small window overflows somewhere, not everywhere
+
+
+def test_a_run_makes_each_settings_strategy_once_not_per_transcript(tmp_path: Path) -> None:
+    # A strategy in the user's repository is a file the registry executes when it makes one.
+    counter = tmp_path / "made.txt"
+    (tmp_path / "mine.py").write_text(
+        "from pathlib import Path\nfrom strategies.truncate import Truncate\n"
+        f"with open({str(counter)!r}, 'a') as f:\n    f.write('x')\n"
+        "class Mine(Truncate):\n    pass\n"
+    )
+    config = RunConfig(datasets=("claude-code-log",), strategies=(StrategyConfig("mine", f"{tmp_path / 'mine.py'}:Mine", trigger=Trigger(fraction=0.3)),))
+    result = runs.run(config, tmp_path / "run", workers=1)
+    assert len(result.read.transcripts) > 30 and not result.compactions.empty
+    assert len(counter.read_text()) <= 2  # checked when the run starts, then made once
