@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bench.model import Message, TextPart, ThinkingPart
-from bench.next_action import ANSWER_CHARS, DEFAULT_MAX_OUTPUT_TOKENS, Action, Completer, Judge, ask
+from bench.actions import ANSWER_CHARS, Action
+from bench.next_action import DEFAULT_MAX_OUTPUT_TOKENS, Completer, Judge, ask
 from strategies.base import file_activity
 from strategies.prompting import serialize
 

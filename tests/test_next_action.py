@@ -16,13 +16,11 @@ from bench.engine import Trigger
 from bench.importers import load_file
 from bench.llm import CacheMiss, make_summarizer
 from bench.llm_config import make_run_judge
+from bench.actions import Action, agree, argument_similarity
 from bench.next_action import (
-    Action,
     Judge,
     aggregate,
     aggregate_rows,
-    agree,
-    argument_similarity,
     next_action_preservation,
     parse_action,
     predict_next_action,
