@@ -9,7 +9,6 @@ only keeps literal pieces of it, which is what the next-step metrics then test.
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from collections.abc import Sequence
@@ -131,7 +130,7 @@ class ExtractiveSummarizer:
         for message in reversed(messages):
             for part in reversed(message.parts):
                 if isinstance(part, ToolCallPart):
-                    commands += reversed(_command_texts(part.arguments))
+                    commands += reversed(_command_texts(part))
             if len(commands) >= self.max_items:
                 break
         return [self._short(c) for c in reversed(commands[: self.max_items])]
@@ -157,14 +156,11 @@ def _error_lines(content: str, is_error: bool) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1 << 16)
-def _command_texts(arguments: str) -> tuple[str, ...]:
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:  # raw-text arguments hold no named command
+def _command_texts(call: ToolCallPart) -> tuple[str, ...]:
+    arguments = call.parsed_arguments()
+    if not isinstance(arguments, dict):  # raw-text arguments hold no named command
         return ()
-    if not isinstance(parsed, dict):
-        return ()
-    return tuple(parsed[key] for key in COMMAND_ARGUMENTS if isinstance(parsed.get(key), str))
+    return tuple(arguments[key] for key in COMMAND_ARGUMENTS if isinstance(arguments.get(key), str))
 
 
 # What a summary carries after its sections (file lists, the last request): not part of them.
@@ -203,6 +199,5 @@ class Extractive(Summarize):
     """Summarize with the deterministic extractive summarizer; truncate if that is not enough (seed 004)."""
 
     name: ClassVar[str] = "extractive"
-    reads_prompt: ClassVar[bool] = False  # it reads the messages themselves (SummaryRequest)
     source: ClassVar[str] = "compactlab's offline default; truncate fallback from seed 004 (Opal)"
     summarizer: str = setting("extractive", "always the extractive summarizer")
