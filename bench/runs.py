@@ -42,6 +42,7 @@ from bench.model import Transcript
 from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
 from bench.tokenizers import TokenCache
+from strategies.base import Strategy
 from strategies.prompting import PROMPTS_DIR, fixed_templates
 from strategies.registry import get_strategy
 
@@ -59,15 +60,17 @@ class RunResult:
     resumed_units: int
 
 
-def resolve(config: RunConfig) -> RunConfig:
-    strategies = config.strategies or default_strategies()
-    resolved = []
-    for entry in strategies:
-        strategy = get_strategy(entry.strategy, **dict(entry.settings))  # fails early on a typo
+def resolve(config: RunConfig) -> tuple[RunConfig, dict[str, Strategy]]:
+    """The configuration with its default strategies and estimator filled in, and each setting's
+    strategy by label: made once for the whole run (a strategy is a frozen dataclass, without
+    state), and a typo fails here, before anything is replayed."""
+    resolved, instances = [], {}
+    for entry in config.strategies or default_strategies():
+        strategy = instances[entry.label] = get_strategy(entry.strategy, **dict(entry.settings))
         if entry.estimator is None and not hasattr(strategy, "estimator"):
             entry = replace(entry, estimator=config.estimator)
         resolved.append(entry)
-    return replace(config, strategies=tuple(resolved))
+    return replace(config, strategies=tuple(resolved)), instances
 
 
 def run(
@@ -86,7 +89,7 @@ def run(
     rows are written in file order, the same as one process writes them. Runs with an LLM
     summarizer or judge stay in one process, where the call cache and the concurrency limit live.
     """
-    config = resolve(config)
+    config, instances = resolve(config)
     out.mkdir(parents=True, exist_ok=True)
     done_path = out / "done.jsonl"
     done = _done_units(done_path) if resume else set()
@@ -101,8 +104,6 @@ def run(
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
     (out / "config.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
-    # Each setting's strategy is made once for the run (a strategy is a frozen dataclass: no state).
-    instances = {entry.label: get_strategy(entry.strategy, **dict(entry.settings)) for entry in config.strategies}
     job = _Job(config.strategies, instances, frozenset(done), windows_of(config), config.estimator, summarizer, judge, out)
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
     workers = 1 if summarizer is not None or judge is not None else workers
@@ -160,7 +161,7 @@ class Replays:
 @dataclass(frozen=True)
 class _Job:
     strategies: tuple[StrategyConfig, ...]
-    instances: dict[str, object]  # each setting's strategy, by label
+    instances: dict[str, Strategy]  # each setting's strategy, by label (see resolve)
     done: frozenset[tuple[str, str]]
     windows: ContextWindows
     default_estimator: str
@@ -201,9 +202,9 @@ class _Job:
             calls, shared = replayed.calls, replayed.shared_calls
             for name, values in calls.items():
                 own[name] += values[shared:]
-            rows_shared = shared_rows.setdefault(estimator, SharedRows())
-            shared_texts.append((rows_shared.first(shared, strategy.label, calls), len(calls["call"]) - shared))
-            parts.append((rows_shared, shared, len(calls["call"]) - shared))
+            rows_shared, added = shared_rows.setdefault(estimator, SharedRows()), len(calls["call"]) - shared
+            shared_texts.append((rows_shared.first(shared, strategy.label, calls), added))
+            parts.append((rows_shared, shared, added))
         labels = [s.label for s in strategies]
         arrays = call_arrays(transcript.id, labels, parts, own)
         part = self._call_part(shared_texts, json_rows(own))
@@ -227,10 +228,10 @@ def finish(
     """Compute the metrics from the finished rows: `rows` (per-transcript call arrays and compaction
     rows) when given, else read back from `out`."""
     if rows is not None:
-        call_arrays, compaction_rows = rows
-        call_arrays = [a for a in call_arrays if len(a["call"])]  # an empty array would make every column float
+        arrays, compaction_rows = rows
+        arrays = [a for a in arrays if len(a["call"])]  # an empty array would make every column float
         join = {name: joined_text if name in TEXT_COLUMNS else np.concatenate for name in CALL_COLUMNS}
-        calls = {name: join[name]([a[name] for a in call_arrays]) for name in CALL_COLUMNS} if call_arrays else {}
+        calls = {name: join[name]([a[name] for a in arrays]) for name in CALL_COLUMNS} if arrays else {}
     else:
         done = _done_units(out / "done.jsonl")
         calls = [r for r in _read_jsonl(out / "calls.jsonl") if (r["transcript"], r["config"]) in done]
