@@ -30,21 +30,27 @@ class SharedRows:
     STAND_IN = f'"config": {json.dumps(chr(0))}, '  # no label's JSON text: "\u0000" is no label
 
     def __init__(self) -> None:
-        self.text = ""
-        self.ends = [0]  # where each row's line ends in `text`
+        # Each line is `head` (`{"transcript": ..., `, the same in every row), the config, and its
+        # own rest: a setting's lines are joined from the rests with its label, not searched for
+        # the stand-in and replaced.
+        self.head = ""
+        self.rests: list[str] = []
         self.columns: CallColumns = {name: [] for name in CALL_COLUMNS}
 
     def first(self, count: int, label: str, calls: CallColumns) -> str:
         """The first `count` rows' lines with `label`; `calls` (a replay sharing them) gives any not kept yet."""
-        if count >= len(self.ends):
-            more = {name: values[len(self.ends) - 1 : count] for name, values in calls.items()}
+        if count > len(self.rests):
+            more = {name: values[len(self.rests) : count] for name, values in calls.items()}
             for name, values in more.items():
                 self.columns[name] += values
             more["config"] = [chr(0)] * len(more["config"])
-            lines = json_rows(more)
-            self.ends += list(accumulate(map(len, lines), initial=self.ends[-1]))[1:]
-            self.text += "".join(lines)
-        return self.text[: self.ends[count]].replace(self.STAND_IN, f'"config": {json_value(label)}, ')
+            for line in json_rows(more):
+                self.head, _, rest = line.partition(self.STAND_IN)  # the config's text comes right after the transcript's
+                self.rests.append(rest)
+        if not count:
+            return ""
+        start = f'{self.head}"config": {json_value(label)}, '
+        return start + start.join(self.rests[:count])
 
 
 def call_arrays(

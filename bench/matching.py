@@ -51,34 +51,49 @@ def _searchable(message: Message) -> Iterable[str]:
             yield from _argument_strings(arguments) if isinstance(arguments, (dict, list)) else [str(arguments)]
 
 
-# Each message's searchable text, made once: a sweep searches the same messages in thousands of
-# contexts, and decoding tool-call arguments again each time was most of its cost. The entry holds
-# the message so its id cannot be reused while the entry lives.
-_MESSAGE_TEXT: dict[int, tuple[Message, str]] = {}
+# Each message's searchable text, made once, and its whitespace-normalised copy when a command
+# asks: a sweep searches the same messages in thousands of contexts, and decoding tool-call
+# arguments (or splitting a long context's text) again each time was most of its cost. The entry
+# holds the message so its id cannot be reused while the entry lives.
+_MESSAGE_TEXT: dict[int, list] = {}  # id -> [message, text, normalised text or None]
 
 
-def _message_text(message: Message) -> str:
+def _message_entry(message: Message) -> list:
     found = _MESSAGE_TEXT.get(id(message))
     if found is None or found[0] is not message:
         if len(_MESSAGE_TEXT) > 200_000:
             _MESSAGE_TEXT.clear()
-        found = (message, "\n".join(_searchable(message)))
-        _MESSAGE_TEXT[id(message)] = found
-    return found[1]
+        found = _MESSAGE_TEXT[id(message)] = [message, "\n".join(_searchable(message)), None]
+    return found
+
+
+def _message_text(message: Message) -> str:
+    found = _MESSAGE_TEXT.get(id(message))  # (as _message_entry, without its call: this is hot)
+    return found[1] if found is not None and found[0] is message else _message_entry(message)[1]
+
+
+def _message_normalised(message: Message) -> str:
+    entry = _message_entry(message)
+    if entry[2] is None:
+        entry[2] = " ".join(entry[1].split())
+    return entry[2]
 
 
 class Haystack:
     """The joined text of some messages, built once and searched for many items."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, messages: Sequence[Message] | None = None) -> None:
         self.text = text  # normalised and lower-cased copies are made only if a command or URL asks
+        self.messages = messages  # the messages `text` joins, when made from them
 
     @classmethod
     def of(cls, messages: Sequence[Message]) -> Haystack:
-        return cls("\n".join(_message_text(message) for message in messages))
+        return cls("\n".join(_message_text(message) for message in messages), messages)
 
     @cached_property
     def normalised(self) -> str:
+        if self.messages is not None:  # the same text, from each message's normalised copy
+            return " ".join(filter(None, map(_message_normalised, self.messages)))
         return " ".join(self.text.split())
 
     @cached_property
@@ -183,6 +198,7 @@ class TranscriptText:
         self.messages = messages
         self.index_of = {id(m): i for i, m in reversed(list(enumerate(messages)))}
         self._occurring: dict[Item, list[int]] = {}
+        self._command_end: dict[str, int] = {}  # where a command first ends in the normalised text (-1: nowhere)
 
     @cached_property
     def texts(self) -> list[str]:
@@ -205,7 +221,7 @@ class TranscriptText:
     def normalised(self) -> tuple[str, list[int]]:
         """The text with whitespace runs as one space (what commands are matched in), and where each
         message's part starts (messages without text take no room)."""
-        texts = [" ".join(t.split()) for t in self.texts]
+        texts = [_message_normalised(m) for m in self.messages]
         return " ".join(t for t in texts if t), _starts(texts, 1, skip_empty=True)
 
     def occurring(self, item: Item) -> list[int]:
@@ -236,9 +252,12 @@ class TranscriptText:
         if "\n" in item.text:
             return present(item, Haystack.of(self.messages[:index]))
         if item.kind == "command":  # it may straddle messages: where does it first end?
-            text, starts = self.normalised
-            first = text.find(item.text)
-            return first != -1 and first + len(item.text) <= starts[index] - 1
+            end = self._command_end.get(item.text)
+            if end is None:
+                text, _ = self.normalised
+                first = text.find(item.text)
+                end = self._command_end[item.text] = -1 if first == -1 else first + len(item.text)
+            return end != -1 and end <= self.normalised[1][index] - 1
         found = self.occurring(item)
         return bool(found) and found[0] < index
 

@@ -38,8 +38,12 @@ def calls_frame(rows: CallColumns | dict[str, object] | list[dict], prices: Pric
     if frame.empty:
         return frame
     frame["saved_tokens"] = frame["full_tokens"] - frame["context_tokens"]
-    frame["cost_full"] = _costs(frame, "full_tokens", "full_prefix_tokens", prices)
-    frame["cost_context"] = _costs(frame, "context_tokens", "prefix_tokens", prices)
+    # Positions per model, on plain arrays, found once for both costs: selecting rows of the whole
+    # frame per model copied every column (hundreds of thousands of rows in a sweep).
+    codes, models = pd.factorize(frame["model"].to_numpy())  # a call without a model: code -1, no cost
+    rows_by_model = {model: np.flatnonzero(codes == code) for code, model in enumerate(models)}
+    frame["cost_full"] = _costs(frame, rows_by_model, "full_tokens", "full_prefix_tokens", prices)
+    frame["cost_context"] = _costs(frame, rows_by_model, "context_tokens", "prefix_tokens", prices)
     return frame
 
 
@@ -64,7 +68,9 @@ def joined_text(parts: list[TextCodes]):
     return pd.Series(distinct).array.take(codes)
 
 
-def _costs(frame: pd.DataFrame, prompt_column: str, cached_column: str, prices: PriceTable | None) -> pd.Series:
+def _costs(
+    frame: pd.DataFrame, rows_by_model: dict[str, np.ndarray], prompt_column: str, cached_column: str, prices: PriceTable | None
+) -> pd.Series:
     """Modelled cost per row, vectorised per model (a run has few models and many calls).
 
     The same rules as `bench.llm.prices.cost_of`: a long-context tier replaces every price above
@@ -74,9 +80,7 @@ def _costs(frame: pd.DataFrame, prompt_column: str, cached_column: str, prices: 
     all_cached = np.minimum(frame[cached_column].to_numpy(dtype=float), all_prompts)
     all_outputs = frame["output_tokens"].to_numpy(dtype=float)
     costs = np.full(len(frame), np.nan)
-    # Positions per model, on plain arrays: selecting rows of the whole frame per model copied
-    # every column (hundreds of thousands of rows in a sweep).
-    for model, rows in frame.groupby("model").indices.items():
+    for model, rows in rows_by_model.items():
         price = price_for(model, prices)
         if price is None:
             continue

@@ -18,12 +18,12 @@ import hashlib
 import json
 import os
 import platform
-import shutil
 import tempfile
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -115,7 +115,7 @@ def run(
     try:
         # One version of each prompt template for the whole run; an error in a file ends the
         # worker pool at once (see read_files).
-        with fixed_templates(), closing(reads):
+        with fixed_templates(), closing(reads), _RowFiles(out) as row_files:
             for read in reads:
                 bar.update()
                 if read.error is not None:
@@ -128,9 +128,9 @@ def run(
                         continue
                     # One write per file and transcript; the done lines come last, so a run killed in
                     # between replays this transcript's settings again on --resume.
-                    _write_part(out / "calls.jsonl", replays.call_part)
-                    _write(out / "compactions.jsonl", replays.compaction_lines)
-                    _write(done_path, done_lines(transcript.id, replays.labels))
+                    row_files.append_part("calls.jsonl", replays.call_part)
+                    row_files.append("compactions.jsonl", replays.compaction_lines)
+                    row_files.append("done.jsonl", done_lines(transcript.id, replays.labels))
                     call_frames.append(replays.calls)
                     compaction_rows += replays.compaction_rows
     finally:
@@ -214,7 +214,7 @@ class _Job:
         """Write the calls.jsonl lines of a transcript's settings to a part file (see `Replays`)."""
         handle, part = tempfile.mkstemp(prefix=PART_PREFIX, suffix=".part", dir=self.out)
         start = 0
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as file:  # lines end in \n, as the run's files
             for text, count in shared_texts:
                 file.write(text + "".join(own_lines[start : start + count]))
                 start += count
@@ -265,29 +265,49 @@ def _read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
-def _write(path: Path, lines: str) -> None:
-    if not lines:
-        return
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(("\n" if _after_partial_line(path) else "") + lines)
-        handle.flush()  # a killed process loses nothing flushed; done.jsonl is written after the rows
+class _RowFiles:
+    """The run's row files (`ROW_FILES` and done.jsonl), open for appending while it runs.
 
+    Each write is flushed at once: a killed process loses nothing flushed, and done.jsonl is
+    written after the rows. A write cut off by a kill leaves a partial last line: the first new
+    row starts on a fresh line, so the partial one stays unreadable on its own instead of
+    swallowing that row. (Every row ends with a newline, so only the first write can need one.)
+    """
 
-def _write_part(path: Path, part: Path) -> None:
-    """`_write` the lines of the file `part`, then remove it."""
-    if part.stat().st_size:
-        fresh = b"\n" if _after_partial_line(path) else b""
-        with part.open("rb") as source, path.open("ab") as handle:
-            handle.write(fresh)
-            shutil.copyfileobj(source, handle, 1 << 20)
-            handle.flush()
-    part.unlink()
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.handles: dict[str, BinaryIO] = {}
+        self.fresh_line: dict[str, bool] = {}
 
+    def __enter__(self) -> _RowFiles:
+        for name in (*ROW_FILES, "done.jsonl"):
+            path = self.out / name
+            self.fresh_line[name] = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
+            self.handles[name] = path.open("ab")
+        return self
 
-def _after_partial_line(path: Path) -> bool:
-    # A write cut off by a kill leaves a partial last line: new rows start on a fresh line so the
-    # partial one stays unreadable on its own instead of swallowing the first new row.
-    return path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
+    def __exit__(self, *exc) -> None:
+        for handle in self.handles.values():
+            handle.close()
+
+    def append(self, name: str, lines: str) -> None:
+        if lines:
+            self._append(name, lines.encode("utf-8"))
+
+    def append_part(self, name: str, part: Path) -> None:
+        """`append` the lines of the file `part`, then remove it."""
+        if part.stat().st_size:
+            with part.open("rb") as source:
+                self._append(name, source.read())
+        part.unlink()
+
+    def _append(self, name: str, data: bytes) -> None:
+        handle = self.handles[name]
+        if self.fresh_line[name]:
+            handle.write(b"\n")
+            self.fresh_line[name] = False
+        handle.write(data)
+        handle.flush()
 
 
 PART_PREFIX = ".calls-"

@@ -8,6 +8,7 @@ or collects `SkippedRecord`s (lenient), so no importer has to decide that policy
 
 from __future__ import annotations
 
+import codecs
 import json
 import zlib
 from collections.abc import Iterator
@@ -62,6 +63,9 @@ class Source:
         self.path = Path(path)
         # Set when a truncated gzip stream was read as far as it goes (lenient callers use it).
         self.truncated_at: int | None = None
+        self._head_parsed: list[object] = []  # the first lines, parsed as far as detection asked
+        self._head_end: int | None = 0  # where the next of them starts (None: the file ended)
+        self._head_exact: list[bool] = []  # per head line: whether `records` may take its value
 
     @cached_property
     def raw(self) -> bytes:
@@ -71,7 +75,7 @@ class Source:
             raise TranscriptError(self.path, None, f"cannot read file: {exc.strerror or exc}") from exc
         if self.path.suffix == ".gz" or data[:2] == b"\x1f\x8b":
             data = self._gunzip(data)
-        if not data.strip():
+        if not data or data.isspace():  # (not data.strip(): that copies the whole file)
             raise TranscriptError(self.path, None, "file is empty: there is no transcript in it")
         return data
 
@@ -126,6 +130,9 @@ class Source:
             if self.truncated_at is not None and number == last:
                 issues.report(number, "line cut off where the gzip stream ends (truncated .gz file)")
                 continue
+            if number <= len(self._head_exact) and self._head_exact[number - 1]:  # parsed for detection
+                yield Record(line=number, data=self._head_parsed[number - 1])
+                continue
             try:
                 text = self._decode(raw_line, number)
                 data = json.loads(text)
@@ -143,13 +150,36 @@ class Source:
         """The first parseable JSON lines, for format detection (damage is ignored here)."""
         found: list[Record] = []
         # Look at the first few lines only: a pretty-printed JSON document has thousands of lines
-        # that are not JSON on their own, and detection must not parse them all.
-        for number, raw_line in enumerate(self.raw.split(b"\n", limit * 4)[: limit * 4], start=1):
+        # that are not JSON on their own, and detection must not parse them all. Each importer
+        # asks in turn, so a line is parsed once for all of them.
+        for number in range(1, limit * 4 + 1):
             if len(found) >= limit:
                 break
-            try:
-                data = json.loads(raw_line)
-            except ValueError:
-                continue
-            found.append(Record(line=number, data=data))
+            data = self._head_line(number)
+            if data is not _NOT_JSON:
+                found.append(Record(line=number, data=data))
         return found
+
+    def _head_line(self, number: int) -> object:
+        """Line `number` (from 1) parsed, or _NOT_JSON (also past the end of the file)."""
+        parsed = self._head_parsed
+        while len(parsed) < number and self._head_end is not None:  # parse the next line
+            start = self._head_end
+            end = self.raw.find(b"\n", start)
+            self._head_end = None if end == -1 else end + 1
+            line = self.raw[start : None if end == -1 else end]
+            try:
+                parsed.append(json.loads(line))
+            except ValueError:
+                parsed.append(_NOT_JSON)
+            # `records` takes the value as it is when parsing the decoded line would give the same:
+            # json.loads reads bytes as UTF-8 (allowing encoded surrogates, which start with 0xED)
+            # unless they start with a BOM or a NUL byte.
+            self._head_exact.append(
+                parsed[-1] is not _NOT_JSON and line[:1] != b"\0" and line[1:2] != b"\0"
+                and not line.startswith(codecs.BOM_UTF8) and b"\xed" not in line
+            )
+        return parsed[number - 1] if number <= len(parsed) else _NOT_JSON
+
+
+_NOT_JSON = object()  # a head line that is not JSON on its own
