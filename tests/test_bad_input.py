@@ -6,6 +6,7 @@ with one thing wrong.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 from pathlib import Path
@@ -80,6 +81,24 @@ def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
     assert error.value.line == 5
     [transcript] = load_file(path, lenient=True)
     assert [(s.line, s.reason[:13]) for s in transcript.skipped] == [(5, "invalid UTF-8")]
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda line: codecs.BOM_UTF8 + line, "invalid JSON: Unexpected UTF-8 BOM"),
+        (lambda line: line.replace(b"Can you", b"Can \xed\xa0\x80 you"), "invalid UTF-8"),  # an encoded surrogate
+    ],
+)
+def test_a_line_detection_parsed_is_still_read_strictly(tmp_path: Path, damage, reason: str) -> None:
+    # Format detection parses the first lines as bytes, which json.loads accepts with a BOM or an
+    # encoded surrogate; reading must not take those values over.
+    lines = real_lines()
+    lines[4] = damage(lines[4])
+    path = write(tmp_path, "damaged-head.jsonl", b"".join(lines))
+    with pytest.raises(TranscriptError, match=reason) as error:
+        load_file(path)
+    assert error.value.line == 5
 
 
 @pytest.mark.parametrize(
