@@ -224,28 +224,38 @@ class TranscriptText:
         texts = [_message_normalised(m) for m in self.messages]
         return " ".join(t for t in texts if t), _starts(texts, 1, skip_empty=True)
 
-    def occurring(self, item: Item) -> list[int]:
-        """The indexes of the messages `item` occurs in, whole, by the rules of its kind (sorted)."""
-        found = self._occurring.get(item)
-        if found is None:
-            found = self._occurring[item] = sorted(self._search(item))
-        return found
+    def occurring(self, item: Item, before: int | None = None) -> list[int]:
+        """The indexes of the messages `item` occurs in, whole, by the rules of its kind (sorted):
+        all of those before message `before` (default: the end), and maybe some after it.
 
-    def _search(self, item: Item) -> set[int]:
+        The text is searched only as far as asked, and on from there when asked further: a
+        compaction's items are asked about before its position, so most of a session's text
+        after the items a sweep needs is never searched."""
+        before = len(self.messages) if before is None else before
+        entry = self._occurring.get(item)
+        if entry is None:
+            entry = self._occurring[item] = [[], 0]  # the messages found, and how far they were searched
+        if before > entry[1]:
+            entry[0] += sorted(self._search(item, entry[1], before))
+            entry[1] = before
+        return entry[0]
+
+    def _search(self, item: Item, first: int, end: int) -> set[int]:
+        """The messages from `first` to before `end` that `item` occurs in."""
         if item.kind == "url":
             text, starts = self.lower
-            return _messages_with(item.text.lower(), text, starts)
+            return _messages_with(item.text.lower(), text, starts, first, end)
         if item.kind == "command":
             text, starts = self.normalised
-            return _messages_with(item.text, text, starts)
+            return _messages_with(item.text, text, starts, first, end)
         if item.kind == "path":
             found: set[int] = set()
             for candidate in _covering_candidates(item.text):
-                found |= _messages_with(candidate, self.text, self.starts, _path_before, _path_after)
+                found |= _messages_with(candidate, self.text, self.starts, first, end, _path_before, _path_after)
             return found
         if item.kind == "number":
-            return _messages_with(item.text, self.text, self.starts, _number_before, _number_after)
-        return _messages_with(item.text, self.text, self.starts, _plain_before, _plain_after)  # identifier, error
+            return _messages_with(item.text, self.text, self.starts, first, end, _number_before, _number_after)
+        return _messages_with(item.text, self.text, self.starts, first, end, _plain_before, _plain_after)  # identifier, error
 
     def in_history(self, item: Item, index: int) -> bool:
         """Whether `item` occurs in the messages before `index` (their joined text, as `present`)."""
@@ -258,24 +268,26 @@ class TranscriptText:
                 first = text.find(item.text)
                 end = self._command_end[item.text] = -1 if first == -1 else first + len(item.text)
             return end != -1 and end <= self.normalised[1][index] - 1
-        found = self.occurring(item)
+        found = self.occurring(item, index)
         return bool(found) and found[0] < index
 
     def in_context(self, items: Sequence[Item], context: Sequence[Message]) -> list[bool]:
         """For each item, whether it occurs in `context` (its joined text, as `present`)."""
         kept = bytearray(len(self.messages))
+        kept_end = 0  # the kept messages are all before this one
         new: list[Message] = []
         for message in context:
             position = self.index_of.get(id(message))
             if position is not None and self.messages[position] is message:
                 kept[position] = 1
+                kept_end = max(kept_end, position + 1)
             else:
                 new.append(message)
         new_text: Haystack | None = None
         whole: Haystack | None = None
         answers = []
         for item in items:
-            if "\n" not in item.text and any(kept[i] for i in reversed(self.occurring(item))):
+            if "\n" not in item.text and any(kept[i] for i in reversed(self.occurring(item, kept_end))):
                 answers.append(True)
             elif item.kind == "command" or "\n" in item.text:
                 whole = whole or Haystack.of(context)
@@ -297,18 +309,22 @@ def _starts(texts: list[str], separator: int, skip_empty: bool = False) -> list[
     return starts
 
 
-def _messages_with(needle: str, text: str, starts: list[int], before=None, after=None) -> set[int]:
-    """The messages (by `starts`) holding an occurrence of `needle` that passes the boundary checks
-    and lies inside the message; after a hit the search skips to the next message."""
+def _messages_with(needle: str, text: str, starts: list[int], first: int, end: int, before=None, after=None) -> set[int]:
+    """The messages from `first` to before `end` (by `starts`) holding an occurrence of `needle`
+    that passes the boundary checks and lies inside the message; after a hit the search skips to
+    the next message."""
     found: set[int] = set()
-    start = text.find(needle)
+    stop = starts[end] - 1  # the messages before `end` lie in text[:stop]
+    if stop <= starts[first]:  # none, or none with text
+        return found
+    start = text.find(needle, starts[first], stop)
     while start != -1:
         message = bisect_right(starts, start) - 1
-        end = start + len(needle)
-        inside = end <= starts[message + 1] - 1
-        if inside and (before is None or (before(text, start) and after(text, end))):
+        finish = start + len(needle)
+        inside = finish <= starts[message + 1] - 1
+        if inside and (before is None or (before(text, start) and after(text, finish))):
             found.add(message)
-            start = text.find(needle, starts[message + 1])
+            start = text.find(needle, starts[message + 1], stop)
         else:
-            start = text.find(needle, start + 1)
+            start = text.find(needle, start + 1, stop)
     return found
