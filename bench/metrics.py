@@ -29,19 +29,23 @@ def _dicts(rows: list) -> list[dict]:
     return [r if isinstance(r, dict) else asdict(r) for r in rows]
 
 
-def calls_frame(rows: CallColumns | dict[str, object] | list[dict], prices: PriceTable | None = None) -> pd.DataFrame:
+def calls_frame(
+    rows: CallColumns | dict[str, object] | list[dict], prices: PriceTable | None = None,
+    rows_by_model: dict[str, np.ndarray] | None = None,
+) -> pd.DataFrame:
     """The call rows of replays (as `Replayed.calls` columns, as arrays with the text columns
-    joined by `joined_text`, or as dicts read back from a run)."""
+    joined by `coded_text`, or as dicts read back from a run). `rows_by_model`: each model's row
+    positions, when the caller has them (`rows_of_each`), else found from the model column."""
     # No copy: the columns are made for this frame, and stacking a sweep's hundreds of thousands of
     # rows into one block took a fifth of building it.
     frame = pd.DataFrame(rows, copy=False)
     if frame.empty:
         return frame
     frame["saved_tokens"] = frame["full_tokens"] - frame["context_tokens"]
-    # Positions per model, on plain arrays, found once for both costs: selecting rows of the whole
-    # frame per model copied every column (hundreds of thousands of rows in a sweep).
-    codes, models = pd.factorize(frame["model"].to_numpy())  # a call without a model: code -1, no cost
-    rows_by_model = {model: np.flatnonzero(codes == code) for code, model in enumerate(models)}
+    if rows_by_model is None:
+        # Positions per model, on plain arrays, found once for both costs: selecting rows of the
+        # whole frame per model copied every column (hundreds of thousands of rows in a sweep).
+        rows_by_model = rows_of_each(pd.factorize(frame["model"].to_numpy()))  # a call without a model: no cost
     frame["cost_full"] = _costs(frame, rows_by_model, "full_tokens", "full_prefix_tokens", prices)
     frame["cost_context"] = _costs(frame, rows_by_model, "context_tokens", "prefix_tokens", prices)
     return frame
@@ -52,20 +56,49 @@ TextCodes = tuple[np.ndarray, list]  # a text column as codes into its distinct 
 
 def text_codes(values: list) -> TextCodes:
     """A text column with few distinct values (transcript, config, model) as codes into them: cheap
-    to send between processes, and `joined_text` builds the frame's column from the distinct values."""
+    to send between processes, and `coded_text` builds the frame's column from the distinct values."""
     codes, distinct = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
     return codes, list(distinct)
 
 
+def joined_codes(parts: list[TextCodes]) -> TextCodes:
+    """The coded text columns of several replays, one after the other, as one coded column."""
+    distinct: dict = {}
+    codes = [np.array([distinct.setdefault(v, len(distinct)) for v in values], dtype=np.intp)[part_codes] for part_codes, values in parts]
+    return np.concatenate(codes) if codes else np.zeros(0, dtype=np.intp), list(distinct)
+
+
 def joined_text(parts: list[TextCodes]):
-    """The coded text columns of several replays, one after the other, stored as pandas would store
-    the texts themselves (converting every row's text took most of building a sweep's frame)."""
-    offsets = np.cumsum([0] + [len(distinct) for _, distinct in parts[:-1]])
-    codes = np.concatenate([part_codes + offset for (part_codes, _), offset in zip(parts, offsets)])
-    distinct = [value for _, part_distinct in parts for value in part_distinct]
+    """The coded text columns of several replays, one after the other, as a frame's column."""
+    return coded_text(joined_codes(parts))
+
+
+def coded_text(coded: TextCodes):
+    """A coded text column stored as pandas would store the texts themselves (converting every
+    row's text took most of building a sweep's frame)."""
+    codes, distinct = coded
     if not all(isinstance(value, str) for value in distinct):  # missing values: pandas decides as usual
         return np.array(distinct, dtype=object)[codes]
     return pd.Series(distinct).array.take(codes)
+
+
+def rows_of_each(coded: TextCodes) -> dict[str, np.ndarray]:
+    """Each text's row positions in a coded column (rows without a text, code -1 or None, in none)."""
+    codes, distinct = coded
+    return {value: np.flatnonzero(codes == code) for code, value in enumerate(distinct) if isinstance(value, str)}
+
+
+def summary_groups(transcripts: TextCodes, configs: TextCodes) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """Each row's transcript × config as a number, numbered in sorted order, and the pairs by number:
+    what `transcript_summary` groups by (grouping a sweep's rows by their two texts took most of it)."""
+    transcript_codes, transcript_names = transcripts
+    config_codes, config_names = configs
+    pairs, inverse = np.unique(transcript_codes * len(config_names) + config_codes, return_inverse=True)
+    named = [(transcript_names[p // len(config_names)], config_names[p % len(config_names)]) for p in pairs.tolist()]
+    order = sorted(range(len(named)), key=named.__getitem__)
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.reshape(-1)], [named[i] for i in order]
 
 
 def _costs(
@@ -121,11 +154,14 @@ def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
-def transcript_summary(calls: pd.DataFrame, compactions: pd.DataFrame) -> pd.DataFrame:
-    """One row per transcript × config: the numbers the statistics and the report compare."""
+def transcript_summary(
+    calls: pd.DataFrame, compactions: pd.DataFrame, groups: tuple[np.ndarray, list[tuple[str, str]]] | None = None
+) -> pd.DataFrame:
+    """One row per transcript × config: the numbers the statistics and the report compare.
+    `groups`: the rows' transcript × config as `summary_groups` numbers them, when the caller has them."""
     if calls.empty:
         return pd.DataFrame()
-    grouped = calls.groupby(["transcript", "config"], sort=True)
+    grouped = calls.groupby(["transcript", "config"] if groups is None else groups[0], sort=True)
     summary = grouped.agg(
         calls=("call", "size"),
         peak_full=("full_tokens", "max"),
@@ -137,7 +173,13 @@ def transcript_summary(calls: pd.DataFrame, compactions: pd.DataFrame) -> pd.Dat
         cost_context=("cost_context", "sum"),
         cost_full_known=("cost_full", "count"),
         cost_context_known=("cost_context", "count"),
-    ).reset_index()
+    )
+    if groups is None:
+        summary = summary.reset_index()
+    else:
+        pairs = [groups[1][number] for number in summary.index]
+        summary.index = pd.MultiIndex.from_tuples(pairs, names=["transcript", "config"])
+        summary = summary.reset_index()
     # A session's cost is unknown when any of its calls' is (a model without a price).
     for column in ("cost_full", "cost_context"):
         known = summary.pop(f"{column}_known")

@@ -36,7 +36,9 @@ from bench.llm_config import make_run_judge
 from bench.loading import FailedFile, ReadInputs, ReadTranscript, read_files
 from bench.metering import Meter
 from bench.call_rows import TEXT_COLUMNS, SharedRows, call_arrays, done_lines, json_line, json_rows
-from bench.metrics import TextCodes, calls_frame, compactions_frame, joined_text, transcript_summary
+from bench.metrics import (
+    TextCodes, calls_frame, coded_text, compactions_frame, joined_codes, rows_of_each, summary_groups, transcript_summary,
+)
 from bench.next_action import score_compactions
 from bench.model import Transcript
 from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
@@ -227,18 +229,22 @@ def finish(
 ) -> RunResult:
     """Compute the metrics from the finished rows: `rows` (per-transcript call arrays and compaction
     rows) when given, else read back from `out`."""
+    rows_by_model = groups = None
     if rows is not None:
         arrays, compaction_rows = rows
         arrays = [a for a in arrays if len(a["call"])]  # an empty array would make every column float
-        join = {name: joined_text if name in TEXT_COLUMNS else np.concatenate for name in CALL_COLUMNS}
-        calls = {name: join[name]([a[name] for a in arrays]) for name in CALL_COLUMNS} if arrays else {}
+        calls = {}
+        if arrays:
+            coded = {name: joined_codes([a[name] for a in arrays]) for name in TEXT_COLUMNS}
+            calls = {name: coded_text(coded[name]) if name in TEXT_COLUMNS else np.concatenate([a[name] for a in arrays]) for name in CALL_COLUMNS}
+            rows_by_model, groups = rows_of_each(coded["model"]), summary_groups(coded["transcript"], coded["config"])
     else:
         done = _done_units(out / "done.jsonl")
         calls = [r for r in _read_jsonl(out / "calls.jsonl") if (r["transcript"], r["config"]) in done]
         compaction_rows = [r for r in _read_jsonl(out / "compactions.jsonl") if (r["transcript"], r["config"]) in done]
-    calls = calls_frame(calls, resolve_prices(prices or None))
+    calls = calls_frame(calls, resolve_prices(prices or None), rows_by_model)
     compactions = compactions_frame(compaction_rows)
-    transcripts = transcript_summary(calls, compactions)
+    transcripts = transcript_summary(calls, compactions, groups)
     if not transcripts.empty:
         # A transcript with damaged (skipped) records lacks messages its recorded token counts
         # include, so its replay mixes two histories; it is replayed and shown, not ranked.
