@@ -367,3 +367,15 @@ def test_a_run_makes_each_settings_strategy_once_not_per_transcript(tmp_path: Pa
     result = runs.run(config, tmp_path / "run", workers=1)
     assert len(result.read.transcripts) > 30 and not result.compactions.empty
     assert len(counter.read_text()) == 1  # made once, when the run starts
+
+
+def test_a_fresh_run_groups_its_rows_by_codes_as_a_run_read_back_groups_its_texts(tmp_path: Path) -> None:
+    # finish groups a fresh run's rows by the codes its text columns travelled as (models for the
+    # costs, transcript x config for the summary); reading the rows back groups the texts themselves.
+    strategies = (StrategyConfig("trunc", "truncate", trigger=Trigger(fraction=0.5)), StrategyConfig("mask", "observation-masking"))
+    config = RunConfig(datasets=("claude-code-log", "mini-swe-agent-pr816"), strategies=strategies)
+    fresh = runs.run(config, tmp_path / "run", workers=2)
+    assert fresh.calls["model"].nunique() > 1 and fresh.transcripts["config"].nunique() == 2
+    read_back = runs.finish(tmp_path / "run", fresh.read)
+    pd.testing.assert_frame_equal(read_back.transcripts, fresh.transcripts)
+    pd.testing.assert_frame_equal(read_back.calls[["cost_full", "cost_context"]], fresh.calls[["cost_full", "cost_context"]])
