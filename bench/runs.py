@@ -23,7 +23,6 @@ from contextlib import closing
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -274,46 +273,75 @@ def _read_jsonl(path: Path) -> list[dict]:
 class _RowFiles:
     """The run's row files (`ROW_FILES` and done.jsonl), open for appending while it runs.
 
-    Each write is flushed at once: a killed process loses nothing flushed, and done.jsonl is
-    written after the rows. A write cut off by a kill leaves a partial last line: the first new
-    row starts on a fresh line, so the partial one stays unreadable on its own instead of
-    swallowing that row. (Every row ends with a newline, so only the first write can need one.)
+    Each write goes to the file at once (no buffer): a killed process loses nothing written, and
+    done.jsonl is written after the rows. A write cut off by a kill leaves a partial last line:
+    the first new row starts on a fresh line, so the partial one stays unreadable on its own
+    instead of swallowing that row. (Every row ends with a newline, so only the first write can
+    need one.)
     """
 
     def __init__(self, out: Path) -> None:
         self.out = out
-        self.handles: dict[str, BinaryIO] = {}
+        self.files: dict[str, int] = {}  # name -> descriptor, at the end of the file
         self.fresh_line: dict[str, bool] = {}
 
     def __enter__(self) -> _RowFiles:
         for name in (*ROW_FILES, "done.jsonl"):
             path = self.out / name
             self.fresh_line[name] = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
-            self.handles[name] = path.open("ab")
+            # Not O_APPEND: the kernel copies a part into a file only without it (copy_file_range).
+            self.files[name] = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
+            os.lseek(self.files[name], 0, os.SEEK_END)
         return self
 
     def __exit__(self, *exc) -> None:
-        for handle in self.handles.values():
-            handle.close()
+        for descriptor in self.files.values():
+            os.close(descriptor)
 
     def append(self, name: str, lines: str) -> None:
         if lines:
-            self._append(name, lines.encode("utf-8"))
+            self._start(name)
+            _write_all(self.files[name], lines.encode("utf-8"))
 
     def append_part(self, name: str, part: Path) -> None:
-        """`append` the lines of the file `part`, then remove it."""
-        if part.stat().st_size:
+        """`append` the lines of the file `part`, then remove it. The kernel copies them where it
+        can: a sweep's parts are a hundred megabytes, which this process would otherwise read and
+        write again while the workers need the cores."""
+        size = part.stat().st_size
+        if size:
+            self._start(name)
             with part.open("rb") as source:
-                self._append(name, source.read())
+                copied = _copied_in_kernel(source.fileno(), self.files[name], size)
+                if copied < size:
+                    source.seek(copied)
+                    _write_all(self.files[name], source.read())
         part.unlink()
 
-    def _append(self, name: str, data: bytes) -> None:
-        handle = self.handles[name]
+    def _start(self, name: str) -> None:
         if self.fresh_line[name]:
-            handle.write(b"\n")
+            _write_all(self.files[name], b"\n")
             self.fresh_line[name] = False
-        handle.write(data)
-        handle.flush()
+
+
+def _copied_in_kernel(source: int, target: int, size: int) -> int:
+    """Copy up to `size` bytes from `source` to `target` with copy_file_range; how many it copied
+    (less where the system or the file system does not offer it: the caller writes the rest)."""
+    copied = 0
+    try:
+        while copied < size:
+            step = os.copy_file_range(source, target, size - copied)
+            if step == 0:
+                break
+            copied += step
+    except (AttributeError, OSError):  # no copy_file_range here (not Linux), or not between these files
+        pass
+    return copied
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
 
 
 PART_PREFIX = ".calls-"
