@@ -32,13 +32,14 @@ class SharedRows:
     def __init__(self) -> None:
         # Each line is `head` (`{"transcript": ..., `, the same in every row), the config, and its
         # own rest: a setting's lines are joined from the rests with its label, not searched for
-        # the stand-in and replaced.
+        # the stand-in and replaced. Kept as UTF-8, the bytes the run's file gets: a sweep writes
+        # them for every setting, a hundred megabytes, and encoding them each time was a copy more.
         self.head = ""
-        self.rests: list[str] = []
+        self.rests: list[bytes] = []
         self.columns: CallColumns = {name: [] for name in CALL_COLUMNS}
 
-    def first(self, count: int, label: str, calls: CallColumns) -> str:
-        """The first `count` rows' lines with `label`; `calls` (a replay sharing them) gives any not kept yet."""
+    def first(self, count: int, label: str, calls: CallColumns) -> bytes:
+        """The first `count` rows' lines with `label`, as UTF-8; `calls` (a replay sharing them) gives any not kept yet."""
         if count > len(self.rests):
             more = {name: values[len(self.rests) : count] for name, values in calls.items()}
             for name, values in more.items():
@@ -46,10 +47,10 @@ class SharedRows:
             more["config"] = [chr(0)] * len(more["config"])
             for line in json_rows(more):
                 self.head, _, rest = line.partition(self.STAND_IN)  # the config's text comes right after the transcript's
-                self.rests.append(rest)
+                self.rests.append(rest.encode("utf-8"))
         if not count:
-            return ""
-        start = f'{self.head}"config": {json_value(label)}, '
+            return b""
+        start = f'{self.head}"config": {json_value(label)}, '.encode("utf-8")
         return start + start.join(self.rests[:count])
 
 

@@ -187,7 +187,7 @@ class _Job:
         # calls.jsonl: per setting, the rows it shares with the uncompacted replay (formatted once
         # per estimator), then its own rows (formatted with every other setting's at the end).
         shared_rows: dict[str, SharedRows] = {}
-        shared_texts: list[tuple[str, int]] = []  # (the shared rows' text, how many own rows follow)
+        shared_texts: list[tuple[bytes, int]] = []  # (the shared rows' lines, how many own rows follow)
         parts: list[tuple[SharedRows, int, int]] = []  # per setting, for the arrays (see call_arrays)
         own: CallColumns = {name: [] for name in CALL_COLUMNS}
         for strategy in strategies:
@@ -211,13 +211,14 @@ class _Job:
         part = self._call_part(shared_texts, json_rows(own))
         return Replays(labels, part, arrays, compaction_rows, "".join(map(json_line, compaction_rows)))
 
-    def _call_part(self, shared_texts: list[tuple[str, int]], own_lines: list[str]) -> Path:
+    def _call_part(self, shared_texts: list[tuple[bytes, int]], own_lines: list[str]) -> Path:
         """Write the calls.jsonl lines of a transcript's settings to a part file (see `Replays`)."""
         handle, part = tempfile.mkstemp(prefix=PART_PREFIX, suffix=".part", dir=self.out)
         start = 0
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as file:  # lines end in \n, as the run's files
+        with os.fdopen(handle, "wb") as file:
             for text, count in shared_texts:
-                file.write(text + "".join(own_lines[start : start + count]))
+                file.write(text)
+                file.write("".join(own_lines[start : start + count]).encode("utf-8"))
                 start += count
         return Path(part)
 
