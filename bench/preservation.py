@@ -301,6 +301,10 @@ def preservation_at(
     compacts the same session many times extracts each step's items once and searches the
     session's text once per item (`TranscriptText`, kept for the last few sessions).
     """
+    key = (id(messages), index, id(compacted), tuple(ks))
+    found = _SCORES.get(key)
+    if found is not None and found[0] is messages and found[1] is compacted:
+        return found[2]
     text = _transcript_text(messages)
     needed_by_k = _needed_at(text, index, tuple(ks))
     items = list(dict.fromkeys(i for needed in needed_by_k.values() if needed for i in needed))
@@ -313,7 +317,16 @@ def preservation_at(
         kept = tuple(i for i in needed if found[i])
         lost = tuple(i for i in needed if not found[i])
         scores[k] = StepScore(k, needed, kept, lost, len(kept) / len(needed) if needed else None)
+    if len(_SCORES) > 256:
+        _SCORES.clear()
+    _SCORES[key] = (messages, compacted, scores)
     return scores
+
+
+# The scores of the last compactions, by the identity of the session and the compacted context:
+# settings that share a compaction (bench.shared_compactions) hand over the same context, scored
+# once. The entry holds both, so their ids cannot be reused while it lives.
+_SCORES: dict[tuple, tuple[Sequence[Message], Sequence[Message], dict[int, StepScore]]] = {}
 
 
 _TEXTS: dict[int, TranscriptText] = {}

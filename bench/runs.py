@@ -41,6 +41,7 @@ from bench.metrics import (
 from bench.next_action import score_compactions
 from bench.model import Transcript
 from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
+from bench.shared_compactions import shared_by_setting
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
 from bench.tokenizers import TokenCache
 from strategies.base import Strategy
@@ -190,12 +191,16 @@ class _Job:
         shared_texts: list[tuple[bytes, int]] = []  # (the shared rows' lines, how many own rows follow)
         parts: list[tuple[SharedRows, int, int]] = []  # per setting, for the arrays (see call_arrays)
         own: CallColumns = {name: [] for name in CALL_COLUMNS}
+        # Settings that differ only in their trigger share each compaction of the same context.
+        sharing = shared_by_setting({s.label: self.instances[s.label] for s in strategies})
         for strategy in strategies:
             instance = self.instances[strategy.label]
             estimator = strategy.estimator or getattr(instance, "estimator", self.default_estimator)
             if estimator not in meters:
                 meters[estimator] = Meter(transcript, estimator, self.cache)
-            replayed = replay(transcript, strategy, self.windows, summarizer=self.summarizer, meter=meters[estimator], strategy=instance)
+            replayed = replay(
+                transcript, strategy, self.windows, summarizer=self.summarizer, meter=meters[estimator], strategy=sharing[strategy.label]
+            )
             rows = [dict(vars(r)) for r in replayed.compactions]
             if self.judge is not None:  # next-action preservation with a model (bench/next_action.py)
                 rows = score_compactions(self.judge, transcript, rows, replayed.compacted)

@@ -6,8 +6,10 @@ A strategy is a frozen dataclass whose fields are its settings, with one method:
 
 It gets the agent's current context and what the engine allows it to use (a token counter bound
 to the run's estimator, the window, a target, a summarizer), and returns the new message list.
-It never sees the replay, the recorded future or the metrics. Registration: see
-`strategies.registry`.
+It never sees the replay, the recorded future or the metrics. Its result must depend only on
+the context and the request (no state, no randomness): a run makes each compaction once for all
+the settings that reach the same context with equal strategies (`bench.shared_compactions`).
+Registration: see `strategies.registry`.
 """
 
 from __future__ import annotations
