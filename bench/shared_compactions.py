@@ -11,6 +11,7 @@ frozen dataclass without state, see `strategies.base`), so nothing a replay reco
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 from strategies.base import CompactionRequest, CompactionResult, Context, Strategy
@@ -25,7 +26,7 @@ class SharedCompactions:
     Keep one per transcript: it holds every context it compacted."""
 
     strategy: Strategy
-    results: dict[tuple, tuple[Context, CompactionRequest, CompactionResult]] = field(default_factory=dict)
+    results: dict[tuple, list[tuple[Context, CompactionRequest, CompactionResult]]] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> object:  # the strategy's name, trigger, estimator, ...
         if name == "strategy":  # not set yet (a copy being made): no strategy to ask
@@ -33,18 +34,24 @@ class SharedCompactions:
         return getattr(self.strategy, name)
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
-        counter = request.count_tokens
+        messages, counter = context.messages, request.count_tokens
+        # The messages are told apart by their ends in the key and by identity on a hit: making a
+        # key of every message's id cost as much as a compaction saved.
         key = (
-            tuple(map(id, context.messages)), context.summary, context.compactions, context.known_usage, id(context.archives),
-            request.reason, request.window, request.target_tokens, id(getattr(counter, "__self__", counter)),
-            id(getattr(counter, "__func__", counter)), id(request.summarizer),
+            len(messages), id(messages[0]) if messages else None, id(messages[-1]) if messages else None, context.summary,
+            context.compactions, context.known_usage, id(context.archives), request.reason, request.window,
+            request.target_tokens, id(getattr(counter, "__self__", counter)), id(getattr(counter, "__func__", counter)),
+            id(request.summarizer),
         )
-        found = self.results.get(key)
-        if found is None:
-            # The entry holds the context and the request, so no object named in its key by
-            # identity can be freed and its id reused while the entry lives.
-            found = self.results[key] = (context, request, self.strategy.compact(context, request))
-        return found[2]
+        entries = self.results.setdefault(key, [])
+        for earlier, _, result in entries:
+            if all(map(operator.is_, earlier.messages, messages)):
+                return result
+        result = self.strategy.compact(context, request)
+        # The entry holds the context and the request, so no object named in its key by identity
+        # can be freed and its id reused while the entry lives.
+        entries.append((context, request, result))
+        return result
 
 
 def shared_by_setting(instances: dict[str, Strategy]) -> dict[str, SharedCompactions]:
