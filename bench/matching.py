@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Literal
 
 from bench.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
@@ -159,12 +159,13 @@ def _path_candidates(path: str) -> list[str]:
     return list(dict.fromkeys([path] + ["/".join(segments[i:]) for i in range(len(segments) - 1)]))
 
 
-def _covering_candidates(path: str) -> list[str]:
+@lru_cache(maxsize=1 << 14)  # a sweep searches each path item again as its compactions ask further
+def _covering_candidates(path: str) -> tuple[str, ...]:
     """The fewest path candidates whose occurrences find the same messages as all of them: a
     candidate ending in `/` + a shorter one occurs only where that one occurs too (a `/` before
     it passes the path boundary check), so searching the shorter one suffices."""
     candidates = _path_candidates(path)
-    return [c for c in candidates if not any(c.endswith("/" + other) for other in candidates)]
+    return tuple(c for c in candidates if not any(c.endswith("/" + other) for other in candidates))
 
 
 def present(item: Item, text: str | Haystack) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from bench.estimators import Hybrid, KnownUsage, estimate, get_estimator
 from bench.framing import MISSING_SYSTEM_PROMPT, framing_for
@@ -27,6 +28,7 @@ class Meter:
 
     def __post_init__(self) -> None:
         self._memo: dict[int, tuple[Message, float]] = {}
+        self._sums: dict[int, tuple[tuple[Message, ...], list[float]]] = {}
         self.estimator = get_estimator(self.estimator_name)
         self.framing = framing_for(self.transcript.source_format)
         # Strategies count pieces of the context (a message, a kept tail) with the base of a hybrid
@@ -55,6 +57,18 @@ class Meter:
         if found is None or found[0] is not message:
             found = (message, self.local.message_tokens(message, self.framing, self.cache))
             self._memo[id(message)] = found
+        return found[1]
+
+    def running_sums(self, messages: tuple[Message, ...]) -> list[float]:
+        """The estimates of `messages`, summed one by one as `sum` adds them (the last is their total).
+
+        Kept for the last few message tuples: settings that share a compaction's result
+        (`bench.shared_compactions`) count it once. The entry holds the tuple, so its id is not reused."""
+        found = self._sums.get(id(messages))
+        if found is None or found[0] is not messages:
+            if len(self._sums) >= 64:
+                self._sums.clear()
+            found = self._sums[id(messages)] = (messages, list(accumulate(map(self.message_tokens, messages))))
         return found[1]
 
     def __call__(self, context: Context) -> int:

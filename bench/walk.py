@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
-from itertools import accumulate
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -145,7 +144,7 @@ class Walk:
         if context.known_usage is not None and self.uses_usage:
             return self.meter(context)
         # As `Meter.__call__` counts it: the same additions in the same order.
-        self.counted = (context.messages, list(accumulate(map(self.meter.message_tokens, context.messages))))
+        self.counted = (context.messages, self.meter.running_sums(context.messages))
         return round(self.meter.local.prompt_overhead + self._counted_sum(len(context.messages))) + self.meter.offset
 
     def _counted_sum(self, count: int) -> float:

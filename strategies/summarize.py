@@ -177,13 +177,14 @@ def choose_cut(history: Sequence[Message], keep_tokens: int, count, split_min: i
     if index == 0:
         return 0, None
     safe = set(safe_cut_points(history))
-    turn = max((i for i in range(min(index + 1, size)) if i in safe and is_user_turn_start(history[i])), default=None)
+    # The last safe turn start at or before the index (looked for backwards: it is usually near).
+    turn = next((i for i in range(min(index, size - 1), -1, -1) if i in safe and is_user_turn_start(history[i])), None)
     if turn == index:
         return index, None
     if turn is not None and _turn_end(history, turn) - turn < split_min:
         return turn, None  # a short turn is kept whole (turn 0: nothing to summarize)
     # A long turn (or no user turn at all, as in single-task agents): split it at a safe point.
-    cut = min((i for i in safe if index <= i < size), default=size)
+    cut = next((i for i in range(index, size) if i in safe), size)
     return cut, (turn if turn is not None else 0)
 
 

@@ -179,13 +179,14 @@ def test_files_read_by_worker_processes_are_the_files_read_one_by_one() -> None:
     assert all(a.messages == b.messages and a.skipped == b.skipped for a, b in zip(one, pool))
 
 
-def test_worker_processes_freeze_what_they_inherit_and_the_caller_is_left_as_it_was() -> None:
+def test_worker_processes_freeze_what_they_inherit_collect_less_often_and_the_caller_is_left_as_it_was() -> None:
     import gc
 
     from bench.datasets import resolve_inputs
     from bench.loading import read_files
 
     files = resolve_inputs(["condenser-pairs-gpt5mini"]).files
-    frozen = [read.then for read in read_files(files, workers=2, then=lambda transcripts: gc.get_freeze_count())]
-    assert len(frozen) == len(files) > 1 and min(frozen) > 10_000  # the collector skips the parent's objects
-    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    seen = [read.then for read in read_files(files, workers=2, then=lambda transcripts: (gc.get_freeze_count(), gc.get_threshold()))]
+    assert len(seen) == len(files) > 1 and min(frozen for frozen, _ in seen) > 10_000  # the collector skips the parent's objects
+    assert all(threshold[0] >= 50_000 for _, threshold in seen)  # and runs less often
+    assert gc.get_freeze_count() == 0 and gc.isenabled() and gc.get_threshold()[0] < 50_000
