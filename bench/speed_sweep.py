@@ -10,7 +10,7 @@ This script times a sweep of 4 strategies × 9 trigger thresholds (tiktoken-o200
 extractive summarizer, next-step preservation scored at every compaction) over the bundled
 datasets against one tiktoken pass over the same distinct text, and prints the ratio (target ≤ 3).
 
-Other programs on the machine slow either timing down by up to a half. So both are taken three
+Other programs on the machine slow either timing down by up to a half. So both are taken five
 times, taking turns, and the least disturbed of each is compared (the ratio of the medians is
 printed too). Each sweep runs in a fresh process, as `compactlab sweep` would, and is timed from
 `bench.runs.run` on: reading, replaying, metrics and the run directory. Each tokenization time is
@@ -37,7 +37,7 @@ from bench.tokenizers import get_encoding
 STRATEGIES = ("summarize", "observation-masking", "truncate", "prune")
 THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 ESTIMATOR = "tiktoken-o200k"
-REPEATS = 3
+REPEATS = 5
 ONE_SWEEP = "--one-sweep"  # internal: time one sweep in this process and print it as JSON
 
 
@@ -78,8 +78,8 @@ def main(arguments: list[str]) -> None:
     print(f"{last['settings']} settings ({len(STRATEGIES)} strategies × {len(THRESHOLDS)} thresholds), {last['replays']} replays, {last['calls']} replayed calls")
     print(f"one tiktoken pass over the distinct text (each the best of 3 in a row): best {min(tokenizations):.2f} s of {_listed(tokenizations)}")
     print(f"the whole sweep (reading, replaying, metrics), each in a fresh process: best {min(seconds):.2f} s of {_listed(seconds)}")
-    print(f"ratio of the medians: {statistics.median(seconds) / statistics.median(tokenizations):.1f}")
-    print(f"ratio sweep / tokenization (best of each): {min(seconds) / min(tokenizations):.1f}  (target <= 3)")
+    print(f"ratio of the medians: {statistics.median(seconds) / statistics.median(tokenizations):.2f}")
+    print(f"ratio sweep / tokenization (best of each): {min(seconds) / min(tokenizations):.2f}  (target <= 3)")
 
 
 def _listed(values: list[float]) -> str:
