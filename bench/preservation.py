@@ -67,16 +67,23 @@ _PATH = re.compile(
     rf"(?<![\w.$-])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{_EXTENSIONS})(?![\w/(])"
     r"|(?:~|\.{1,2})/[\w.@+/-]+)"
 )
-_ERROR = re.compile(r"(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b")
+# Error names: `(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b`,
+# written to start with the capital it needs, then to look behind it: Python's regular expressions
+# skip quickly to where a pattern's first character can match, but try every position of the
+# text when it starts by looking behind (four times slower here; the same matches).
+_ERROR = re.compile(
+    r"[A-Z](?:(?<![\w.][A-Z])\w*(?:Error|Exception|Warning)(?!\w)|(?<=\bS)topIteration\b|(?<=\bK)eyboardInterrupt\b|(?<=\bS)ystemExit\b)"
+)
 _TOKEN = re.compile(r"(?<![\w.$@-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 # The tokens `_is_identifier` can accept, found without visiting every plain word in Python: a
 # `_`, or an ASCII capital after the first letter, in the first name; a dot; or a `(` after it.
 # The same token boundaries as _TOKEN (the lookahead only filters), so the same items are found.
 _CANDIDATE = re.compile(r"(?<![\w.$@-])(?=_|[A-Za-z]\w*?[_A-Z]|[A-Za-z]\w*\.[A-Za-z_]|[A-Za-z]\w*\()" + _TOKEN.pattern.removeprefix(r"(?<![\w.$@-])"))
 _ERROR_WORDS = ("Error", "Exception", "Warning", "StopIteration", "KeyboardInterrupt", "SystemExit")
-# A trailing `p` is allowed for sed ranges (`'670,690p'`); other glued letters (`100px`) are not.
-_NUMBER_BEFORE = r"(?:(?<=\bv)|(?<![\w.]))"  # not glued to a word or a dot, except `v1.2`
-_NUMBER = re.compile(_NUMBER_BEFORE + r"(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|\.\d)")
+# Numbers: `(?:(?<=\bv)|(?<![\w.]))(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|\.\d)`: not glued to a word or a
+# dot, except `v1.2`; a trailing `p` is allowed for sed ranges (`'670,690p'`), other glued letters
+# (`100px`) are not. Written, like _ERROR, to start with its first digit (five times faster).
+_NUMBER = re.compile(r"\d(?:(?<=\bv\d)|(?<![\w.]\d))(?:\d*(?:\.\d+)+|\d{2,})(?!(?!p\b)\w|\.\d)")
 _OPTION_BEFORE = re.compile(r"(?:^|\s)--?[A-Za-z][\w-]*[ =]$")  # `-n ` / `--lines=` just before
 _BACKTICK = re.compile(r"`([^`\n]+)`")
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)

@@ -338,3 +338,45 @@ def test_the_open_quote_check_agrees_with_shlex_on_real_commands(session: str, r
     assert len(lines) > 20
     for line in filter(None, lines):
         assert (_SHELL_WORDS.fullmatch(line) is not None) == shlex_accepts(line), line
+
+
+# The extraction patterns as they read (bench.preservation writes them to start with the character
+# they need, which Python's regular expressions scan to quickly): they must find the same items.
+READABLE_NUMBER = r"(?:(?<=\bv)|(?<![\w.]))(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|\.\d)"
+READABLE_ERROR = r"(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b"
+CRAFTED = [
+    "v1.2 av1.2 v12 1.2.3 3.11 3.11.2 956 1956 django-15213 100px 670,690p 12 .123 x.123 a123 _123 ٣٤٥ 1.2.",
+    "ValueError x.ValueError _ValueError MyError2 StopIteration xStopIteration StopIterationX KeyboardInterrupt",
+    "SystemExit: a.SystemExit (SystemExit) ErrorError Error Exception Warning UserWarning é.RuntimeError",
+    "9", "", "v", "1234", "Error", "StopIteration",
+]
+
+
+def _real_texts() -> list[str]:
+    texts = list(CRAFTED)
+    for dataset, stem in (("claude-code-log", "-src-deep-manifest__a7da6a22"), ("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_")):
+        for transcript in load_file(bundled(dataset, stem)):
+            for message in transcript.messages:
+                for part in message.parts:
+                    if isinstance(part, (TextPart, ThinkingPart)):
+                        texts.append(part.text)
+                    elif isinstance(part, ToolCallPart):
+                        texts.append(part.arguments)
+                    elif isinstance(part, ToolResultPart):
+                        texts.append(part.content)
+    return texts
+
+
+@pytest.mark.parametrize(("fast", "readable"), [("_NUMBER", READABLE_NUMBER), ("_ERROR", READABLE_ERROR)])
+def test_extraction_patterns_find_what_they_read_as(fast: str, readable: str) -> None:
+    import re
+
+    import bench.preservation as preservation
+
+    pattern, reference = getattr(preservation, fast), re.compile(readable)
+    texts = _real_texts()
+    found = [[(m.start(), m.group(0)) for m in pattern.finditer(text)] for text in texts]
+    assert found == [[(m.start(), m.group(0)) for m in reference.finditer(text)] for text in texts]
+    assert sum(map(len, found)) > 100  # the texts hold many
+    words = [w for text in CRAFTED for w in text.split()]
+    assert [bool(pattern.fullmatch(w)) for w in words] == [bool(reference.fullmatch(w)) for w in words]
