@@ -112,7 +112,8 @@ def json_value(value: object) -> str:
 
 
 def json_line(row: dict) -> str:
-    return json.dumps(row, ensure_ascii=False) + "\n"
+    # A row holds no reference to itself: the encoder need not keep track of what it is inside.
+    return json.dumps(row, ensure_ascii=False, check_circular=False) + "\n"
 
 
 def done_lines(transcript: str, labels: list[str]) -> str:

@@ -153,10 +153,11 @@ def _occurs(needle: str, text: str, before=_plain_before, after=_plain_after) ->
     return False
 
 
-def _path_candidates(path: str) -> list[str]:
+@lru_cache(maxsize=1 << 14)  # every compaction's new text is searched for the same paths
+def _path_candidates(path: str) -> tuple[str, ...]:
     """The path, then each suffix that keeps at least one directory and the file name."""
     segments = [s for s in path.split("/") if s]
-    return list(dict.fromkeys([path] + ["/".join(segments[i:]) for i in range(len(segments) - 1)]))
+    return tuple(dict.fromkeys([path] + ["/".join(segments[i:]) for i in range(len(segments) - 1)]))
 
 
 @lru_cache(maxsize=1 << 14)  # a sweep searches each path item again as its compactions ask further

@@ -100,8 +100,7 @@ class ExtractiveSummarizer:
         return ordered, [f for f in dict.fromkeys(foreign) if f]
 
     def _short(self, text: str) -> str:
-        text = " ".join(text.split())
-        return text if len(text) <= self.max_item_chars else text[: self.max_item_chars - 1] + "…"
+        return _shortened(text, self.max_item_chars)
 
     def _user_texts(self, messages: Sequence[Message]) -> list[str]:
         texts = ("\n".join(p.text for p in m.parts if isinstance(p, TextPart)).strip() for m in messages if is_user_turn_start(m))
@@ -161,6 +160,12 @@ def _command_texts(call: ToolCallPart) -> tuple[str, ...]:
     if not isinstance(arguments, dict):  # raw-text arguments hold no named command
         return ()
     return tuple(arguments[key] for key in COMMAND_ARGUMENTS if isinstance(arguments.get(key), str))
+
+
+@lru_cache(maxsize=1 << 16)  # the same error lines, commands and requests recur in every summary of a session
+def _shortened(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # What a summary carries after its sections (file lists, the last request): not part of them.
