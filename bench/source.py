@@ -169,7 +169,9 @@ class Source:
             self._head_end = None if end == -1 else end + 1
             line = self.raw[start : None if end == -1 else end]
             try:
-                parsed.append(json.loads(line))
+                # No JSON text ends with a comma, a colon or an opening bracket: the lines of a
+                # pretty-printed document mostly do, and are not parsed just to fail.
+                parsed.append(_NOT_JSON if line.rstrip().endswith((b",", b":", b"{", b"[")) else json.loads(line))
             except ValueError:
                 parsed.append(_NOT_JSON)
             # `records` takes the value as it is when parsing the decoded line would give the same:
