@@ -111,6 +111,7 @@ def run(
     workers = 1 if summarizer is not None or judge is not None else workers
     inputs = resolve_inputs(list(config.datasets) or None)
     transcripts, failed, call_frames, compaction_rows = [], [], [], []
+    file_hashes: dict[str, str | None] = {}  # each file's, as the worker that read it found it
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
     _remove_parts(out)  # left by a run that was killed
     reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file, keep=ReadTranscript.of)
@@ -125,7 +126,10 @@ def run(
                         raise read.error
                     failed.append(FailedFile(path=read.path, error=str(read.error)))
                 transcripts += read.transcripts
-                for transcript, replays in zip(read.transcripts, read.then or ()):
+                file_hash, replayed = read.then or (None, ())
+                if read.transcripts:
+                    file_hashes[read.transcripts[0].source_path] = file_hash
+                for transcript, replays in zip(read.transcripts, replayed):
                     if replays is None:  # every setting of this transcript was done before --resume
                         continue
                     # One write per file and transcript; the done lines come last, so a run killed in
@@ -139,7 +143,7 @@ def run(
         _remove_parts(out)  # of files replayed after an error stopped the run
     bar.close()
     read = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
-    (out / "meta.json").write_text(json.dumps(run_meta(read), indent=2) + "\n")
+    (out / "meta.json").write_text(json.dumps(run_meta(read, file_hashes), indent=2) + "\n")
     # A run that started fresh has every row in memory: no need to read the files back.
     rows = None if done else (call_frames, compaction_rows)
     return finish(out, read, resumed_units=len(done), prices=config.prices, rows=rows)
@@ -174,8 +178,11 @@ class _Job:
     # their system prompt and task texts. (Bounded: see TokenCache.)
     cache: TokenCache = field(default_factory=lambda: TokenCache(max_chars=CACHED_CHARS))
 
-    def replay_file(self, transcripts: tuple[Transcript, ...]) -> list[Replays | None]:
-        return [self.replay_transcript(t) for t in transcripts]
+    def replay_file(self, transcripts: tuple[Transcript, ...]) -> tuple[str | None, list[Replays | None]]:
+        """The file's hash for the run's metadata (taken here, beside the other reading, not by the
+        run's process at the end) and each transcript's replays."""
+        file_hash = _file_hash(Path(transcripts[0].source_path)) if transcripts else None
+        return file_hash, [self.replay_transcript(t) for t in transcripts]
 
     def replay_transcript(self, transcript: Transcript) -> Replays | None:
         strategies = [s for s in self.strategies if (transcript.id, s.label) not in self.done]
@@ -364,11 +371,13 @@ def _last_byte(path: Path) -> bytes:
         return handle.read(1)
 
 
-def run_meta(read: ReadInputs) -> dict:
+def run_meta(read: ReadInputs, file_hashes: dict[str, str | None] | None = None) -> dict:
+    """The run's metadata; `file_hashes`: the dataset files' hashes where they were taken already."""
+    file_hashes = file_hashes or {}
     packages = ("compactlab", "pandas", "tiktoken", "openai", "anthropic", "matplotlib", "jinja2")
     return {
         "versions": {"python": platform.python_version(), **{p: _version(p) for p in packages}},
-        "datasets": {t.source_path: _file_hash(Path(t.source_path)) for t in read.transcripts},
+        "datasets": {t.source_path: file_hashes.get(t.source_path) or _file_hash(Path(t.source_path)) for t in read.transcripts},
         "prompts": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(PROMPTS_DIR.glob("*.j2"))},
         "transcripts": len(read.transcripts),
         "skipped_records": {t.id: len(t.skipped) for t in read.transcripts if t.skipped},
