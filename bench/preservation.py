@@ -63,8 +63,10 @@ class StepScore:
 _URL = re.compile(r"https?://[^\s'\"<>`)\]}]+")
 _NODE_ID = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.py(?:::[\w\[\].-]+)+")
 _PATH = re.compile(
-    # absolute paths of 2+ components first, so `/a/b.py.backup` is one path, not `/a/b.py`
-    rf"(?<![\w.$-])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{_EXTENSIONS})(?![\w/(])"
+    # absolute paths of 2+ components first, so `/a/b.py.backup` is one path, not `/a/b.py`; every
+    # kind holds a `.` or a `/`, which the lookahead asks for first (a plain word fails at once
+    # instead of after trying each way to split it)
+    rf"(?<![\w.$-])(?=[\w.@+~/-]*[./])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{_EXTENSIONS})(?![\w/(])"
     r"|(?:~|\.{1,2})/[\w.@+/-]+)"
 )
 # Error names: `(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b`,
@@ -78,7 +80,9 @@ _TOKEN = re.compile(r"(?<![\w.$@-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 # The tokens `_is_identifier` can accept, found without visiting every plain word in Python: a
 # `_`, or an ASCII capital after the first letter, in the first name; a dot; or a `(` after it.
 # The same token boundaries as _TOKEN (the lookahead only filters), so the same items are found.
-_CANDIDATE = re.compile(r"(?<![\w.$@-])(?=_|[A-Za-z]\w*?[_A-Z]|[A-Za-z]\w*\.[A-Za-z_]|[A-Za-z]\w*\()" + _TOKEN.pattern.removeprefix(r"(?<![\w.$@-])"))
+# (Read as `(?<![\w.$@-])(?=_|[A-Za-z]\w*?[_A-Z]|[A-Za-z]\w*\.[A-Za-z_]|[A-Za-z]\w*\()` + _TOKEN without its
+# lookbehind; written, like _ERROR above, to start with the token's first character.)
+_CANDIDATE = re.compile(r"[A-Za-z_](?<![\w.$@-][A-Za-z_])(?:(?<=_)|(?=\w*?[_A-Z]|\w*\.[A-Za-z_]|\w*\())\w*(?:\.[A-Za-z_]\w*)*")
 _ERROR_WORDS = ("Error", "Exception", "Warning", "StopIteration", "KeyboardInterrupt", "SystemExit")
 # Numbers: `(?:(?<=\bv)|(?<![\w.]))(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|\.\d)`: not glued to a word or a
 # dot, except `v1.2`; a trailing `p` is allowed for sed ranges (`'670,690p'`), other glued letters

@@ -11,7 +11,7 @@ from bench.importers import load_file
 from bench.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from bench.matching import Haystack, Item, TranscriptText, present
 from bench.preservation import extract_items, preservation
-from strategies.base import leading_system, summary_message
+from strategies.base import _EXTENSIONS, leading_system, summary_message
 
 from tests.conftest import bundled
 
@@ -344,11 +344,17 @@ def test_the_open_quote_check_agrees_with_shlex_on_real_commands(session: str, r
 # they need, which Python's regular expressions scan to quickly): they must find the same items.
 READABLE_NUMBER = r"(?:(?<=\bv)|(?<![\w.]))(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|\.\d)"
 READABLE_ERROR = r"(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b"
+READABLE_CANDIDATE = r"(?<![\w.$@-])(?=_|[A-Za-z]\w*?[_A-Z]|[A-Za-z]\w*\.[A-Za-z_]|[A-Za-z]\w*\()[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+READABLE_PATH = (  # without the lookahead for a `.` or `/` that every kind of path holds
+    r"(?<![\w.$-])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{1,2})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:" + _EXTENSIONS + r")(?![\w/(])"
+    r"|(?:~|\.{1,2})/[\w.@+/-]+)"
+)
 CRAFTED = [
     "v1.2 av1.2 v12 1.2.3 3.11 3.11.2 956 1956 django-15213 100px 670,690p 12 .123 x.123 a123 _123 ٣٤٥ 1.2.",
     "ValueError x.ValueError _ValueError MyError2 StopIteration xStopIteration StopIterationX KeyboardInterrupt",
     "SystemExit: a.SystemExit (SystemExit) ErrorError Error Exception Warning UserWarning é.RuntimeError",
     "9", "", "v", "1234", "Error", "StopIteration",
+    "_x a_b aB ab.cd ab( abc ab.1 $ab @ab -ab x.ab é_b _ __init__ A a.b.c() file(s) src/x.py ~/a.txt ../b /a/b /dev/null a/b.c",
 ]
 
 
@@ -367,7 +373,10 @@ def _real_texts() -> list[str]:
     return texts
 
 
-@pytest.mark.parametrize(("fast", "readable"), [("_NUMBER", READABLE_NUMBER), ("_ERROR", READABLE_ERROR)])
+@pytest.mark.parametrize(
+    ("fast", "readable"),
+    [("_NUMBER", READABLE_NUMBER), ("_ERROR", READABLE_ERROR), ("_CANDIDATE", READABLE_CANDIDATE), ("_PATH", READABLE_PATH)],
+)
 def test_extraction_patterns_find_what_they_read_as(fast: str, readable: str) -> None:
     import re
 
