@@ -227,3 +227,33 @@ def test_prompt_hash_changes_with_the_template(tmp_path) -> None:
     assert render(str(mine), conversation="x").hash != first
     with pytest.raises(FileNotFoundError, match="summary.j2"):
         render("no-such-template.j2", conversation="x")
+
+
+# The shell patterns of file_activity as they read (strategies/base.py writes them to start with
+# the character they need, which Python's regular expressions scan to quickly).
+READABLE_SHELL_WRITES = r"\bsed\s+-i|\s>>?\s*\S|\btee\b|\bpatch\b|\bgit\s+apply\b|\btouch\b|\bmv\b|\bcp\b"
+
+
+def test_shell_patterns_find_what_they_read_as() -> None:
+    import re
+
+    from strategies import base
+
+    readable_path = re.compile(base._SHELL_PATH.pattern.replace(r"(?=[\w.@+~/-]*\.)", "", 1))
+    assert readable_path.pattern != base._SHELL_PATH.pattern
+    lines = [
+        "sed -i s/a/b/ x.py", "xsed -i", "used -i", "echo hi > out.txt", "a>b", "tee log.md", "attee", "patch -p1",
+        "git  apply d.patch", "touch a.py", "mvx", "cp a.py b.py", "scp a b", "cat ./src/a.py ~/b.txt ../c.md",
+        "ls dir/", "python -m x.y", "vim a.pyx", "rm -rf build", "", "x=1.py", "<a.py", "a.b.py(",
+    ]
+    for dataset, stem in (("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"), ("claude-code-log", "-src-deep-manifest__a7da6a22")):
+        for transcript in load_file(bundled(dataset, stem)):
+            for message in transcript.messages:
+                for part in message.parts:
+                    arguments = part.parsed_arguments() if isinstance(part, ToolCallPart) else None
+                    if isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
+                        lines.append(arguments["command"].split("\n", 1)[0])
+    assert len(lines) > 100
+    assert [bool(base._SHELL_WRITES.search(line)) for line in lines] == [bool(re.search(READABLE_SHELL_WRITES, line)) for line in lines]
+    assert [base._SHELL_PATH.findall(line) for line in lines] == [readable_path.findall(line) for line in lines]
+    assert any(base._SHELL_WRITES.search(line) for line in lines) and any(base._SHELL_PATH.findall(line) for line in lines)
