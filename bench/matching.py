@@ -319,14 +319,14 @@ def _messages_with(needle: str, text: str, starts: list[int], first: int, end: i
     stop = starts[end] - 1  # the messages before `end` lie in text[:stop]
     if stop <= starts[first]:  # none, or none with text
         return found
-    start = text.find(needle, starts[first], stop)
+    find, length, message = text.find, len(needle), first  # (local names: this loop is hot)
+    start = find(needle, starts[first], stop)
     while start != -1:
-        message = bisect_right(starts, start) - 1
-        finish = start + len(needle)
-        inside = finish <= starts[message + 1] - 1
-        if inside and (before is None or (before(text, start) and after(text, finish))):
+        message = bisect_right(starts, start, message) - 1  # hits come in order: search from the last one on
+        finish = start + length
+        if finish <= starts[message + 1] - 1 and (before is None or (before(text, start) and after(text, finish))):
             found.add(message)
-            start = text.find(needle, starts[message + 1], stop)
+            start = find(needle, starts[message + 1], stop)
         else:
-            start = text.find(needle, start + 1, stop)
+            start = find(needle, start + 1, stop)
     return found
