@@ -134,3 +134,17 @@ def test_thinking_and_tool_pairing_on_a_real_session() -> None:
     results = [p for m in transcript.messages for p in m.parts if isinstance(p, ToolResultPart)]
     assert results and all(r.call_id in calls for r in results)
     assert all(m.role == "tool" for m in transcript.messages if any(isinstance(p, ToolResultPart) for p in m.parts))
+
+
+def test_a_response_block_written_again_is_added_once_and_blocks_that_differ_are_kept() -> None:
+    from bench.importers.claude_code import _Draft
+
+    draft = _Draft(role="assistant", line=1, source_id="r")
+    text = {"type": "text", "text": "hello"}
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    assert not draft.seen(text) and draft.seen(dict(text))
+    assert not draft.seen(call) and draft.seen({"input": {"command": "ls"}, "name": "Bash", "id": "t1", "type": "tool_use"})
+    assert not draft.seen({**call, "input": {"command": "pwd"}})  # the same id with another input is another block
+    assert not draft.seen({"type": "text", "text": ["a"]}) and draft.seen({"type": "text", "text": ["a"]})  # compared by JSON
+    assert not draft.seen({"type": "text", "text": True}) and not draft.seen({"type": "text", "text": 1})  # true is not 1
+    assert not draft.seen({"type": "text", "text": float("nan")}) and draft.seen({"type": "text", "text": float("nan")})

@@ -46,11 +46,34 @@ class _Draft:
     line: int
     source_id: str | None
     parts: list[Part] = field(default_factory=list)
-    seen_blocks: set[str] = field(default_factory=set)
+    # The content blocks added so far, by a cheap key, each with its JSON text once it was needed.
+    seen_blocks: dict[object, list[list]] = field(default_factory=dict)
     call: LLMCall | None = None
 
     def freeze(self) -> Message:
         return Message(role=self.role, parts=tuple(self.parts), source_id=self.source_id, line=self.line, call=self.call)
+
+    def seen(self, block: dict) -> bool:
+        """Whether the same block (the same JSON) was added before; if not, it counts as added now.
+
+        Blocks are told apart by their type, id and text first, and by their whole JSON text only
+        when those agree: serializing every block (a tool call's whole input) to compare them was
+        a tenth of reading a session."""
+        cheap = (block.get("type"), block.get("id"), block.get("text"), block.get("thinking"))
+        if not all(value is None or isinstance(value, (str, int)) for value in cheap):
+            cheap = None  # a field that is no plain text or number (NaN is not equal to itself): by the JSON
+        earlier = self.seen_blocks.setdefault(cheap, [])
+        if earlier:
+            key = json.dumps(block, sort_keys=True)
+            for entry in earlier:
+                if entry[1] is None:
+                    entry[1] = json.dumps(entry[0], sort_keys=True)
+                if entry[1] == key:
+                    return True
+            earlier.append([block, key])
+            return False
+        earlier.append([block, None])
+        return False
 
 
 class ClaudeCodeImporter:
@@ -152,10 +175,8 @@ class _Builder:
             if response_id:
                 self.by_response_id[response_id] = draft
         for block in _blocks(message["content"]):
-            key = json.dumps(block, sort_keys=True)
-            if key in draft.seen_blocks:
+            if draft.seen(block):
                 continue  # the same block written again by a later line of the same response
-            draft.seen_blocks.add(key)
             part = self._assistant_part(block, record.line)
             if part is not None:
                 draft.parts.append(part)
