@@ -282,7 +282,8 @@ class TranscriptText:
             position = self.index_of.get(id(message))
             if position is not None and self.messages[position] is message:
                 kept[position] = 1
-                kept_end = max(kept_end, position + 1)
+                if position >= kept_end:
+                    kept_end = position + 1
             else:
                 new.append(message)
         new_text: Haystack | None = None
