@@ -134,8 +134,7 @@ def run(
                         continue
                     # One write per file and transcript; the done lines come last, so a run killed in
                     # between replays this transcript's settings again on --resume.
-                    row_files.append_part("calls.jsonl", replays.call_part)
-                    row_files.append("compactions.jsonl", replays.compaction_lines)
+                    row_files.append_part(replays.part, [("calls.jsonl", replays.call_bytes), ("compactions.jsonl", None)])
                     row_files.append("done.jsonl", done_lines(transcript.id, replays.labels))
                     call_frames.append(replays.calls)
                     compaction_rows += replays.compaction_rows
@@ -154,14 +153,15 @@ class Replays:
     """One transcript's replays under the settings not done yet, as the process that ran them hands them back."""
 
     labels: list[str]
-    # calls.jsonl lines, in a file the worker wrote: the process that appends them to the run's
-    # file only copies them (sending a sweep's hundred megabytes of rows between processes took
-    # a core's time away from replaying)
-    call_part: Path
+    # calls.jsonl lines (the first `call_bytes` bytes), then compactions.jsonl lines, in a file the
+    # worker wrote: the process that appends them to the run's files only has the kernel copy them
+    # (sending a sweep's hundred megabytes of rows between processes took a core's time away from
+    # replaying)
+    part: Path
+    call_bytes: int
     # the same rows as arrays, the text columns as codes (cheap to send between processes and to join)
     calls: dict[str, np.ndarray | TextCodes]
     compaction_rows: list[dict]
-    compaction_lines: str  # compactions.jsonl lines (formatted here, not in the process that writes them)
 
 
 @dataclass(frozen=True)
@@ -220,11 +220,12 @@ class _Job:
             parts.append((rows_shared, shared, added))
         labels = [s.label for s in strategies]
         arrays = call_arrays(transcript.id, labels, parts, own)
-        part = self._call_part(shared_texts, json_rows(own))
-        return Replays(labels, part, arrays, compaction_rows, "".join(map(json_line, compaction_rows)))
+        part, call_bytes = self._part(shared_texts, json_rows(own), "".join(map(json_line, compaction_rows)))
+        return Replays(labels, part, call_bytes, arrays, compaction_rows)
 
-    def _call_part(self, shared_texts: list[tuple[bytes, int]], own_lines: list[str]) -> Path:
-        """Write the calls.jsonl lines of a transcript's settings to a part file (see `Replays`)."""
+    def _part(self, shared_texts: list[tuple[bytes, int]], own_lines: list[str], compaction_lines: str) -> tuple[Path, int]:
+        """Write the calls.jsonl lines of a transcript's settings, then its compactions.jsonl lines,
+        to a part file; the part and the size of its calls.jsonl lines (see `Replays`)."""
         # Named by process and count (unique within the run; a killed run's parts are removed when
         # it is resumed): tempfile's random names cost more than the write of a small transcript's rows.
         part = self.out / f"{PART_PREFIX}{os.getpid()}-{next(_PART_NUMBERS)}.part"
@@ -234,7 +235,9 @@ class _Job:
                 file.write(text)
                 file.write("".join(own_lines[start : start + count]).encode("utf-8"))
                 start += count
-        return part
+            call_bytes = file.tell()
+            file.write(compaction_lines.encode("utf-8"))
+        return part, call_bytes
 
 
 _PART_NUMBERS = itertools.count()
@@ -321,18 +324,23 @@ class _RowFiles:
             self._start(name)
             _write_all(self.files[name], lines.encode("utf-8"))
 
-    def append_part(self, name: str, part: Path) -> None:
-        """`append` the lines of the file `part`, then remove it. The kernel copies them where it
-        can: a sweep's parts are a hundred megabytes, which this process would otherwise read and
-        write again while the workers need the cores."""
-        size = part.stat().st_size
-        if size:
-            self._start(name)
-            with part.open("rb") as source:
-                copied = _copied_in_kernel(source.fileno(), self.files[name], size)
-                if copied < size:
-                    source.seek(copied)
-                    _write_all(self.files[name], source.read())
+    def append_part(self, part: Path, sections: list[tuple[str, int | None]]) -> None:
+        """Append each section of the file `part` (a row file's name and the section's size, in
+        order; None: the rest) to that row file, then remove the part. The kernel copies them where
+        it can: a sweep's parts are a hundred megabytes, which this process would otherwise read
+        and write again while the workers need the cores."""
+        position, end = 0, part.stat().st_size
+        with part.open("rb") as source:
+            for name, size in sections:
+                size = end - position if size is None else size
+                if size:
+                    self._start(name)
+                    copied = _copied_in_kernel(source.fileno(), self.files[name], size)
+                    if copied < size:
+                        source.seek(position + copied)
+                        _write_all(self.files[name], source.read(size - copied))
+                    position += size
+                    source.seek(position)  # where the next section starts (the kernel's copy moved it there too)
         part.unlink()
 
     def _start(self, name: str) -> None:
