@@ -13,18 +13,19 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from bench.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 Kind = Literal["path", "identifier", "command", "url", "error", "number"]
 
 
-@dataclass(frozen=True)
-class Item:
-    """Something a next step relies on: a path, identifier, command, URL, error name or number."""
+class Item(NamedTuple):
+    """Something a next step relies on: a path, identifier, command, URL, error name or number.
+
+    (A named tuple, not a frozen dataclass: a sweep hashes items for every compaction it scores,
+    and a tuple's hash is computed in C where a dataclass's runs Python code.)"""
 
     kind: Kind
     text: str
