@@ -44,10 +44,15 @@ class ToolCallPart:
 
     def parsed_arguments(self) -> object:
         """The arguments as Python data, or the raw text when it is not valid JSON."""
-        try:
-            return json.loads(self.arguments)
-        except ValueError:
-            return self.arguments
+        return parsed_arguments(self.arguments)
+
+
+def parsed_arguments(arguments: str) -> object:
+    """Tool-call arguments (JSON text) as Python data, or the raw text when it is not valid JSON."""
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
 
 
 @dataclass(frozen=True)

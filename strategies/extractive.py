@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from bench.model import Message, TextPart, ToolCallPart, ToolResultPart
+from bench.model import Message, TextPart, ToolCallPart, ToolResultPart, parsed_arguments
 from strategies.base import (
     SummaryRequest,
     SummaryResponse,
@@ -129,7 +129,7 @@ class ExtractiveSummarizer:
         for message in reversed(messages):
             for part in reversed(message.parts):
                 if isinstance(part, ToolCallPart):
-                    commands += reversed(_command_texts(part))
+                    commands += reversed(_command_texts(part.arguments))
             if len(commands) >= self.max_items:
                 break
         return [self._short(c) for c in reversed(commands[: self.max_items])]
@@ -155,8 +155,10 @@ def _error_lines(content: str, is_error: bool) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1 << 16)
-def _command_texts(call: ToolCallPart) -> tuple[str, ...]:
-    arguments = call.parsed_arguments()
+def _command_texts(arguments_text: str) -> tuple[str, ...]:
+    # Keyed by the arguments' text, whose hash Python keeps, not by the part (a dataclass's hash is
+    # computed again at every lookup).
+    arguments = parsed_arguments(arguments_text)
     if not isinstance(arguments, dict):  # raw-text arguments hold no named command
         return ()
     return tuple(arguments[key] for key in COMMAND_ARGUMENTS if isinstance(arguments.get(key), str))
