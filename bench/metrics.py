@@ -57,7 +57,10 @@ TextCodes = tuple[np.ndarray, list]  # a text column as codes into its distinct 
 def text_codes(values: list) -> TextCodes:
     """A text column with few distinct values (transcript, config, model) as codes into them: cheap
     to send between processes, and `coded_text` builds the frame's column from the distinct values."""
-    codes, distinct = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
+    # A dict in order of first appearance, as pd.factorize would number them (its set-up cost more
+    # than the numbering for a transcript's few thousand rows).
+    distinct: dict = {}
+    codes = np.fromiter((distinct.setdefault(value, len(distinct)) for value in values), dtype=np.intp, count=len(values))
     return codes, list(distinct)
 
 
