@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from itertools import islice
+from operator import itemgetter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -167,19 +168,23 @@ def _scan(text: str, found: list[tuple[Kind, str]], *, numbers: bool = True) -> 
     if any(word in text for word in _ERROR_WORDS):  # likewise for error names
         take(_ERROR, "error")
     for m in _CANDIDATE.finditer(text):
-        following = text[m.end() : m.end() + 3]
+        end = m.end()
+        following = text[end : end + 3]
         if following == "(s)":  # "file(s)" is English, not a call
             continue
-        if _is_identifier(m.group(0), following[:1]):
-            hits.append((m.start(), "identifier", m.group(0)))
+        token = m.group()
+        if _is_identifier(token, following[:1]):
+            hits.append((m.start(), "identifier", token))
     if numbers:
         for m in _NUMBER.finditer(text):
-            before = text[max(0, m.start() - 40) : m.start()]
+            start = m.start()
+            before = text[max(0, start - 40) : start]
             if before.endswith("-") and not before[-2:-1].isdigit():  # `-100`, `django-15213`
                 continue
             if not _OPTION_BEFORE.search(before):
-                hits.append((m.start(), "number", m.group(0)))
-    found.extend((kind, value) for _, kind, value in sorted(hits, key=lambda h: h[0]))
+                hits.append((start, "number", m.group()))
+    hits.sort(key=itemgetter(0))  # stable: a node id's path stays after the node id
+    found.extend((kind, value) for _, kind, value in hits)
 
 
 def _blanked(text: str, matches: list[re.Match[str]]) -> str:
