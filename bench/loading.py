@@ -152,7 +152,8 @@ def _start_worker() -> None:
     replaying make millions of short-lived objects and few cycles (the collector's time in a
     sweep's workers halves)."""
     gc.freeze()
-    gc.set_threshold(max(YOUNG_THRESHOLD, gc.get_threshold()[0]), *gc.get_threshold()[1:])
+    young, *older = gc.get_threshold()
+    gc.set_threshold(max(YOUNG_THRESHOLD, young), *older)
 
 
 def _read_one(index: int) -> FileRead:

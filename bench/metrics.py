@@ -57,18 +57,22 @@ TextCodes = tuple[np.ndarray, list]  # a text column as codes into its distinct 
 def text_codes(values: list) -> TextCodes:
     """A text column with few distinct values (transcript, config, model) as codes into them: cheap
     to send between processes, and `coded_text` builds the frame's column from the distinct values."""
-    # A dict in order of first appearance, as pd.factorize would number them (its set-up cost more
-    # than the numbering for a transcript's few thousand rows).
+    # Numbered in order of first appearance, as pd.factorize would number them (its set-up cost
+    # more than the numbering for a transcript's few thousand rows).
     distinct: dict = {}
-    codes = np.fromiter((distinct.setdefault(value, len(distinct)) for value in values), dtype=np.intp, count=len(values))
-    return codes, list(distinct)
+    return _numbered(values, distinct), list(distinct)
 
 
 def joined_codes(parts: list[TextCodes]) -> TextCodes:
     """The coded text columns of several replays, one after the other, as one coded column."""
     distinct: dict = {}
-    codes = [np.array([distinct.setdefault(v, len(distinct)) for v in values], dtype=np.intp)[part_codes] for part_codes, values in parts]
+    codes = [_numbered(values, distinct)[part_codes] for part_codes, values in parts]
     return np.concatenate(codes) if codes else np.zeros(0, dtype=np.intp), list(distinct)
+
+
+def _numbered(values: list, distinct: dict) -> np.ndarray:
+    """Each value's number in `distinct`, which numbers a value not in it yet next."""
+    return np.fromiter((distinct.setdefault(value, len(distinct)) for value in values), dtype=np.intp, count=len(values))
 
 
 def joined_text(parts: list[TextCodes]):
@@ -177,12 +181,9 @@ def transcript_summary(
         cost_full_known=("cost_full", "count"),
         cost_context_known=("cost_context", "count"),
     )
-    if groups is None:
-        summary = summary.reset_index()
-    else:
-        pairs = [groups[1][number] for number in summary.index]
-        summary.index = pd.MultiIndex.from_tuples(pairs, names=["transcript", "config"])
-        summary = summary.reset_index()
+    if groups is not None:  # grouped by number: the index back to transcript × config
+        summary.index = pd.MultiIndex.from_tuples([groups[1][number] for number in summary.index], names=["transcript", "config"])
+    summary = summary.reset_index()
     # A session's cost is unknown when any of its calls' is (a model without a price).
     for column in ("cost_full", "cost_context"):
         known = summary.pop(f"{column}_known")
