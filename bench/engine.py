@@ -8,6 +8,12 @@ when it fires, and returns the new context with a `CompactionEvent` describing w
 Safety, as production agents learned it:
 - loop guard: a compaction that removes less than `min_reduction` (5%) of the context would fire
   again on the next call and the next; the engine stops threshold-triggered attempts after one.
+  A strategy that returns the context unchanged (nothing it may remove) made no compaction: the
+  event says so (`changed=False`, before = after), it counts as no compaction, and the guard stops
+  further attempts of its kind.
+- before and after are measured the same way: the meter on the context and on its result, neither
+  anchored on the provider's last count (which describes only the context before), so a
+  compaction's reduction is never an artefact of two different counts.
 - failure breaker: after `max_failures` consecutive failed compactions (e.g. the summarizer keeps
   erroring) the engine stops trying rather than stalling every call.
 - overflow: when the provider rejects a request as too long (`bench.overflow` recognises each
@@ -94,10 +100,16 @@ class CompactionEvent:
     note: str = ""
     failed: str | None = None  # why the compaction failed, when it did
     stalled: bool = False  # the loop guard stopped further threshold-triggered attempts here
+    changed: bool = True  # False: the strategy returned the context as it was (no compaction happened)
 
     @property
     def reduction(self) -> float:
         return 1 - self.tokens_after / self.tokens_before if self.tokens_before else 0.0
+
+    @property
+    def compacted(self) -> bool:
+        """Whether a compaction happened: the strategy succeeded and changed the context."""
+        return self.failed is None and self.changed
 
 
 Meter = Callable[[Context], int]
@@ -145,7 +157,12 @@ class Engine:
         reason = self.due(tokens)
         if reason is None:
             return context, None
-        return self._compact(context, reason, tokens)
+        return self._compact(context, reason)
+
+    def size(self, context: Context) -> int:
+        """The context's size for a compaction's before and after: the meter without the provider's
+        last count, which describes only the uncompacted prompt (so before and after are alike)."""
+        return self.meter(replace(context, known_usage=None) if context.known_usage else context)
 
     def emergency(self, context: Context, reason: Reason = "overflow") -> tuple[Context, CompactionEvent | None]:
         """Compact now, whatever the loop guard says: the provider refused the request as too long.
@@ -154,11 +171,11 @@ class Engine:
         compaction has worked since (the driver then records the overflow and goes on)."""
         if not self.can_emergency:
             return context, None
-        compacted, event = self._compact(context, reason, self.meter(context))
-        self.emergency_stalled = event.failed is not None or event.reduction < self.min_reduction
+        compacted, event = self._compact(context, reason)
+        self.emergency_stalled = not event.compacted or event.reduction < self.min_reduction
         return compacted, event
 
-    def _compact(self, context: Context, reason: Reason, tokens: int) -> tuple[Context, CompactionEvent]:
+    def _compact(self, context: Context, reason: Reason) -> tuple[Context, CompactionEvent]:
         request = CompactionRequest(
             reason=reason,
             window=self.window,
@@ -171,9 +188,21 @@ class Engine:
             result = self.strategy.compact(context, request)
         except CompactionFailed as exc:
             self.failures += 1
+            tokens = self.size(context)
             event = CompactionEvent(reason, name, tokens, tokens, len(context.messages), len(context.messages), 0, failed=str(exc))
             return context, event
         self.failures = 0
+        tokens = self.size(context)
+        if _unchanged(context, result.context):
+            # Nothing was removed: no compaction to count or score, and trying again on the next
+            # call would find the same nothing, so the guard holds for this kind of attempt.
+            if reason in ("overflow", "silent_overflow"):
+                self.emergency_stalled = True
+            elif reason != "manual":
+                self.stalled = True
+            event = CompactionEvent(reason, name, tokens, tokens, len(context.messages), len(context.messages), 0,
+                                    note=result.note or "nothing to remove", changed=False, stalled=self.stalled)
+            return context, event
         compacted = replace(result.context, compactions=context.compactions + 1, known_usage=None)
         after = self.meter(compacted)
         calls = result.summarizer_calls
@@ -200,3 +229,10 @@ class Engine:
         else:
             self.emergency_stalled = False
         return compacted, event
+
+
+def _unchanged(before: Context, after: Context) -> bool:
+    """Whether a strategy's result is the context it was given (the same messages and summary)."""
+    if after.summary != before.summary or len(after.messages) != len(before.messages):
+        return False
+    return all(a is b or a == b for a, b in zip(after.messages, before.messages))

@@ -168,9 +168,12 @@ def transcript_summary(
     `groups`: the rows' transcript × config as `summary_groups` numbers them, when the caller has them."""
     if calls.empty:
         return pd.DataFrame()
+    if "noop_before" not in calls:  # rows of a run made before no-op attempts were counted
+        calls = calls.assign(noop_before=0)
     grouped = calls.groupby(["transcript", "config"] if groups is None else groups[0], sort=True)
     summary = grouped.agg(
         calls=("call", "size"),
+        noop_compactions=("noop_before", "sum"),
         peak_full=("full_tokens", "max"),
         peak_context=("context_tokens", "max"),
         billed_full=("full_tokens", "sum"),

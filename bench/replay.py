@@ -11,13 +11,13 @@ Until a setting first compacts, its replay is the recorded session itself: those
 the uncompacted replay every setting of a transcript shares (`bench.uncompacted`), and the walk
 below starts at the first compaction.
 
-Token numbers per call:
+Token numbers per call (one definition, `bench.prompt_size`, used by every figure a run reports):
 - `full_tokens`: the prompt without compaction. Before any real compaction in the source this is
-  the provider's recorded count; after one, the source itself was compacted, so it is estimated
-  (the run's estimator plus the per-session constant).
-- `context_tokens`: the prompt with this strategy's compactions: `full_tokens` minus the
-  estimated size of what the strategy removed. Anchoring on the recorded count keeps the
-  estimator's error out of most of the number.
+  the provider's recorded count; after one, the source itself was compacted, so it is the
+  history's estimate sized with the last ratio measured before that compaction.
+- `context_tokens`: the prompt with this strategy's compactions, measured: the fixed part plus
+  the estimate of its messages times the call's measured ratio (recorded ÷ estimated history), so
+  it is the recorded count exactly while nothing was removed.
 - `prefix_tokens`: the part of the prompt identical to the previous call's prompt (what a
   provider's prompt cache could serve); a compaction changes the prompt from the first changed
   message on, which is where the cache stops.

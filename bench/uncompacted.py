@@ -18,6 +18,7 @@ import numpy as np
 from bench.estimators import Hybrid
 from bench.metering import Meter
 from bench.overflow import silent_overflow
+from bench.prompt_size import hybrid_tokens, measured_ratio, measured_size
 
 # The per-call columns the uncompacted replay decides; `bench.walk` adds the constant ones.
 COLUMNS = ("message_index", "model", "recorded_prompt_tokens", "output_tokens", "full_tokens", "context_tokens",
@@ -30,10 +31,11 @@ class Uncompacted:
     window: int
     message_tokens: list[float]  # each message's estimate
     history_tokens: list[float]  # running sum of message_tokens before each message (one more entry than messages)
-    known_usage: list[tuple[int, int] | None]  # the provider's last count before each message (as `Context.known_usage`)
+    known_usage: list[tuple[int, int] | None]  # the last prompt's size before each message: (messages it covers, tokens)
     markers: list[int]  # message indexes of the recorded (production) compactions, sorted
     trigger_tokens: list[int]  # what the engine measures before each call
     columns: dict[str, list]  # the call rows (COLUMNS)
+    ratios: list[float]  # each call's measured ratio (`bench.prompt_size.measured_ratio`)
 
     @property
     def positions(self) -> list[int]:
@@ -53,6 +55,8 @@ class Uncompacted:
             "trigger": np.array(self.trigger_tokens, dtype=float),
             "full": np.array(self.columns["full_tokens"], dtype=float),
             "over": np.array(self.columns["over_window"], dtype=bool),
+            "ratios": np.array(self.ratios, dtype=float),
+            "outputs": np.array(self.columns["output_tokens"], dtype=float),
         }
 
     def first_stop(self, fires_from: float) -> int | None:
@@ -101,10 +105,12 @@ def _compute(meter: Meter, window: int) -> Uncompacted:
     history, known_before = [0.0], [None]
     columns: dict[str, list] = {name: [] for name in COLUMNS}
     trigger_tokens: list[int] = []
+    ratios: list[float] = []
     running = 0.0
     known: tuple[int, int] | None = None
     marker_since_call = False
     previous_full = 0
+    ratio = 1.0  # the last call's ratio before the first real compaction: it sizes the history after it
     marker_set = set(markers)
     for index, message in enumerate(messages):
         marker_since_call = marker_since_call or index in marker_set
@@ -113,9 +119,13 @@ def _compute(meter: Meter, window: int) -> Uncompacted:
             real_compaction_seen = first_marker <= index
             if known is None or not uses_usage:
                 trigger_tokens.append(round(running + prompt_overhead + offset))
-            else:  # hybrid: the provider's last count plus the messages after it
-                trigger_tokens.append(round(known[1] + sum(tokens[known[0] : index])))
-            full = round(running + overhead) if real_compaction_seen else call.prompt_tokens
+            else:  # hybrid: the last prompt's size plus the messages after it
+                trigger_tokens.append(hybrid_tokens(known, running, history))
+            # After the production agent compacted, the recorded count describes its compacted
+            # prompt, not this history: the history is sized with the last ratio measured before.
+            full = measured_size(overhead, running, ratio) if real_compaction_seen else call.prompt_tokens
+            if not real_compaction_seen:
+                ratio = measured_ratio(full, overhead, running)
             first = not columns["full_tokens"]
             columns["message_index"].append(index)
             columns["model"].append(call.model)
@@ -126,10 +136,11 @@ def _compute(meter: Meter, window: int) -> Uncompacted:
             columns["prefix_tokens"].append(0 if first else min(previous_full, full))
             columns["full_prefix_tokens"].append(0 if first else min(offset if marker_since_call else previous_full, full))
             columns["over_window"].append(silent_overflow(full, window))
+            ratios.append(ratio)
             previous_full = full
             marker_since_call = False
-            known = None if real_compaction_seen else (index + 1, call.prompt_tokens + call.output_tokens)
+            known = (index + 1, full + call.output_tokens)
         running += tokens[index]
         history.append(running)
         known_before.append(known)
-    return Uncompacted(meter, window, tokens, history, known_before, markers, trigger_tokens, columns)
+    return Uncompacted(meter, window, tokens, history, known_before, markers, trigger_tokens, columns, ratios)

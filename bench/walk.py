@@ -1,9 +1,9 @@
 """The bookkeeping of one replay (`bench.replay`): the agent's context beside the full history.
 
 A `Walk` holds what a replay knows between calls: the context (the last compaction's result
-followed by the transcript's later messages), the running estimates of the context and of the
-full history, the provider's last count while it still describes the context, and the rows
-written so far. `bench.replay` drives it call by call and asks the engine when to compact; the
+followed by the transcript's later messages), the running estimate of the context, the last
+prompt's size (the hybrid trigger's anchor), and the rows written so far. Sizes follow
+`bench.prompt_size`. `bench.replay` drives it call by call and asks the engine when to compact; the
 token arithmetic is the same as the shared uncompacted replay's (`bench.uncompacted`), in the
 same order, so the rows a setting copies from there equal the ones it would have walked.
 """
@@ -21,6 +21,7 @@ from bench.estimators import Hybrid
 from bench.model import Message, Transcript
 from bench.overflow import silent_overflow
 from bench.preservation import preservation_at
+from bench.prompt_size import hybrid_tokens, measured_size
 from bench.uncompacted import COLUMNS, Uncompacted
 from strategies.base import Context
 
@@ -34,10 +35,11 @@ K_STEPS = (1, 5)
 #   recorded_prompt_tokens, output_tokens: what the source recorded for this call;
 #   full_tokens, context_tokens, prefix_tokens, full_prefix_tokens: see `bench.replay`'s docstring;
 #   compactions_so_far; compacted_before: a compaction happened right before this call;
+#   noop_before: attempts right before this call whose strategy changed nothing (no compaction);
 #   over_window: the replayed prompt would still not fit.
 CALL_COLUMNS = ("transcript", "config", "call", "message_index", "model", "window", "recorded_prompt_tokens", "output_tokens",
                 "full_tokens", "context_tokens", "prefix_tokens", "full_prefix_tokens", "compactions_so_far", "compacted_before",
-                "over_window")
+                "noop_before", "over_window")
 CallColumns = dict[str, list]
 
 
@@ -84,11 +86,13 @@ class Walk:
         self.meter = base.meter
         self.window = base.window
         self.uses_usage = isinstance(base.meter.estimator, Hybrid)
+        self.overhead = base.meter.local.prompt_overhead + base.meter.offset  # the fixed part of every size
         self.head = Context(messages=())
         self.tail_start = 0
-        self.known_usage: tuple[int, int] | None = None
+        # The last prompt's size with its output: (index of the first transcript message it does not
+        # cover, tokens). The hybrid trigger adds the messages since; `context` gives it to strategies.
+        self.known: tuple[int, int] | None = None
         self.context_sum = 0.0  # estimate of the context's messages
-        self.full_count = 0.0  # estimate of the full history
         self.real_compaction_seen = False
         self.compaction_marker_since_call = False
         self.compacted_since_call = False
@@ -96,6 +100,8 @@ class Walk:
         self.rows: dict[str, list] = {name: [] for name in COLUMNS}
         self.compactions_so_far: list[int] = []
         self.compacted_before: list[bool] = []
+        self.noop_before: list[int] = []
+        self.noops_since_call = 0
         self.previous_prompt: tuple[tuple[Message, ...], int, int] = ((), 0, 0)  # (head, tail_start, end) at the last call
         self.compactions: list[CompactionRow] = []
         self.compacted: list[tuple[Message, ...]] = []
@@ -116,36 +122,41 @@ class Walk:
             self.rows[name] = base.columns[name][:calls]
         self.compactions_so_far = [0] * calls
         self.compacted_before = [False] * calls
+        self.noop_before = [0] * calls
         previous = base.positions[calls - 1] if calls else -1
         self.previous_prompt = ((), 0, max(previous, 0))
-        self.context_sum = self.full_count = base.history_tokens[index]
-        self.known_usage = base.known_usage[index]
+        self.context_sum = base.history_tokens[index]
+        self.known = base.known_usage[index]
         self.real_compaction_seen = bool(base.markers) and base.markers[0] < index
         self.compaction_marker_since_call = base.marker_between(previous, index)
 
     def context(self, index: int) -> Context:
         """The agent's context before message `index`, as one Context (built only when asked)."""
         head = self.head
-        if self.tail_start == index and self.known_usage == head.known_usage:
+        known = None
+        if self.known is not None:  # in the context's terms: how many of its messages the count covers
+            known = (len(head.messages) + self.known[0] - self.tail_start, self.known[1])
+        if self.tail_start == index and known == head.known_usage:
             built = head
         else:
             messages = head.messages + self.transcript.messages[self.tail_start : index]
-            built = Context(messages, head.summary, head.compactions, self.known_usage, head.archives)
+            built = Context(messages, head.summary, head.compactions, known, head.archives)
         self.last_built = built
         return built
 
+    def ratio(self) -> float:
+        """The measured ratio of the next call (`bench.prompt_size`); the last call's after the last one."""
+        ratios = self.base.ratios
+        return ratios[min(len(self.rows["full_tokens"]), len(ratios) - 1)] if ratios else 1.0
+
     def engine_meter(self, context: Context) -> int:
-        # The engine measures the context before a compaction and the emergency path; the walk
-        # keeps a running sum of its own context, so only another context (a fresh compaction's
-        # result) is counted anew.
-        own = self.last_built is not None and context.messages is self.last_built.messages
-        if own and (context.known_usage is None or not self.uses_usage):
-            return self._own_estimate()
-        if context.known_usage is not None and self.uses_usage:
-            return self.meter(context)
-        # As `Meter.__call__` counts it: the same additions in the same order.
+        """The measured size of a context at the next call: what a compaction's before and after
+        are (the engine asks for both). The walk keeps a running sum of its own context, so only
+        another context (a fresh compaction's result) is counted anew."""
+        if self.last_built is not None and context.messages is self.last_built.messages:
+            return measured_size(self.overhead, self.context_sum, self.ratio())
         self.counted = (context.messages, self.meter.running_sums(context.messages))
-        return round(self.meter.local.prompt_overhead + self._counted_sum(len(context.messages))) + self.meter.offset
+        return measured_size(self.overhead, self._counted_sum(len(context.messages)), self.ratio())
 
     def _counted_sum(self, count: int) -> float:
         """The estimate of the first `count` messages of the last counted context (as `sum` adds them)."""
@@ -156,36 +167,25 @@ class Walk:
         return round(self.context_sum + self.meter.local.prompt_overhead + self.meter.offset)
 
     def trigger_tokens(self, index: int) -> int:
-        """What the engine's meter says of the context before the call at `index`."""
-        if self.known_usage is None or not self.uses_usage:
+        """What the engine's trigger sees before the call at `index` (`bench.prompt_size`)."""
+        if self.known is None or not self.uses_usage:
             return self._own_estimate()
-        # Known usage exists only while nothing was compacted, so the context is the history itself.
-        upto, tokens = self.known_usage
-        return round(tokens + sum(self.base.message_tokens[upto:index]))
+        return hybrid_tokens(self.known, self.base.history_tokens[index], self.base.history_tokens)
 
     def append(self, index: int) -> None:
-        tokens = self.base.message_tokens[index]
-        self.context_sum = self.context_sum + tokens
-        self.full_count += tokens
+        self.context_sum = self.context_sum + self.base.message_tokens[index]
         call = self.transcript.messages[index].call
-        if call is not None:
-            # The provider's count describes the recorded prompt, which is this context only while
-            # nothing has been compacted, by this replay or by the production agent.
-            if self.head.compactions or self.real_compaction_seen:
-                self.known_usage = None
-            else:
-                length = len(self.head.messages) + index - self.tail_start
-                self.known_usage = (length + 1, call.prompt_tokens + call.output_tokens)
+        if call is not None:  # the call's prompt was measured (its row), so the trigger anchors on it
+            self.known = (index + 1, self.rows["context_tokens"][-1] + call.output_tokens)
 
     def measure(self, index: int, message: Message) -> dict:
         """The row of the call at `index` with the current context (no side effects)."""
         call = message.call
-        overhead = self.meter.local.prompt_overhead + self.meter.offset
-        full_estimate = round(self.full_count + overhead)
-        full_tokens = full_estimate if self.real_compaction_seen else call.prompt_tokens
+        overhead = self.overhead
+        number = len(self.rows["full_tokens"])
+        full_tokens = self.base.columns["full_tokens"][number]
+        context_tokens = measured_size(overhead, self.context_sum, self.base.ratios[number])
         context_estimate = round(self.context_sum + overhead)
-        removed = max(0, full_estimate - context_estimate)
-        context_tokens = full_tokens - removed
         # What a prompt cache could serve: the part identical to the previous prompt. Append-only
         # since the last call, that is the whole previous prompt, in the same anchored units as the
         # baseline's (so an untouched session costs exactly what the baseline costs). After a
@@ -220,7 +220,7 @@ class Walk:
         pending from a compaction and the provider's counts no longer describe the context."""
         return (
             index >= self.coast_from and bool(self.rows["full_tokens"]) and not self.compacted_since_call and self.pending_fidelity is None
-            and self.known_usage is None and bool(self.head.compactions or self.real_compaction_seen)
+            and (self.known is not None or not self.uses_usage) and bool(self.head.compactions or self.real_compaction_seen)
         )
 
     def coast(self, index: int, fires_from: float, overflow_stops: bool = True) -> int:
@@ -243,11 +243,15 @@ class Walk:
         end = int(positions[-1]) + 1 if more else len(self.transcript.messages)
         sums = np.cumsum(np.concatenate(([self.context_sum], arrays["tokens"][index:end])))
         before = sums[positions - index]  # the context's estimate before each call
-        prompt_overhead, offset = self.meter.local.prompt_overhead, self.meter.offset
-        trigger = np.rint(before + prompt_overhead + offset)  # as `_own_estimate`
-        overhead = prompt_overhead + offset
-        removed = np.maximum(0, np.rint(arrays["history"][positions] + overhead) - np.rint(before + overhead))
-        context = arrays["full"][first : first + len(positions)] - removed
+        calls = slice(first, first + len(positions))
+        context = np.rint(self.overhead + before * arrays["ratios"][calls])  # as `measured_size`
+        if self.uses_usage and self.known is not None:  # as `hybrid_tokens`, anchored on the previous call's row
+            history = arrays["history"]
+            anchor = np.concatenate(([self.known[1]], context[:-1] + arrays["outputs"][calls][:-1]))
+            covered = np.concatenate(([self.known[0]], positions[:-1] + 1))
+            trigger = np.rint(anchor + history[positions] - history[covered])
+        else:
+            trigger = np.rint(before + self.meter.local.prompt_overhead + self.meter.offset)  # as `_own_estimate`
         over = context > self.window
         stops = np.flatnonzero((trigger >= fires_from) | over) if overflow_stops else np.flatnonzero(trigger >= fires_from)
         count = int(stops[0]) if len(stops) else len(positions)
@@ -269,7 +273,8 @@ class Walk:
         self.compaction_marker_since_call = since_last_call or (self.compaction_marker_since_call and not count)
         self.real_compaction_seen = self.real_compaction_seen or base.marker_between(index - 1, stop)
         self.context_sum = float(sums[stop - index])
-        self.full_count = base.history_tokens[stop]
+        if count:  # as `append` after the last call rowed
+            self.known = (last_call + 1, self.rows["context_tokens"][-1] + base.columns["output_tokens"][first + count - 1])
         return stop
 
     def _row_coasted(self, first: int, count: int, context_tokens: list[int], over_window: list[bool]) -> None:
@@ -283,6 +288,7 @@ class Walk:
         rows["over_window"] += over_window
         self.compactions_so_far += [self.head.compactions] * count
         self.compacted_before += [False] * count
+        self.noop_before += [0] * count
         self.previous_prompt = (self.head.messages, self.tail_start, columns["message_index"][end - 1])
 
     def record(self, row: dict) -> None:
@@ -292,6 +298,8 @@ class Walk:
             self.pending_fidelity = None
         self.compactions_so_far.append(self.head.compactions)
         self.compacted_before.append(self.compacted_since_call)
+        self.noop_before.append(self.noops_since_call)
+        self.noops_since_call = 0
         self.previous_prompt = (self.head.messages, self.tail_start, row["message_index"])
         self.compacted_since_call = False
         self.compaction_marker_since_call = False
@@ -303,13 +311,16 @@ class Walk:
         compaction failed or did not run)."""
         if event is None:
             return
+        if not event.changed:  # no compaction happened: nothing to row or score, only counted
+            self.noops_since_call += 1
+            return
         if context is not self.last_built:
             if context.messages is not self.last_built.messages:  # else the running sum still holds
                 if context.messages is self.counted[0]:
                     self.context_sum = self._counted_sum(len(context.messages))
                 else:
                     self.context_sum = sum(self.meter.message_tokens(m) for m in context.messages)
-            self.head, self.tail_start, self.known_usage = context, index, context.known_usage
+            self.head, self.tail_start, self.known = context, index, None
             self.last_built = context
         scores = {}
         if not event.failed:
@@ -319,7 +330,7 @@ class Walk:
             CompactionRow(
                 transcript=self.transcript.id, config=self.config.label, call=len(self.rows["full_tokens"]), message_index=index,
                 summary=context.summary, preservation=scores,
-                **{f.name: getattr(event, f.name) for f in fields(CompactionEvent)},
+                **{f.name: getattr(event, f.name) for f in fields(CompactionEvent) if f.name != "changed"},
             )
         )
         self.compacted.append(context.messages)
@@ -331,7 +342,8 @@ class Walk:
     def columns(self) -> CallColumns:
         calls = len(self.rows["full_tokens"])
         constant = {"transcript": self.transcript.id, "config": self.config.label, "window": self.window}
-        columns = {**self.rows, "call": list(range(calls)), "compactions_so_far": self.compactions_so_far, "compacted_before": self.compacted_before}
+        columns = {**self.rows, "call": list(range(calls)), "compactions_so_far": self.compactions_so_far, "compacted_before": self.compacted_before,
+                   "noop_before": self.noop_before}
         return {name: [constant[name]] * calls if name in constant else columns[name] for name in CALL_COLUMNS}
 
 

@@ -148,9 +148,10 @@ def test_plain_text_steps() -> None:
 def mini_replay():
     replayed = replay(MINI, SUMMARIZE_20K, WINDOW_20K)
     rows = [asdict(r) for r in replayed.compactions]
-    assert len(rows) == len(replayed.compacted) == 2
+    assert len(rows) == len(replayed.compacted) >= 2
+    rows, contexts = rows[:2], replayed.compacted[:2]  # the first two: what the tests below script answers for
     recorded = [recorded_actions(MINI.messages[r["message_index"]:])[0] for r in rows]
-    return rows, replayed.compacted, recorded
+    return rows, contexts, recorded
 
 
 WRONG = {"tool": "bash", "arguments": {"command": "rm -rf /testbed/src"}}
@@ -276,7 +277,7 @@ def test_judge_table_in_a_run(server: FakeProvider, tmp_path: Path) -> None:
     rows = [json.loads(line) for line in (tmp_path / "judged" / "compactions.jsonl").read_text().splitlines()]
     assert rows and all(r["model_next_action"] is not None for r in rows)
     assert server.count() == 2 * len(rows)  # the default fake answer is no JSON: a disagreement
-    assert aggregate_rows(rows)["summarize"] == {"n": 2, "compacted_agree": 0, "full_agree": 0, "both": 0, "errors": 0, "score": None}
+    assert aggregate_rows(rows)["summarize"] == {"n": len(rows), "compacted_agree": 0, "full_agree": 0, "both": 0, "errors": 0, "score": None}
     # Without a [judge] table nothing changes: no field, no call, no key in config.json.
     plain = RunConfig(datasets=(str(MINI_PATH),), strategies=(StrategyConfig("summarize", "summarize"),), window=20_000)
     runs.run(plain, tmp_path / "plain")

@@ -17,7 +17,7 @@ FILES_IMPORT = '{%- from "files.j2" import files -%}'
 
 TEAM_TESTS = f'''
 TRANSCRIPT = {str(MINI)!r}
-OPTIONS = dict(settings={{"keep_recent_tokens": 4000}}, window=20000)
+OPTIONS = dict(settings={{"keep_recent_tokens": 2000}}, window=20000)
 
 
 def test_our_prompt_keeps_file_paths(compactlab_replay):

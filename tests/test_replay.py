@@ -92,24 +92,28 @@ def test_compression_label() -> None:
 def test_a_walked_replay_keeps_the_books_as_the_shared_uncompacted_one() -> None:
     # Settings copy the uncompacted replay's rows until their first compaction and walk on from
     # there. A trigger that fires at the first call makes truncate (nothing to cut in a one-task
-    # session) walk the whole session without changing it: its rows must be the shared ones.
+    # session) walk the whole session without changing it: its rows must be the shared ones, and
+    # the attempt that changed nothing is no compaction (counted as such, once: the guard holds).
     walked = replay(MINI, StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.0001)), HUGE)
-    [compaction] = walked.compactions
-    assert compaction.call == 0 and compaction.messages_removed == 0 and compaction.stalled
+    assert walked.compactions == []
     shared = calls_frame(replay(MINI, StrategyConfig("t", "truncate"), HUGE).calls)
     walked_calls = calls_frame(walked.calls)
     columns = ["message_index", "full_tokens", "context_tokens", "prefix_tokens", "full_prefix_tokens", "over_window"]
     pd.testing.assert_frame_equal(walked_calls[columns], shared[columns])
-    assert (walked_calls["compactions_so_far"] == 1).all() and walked_calls["compacted_before"].tolist() == [True] + [False] * 85
+    assert (walked_calls["compactions_so_far"] == 0).all() and not walked_calls["compacted_before"].any()
+    assert walked_calls["noop_before"].tolist() == [1] + [0] * 85
+    summary = transcript_summary(walked_calls, compactions_frame(walked.compactions)).iloc[0]
+    assert summary["compactions"] == 0 and summary["noop_compactions"] == 1 and summary["removed_share"] == 0
 
 
 COASTING_CASES = [
     # (transcript, setting, window): many compactions; the hybrid estimator and the production
     # agent's compaction markers (3af9b1a7); windows so small that prompts overflow.
     (MINI, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.5), estimator="tiktoken-o200k"), 12_000),
-    (MINI, StrategyConfig("m", "observation-masking", trigger=Trigger(fraction=0.3), estimator="chars/4"), 10_000),
-    (MINI, StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.9)), 4_000),
-    (MINI, StrategyConfig("p", "prune", settings=(("protect_turns", 0),), trigger=Trigger(reserve_tokens=2_000)), 9_000),
+    (MINI, StrategyConfig("m", "observation-masking", settings=(("keep_last", 2),), trigger=Trigger(fraction=0.3), estimator="chars/4"), 10_000),
+    ("3af9b1a7", StrategyConfig("x", "extractive", trigger=Trigger(fraction=0.9)), 30_000),
+    (MINI, StrategyConfig("p", "prune", settings=(("protect_turns", 0), ("protect_tokens", 1_000), ("minimum_tokens", 500)),
+                          trigger=Trigger(reserve_tokens=2_000)), 9_000),
     ("markers", StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.5)), 12_000),
     ("3af9b1a7", StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.6)), 40_000),
     ("3af9b1a7", StrategyConfig("m", "observation-masking", settings=(("keep_last", 3),), trigger=Trigger(warning=0.5, critical=0.7)), 30_000),
