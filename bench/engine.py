@@ -7,7 +7,8 @@ when it fires, and returns the new context with a `CompactionEvent` describing w
 
 Safety, as production agents learned it:
 - loop guard: a compaction that removes less than `min_reduction` (5%) of the context would fire
-  again on the next call and the next; the engine stops threshold-triggered attempts after one.
+  again on the next call and the next; the engine stops threshold-triggered attempts after one,
+  until a compaction (an emergency one) works again.
   A strategy that returns the context unchanged (nothing it may remove) made no compaction: the
   event says so (`changed=False`, before = after), it counts as no compaction, and the guard stops
   further attempts of its kind.
@@ -221,13 +222,13 @@ class Engine:
             prompt_hash=result.prompt_hash,
             note=result.note,
         )
-        if reason in ("overflow", "silent_overflow", "manual"):
-            return compacted, event
-        if event.reduction < self.min_reduction:
+        if event.reduction >= self.min_reduction:
+            # A compaction that worked changed the context enough that a later attempt is no repeat
+            # of the one the guard stopped: threshold attempts may go on.
+            self.stalled = self.emergency_stalled = False
+        elif reason not in ("overflow", "silent_overflow", "manual"):
             self.stalled = True
             event = replace(event, stalled=True)
-        else:
-            self.emergency_stalled = False
         return compacted, event
 
 

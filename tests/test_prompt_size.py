@@ -1,0 +1,123 @@
+"""One measured size for every replayed prompt (bench/prompt_size.py), checked on real sessions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bench.cli import main
+from bench.context_windows import ContextWindows
+from bench.engine import Engine, Trigger
+from bench.importers import load_file
+from bench.loading import load_inputs
+from bench.metering import Meter
+from bench.metrics import calls_frame, compactions_frame, transcript_summary
+from bench.prompt_size import measured_size
+from bench.prompt_size_check import error_table, kept_tail_errors
+from bench.replay import StrategyConfig, replay
+from bench.uncompacted import uncompacted
+from strategies.base import Context
+from strategies.registry import get_strategy
+from tests.conftest import bundled
+
+MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
+MINI = load_file(MINI_PATH)[0]
+[CLAUDE] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
+
+
+def test_the_measured_size_is_close_where_the_truth_is_known_and_the_old_rule_was_not() -> None:
+    # Prompts that keep the first messages and a tail: their true size comes from recorded counts.
+    loaded = load_inputs(["m-claude", "claude-code-log", "mini-swe-agent-pr816"], lenient=True)
+    rows = [row for transcript in loaded.transcripts for row in kept_tail_errors(transcript)]
+    table = error_table(rows)
+    whole = table.loc["all"]
+    assert whole["pairs"] > 500
+    assert whole["measured_median_abs_pct"] < 3 and whole["measured_p90_abs_pct"] < 12
+    assert whole["anchored_median_abs_pct"] > 3 * whole["measured_median_abs_pct"]
+    # The history's size after a production compaction, from the ratio measured then, does not drift.
+    assert whole["drift_now_median_abs_pct"] < 4 and abs(whole["drift_now_median_pct"]) < 2
+    assert whole["drift_before_median_pct"] < -5  # the plain estimate runs low, more so as the session grows
+
+
+def test_every_replayed_size_is_the_one_definition() -> None:
+    config = StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.6))
+    windows = ContextWindows(overrides={"": 40_000})
+    replayed = replay(CLAUDE, config, windows)
+    calls = calls_frame(replayed.calls)
+    meter = Meter(CLAUDE, "hybrid")
+    base = uncompacted(meter, 40_000)
+    fixed = meter.local.prompt_overhead + meter.offset
+    assert len(replayed.compactions) >= 3
+    for row, context in zip(replayed.compactions, replayed.compacted):
+        at = calls.iloc[row.call]
+        estimate = sum(meter.message_tokens(m) for m in context)
+        # The call after a compaction is the compacted context at that call's ratio...
+        assert at["context_tokens"] == measured_size(fixed, estimate, base.ratios[row.call]) == row.tokens_after
+        # ...and its tokens_before the uncompacted context measured the same way.
+        assert row.tokens_before > row.tokens_after
+    untouched = calls[calls["compactions_so_far"] == 0]
+    assert (untouched["context_tokens"] == untouched["recorded_prompt_tokens"]).all()
+
+
+def test_the_hybrid_trigger_sees_the_measured_size_after_a_compaction() -> None:
+    # The engine used to trigger on its own estimate after a compaction while the rows showed the
+    # anchored size: half the calls after a compaction sat above the trigger line uncompacted, and
+    # emergencies followed. Now a call above the line goes uncompacted while the loop guard holds
+    # (after an attempt that changed nothing, until a compaction works again), or by the hybrid's
+    # own lag: it adds the plain estimate of the messages since the last call, as a real agent does.
+    line, after, lagging = 0.8 * 64_000, 0, 0
+    for transcript in load_inputs(["m-claude"], lenient=True).transcripts:
+        replayed = replay(transcript, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.8)), ContextWindows(overrides={"": 64_000}))
+        stalls = {row.call for row in replayed.compactions if row.stalled}  # a compaction that removed under 5%
+        guard_holds = False
+        for row in calls_frame(replayed.calls).itertuples():
+            guard_holds = (guard_holds and not row.compacted_before) or row.noop_before > 0 or row.call in stalls
+            if row.compactions_so_far and not row.compacted_before:
+                after += 1
+                if row.context_tokens >= line and not guard_holds:
+                    lagging += 1
+                    assert row.context_tokens < 1.05 * line, (transcript.id, row.call)
+    assert after > 300 and lagging <= 0.05 * after
+
+
+def test_a_compaction_that_changes_nothing_is_no_compaction() -> None:
+    # One task, no user turn to drop: truncate can remove nothing from this session.
+    meter = Meter(MINI, "hybrid")
+    engine = Engine(get_strategy("truncate"), 20_000, meter, meter.count, Trigger(fraction=0.1))
+    context = Context(MINI.messages[:60])
+    after, event = engine.before_call(context)
+    assert after is context and not event.changed and not event.compacted
+    assert event.tokens_before == event.tokens_after and event.reduction == 0 and event.stalled
+    assert engine.before_call(context) == (context, None)  # the guard holds
+    # In a replay: not a compaction row, not scored, counted.
+    replayed = replay(MINI, StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.3)), ContextWindows(overrides={"": 20_000}))
+    summary = transcript_summary(calls_frame(replayed.calls), compactions_frame(replayed.compactions)).iloc[0]
+    assert replayed.compactions == [] and summary["compactions"] == 0 and summary["noop_compactions"] >= 1
+    assert summary["removed_share"] == 0
+
+
+def test_prune_on_the_bundled_sessions_rows_only_real_compactions() -> None:
+    loaded = load_inputs(["m-claude"], lenient=True)
+    windows = ContextWindows(overrides={"": 64_000})
+    noops = 0
+    for transcript in loaded.transcripts:
+        replayed = replay(transcript, StrategyConfig("prune", "prune"), windows)
+        noops += sum(replayed.calls["noop_before"])
+        for row in replayed.compactions:
+            assert row.failed is None and row.tokens_after < row.tokens_before
+    assert noops > 0
+
+
+def test_compact_prints_one_set_of_numbers_when_nothing_changes(capsys) -> None:
+    assert main(["compact", str(MINI_PATH), "--strategy", "truncate", "--at", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "no compaction: truncate changed nothing" in out and "% removed" not in out and "→" not in out
+
+
+def test_measured_ratios_are_the_recorded_over_the_estimated_history() -> None:
+    meter = Meter(MINI, "hybrid")
+    base = uncompacted(meter, 10**9)
+    fixed = meter.local.prompt_overhead + meter.offset
+    history = np.array(base.history_tokens)[base.positions]
+    recorded = np.array(base.columns["recorded_prompt_tokens"])
+    assert np.allclose(base.ratios, (recorded - fixed) / history)
+    assert 0.5 < np.median(base.ratios) < 2
