@@ -66,7 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument("--table", choices=("csv", "parquet"), default="csv", help="format of the per-call table")
     estimate.add_argument("--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="override a model's window (repeatable)")
     estimate.add_argument("--config", type=Path, help="TOML file; its [context_windows] table overrides windows")
-    estimate.add_argument("--train-fraction", type=float, default=0.5, help="share of transcripts the calibration is fitted on")
     estimate.set_defaults(run=run_estimate)
 
     run = commands.add_parser("run", help="replay datasets through strategies: the main job")
@@ -199,13 +198,13 @@ def run_estimate(args: argparse.Namespace) -> int:
     overrides.update(parse_override(text) for text in args.context_window)
     loaded = _load(args)
     result = run_estimation(
-        loaded.transcripts, args.estimators, ContextWindows(overrides=overrides), args.train_fraction, progress=sys.stderr.isatty()
+        loaded.transcripts, args.estimators, ContextWindows(overrides=overrides), progress=sys.stderr.isatty()
     )
     summary = summarize_estimation(result.calls)
     print(format_summary(result, summary))
     _print_load_problems(loaded)
     if args.out:
-        settings = {"estimators": args.estimators, "train_fraction": args.train_fraction, "context_window_overrides": overrides}
+        settings = {"estimators": args.estimators, "context_window_overrides": overrides}
         for path in write_estimation(result, args.out, settings, args.table, summary):
             print(f"wrote {path}")
     return 0
