@@ -222,6 +222,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out without repeating finished work")
     parser.add_argument("--window", type=int, help=f"replay every model with this context window (default {DEFAULT_WINDOW}; 0: real windows)")
     parser.add_argument("--estimator", help="token estimator for strategies that do not set one (default: hybrid)")
+    parser.add_argument("--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="one model's window, over --window too (repeatable)")
     parser.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
 
 
@@ -238,6 +239,8 @@ def _run_config(args: argparse.Namespace, strategies=None):
         changes["window"] = args.window
     if args.estimator:
         changes["estimator"] = args.estimator
+    if args.context_window:
+        changes["context_windows"] = {**config.context_windows, **dict(parse_override(text) for text in args.context_window)}
     if args.lenient:
         changes["lenient"] = True
     return replace(config, **changes)

@@ -59,6 +59,7 @@ def run_estimation(
     cache: TokenCache | None = None,
 ) -> EstimationResult:
     windows = windows or ContextWindows()
+    windows.check_overrides(call.model for t in transcripts for call in t.calls)
     cache = cache or TokenCache()
     for name in estimators:
         get_estimator(name)  # fail early, with "did you mean", on a typo
