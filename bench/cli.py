@@ -23,9 +23,10 @@ from bench.llm_config import make_run_summarizer
 from bench.loading import Loaded, load_inputs
 from bench.overview import overview_frame, summarize
 from bench.preview import format_preview, preview, preview_json
+from bench.recorded_results import format_recorded
 from bench.report.diff import write_diff
 from bench.report.run_report import write_run_report
-from bench.run_config import DEFAULT_WINDOW, load_config, strategy_config
+from bench.run_config import DEFAULT_WINDOW, RunConfig, load_config, strategy_config, windows_of
 from bench.source import TranscriptError
 from bench.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, analyse, format_sweep, sweep_document
 from bench.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--strategy", required=True, help="strategy or preset name, or path/to/file.py:Name")
     compact.add_argument("--at", type=int, metavar="CALL", help="compact the context before this recorded call (0-based); default: where the trigger first fires")
     compact.add_argument("--estimator", help="token estimator (default: the preset's, else hybrid)")
+    compact.add_argument("--window", type=int, default=DEFAULT_WINDOW, help=f"context window, as `run` replays it (default {DEFAULT_WINDOW}; 0: the model's real window)")
     compact.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
     compact.add_argument("--json", action="store_true", help="print the compacted context and the event as JSON")
     compact.set_defaults(run=run_compact)
@@ -254,10 +256,14 @@ def run_run(args: argparse.Namespace) -> int:
     (out / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
     if document.get("leaderboard"):
         print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan"))))
+    if "recorded" in document["strategies"]:
+        print(format_recorded(document["recorded"], document["recorded_fidelity"], document["transcripts"]))
     print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
     _print_left_out(document)
     if document.get("leaderboard"):
         print(f"report: {write_run_report(out)}")
+    elif document["strategies"]:
+        print("no report: no strategy one can choose was replayed on an undamaged transcript (nothing to rank)")
     return 0
 
 
@@ -310,7 +316,7 @@ def run_strategies(args: argparse.Namespace) -> int:
 
 def run_compact(args: argparse.Namespace) -> int:
     transcripts = load_file(args.path, lenient=args.lenient)
-    result = preview(transcripts[0], args.strategy, args.at, args.estimator)
+    result = preview(transcripts[0], args.strategy, args.at, args.estimator, windows_of(RunConfig(window=args.window)))
     print(json.dumps(preview_json(result), indent=2, default=str) if args.json else format_preview(result))
     return 0
 
