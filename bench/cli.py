@@ -23,9 +23,10 @@ from bench.llm_config import make_run_summarizer
 from bench.loading import Loaded, load_inputs
 from bench.overview import overview_frame, summarize
 from bench.preview import format_preview, preview, preview_json
+from bench.recorded_results import format_recorded
 from bench.report.diff import write_diff
 from bench.report.run_report import write_run_report
-from bench.run_config import DEFAULT_WINDOW, load_config, strategy_config
+from bench.run_config import DEFAULT_WINDOW, RunConfig, load_config, strategy_config, windows_of
 from bench.source import TranscriptError
 from bench.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, analyse, format_sweep, sweep_document
 from bench.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
@@ -66,7 +67,6 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument("--table", choices=("csv", "parquet"), default="csv", help="format of the per-call table")
     estimate.add_argument("--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="override a model's window (repeatable)")
     estimate.add_argument("--config", type=Path, help="TOML file; its [context_windows] table overrides windows")
-    estimate.add_argument("--train-fraction", type=float, default=0.5, help="share of transcripts the calibration is fitted on")
     estimate.set_defaults(run=run_estimate)
 
     run = commands.add_parser("run", help="replay datasets through strategies: the main job")
@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--strategy", required=True, help="strategy or preset name, or path/to/file.py:Name")
     compact.add_argument("--at", type=int, metavar="CALL", help="compact the context before this recorded call (0-based); default: where the trigger first fires")
     compact.add_argument("--estimator", help="token estimator (default: the preset's, else hybrid)")
+    compact.add_argument("--window", type=int, default=DEFAULT_WINDOW, help=f"context window, as `run` replays it (default {DEFAULT_WINDOW}; 0: the model's real window)")
     compact.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
     compact.add_argument("--json", action="store_true", help="print the compacted context and the event as JSON")
     compact.set_defaults(run=run_compact)
@@ -199,13 +200,13 @@ def run_estimate(args: argparse.Namespace) -> int:
     overrides.update(parse_override(text) for text in args.context_window)
     loaded = _load(args)
     result = run_estimation(
-        loaded.transcripts, args.estimators, ContextWindows(overrides=overrides), args.train_fraction, progress=sys.stderr.isatty()
+        loaded.transcripts, args.estimators, ContextWindows(overrides=overrides), progress=sys.stderr.isatty()
     )
     summary = summarize_estimation(result.calls)
     print(format_summary(result, summary))
     _print_load_problems(loaded)
     if args.out:
-        settings = {"estimators": args.estimators, "train_fraction": args.train_fraction, "context_window_overrides": overrides}
+        settings = {"estimators": args.estimators, "context_window_overrides": overrides}
         for path in write_estimation(result, args.out, settings, args.table, summary):
             print(f"wrote {path}")
     return 0
@@ -223,6 +224,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out without repeating finished work")
     parser.add_argument("--window", type=int, help=f"replay every model with this context window (default {DEFAULT_WINDOW}; 0: real windows)")
     parser.add_argument("--estimator", help="token estimator for strategies that do not set one (default: hybrid)")
+    parser.add_argument("--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="one model's window, over --window too (repeatable)")
     parser.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
 
 
@@ -239,6 +241,8 @@ def _run_config(args: argparse.Namespace, strategies=None):
         changes["window"] = args.window
     if args.estimator:
         changes["estimator"] = args.estimator
+    if args.context_window:
+        changes["context_windows"] = {**config.context_windows, **dict(parse_override(text) for text in args.context_window)}
     if args.lenient:
         changes["lenient"] = True
     return replace(config, **changes)
@@ -252,10 +256,14 @@ def run_run(args: argparse.Namespace) -> int:
     (out / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
     if document.get("leaderboard"):
         print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan"))))
+    if "recorded" in document["strategies"]:
+        print(format_recorded(document["recorded"], document["recorded_fidelity"], document["transcripts"]))
     print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
     _print_left_out(document)
     if document.get("leaderboard"):
         print(f"report: {write_run_report(out)}")
+    elif document["strategies"]:
+        print("no report: no strategy one can choose was replayed on an undamaged transcript (nothing to rank)")
     return 0
 
 
@@ -308,7 +316,7 @@ def run_strategies(args: argparse.Namespace) -> int:
 
 def run_compact(args: argparse.Namespace) -> int:
     transcripts = load_file(args.path, lenient=args.lenient)
-    result = preview(transcripts[0], args.strategy, args.at, args.estimator)
+    result = preview(transcripts[0], args.strategy, args.at, args.estimator, windows_of(RunConfig(window=args.window)))
     print(json.dumps(preview_json(result), indent=2, default=str) if args.json else format_preview(result))
     return 0
 

@@ -1,7 +1,8 @@
 """Context-window sizes by model, overridable by the user.
 
 Looked up by longest matching prefix of the model name, so `claude-sonnet-4-5-20250929` finds
-`claude-sonnet-4-5`. A window recorded in the transcript itself (Codex records one) wins over
+`claude-sonnet-4-5`. Provider prefixes are dropped from names and keys alike, so
+`google/gemini-3-pro-preview` and `gemini-3-pro-preview` are the same key for the same model. A window recorded in the transcript itself (Codex records one) wins over
 the table; a user override wins over both. Unknown models get 128,000 tokens, the most common
 window of current models, and the lookup says so (`known=False`).
 """
@@ -9,6 +10,7 @@ window of current models, and the lookup says so (`known=False`).
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,7 +57,7 @@ class ContextWindows:
     table: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_WINDOWS))
 
     def lookup(self, model: str, recorded: int | None = None) -> Window:
-        name = model.lower().rsplit("/", 1)[-1]  # "openrouter/deepseek/deepseek-chat" → "deepseek-chat"
+        name = bare_name(model)
         if (override := _longest_prefix(self.overrides, name)) is not None:
             return Window(override, True, "override")
         if recorded:
@@ -65,9 +67,25 @@ class ContextWindows:
         return Window(UNKNOWN_WINDOW, False, "unknown")
 
 
+    def check_overrides(self, models: Iterable[str]) -> None:
+        """An error for every override that matches none of `models` (it would be silently ignored)."""
+        seen = sorted(set(models))
+        unmatched = [key for key in self.overrides if key and not any(bare_name(m).startswith(bare_name(key)) for m in seen)]
+        if unmatched:
+            raise ValueError(
+                f"context window override {', '.join(repr(k) for k in unmatched)} matches no model in the data "
+                f"(a key is a model name or its prefix, with or without the provider); models seen: {', '.join(seen) or 'none'}"
+            )
+
+
+def bare_name(model: str) -> str:
+    """A model name without its provider prefix, lower case: "openrouter/deepseek/deepseek-chat" → "deepseek-chat"."""
+    return model.lower().rsplit("/", 1)[-1]
+
+
 def _longest_prefix(table: dict[str, int], name: str) -> int | None:
-    matches = [key for key in table if name.startswith(key.lower())]
-    return table[max(matches, key=len)] if matches else None
+    matches = [key for key in table if name.startswith(bare_name(key))]
+    return table[max(matches, key=lambda key: len(bare_name(key)))] if matches else None
 
 
 def parse_override(text: str) -> tuple[str, int]:

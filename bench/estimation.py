@@ -4,12 +4,17 @@ For each recorded LLM call, each estimator estimates the prompt that produced it
 before the call, or, after a real compaction, the summary plus the messages since) and is
 compared with the recorded prompt tokens (input + cache reads + cache writes).
 
-Claude Code and Codex files hold neither the system prompt nor the tool definitions. For those
-sources each local estimator gets a per-session constant: the difference between the recorded
-and the estimated prompt of the session's first call, added to every later estimate. The first
-call is then exact by construction, so the first call of every session is left out of the
-statistics (for every estimator alike). `hybrid` needs no constant: it starts from the provider's
-own count. Replay is open-loop: the recorded messages are what the agent really sent.
+Each estimate is made by the replay's own `Meter` (`bench.metering`), through the same two
+functions, so the benchmark measures exactly what a replay's trigger sees. Claude Code and Codex
+files hold neither the system prompt nor the tool definitions. For those sources every estimate
+carries a per-session constant: the difference between the recorded and the estimated prompt of
+the session's first call. The first call is then exact by construction, so the first call of
+every session is left out of the statistics (for every estimator alike). `hybrid` starts from the
+provider's last count; where there is none (the first call, the first call after a real
+compaction) it is its base estimator plus the constant, as in the replay. `calibrated` uses the
+fit shipped with the package; on the transcripts that fit was trained on its rows are labelled
+`calibrated (in-sample)` and never scored as `calibrated`. Replay is open-loop: the recorded
+messages are what the agent really sent.
 """
 
 from __future__ import annotations
@@ -21,57 +26,64 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from bench.calibration import Fit, fit_families, is_training, model_family
+from bench.calibration import Fit, in_sample, model_family, shipped_fits, transcript_family
 from bench.context_windows import ContextWindows
-from bench.estimators import LOCAL_ESTIMATORS, Calibrated, Hybrid, Tiktoken, get_estimator
-from bench.framing import MISSING_SYSTEM_PROMPT, Framing, framing_for
+from bench.estimators import LOCAL_ESTIMATORS, Tiktoken, get_estimator
+from bench.framing import framing_for
+from bench.metering import Meter
 from bench.model import Message, TextPart, Transcript
 from bench.tokenizers import TokenCache
 
 DEFAULT_ESTIMATORS = (*LOCAL_ESTIMATORS, "hybrid", "calibrated")
 THRESHOLDS = (0.75, 0.8, 0.9)
+IN_SAMPLE = "calibrated (in-sample)"  # calibrated on the transcripts its fit was trained on
 
 
 @dataclass(frozen=True)
 class EstimationResult:
     calls: pd.DataFrame  # one row per recorded call × estimator
-    fits: dict[str, Fit]  # calibration lines per model family
+    fits: dict[str, Fit]  # the shipped calibration lines per model family
     transcripts_without_calls: int  # e.g. condenser logs: nothing to compare with
     # Transcripts with skipped (damaged) records are left out: a lost message would show up as
     # estimator error. Their ids are kept so every output can say what was left out and why.
     damaged_transcripts: tuple[str, ...] = ()
+    # Calls calibrated could not estimate, by model family: no shipped fit for it.
+    uncalibrated_calls: dict[str, int] | None = None
 
 
 def run_estimation(
     transcripts: Sequence[Transcript],
     estimators: Sequence[str] = DEFAULT_ESTIMATORS,
     windows: ContextWindows | None = None,
-    train_fraction: float = 0.5,
     progress: bool = False,
     cache: TokenCache | None = None,
 ) -> EstimationResult:
     windows = windows or ContextWindows()
+    windows.check_overrides(call.model for t in transcripts for call in t.calls)
     cache = cache or TokenCache()
     for name in estimators:
         get_estimator(name)  # fail early, with "did you mean", on a typo
-    local = _local_names(estimators)
     rows: list[dict] = []
     without_calls = 0
+    uncalibrated: dict[str, int] = {}
     damaged = tuple(t.id for t in transcripts if t.skipped)
     usable = [t for t in transcripts if not t.skipped]
-    _warm_cache(usable, local, cache)
+    _warm_cache(usable, estimators, cache)
     for transcript in tqdm(usable, desc="estimating", unit="transcript", disable=not progress, leave=False):
-        found = _transcript_rows(transcript, estimators, local, windows, cache, train_fraction)
-        without_calls += not found
-        rows.extend(found)
+        if not transcript.calls:
+            without_calls += 1
+            continue
+        names = list(estimators)
+        if "calibrated" in names and transcript_family(transcript) not in shipped_fits():
+            names.remove("calibrated")
+            family = transcript_family(transcript)
+            uncalibrated[family] = uncalibrated.get(family, 0) + len(transcript.calls)
+        rows.extend(_transcript_rows(transcript, names, windows, cache))
     calls = pd.DataFrame(rows, columns=ROW_COLUMNS)
-    fits: dict[str, Fit] = {}
-    if "calibrated" in estimators:
-        calls, fits = _add_calibrated(calls, get_estimator("calibrated"))
-    calls = calls[calls["estimator"].isin(estimators)].reset_index(drop=True)
     calls["error"] = calls["estimate"] - calls["true_tokens"]
     calls["rel_error"] = calls["error"] / calls["true_tokens"]
-    return EstimationResult(calls=calls, fits=fits, transcripts_without_calls=without_calls, damaged_transcripts=damaged)
+    fits = shipped_fits() if "calibrated" in estimators else {}
+    return EstimationResult(calls, fits, without_calls, damaged, uncalibrated)
 
 
 ROW_COLUMNS = [
@@ -80,109 +92,64 @@ ROW_COLUMNS = [
 ]
 
 
-def _warm_cache(transcripts: Sequence[Transcript], local: list[str], cache: TokenCache) -> None:
-    encodings = [e.encoding for e in map(get_estimator, local) if isinstance(e, Tiktoken)]
-    for encoding in encodings:
+def _warm_cache(transcripts: Sequence[Transcript], estimators: Sequence[str], cache: TokenCache) -> None:
+    bases = [getattr(get_estimator(name), "base", name) for name in estimators]
+    encodings = {e.encoding for e in map(get_estimator, [*estimators, *bases]) if isinstance(e, Tiktoken)}
+    for encoding in sorted(encodings):
         for transcript in transcripts:
             framing = framing_for(transcript.source_format)
             cache.warm(encoding, (text for m in transcript.messages for text in framing.texts(m)))
             cache.warm(encoding, (m.summary for m in transcript.compactions))
 
 
-def _local_names(estimators: Sequence[str]) -> list[str]:
-    names = [n for n in estimators if n in LOCAL_ESTIMATORS]
-    for name in estimators:
-        estimator = get_estimator(name)
-        if isinstance(estimator, (Hybrid, Calibrated)) and estimator.base not in names:
-            names.append(estimator.base)
-    return names
-
-
-def _transcript_rows(
-    transcript: Transcript,
-    estimators: Sequence[str],
-    local: list[str],
-    windows: ContextWindows,
-    cache: TokenCache,
-    train_fraction: float,
-) -> list[dict]:
-    framing = framing_for(transcript.source_format)
-    prompts = _prompt_estimates(transcript, local, framing, cache)
-    if not prompts:
-        return []
-    hybrid = get_estimator("hybrid") if "hybrid" in estimators else None
-    add_constant = transcript.source_format in MISSING_SYSTEM_PROMPT
-    first = prompts[0]
-    split = "train" if is_training(transcript.id, train_fraction) else "test"
-    rows = []
-    for number, prompt in enumerate(prompts):
-        call = prompt.message.call
+def _transcript_rows(transcript: Transcript, estimators: Sequence[str], windows: ContextWindows, cache: TokenCache) -> list[dict]:
+    # The split is the shipped calibration's: "train" for the transcripts its fit was trained on.
+    sampled = "calibrated" in estimators and in_sample(transcript.id, transcript_family(transcript))
+    split = "train" if sampled else "test"
+    bases = []
+    for number, (index, call) in enumerate((i, m.call) for i, m in enumerate(transcript.messages) if m.call is not None):
         window = windows.lookup(call.model, transcript.context_window)
-        base = {
+        bases.append({
             "transcript": transcript.id, "source_format": transcript.source_format, "model": call.model,
-            "family": model_family(call.model), "call": number, "message_index": prompt.index,
+            "family": model_family(call.model), "call": number, "message_index": index,
             "true_tokens": call.prompt_tokens, "window": window.tokens, "window_known": window.known,
             "first_call": number == 0, "split": split,
-        }
-        for name in local:
-            offset = first.message.call.prompt_tokens - first.local[name] if add_constant else 0.0
-            rows.append({**base, "estimator": name, "estimate": prompt.local[name] + offset})
-        if hybrid is not None:
-            rows.append({**base, "estimator": "hybrid", "estimate": prompt.hybrid[hybrid.base]})
+        })
+    rows = []
+    for name in estimators:
+        label = IN_SAMPLE if name == "calibrated" and sampled else name
+        for base, estimate in zip(bases, recorded_prompt_estimates(Meter(transcript, name, cache)), strict=True):
+            rows.append({**base, "estimator": label, "estimate": estimate})
     return rows
 
 
-@dataclass
-class _Prompt:
-    index: int  # position of the call's assistant message in the transcript
-    message: Message
-    local: dict[str, float]  # estimator name → raw estimate of the prompt
-    hybrid: dict[str, float]  # base name → hybrid estimate with that base
+def recorded_prompt_estimates(meter: Meter) -> list[int]:
+    """The meter's estimate of each recorded call's prompt, in order, as the agent really sent it:
+    the history before the call, or after a real compaction the summary and what follows it.
 
-
-def _prompt_estimates(transcript: Transcript, local: list[str], framing: Framing, cache: TokenCache) -> list[_Prompt]:
-    """Running sums over the messages: each message is counted once per estimator."""
-    estimators = {name: get_estimator(name) for name in local}
-    markers = {m.at_message: m for m in transcript.compactions}
-    running = {name: e.prompt_overhead for name, e in estimators.items()}
-    # Hybrid state: the provider's count for the prefix up to the last call, and what came since.
-    known_tokens: int | None = None
-    since_known = dict.fromkeys(local, 0.0)
-    prompts: list[_Prompt] = []
+    Running sums keep it linear in the session's length; each estimate is the meter's own
+    (`Meter.from_sum` / `Meter.from_usage`, the functions its `__call__` uses).
+    """
+    transcript = meter.transcript
+    summaries = {m.at_message: Message(role="user", parts=(TextPart(m.summary),)) for m in transcript.compactions}
+    running = 0.0
+    usage: tuple[int, float] | None = None  # the provider's last count and the estimates added since
+    estimates = []
     for index, message in enumerate(transcript.messages):
-        if index in markers:
-            # A real compaction: the agent's next prompt is the summary plus what follows it.
-            summary = Message(role="user", parts=(TextPart(markers[index].summary),))
-            running = {n: e.prompt_overhead + e.message_tokens(summary, framing, cache) for n, e in estimators.items()}
-            known_tokens = None
-        if message.call is not None:
-            hybrid = {
-                n: (known_tokens + since_known[n]) if known_tokens is not None else running[n] for n in local
-            }
-            prompts.append(_Prompt(index, message, dict(running), hybrid))
-        for name, estimator in estimators.items():
-            tokens = estimator.message_tokens(message, framing, cache)
-            running[name] += tokens
-            since_known[name] += tokens
-        if message.call is not None:
-            known_tokens = message.call.prompt_tokens + message.call.output_tokens
-            since_known = dict.fromkeys(local, 0.0)
-    return prompts
-
-
-def _add_calibrated(calls: pd.DataFrame, calibrated: Calibrated) -> tuple[pd.DataFrame, dict[str, Fit]]:
-    base_rows = calls[(calls["estimator"] == calibrated.base) & ~calls["first_call"]]
-    train = base_rows[base_rows["split"] == "train"]
-    fits = fit_families(train, calibrated.base)
-    test = calls[(calls["estimator"] == calibrated.base) & (calls["split"] == "test")].copy()
-    test = test[test["family"].isin(fits)]
-    if test.empty:  # no family had enough training data for a line (e.g. a handful of transcripts)
-        return calls, fits
-    slopes = test["family"].map(lambda f: fits[f].slope)
-    intercepts = test["family"].map(lambda f: fits[f].intercept)
-    test["estimate"] = slopes * test["estimate"] + intercepts
-    test["estimator"] = "calibrated"
-    return pd.concat([calls, test], ignore_index=True), fits
+        if index in summaries:
+            # A real compaction: the next prompt is the summary plus what follows it, and the
+            # provider's last count no longer describes it.
+            running, usage = meter.message_tokens(summaries[index]), None
+        call = message.call
+        if call is not None:
+            estimates.append(meter.from_usage(*usage) if meter.uses_usage and usage is not None else meter.from_sum(running))
+        tokens = meter.message_tokens(message)
+        running += tokens
+        if usage is not None:
+            usage = (usage[0], usage[1] + tokens)
+        if call is not None:
+            usage = (call.prompt_tokens + call.output_tokens, 0.0)
+    return estimates
 
 
 def summarize(calls: pd.DataFrame) -> pd.DataFrame:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.estimation import THRESHOLDS, EstimationResult, summarize
+from bench.calibration import SHIPPED_FIT
+from bench.estimation import IN_SAMPLE, THRESHOLDS, EstimationResult, summarize
 from bench.leaderboard import json_records
 
 
@@ -25,6 +26,7 @@ def summary_document(result: EstimationResult, settings: dict, summary: pd.DataF
             "first_calls": int(result.calls.loc[result.calls["first_call"], ["transcript"]].drop_duplicates().shape[0]),
         },
         "calibration": [asdict(fit) for fit in result.fits.values()],
+        "uncalibrated_calls": result.uncalibrated_calls or {},
         "summary": json_records(summary),
     }
 
@@ -64,6 +66,10 @@ def format_summary(result: EstimationResult, summary: pd.DataFrame | None = None
     lines = [table.to_string(index=False), ""]
     for fit in result.fits.values():
         lines.append(f"calibrated {fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f}  ({fit.train_calls} calls, {fit.train_transcripts} transcripts)")
+    if result.fits:
+        lines.append(f"calibrated: the shipped fit ({SHIPPED_FIT.name}); {IN_SAMPLE!r} is its error on the transcripts it was trained on, never its score")
+    for family, count in sorted((result.uncalibrated_calls or {}).items()):
+        lines.append(f"not calibrated: {count} calls of model family {family!r}, which has no shipped calibration")
     if result.damaged_transcripts:
         lines.append(f"left out: {len(result.damaged_transcripts)} transcripts with damaged records (a lost message would read as estimator error)")
     if result.transcripts_without_calls:

@@ -13,7 +13,7 @@ up by name, with "did you mean" on typos.
 | words | 0.75/English word, 0.5/CJK char, 0.25/special char, +50 | seed 003 (glm-cli) |
 | tiktoken-cl100k, tiktoken-o200k | OpenAI's real tokenizers + OpenAI chat framing | exact for GPT-4/4o-era models |
 | hybrid | last reported prompt+output tokens + chars/4 of newer messages | seeds 000 and 004, pi |
-| calibrated | a·(tiktoken-o200k) + b fitted per model family | private tokenizers (Claude, Gemini, DeepSeek) |
+| calibrated | a·(tiktoken-o200k) + b, the fit shipped per model family (bench/calibration_fit.json) | private tokenizers (Claude, Gemini, DeepSeek) |
 """
 
 from __future__ import annotations
@@ -57,8 +57,6 @@ def estimate(
     """The estimated prompt tokens of `messages` (the one entry point the engine needs)."""
     if isinstance(estimator, Hybrid):
         return round(estimator.estimate(messages, framing, cache, known))
-    if isinstance(estimator, Calibrated):
-        return round(estimator.apply(estimate(get_estimator(estimator.base), messages, framing, cache)))
     total = estimator.prompt_overhead + sum(estimator.message_tokens(m, framing, cache) for m in messages)
     return round(total)
 
@@ -138,15 +136,27 @@ class Hybrid:
 
 @dataclass(frozen=True)
 class Calibrated:
-    """tokens ≈ slope · base + intercept, the line fitted on a training split (see bench.calibration)."""
+    """tokens ≈ slope · base + intercept, a line fitted per model family (see bench.calibration).
+
+    A local estimator: each message costs `slope` times its base estimate and the prompt's overhead
+    is the base overhead scaled plus `intercept`, so the line applies to whatever a local
+    estimator counts and nothing else (a per-session constant measured in provider tokens is
+    added after it, unscaled). The registered `calibrated` is the unfitted identity (`family`
+    None); a `Meter` replaces it with the fit shipped for the transcript's model family.
+    """
 
     base: str = "tiktoken-o200k"
     slope: float = 1.0
     intercept: float = 0.0
     name: str = "calibrated"
+    family: str | None = None
 
-    def apply(self, base_estimate: float) -> float:
-        return self.slope * base_estimate + self.intercept
+    @property
+    def prompt_overhead(self) -> float:
+        return self.slope * get_estimator(self.base).prompt_overhead + self.intercept
+
+    def message_tokens(self, message: Message, framing: Framing, cache: TokenCache) -> float:
+        return self.slope * get_estimator(self.base).message_tokens(message, framing, cache)
 
 
 ESTIMATORS: dict[str, LocalEstimator | Hybrid | Calibrated] = {}

@@ -13,6 +13,7 @@ import math
 import pandas as pd
 
 from bench.metrics import compression_label, cost_model_check
+from bench.recorded_results import recorded_rows
 from bench.statistics import pairwise_comparisons, summarize_by_strategy
 
 # Not a strategy one can choose: the production agent's own compactions, scored where they happened.
@@ -30,7 +31,10 @@ def ranked(transcripts: pd.DataFrame) -> pd.DataFrame:
 
 
 def leaderboard(transcripts: pd.DataFrame, resamples: int = 10_000) -> pd.DataFrame:
+    """Empty when nothing is ranked (e.g. a run of `recorded` alone, or only damaged transcripts)."""
     transcripts = ranked(transcripts)
+    if transcripts.empty:
+        return pd.DataFrame()
     frame = transcripts.assign(cost_change=transcripts["total_cost"] - transcripts["cost_full"])
     board = summarize_by_strategy(frame, LEADERBOARD_COLUMNS, strategy_col="config", resamples=resamples)
     board["compression"] = board["removed_share_mean"].map(lambda s: compression_label(s) if not math.isnan(s) else "")
@@ -72,6 +76,7 @@ def summary_document(result, resamples: int = 10_000) -> dict:
     }
     if transcripts.empty:
         return document
+    document["recorded"] = json_records(recorded_rows(transcripts))
     document["leaderboard"] = json_records(leaderboard(transcripts, resamples))
     document["comparisons"] = {k: json_records(v) for k, v in comparisons(transcripts, resamples).items()}
     document["recorded_fidelity"] = json_records(recorded_fidelity(result.compactions))

@@ -3,7 +3,12 @@
 A `Meter` counts a message list with the run's estimator and the transcript's framing, adding
 the per-session constant for sources whose files lack the system prompt (see
 `bench.estimation`), and, for `hybrid`, starting from the provider's last reported count when the
-context still holds the prefix that count covered.
+context still holds the prefix that count covered. `calibrated` uses the fit shipped for the
+transcript's model family (`bench.calibration`).
+
+`from_sum` and `from_usage` are the two ways a whole prompt's estimate is made: the replay's
+`__call__` and the estimation benchmark (`bench.estimation`) both go through them, so the two
+cannot disagree on what a prompt is estimated at.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from bench.estimators import Hybrid, KnownUsage, estimate, get_estimator
+from bench.calibration import calibrated_for
+from bench.estimators import Calibrated, Hybrid, get_estimator
 from bench.framing import MISSING_SYSTEM_PROMPT, framing_for
 from bench.model import Message, Transcript
 from bench.tokenizers import TokenCache
@@ -30,6 +36,8 @@ class Meter:
         self._memo: dict[int, tuple[Message, float]] = {}
         self._sums: dict[int, tuple[tuple[Message, ...], list[float]]] = {}
         self.estimator = get_estimator(self.estimator_name)
+        if isinstance(self.estimator, Calibrated) and self.estimator.family is None:
+            self.estimator = calibrated_for(self.transcript)
         self.framing = framing_for(self.transcript.source_format)
         # Strategies count pieces of the context (a message, a kept tail) with the base of a hybrid
         # estimator: provider usage only ever describes a whole prompt.
@@ -71,9 +79,24 @@ class Meter:
             found = self._sums[id(messages)] = (messages, list(accumulate(map(self.message_tokens, messages))))
         return found[1]
 
+    @property
+    def uses_usage(self) -> bool:
+        """Whether the estimator starts from the provider's last reported count when there is one."""
+        return isinstance(self.estimator, Hybrid)
+
+    def from_sum(self, messages_sum: float) -> int:
+        """A whole prompt's estimate from the sum of its messages' estimates (added in order from 0,
+        as `sum` adds them): the local estimate plus the per-session constant."""
+        return round(self.local.prompt_overhead + messages_sum) + self.offset
+
+    def from_usage(self, reported: int, newer_sum: float) -> int:
+        """A whole prompt's estimate from the provider's count of its prefix (prompt + output of the
+        last call) and the summed estimates of the messages after that prefix."""
+        return round(reported + newer_sum)
+
     def __call__(self, context: Context) -> int:
         """The estimated prompt tokens of the whole context, as the trigger sees it."""
-        known = KnownUsage(*context.known_usage) if context.known_usage else None
-        if isinstance(self.estimator, Hybrid) and known is not None:
-            return estimate(self.estimator, context.messages, self.framing, self.cache, known)
-        return self.count(context.messages) + self.offset
+        if self.uses_usage and context.known_usage is not None:
+            upto, reported = context.known_usage
+            return self.from_usage(reported, sum(self.message_tokens(m) for m in context.messages[upto:]))
+        return self.from_sum(sum(self.message_tokens(m) for m in context.messages))

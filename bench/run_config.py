@@ -6,14 +6,14 @@
     lenient = false
     window = 64000                                    # replay every model with this window; 0: real windows
 
+    [context_windows]                                 # a model's own window, over `window` too
+    "google/gemini-3-pro-preview" = 64000             # provider prefix optional; must match a model
+
     [[strategy]]                                      # long form: one table per setting to replay
     name = "summarize"
     label = "summarize-70"
     trigger = { fraction = 0.7 }
     settings = { keep_recent_tokens = 20000 }
-
-    [context_windows]
-    "claude-sonnet-4-5" = 1000000
 
     [prices."my-model"]
     input = 1.0
@@ -140,7 +140,8 @@ def windows_of(config: RunConfig):
 
     overrides = dict(config.context_windows)
     if config.window:
-        overrides = {"": config.window}  # the empty prefix matches every model name
+        # The empty prefix matches every model name; a model's own override, a longer prefix, wins.
+        overrides = {"": config.window, **overrides}
     return ContextWindows(overrides=overrides)
 
 

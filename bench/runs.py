@@ -142,6 +142,7 @@ def run(
         _remove_parts(out)  # of files replayed after an error stopped the run
     bar.close()
     read = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
+    job.windows.check_overrides(call.model for t in transcripts for call in t.calls)
     (out / "meta.json").write_text(json.dumps(run_meta(read, file_hashes), indent=2) + "\n")
     # A run that started fresh has every row in memory: no need to read the files back.
     rows = None if done else (call_frames, compaction_rows)

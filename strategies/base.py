@@ -22,7 +22,8 @@ from typing import Literal, Protocol
 from bench.model import LLMCall, Message, TextPart, ToolCallPart, ToolResultPart
 
 SUMMARY_SOURCE_ID = "compactlab:summary"
-SUMMARY_PREFIX = "This session is being continued from a previous conversation. Summary of the earlier part:\n\n"
+CONTINUATION = "This session is being continued from a previous conversation"
+SUMMARY_PREFIX = f"{CONTINUATION}. Summary of the earlier part:\n\n"
 
 Reason = Literal["threshold", "warning", "critical", "overflow", "silent_overflow", "manual"]
 
@@ -107,7 +108,11 @@ class CompactionFailed(RuntimeError):
 
 
 def summary_message(text: str) -> Message:
-    return Message(role="user", parts=(TextPart(SUMMARY_PREFIX + text),), source_id=SUMMARY_SOURCE_ID)
+    # A summary that opens with its own continuation preamble (Claude Code's recorded ones do:
+    # "This session is being continued from a previous conversation that ran out of context...")
+    # gets no second one in front of it.
+    prefix = "" if text.startswith(CONTINUATION) else SUMMARY_PREFIX
+    return Message(role="user", parts=(TextPart(prefix + text),), source_id=SUMMARY_SOURCE_ID)
 
 
 def is_summary(message: Message) -> bool:

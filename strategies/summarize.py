@@ -137,8 +137,12 @@ class Summarize:
             if response.usage is not None:
                 calls.append(response.usage)
         if turn_start is not None:
-            *history_text, prefix_text = texts
-            return "".join(history_text) + TURN_SEPARATOR + prefix_text, calls, prompt_hash, history_template
+            *history_texts, prefix_text = texts
+            # With nothing before the turn (a single-task agent's one long turn), the turn's
+            # summary is the whole summary: no empty first part, no separator before it.
+            earlier = "".join(t for t in history_texts if t)
+            text = earlier + TURN_SEPARATOR + prefix_text if earlier and prefix_text else earlier or prefix_text
+            return text, calls, prompt_hash, history_template
         return "\n\n".join(texts), calls, prompt_hash, history_template
 
     def _decorate(

@@ -12,7 +12,7 @@ import pytest
 from bench.calibration import is_training, model_family
 from bench.cli import main
 from bench.estimation import run_estimation, summarize
-from bench.framing import framing_for
+from bench.framing import MISSING_SYSTEM_PROMPT, framing_for
 from bench.importers import load_file
 from bench.loading import load_inputs
 from tests.conftest import DATASETS, bundled
@@ -36,14 +36,17 @@ def test_hybrid_bookkeeping_on_a_real_session(transcript) -> None:
     hybrid = rows(result, "hybrid")
     positions = [i for i, m in enumerate(transcript.messages) if m.call is not None]
     assert len(hybrid) == len(positions) == len(transcript.calls)
-    # First call: no usage known yet, so chars/4 over the whole prompt.
-    assert hybrid.loc[0, "estimate"] == pytest.approx(chars(transcript, transcript.messages[: positions[0]]))
+    # First call: no usage known yet, so chars/4 over the whole prompt, plus the per-session
+    # constant where the file lacks the system prompt (which makes it exact there, as in a replay).
+    first = round(chars(transcript, transcript.messages[: positions[0]]))
+    expected_first = transcript.calls[0].prompt_tokens if transcript.source_format in MISSING_SYSTEM_PROMPT else first
+    assert hybrid.loc[0, "estimate"] == expected_first
     # Every later call: previous prompt + previous output + chars/4 of the messages in between.
     for k in range(1, len(positions)):
         previous = transcript.messages[positions[k - 1]].call
         between = transcript.messages[positions[k - 1] + 1 : positions[k]]
         expected = previous.prompt_tokens + previous.output_tokens + chars(transcript, between)
-        assert hybrid.loc[k, "estimate"] == pytest.approx(expected), k
+        assert hybrid.loc[k, "estimate"] == round(expected), k
         assert hybrid.loc[k, "true_tokens"] == transcript.messages[positions[k]].call.prompt_tokens
 
 
@@ -52,8 +55,8 @@ def test_hand_computed_hybrid_numbers() -> None:
     # call 1 billed 2,036 prompt + 91 output tokens; the tool result after it holds 1,045
     # characters; call 2 billed 2,461 prompt tokens.
     hybrid = rows(run_estimation([MINI], ["hybrid"]), "hybrid")
-    assert hybrid.loc[0, "estimate"] == (95 + 6584) / 4
-    assert hybrid.loc[1, "estimate"] == 2036 + 91 + 1045 / 4
+    assert hybrid.loc[0, "estimate"] == round((95 + 6584) / 4)
+    assert hybrid.loc[1, "estimate"] == round(2036 + 91 + 1045 / 4)
     assert hybrid.loc[1, "true_tokens"] == 2461
 
 
@@ -91,26 +94,6 @@ def test_real_compaction_resets_the_prompt() -> None:
     # The first call after the compaction is estimated from the summary, not the whole history.
     assert after["estimate"] < before["estimate"]
     assert after["true_tokens"] < before["true_tokens"]
-
-
-def test_calibration_split_is_by_transcript_and_fitted_on_train_only() -> None:
-    transcripts = [t for t in load_inputs(["mini-swe-agent-pr816", "claude-code-log"]).transcripts if not t.skipped]
-    result = run_estimation(transcripts, ["tiktoken-o200k", "calibrated"])
-    calls = result.calls
-    assert calls.groupby("transcript")["split"].nunique().max() == 1
-    assert set(calls["split"]) == {"train", "test"}
-    assert all(is_training(t) for t in calls.loc[calls["split"] == "train", "transcript"].unique())
-    calibrated = calls[calls["estimator"] == "calibrated"]
-    assert set(calibrated["split"]) == {"test"}
-    base = calls[calls["estimator"] == "tiktoken-o200k"]
-    for family, fit in result.fits.items():
-        train = base[(base["family"] == family) & (base["split"] == "train") & ~base["first_call"]]
-        slope, intercept = np.polyfit(train["estimate"], train["true_tokens"], 1)
-        assert (fit.slope, fit.intercept) == (pytest.approx(slope), pytest.approx(intercept))
-        assert fit.train_calls == len(train)
-    assert set(result.fits) == {"claude", "deepseek"}
-    # Claude's private tokenizer produces more tokens than o200k for the same text.
-    assert result.fits["claude"].slope > 1.05
 
 
 def test_summary_metrics_on_known_numbers() -> None:

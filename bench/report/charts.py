@@ -157,7 +157,8 @@ def scatter_chart(
                     )
                 ax.plot([0, top], [0, top], color="black", linestyle="--", linewidth=0.9, label="estimate = billed")
                 fit = fits.get(family)
-                if fit is not None and name == fit.base and fit.slope:
+                # Sessions fitted as growth since their first call have a line of their own each.
+                if fit is not None and name == fit.base and fit.slope and not fit.growth_calls:
                     # The calibration line seen from the base estimator: estimate = (billed − b) / a.
                     ax.plot([0, top], [(0 - fit.intercept) / fit.slope, (top - fit.intercept) / fit.slope],
                             color="#444444", linestyle=":", linewidth=1.6, label="calibration fit")

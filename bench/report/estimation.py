@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from bench.estimation import DEFAULT_ESTIMATORS, THRESHOLDS, EstimationResult
+from bench.estimation import DEFAULT_ESTIMATORS, IN_SAMPLE, THRESHOLDS, EstimationResult
 from bench.report.charts import clipped_share, error_distribution_chart, scatter_chart
 from bench.report.page import environment, render_page  # noqa: F401  (render_page: part of this module's API)
 DEFAULT_TITLE = "compactlab: token-estimation error"
@@ -31,7 +31,7 @@ MAIN_THRESHOLD = 0.8
 SUMMARY_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("estimator", "Estimator", "How the prompt size is guessed (see the estimator table in bench/estimators.py).", "text"),
     ("family", "Family", "Model family: the provider's tokenizer that billed the calls.", "text"),
-    ("calls", "Calls", "Scored calls: every recorded call but each session's first (calibrated: test-split transcripts only).", "count"),
+    ("calls", "Calls", "Scored calls: every recorded call but each session's first (calibrated: transcripts its shipped fit was not trained on; calibrated (in-sample): the others).", "count"),
     ("transcripts", "Sessions", "Transcripts (sessions) these calls come from.", "count"),
     ("bias_pct", "Bias%", "Signed mean relative error, 100·mean((estimate − billed) / billed). Negative: the estimator runs low, so compaction would fire late.", "signed"),
     ("mape_pct", "MAPE%", "Mean absolute percentage error, 100·mean(|estimate − billed| / billed). Lower is better.", "pct"),
@@ -66,7 +66,7 @@ def estimation_context(result: EstimationResult, summary: pd.DataFrame) -> dict[
     # astype(bool): an empty frame has an object column, and `frame[~empty_object]` selects no columns.
     first = calls["first_call"].astype(bool)
     scored = calls[~first]
-    estimators = _ordered(summary["estimator"].unique() if not summary.empty else [], DEFAULT_ESTIMATORS)
+    estimators = _ordered(summary["estimator"].unique() if not summary.empty else [], (*DEFAULT_ESTIMATORS, IN_SAMPLE))
     families = sorted(summary["family"].unique()) if not summary.empty else []
     one_row_per_call = calls[~calls.duplicated(["transcript", "call"])]
     scored_calls = one_row_per_call[~first[one_row_per_call.index]]
@@ -181,8 +181,8 @@ def _small_pct(share: float) -> str:
 def _scatter_caption(result: EstimationResult) -> str:
     bases = sorted({fit.base for fit in result.fits.values()})
     fitted = (
-        f" The dotted grey line in the {', '.join(bases)} panels is the calibration line fitted on the training "
-        "transcripts; the calibrated panels show only the test transcripts."
+        f" The dotted grey line in the {', '.join(bases)} panels is the calibration line of families fitted on whole "
+        "prompts; the calibrated panels show only transcripts the shipped fit was not trained on."
     ) if bases else ""
     return (
         "Each dot is one scored call, coloured by model. On the dashed line the estimate equals the billed count; "
