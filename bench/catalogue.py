@@ -98,6 +98,7 @@ METRICS: tuple[Metric, ...] = (
 ) + _kind_metrics()
 
 BY_NAME = {metric.name: metric for metric in METRICS}
+KIND_METRICS = tuple(metric.name for metric in _kind_metrics())  # computed from the compaction rows (bench.suite)
 
 # The figures of a setting that every run surface shows (the CLI table, summary.json's leaderboard,
 # the report's leaderboard, `compactlab diff`), in this order.

@@ -57,11 +57,13 @@ def diff_runs(a_dir: str | Path, b_dir: str | Path, resamples: int = 10_000) -> 
         for metric in METRICS:
             x, y = left.loc[shared, metric.name].to_numpy(float), right.loc[shared, metric.name].to_numpy(float)
             paired = paired_bootstrap(y, x, resamples=resamples)
+            # Judged on per-session means; a metric the catalogue adds up is shown as its total, as everywhere.
+            scale = paired.n if metric.aggregate == "sum" else 1
             metric_rows.append({
                 "label": label, "metric": metric.label, "kind": metric.kind,
-                "a": _mean(x), "b": _mean(y),
-                "change": paired.mean_diff, "low": paired.low, "high": paired.high, "n": paired.n, "p": paired.p_value,
-                "verdict": _verdict(metric, paired.mean_diff, paired.low, paired.high),
+                "a": scale * _mean(x), "b": scale * _mean(y),
+                "change": scale * paired.mean_diff, "low": scale * paired.low, "high": scale * paired.high, "n": paired.n,
+                "p": paired.p_value, "verdict": _verdict(metric, paired.mean_diff, paired.low, paired.high),
             })
             for transcript, before, after in zip(shared, x, y):
                 if math.isnan(before) or math.isnan(after) or abs(after - before) <= metric.tolerance or metric.direction == "neither":
