@@ -69,6 +69,7 @@ def format_sweep(result: SweepResult) -> str:
     if result.frontier.empty:
         lines.append("  (none: no setting is recommendable)")
     lines += ["", result.recommendation.summary()]
+    lines += [f"  ✗ {config}: {why}" for config, why in result.recommendation.not_recommendable.items()]
     return "\n".join(lines)
 
 

@@ -30,13 +30,6 @@ def pct(value: Any, digits: int = 1, signed: bool = False) -> str:
     return text.replace("-", "−")
 
 
-def dollars(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    # A word joiner keeps the sign and the dollar sign on one line with the number.
-    return f"{value:+.{digits}f}".replace("-", "−").replace("+", "+\u2060$").replace("−", "−\u2060$")
-
-
 def ci_text(low: Any, high: Any, fmt) -> str:
     if low is None or high is None or (isinstance(low, float) and math.isnan(low)):
         return ""
