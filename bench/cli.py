@@ -24,6 +24,7 @@ from bench.loading import Loaded, load_inputs
 from bench.overview import overview_frame, summarize
 from bench.preview import format_preview, preview, preview_json
 from bench.recorded_results import format_recorded
+from bench.recommendation import Recommendation, Rule
 from bench.report.diff import write_diff
 from bench.report.run_report import write_run_report
 from bench.run_config import DEFAULT_WINDOW, RunConfig, load_config, strategy_config, windows_of
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="replay datasets through strategies: the main job")
     _add_run_arguments(run)
     run.add_argument("--strategy", nargs="+", metavar="NAME", help="strategies or presets to replay (default: every built-in offline one)")
+    run.add_argument("--all-pairs", action="store_true", help="also compare every pair of settings (summary.json's all_pairs, the report)")
     run.set_defaults(run=run_run)
 
     sweep = commands.add_parser("sweep", help="a grid of thresholds × keep budgets × strategies, its Pareto frontier and a recommendation")
@@ -85,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="write the HTML report of a run directory")
     report.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a directory written by `compactlab run` or `compactlab sweep`")
     report.add_argument("--out", type=Path, help="HTML file to write (default: RUN_DIR/report.html)")
+    report.add_argument("--all-pairs", action="store_true", help="also compare every pair of settings (Holm over all pairs)")
     report.set_defaults(run=run_report)
 
     diff = commands.add_parser("diff", help="what got better or worse between two runs, per metric and per transcript")
@@ -252,10 +255,11 @@ def run_run(args: argparse.Namespace) -> int:
     config = _run_config(args)
     out = args.out or Path("reports/run")
     result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
-    document = summary_document(result)
+    document = summary_document(result, all_pairs=args.all_pairs)
     (out / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
     if document.get("leaderboard"):
-        print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan"))))
+        recommendation = Recommendation.from_json(document["recommendation"])
+        print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan")), recommendation))
     if "recorded" in document["strategies"]:
         print(format_recorded(document["recorded"], document["recorded_fidelity"], document["transcripts"]))
     print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
@@ -268,7 +272,7 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    print(write_run_report(args.run_dir, args.out))
+    print(write_run_report(args.run_dir, args.out, all_pairs=args.all_pairs))
     return 0
 
 
@@ -284,7 +288,12 @@ def run_sweep(args: argparse.Namespace) -> int:
     config = _run_config(args, strategies=configs)
     out = args.out or Path("reports/sweep")
     result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
-    analysis = analyse(result.transcripts, configs, args.min_preservation)
+    document = summary_document(result, rule=Rule(args.min_preservation))
+    (out / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
+    if not document.get("leaderboard"):
+        raise ValueError(f"{out}: the sweep replayed no transcript the statistics can use (see summary.json's left_out)")
+    figures = pd.DataFrame(document["leaderboard"]).fillna(float("nan"))
+    analysis = analyse(figures, configs, Recommendation.from_json(document["recommendation"]))
     (out / "sweep.json").write_text(json.dumps(sweep_document(analysis), indent=2, default=str) + "\n")
     print(format_sweep(analysis))
     print(f"\n{len(configs)} settings × {result.transcripts['transcript'].nunique()} transcripts; results in {out}/")

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from bench import runs
+from bench.catalogue import BY_NAME
 from bench.llm_config import make_run_summarizer
 from bench.statistics import paired_bootstrap
 from bench.suite import MetricSpec, Suite, SuiteError, metric_table, offline
@@ -198,7 +199,10 @@ def _compare(label: str, metric: MetricSpec, old: dict, new: dict, suite: Suite)
         if change != 0 and abs(change) > metric.allowed(y):
             flips.append(Flip(transcript, float(y), float(x), worse=metric.gain(change) < 0))
     flips.sort(key=lambda f: metric.gain(f.new - f.baseline))  # worst first
-    return Comparison(label, metric, float(b.mean()), float(a.mean()), paired.mean_diff, paired.low, paired.high, paired.n, verdict, tuple(flips), missing)
+    # The rule judges per-session means; a metric the catalogue adds up is shown as its total, as everywhere.
+    scale = len(shared) if BY_NAME[metric.name].aggregate == "sum" else 1
+    return Comparison(label, metric, scale * float(b.mean()), scale * float(a.mean()), scale * paired.mean_diff, scale * paired.low,
+                      scale * paired.high, paired.n, verdict, tuple(flips), missing)
 
 
 # --- small helpers -----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.catalogue import label
 from bench.gate import (
     MAX_FLIPS_SHOWN,
     Comparison,
@@ -82,7 +83,7 @@ def markdown(report: Report, confidence: float) -> str:
     pct = f"{confidence:.0%}"
     lines = ["## compactlab check: " + (f"❌ {len(failed)} regression{'s' if len(failed) != 1 else ''}" if failed else "✅ no regression"), ""]
     for c in failed:
-        lines.append(f"- **`{c.label}` · {c.metric.name}**: {_change(c)}" + (f" (tolerance {_tolerance(c.metric)})" if c.n else ": no values in this run"))
+        lines.append(f"- **`{c.label}` · {_name(c.metric)}**: {_change(c)}" + (f" (tolerance {_tolerance(c.metric)})" if c.n else ": no values in this run"))
     if failed:
         lines.append("")
     lines.append(
@@ -98,7 +99,7 @@ def markdown(report: Report, confidence: float) -> str:
         for c in (c for c in report.comparisons if c.label == label):
             verdict = f"**{VERDICT[c.verdict]}**" if c in failed else VERDICT[c.verdict]
             lines.append(
-                f"| {c.metric.name} | {c.metric.direction} | {_tolerance(c.metric)} | {fmt(c.baseline)} | {fmt(c.new)} | {_change(c)} | {c.n} | {verdict} |"
+                f"| {_name(c.metric)} | {c.metric.direction} | {_tolerance(c.metric)} | {fmt(c.baseline)} | {fmt(c.new)} | {_change(c)} | {c.n} | {verdict} |"
             )
     lines += ["", "### Transcripts that flipped", "", "Transcripts whose value moved by more than the tolerance, worst first."]
     flipped = [c for c in report.comparisons if c.flips or c.missing]
@@ -106,7 +107,7 @@ def markdown(report: Report, confidence: float) -> str:
         lines += ["", "None."]
     for c in sorted(flipped, key=lambda c: c not in failed):  # stable: regressions first, then suite order
         worse = sum(f.worse for f in c.flips)
-        head = f"`{c.label}` · {c.metric.name}: {worse} worse, {len(c.flips) - worse} better" + (f", {c.missing} lost their value" if c.missing else "")
+        head = f"`{c.label}` · {_name(c.metric)}: {worse} worse, {len(c.flips) - worse} better" + (f", {c.missing} lost their value" if c.missing else "")
         table = ["| transcript | baseline | new | change |", "|---|---|---|---|"] if c.flips else []
         for f in c.flips[:MAX_FLIPS_SHOWN]:
             table.append(f"| `{f.transcript}` | {fmt(f.baseline)} | {fmt(f.new)} | {f.new - f.baseline:+.4g} ({'worse' if f.worse else 'better'}) |")
@@ -117,6 +118,11 @@ def markdown(report: Report, confidence: float) -> str:
         else:  # folded: not what failed the check
             lines += ["", f"<details><summary>{head}</summary>", "", *table, "", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+def _name(spec: MetricSpec) -> str:
+    """The metric under its catalogue label, with the column name a suite uses."""
+    return f"{label(spec.name)} (`{spec.name}`)"
 
 
 def _change(c: Comparison) -> str:

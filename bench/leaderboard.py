@@ -1,9 +1,15 @@
-"""Strategy-level results: means with bootstrap CIs over transcripts, paired comparisons, fidelity.
+"""Strategy-level results: each setting's figures with bootstrap CIs, the recommendation, comparisons.
 
-Metrics per transcript × strategy (from `bench.metrics.transcript_summary`) are averaged per
-strategy over transcripts, with 95% bootstrap confidence intervals (transcripts are the unit:
-calls of one session are not independent). Strategies are compared pairwise on the transcripts
-they share (paired bootstrap, 10,000 resamples, two-sided p, Holm-adjusted).
+`setting_figures` is the one computation of a setting's figures: every metric of
+`bench.catalogue.REPORTED` over the transcripts it replayed (means with 95% bootstrap intervals;
+transcripts are the unit, as calls of one session are not independent; sums where the catalogue
+says so). The CLI, summary.json, the sweep, the report and `compactlab diff` all read it, and
+`bench.recommendation.recommend` picks the setting to use from it.
+
+Significance: the recommended setting against each other setting, on the transcripts both have
+(paired bootstrap, 10,000 resamples, two-sided p), Holm-adjusted over those n − 1 tests per metric.
+Every pair of settings is compared only on request (`all_pairs`): Holm over all pairs of twenty
+settings (190 per metric) would hide real differences behind tests nobody asked for.
 """
 
 from __future__ import annotations
@@ -12,14 +18,19 @@ import math
 
 import pandas as pd
 
-from bench.metrics import compression_label, cost_model_check
+from bench.catalogue import REPORTED, metric
+from bench.metrics import compression_label, cost_model_check, with_derived
+from bench.recommendation import Recommendation, Rule, recommend
 from bench.recorded_results import recorded_rows
 from bench.statistics import pairwise_comparisons, summarize_by_strategy
 
 # Not a strategy one can choose: the production agent's own compactions, scored where they happened.
 NOT_RANKED = frozenset({"recorded"})
 
-LEADERBOARD_COLUMNS = ("removed_share", "preservation_k1", "preservation_k5", "compactions", "total_cost", "cost_change")
+MEAN_COLUMNS = tuple(name for name in (*REPORTED, "total_cost", "cost_full") if metric(name).aggregate == "mean")
+SUM_COLUMNS = tuple(name for name in REPORTED if metric(name).aggregate == "sum")
+# The metrics the recommended setting is compared on: the two axes of the rule and of the Pareto plot.
+COMPARED = ("removed_share", "preservation_or_untouched")
 
 
 def ranked(transcripts: pd.DataFrame) -> pd.DataFrame:
@@ -27,27 +38,50 @@ def ranked(transcripts: pd.DataFrame) -> pd.DataFrame:
     keep = ~transcripts["config"].isin(NOT_RANKED)
     if "damaged" in transcripts:
         keep &= ~transcripts["damaged"].astype(bool)
-    return transcripts[keep]
+    return with_derived(transcripts[keep])
 
 
-def leaderboard(transcripts: pd.DataFrame, resamples: int = 10_000) -> pd.DataFrame:
-    """Empty when nothing is ranked (e.g. a run of `recorded` alone, or only damaged transcripts)."""
-    transcripts = ranked(transcripts)
-    if transcripts.empty:
+def setting_figures(transcripts: pd.DataFrame, resamples: int = 10_000) -> pd.DataFrame:
+    """One row per setting, most tokens removed first: `<metric>_mean/_low/_high/_n` for the mean
+    metrics, `<metric>_total` for the summed ones, `transcripts`, `compacted_in` (sessions it
+    compacted) and `compression` ('3.7% removed, 1.04×'). Empty when nothing is ranked (e.g. a run
+    of `recorded` alone, or only damaged transcripts)."""
+    frame = ranked(transcripts)
+    if frame.empty:
         return pd.DataFrame()
-    frame = transcripts.assign(cost_change=transcripts["total_cost"] - transcripts["cost_full"])
-    board = summarize_by_strategy(frame, LEADERBOARD_COLUMNS, strategy_col="config", resamples=resamples)
+    board = summarize_by_strategy(frame, MEAN_COLUMNS, strategy_col="config", resamples=resamples)
+    grouped = frame.groupby("config")
+    for name in SUM_COLUMNS:
+        board[f"{name}_total"] = board["config"].map(grouped[name].sum()).astype(int)
+    board["compacted_in"] = board["config"].map(grouped["compactions"].agg(lambda s: int((s > 0).sum())))
     board["compression"] = board["removed_share_mean"].map(lambda s: compression_label(s) if not math.isnan(s) else "")
-    return board.sort_values("removed_share_mean", ascending=False).reset_index(drop=True)
+    return board.sort_values(["removed_share_mean", "config"], ascending=[False, True]).reset_index(drop=True)
 
 
-def comparisons(transcripts: pd.DataFrame, resamples: int = 10_000) -> dict[str, pd.DataFrame]:
-    """Paired comparisons of every pair of strategies, per key metric."""
-    transcripts = ranked(transcripts)
+# The leaderboard of a run is its settings' figures.
+leaderboard = setting_figures
+
+
+def comparisons(transcripts: pd.DataFrame, against: str | None, resamples: int = 10_000) -> dict[str, pd.DataFrame]:
+    """Paired comparisons of `against` (the recommended setting) with each other setting, per
+    compared metric, Holm-adjusted over those n − 1 tests; empty without a setting to compare against."""
+    frame = ranked(transcripts)
+    if against is None or against not in set(frame["config"]):
+        return {}
     return {
-        column: pairwise_comparisons(transcripts, column, strategy_col="config", resamples=resamples)
-        for column in ("removed_share", "preservation_k1")
+        column: pairwise_comparisons(frame, column, baseline=against, strategy_col="config", resamples=resamples)
+        for column in COMPARED
     }
+
+
+def all_pair_comparisons(transcripts: pd.DataFrame, resamples: int = 10_000) -> dict[str, pd.DataFrame]:
+    """Every pair of settings, per compared metric, Holm-adjusted over all pairs (on request only)."""
+    frame = ranked(transcripts)
+    return {column: pairwise_comparisons(frame, column, strategy_col="config", resamples=resamples) for column in COMPARED}
+
+
+def comparisons_document(tables: dict[str, pd.DataFrame], against: str | None, family: str) -> dict:
+    return {"against": against, "family": family, "metrics": {k: json_records(v) for k, v in tables.items()}}
 
 
 def recorded_fidelity(compactions: pd.DataFrame) -> pd.DataFrame:
@@ -60,8 +94,8 @@ def recorded_fidelity(compactions: pd.DataFrame) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def summary_document(result, resamples: int = 10_000) -> dict:
-    """Everything `summary.json` holds."""
+def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_pairs: bool = False) -> dict:
+    """Everything `summary.json` holds: with `all_pairs`, every pair of settings compared too."""
     transcripts = result.transcripts
     document: dict = {
         "transcripts": int(transcripts["transcript"].nunique()) if not transcripts.empty else 0,
@@ -77,8 +111,20 @@ def summary_document(result, resamples: int = 10_000) -> dict:
     if transcripts.empty:
         return document
     document["recorded"] = json_records(recorded_rows(transcripts))
-    document["leaderboard"] = json_records(leaderboard(transcripts, resamples))
-    document["comparisons"] = {k: json_records(v) for k, v in comparisons(transcripts, resamples).items()}
+    figures = setting_figures(transcripts, resamples)
+    recommendation = recommend(figures, rule)
+    document["leaderboard"] = json_records(figures)
+    document["recommendation"] = recommendation.as_json()
+    against = recommendation.config
+    document["comparisons"] = comparisons_document(
+        comparisons(transcripts, against, resamples), against,
+        f"{against} against each other setting, Holm-adjusted over those {max(len(figures) - 1, 0)} tests per metric"
+        if against else "none: no setting is recommended",
+    )
+    if all_pairs:
+        document["all_pairs"] = comparisons_document(
+            all_pair_comparisons(transcripts, resamples), None, "every pair of settings, Holm-adjusted over all pairs per metric"
+        )
     document["recorded_fidelity"] = json_records(recorded_fidelity(result.compactions))
     document["cost_model_check"] = json_records(cost_model_check(result.calls, result.read.transcripts))
     return document
@@ -98,18 +144,33 @@ def _plain(value: object) -> object:
     return value
 
 
-def format_leaderboard(board: pd.DataFrame) -> str:
-    def ci(row, column, scale=100.0, digits=1):
-        mean, low, high = (row[f"{column}_{p}"] for p in ("mean", "low", "high"))
-        if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-            return "n/a"
-        return f"{mean * scale:.{digits}f} [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
-
-    lines = [f"{'strategy':24} {'tokens removed % [95% CI]':28} {'next step kept % (k=1)':26} {'compactions':>11} {'cost change $':>14}"]
+def format_leaderboard(board: pd.DataFrame, recommendation: Recommendation | None = None) -> str:
+    """The figures of `REPORTED` under their catalogue labels, one row per setting; the intervals of
+    the two the recommendation weighs; ★ recommended, ◆ on the frontier, ✗ not recommendable."""
+    headers = ["setting"] + [metric(name).label for name in REPORTED]
+    rows = []
     for _, row in board.iterrows():
-        cost = row["cost_change_mean"]
-        lines.append(
-            f"{row['config']:24} {ci(row, 'removed_share'):28} {ci(row, 'preservation_k1'):26} "
-            f"{row['compactions_mean']:11.1f} {('n/a' if math.isnan(cost) else f'{cost:+.4f}'):>14}"
-        )
+        mark = ""
+        if recommendation is not None:
+            config = row["config"]
+            mark = " ★" if config == recommendation.config else " ◆" if config in recommendation.frontier else (
+                " ✗" if config in recommendation.not_recommendable else "")
+        rows.append([f"{row['config']}{mark}"] + [_cell(row, name) for name in REPORTED])
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(text.ljust(w) if i == 0 else text.rjust(w) for i, (text, w) in enumerate(zip(r, widths))) for r in [headers, *rows]]
+    if recommendation is not None:
+        lines += ["", "★ recommended, ◆ on the Pareto frontier of recommendable settings, ✗ not recommendable; "
+                      "means over sessions, [95% bootstrap interval]", recommendation.summary()]
+        for config, why in recommendation.not_recommendable.items():
+            lines.append(f"  ✗ {config}: {why}")
     return "\n".join(lines)
+
+
+def _cell(row: pd.Series, name: str) -> str:
+    entry = metric(name)
+    if entry.aggregate == "sum":
+        return entry.format(row.get(f"{name}_total"))
+    text = entry.format(row.get(f"{name}_mean"))
+    if name in COMPARED and text != "–":
+        text += f" [{entry.format(row.get(f'{name}_low'))}, {entry.format(row.get(f'{name}_high'))}]"
+    return text

@@ -215,7 +215,21 @@ def transcript_summary(
     summary["removed_share"] = 1 - summary["billed_context"] / summary["billed_full"]
     summary["kept_ratio"] = summary["billed_full"] / summary["billed_context"]
     summary["total_cost"] = summary["cost_context"] + summary["summarizer_cost"].fillna(0)
-    return summary
+    return with_derived(summary)
+
+
+def with_derived(summary: pd.DataFrame) -> pd.DataFrame:
+    """The per-session columns computed from the others (`bench.catalogue` describes each). Always
+    computed here, never read back: a table written by an earlier version (a committed reference
+    run) gets them too, and they cannot disagree with the columns they come from."""
+    derived = {
+        # A session the setting never compacted lost nothing: without this a setting that never
+        # fires would have no score at all, and could look best.
+        "preservation_or_untouched": lambda s: s["preservation_k1"].where(s["compactions"] > 0, 1.0),
+        "over_window_share": lambda s: s["over_window_calls"] / s["calls"],
+        "cost_change": lambda s: s["total_cost"] - s["cost_full"],
+    }
+    return summary.assign(**derived)
 
 
 def compression_label(removed_share: float) -> str:

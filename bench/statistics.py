@@ -1,5 +1,7 @@
 """Uncertainty for strategy comparisons: bootstrap intervals, paired tests, Pareto frontier.
 
+(The recommendation rule that reads them is `bench.recommendation`.)
+
 The unit of every resample is the transcript. Calls and compaction events inside one session are
 strongly correlated, so resampling them would pretend to far more evidence than there is; rows
 that share a transcript are averaged first. Everything is deterministic given `seed` (numpy's
@@ -41,14 +43,6 @@ class PairedResult:
     p_value: float
     n: int
     dropped: int = 0
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    """The chosen setting (a row of the frontier) and, in plain words, why it was chosen."""
-
-    row: pd.Series
-    reason: str
 
 
 def _resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -278,32 +272,3 @@ def pareto_frontier(points: pd.DataFrame, maximize: Sequence[str] = ("tokens_sav
     frontier = points[~has_nan][~dominates.any(axis=1)].sort_values(objectives[0], kind="stable")
     frontier.attrs["nan_rows"] = list(points.index[has_nan])
     return frontier
-
-
-def recommend(
-    frontier: pd.DataFrame,
-    min_preservation: float = 0.9,
-    savings_col: str = "tokens_saved",
-    preservation_col: str = "preservation",
-) -> Recommendation:
-    """The setting to use: the most tokens saved among those keeping ≥ `min_preservation`,
-    else the one that keeps the most. Both columns are fractions in [0, 1].
-
-    Meant for `pareto_frontier` output, but any set of points gives a frontier point: ties are
-    broken by the other objective. Rows with NaN are ignored.
-    """
-    rows = frontier.dropna(subset=[savings_col, preservation_col])
-    if rows.empty:
-        raise ValueError("no point with both savings and preservation to recommend from")
-    threshold = f"{min_preservation * 100:.1f}".rstrip("0").rstrip(".") + "%"
-    good = rows[rows[preservation_col] >= min_preservation]
-    if not good.empty:
-        best = good.sort_values([savings_col, preservation_col], ascending=False, kind="stable").iloc[0]
-        reason = (f"saves {best[savings_col]:.1%} of prompt tokens while keeping "
-                  f"{best[preservation_col]:.1%} of the facts the next steps need "
-                  f"(the most savings among settings that keep ≥ {threshold})")
-    else:
-        best = rows.sort_values([preservation_col, savings_col], ascending=False, kind="stable").iloc[0]
-        reason = (f"no setting keeps {threshold} of the facts the next steps need; this one keeps the "
-                  f"most, {best[preservation_col]:.1%}, while saving {best[savings_col]:.1%} of prompt tokens")
-    return Recommendation(best, reason)

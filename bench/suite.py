@@ -16,8 +16,9 @@ more tables:
     cache_dir = "llm-cache"                           # commit it; CI replays it with --offline
 
     [metrics.preservation_k5]                         # one table per guarded metric
-    direction = "higher"                              # which way is better: higher | lower
+    direction = "higher"                              # which way is better: higher | lower (default: the catalogue's)
     tolerance = 0.01                                  # change allowed before it can count as a regression
+                                                      # (default: the catalogue's)
     [metrics.total_cost]
     direction = "lower"
     tolerance = 0.02
@@ -29,10 +30,11 @@ more tables:
     seed = 0
 
 Relative paths (datasets, `*template` settings, `file.py:Name` strategies, cache_dir) are read
-relative to the suite file, so a suite works from any working directory. A metric is a column of
-`bench.metrics.transcript_summary` (one value per transcript × strategy) or a per-kind next-step
-preservation, `preservation_k1_path` ... `preservation_k5_number`: the share of the needed items of
-that kind (path, identifier, command, url, error, number) still in the compacted context.
+relative to the suite file, so a suite works from any working directory. A metric is one of
+`bench.catalogue.METRICS`: a column of `bench.metrics.transcript_summary` (one value per transcript
+× strategy) or a per-kind next-step preservation, `preservation_k1_path` ... `preservation_k5_number`:
+the share of the needed items of that kind (path, identifier, command, url, error, number) still in
+the compacted context. Its direction and tolerance default to the catalogue's.
 """
 
 from __future__ import annotations
@@ -47,17 +49,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.catalogue import BY_NAME, ITEM_KINDS, KIND_METRICS
 from bench.datasets import list_datasets
 from bench.run_config import RunConfig, config_from_data
 
-ITEM_KINDS = ("path", "identifier", "command", "url", "error", "number")
-SUMMARY_METRICS = (
-    "calls", "peak_full", "peak_context", "billed_full", "billed_context", "over_window_calls", "cost_full", "cost_context",
-    "compactions", "failed_compactions", "summarizer_input_tokens", "summarizer_output_tokens", "summarizer_cost",
-    "preservation_k1", "preservation_k5", "preservation_applicable", "removed_share", "kept_ratio", "total_cost",
-)
-KIND_METRICS = tuple(f"preservation_k{k}_{kind}" for k in (1, 5) for kind in ITEM_KINDS)
-KNOWN_METRICS = SUMMARY_METRICS + KIND_METRICS
+# Every per-session metric of the catalogue, whose label, direction and default tolerance a suite's
+# [metrics] table starts from.
+KNOWN_METRICS = tuple(BY_NAME)
 RUN_KEYS = frozenset({f.name for f in fields(RunConfig)} | {"strategy"})
 SUITE_KEYS = frozenset({"metrics", "gate"})
 METRIC_KEYS = frozenset({"direction", "tolerance", "relative"})
@@ -149,10 +147,12 @@ def _metrics(table: object, path: Path) -> tuple[MetricSpec, ...]:
         extra = sorted(set(entry) - METRIC_KEYS)
         if extra:
             raise SuiteError(f"{where}: unknown keys {_hints(extra, METRIC_KEYS)}; known: {', '.join(sorted(METRIC_KEYS))}")
-        direction = entry.get("direction")
+        known = BY_NAME[name]
+        direction = entry.get("direction", known.direction)
         if direction not in ("higher", "lower"):
-            raise SuiteError(f'{where}: `direction` must be "higher" or "lower" (which way is better), got {direction!r}')
-        tolerance = entry.get("tolerance", 0.0)
+            raise SuiteError(f'{where}: `direction` must be "higher" or "lower" (which way is better), got {direction!r}'
+                             + (" (the catalogue gives this metric no better direction)" if "direction" not in entry else ""))
+        tolerance = entry.get("tolerance", known.tolerance)
         if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or tolerance < 0:
             raise SuiteError(f"{where}: `tolerance` must be a number ≥ 0, got {tolerance!r}")
         relative = entry.get("relative", False)

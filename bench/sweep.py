@@ -1,14 +1,11 @@
 """`compactlab sweep`: a grid of settings, its Pareto frontier, and a recommended setting.
 
 The grid is strategies × trigger thresholds × keep-recent budgets (the budget applies to
-strategies that have a `keep_recent_tokens` setting). Each point is replayed like any run; then
-each point gets two numbers, averaged over transcripts: the share of prompt tokens removed, and
-next-step preservation (k=1). A transcript in which a setting never compacted lost nothing, so it
-counts as full preservation there — otherwise a setting that never fires would look best by
-having no score at all. Settings must also keep `min_preservation` averaged over the sessions
-where they did compact, so one that loses much whenever it fires cannot win on the sessions it
-never touched. The frontier holds the remaining settings no other beats on both; the
-recommendation is the one saving the most while keeping at least `min_preservation`.
+strategies that have a `keep_recent_tokens` setting). Each point is replayed like any run, and its
+figures are those of any run (`bench.leaderboard.setting_figures`): tokens removed and next-step
+facts kept (k=1), averaged over transcripts, a transcript it never compacted counting as kept.
+The recommendation and the frontier are those of the one rule, `bench.recommendation` (with
+`--min-preservation` as its threshold), stated in full in the output and in sweep.json.
 """
 
 from __future__ import annotations
@@ -19,8 +16,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from bench.engine import Trigger
+from bench.leaderboard import json_records
+from bench.recommendation import Recommendation
 from bench.replay import StrategyConfig
-from bench.statistics import Recommendation, pareto_frontier, recommend
 from strategies.registry import get_strategy
 
 DEFAULT_STRATEGIES = ("summarize", "iterative-merge", "observation-masking", "prune")
@@ -43,47 +41,41 @@ def grid(strategies, thresholds, keep_budgets) -> list[StrategyConfig]:
 
 @dataclass(frozen=True)
 class SweepResult:
-    points: pd.DataFrame
-    frontier: pd.DataFrame
+    points: pd.DataFrame  # the settings' figures, with their strategy, threshold and keep budget
     recommendation: Recommendation
 
+    @property
+    def frontier(self) -> pd.DataFrame:
+        """The Pareto frontier of the recommendable settings, by tokens removed."""
+        order = {label: i for i, label in enumerate(self.recommendation.frontier)}
+        return self.points[self.points["config"].isin(order)].sort_values("config", key=lambda c: c.map(order))
 
-def analyse(transcripts: pd.DataFrame, configs: list[StrategyConfig], min_preservation: float = 0.9) -> SweepResult:
+
+def analyse(figures: pd.DataFrame, configs: list[StrategyConfig], recommendation: Recommendation) -> SweepResult:
+    """The grid's settings' figures (`setting_figures`) labelled with what each setting is."""
     by_label = {c.label: c for c in configs}
-    frame = transcripts[transcripts["config"].isin(by_label)].copy()
-    frame["preservation_or_untouched"] = frame["preservation_k1"].where(frame["compactions"] > 0, 1.0)
-    points = frame.groupby("config").agg(
-        tokens_saved=("removed_share", "mean"),
-        preservation=("preservation_or_untouched", "mean"),
-        kept_where_compacted=("preservation_k1", "mean"),
-        compactions=("compactions", "mean"),
-        transcripts=("transcript", "nunique"),
-    ).reset_index()
+    points = figures[figures["config"].isin(by_label)].copy()
     points["strategy"] = points["config"].map(lambda label: by_label[label].strategy)
     points["threshold"] = points["config"].map(lambda label: by_label[label].trigger.fraction)
     points["keep_recent_tokens"] = points["config"].map(lambda label: dict(by_label[label].settings).get("keep_recent_tokens"))
-    # A setting that loses much wherever it compacts must not win on the sessions it never
-    # touched: candidates keep `min_preservation` where they compacted too (when any does).
-    fair = points["kept_where_compacted"].isna() | (points["kept_where_compacted"] >= min_preservation)
-    candidates = points[fair] if fair.any() else points
-    frontier = pareto_frontier(candidates, ("tokens_saved", "preservation"))
-    return SweepResult(points, frontier, recommend(frontier, min_preservation))
+    return SweepResult(points.reset_index(drop=True), recommendation)
 
 
 def format_sweep(result: SweepResult) -> str:
-    lines = ["Pareto frontier (tokens saved vs next-step preservation):"]
+    lines = ["Pareto frontier of the recommendable settings (tokens removed vs next-step facts kept, k=1):"]
     for _, row in result.frontier.iterrows():
-        lines.append(f"  {row['config']:40} saved {100 * row['tokens_saved']:5.1f}%  kept {100 * row['preservation']:5.1f}%  compactions {row['compactions']:.1f}")
-    best = result.recommendation.row
-    lines += ["", f"recommended: {best['config']} — {result.recommendation.reason}"]
+        lines.append(f"  {row['config']:40} removed {100 * row['removed_share_mean']:5.1f}%  "
+                     f"kept {100 * row['preservation_or_untouched_mean']:5.1f}%  compactions {row['compactions_mean']:.2f}")
+    if result.frontier.empty:
+        lines.append("  (none: no setting is recommendable)")
+    lines += ["", result.recommendation.summary()]
+    lines += [f"  ✗ {config}: {why}" for config, why in result.recommendation.not_recommendable.items()]
     return "\n".join(lines)
 
 
 def sweep_document(result: SweepResult) -> dict:
-    from bench.leaderboard import json_records
-
     return {
         "points": json_records(result.points),
         "frontier": json_records(result.frontier),
-        "recommendation": {"config": result.recommendation.row["config"], "reason": result.recommendation.reason},
+        "recommendation": result.recommendation.as_json(),
     }

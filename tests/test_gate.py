@@ -63,18 +63,18 @@ def test_a_template_without_the_file_list_fails_and_restoring_it_passes(tmp_path
     assert code == 1, out
     assert out.startswith("## compactlab check: ❌ 1 regression")
     headline = out.splitlines()[2]
-    assert "`summarize` · preservation_k5_path" in headline
+    assert "`summarize` · next five steps' path items kept where compacted (k=5) (`preservation_k5_path`)" in headline  # the catalogue's label
     change, low, high = (float(x) for x in re.search(r": ([-+.\de]+) \[([-+.\de]+), ([-+.\de]+)\]", headline).groups())
     assert low <= change <= high < -0.02  # the whole interval is worse than the tolerance
-    assert "| preservation_k5_path | higher | 0.02 |" in out and "**❌ regression** |" in out
+    assert "| next five steps' path items kept where compacted (k=5) (`preservation_k5_path`) | higher | 0.02 |" in out and "**❌ regression** |" in out
     assert "prompt templates changed" in out and "settings.template" in out
-    assert "**`summarize` · preservation_k5_path:" in out  # its flipped transcripts, not folded
+    assert "**`summarize` · next five steps' path items kept where compacted (k=5) (`preservation_k5_path`):" in out  # its flipped transcripts, not folded
 
     (prompts / "summary.j2").write_text(source, encoding="utf-8")  # restored
     code = main(["check", "--suite", str(suite), "--baseline", str(BASELINE), "--only", "summarize"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "✅ no regression" in out and "| preservation_k5_path | higher | 0.02 | " in out
+    assert "✅ no regression" in out and "| next five steps' path items kept where compacted (k=5) (`preservation_k5_path`) | higher | 0.02 | " in out
     assert "prompt templates changed" not in out  # the same text: the same prompt hash
 
 

@@ -198,16 +198,23 @@ def test_run_directory_and_resume_after_interruption(tmp_path: Path, monkeypatch
 
 def test_run_command_writes_summary_with_confidence_intervals(tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
-    code = main(["run", "--dataset", "claude-code-log", "--strategy", "summarize", "observation-masking", "--window", "40000", "--out", str(out)])
+    code = main(["run", "--dataset", "claude-code-log", "--strategy", "summarize", "observation-masking", "--window", "40000",
+                 "--all-pairs", "--out", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "tokens removed % [95% CI]" in printed and "summarize" in printed
+    assert "tokens removed" in printed and "summarize" in printed and "rule: A setting is recommendable" in printed
     summary = json.loads((out / "summary.json").read_text())
     board = {row["config"]: row for row in summary["leaderboard"]}
     assert set(board) == {"summarize", "observation-masking"}
     for row in board.values():
         assert row["removed_share_low"] <= row["removed_share_mean"] <= row["removed_share_high"]
-    [comparison] = summary["comparisons"]["removed_share"]
+    recommended = summary["recommendation"]["config"]
+    # Against the recommended setting: n − 1 = 1 test per metric; none without a recommendation.
+    assert summary["comparisons"]["against"] == recommended
+    assert [len(v) for v in summary["comparisons"]["metrics"].values()] == ([1, 1] if recommended else [])
+    if recommended is None:
+        assert "no recommendation: no setting meets the rule" in printed
+    [comparison] = summary["all_pairs"]["metrics"]["removed_share"]  # on request: every pair
     assert 0 <= comparison["p_value"] <= 1 and comparison["n"] > 10
 
 
@@ -218,11 +225,17 @@ def test_sweep_finds_a_frontier_and_recommends(tmp_path: Path, capsys) -> None:
     ])
     assert code == 0
     document = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
     assert len(document["points"]) == 2 * 2 + 2  # summarize: thresholds × budgets; masking: thresholds
-    assert document["frontier"] and document["recommendation"]["reason"]
-    frontier = {p["config"] for p in document["frontier"]}
-    assert document["recommendation"]["config"] in frontier
-    assert "recommended:" in capsys.readouterr().out
+    # The sweep's recommendation is the run's: one rule, stated in full, and a reason either way.
+    assert document["recommendation"] == summary["recommendation"] and document["recommendation"]["reason"]
+    printed = capsys.readouterr().out
+    assert document["recommendation"]["rule"] in printed
+    frontier = [p["config"] for p in document["frontier"]]
+    if document["recommendation"]["config"] is None:
+        assert frontier == [] and "no recommendation:" in printed
+    else:
+        assert document["recommendation"]["config"] in frontier and "recommended:" in printed
 
 
 def test_bad_config_is_named(tmp_path: Path) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import html
 import hashlib
 import json
 import re
 import shutil
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import pytest
 
 from bench.cli import main
 from bench.report.diff import diff_runs, format_diff
-from bench.report.run_data import choose, load_light, load_run, strategy_points
+from bench.report.run_data import figures_and_recommendation, load_light, load_run
 from bench.report.run_report import TITLE
 from bench.report.transcripts import SHOWN_TRANSCRIPTS, select_transcripts
 from tests.report_runs import END, HOSTILE, IMG, SCRIPT, hostile_run, small_run
@@ -97,13 +99,13 @@ def test_content_security_policy_allows_exactly_the_inline_script(page: str) -> 
 
 def test_overview_answers_which_strategy_and_what_it_costs(run_dir: Path, page: str) -> None:
     run = load_run(run_dir)
-    points = strategy_points(run)
-    choice = choose(run, points)
-    assert choice is not None and choice.config in {"summarize", "prune", "pi"}
+    figures, choice = figures_and_recommendation(run)
+    # prune lets calls exceed the 64k window in the session it cannot shrink: not recommendable.
+    assert choice.config in {"summarize", "pi"} and "over the context window" in choice.not_recommendable["prune"]
     headline = re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1)
-    assert f"Use <strong>{choice.config}</strong>" in headline
-    row = points.set_index("config").loc[choice.config]
-    assert f"{100 * row['tokens_saved']:.1f}%" in headline and f"{100 * row['preservation']:.1f}%" in headline
+    assert f"Use <strong>{choice.config}</strong>" in headline and choice.rule.text in html.unescape(headline)
+    row = figures.set_index("config").loc[choice.config]
+    assert f"{100 * row['removed_share_mean']:.1f}%" in headline and f"{100 * row['preservation_or_untouched_mean']:.1f}%" in headline
     assert "per session" in headline and "$" in headline
     # The leaderboard: one row per ranked strategy ('recorded' is the production agent's, not a choice).
     table = re.search(r'<table class="sortable" id="leaderboard-table">(.*?)</table>', page, re.S).group(1)
@@ -115,20 +117,24 @@ def test_overview_answers_which_strategy_and_what_it_costs(run_dir: Path, page: 
 
 def test_untouched_sessions_count_as_kept_in_the_recommendation(run_dir: Path) -> None:
     run = load_run(run_dir, reload_transcripts=False)
-    points = strategy_points(run, resamples=200).set_index("config")
-    frame = run.transcripts[~run.transcripts["damaged"] & (run.transcripts["config"] == "prune")]
+    figures, _ = figures_and_recommendation(run)
+    figures = figures.set_index("config")
+    frame = run.transcripts[~run.transcripts["damaged"] & (run.transcripts["config"] == "summarize")]
     expected = frame["preservation_k1"].where(frame["compactions"] > 0, 1.0).mean()
-    assert points.loc["prune", "preservation"] == pytest.approx(expected)
-    assert "recorded" not in points.index
+    assert frame["compactions"].eq(0).any() and expected > frame["preservation_k1"].mean()
+    assert figures.loc["summarize", "preservation_or_untouched_mean"] == pytest.approx(expected)
+    assert "recorded" not in figures.index
 
 
-def test_a_sweep_recommendation_wins(run_dir: Path, tmp_path: Path) -> None:
+def test_a_sweep_threshold_is_the_rule_s_threshold(run_dir: Path, tmp_path: Path) -> None:
     copy = tmp_path / "sweep"
     shutil.copytree(run_dir, copy)
-    (copy / "sweep.json").write_text(json.dumps({"recommendation": {"config": "prune", "reason": "test"}, "frontier": [{"config": "prune"}]}))
+    (copy / "summary.json").unlink()  # a sweep's report computes it with the sweep's threshold
+    (copy / "sweep.json").write_text(json.dumps({"recommendation": {"config": "summarize", "min_kept": 0.99}}))
     run = load_run(copy, reload_transcripts=False)
-    choice = choose(run, strategy_points(run, resamples=200))
-    assert (choice.config, choice.source, choice.frontier) == ("prune", "sweep", ("prune",))
+    _, choice = figures_and_recommendation(run)
+    assert choice.rule.min_kept == 0.99 and "99%" in choice.rule.text
+    assert "under 99%" in choice.not_recommendable["summarize"] and choice.config == "pi"
 
 
 def test_every_session_shown_has_its_saw_tooth_and_drill_down(run_dir: Path, page: str) -> None:
@@ -224,9 +230,12 @@ def test_strategy_labels_in_charts_are_escaped(run_dir: Path) -> None:
 
     run = load_run(run_dir, reload_transcripts=False)
     hostile = {label: f"{label}{SCRIPT}" for label in run.labels}
-    points = strategy_points(run, resamples=200).assign(config=lambda f: f["config"].map(hostile))
+    figures, choice = figures_and_recommendation(run)
+    figures = figures.assign(config=lambda f: f["config"].map(hostile))
+    choice = replace(choice, config=hostile[choice.config], frontier=tuple(map(hostile.get, choice.frontier)),
+                     not_recommendable={hostile[k]: v for k, v in choice.not_recommendable.items()})
     colours = colours_for(hostile.values())
-    svg = pareto_chart(points, tuple(points["config"][:2]), points["config"].iloc[0], colours)
+    svg = pareto_chart(figures, choice, colours)
     calls = run.calls[run.calls["transcript"] == REAL_COMPACTION].assign(config=lambda f: f["config"].map(hostile))
     saw, _ = sawtooth_chart(calls, colours, [103])
     for chart in (svg, saw):

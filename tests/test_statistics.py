@@ -14,7 +14,6 @@ from bench.statistics import (
     paired_bootstrap,
     pairwise_comparisons,
     pareto_frontier,
-    recommend,
     summarize_by_strategy,
 )
 
@@ -207,27 +206,3 @@ def test_pareto_frontier_on_hand_made_points():
     assert list(frontier.index) == [7, 1, 4, 5]  # traceable to the input rows
     with pytest.raises(ValueError, match="missing: speed"):
         pareto_frontier(points, maximize=("tokens_saved", "speed"))
-
-
-def test_recommend_picks_the_most_savings_above_the_threshold():
-    frontier = pd.DataFrame(
-        {"name": ["x", "y", "z"], "tokens_saved": [0.2, 0.621, 0.85], "preservation": [0.99, 0.934, 0.7]}
-    )
-    rec = recommend(frontier)
-    assert rec.row["name"] == "y"
-    assert rec.reason == (
-        "saves 62.1% of prompt tokens while keeping 93.4% of the facts the next steps need "
-        "(the most savings among settings that keep ≥ 90%)"
-    )
-    stricter = recommend(frontier, min_preservation=0.95)
-    assert stricter.row["name"] == "x" and "≥ 95%" in stricter.reason and "20.0%" in stricter.reason
-
-
-def test_recommend_falls_back_to_the_highest_preservation():
-    frontier = pd.DataFrame({"name": ["x", "y"], "tokens_saved": [0.302, 0.7], "preservation": [0.84, 0.5]})
-    rec = recommend(frontier, min_preservation=0.925)
-    assert rec.row["name"] == "x"
-    assert "no setting keeps 92.5%" in rec.reason
-    assert "84.0%" in rec.reason and "30.2%" in rec.reason
-    with pytest.raises(ValueError):
-        recommend(frontier.iloc[0:0])

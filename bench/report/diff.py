@@ -6,6 +6,9 @@ same transcript is the pair, so its own difficulty cancels out). Per transcript,
 the metric's tolerance in the good direction is "better", in the bad one "worse".
 Only `transcripts.csv` and `config.json` of each run are needed (plus sweep.json if there is one).
 Like the leaderboard, the comparison leaves out `recorded` and transcripts with damaged records.
+The metrics, their labels, directions and tolerances are those of `bench.catalogue.REPORTED`, and
+a run's recommendation is its summary.json's (`bench.recommendation`, computed the same way from
+transcripts.csv for a run whose summary.json predates it).
 """
 
 from __future__ import annotations
@@ -18,28 +21,14 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
+from bench.catalogue import REPORTED, Metric, metric
+from bench.recommendation import Recommendation
 from bench.report.page import environment, render_page
-from bench.report.run_data import RunData, choose, load_light, ranked_rows, strategy_points, with_untouched
+from bench.report.run_data import RunData, figures_and_recommendation, load_light, ranked_rows
 from bench.statistics import paired_bootstrap
 
-
-@dataclass(frozen=True)
-class Metric:
-    column: str
-    name: str
-    direction: int  # +1: higher is better, −1: lower is better, 0: neither
-    tolerance: float  # per-transcript changes within this are "same"
-    kind: str  # "share" or "dollars" or "number"
-
-
-METRICS = (
-    Metric("removed_share", "tokens removed", +1, 0.01, "share"),
-    Metric("preservation_or_untouched", "facts kept (k=1)", +1, 0.05, "share"),
-    Metric("preservation_k5", "facts kept (k=5, where compacted)", +1, 0.05, "share"),
-    Metric("cost_change", "cost change per session ($)", -1, 0.005, "dollars"),
-    Metric("over_window_share", "calls over the window", -1, 0.01, "share"),
-    Metric("compactions", "compactions per session", 0, 0.5, "number"),
-)
+# Per session, so the totals (over-window calls added up) are compared as their per-session values.
+METRICS = tuple(metric(name) for name in REPORTED)
 
 
 @dataclass(frozen=True)
@@ -55,17 +44,9 @@ class RunDiff:
     transcripts_only_b: int
 
 
-def _frame(run: RunData) -> pd.DataFrame:
-    frame = with_untouched(ranked_rows(run))
-    return frame.assign(
-        cost_change=frame["total_cost"] - frame["cost_full"],
-        over_window_share=frame["over_window_calls"] / frame["calls"],
-    )
-
-
 def diff_runs(a_dir: str | Path, b_dir: str | Path, resamples: int = 10_000) -> RunDiff:
     a, b = load_light(a_dir), load_light(b_dir)
-    fa, fb = _frame(a), _frame(b)
+    fa, fb = ranked_rows(a), ranked_rows(b)
     labels_a, labels_b = set(fa["config"]), set(fb["config"])
     ids_a, ids_b = set(fa["transcript"]), set(fb["transcript"])
     metric_rows, transcript_rows = [], []
@@ -74,20 +55,22 @@ def diff_runs(a_dir: str | Path, b_dir: str | Path, resamples: int = 10_000) -> 
         right = fb[fb["config"] == label].set_index("transcript")
         shared = sorted(set(left.index) & set(right.index))
         for metric in METRICS:
-            x, y = left.loc[shared, metric.column].to_numpy(float), right.loc[shared, metric.column].to_numpy(float)
+            x, y = left.loc[shared, metric.name].to_numpy(float), right.loc[shared, metric.name].to_numpy(float)
             paired = paired_bootstrap(y, x, resamples=resamples)
+            # Judged on per-session means; a metric the catalogue adds up is shown as its total, as everywhere.
+            scale = paired.n if metric.aggregate == "sum" else 1
             metric_rows.append({
-                "label": label, "metric": metric.name, "kind": metric.kind,
-                "a": _mean(x), "b": _mean(y),
-                "change": paired.mean_diff, "low": paired.low, "high": paired.high, "n": paired.n, "p": paired.p_value,
-                "verdict": _verdict(metric, paired.mean_diff, paired.low, paired.high),
+                "label": label, "metric": metric.label, "kind": metric.kind,
+                "a": scale * _mean(x), "b": scale * _mean(y),
+                "change": scale * paired.mean_diff, "low": scale * paired.low, "high": scale * paired.high, "n": paired.n,
+                "p": paired.p_value, "verdict": _verdict(metric, paired.mean_diff, paired.low, paired.high),
             })
             for transcript, before, after in zip(shared, x, y):
-                if math.isnan(before) or math.isnan(after) or abs(after - before) <= metric.tolerance or metric.direction == 0:
+                if math.isnan(before) or math.isnan(after) or abs(after - before) <= metric.tolerance or metric.direction == "neither":
                     continue
-                better = (after - before) * metric.direction > 0
+                better = (after - before) * _sign(metric) > 0
                 transcript_rows.append({
-                    "label": label, "transcript": transcript, "metric": metric.name, "kind": metric.kind,
+                    "label": label, "transcript": transcript, "metric": metric.label, "kind": metric.kind,
                     "a": before, "b": after, "change": after - before, "verdict": "better" if better else "worse",
                 })
     return RunDiff(
@@ -95,6 +78,10 @@ def diff_runs(a_dir: str | Path, b_dir: str | Path, resamples: int = 10_000) -> 
         only_a=tuple(sorted(labels_a - labels_b)), only_b=tuple(sorted(labels_b - labels_a)),
         shared_transcripts=len(ids_a & ids_b), transcripts_only_a=len(ids_a - ids_b), transcripts_only_b=len(ids_b - ids_a),
     )
+
+
+def _sign(metric: Metric) -> int:
+    return {"higher": 1, "lower": -1}.get(metric.direction, 0)
 
 
 def _mean(values: np.ndarray) -> float:
@@ -112,40 +99,35 @@ def _verdict(metric: Metric, change: float, low: float, high: float) -> str:
         return "same"
     if abs(change) < metric.tolerance / 5:
         return "negligible"
-    if metric.direction == 0:
+    if metric.direction == "neither":
         return "changed"
-    return "better" if change * metric.direction > 0 else "worse"
+    return "better" if change * _sign(metric) > 0 else "worse"
+
+
+KINDS = {m.kind: m for m in METRICS}  # a metric of each kind, to format a row by its kind
 
 
 def fmt(value: float, kind: str, signed: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if kind == "share":
-        return (f"{100 * value:+.1f} pp" if signed else f"{100 * value:.1f}%").replace("-", "−")
-    if kind == "dollars":
-        return f"{value:+.4f}".replace("-", "−") if signed else f"{value:.4f}".replace("-", "−")
-    return (f"{value:+.2f}" if signed else f"{value:.2f}").replace("-", "−")
+    """As the catalogue formats a figure of this kind (a true minus sign)."""
+    return KINDS[kind].format(value, signed).replace("-", "−")
 
 
-def recommendations(diff: RunDiff) -> tuple[str | None, str | None]:
-    def one(run: RunData) -> str | None:
-        choice = choose(run, strategy_points(run, resamples=1_000))
-        return choice.config if choice else None
-
-    return one(diff.a), one(diff.b)
+def recommendations(diff: RunDiff) -> tuple[Recommendation, Recommendation]:
+    return figures_and_recommendation(diff.a, resamples=1_000)[1], figures_and_recommendation(diff.b, resamples=1_000)[1]
 
 
 def format_diff(diff: RunDiff, limit: int = 25) -> str:
     rec_a, rec_b = recommendations(diff)
     lines = [f"A: {diff.a.path}   B: {diff.b.path}",
              f"{diff.shared_transcripts} transcripts in both runs ({diff.transcripts_only_a} only in A, {diff.transcripts_only_b} only in B)",
-             f"recommended: A {rec_a or '–'}, B {rec_b or '–'}"]
+             f"recommended: A {rec_a.config or '– (' + rec_a.reason + ')'}; B {rec_b.config or '– (' + rec_b.reason + ')'}",
+             f"rule: {rec_b.rule.text}"]
     if diff.only_a or diff.only_b:
         lines.append(f"strategies only in A: {', '.join(diff.only_a) or '–'}; only in B: {', '.join(diff.only_b) or '–'}")
-    lines += ["", "A, B: means over the transcripts both runs replayed with the strategy; B − A: paired bootstrap over them", f"{'strategy':24} {'metric':34} {'A':>9} {'B':>9} {'B − A [95% CI]':>32}  verdict"]
+    lines += ["", "A, B: means over the transcripts both runs replayed with the strategy; B − A: paired bootstrap over them", f"{'strategy':24} {'metric':44} {'A':>9} {'B':>9} {'B − A [95% CI]':>32}  verdict"]
     for row in diff.metrics.itertuples():
         ci = f"{fmt(row.change, row.kind, True)} [{fmt(row.low, row.kind, True)}, {fmt(row.high, row.kind, True)}]"
-        lines.append(f"{row.label:24} {row.metric:34} {fmt(row.a, row.kind):>9} {fmt(row.b, row.kind):>9} {ci:>32}  {row.verdict}")
+        lines.append(f"{row.label:24} {row.metric:44} {fmt(row.a, row.kind):>9} {fmt(row.b, row.kind):>9} {ci:>32}  {row.verdict}")
     changed = diff.transcripts
     lines.append("")
     if changed.empty:
@@ -153,7 +135,7 @@ def format_diff(diff: RunDiff, limit: int = 25) -> str:
         return "\n".join(lines)
     counts = changed.groupby("verdict").size().to_dict()
     lines.append(f"per transcript, beyond tolerance: {counts.get('better', 0)} better, {counts.get('worse', 0)} worse "
-                 f"(tolerances: {', '.join(f'{m.name} {fmt(m.tolerance, m.kind)}' for m in METRICS if m.direction)})")
+                 f"(tolerances: {', '.join(f'{m.label} {fmt(m.tolerance, m.kind)}' for m in METRICS if m.direction != 'neither')})")
     biggest = changed.assign(size=changed["change"].abs()).sort_values("size", ascending=False).head(limit)
     for row in biggest.itertuples():
         lines.append(f"  {row.verdict:6} {row.label:20} {row.transcript[:44]:44} {row.metric}: {fmt(row.a, row.kind)} → {fmt(row.b, row.kind)}")
@@ -164,6 +146,8 @@ def format_diff(diff: RunDiff, limit: int = 25) -> str:
 
 def render_diff_page(diff: RunDiff) -> str:
     rec_a, rec_b = recommendations(diff)
+    rule = rec_b.rule.text
+    rec_a, rec_b = rec_a.config, rec_b.config
     metrics = [{**row, "a_text": fmt(row["a"], row["kind"]), "b_text": fmt(row["b"], row["kind"]),
                 "change_text": fmt(row["change"], row["kind"], True),
                 "ci": f"[{fmt(row['low'], row['kind'], True)}, {fmt(row['high'], row['kind'], True)}]",
@@ -171,11 +155,11 @@ def render_diff_page(diff: RunDiff) -> str:
     changed = [{**row, "a_text": fmt(row["a"], row["kind"]), "b_text": fmt(row["b"], row["kind"]),
                 "change_text": fmt(row["change"], row["kind"], True)} for row in diff.transcripts.to_dict("records")]
     section = environment().get_template("diff.html.j2").render(
-        a=str(diff.a.path), b=str(diff.b.path), rec_a=rec_a, rec_b=rec_b, metrics=metrics, changed=changed,
+        a=str(diff.a.path), b=str(diff.b.path), rec_a=rec_a, rec_b=rec_b, rule=rule, metrics=metrics, changed=changed,
         material=[m for m in metrics if m["verdict"] in ("better", "worse", "changed")],
         only_a=list(diff.only_a), only_b=list(diff.only_b), shared=diff.shared_transcripts,
         transcripts_only_a=diff.transcripts_only_a, transcripts_only_b=diff.transcripts_only_b,
-        tolerances=[{"name": m.name, "value": fmt(m.tolerance, m.kind)} for m in METRICS if m.direction],
+        tolerances=[{"name": m.label, "value": fmt(m.tolerance, m.kind)} for m in METRICS if m.direction != "neither"],
     )
     return render_page([Markup(section)], "compactlab: what changed between two runs")
 

@@ -1,8 +1,9 @@
 """The overview of a run report: which strategy to use, what it costs, and how sure that is.
 
-Numbers come from the run's summary.json (leaderboard with bootstrap CIs, Holm-adjusted pairwise
-comparisons) and from `run_data.strategy_points` (preservation with untouched transcripts counted
-as kept, the measure the recommendation and the Pareto plot use).
+Every figure is the run's summary.json as `bench.leaderboard.setting_figures` computed it, under
+its label in `bench.catalogue`; the recommendation, its rule (stated in full) and the frontier are
+`bench.recommendation`'s; the significance table is the recommended setting against each other
+setting, Holm-adjusted over those n − 1 tests (every pair only when asked for).
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from typing import Any
 
 import pandas as pd
 
-from bench.metrics import compression_label
-from bench.report.run_data import MIN_PRESERVATION, Choice, RunData, ranked_rows
-from bench.statistics import pareto_frontier, recommend
+from bench.catalogue import REPORTED, metric
+from bench.recommendation import Recommendation
+from bench.report.run_data import RunData, ranked_rows
 
 # Relative cost offset of transcripts no strategy touched above which the report warns.
 COST_NOISE_WARNING = 0.005
+# The leaderboard's figures with their 95% intervals shown under them.
+WITH_INTERVALS = ("removed_share", "preservation_or_untouched", "cost_change")
 
 
 def pct(value: Any, digits: int = 1, signed: bool = False) -> str:
@@ -25,13 +28,6 @@ def pct(value: Any, digits: int = 1, signed: bool = False) -> str:
         return "–"
     text = f"{100 * value:+.{digits}f}%" if signed else f"{100 * value:.{digits}f}%"
     return text.replace("-", "−")
-
-
-def dollars(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    # A word joiner keeps the sign and the dollar sign on one line with the number.
-    return f"{value:+.{digits}f}".replace("-", "−").replace("+", "+\u2060$").replace("−", "−\u2060$")
 
 
 def ci_text(low: Any, high: Any, fmt) -> str:
@@ -47,49 +43,57 @@ def number(value: Any) -> str:
     return repr(float(value))
 
 
-def overview_context(run: RunData, points: pd.DataFrame, choice: Choice | None) -> dict[str, Any]:
-    board = {row["config"]: row for row in run.summary.get("leaderboard", [])}
-    by_point = points.set_index("config")
-    rows_ranked = ranked_rows(run)
-    costs = rows_ranked.groupby("config")["cost_full"].mean()
-    totals = rows_ranked.groupby("config")[["over_window_calls", "calls"]].sum()
-    rows = []
-    for label in by_point.index:
-        lead, point = board.get(label, {}), by_point.loc[label]
-        base = costs.get(label, math.nan)
-        rows.append({
-            "label": label,
-            "recommended": choice is not None and label == choice.config,
-            "reference": bool(point["reference"]),
-            "frontier": choice is not None and label in choice.frontier,
-            "removed": lead.get("compression") or compression_label(point["tokens_saved"]),
-            "removed_value": number(point["tokens_saved"]), "removed_pct": pct(point["tokens_saved"]),
-            "ratio": _times(point["tokens_saved"]),
-            "over": pct(totals.at[label, "over_window_calls"] / totals.at[label, "calls"]) if label in totals.index else "–",
-            "over_value": number(totals.at[label, "over_window_calls"] / totals.at[label, "calls"]) if label in totals.index else "",
-            "removed_ci": ci_text(point["saved_low"], point["saved_high"], pct),
-            "kept": pct(point["preservation"]), "kept_value": number(point["preservation"]),
-            "kept_ci": ci_text(point["preservation_low"], point["preservation_high"], pct),
-            "k1": pct(lead.get("preservation_k1_mean")), "k1_value": number(lead.get("preservation_k1_mean")),
-            "k1_n": lead.get("preservation_k1_n", 0),
-            "k5": pct(lead.get("preservation_k5_mean")), "k5_value": number(lead.get("preservation_k5_mean")),
-            "compactions": f"{lead.get('compactions_mean', math.nan):.2f}", "compactions_value": number(lead.get("compactions_mean")),
-            "compacted_in": int(point["compacted_in"]), "transcripts": int(point["transcripts"]),
-            "cost": dollars(lead.get("cost_change_mean")), "cost_value": number(lead.get("cost_change_mean")),
-            "cost_ci": ci_text(lead.get("cost_change_low"), lead.get("cost_change_high"), dollars),
-            "cost_pct": pct(_ratio(lead.get("cost_change_mean"), base), signed=True),
-            "cost_pct_value": number(_ratio(lead.get("cost_change_mean"), base)),
-        })
-    rows.sort(key=lambda r: (not r["recommended"], r["reference"], -float(r["removed_value"] or 0)))
+def figure_text(name: str, value: Any, signed: bool = False) -> str:
+    """A figure as the catalogue formats it, with the report's typography (a true minus; the dollar
+    sign kept on one line with the number)."""
+    text = metric(name).format(value, signed).replace("-", "−")
+    if metric(name).kind == "dollars" and text != "–":
+        text = (text if text[0] in "+−" else "+" + text).replace("+", "+\u2060$").replace("−", "−\u2060$")
+    return text
+
+
+def overview_context(run: RunData, figures: pd.DataFrame, recommendation: Recommendation, all_pairs: dict | None = None) -> dict[str, Any]:
+    rows = [_row(row, recommendation) for _, row in figures.iterrows()]
+    rows.sort(key=lambda r: (not r["recommended"], r["not_recommendable"] != "", -float(r["cells"][0]["value"] or 0)))
+    versus, pairs = _versus(run.summary.get("comparisons") or {}, recommendation)
     return {
-        "headline": _headline(run, rows, choice),
+        "headline": _headline(run, rows, recommendation),
+        "rule": recommendation.rule.text,
+        "labels": {name: metric(name).label for name in REPORTED},
+        "columns": [{"label": metric(name).label, "title": metric(name).description} for name in REPORTED],
         "rows": rows,
-        "versus": _versus(run, choice),
-        "significant": _significant(run),
-        "pairs_tested": sum(len(v) for v in run.summary.get("comparisons", {}).values()),
+        "versus": versus,
+        "versus_tests": pairs,
+        "versus_labels": {name: metric(name).label for name in ("removed_share", "preservation_or_untouched")},
+        "significant": _significant(all_pairs) if all_pairs is not None else None,
+        "pairs_tested": sum(len(v) for v in (all_pairs or {}).get("metrics", {}).values()),
         "setting": _setting(run),
         "cost_noise": _cost_noise(run),
-        "min_preservation": pct(MIN_PRESERVATION, 0),
+    }
+
+
+def _row(row: pd.Series, recommendation: Recommendation) -> dict[str, Any]:
+    label = row["config"]
+    cells = []
+    for name in REPORTED:
+        entry = metric(name)
+        value = row.get(f"{name}_total" if entry.aggregate == "sum" else f"{name}_mean")
+        cell = {"text": figure_text(name, value), "value": number(value), "ci": "", "extra": ""}
+        if name in WITH_INTERVALS:
+            cell["ci"] = ci_text(row.get(f"{name}_low"), row.get(f"{name}_high"), lambda v, n=name: figure_text(n, v))
+        if name == "removed_share":
+            cell["extra"] = _times(value)
+        elif name in ("preservation_k1", "preservation_k5"):
+            cell["extra"] = f"n={int(row.get(f'{name}_n') or 0)}"
+        elif name == "compactions":
+            cell["extra"] = f"in {int(row['compacted_in'])} of {int(row['transcripts'])}"
+        elif name == "cost_change":
+            cell["extra"] = pct(_ratio(value, row.get("cost_full_mean")), signed=True)
+        cells.append(cell)
+    return {
+        "label": label, "recommended": label == recommendation.config, "frontier": label in recommendation.frontier,
+        "not_recommendable": recommendation.not_recommendable.get(label, ""), "cells": cells,
+        "by_name": dict(zip(REPORTED, cells)), "compacted_in": int(row["compacted_in"]), "transcripts": int(row["transcripts"]),
     }
 
 
@@ -103,32 +107,13 @@ def _ratio(change: Any, base: Any) -> float:
     return change / base
 
 
-def _headline(run: RunData, rows: list[dict], choice: Choice | None) -> dict[str, Any] | None:
-    if choice is None:
-        return None
-    row = next((r for r in rows if r["label"] == choice.config), None)
+def _headline(run: RunData, rows: list[dict], recommendation: Recommendation) -> dict[str, Any]:
+    row = next((r for r in rows if r["recommended"]), None)
     return {
-        "config": choice.config, "row": row, "reason": choice.reason, "source": choice.source,
-        "ties": list(choice.ties), "strategy": run.strategy_of(choice.config), "often": _if_compacting_often(rows, choice),
+        "config": recommendation.config, "row": row, "reason": recommendation.reason, "ties": list(recommendation.ties),
+        "strategy": run.strategy_of(recommendation.config) if recommendation.config else None,
+        "not_recommendable": sorted(recommendation.not_recommendable.items()),
     }
-
-
-def _if_compacting_often(rows: list[dict], choice: Choice) -> dict[str, Any] | None:
-    """The same rule with facts kept averaged only where a strategy compacted, when it picks another setting.
-
-    Most sessions never reach the trigger, so counting them as 100% kept lifts every strategy
-    towards 100%; a reader whose sessions are long sees the strategy as it acts where it compacts.
-    """
-    frame = pd.DataFrame([
-        {"config": r["label"], "tokens_saved": float(r["removed_value"]), "preservation": float(r["k1_value"])}
-        for r in rows if not r["reference"] and r["removed_value"] and r["k1_value"]
-    ])
-    if frame.empty:
-        return None
-    other = recommend(pareto_frontier(frame, ("tokens_saved", "preservation")), MIN_PRESERVATION).row["config"]
-    if other == choice.config:
-        return None
-    return next(r for r in rows if r["label"] == other)
 
 
 def _setting(run: RunData) -> dict[str, Any]:
@@ -160,24 +145,24 @@ def _cost_noise(run: RunData) -> dict[str, str] | None:
     return {"share": pct(change, signed=True), "replays": f"{len(untouched):,}"}
 
 
-def _versus(run: RunData, choice: Choice | None) -> list[dict[str, Any]]:
-    """The recommended setting against every other: differences (recommended − other) with Holm-adjusted p."""
-    if choice is None:
-        return []
+def _versus(comparisons: dict, recommendation: Recommendation) -> tuple[list[dict[str, Any]], int]:
+    """The recommended setting against every other: differences (recommended − other) with p
+    Holm-adjusted over those n − 1 tests; and how many tests that is per metric."""
+    if recommendation.config is None or comparisons.get("against") != recommendation.config:
+        return [], 0
     found: dict[str, dict[str, Any]] = {}
-    for metric, records in run.summary.get("comparisons", {}).items():
-        for record in records:
-            a, b = record["strategy_a"], record["strategy_b"]
-            if choice.config not in (a, b):
-                continue
-            other, sign = (b, 1) if a == choice.config else (a, -1)
-            low, high = (record["low"], record["high"]) if sign == 1 else (-record["high"] if record["high"] is not None else None, -record["low"] if record["low"] is not None else None)
-            diff = None if record["mean_diff"] is None else sign * record["mean_diff"]
-            found.setdefault(other, {"label": other})[metric] = {
-                "diff": _pp(diff), "value": number(diff), "ci": ci_text(low, high, _pp), "n": record["n"],
+    tests = 0
+    for name, records in comparisons.get("metrics", {}).items():
+        tests = max(tests, len(records))
+        for record in records:  # strategy_a is the other setting, strategy_b the recommended one
+            other = record["strategy_a"]
+            flip = lambda v: None if v is None else -v  # noqa: E731 - recommended − other
+            found.setdefault(other, {"label": other})[name] = {
+                "diff": _pp(flip(record["mean_diff"])), "value": number(flip(record["mean_diff"])),
+                "ci": ci_text(flip(record["high"]), flip(record["low"]), _pp), "n": record["n"],
                 "p": _p(record.get("p_holm")), "significant": bool(record.get("significant")),
             }
-    return [found[k] for k in sorted(found)]
+    return [found[k] for k in sorted(found)], tests
 
 
 def _pp(value: Any) -> str:
@@ -193,19 +178,17 @@ def _p(value: Any) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def _significant(run: RunData) -> list[dict[str, Any]]:
+def _significant(all_pairs: dict) -> list[dict[str, Any]]:
+    """The significant differences among every pair of settings (Holm over all pairs)."""
     rows = []
-    names = {"removed_share": "tokens removed", "preservation_k1": "next-step facts kept (k=1, compacted transcripts)"}
-    for metric, records in run.summary.get("comparisons", {}).items():
+    for name, records in all_pairs.get("metrics", {}).items():
         for record in records:
             if not record.get("significant"):
                 continue
             better, worse = (record["strategy_a"], record["strategy_b"]) if record["mean_diff"] > 0 else (record["strategy_b"], record["strategy_a"])
             rows.append({
-                "metric": names.get(metric, metric), "higher": better, "lower": worse,
+                "metric": metric(name).label, "higher": better, "lower": worse,
                 "diff": _pp(abs(record["mean_diff"])), "value": number(abs(record["mean_diff"])),
                 "n": record["n"], "p": _p(record["p_holm"]), "p_value": number(record["p_holm"]),
             })
     return sorted(rows, key=lambda r: (r["metric"], -float(r["value"] or 0)))
-
-

@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib.transforms import Bbox
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
+from bench.recommendation import Recommendation
 from bench.report.charts import chart_style as _chart_style
 from bench.report.charts import new_figure, svg_of, text_label
 
@@ -61,8 +62,15 @@ def group_label(names: Sequence[str], width: int = 34) -> str:
     return "\n".join(textwrap.wrap(", ".join(text_label(n) for n in names), width)) or ""
 
 
-def pareto_chart(points: pd.DataFrame, frontier: Sequence[str], recommended: str | None, colours: dict[str, str]) -> str:
-    """Tokens saved (x) against next-step preservation (y), one marker per group of identical points."""
+def pareto_chart(figures: pd.DataFrame, recommendation: Recommendation, colours: dict[str, str]) -> str:
+    """Tokens removed (x) against next-step facts kept (y), one marker per group of identical points:
+    the settings' figures (`setting_figures`), the frontier and the pick of the recommendation rule."""
+    points = figures.rename(columns={
+        "removed_share_mean": "tokens_saved", "removed_share_low": "saved_low", "removed_share_high": "saved_high",
+        "preservation_or_untouched_mean": "preservation", "preservation_or_untouched_low": "preservation_low",
+        "preservation_or_untouched_high": "preservation_high",
+    }).assign(hollow=lambda f: f["config"].isin(set(recommendation.not_recommendable)))
+    frontier, recommended = recommendation.frontier, recommendation.config
     with chart_style("pareto"):
         figure = new_figure(11, 5.6)
         ax = figure.add_subplot()
@@ -70,7 +78,7 @@ def pareto_chart(points: pd.DataFrame, frontier: Sequence[str], recommended: str
         x_high = max(float(points["saved_high"].max()), float(points["tokens_saved"].max()), 0.01)
         y_low = min(float(points["preservation_low"].min()), float(points["preservation"].min()))
         for names, row in groups:
-            reference = bool(row["reference"])
+            hollow = bool(row["hollow"])  # not recommendable
             ax.errorbar(
                 row["tokens_saved"], row["preservation"],
                 xerr=[[row["tokens_saved"] - row["saved_low"]], [row["saved_high"] - row["tokens_saved"]]],
@@ -79,11 +87,13 @@ def pareto_chart(points: pd.DataFrame, frontier: Sequence[str], recommended: str
             )
             ax.scatter(
                 row["tokens_saved"], row["preservation"], s=46, zorder=3, linewidths=1.2,
-                color="white" if reference else colours.get(names[0], "#999999"), edgecolors=colours.get(names[0], "#999999"),
+                color="white" if hollow else colours.get(names[0], "#999999"), edgecolors=colours.get(names[0], "#999999"),
             )
         on_frontier = points[points["config"].isin(frontier)].sort_values("tokens_saved")
         if len(on_frontier) > 1:
-            ax.plot(on_frontier["tokens_saved"], on_frontier["preservation"], color="#444444", linewidth=1, linestyle="--", zorder=2, label="Pareto frontier")
+            ax.plot(on_frontier["tokens_saved"], on_frontier["preservation"], color="#444444", linewidth=1, linestyle="--", zorder=2,
+                    label="Pareto frontier (recommendable)")
+        ax.scatter([], [], s=46, color="white", edgecolors="#777777", linewidths=1.2, label="not recommendable")
         if recommended is not None and (points["config"] == recommended).any():
             best = points[points["config"] == recommended].iloc[0]
             ax.scatter(best["tokens_saved"], best["preservation"], s=360, marker="*", color=RECOMMENDED,
@@ -107,7 +117,7 @@ def _identical_groups(points: pd.DataFrame) -> list[tuple[list[str], pd.Series]]
     keyed: dict[tuple, list[str]] = {}
     rows: dict[tuple, pd.Series] = {}
     for _, row in points.sort_values("config").iterrows():
-        key = (round(float(row["tokens_saved"]), 12), round(float(row["preservation"]), 12), bool(row["reference"]))
+        key = (round(float(row["tokens_saved"]), 12), round(float(row["preservation"]), 12), bool(row["hollow"]))
         keyed.setdefault(key, []).append(row["config"])
         rows.setdefault(key, row)
     return [(names, rows[key]) for key, names in keyed.items()]

@@ -17,15 +17,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.leaderboard import NOT_RANKED, ranked, summary_document
+from bench.leaderboard import NOT_RANKED, ranked, setting_figures, summary_document
 from bench.llm.prices import resolve_prices
 from bench.loading import Loaded, ReadInputs, load_inputs
 from bench.metrics import calls_frame, compactions_frame, transcript_summary
 from bench.runs import RunResult
 from bench.source import TranscriptError
-from bench.statistics import Recommendation, pareto_frontier, recommend, summarize_by_strategy
+from bench.recommendation import MIN_KEPT, Recommendation, Rule, recommend
 
-MIN_PRESERVATION = 0.9  # the same default as `compactlab sweep --min-preservation`
 # Strategies that replay what the production agent did: a reference, not a setting one can choose.
 REFERENCE_STRATEGIES = NOT_RANKED
 
@@ -83,11 +82,12 @@ def load_run(path: str | Path, reload_transcripts: bool = True) -> RunData:
     damaged = set(meta.get("skipped_records") or {}) | {t.id for t in loaded.transcripts if t.skipped}
     transcripts["damaged"] = transcripts["transcript"].isin(damaged)
     summary = read_json(path / "summary.json")
-    if summary is None:  # a sweep writes sweep.json only
+    sweep = read_json(path / "sweep.json")
+    if summary is None or "recommendation" not in summary:  # written by an earlier version
         result = RunResult(path, calls, compactions, transcripts, ReadInputs.of(loaded), 0)
-        summary = json.loads(json.dumps(summary_document(result), default=str))
+        summary = json.loads(json.dumps(summary_document(result, rule=_rule(sweep)), default=str))
     return RunData(
-        path=path, config=config, meta=meta, summary=summary, sweep=read_json(path / "sweep.json"),
+        path=path, config=config, meta=meta, summary=summary, sweep=sweep,
         calls=calls, compactions=compactions, transcripts=transcripts,
         loaded=loaded, load_error=error, changed_files=_changed_files(meta, loaded),
         compaction_rows=tuple(compaction_rows),
@@ -163,77 +163,21 @@ def _hash(path: Path) -> str | None:
         return None
 
 
-def with_untouched(transcripts: pd.DataFrame) -> pd.DataFrame:
-    """Adds `preservation_or_untouched`: k=1 preservation, 1.0 where the strategy never compacted.
-
-    A transcript a strategy never compacted lost nothing; without this a strategy that never fires
-    would have no score at all, and could look best (the rule of `bench.sweep`).
-    """
-    return transcripts.assign(
-        preservation_or_untouched=transcripts["preservation_k1"].where(transcripts["compactions"] > 0, 1.0)
-    )
-
-
 def ranked_rows(run: RunData) -> pd.DataFrame:
     """The rows the statistics use (`bench.leaderboard.ranked`): choosable strategies, undamaged transcripts."""
     return ranked(run.transcripts)
 
 
-def strategy_points(run: RunData, resamples: int = 10_000) -> pd.DataFrame:
-    """One row per ranked strategy label: tokens saved and preservation (untouched = 1.0), with 95% CIs."""
-    frame = with_untouched(ranked_rows(run))
-    board = summarize_by_strategy(frame, ["removed_share", "preservation_or_untouched"], strategy_col="config", resamples=resamples)
-    compacted = frame.groupby("config")["compactions"].agg(lambda s: int((s > 0).sum()))
-    where_compacted = frame.groupby("config")["preservation_k1"].mean()  # NaN where it never compacted
-    return pd.DataFrame({
-        "config": board["config"],
-        "tokens_saved": board["removed_share_mean"], "saved_low": board["removed_share_low"], "saved_high": board["removed_share_high"],
-        "preservation": board["preservation_or_untouched_mean"],
-        "preservation_low": board["preservation_or_untouched_low"], "preservation_high": board["preservation_or_untouched_high"],
-        "transcripts": board["transcripts"], "compacted_in": board["config"].map(compacted),
-        "kept_where_compacted": board["config"].map(where_compacted),
-        "reference": board["config"].map(lambda label: run.strategy_of(label) in REFERENCE_STRATEGIES),
-    }).sort_values("config").reset_index(drop=True)
+def _rule(sweep: dict | None) -> Rule:
+    """The rule with the threshold the run was analysed with (a sweep's `--min-preservation`)."""
+    return Rule(((sweep or {}).get("recommendation") or {}).get("min_kept", MIN_KEPT))
 
 
-@dataclass(frozen=True)
-class Choice:
-    """The recommended setting and where the recommendation came from."""
-
-    config: str
-    reason: str
-    source: str  # "sweep" or "leaderboard"
-    ties: tuple[str, ...] = ()  # other settings with exactly the same two numbers
-    frontier: tuple[str, ...] = ()
-
-
-def choose(run: RunData, points: pd.DataFrame) -> Choice | None:
-    if run.sweep and run.sweep.get("recommendation"):
-        chosen = run.sweep["recommendation"]
-        frontier = tuple(row["config"] for row in run.sweep.get("frontier", []))
-        return Choice(chosen["config"], chosen["reason"], "sweep", _ties(points, chosen["config"]), frontier)
-    candidates = points[~points["reference"]].set_index("config", drop=False)
-    # A setting that loses much wherever it compacts must not win on sessions it never touched:
-    # it has to keep the threshold where it did compact too (when some setting does).
-    good_where_used = candidates["kept_where_compacted"].isna() | (candidates["kept_where_compacted"] >= MIN_PRESERVATION)
-    if good_where_used.any():
-        candidates = candidates[good_where_used]
-    if candidates.dropna(subset=["tokens_saved", "preservation"]).empty:
-        return None
-    frontier = pareto_frontier(candidates, ("tokens_saved", "preservation"))
-    picked: Recommendation = recommend(frontier, MIN_PRESERVATION)
-    label = picked.row["config"]
-    return Choice(label, picked.reason, "leaderboard", _ties(points, label), tuple(frontier["config"]))
-
-
-def _ties(points: pd.DataFrame, label: str) -> tuple[str, ...]:
-    own = points[points["config"] == label]
-    if own.empty:
-        return ()
-    saved, kept = own.iloc[0]["tokens_saved"], own.iloc[0]["preservation"]
-    same = points[
-        (points["config"] != label) & ~points["reference"]
-        & points["tokens_saved"].map(lambda v: math.isclose(v, saved, abs_tol=1e-12))
-        & points["preservation"].map(lambda v: math.isclose(v, kept, abs_tol=1e-12))
-    ]
-    return tuple(same["config"])
+def figures_and_recommendation(run: RunData, resamples: int = 10_000) -> tuple[pd.DataFrame, Recommendation]:
+    """The settings' figures and the recommendation as the run's summary.json holds them; computed
+    the same way (`setting_figures`, `recommend`) when the run's summary.json predates them."""
+    if "recommendation" in run.summary:
+        board = pd.DataFrame(run.summary.get("leaderboard") or []).fillna(float("nan"))
+        return board, Recommendation.from_json(run.summary["recommendation"])
+    figures = setting_figures(run.transcripts, resamples)
+    return figures, recommend(figures, _rule(run.sweep))

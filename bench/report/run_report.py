@@ -21,7 +21,8 @@ from bench.report.overview import overview_context, pct
 from bench.report.page import environment, render_page
 from bench.report.real_compactions import real_compactions_context
 from bench.report.run_charts import colours_for, pareto_chart
-from bench.report.run_data import RunData, choose, load_run, strategy_points
+from bench.leaderboard import all_pair_comparisons, comparisons_document
+from bench.report.run_data import RunData, figures_and_recommendation, load_run, ranked_rows
 from bench.report.transcripts import transcripts_context
 
 TITLE = "compactlab: which compaction strategy, at what cost"
@@ -32,22 +33,25 @@ NAV = (
 )
 
 
-def write_run_report(run_dir: str | Path, out: str | Path | None = None, estimation: bool = True) -> Path:
-    """Render the report of the run in `run_dir` to `out` (default: run_dir/report.html) and return its path."""
+def write_run_report(run_dir: str | Path, out: str | Path | None = None, estimation: bool = True, all_pairs: bool = False) -> Path:
+    """Render the report of the run in `run_dir` to `out` (default: run_dir/report.html) and return its path.
+    `all_pairs`: compare every pair of settings too (when the run's summary.json does not hold them)."""
     run = load_run(run_dir, reload_transcripts=True)
     path = Path(out) if out is not None else Path(run_dir) / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_run_report(run, estimation=estimation), encoding="utf-8")
+    path.write_text(render_run_report(run, estimation=estimation, all_pairs=all_pairs), encoding="utf-8")
     return path
 
 
-def render_run_report(run: RunData, estimation: bool = True) -> str:
+def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = False) -> str:
     env = environment()
-    points = strategy_points(run)
-    choice = choose(run, points)
+    figures, recommendation = figures_and_recommendation(run)
+    pairs = run.summary.get("all_pairs")
+    if pairs is None and all_pairs:
+        pairs = comparisons_document(all_pair_comparisons(ranked_rows(run)), None, "every pair of settings")
     colours = colours_for(run.labels)
-    overview = overview_context(run, points, choice)
-    overview["pareto_svg"] = pareto_chart(points, choice.frontier if choice else (), choice.config if choice else None, colours)
+    overview = overview_context(run, figures, recommendation, pairs)
+    overview["pareto_svg"] = pareto_chart(figures, recommendation, colours)
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
     if estimation:
         sections.append(_estimation_section(run))

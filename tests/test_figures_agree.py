@@ -1,0 +1,165 @@
+"""One run, every surface: the CLI table, summary.json, the report, `compactlab diff` and the CI gate
+show each figure from one computation (`bench.leaderboard.setting_figures`) under one label
+(`bench.catalogue`), and the recommendation of the one rule (`bench.recommendation`).
+
+Real sessions: two bundled Claude Code files (one that compacts at the 64k window, one that never
+reaches it, neither damaged, so every surface averages over the same sessions), three strategies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bench.catalogue import REPORTED, metric
+from bench.cli import main
+from bench.leaderboard import setting_figures
+from bench.recommendation import Rule
+from bench.report.diff import diff_runs, format_diff
+from bench.report.run_data import load_light
+from tests.conftest import bundled
+
+FILES = (("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9"), ("m-claude", "97b0ffde"))
+STRATEGIES = ("summarize", "pi", "prune")
+
+
+def _main(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(list(argv))
+    return code, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    folder = tmp_path_factory.mktemp("agree")
+    files = [str(bundled(dataset, stem)) for dataset, stem in FILES]
+    code, printed = _main("run", "--dataset", *files, "--strategy", *STRATEGIES, "--out", str(folder / "run"))
+    assert code == 0, printed
+    summary = json.loads((folder / "run" / "summary.json").read_text())
+    assert not summary["left_out"]["skipped_records"]  # every surface averages over the same sessions
+    return {"folder": folder, "dir": folder / "run", "files": files, "printed": printed, "summary": summary,
+            "figures": {row["config"]: row for row in summary["leaderboard"]}}
+
+
+def figure(row: dict, name: str) -> float:
+    value = row[f"{name}_total" if metric(name).aggregate == "sum" else f"{name}_mean"]
+    return float("nan") if value is None else value  # summary.json writes an undefined figure as null
+
+
+def plain(text: str) -> str:
+    """A figure as text with the report's typography undone (true minus, dollar sign, word joiner)."""
+    return html.unescape(text).replace("−", "-").replace("\u2060", "").replace("$", "").lstrip("+").strip()
+
+
+def test_summary_json_holds_the_one_computation_and_the_rule(run: dict) -> None:
+    summary = run["summary"]
+    again = setting_figures(load_light(run["dir"]).transcripts).set_index("config")
+    for config, row in run["figures"].items():
+        for name in REPORTED:
+            assert figure(row, name) == pytest.approx(again.loc[config, f"{name}_total" if metric(name).aggregate == "sum" else f"{name}_mean"], nan_ok=True)
+    recommendation = summary["recommendation"]
+    assert recommendation["rule"] == Rule().text and recommendation["reason"]
+    assert set(recommendation["not_recommendable"]) | set(recommendation["frontier"]) <= set(run["figures"])
+    if recommendation["config"] is not None:
+        best = run["figures"][recommendation["config"]]
+        assert best["over_window_calls_total"] == 0 and recommendation["config"] in recommendation["frontier"]
+        # No recommendable setting is better on both axes of the plot.
+        for config, row in run["figures"].items():
+            if config not in recommendation["not_recommendable"] and config != recommendation["config"]:
+                assert not (row["removed_share_mean"] >= best["removed_share_mean"]
+                            and row["preservation_or_untouched_mean"] >= best["preservation_or_untouched_mean"]
+                            and (row["removed_share_mean"], row["preservation_or_untouched_mean"])
+                            != (best["removed_share_mean"], best["preservation_or_untouched_mean"]))
+    for config, why in recommendation["not_recommendable"].items():
+        row = run["figures"][config]
+        assert ("over the context window" in why) == (row["over_window_calls_total"] > 0)
+
+
+def test_the_cli_table_shows_the_figures_under_the_catalogue_labels(run: dict) -> None:
+    lines = run["printed"].splitlines()
+    header = re.split(r"\s{2,}", lines[0].strip())
+    assert header == ["setting"] + [metric(name).label for name in REPORTED]
+    for line in lines[1 : 1 + len(run["figures"])]:
+        cells = re.split(r"\s{2,}", line.strip())
+        config = cells[0].split(" ")[0]
+        for name, cell in zip(REPORTED, cells[1:]):
+            assert cell.split(" [")[0] == metric(name).format(figure(run["figures"][config], name)), (config, name)
+    assert f"rule: {Rule().text}" in run["printed"]
+
+
+def test_the_report_shows_the_same_figures_labels_and_recommendation(run: dict) -> None:
+    page = (run["dir"] / "report.html").read_text(encoding="utf-8")
+    table = re.search(r'<table class="sortable" id="leaderboard-table">(.*?)</table>', page, re.S).group(1)
+    headers = [html.unescape(h) for h in re.findall(r'<th scope="col"[^>]*>([^<]*)</th>', table)]
+    assert headers == ["Strategy"] + [metric(name).label for name in REPORTED]
+    rows = dict(re.findall(r'<tr[^>]*data-label="([^"]+)">(.*?)</tr>', table, re.S))
+    assert set(rows) == set(run["figures"])
+    for config, body in rows.items():
+        cells = re.findall(r'<td class="num" data-value="[^"]*">([^<]*)', body)
+        for name, cell in zip(REPORTED, cells, strict=True):
+            assert plain(cell) == plain(metric(name).format(figure(run["figures"][config], name))), (config, name)
+    headline = html.unescape(re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1))
+    recommendation = run["summary"]["recommendation"]
+    assert recommendation["rule"] in headline
+    if recommendation["config"] is None:
+        assert "No recommendation:" in headline and recommendation["reason"] in headline
+    else:
+        best = run["figures"][recommendation["config"]]
+        assert f"Use <strong>{recommendation['config']}</strong>" in headline
+        for name in ("removed_share", "preservation_or_untouched", "over_window_share", "preservation_k1"):
+            assert f"{metric(name).label} <strong>{metric(name).format(figure(best, name))}" in headline or \
+                f"{metric(name).label}: {metric(name).format(figure(best, name))}" in headline, name
+
+
+def test_diff_shows_the_same_figures_under_the_same_labels(run: dict) -> None:
+    diff = diff_runs(run["dir"], run["dir"], resamples=200)
+    assert set(diff.metrics["metric"]) == {metric(name).label for name in REPORTED}
+    text = format_diff(diff)
+    assert f"rule: {Rule().text}" in text
+    by_label = {metric(name).label: name for name in REPORTED}
+    for row in diff.metrics.itertuples():
+        name = by_label[row.metric]
+        expected = figure(run["figures"][row.label], name)
+        assert row.a == pytest.approx(expected, nan_ok=True), (row.label, name)
+        shown = metric(name).format(expected).replace("-", "−")
+        assert re.search(rf"^{re.escape(row.label)}\s+{re.escape(row.metric)}\s+{re.escape(shown)}\s", text, re.M), (row.label, name)
+
+
+def test_the_gate_guards_the_same_figures_under_the_same_labels(run: dict) -> None:
+    folder = run["folder"]
+    guarded = "\n".join(
+        f'[metrics.{name}]' + ('\ndirection = "lower"' if metric(name).direction == "neither" else "") for name in REPORTED
+    )
+    suite = folder / "suite.toml"
+    datasets = ", ".join(json.dumps(f) for f in run["files"])
+    strategies = ", ".join(json.dumps(s) for s in STRATEGIES)
+    suite.write_text(f"datasets = [{datasets}]\nstrategies = [{strategies}]\n\n{guarded}\n", encoding="utf-8")
+    baseline = folder / "baseline.json"
+    assert _main("baseline", "--suite", str(suite), "--baseline", str(baseline))[0] == 0
+    code, markdown = _main("check", "--suite", str(suite), "--baseline", str(baseline))
+    assert code == 0, markdown
+    for config in STRATEGIES:
+        section = markdown.split(f"### `{config}`")[1].split("###")[0]
+        for name in REPORTED:
+            found = re.search(rf"^\| {re.escape(metric(name).label)} \(`{name}`\) \| \w+ \| [^|]+ \| ([^|]+) \|", section, re.M)
+            assert found, (config, name)
+            expected = figure(run["figures"][config], name)
+            shown = found.group(1).strip()
+            if shown == "–":
+                assert math.isnan(expected)
+            else:
+                assert float(shown) == pytest.approx(expected, rel=1e-3, abs=1e-9), (config, name)
+
+
+def test_every_label_is_one_metric() -> None:
+    labels = pd.Series([metric(name).label for name in REPORTED])
+    assert not labels.duplicated().any()
