@@ -29,6 +29,8 @@ class Selection:
     always: tuple[str, ...] = ()
     # The source has real damaged records: bundled files are read leniently (skips counted and shown).
     lenient: bool = False
+    # Each sub-folder holds files of another repository with its own licence file.
+    licence_per_subfolder: bool = False
 
 
 SELECTION = (
@@ -67,6 +69,41 @@ SELECTION = (
         ),
         every=3,
         always=("deepseek_reasoner", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333"),
+    ),
+    Selection(
+        folder="mini-swe-agent-v1",
+        format="mini-swe-agent",
+        description="mini-swe-agent v1.17.3 trajectories on SWE-bench tasks with gpt-5 / gpt-5-mini / gpt-5-nano, command output returned as user messages",
+        caveats=(
+            "- The v1 layout: actions are ```bash blocks in the reply and every answer (the command's output, a\n"
+            "  timeout, a format error) comes back as a `user` message. compactlab reads each answer as the tool\n"
+            "  result of an action read from the reply (`sent_as = \"user\"`, `from_text`), so strategies treat it\n"
+            "  as tool output; the text the model saw is kept verbatim.\n"
+            "- Files are named `<run folder>__<task>.traj.json.gz`: several runs (models, reasoning efforts) solved\n"
+            "  the same tasks. 35 of the 67 shared files record usage the Responses-API way (`input_tokens`).\n"
+            "- A subset of the 67 shared files: the one with the largest prompt and every second of the rest\n"
+            "  ordered by largest prompt."
+        ),
+        every=2,
+        always=("mini-reasoning-high-res-api/sphinx-doc__sphinx-8548",),
+    ),
+    Selection(
+        folder="codex-rollouts",
+        format="codex-rollout",
+        description="long OpenAI Codex CLI sessions (69-456 calls, prompts up to ~271k tokens) from public repositories",
+        caveats=(
+            "- Each file comes from a different repository under its own licence (MIT or Apache-2.0): the\n"
+            "  licences are kept as `LICENSE-<owner>__<repository>`, and `MANIFEST.tsv` names each file's.\n"
+            "- Codex writes AGENTS.md and the environment context as user messages, also mid-session; compactlab\n"
+            "  flags them as instructions, which strategies keep as they keep the system prompt.\n"
+            "- Neither the system prompt nor the tool definitions are in the files; a file from an old CLI (0.34)\n"
+            "  does not record the model. No real `compacted` item.\n"
+            "- A subset of the 7 shared files: the two that carry AGENTS.md and every second of the rest ordered\n"
+            "  by largest prompt."
+        ),
+        every=2,
+        always=("Kocoro-lab__Shannon", "MoonLadderStudios__MoonMind"),
+        licence_per_subfolder=True,
     ),
     Selection(
         folder="condenser-pairs-gpt5mini",
@@ -109,33 +146,51 @@ def bundle(shared: Path, out: Path) -> None:
         rows = []
         for name in names:
             source = shared / name
-            gz = target / "transcripts" / (source.name + ".gz")
+            # Sub-folders (runs, repositories) become a name prefix: their file names repeat.
+            gz = target / "transcripts" / (name.removeprefix(selection.folder + "/").replace("/", "__") + ".gz")
             gz.write_bytes(gzip.compress(source.read_bytes(), compresslevel=9, mtime=0))
             info = manifest[name]
             rows.append("\t".join([gz.name, info["source repo"], info["path in repo"], info["commit/blob"], info["license"]]))
-        shutil.copy(shared / selection.folder / "LICENSE", target / "LICENSE")
+        copy_licences(shared / selection.folder, names, target, selection.licence_per_subfolder)
         (target / "MANIFEST.tsv").write_text("file\trepository\tpath\tcommit\tlicense\n" + "\n".join(rows) + "\n", encoding="utf-8")
-        first = manifest[names[0]]
         (target / "dataset.toml").write_text(
             f'description = "{selection.description}"\n'
             f'format = "{selection.format}"\n'
-            f'source = "{first["source repo"]}"\n'
-            f'license = "{first["license"]}"\n'
-            f"lenient = {str(selection.lenient).lower()}\n",
+            f'source = "{joined(names, manifest, "source repo")}"\n'
+            f'license = "{joined(names, manifest, "license")}"\n'
+            + ("lenient = true  # real damaged lines: bundled files are read leniently, skips are counted and shown\n"
+               if selection.lenient else ""),
             encoding="utf-8",
         )
         (target / "README.md").write_text(card(selection, names, manifest), encoding="utf-8")
         print(f"{selection.folder}: {len(names)} files")
 
 
+def copy_licences(source: Path, names: list[str], target: Path, per_subfolder: bool) -> None:
+    """The source's licence as `LICENSE`; or, per sub-folder, each repository's as `LICENSE-<sub-folder>`."""
+    if not per_subfolder:
+        [licence] = [p for p in source.glob("LICENSE*") if p.is_file()]
+        shutil.copy(licence, target / "LICENSE")
+        return
+    for sub in sorted({Path(n).parent.name for n in names}):
+        [licence] = [p for p in (source / sub).glob("LICENSE*") if p.is_file()]
+        shutil.copy(licence, target / f"LICENSE-{sub}")
+
+
+def joined(names: list[str], manifest: dict[str, dict[str, str]], column: str) -> str:
+    """The values of a manifest column over the chosen files, each once, in order of appearance."""
+    return ", ".join(dict.fromkeys(manifest[n][column] for n in names))
+
+
 def card(selection: Selection, names: list[str], manifest: dict[str, dict[str, str]]) -> str:
-    first = manifest[names[0]]
+    commits = joined(names, manifest, "commit/blob")
+    licence_files = "`LICENSE-<owner>__<repository>` files" if selection.licence_per_subfolder else "`LICENSE`"
     return (
         f"# {selection.folder}\n\n{selection.description[0].upper()}{selection.description[1:]}.\n\n"
         f"- Format: `{selection.format}` (read by compactlab's importer of that name)\n"
-        f"- Source repository: {first['source repo']}\n"
-        f"- Commit: {first['commit/blob']} (per file: `MANIFEST.tsv`)\n"
-        f"- Licence: {first['license']}, see `LICENSE` in this folder\n"
+        f"- Source repository: {joined(names, manifest, 'source repo')}\n"
+        f"- Commit: {commits if len(commits) < 80 else 'one per file'} (per file: `MANIFEST.tsv`)\n"
+        f"- Licence: {joined(names, manifest, 'license')}, see {licence_files} in this folder\n"
         f"- Files: {len(names)}, gzipped under `transcripts/`, byte-identical to the source once unzipped\n\n"
         f"## Caveats\n\n{selection.caveats}\n\n"
         "Real sessions of real agents: nobody on this project wrote them. Built by `python -m bench.bundle_datasets`.\n"

@@ -7,7 +7,8 @@ rather than guessed:
 - OpenAI chat framing (OpenAI cookbook, "How to count tokens with tiktoken"): 3 tokens per
   message for the role markers, 3 more to prime the reply. Applied by the tiktoken estimators.
   How tool-call JSON and tool definitions are framed is not documented: a tool call counts as its
-  name plus its arguments text, a tool result as its content.
+  name plus its arguments text, a tool result as its content. A call read from the message's own
+  text (`from_text`, mini-swe-agent v1) counts nothing: the text holds it already.
 - Anthropic publishes no tokenizer and no per-message framing; nothing is added for it beyond the
   text. Images: ≈ width·height/750 tokens after scaling the long edge to at most 1568 px
   (Anthropic vision docs); with unknown size, the documented maximum of about 1600.
@@ -53,7 +54,7 @@ class Framing:
             elif isinstance(part, ThinkingPart):
                 if self.count_thinking:
                     texts.append(part.text)
-            elif isinstance(part, ToolCallPart):
+            elif isinstance(part, ToolCallPart) and not part.from_text:  # else its text holds it
                 texts.append(part.name)
                 texts.append(part.arguments)
             elif isinstance(part, ToolResultPart):

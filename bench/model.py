@@ -35,12 +35,19 @@ class ThinkingPart:
 
 @dataclass(frozen=True)
 class ToolCallPart:
-    """A tool call. `arguments` is the JSON text of the arguments, as a provider would send it."""
+    """A tool call. `arguments` is the JSON text of the arguments, as a provider would send it.
+
+    `from_text`: the call was read from the message's own text (mini-swe-agent v1 writes its action
+    as a ```bash block in the reply), not sent as a separate tool call. The text already holds it,
+    so it adds nothing to a prompt: token counts and serializations of the message skip it, while
+    strategies still see which output answers which action.
+    """
 
     id: str
     name: str
     arguments: str
     kind: Literal["tool_call"] = "tool_call"
+    from_text: bool = False
 
     def parsed_arguments(self) -> object:
         """The arguments as Python data, or the raw text when it is not valid JSON."""
@@ -114,11 +121,22 @@ class LLMCall:
 
 @dataclass(frozen=True)
 class Message:
+    """One message. `role` is what it is to a compaction strategy; `sent_as` is the role the source
+    sent it under when that differs (a mini-swe-agent v1 observation is a `tool` result here, but
+    the model received it as a `user` message whose text is the result's content).
+
+    `instruction`: a system or user message that instructs the agent rather than continuing the
+    conversation (a Codex developer message, AGENTS.md, the environment context): strategies keep
+    it as they keep the system prompt, wherever it sits.
+    """
+
     role: Role
     parts: tuple[Part, ...]
     source_id: str | None = None
     line: int | None = None
     call: LLMCall | None = None
+    sent_as: Role | None = None
+    instruction: bool = False
 
     def text(self) -> str:
         """All text-like content of the message joined by newlines (for search and display)."""
@@ -126,7 +144,7 @@ class Message:
         for part in self.parts:
             if isinstance(part, (TextPart, ThinkingPart)):
                 chunks.append(part.text)
-            elif isinstance(part, ToolCallPart):
+            elif isinstance(part, ToolCallPart) and not part.from_text:
                 chunks.append(f"{part.name}({part.arguments})")
             elif isinstance(part, ToolResultPart):
                 chunks.append(part.content)

@@ -131,9 +131,47 @@ def leading_system(messages: Sequence[Message]) -> int:
     return count
 
 
+def is_instruction(message: Message) -> bool:
+    """A system prompt, or a message flagged as instructions (Codex's developer message, AGENTS.md,
+    environment context): kept verbatim by every strategy, wherever it sits."""
+    return message.role == "system" or message.instruction
+
+
 def is_user_turn_start(message: Message) -> bool:
-    """A real user message (not a tool result, not a summary) starts a turn."""
-    return message.role == "user" and not is_summary(message) and not any(isinstance(p, ToolResultPart) for p in message.parts)
+    """A real user message (not a tool result, not a summary, not instructions) starts a turn."""
+    return (
+        message.role == "user" and not message.instruction and not is_summary(message)
+        and not any(isinstance(p, ToolResultPart) for p in message.parts)
+    )
+
+
+def task_index(messages: Sequence[Message]) -> int | None:
+    """Where the task statement is: the first message that starts a user turn."""
+    return next((i for i, m in enumerate(messages) if is_user_turn_start(m)), None)
+
+
+def pinned_indexes(messages: Sequence[Message]) -> set[int]:
+    """Messages every strategy keeps verbatim: instructions (system prompts included) and the task
+    statement. They cost what they cost: the agent cannot do its task without them."""
+    task = task_index(messages)
+    return {i for i, m in enumerate(messages) if i == task or is_instruction(m)}
+
+
+def pinned_head(messages: Sequence[Message]) -> int:
+    """How many messages at the start are pinned (see `pinned_indexes`): the part a compaction keeps
+    in front of its summary or of the history it kept."""
+    pinned = pinned_indexes(messages)
+    count = 0
+    while count in pinned:
+        count += 1
+    return count
+
+
+def pinned_in(messages: Sequence[Message], start: int, end: int) -> tuple[Message, ...]:
+    """The pinned messages of `messages[start:end]`, a span a strategy drops or summarizes: it keeps
+    them, in order, after the head (they are never tool results, so no call loses its result)."""
+    pinned = pinned_indexes(messages)
+    return tuple(messages[i] for i in range(start, end) if i in pinned)
 
 
 def safe_cut_points(messages: Sequence[Message]) -> list[int]:
@@ -158,6 +196,22 @@ def safe_cut_points(messages: Sequence[Message]) -> list[int]:
 
 def turn_starts(messages: Sequence[Message]) -> list[int]:
     return [i for i, m in enumerate(messages) if is_user_turn_start(m)]
+
+
+def turn_boundaries(messages: Sequence[Message]) -> list[int]:
+    """Where turns start, for strategies that keep or drop whole turns: user turn starts, and, when
+    the last user turn is the task's own (single-task agents such as mini-swe-agent, sub-agents),
+    every step after it: an assistant message that follows a non-assistant one. The task statement
+    is pinned, so its turn would otherwise never shrink."""
+    starts = turn_starts(messages)
+    if starts and starts[-1] != task_index(messages):
+        return starts
+    after = starts[-1] if starts else -1
+    steps = [
+        i for i in range(max(after + 1, 1), len(messages))
+        if messages[i].role == "assistant" and messages[i - 1].role != "assistant"
+    ]
+    return starts + steps
 
 
 @dataclass(frozen=True)

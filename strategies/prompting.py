@@ -190,7 +190,7 @@ def serialize(messages: Sequence[Message]) -> str:
                 blocks.append(f"[{label}]: {part.text}")
             elif isinstance(part, ThinkingPart):
                 blocks.append(f"[Assistant thinking]: {part.text}")
-            elif isinstance(part, ToolCallPart):
+            elif isinstance(part, ToolCallPart) and not part.from_text:  # else the text shows it
                 blocks.append(f"[Assistant tool call]: {part.name}({part.arguments})")
             elif isinstance(part, ToolResultPart):
                 content = part.content

@@ -12,8 +12,8 @@ from strategies.base import (
     CompactionResult,
     Context,
     is_summary,
-    is_user_turn_start,
     setting,
+    turn_boundaries,
 )
 
 # opencode's replacement text for a pruned tool output (sst/opencode,
@@ -26,7 +26,8 @@ PLACEHOLDER = "[Old tool result content cleared]"
 class Prune:
     """Replace old tool outputs with a placeholder once enough of them can be cleared (opencode).
 
-    Walks the history backwards, skipping the last `protect_turns` user turns. The newest
+    Walks the history backwards, skipping the last `protect_turns` turns (user turns; the steps of
+    the task's turn when it is the last one, see `turn_boundaries`). The newest
     `protect_tokens` tokens of tool output are kept; every older tool output is cleared, but only
     if more than `minimum_tokens` would be cleared in total. Tools in `protected_tools` are never
     pruned. Messages are never removed, only tool-result content; a cleared result keeps its call.
@@ -55,7 +56,9 @@ class Prune:
         #       if already compacted: break                            -> stop at an earlier prune
         #       total += estimate; if (total <= PRUNE_PROTECT) continue; pruned += estimate; mark it
         #   if (pruned > PRUNE_MINIMUM) clear every marked part
-        # Here a user turn is a real user message (`is_user_turn_start`), the earlier compaction is
+        # Here a turn starts where `turn_boundaries` says: at a real user message, and at each step of
+        # the task's own turn when it is the last one (a single-task agent such as mini-swe-agent has
+        # no other user turn, so opencode's rule would protect its whole session). The earlier compaction is
         # our summary message, and every tool result counts as "completed", errors included: opencode's
         # "error" status is a tool that threw (its short error text is never pruned), while recorded
         # transcripts also flag commands that ran and failed (Claude Code: a failing test run, often
@@ -74,9 +77,10 @@ class Prune:
         turns = total = pruned = 0
         marked: list[tuple[int, int]] = []
         stopped_at = ""
+        boundaries = set(turn_boundaries(messages))
         for m_index in range(len(messages) - 1, -1, -1):
             message = messages[m_index]
-            if is_user_turn_start(message):
+            if m_index in boundaries:
                 turns += 1
             if turns < self.protect_turns:
                 continue

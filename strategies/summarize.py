@@ -31,7 +31,8 @@ from strategies.base import (
     is_summary,
     is_user_turn_start,
     last_user_request,
-    leading_system,
+    pinned_head,
+    pinned_in,
     safe_cut_points,
     setting,
     summary_message,
@@ -64,7 +65,7 @@ class Summarize:
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         messages = context.messages
-        head = leading_system(messages)
+        head = pinned_head(messages)  # system prompt, instructions and the task: kept verbatim
         previous = messages[head] if head < len(messages) and is_summary(messages[head]) else None
         start = head + (previous is not None)
         history = messages[start:]
@@ -74,8 +75,9 @@ class Summarize:
             return CompactionResult(context, 0, note="nothing old enough to summarize")
         summarizer = self._summarizer(request)
         previous_text = summary_text(previous) if previous is not None else None
+        kept = pinned_in(messages, start, start + cut)  # instructions in the span stay out of the summary
         try:
-            text, calls, prompt_hash, template = self._summarize(history, cut, turn_start, previous_text, summarizer)
+            text, calls, prompt_hash, template = self._summarize(history, cut, turn_start, previous_text, summarizer, kept)
         except CompactionFailed as failure:
             if not self.fallback:
                 raise
@@ -84,9 +86,9 @@ class Summarize:
             result = get_strategy(self.fallback).compact(context, request)
             return replace(result, note=f"summarizer failed ({failure}); {self.fallback}: {result.note}")
         text = self._decorate(text, history[:cut], previous_text, messages, template)
-        new_messages = (*messages[:head], summary_message(text), *history[cut:])
-        removed = cut + (previous is not None)
-        note = f"summarized {cut} messages" + (" (split turn)" if turn_start is not None else "") + f", kept {len(history) - cut}"
+        new_messages = (*messages[:head], *kept, summary_message(text), *history[cut:])
+        removed = cut - len(kept) + (previous is not None)
+        note = f"summarized {cut - len(kept)} messages" + (" (split turn)" if turn_start is not None else "") + f", kept {len(history) - cut}"
         return CompactionResult(replace(context, messages=new_messages, summary=text), removed, tuple(calls), prompt_hash, note)
 
     def _summarizer(self, request: CompactionRequest) -> Summarizer:
@@ -100,9 +102,10 @@ class Summarize:
             return request.summarizer
         raise ValueError(f"unknown summarizer {self.summarizer!r}: use 'extractive' or 'llm'")
 
-    def _summarize(self, history, cut, turn_start, previous_text, summarizer) -> tuple[str, list, str, str]:
+    def _summarize(self, history, cut, turn_start, previous_text, summarizer, kept=()) -> tuple[str, list, str, str]:
         """The summary text, the summarizer's calls, the prompt set's hash, and the template that
-        wrote the history part (its `files` macro decides the file lists)."""
+        wrote the history part (its `files` macro decides the file lists). `kept`: pinned messages of
+        the span, kept verbatim beside the summary and so left out of it."""
         calls = []
         history_template = self.template
         end_of_history = turn_start if turn_start is not None else cut
@@ -118,7 +121,7 @@ class Summarize:
             template = self.turn_prefix_template if purpose == "turn_prefix" else self.update_template if update else self.template
             if purpose == "history":
                 history_template = template
-            span_messages = list(span)
+            span_messages = [m for m in span if not any(m is k for k in kept)]
             if purpose == "history" and previous_text is not None and not update:
                 span_messages = [summary_message(previous_text), *span_messages]  # re-summarize from scratch
             cleaned = fill_missing_results(span_messages)

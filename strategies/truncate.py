@@ -10,21 +10,25 @@ from strategies.base import (
     CompactionResult,
     Context,
     is_summary,
-    leading_system,
+    pinned_head,
+    pinned_in,
     safe_cut_points,
     setting,
-    turn_starts,
+    turn_boundaries,
 )
 
 
 @dataclass(frozen=True)
 class Truncate:
-    """Keep the system prompt and the most recent whole user turns that fit the budget.
+    """Keep the pinned messages and the most recent whole user turns that fit the budget.
 
-    The history is cut only where a user turn starts and no kept tool result would lose its call,
-    so a tool call and its result are never separated. The last user turn is always kept whole,
-    even when it alone exceeds the budget (the note says so). A summary message right after the
-    system prompt is kept (`keep_summary`). Needs no LLM.
+    Pinned messages (system prompt, instructions, the task statement: `pinned_indexes`) are always
+    kept verbatim, in front. The history is cut only where a turn starts and no kept tool result
+    would lose its call, so a tool call and its result are never separated. A turn is a user turn;
+    when the last user turn is the task's own (single-task agents), each step of it (an assistant
+    message and the tool results that answer it) counts as a turn. The last turn is always kept
+    whole, even when it alone exceeds the budget (the note says so). A summary message right after
+    the pinned head is kept (`keep_summary`). Needs no LLM.
     """
 
     name = "truncate"
@@ -39,7 +43,7 @@ class Truncate:
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         messages = context.messages
         budget = self.budget_tokens or request.target_tokens
-        head_end = leading_system(messages)
+        head_end = pinned_head(messages)
         if self.keep_summary and head_end < len(messages) and is_summary(messages[head_end]):
             head_end += 1
         head = messages[:head_end]
@@ -52,20 +56,22 @@ class Truncate:
             return unchanged(f"nothing to do: the context ({total:,} tokens) is within the budget ({budget:,})")
         safe = set(safe_cut_points(messages))
         # A cut at i keeps head + messages[i:]; i = head_end would drop nothing.
-        cuts = [i for i in turn_starts(messages) if i > head_end and i in safe]
+        boundaries = turn_boundaries(messages)
+        cuts = [i for i in boundaries if i > head_end and i in safe]
         if not cuts:
-            return unchanged("nothing to do: no earlier user turn to drop (the last user turn is kept whole)")
+            return unchanged("nothing to do: no earlier turn to drop (the last turn is kept whole)")
         for cut in cuts:
-            kept = head + messages[cut:]
+            moved = pinned_in(messages, head_end, cut)
+            kept = head + moved + messages[cut:]
             size = request.count_tokens(kept)
             if size <= budget:
-                note = f"dropped {cut - head_end} messages before the user turn at message {cut} ({size:,} of {budget:,} tokens)"
+                note = f"dropped {cut - head_end - len(moved)} messages before the turn at message {cut} ({size:,} of {budget:,} tokens)"
                 break
-        else:  # not even the last user turn fits: keep it whole anyway
-            last = "the last user turn" if cut == turn_starts(messages)[-1] else f"the user turn at message {cut}"
+        else:  # not even the last turn fits: keep it whole anyway
+            last = "the last turn" if cut == boundaries[-1] else f"the turn at message {cut}"
             note = (
-                f"dropped {cut - head_end} messages, over budget anyway: {last} ({size:,} tokens with the kept "
-                f"head) exceeds the budget ({budget:,}) and is kept whole, never cut inside"
+                f"dropped {cut - head_end - len(moved)} messages, over budget anyway: {last} ({size:,} tokens with "
+                f"the kept head) exceeds the budget ({budget:,}) and is kept whole, never cut inside"
             )
         new = replace(context, messages=kept, known_usage=None)
-        return CompactionResult(context=new, messages_removed=cut - head_end, note=note)
+        return CompactionResult(context=new, messages_removed=cut - head_end - len(moved), note=note)

@@ -8,8 +8,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO / "datasets"
-# The real transcripts that the bundled datasets were chosen from; CI clones the repo next to it.
-SHARED = REPO.parent / "shared" / "transcripts"
+# The real transcripts that the bundled datasets were chosen from; CI clones the repo next to it
+# (a git worktree of the repo may sit one folder deeper).
+SHARED = next(
+    (p for p in (REPO.parent / "shared" / "transcripts", REPO.parents[1] / "shared" / "transcripts") if p.is_dir()),
+    REPO.parent / "shared" / "transcripts",
+)
 
 
 def bundled(dataset: str, stem: str) -> Path:

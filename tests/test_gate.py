@@ -61,9 +61,9 @@ def test_a_template_without_the_file_list_fails_and_restoring_it_passes(tmp_path
     code = main(["check", "--suite", str(suite), "--baseline", str(BASELINE), "--only", "summarize"])
     out = capsys.readouterr().out
     assert code == 1, out
-    assert out.startswith("## compactlab check: ❌ 1 regression")
-    headline = out.splitlines()[2]
-    assert "`summarize` · next five steps' path items kept where compacted (k=5) (`preservation_k5_path`)" in headline  # the catalogue's label
+    # Without file lists the summaries lose file paths (and, with them, some of the next steps' facts).
+    assert re.match(r"## compactlab check: ❌ [12] regressions?\n", out)
+    [headline] = [line for line in out.splitlines()[:5] if "`summarize` · next five steps' path items kept where compacted (k=5) (`preservation_k5_path`)" in line]
     change, low, high = (float(x) for x in re.search(r": ([-+.\de]+) \[([-+.\de]+), ([-+.\de]+)\]", headline).groups())
     assert low <= change <= high < -0.02  # the whole interval is worse than the tolerance
     assert "| next five steps' path items kept where compacted (k=5) (`preservation_k5_path`) | higher | 0.02 |" in out and "**❌ regression** |" in out

@@ -16,7 +16,7 @@ from bench.importers.mini_swe_agent import MiniSweAgentImporter
 from bench.model import TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from bench.source import RecordIssues, Source, TranscriptError
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
+from tests.conftest import SHARED
 V2_DIR = SHARED / "mini-swe-agent-pr816"
 V1_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "mini_swe_agent" / "v1_modelled_django__django-11099.traj.json"
 ALL_V2 = sorted(V2_DIR.glob("*.traj.json"))
@@ -188,10 +188,15 @@ def test_v1_modelled_trajectory():
     assert transcript.id == "v1_modelled_django__django-11099"
     # system, task, then 21 x (assistant, output) minus the last output slot; the closing message that holds
     # the submission was never sent to a model.
-    assert [m.role for m in transcript.messages] == ["system", "user"] + ["assistant", "user"] * 20 + ["assistant"]
+    # The outputs reached the model as user messages; to strategies they are the results of the actions.
+    assert [m.role for m in transcript.messages] == ["system", "user"] + ["assistant", "tool"] * 20 + ["assistant"]
+    assert [m.sent_as for m in transcript.messages] == [None, None] + [None, "user"] * 20 + [None]
     assert transcript.ignored == (("exit", 1),)
-    # v1 actions are bash blocks in the text: no tool calls. OpenRouter's `reasoning` becomes thinking.
-    assert not any(isinstance(p, ToolCallPart) for m in transcript.messages for p in m.parts)
+    # v1 actions are bash blocks in the text: each reply's is read from it, never sent as a call.
+    calls = [[p for p in m.parts if isinstance(p, ToolCallPart)] for m in transcript.messages if m.role == "assistant"]
+    assert all(len(c) == 1 and c[0].from_text and c[0].name == "bash" for c in calls)
+    assert json.loads(calls[0][0].arguments)["command"] in transcript.messages[2].text()
+    # OpenRouter's `reasoning` becomes thinking.
     thinking = [m for m in transcript.messages if isinstance(m.parts[0], ThinkingPart)]
     assert len(thinking) == 2 and isinstance(thinking[0].parts[1], TextPart)
 
@@ -202,7 +207,9 @@ def test_v1_run_cut_off_keeps_its_last_message(tmp_path):
     path = tmp_path / "running.traj.json"
     path.write_text(json.dumps(doc))
     transcript = load(path)
-    assert transcript.ignored == () and transcript.messages[-1].role == "user"
+    # Its last message is the output of the last action, as every other output.
+    assert transcript.ignored == () and transcript.messages[-1].sent_as == "user"
+    assert transcript.messages[-1].role == "tool" and transcript.messages[-2].role == "assistant"
 
 
 def minimal_v2() -> dict:

@@ -80,16 +80,17 @@ def test_the_hybrid_trigger_sees_the_measured_size_after_a_compaction() -> None:
 
 
 def test_a_compaction_that_changes_nothing_is_no_compaction() -> None:
-    # One task, no user turn to drop: truncate can remove nothing from this session.
+    # opencode's pruning protects the newest 40,000 tokens of tool output: in this session's first
+    # 60 messages there is nothing older to clear.
     meter = Meter(MINI, "hybrid")
-    engine = Engine(get_strategy("truncate"), 20_000, meter, meter.count, Trigger(fraction=0.1))
+    engine = Engine(get_strategy("prune"), 20_000, meter, meter.count, Trigger(fraction=0.1))
     context = Context(MINI.messages[:60])
     after, event = engine.before_call(context)
     assert after is context and not event.changed and not event.compacted
     assert event.tokens_before == event.tokens_after and event.reduction == 0 and event.stalled
     assert engine.before_call(context) == (context, None)  # the guard holds
     # In a replay: not a compaction row, not scored, counted.
-    replayed = replay(MINI, StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.3)), ContextWindows(overrides={"": 20_000}))
+    replayed = replay(MINI, StrategyConfig("p", "prune", trigger=Trigger(fraction=0.3)), ContextWindows(overrides={"": 20_000}))
     summary = transcript_summary(calls_frame(replayed.calls), compactions_frame(replayed.compactions)).iloc[0]
     assert replayed.compactions == [] and summary["compactions"] == 0 and summary["noop_compactions"] >= 1
     assert summary["removed_share"] == 0
@@ -108,9 +109,9 @@ def test_prune_on_the_bundled_sessions_rows_only_real_compactions() -> None:
 
 
 def test_compact_prints_one_set_of_numbers_when_nothing_changes(capsys) -> None:
-    assert main(["compact", str(MINI_PATH), "--strategy", "truncate", "--at", "40"]) == 0
+    assert main(["compact", str(MINI_PATH), "--strategy", "prune", "--at", "40"]) == 0
     out = capsys.readouterr().out
-    assert "no compaction: truncate changed nothing" in out and "% removed" not in out and "→" not in out
+    assert "no compaction: prune changed nothing" in out and "% removed" not in out and "→" not in out
 
 
 def test_measured_ratios_are_the_recorded_over_the_estimated_history() -> None:

@@ -12,12 +12,13 @@ from pathlib import Path
 from strategies.prompting import PROMPTS_DIR
 from tests.conftest import bundled
 
-MINI = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
+# A session whose summaries need the file lists to keep the paths the next steps use.
+MINI = bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pvlib__pvlib-python-1707")
 FILES_IMPORT = '{%- from "files.j2" import files -%}'
 
 TEAM_TESTS = f'''
 TRANSCRIPT = {str(MINI)!r}
-OPTIONS = dict(settings={{"keep_recent_tokens": 2000}}, window=20000)
+OPTIONS = dict(settings={{"keep_recent_tokens": 4000}}, window=32000)
 
 
 def test_our_prompt_keeps_file_paths(compactlab_replay):

@@ -23,6 +23,9 @@ from strategies.base import (
     is_summary,
     is_user_turn_start,
     leading_system,
+    pinned_head,
+    pinned_indexes,
+    turn_boundaries,
     summary_message,
     turn_starts,
 )
@@ -94,16 +97,18 @@ def check_truncate(transcript: Transcript) -> None:
     request = request_for(transcript)
     result = Truncate().compact(Context(messages=before), request)
     after = result.context.messages
-    system = leading_system(before)
+    head = pinned_head(before)
+    pinned = [before[i] for i in sorted(pinned_indexes(before))]
     if result.messages_removed:
-        first = after[system]
-        assert is_user_turn_start(first) or is_summary(first), "the first kept message starts a user turn"
-        assert after[system:] == before[len(before) - len(after) + system :], "a contiguous recent tail is kept"
+        assert [m for m in after if m in pinned] == pinned, "system prompt, instructions and the task are kept verbatim"
+        tail = after[len(pinned) :]
+        assert tail == before[len(before) - len(tail) :], "after the pinned messages, a contiguous recent tail is kept"
+        assert len(before) - len(tail) in turn_boundaries(before), "the tail starts a turn (or a step of the task's turn)"
         if "over budget anyway" not in result.note:
             assert request.count_tokens(after) <= request.target_tokens
     else:
-        # Single-turn sessions (mini-swe-agent, sub-agents): the last turn is never cut inside.
-        assert len(turn_starts(before)) <= 1 or request.count_tokens(before) <= request.target_tokens
+        boundaries = [b for b in turn_boundaries(before) if b > head]
+        assert not boundaries or request.count_tokens(before) <= request.target_tokens
         assert result.note.startswith("nothing to do")
 
 
@@ -113,9 +118,9 @@ def test_truncate_keeps_the_last_turn_whole_when_even_it_does_not_fit() -> None:
     result = run(Truncate(), transcript, target=10)
     after = result.context.messages
     last = turn_starts(before)[-1]
-    assert after == before[last:], "exactly the last user turn, whole"
-    assert result.messages_removed == last
-    assert "over budget anyway" in result.note and "last user turn" in result.note
+    assert after == before[:1] + before[last:], "the task statement, then exactly the last user turn, whole"
+    assert result.messages_removed == last - 1
+    assert "over budget anyway" in result.note and "last turn" in result.note
 
 
 def test_truncate_keeps_the_summary_and_uses_its_own_budget() -> None:

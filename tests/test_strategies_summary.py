@@ -92,8 +92,9 @@ def test_split_turn_on_a_single_task_agent() -> None:
     request, _ = request_for(transcript)
     result = get_strategy("summarize").compact(Context(messages=transcript.messages), request)
     assert "(split turn)" in result.note
-    assert result.context.summary.startswith("## Original request")
     assert TURN_SEPARATOR.strip() not in result.context.summary and "Turn Context" not in result.context.summary
+    # The task statement is kept verbatim after the system prompt, not summarized.
+    assert result.context.messages[:2] == transcript.messages[:2]
 
 
 def test_summary_carries_file_lists_and_last_request() -> None:
@@ -117,9 +118,11 @@ def test_iterative_merge_updates_the_earlier_summary_and_keeps_file_lists() -> N
     second = merge.compact(grown, request)
     summaries = [m for m in second.context.messages if is_summary(m)]
     assert len(summaries) == 1  # the earlier summary was merged, not stacked
+    # The task statement stays first, verbatim, through both compactions.
+    assert first.messages[0] == second.context.messages[0] == transcript.messages[0]
     # The extractive update merges the earlier summary section by section instead of nesting it.
-    earlier_goal = first.summary.split("## Goal\n- ", 1)[1].split("\n", 1)[0]
-    assert earlier_goal in second.context.summary
+    earlier_error = first.summary.split("## Errors seen\n- ", 1)[1].split("\n", 1)[0]
+    assert earlier_error in second.context.summary
     assert "## Earlier summary" not in second.context.summary
     earlier = files_in(first.summary)
     now = files_in(second.context.summary)

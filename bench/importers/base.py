@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import struct
+from dataclasses import replace
 from typing import Protocol
 
 from bench.model import ImagePart, Message, ToolCallPart, ToolResultPart, Transcript
@@ -90,7 +91,7 @@ class ToolPairing:
             return None
         if len(parts) == len(message.parts):
             return message
-        return Message(role=message.role, parts=tuple(parts), source_id=message.source_id, line=message.line, call=message.call)
+        return replace(message, parts=tuple(parts))
 
 
 def check_tool_pairing(messages: list[Message], issues: RecordIssues) -> list[Message]:

@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench.model import (
+    ROLES,
     CompactionMarker,
     LLMCall,
     Message,
@@ -57,6 +58,8 @@ def transcript_lines(transcript: Transcript) -> list[dict]:
                 "source_id": message.source_id,
                 "line": message.line,
                 "call": asdict(message.call) if message.call else None,
+                "sent_as": message.sent_as,
+                "instruction": message.instruction,
             }
         )
     lines.extend({"type": "compaction", **asdict(m)} for m in markers)
@@ -145,9 +148,13 @@ class CanonicalImporter:
 
 
 def _message(data: dict) -> Message:
-    role = data["role"]
-    if role not in ("system", "user", "assistant", "tool"):
+    role, sent_as, instruction = data["role"], data.get("sent_as"), data.get("instruction", False)
+    if role not in ROLES:
         raise ValueError(f"unknown role {role!r}")
+    if sent_as is not None and sent_as not in ROLES:
+        raise ValueError(f"unknown role {sent_as!r} in `sent_as`")
+    if not isinstance(instruction, bool):
+        raise TypeError(f"`instruction` must be true or false, got {instruction!r}")
     parts = data["parts"]
     if not isinstance(parts, list):
         raise TypeError("`parts` must be a list")
@@ -158,4 +165,6 @@ def _message(data: dict) -> Message:
         source_id=data.get("source_id"),
         line=data.get("line"),
         call=LLMCall(**call) if call else None,
+        sent_as=sent_as,
+        instruction=instruction,
     )

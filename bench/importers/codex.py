@@ -25,6 +25,11 @@ from bench.source import Record, RecordIssues, Source
 ENVELOPE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 # Bare item types of the legacy layout (the serde tags of `ResponseItem` in models.rs).
 LEGACY_ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "local_shell_call")
+# User messages Codex writes itself, before the user's first message and again when they change
+# (codex-rs/core: AGENTS.md as `# AGENTS.md instructions for <dir>` or, in older versions,
+# `<user_instructions>`; `<environment_context>` with cwd, sandbox and approval policy). They are
+# instructions, not conversation: marked `instruction` so strategies keep them as the system prompt.
+INSTRUCTION_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions for ")
 # Event copies of response items, written for UIs (policy.rs persists them); the item is the truth.
 COPY_EVENTS = ("user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content")
 
@@ -176,9 +181,11 @@ class _Reader:
         if role == "assistant":
             self._assistant(parts, line)
         elif role in ("user", "developer", "system"):
-            # Codex injects <environment_context>/<user_instructions> as user messages: they are
-            # part of the prompt, so they stay.
-            self._other("user" if role == "user" else "system", parts, line)
+            # A developer message becomes a system one (instructions by role); Codex's own user
+            # messages (INSTRUCTION_PREFIXES) are flagged: both stay in every prompt.
+            text = "".join(p.text for p in parts if isinstance(p, TextPart)).lstrip()
+            instruction = role == "user" and text.startswith(INSTRUCTION_PREFIXES)
+            self._other("user" if role == "user" else "system", parts, line, instruction)
         else:
             self.issues.report(line, f"message has unknown role {role!r}")
 
@@ -291,11 +298,11 @@ class _Reader:
             self.open = _Open(line=line, call=call)
         self.open.parts.extend(parts)
 
-    def _other(self, role: str, parts: list[Part], line: int) -> None:
+    def _other(self, role: str, parts: list[Part], line: int, instruction: bool = False) -> None:
         self._flush()
         self._orphan_pending()
         if parts:
-            self.messages.append(Message(role, tuple(parts), line=line))  # type: ignore[arg-type]
+            self.messages.append(Message(role, tuple(parts), line=line, instruction=instruction))  # type: ignore[arg-type]
         else:
             self.ignored[f"empty {role} message"] += 1
 
