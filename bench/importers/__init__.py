@@ -8,11 +8,12 @@ every format tried and why each one did not match.
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from pathlib import Path
 
 from bench.importers.base import Importer
 from bench.model import Transcript
-from bench.source import RecordIssues, Source, TranscriptError
+from bench.source import TOO_DEEP, RecordIssues, Source, TranscriptError
 
 IMPORTERS: dict[str, Importer] = {}
 
@@ -82,6 +83,30 @@ def load_file(path: Path | str, *, lenient: bool = False, format: str | None = N
     lenient mode skips damaged records and records each one in `Transcript.skipped`.
     """
     source = Source(path)
-    importer = get_importer(format) if format else detect(source)
-    issues = RecordIssues(source.path, lenient)
-    return importer.load(source, issues)
+    importer = get_importer(format) if format else None
+    try:
+        importer = importer or detect(source)
+        transcripts = importer.load(source, RecordIssues(source.path, lenient))
+    except TranscriptError:
+        raise
+    except RecursionError as exc:
+        raise TranscriptError(source.path, None, TOO_DEEP) from exc
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
+        # A shape no check foresaw. It still names the file, so that --lenient counts the file and
+        # goes on with the others; "internal error" marks it as a bug to fix (the fuzz test looks).
+        reader = f"the {importer.name} importer" if importer else "format detection"
+        raise TranscriptError(
+            source.path, None, f"internal error in {reader} on an unexpected shape of data: {type(exc).__name__}: {exc}"
+        ) from exc
+    return [_printable(t) for t in transcripts]
+
+
+def _printable(transcript: Transcript) -> Transcript:
+    """Ids are written to UTF-8 files and shown: bytes of a file name that are not UTF-8 (kept by
+    Python as lone surrogates) are written as \\xNN."""
+    try:
+        transcript.id.encode("utf-8")
+        return transcript
+    except UnicodeEncodeError:
+        text = transcript.id.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        return replace(transcript, id=text.encode("utf-8", "backslashreplace").decode("utf-8"))

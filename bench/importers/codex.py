@@ -17,7 +17,7 @@ import mimetypes
 from collections import Counter
 from dataclasses import dataclass, field
 
-from bench.importers.base import check_tool_pairing, image_part
+from bench.importers.base import check_tool_pairing, image_part, is_count
 from bench.model import CompactionMarker, ImagePart, LLMCall, Message, Part, TextPart, ThinkingPart
 from bench.model import ToolCallPart, ToolResultPart, Transcript
 from bench.source import Record, RecordIssues, Source
@@ -78,9 +78,26 @@ class _Reader:
         self.last_prompt_tokens: int | None = None
         self.compactions: list[CompactionMarker] = []
         self.ignored: Counter[str] = Counter()
+        self.item_lines: dict[str, int] = {}  # the JSON of each response item so far -> its line
+
+    def _repeated(self, data: object, line: int) -> bool:
+        """Whether `data` is a response item written twice (then reported). Envelope lines carry a
+        timestamp and legacy tool items a call id, so two equal ones are one record duplicated."""
+        if not isinstance(data, dict) or not (
+            (data.get("type") == "response_item" and "timestamp" in data) or ("type" in data and "payload" not in data and "call_id" in data)
+        ):
+            return False
+        key = json.dumps(data, sort_keys=True)
+        if key in self.item_lines:
+            self.issues.report(line, f"duplicate of line {self.item_lines[key]}: a response item written twice")
+            return True
+        self.item_lines[key] = line
+        return False
 
     def feed(self, record: Record) -> None:
         data, line = record.data, record.line
+        if self._repeated(data, line):
+            return
         if not isinstance(data, dict):
             self.issues.report(line, f"record is a JSON {type(data).__name__}, not an object")
         elif "payload" in data or data.get("type") in ENVELOPE_TYPES:
@@ -198,9 +215,13 @@ class _Reader:
         return parts
 
     def _reasoning(self, item: dict, line: int) -> None:
-        texts = [s["text"] for s in item.get("summary") or [] if isinstance(s, dict) and isinstance(s.get("text"), str)]
+        summary, content = item.get("summary"), item.get("content")
+        if not isinstance(summary, (list, type(None))) or not isinstance(content, (list, type(None))):
+            self.issues.report(line, "reasoning 'summary' and 'content' must be lists")
+            return
+        texts = [s["text"] for s in summary or [] if isinstance(s, dict) and isinstance(s.get("text"), str)]
         if not texts:  # raw reasoning text, recorded by some (open-weight) providers
-            texts = [c["text"] for c in item.get("content") or [] if isinstance(c, dict) and isinstance(c.get("text"), str)]
+            texts = [c["text"] for c in content or [] if isinstance(c, dict) and isinstance(c.get("text"), str)]
         if item.get("encrypted_content"):
             # The full reasoning is resent to the model encrypted; only the summary is readable.
             self.ignored["reasoning encrypted_content (unreadable; summary kept when present)"] += 1
@@ -259,7 +280,7 @@ class _Reader:
         if not (_is_usage(last) and isinstance(total, dict)):
             self.issues.report(line, "token_count info needs 'last_token_usage' and 'total_token_usage' with integer counts")
             return
-        if isinstance(info.get("model_context_window"), int):
+        if is_count(info.get("model_context_window")):
             self.context_window = info["model_context_window"]
         if total == self.last_total:
             self.ignored["token_count repeated (no new model call)"] += 1
@@ -269,9 +290,9 @@ class _Reader:
             self.ignored["token_count estimate (no model call)"] += 1
             return
         # OpenAI's input_tokens include the cached ones; the model splits them Anthropic-style.
-        cached = last.get("cached_input_tokens") or 0
-        call = LLMCall(self.model or "unknown", input_tokens=max(0, last["input_tokens"] - cached),
-                       cache_read_tokens=cached, cache_write_tokens=0, output_tokens=last["output_tokens"])
+        cached = int(last.get("cached_input_tokens") or 0)
+        call = LLMCall(self.model or "unknown", input_tokens=max(0, int(last["input_tokens"]) - cached),
+                       cache_read_tokens=cached, cache_write_tokens=0, output_tokens=int(last["output_tokens"]))
         if self.open is not None and self.open.call is None and not self.open.sealed:
             # Newer Codex records response items while streaming, so usage follows its items.
             self.open.call, self.open.sealed = call, True
@@ -333,8 +354,8 @@ class _Reader:
 
 def _is_usage(usage: object) -> bool:
     keys = ("input_tokens", "output_tokens")
-    return isinstance(usage, dict) and all(isinstance(usage.get(k), int) for k in keys) and isinstance(
-        usage.get("cached_input_tokens", 0), int)
+    return isinstance(usage, dict) and all(is_count(usage.get(k)) for k in keys) and is_count(
+        usage.get("cached_input_tokens") or 0)
 
 
 def _output(output: object) -> tuple[str | None, bool, list[ImagePart]]:
