@@ -14,11 +14,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,15 +43,18 @@ def measure(path: Path, out: Path, strategies: list[str]) -> dict:
     command = [sys.executable, "-m", "bench.cli", "run", "--dataset", str(path), "--out", str(out)]
     if strategies:
         command += ["--strategy", *strategies]
-    start = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    done = subprocess.run(command, capture_output=True, text=True, cwd=Path.cwd())
-    seconds = time.perf_counter() - start
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # A fresh wrapper process per measurement: ru_maxrss of its children is then this run's peak.
+    wrapper = (
+        "import json, resource, subprocess, sys, time; start = time.perf_counter(); "
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "print(json.dumps([done.returncode, time.perf_counter() - start, "
+        "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, (done.stderr.strip() or done.stdout.strip())[-300:]]))"
+    )
+    measured = subprocess.run([sys.executable, "-c", wrapper, *command], capture_output=True, text=True, cwd=Path.cwd())
+    status, seconds, peak_kib, said = json.loads(measured.stdout)
     return {
-        "file": path.name, "bytes": path.stat().st_size, "exit": done.returncode, "seconds": round(seconds, 1),
-        # ru_maxrss of all children so far: the largest child; a smaller later one does not lower it.
-        "peak_rss_mb": round(max(peak_kib, before) / 1024), "said": (done.stderr.strip() or done.stdout.strip())[-300:],
+        "file": path.name, "bytes": path.stat().st_size, "exit": status, "seconds": round(seconds, 1),
+        "peak_rss_mb": round(peak_kib / 1024), "said": said,
     }
 
 
@@ -67,7 +68,6 @@ def main(argv: list[str] | None = None) -> int:
         huge.write_bytes(with_huge_result(args.mb))
         small = Path(tmp) / "as-recorded.jsonl"
         small.write_bytes(gzip.decompress(SESSION.read_bytes()))
-        # The huge one first: ru_maxrss only grows, so measured first it is its own peak.
         for path in (huge, small):
             print(json.dumps(measure(path, Path(tmp) / f"run-{path.stem}", args.strategy)))
     return 0

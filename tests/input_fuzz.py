@@ -324,7 +324,7 @@ def _where(exc: BaseException) -> str:
     return f"{type(exc).__name__} in {place}"
 
 
-def check_input(path: Path, kind: str, what: str, original: tuple | None, tally: Tally, label: str) -> None:
+def check_input(path: Path, kind: str, what: str, original: tuple | None, tally: Tally, label: str, cli: bool = True) -> None:
     tally.inputs += 1
     for lenient in (False, True):
         tally.runs += 1
@@ -346,7 +346,7 @@ def check_input(path: Path, kind: str, what: str, original: tuple | None, tally:
             if problem:
                 tally.silent[f"{label}: {problem}"] += 1
                 tally.silent_inputs.add(label)
-    for flags in ([], ["--lenient"]):
+    for flags in ([], ["--lenient"]) if cli else ():
         tally.runs += 1
         outcome, value = read_cli(["inspect", *flags, str(path)])
         if outcome == "traceback":
@@ -355,7 +355,7 @@ def check_input(path: Path, kind: str, what: str, original: tuple | None, tally:
             tally.clean_errors += 1
 
 
-def fuzz(per_kind: int, seed: int, workdir: Path, tally: Tally | None = None) -> Tally:
+def fuzz(per_kind: int, seed: int, workdir: Path, tally: Tally | None = None, cli: bool = True) -> Tally:
     from bench.importers import load_file
 
     tally = tally or Tally()
@@ -368,7 +368,7 @@ def fuzz(per_kind: int, seed: int, workdir: Path, tally: Tally | None = None) ->
             folder.mkdir()
             path = folder / damaged.name
             path.write_bytes(damaged.data)
-            check_input(path, damaged.kind, damaged.what, original, tally, f"{fmt} {name}: {damaged.kind} ({damaged.what})")
+            check_input(path, damaged.kind, damaged.what, original, tally, f"{fmt} {name}: {damaged.kind} ({damaged.what})", cli)
             shutil.rmtree(folder)
     return tally
 

@@ -8,6 +8,8 @@ every format tried and why each one did not match.
 from __future__ import annotations
 
 import difflib
+import os
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -84,9 +86,10 @@ def load_file(path: Path | str, *, lenient: bool = False, format: str | None = N
     """
     source = Source(path)
     importer = get_importer(format) if format else None
+    issues = RecordIssues(source.path, lenient)
     try:
         importer = importer or detect(source)
-        transcripts = importer.load(source, RecordIssues(source.path, lenient))
+        transcripts = _accounted(source, importer.load(source, issues), issues)
     except TranscriptError:
         raise
     except RecursionError as exc:
@@ -99,6 +102,52 @@ def load_file(path: Path | str, *, lenient: bool = False, format: str | None = N
             source.path, None, f"internal error in {reader} on an unexpected shape of data: {type(exc).__name__}: {exc}"
         ) from exc
     return [_printable(t) for t in transcripts]
+
+
+def _accounted(source: Source, transcripts: list[Transcript], issues: RecordIssues) -> list[Transcript]:
+    """The transcripts, with every skip of the file shown on one of them and no id twice.
+
+    A skip recorded after the last transcript was built (a damaged header that left its transcript
+    out, say) would otherwise be counted nowhere."""
+    twice = next((i for i, n in Counter(t.id for t in transcripts).items() if n > 1), None)
+    if twice is not None:
+        raise TranscriptError(source.path, None, f"two transcripts in this file have the id {twice!r}")
+    for transcript in transcripts:
+        _check_message_sizes(source, transcript)
+    if not issues.skipped or any(t.skipped for t in transcripts):
+        return transcripts
+    first = issues.skipped[0]
+    if not transcripts:
+        raise TranscriptError(source.path, first.line, f"no transcript left ({len(issues.skipped)} records skipped; the first: {first.reason})")
+    return [replace(transcripts[0], skipped=tuple(issues.skipped)), *transcripts[1:]]
+
+
+# The text one message may hold. Replaying a transcript costs more than linear time and memory in a
+# single message's size (a 50 MB tool result took minutes and GBs), while the largest message of
+# the real datasets holds 74 thousand characters: a message past this budget is refused up front.
+MESSAGE_BUDGET_MB = 2.0
+MESSAGE_BUDGET_VARIABLE = "COMPACTLAB_MAX_MESSAGE_MB"
+
+
+def message_budget() -> int:
+    """The most characters of text one message may hold (MESSAGE_BUDGET_MB unless configured)."""
+    configured = os.environ.get(MESSAGE_BUDGET_VARIABLE)
+    try:
+        return int(float(configured or MESSAGE_BUDGET_MB) * (1 << 20))
+    except ValueError:
+        raise ValueError(f"{MESSAGE_BUDGET_VARIABLE}={configured!r}: expected a number of MiB") from None
+
+
+def _check_message_sizes(source: Source, transcript: Transcript) -> None:
+    budget = message_budget()
+    for index, message in enumerate(transcript.messages):
+        size = len(message.text())
+        if size > budget:
+            where = f"message {index}" + (f" ({message.source_id})" if message.source_id and message.line is None else "")
+            raise TranscriptError(source.path, message.line, (
+                f"{where} holds {size / (1 << 20):.1f} MiB of text, over the per-message budget of "
+                f"{budget / (1 << 20):g} MiB (set {MESSAGE_BUDGET_VARIABLE} to raise it)"
+            ))
 
 
 def _printable(transcript: Transcript) -> Transcript:

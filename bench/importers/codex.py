@@ -82,14 +82,15 @@ class _Reader:
 
     def _repeated(self, data: object, line: int) -> bool:
         """Whether `data` is a response item written twice (then reported). Envelope lines carry a
-        timestamp and legacy tool items a call id, so two equal ones are one record duplicated."""
-        if not isinstance(data, dict) or not (
-            (data.get("type") == "response_item" and "timestamp" in data) or ("type" in data and "payload" not in data and "call_id" in data)
-        ):
+        timestamp and legacy tool items a call id, so two equal ones are one record duplicated;
+        a legacy message equal to the line before it is one too (every turn gets an answer)."""
+        if not isinstance(data, dict) or not (data.get("type") == "response_item" or ("type" in data and "payload" not in data)):
             return False
         key = json.dumps(data, sort_keys=True)
-        if key in self.item_lines:
-            self.issues.report(line, f"duplicate of line {self.item_lines[key]}: a response item written twice")
+        earlier = self.item_lines.get(key)
+        # A legacy message has no id or time: only the line just before it can be told for the same.
+        if earlier is not None and ("timestamp" in data or "call_id" in data or earlier == line - 1):
+            self.issues.report(line, f"duplicate of line {earlier}: a response item written twice")
             return True
         self.item_lines[key] = line
         return False
@@ -179,6 +180,8 @@ class _Reader:
             self.ignored["response_item:web_search_call (server-side tool, no result recorded)"] += 1
         elif kind == "ghost_snapshot":
             self.ignored["response_item:ghost_snapshot (undo snapshot, not sent to the model)"] += 1
+        elif not _is_type_name(kind):
+            self.issues.report(line, f"response item has no 'type' name (got {kind!r:.30})")
         else:
             self.ignored[f"response_item:{kind}"] += 1
 
@@ -207,8 +210,8 @@ class _Reader:
                 parts.append(TextPart(entry["text"]))
             elif kind == "input_image" and isinstance(entry.get("image_url"), str):
                 parts.append(_image(entry["image_url"]))
-            elif kind is None:
-                self.issues.report(line, "message content entry is not an object with a 'type'")
+            elif kind in ("input_text", "output_text", "text") or not _is_type_name(kind):
+                self.issues.report(line, f"message content entry has no 'type' name or no string 'text' (type {kind!r:.30})")
                 return None
             else:
                 self.ignored[f"message content:{kind}"] += 1
@@ -350,6 +353,11 @@ class _Reader:
             skipped=tuple(self.issues.skipped), ignored=tuple(sorted(self.ignored.items())),
             is_subagent=self.is_subagent,
         )
+
+
+def _is_type_name(kind: object) -> bool:
+    """Item and content types are snake_case names: anything else is damage, not a new kind to ignore."""
+    return isinstance(kind, str) and kind.replace("_", "").isalpha() and kind.islower()
 
 
 def _is_usage(usage: object) -> bool:

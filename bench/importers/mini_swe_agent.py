@@ -78,6 +78,8 @@ class MiniSweAgentImporter:
         if not isinstance(doc, dict):
             issues.report(None, f"expected a JSON object at the top level, got {_type(doc)}")
             return []
+        if not isinstance(doc.get("trajectory_format", ""), str):  # it decides how the run ended
+            issues.report(None, f"trajectory_format: expected a string, got {_type(doc['trajectory_format'])}")
         info = doc.get("info", {})
         if not isinstance(info, dict):
             issues.report(None, f"info: expected an object, got {_type(info)}")
