@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from dataclasses import replace
@@ -21,6 +22,7 @@ from bench.importers.canonical import write_canonical
 from bench.leaderboard import format_leaderboard, summary_document
 from bench.llm_config import make_run_summarizer
 from bench.loading import Loaded, load_inputs
+from bench.neutralise import TerminalSafe, terminal_text
 from bench.overview import overview_frame, summarize
 from bench.preview import format_preview, preview, preview_json
 from bench.recorded_results import format_recorded
@@ -40,12 +42,22 @@ INPUTS_HELP = "transcript files, folders (searched recursively) or bundled datas
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return args.run(args)
-    except (TranscriptError, KeyError, ValueError, FileNotFoundError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
-        print(f"compactlab: error: {message}", file=sys.stderr)
-        return 2
+    # What is printed may come from transcripts: their escape sequences must not reach the terminal.
+    with contextlib.redirect_stdout(TerminalSafe(sys.stdout)):
+        try:
+            return args.run(args)
+        except (TranscriptError, KeyError, ValueError, OSError) as exc:
+            print(f"compactlab: error: {terminal_text(error_message(exc))}", file=sys.stderr)
+            return 2
+
+
+def error_message(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return str(exc.args[0])
+    if isinstance(exc, OSError) and exc.strerror and not isinstance(exc, TranscriptError):
+        # A file that cannot be written (--out naming a file or a read-only folder, a full disk).
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc)
 
 
 def build_parser() -> argparse.ArgumentParser:

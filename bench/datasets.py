@@ -98,11 +98,16 @@ def resolve_inputs(arguments: list[str] | None) -> Inputs:
     passed_over: list[Path] = []
     for argument in arguments:
         path = Path(argument)
-        if path.is_file():
-            files.append(path)
-        elif path.is_dir():
-            for candidate in sorted(p for p in path.rglob("*") if p.is_file()):
-                (files if candidate.name.endswith(TRANSCRIPT_SUFFIXES) else passed_over).append(candidate)
+        if path.is_dir():
+            found, skipped = folder_files(path)
+            if not found:
+                kinds = ", ".join(f"*{s}" for s in TRANSCRIPT_SUFFIXES)
+                held = f" (it holds {len(skipped)} other files)" if skipped else ""
+                raise ValueError(f"{path}: no transcript files ({kinds}) in this folder{held}")
+            files += found
+            passed_over += skipped
+        elif path.is_file() or path.is_symlink():
+            files.append(path)  # a dangling or looping link fails when it is read, naming itself
         elif path.exists():
             raise ValueError(f"{path}: not a regular file or folder")
         else:
@@ -110,4 +115,44 @@ def resolve_inputs(arguments: list[str] | None) -> Inputs:
             files.extend(dataset.files)
             if dataset.lenient:
                 lenient_files.update(dataset.files)
-    return Inputs(files=tuple(files), lenient_files=frozenset(lenient_files), passed_over=tuple(passed_over))
+    # A file named twice (or reached through two links) is read once: reading it twice would
+    # replay its transcripts twice.
+    unique = list({os.path.realpath(f): f for f in reversed(files)}.values())[::-1]
+    return Inputs(files=tuple(unique), lenient_files=frozenset(lenient_files), passed_over=tuple(passed_over))
+
+
+def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(transcript files, other files) under `folder`, sorted, following links to folders once.
+
+    Whatever cannot be listed or followed is returned among the transcript files, so that reading
+    it fails with its reason, naming it (an error, or a counted failed file with --lenient): a
+    folder that cannot be listed, a link to nothing, a loop of links. A link back to a folder
+    already walked is not walked again (its files are already there).
+    """
+    found: list[Path] = []
+    other: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        try:
+            status = current.stat()
+            if (status.st_dev, status.st_ino) in seen:
+                continue
+            seen.add((status.st_dev, status.st_ino))
+            with os.scandir(current) as entries:
+                listed = sorted(entries, key=lambda e: e.name)
+        except OSError:
+            found.append(current)
+            continue
+        for entry in listed:
+            path = Path(entry.path)
+            try:
+                is_dir, is_file = entry.is_dir(), entry.is_file()
+            except OSError:
+                is_dir = is_file = False
+            if is_dir:
+                pending.append(path)
+            elif is_file or entry.is_symlink():  # (a link to nothing, or into a loop, is neither)
+                (found if entry.name.endswith(TRANSCRIPT_SUFFIXES) else other).append(path)
+    return sorted(found), sorted(other)

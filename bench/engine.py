@@ -183,6 +183,7 @@ class Engine:
             target_tokens=self.trigger.target_tokens(self.window),
             count_tokens=self.count_tokens,
             summarizer=self.summarizer,
+            prompt_tokens=lambda messages: self.size(Context(tuple(messages))),
         )
         name = getattr(self.strategy, "name", type(self.strategy).__name__)
         try:

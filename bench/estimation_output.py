@@ -11,6 +11,7 @@ import pandas as pd
 from bench.calibration import SHIPPED_FIT
 from bench.estimation import IN_SAMPLE, THRESHOLDS, EstimationResult, summarize
 from bench.leaderboard import json_records
+from bench.neutralise import write_csv
 
 
 def summary_document(result: EstimationResult, settings: dict, summary: pd.DataFrame | None = None) -> dict:
@@ -46,7 +47,7 @@ def write_estimation(
         result.calls.to_parquet(calls_path, index=False)
     else:
         calls_path = out / "calls.csv"
-        result.calls.to_csv(calls_path, index=False)
+        write_csv(result.calls, calls_path)  # ids and models come from transcripts: no formulas
     written.append(calls_path)
     summary_path = out / "summary.json"
     summary_path.write_text(json.dumps(summary_document(result, settings, summary), indent=2) + "\n", encoding="utf-8")

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -121,18 +121,20 @@ def read_files(
     the generator then, so its worker pool ends as soon as the files being read are done, not
     whenever the generator is collected."""
     global _JOB
-    jobs = [(path, lenient or path in lenient_files, format) for path in files]
+    qualifiers = _qualifiers(files)
+    jobs = [(path, lenient or path in lenient_files, format, qualifiers.get(path)) for path in files]
     workers = min(workers if workers is not None else (os.cpu_count() or 1), len(jobs))
     _JOB = (jobs, then, keep)
     try:
+        ids = _UniqueIds()
         if workers <= 1 or "fork" not in mp.get_all_start_methods():
-            yield from map(_read_one, range(len(jobs)))
+            yield from map(ids.check, map(_read_one, range(len(jobs))))
             return
         # The forks inherit _JOB: nothing is pickled to them.
         pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_start_worker)
         try:
             for future in [pool.submit(_read_one, index) for index in range(len(jobs))]:
-                yield future.result()
+                yield ids.check(future.result())
         finally:
             # Reads not started are cancelled and running ones finish. (multiprocessing.Pool's
             # terminate could kill a worker in the middle of handing back a result, which left the
@@ -140,6 +142,40 @@ def read_files(
             pool.shutdown(wait=True, cancel_futures=True)
     finally:
         _JOB = None
+
+
+def _qualifiers(files: Sequence[Path]) -> dict[Path, str]:
+    """For files of one name in several folders (whose transcripts would get one id), the folder
+    that tells each apart, relative to the folder they share: its transcripts' ids start with it."""
+    by_name: dict[str, list[Path]] = {}
+    for path in files:
+        by_name.setdefault(path.name.removesuffix(".gz"), []).append(path)
+    qualifiers: dict[Path, str] = {}
+    for group in (g for g in by_name.values() if len(g) > 1):
+        folders = [os.path.abspath(p.parent) for p in group]
+        shared = os.path.commonpath(folders)
+        names = [Path(os.path.relpath(f, shared)).as_posix() for f in folders]
+        if len(set(names)) < len(names):  # x.jsonl beside x.jsonl.gz: the file names tell them apart
+            names = [Path(os.path.relpath(os.path.abspath(p), shared)).as_posix() for p in group]
+        qualifiers.update(zip(group, names))
+    return qualifiers
+
+
+class _UniqueIds:
+    """Transcript ids key every result of a run, so two transcripts with one id (the same session
+    copied under two names, say) would merge: the second file is an error (counted with --lenient)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, Path] = {}
+
+    def check(self, read: FileRead) -> FileRead:
+        ids = [t.id for t in read.transcripts]
+        taken = next((i for i in ids if i in self.files), None)
+        if taken is not None:
+            what = f"transcript id {taken!r} is already the id of a transcript in {self.files[taken]} (the same session twice?)"
+            return FileRead(read.path, read.lenient, error=TranscriptError(read.path, None, what))
+        self.files.update((i, read.path) for i in ids)
+        return read
 
 
 _JOB: tuple | None = None
@@ -158,10 +194,12 @@ def _start_worker() -> None:
 
 def _read_one(index: int) -> FileRead:
     jobs, then, keep = _JOB
-    path, lenient, format = jobs[index]
+    path, lenient, format, qualifier = jobs[index]
     try:
         transcripts = tuple(load_file(path, lenient=lenient, format=format))
     except TranscriptError as exc:
         return FileRead(path, lenient, error=exc)
+    if qualifier is not None:
+        transcripts = tuple(replace(t, id=f"{qualifier}/{t.id}") for t in transcripts)
     made = then(transcripts) if then is not None else None
     return FileRead(path, lenient, tuple(map(keep, transcripts)) if keep is not None else transcripts, then=made)

@@ -98,18 +98,19 @@ def format_preview(result: Preview, width: int = 160) -> str:
     e = result.event
     head = f"{result.transcript}: {result.strategy} before call {result.call} ({result.chosen_by}); window {result.window:,}, estimator {result.estimator}"
     if not e.changed:  # no compaction: one set of numbers, the context's size, and why
-        return "\n".join([head, f"no compaction: {result.strategy} changed nothing ({e.note}); the context stays {e.tokens_before:,} tokens, "
-                                 f"{e.messages_before} messages"])
-    lines = [
-        head,
-        f"event: reason={e.reason} tokens {e.tokens_before:,} → {e.tokens_after:,} ({100 * e.reduction:.1f}% removed), "
-        f"messages {e.messages_before} → {e.messages_after} (removed {e.messages_removed})"
-        + (f", prompt {e.prompt_hash}" if e.prompt_hash else "")
-        + (f", FAILED: {e.failed}" if e.failed else ""),
-        f"note: {e.note}",
-        "",
-        "compacted context:",
-    ]
+        lines = [head, f"no compaction: {result.strategy} changed nothing ({e.note}); the context stays {e.tokens_before:,} tokens, "
+                       f"{e.messages_before} messages", "", "context (unchanged):"]
+    else:
+        lines = [
+            head,
+            f"event: reason={e.reason} tokens {e.tokens_before:,} → {e.tokens_after:,} ({100 * e.reduction:.1f}% removed), "
+            f"messages {e.messages_before} → {e.messages_after} (removed {e.messages_removed})"
+            + (f", prompt {e.prompt_hash}" if e.prompt_hash else "")
+            + (f", FAILED: {e.failed}" if e.failed else ""),
+            f"note: {e.note}",
+            "",
+            "compacted context:",
+        ]
     for index, message in enumerate(result.after.messages):
         text = " ".join(message.text().split())
         lines.append(f"  [{index}] {message.role:9} {text[:width]}{'…' if len(text) > width else ''}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -71,6 +72,8 @@ class Source:
     def raw(self) -> bytes:
         try:
             data = self.path.read_bytes()
+        except IsADirectoryError as exc:  # a folder that could not be listed (see datasets.folder_files)
+            raise TranscriptError(self.path, None, f"cannot read folder: {_listing_error(self.path)}") from exc
         except OSError as exc:
             raise TranscriptError(self.path, None, f"cannot read file: {exc.strerror or exc}") from exc
         if self.path.suffix == ".gz" or data[:2] == b"\x1f\x8b":
@@ -80,15 +83,38 @@ class Source:
         return data
 
     def _gunzip(self, data: bytes) -> bytes:
-        # zlib instead of gzip.decompress so a truncated stream still yields what it holds.
-        inflater = zlib.decompressobj(wbits=47)
-        try:
-            out = inflater.decompress(data)
-        except zlib.error as exc:
-            raise TranscriptError(self.path, None, f"not a valid gzip file: {exc}") from exc
-        if not inflater.eof:
-            self.truncated_at = len(out)
-        return out
+        """Every member of the gzip stream (`cat a.gz b.gz` makes a valid file of two), inflated
+        in bounded steps so that a gzip bomb stops at `gunzip_limit` instead of filling memory.
+        zlib rather than gzip.decompress so that a truncated stream still yields what it holds."""
+        limit = gunzip_limit(len(data))
+        chunks: list[bytes] = []
+        size = 0
+        pending = data
+        while pending:
+            inflater = zlib.decompressobj(wbits=47)
+            try:
+                while not inflater.eof:
+                    chunk = inflater.decompress(pending, GUNZIP_STEP)
+                    pending = inflater.unconsumed_tail
+                    size += len(chunk)
+                    if size > limit:
+                        raise TranscriptError(self.path, None, (
+                            f"decompresses to more than {limit >> 20} MiB (from {len(data)} bytes): stopped, as a gzip "
+                            f"bomb would fill memory. The limit is {GUNZIP_RATIO} times the file's size, at least "
+                            f"{GUNZIP_FLOOR >> 20} MiB; set {GUNZIP_LIMIT_VARIABLE} (MiB) to read a larger file"
+                        ))
+                    chunks.append(chunk)
+                    if not chunk and not pending:
+                        break
+            except zlib.error as exc:
+                raise TranscriptError(self.path, None, f"not a valid gzip file: {exc} (after {size} bytes)") from exc
+            if not inflater.eof:
+                self.truncated_at = size
+                break
+            pending = inflater.unused_data
+            if not pending.strip(b"\0"):  # zero padding after the last member (tape and some tools write it)
+                break
+        return b"".join(chunks)
 
     def _decode(self, data: bytes, line: int | None) -> str:
         try:
@@ -111,6 +137,8 @@ class Source:
             return json.loads(self.text)
         except json.JSONDecodeError as exc:
             raise TranscriptError(self.path, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from exc
+        except RecursionError as exc:
+            raise TranscriptError(self.path, None, TOO_DEEP) from exc
 
     def is_single_document(self) -> bool:
         """True when the file is one JSON value rather than JSON lines."""
@@ -142,6 +170,9 @@ class Source:
             except json.JSONDecodeError as exc:
                 issues.report(number, f"invalid JSON: {exc.msg} (column {exc.colno})")
                 continue
+            except RecursionError:
+                issues.report(number, TOO_DEEP)
+                continue
             yield Record(line=number, data=data)
         if self.truncated_at is not None:
             issues.report(None, f"gzip stream truncated after {self.truncated_at} bytes; the rest is lost")
@@ -172,7 +203,7 @@ class Source:
                 # No JSON text ends with a comma, a colon or an opening bracket: the lines of a
                 # pretty-printed document mostly do, and are not parsed just to fail.
                 parsed.append(_NOT_JSON if line.rstrip().endswith((b",", b":", b"{", b"[")) else json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):  # (the line is reported when `records` reads it)
                 parsed.append(_NOT_JSON)
             # `records` takes the value as it is when parsing the decoded line would give the same:
             # json.loads reads bytes as UTF-8 (allowing encoded surrogates, which start with 0xED)
@@ -185,3 +216,30 @@ class Source:
 
 
 _NOT_JSON = object()  # a head line that is not JSON on its own
+
+TOO_DEEP = "JSON nested too deeply to read (thousands of levels of arrays or objects)"
+GUNZIP_STEP = 1 << 20  # bytes inflated at a time
+# A .gz file may inflate to GUNZIP_RATIO times its size, and always to GUNZIP_FLOOR: real
+# transcripts compress about 4 to 20 times; a gzip bomb of zeros about 1,000 times.
+GUNZIP_RATIO = 100
+GUNZIP_FLOOR = 64 << 20
+GUNZIP_LIMIT_VARIABLE = "COMPACTLAB_MAX_GUNZIP_MB"
+
+
+def gunzip_limit(compressed_size: int) -> int:
+    """How many bytes a .gz file of `compressed_size` bytes may inflate to."""
+    configured = os.environ.get(GUNZIP_LIMIT_VARIABLE)
+    if configured:
+        try:
+            return int(float(configured) * (1 << 20))
+        except ValueError:
+            raise ValueError(f"{GUNZIP_LIMIT_VARIABLE}={configured!r}: expected a number of MiB") from None
+    return max(GUNZIP_FLOOR, GUNZIP_RATIO * compressed_size)
+
+
+def _listing_error(folder: Path) -> str:
+    try:
+        with os.scandir(folder):
+            return "it is a folder, not a transcript file"
+    except OSError as exc:
+        return exc.strerror or str(exc)

@@ -80,9 +80,17 @@ class Summarizer(Protocol):
 class CompactionRequest:
     reason: Reason
     window: int
-    target_tokens: int  # the size the engine would like the context to end up at or below
-    count_tokens: Callable[[Sequence[Message]], int]
+    target_tokens: int  # the prompt size the engine would like the context to end up at or below
+    count_tokens: Callable[[Sequence[Message]], int]  # the estimate of some messages (a piece of a context)
     summarizer: Summarizer | None = None
+    # The size of a whole prompt made of these messages, in the units of `target_tokens` and of the
+    # engine's before/after: it adds what every prompt holds besides its messages (e.g. a system
+    # prompt and tools the recording lacks). None: `count_tokens`.
+    prompt_tokens: Callable[[Sequence[Message]], int] | None = None
+
+    def prompt_size(self, messages: Sequence[Message]) -> int:
+        """The size of a prompt of `messages`, to compare with `target_tokens`."""
+        return (self.prompt_tokens or self.count_tokens)(messages)
 
 
 @dataclass(frozen=True)

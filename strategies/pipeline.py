@@ -64,7 +64,7 @@ class Pipeline:
             prompt_hash = result.prompt_hash or prompt_hash
             notes.append(f"{label}: {result.note}" if result.note else label)
             if self.stop_when_under_target:
-                tokens = request.count_tokens(current.messages)
+                tokens = request.prompt_size(current.messages)
                 if tokens <= request.target_tokens:
                     if ran < len(self.stages):
                         notes.append(f"under target ({tokens:,} <= {request.target_tokens:,}) after {label}")

@@ -51,7 +51,7 @@ class Truncate:
         def unchanged(note: str) -> CompactionResult:
             return CompactionResult(context=context, messages_removed=0, note=note)
 
-        total = request.count_tokens(messages)
+        total = request.prompt_size(messages)
         if total <= budget:
             return unchanged(f"nothing to do: the context ({total:,} tokens) is within the budget ({budget:,})")
         safe = set(safe_cut_points(messages))
@@ -63,7 +63,7 @@ class Truncate:
         for cut in cuts:
             moved = pinned_in(messages, head_end, cut)
             kept = head + moved + messages[cut:]
-            size = request.count_tokens(kept)
+            size = request.prompt_size(kept)
             if size <= budget:
                 note = f"dropped {cut - head_end - len(moved)} messages before the turn at message {cut} ({size:,} of {budget:,} tokens)"
                 break

@@ -127,7 +127,7 @@ def test_wrong_usage_types(tmp_path: Path) -> None:
     record["message"]["usage"]["input_tokens"] = "four"
     lines[5] = json.dumps(record).encode() + b"\n"
     path = write(tmp_path, "usage.jsonl", b"".join(lines))
-    with pytest.raises(TranscriptError, match="integer token counts") as error:
+    with pytest.raises(TranscriptError, match="input_tokens. must be a non-negative integer") as error:
         load_file(path)
     assert error.value.line == 6
 

@@ -98,7 +98,7 @@ class _Converter:
                 self.report(f"{where} must be an object, got {json_kind(raw)}")
                 continue
             role = raw.get("role")
-            if role not in ROLES:
+            if not isinstance(role, str) or role not in ROLES:
                 self.report(f"{where} has unknown role {role!r}; expected one of {', '.join(ROLES)}")
                 continue
             blocks = self.blocks(raw.get("content"), where)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 import struct
 from dataclasses import replace
 from typing import Protocol
@@ -98,6 +99,26 @@ def check_tool_pairing(messages: list[Message], issues: RecordIssues) -> list[Me
     """The messages with orphan tool results removed (see `ToolPairing`)."""
     pairing = ToolPairing(issues)
     return [kept for m in messages if (kept := pairing.filter(m)) is not None]
+
+
+# Counts and costs must stay below 2^53: beyond it a float (JSON readers, pandas columns, the
+# metrics) no longer holds every integer, so sums and ratios would be silently wrong.
+COUNT_LIMIT = 2**53
+
+
+def is_count(value: object) -> bool:
+    """A token count: a non-negative integer below 2^53 (an integral float such as 5.0 counts; a
+    boolean, a fraction, NaN or infinity does not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return False
+    return 0 <= value < COUNT_LIMIT
+
+
+def is_cost(value: object) -> bool:
+    """A cost in USD: a finite, non-negative number below 2^53 (not a boolean)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value < COUNT_LIMIT
 
 
 def require(condition: bool, issues: RecordIssues, line: int | None, what: str) -> bool:

@@ -15,14 +15,15 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from bench.importers.canonical_checks import check_header, checked
 from bench.model import (
     ROLES,
+    PART_TYPES,
     CompactionMarker,
     LLMCall,
     Message,
     SkippedRecord,
     Transcript,
-    part_from_dict,
     part_to_dict,
 )
 from bench.source import Record, RecordIssues, Source
@@ -114,22 +115,33 @@ class CanonicalImporter:
         h = header.data
         messages: list[Message] = []
         compactions: list[CompactionMarker] = []
+        lines_of: dict[str, int] = {}  # each message record that names its source -> its line here
         for record in body:
             data = record.data
             try:
                 if not isinstance(data, dict):
                     raise TypeError(f"expected a JSON object, got {type(data).__name__}")
                 kind = data.get("type")
+                if kind == "message" and (data.get("line") is not None or data.get("source_id") is not None):
+                    # The same source record twice is one record duplicated, not two messages.
+                    key = json.dumps(data, sort_keys=True)
+                    if key in lines_of:
+                        raise ValueError(f"duplicate of line {lines_of[key]}: the same message written twice")
+                    lines_of[key] = record.line
                 if kind == "message":
                     messages.append(_message(data))
                 elif kind == "compaction":
                     fields = {k: v for k, v in data.items() if k != "type"}
-                    compactions.append(CompactionMarker(**fields))
+                    marker = checked(CompactionMarker, fields, "compaction")
+                    if marker.at_message > len(messages):
+                        raise ValueError(f"at_message {marker.at_message} is past the {len(messages)} messages before it")
+                    compactions.append(marker)
                 else:
                     raise ValueError(f"unknown record type {kind!r}; expected 'message' or 'compaction'")
             except (TypeError, ValueError, KeyError) as exc:
                 issues.report(record.line, f"bad canonical record: {exc}")
         try:
+            check_header(h)
             return Transcript(
                 id=h["id"],
                 source_format=h["source_format"],
@@ -138,33 +150,44 @@ class CanonicalImporter:
                 models=tuple(h.get("models", ())),
                 context_window=h.get("context_window"),
                 compactions=tuple(compactions),
-                skipped=tuple(SkippedRecord(**s) for s in h.get("skipped", ())) + tuple(issues.skipped),
+                skipped=tuple(checked(SkippedRecord, s, "skipped record") for s in h.get("skipped", ())) + tuple(issues.skipped),
                 ignored=tuple((kind, count) for kind, count in h.get("ignored", ())),
                 is_subagent=bool(h.get("is_subagent", False)),
             )
         except (TypeError, ValueError, KeyError) as exc:
-            issues.report(header.line, f"bad canonical header, transcript left out: missing or wrong field {exc}")
+            issues.report(header.line, f"bad canonical header, transcript left out: {exc}")
             return None
 
 
 def _message(data: dict) -> Message:
     role, sent_as, instruction = data["role"], data.get("sent_as"), data.get("instruction", False)
-    if role not in ROLES:
-        raise ValueError(f"unknown role {role!r}")
-    if sent_as is not None and sent_as not in ROLES:
-        raise ValueError(f"unknown role {sent_as!r} in `sent_as`")
+    if not isinstance(role, str) or role not in ROLES:
+        raise ValueError(f"unknown role {role!r:.40}")
+    if sent_as is not None and (not isinstance(sent_as, str) or sent_as not in ROLES):
+        raise ValueError(f"unknown role {sent_as!r:.40} in `sent_as`")
     if not isinstance(instruction, bool):
-        raise TypeError(f"`instruction` must be true or false, got {instruction!r}")
+        raise TypeError(f"`instruction` must be true or false, got {instruction!r:.40}")
     parts = data["parts"]
     if not isinstance(parts, list):
         raise TypeError("`parts` must be a list")
+    for name, kind in (("source_id", str), ("line", int)):
+        value = data.get(name)
+        if value is not None and not (isinstance(value, kind) and not isinstance(value, bool)):
+            raise ValueError(f"`{name}` must be a {kind.__name__} or null, got {value!r:.40}")
     call = data.get("call")
     return Message(
         role=role,
-        parts=tuple(part_from_dict(p) for p in parts),
+        parts=tuple(_part(p, f"parts[{i}]") for i, p in enumerate(parts)),
         source_id=data.get("source_id"),
         line=data.get("line"),
-        call=LLMCall(**call) if call else None,
+        call=checked(LLMCall, call, "call") if call is not None else None,
         sent_as=sent_as,
         instruction=instruction,
     )
+
+
+def _part(data: object, where: str):
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if not isinstance(kind, str) or kind not in PART_TYPES:
+        raise ValueError(f"{where} has unknown kind {kind!r:.40}; expected one of {sorted(PART_TYPES)}")
+    return checked(PART_TYPES[kind], data, where)

@@ -21,7 +21,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from bench.importers.base import ToolPairing, image_part
+from bench.importers.base import ToolPairing, image_part, is_count
 from bench.model import (
     CompactionMarker,
     LLMCall,
@@ -98,12 +98,24 @@ class ClaudeCodeImporter:
         # Older Claude Code versions wrote a sub-agent's lines into the main session file, marked
         # `isSidechain`; they are a separate conversation, so they become their own transcript.
         inline_agents: dict[str, _Builder] = {}
+        lines_of_uuid: dict[str, int] = {}
         for record in records:
             data = record.data
             if not isinstance(data, dict):
                 issues.report(record.line, f"expected a JSON object, got {type(data).__name__}")
                 continue
             kind = data.get("type")
+            if not isinstance(kind, str) or (kind not in CONVERSATION_TYPES and "message" in data):
+                # Only user and assistant lines carry a `message`: another type on one is damage,
+                # and ignoring the line would drop a message of the conversation unnoticed.
+                issues.report(record.line, f"line with a `message` has type {kind!r:.40}; expected 'user' or 'assistant'")
+                continue
+            uuid = data.get("uuid")
+            if kind in CONVERSATION_TYPES and isinstance(uuid, str):
+                if uuid in lines_of_uuid:
+                    issues.report(record.line, f"duplicate of line {lines_of_uuid[uuid]} (same uuid): a record written twice")
+                    continue
+                lines_of_uuid[uuid] = record.line
             builder = main
             if kind in CONVERSATION_TYPES and bool(data.get("isSidechain")) != subagent:
                 agent = str(data.get("agentId") or "sidechain")
@@ -139,6 +151,8 @@ class _Builder:
         self.issues = issues
         self.items: list[_Draft | CompactionMarker] = []
         self.by_response_id: dict[str, _Draft] = {}
+        # Lines of one response share `message.id` and `requestId`; the latter joins a line whose id is missing.
+        self.by_request_id: dict[str, _Draft] = {}
         self.ignored: Counter[str] = Counter()
         self.pending_boundary: Record | None = None
         self.session_id: str | None = None
@@ -167,13 +181,20 @@ class _Builder:
         if model == "<synthetic>":
             self.ignore("assistant line with model <synthetic>: a local error stub, not an LLM call")
             return
-        response_id = message.get("id")
-        draft = self.by_response_id.get(response_id) if response_id else None
+        response_id, request_id = message.get("id"), record.data.get("requestId")
+        response_id = response_id if isinstance(response_id, str) and response_id else None
+        request_id = request_id if isinstance(request_id, str) and request_id else None
+        if response_id is None and request_id is None:
+            self.issues.report(record.line, "assistant line has neither `message.id` nor `requestId`: its response cannot be told apart")
+            return
+        draft = self.by_response_id.get(response_id) if response_id else self.by_request_id.get(request_id)
         if draft is None:
             draft = _Draft(role="assistant", line=record.line, source_id=response_id or record.data.get("uuid"))
             self.items.append(draft)
-            if response_id:
-                self.by_response_id[response_id] = draft
+        if response_id:
+            self.by_response_id.setdefault(response_id, draft)
+        if request_id:
+            self.by_request_id.setdefault(request_id, draft)
         for block in _blocks(message["content"]):
             if draft.seen(block):
                 continue  # the same block written again by a later line of the same response
@@ -204,17 +225,21 @@ class _Builder:
         return None
 
     def _call(self, usage: object, model: object, record: Record) -> LLMCall | None:
-        fields = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
-        if not isinstance(usage, dict) or any(not isinstance(usage.get(f, 0) or 0, int) for f in fields):
-            self.issues.report(record.line, f"`message.usage` must be an object of integer token counts, got {usage!r:.80}")
+        fields = {"input_tokens": "input_tokens", "cache_read_input_tokens": "cache_read_tokens",
+                  "cache_creation_input_tokens": "cache_write_tokens", "output_tokens": "output_tokens"}
+        if not isinstance(usage, dict):
+            self.issues.report(record.line, f"`message.usage` must be an object of token counts, got {usage!r:.80}")
             return None
+        counts = {}
+        for name, field_name in fields.items():
+            value = usage.get(name)
+            if value is not None and not is_count(value):  # null or absent: none of that kind
+                self.issues.report(record.line, f"`message.usage.{name}` must be a non-negative integer below 2^53, got {value!r:.40}")
+                return None
+            counts[field_name] = int(value or 0)
+        request_id = record.data.get("requestId")
         return LLMCall(
-            model=str(model or "unknown"),
-            input_tokens=usage.get("input_tokens") or 0,
-            cache_read_tokens=usage.get("cache_read_input_tokens") or 0,
-            cache_write_tokens=usage.get("cache_creation_input_tokens") or 0,
-            output_tokens=usage.get("output_tokens") or 0,
-            request_id=record.data.get("requestId"),
+            model=str(model or "unknown"), **counts, request_id=request_id if isinstance(request_id, str) else None,
         )
 
     def add_user(self, record: Record) -> None:
@@ -287,7 +312,7 @@ class _Builder:
         meta = boundary.data.get("compactMetadata")
         meta = meta if isinstance(meta, dict) else {}
         trigger = meta.get("trigger") if meta.get("trigger") in ("auto", "manual") else "unknown"
-        pre_tokens = meta.get("preTokens") if isinstance(meta.get("preTokens"), int) else None
+        pre_tokens = int(meta["preTokens"]) if is_count(meta.get("preTokens")) else None
         self.items.append(
             CompactionMarker(at_message=-1, trigger=trigger, pre_tokens=pre_tokens, summary=summary, line=boundary.line)
         )

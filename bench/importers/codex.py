@@ -17,7 +17,7 @@ import mimetypes
 from collections import Counter
 from dataclasses import dataclass, field
 
-from bench.importers.base import check_tool_pairing, image_part
+from bench.importers.base import check_tool_pairing, image_part, is_count
 from bench.model import CompactionMarker, ImagePart, LLMCall, Message, Part, TextPart, ThinkingPart
 from bench.model import ToolCallPart, ToolResultPart, Transcript
 from bench.source import Record, RecordIssues, Source
@@ -83,9 +83,27 @@ class _Reader:
         self.last_prompt_tokens: int | None = None
         self.compactions: list[CompactionMarker] = []
         self.ignored: Counter[str] = Counter()
+        self.item_lines: dict[str, int] = {}  # the JSON of each response item so far -> its line
+
+    def _repeated(self, data: object, line: int) -> bool:
+        """Whether `data` is a response item written twice (then reported). Envelope lines carry a
+        timestamp and legacy tool items a call id, so two equal ones are one record duplicated;
+        a legacy message equal to the line before it is one too (every turn gets an answer)."""
+        if not isinstance(data, dict) or not (data.get("type") == "response_item" or ("type" in data and "payload" not in data)):
+            return False
+        key = json.dumps(data, sort_keys=True)
+        earlier = self.item_lines.get(key)
+        # A legacy message has no id or time: only the line just before it can be told for the same.
+        if earlier is not None and ("timestamp" in data or "call_id" in data or earlier == line - 1):
+            self.issues.report(line, f"duplicate of line {earlier}: a response item written twice")
+            return True
+        self.item_lines[key] = line
+        return False
 
     def feed(self, record: Record) -> None:
         data, line = record.data, record.line
+        if self._repeated(data, line):
+            return
         if not isinstance(data, dict):
             self.issues.report(line, f"record is a JSON {type(data).__name__}, not an object")
         elif "payload" in data or data.get("type") in ENVELOPE_TYPES:
@@ -167,6 +185,8 @@ class _Reader:
             self.ignored["response_item:web_search_call (server-side tool, no result recorded)"] += 1
         elif kind == "ghost_snapshot":
             self.ignored["response_item:ghost_snapshot (undo snapshot, not sent to the model)"] += 1
+        elif not _is_type_name(kind):
+            self.issues.report(line, f"response item has no 'type' name (got {kind!r:.30})")
         else:
             self.ignored[f"response_item:{kind}"] += 1
 
@@ -197,17 +217,21 @@ class _Reader:
                 parts.append(TextPart(entry["text"]))
             elif kind == "input_image" and isinstance(entry.get("image_url"), str):
                 parts.append(_image(entry["image_url"]))
-            elif kind is None:
-                self.issues.report(line, "message content entry is not an object with a 'type'")
+            elif kind in ("input_text", "output_text", "text") or not _is_type_name(kind):
+                self.issues.report(line, f"message content entry has no 'type' name or no string 'text' (type {kind!r:.30})")
                 return None
             else:
                 self.ignored[f"message content:{kind}"] += 1
         return parts
 
     def _reasoning(self, item: dict, line: int) -> None:
-        texts = [s["text"] for s in item.get("summary") or [] if isinstance(s, dict) and isinstance(s.get("text"), str)]
+        summary, content = item.get("summary"), item.get("content")
+        if not isinstance(summary, (list, type(None))) or not isinstance(content, (list, type(None))):
+            self.issues.report(line, "reasoning 'summary' and 'content' must be lists")
+            return
+        texts = [s["text"] for s in summary or [] if isinstance(s, dict) and isinstance(s.get("text"), str)]
         if not texts:  # raw reasoning text, recorded by some (open-weight) providers
-            texts = [c["text"] for c in item.get("content") or [] if isinstance(c, dict) and isinstance(c.get("text"), str)]
+            texts = [c["text"] for c in content or [] if isinstance(c, dict) and isinstance(c.get("text"), str)]
         if item.get("encrypted_content"):
             # The full reasoning is resent to the model encrypted; only the summary is readable.
             self.ignored["reasoning encrypted_content (unreadable; summary kept when present)"] += 1
@@ -266,7 +290,7 @@ class _Reader:
         if not (_is_usage(last) and isinstance(total, dict)):
             self.issues.report(line, "token_count info needs 'last_token_usage' and 'total_token_usage' with integer counts")
             return
-        if isinstance(info.get("model_context_window"), int):
+        if is_count(info.get("model_context_window")):
             self.context_window = info["model_context_window"]
         if total == self.last_total:
             self.ignored["token_count repeated (no new model call)"] += 1
@@ -276,9 +300,9 @@ class _Reader:
             self.ignored["token_count estimate (no model call)"] += 1
             return
         # OpenAI's input_tokens include the cached ones; the model splits them Anthropic-style.
-        cached = last.get("cached_input_tokens") or 0
-        call = LLMCall(self.model or "unknown", input_tokens=max(0, last["input_tokens"] - cached),
-                       cache_read_tokens=cached, cache_write_tokens=0, output_tokens=last["output_tokens"])
+        cached = int(last.get("cached_input_tokens") or 0)
+        call = LLMCall(self.model or "unknown", input_tokens=max(0, int(last["input_tokens"]) - cached),
+                       cache_read_tokens=cached, cache_write_tokens=0, output_tokens=int(last["output_tokens"]))
         if self.open is not None and self.open.call is None and not self.open.sealed:
             # Newer Codex records response items while streaming, so usage follows its items.
             self.open.call, self.open.sealed = call, True
@@ -338,10 +362,15 @@ class _Reader:
         )
 
 
+def _is_type_name(kind: object) -> bool:
+    """Item and content types are snake_case names: anything else is damage, not a new kind to ignore."""
+    return isinstance(kind, str) and kind.replace("_", "").isalpha() and kind.islower()
+
+
 def _is_usage(usage: object) -> bool:
     keys = ("input_tokens", "output_tokens")
-    return isinstance(usage, dict) and all(isinstance(usage.get(k), int) for k in keys) and isinstance(
-        usage.get("cached_input_tokens", 0), int)
+    return isinstance(usage, dict) and all(is_count(usage.get(k)) for k in keys) and is_count(
+        usage.get("cached_input_tokens") or 0)
 
 
 def _output(output: object) -> tuple[str | None, bool, list[ImagePart]]:

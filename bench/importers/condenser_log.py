@@ -11,9 +11,10 @@ they serve to compare a strategy's summary with a production one on the same his
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from bench.model import CompactionMarker, Message, TextPart, Transcript
-from bench.source import RecordIssues, Source
+from bench.source import RecordIssues, Source, TranscriptError
 
 _HEADER = re.compile(r"^\[Message (\d+)\] (system|user|assistant|tool):\n", re.MULTILINE)
 REQUIRED = ("input", "output")
@@ -35,11 +36,17 @@ class CondenserLogImporter:
     def load(self, source: Source, issues: RecordIssues) -> list[Transcript]:
         stem = source.path.name.removesuffix(".gz").removesuffix(".jsonl")
         transcripts: list[Transcript] = []
+        lines_of: dict[tuple[str, str], int] = {}
         for record in source.records(issues):
             data = record.data
             if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in REQUIRED):
                 issues.report(record.line, "expected an object with string `input` and `output` fields")
                 continue
+            pair = (data["input"], data["output"])
+            if pair in lines_of:  # one compaction logged twice would be measured twice
+                issues.report(record.line, f"duplicate of line {lines_of[pair]}: the same context and summary again")
+                continue
+            lines_of[pair] = record.line
             messages = _parse_context(data["input"], record.line)
             if not messages:
                 issues.report(record.line, "`input` holds no `[Message N] role:` blocks")
@@ -56,10 +63,13 @@ class CondenserLogImporter:
                     messages=tuple(messages),
                     models=(model,) if isinstance(model, str) else (),
                     compactions=(marker,),
-                    skipped=tuple(issues.skipped),
                 )
             )
-        return transcripts
+        if not transcripts and issues.skipped:
+            first = issues.skipped[0]
+            raise TranscriptError(source.path, first.line, f"no readable record ({len(issues.skipped)} skipped; the first: {first.reason})")
+        # The file's skips are known only at its end; they are shown once, on its first transcript.
+        return [replace(transcripts[0], skipped=tuple(issues.skipped)), *transcripts[1:]] if transcripts else []
 
 
 def _parse_context(text: str, line: int) -> list[Message]:

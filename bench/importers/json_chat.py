@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from bench.importers.base import check_tool_pairing, image_part
+from bench.importers.base import check_tool_pairing, image_part, is_cost, is_count
 from bench.model import ImagePart, Message, Part, TextPart, Transcript
 from bench.source import RecordIssues, Source, TranscriptError
 
@@ -116,7 +116,7 @@ def classify(source: Source) -> Classification:
     for i, message in enumerate(doc.messages):
         if not isinstance(message, dict):
             continue
-        if message.get("role") in OPENAI_ROLES:
+        if isinstance(message.get("role"), str) and message["role"] in OPENAI_ROLES:
             _note(found.openai, f"role {message['role']!r} (messages[{i}])")
         for key in OPENAI_MESSAGE_KEYS:
             if key in message:
@@ -227,19 +227,17 @@ def token_counts(
         value = usage.get(name)
         count = as_count(value)
         if count is None:
-            issues.report(None, f"{where}: usage `{name}` must be a non-negative integer, got {value!r:.40}")
+            issues.report(None, f"{where}: usage `{name}` must be a non-negative integer below 2^53, got {value!r:.40}")
             return None
         counts[name] = count
     return counts
 
 
 def as_count(value: object) -> int | None:
-    """A token count: a non-negative integer (an integral float is accepted); null counts as 0."""
+    """A token count (see `is_count`), or None when it is not one; null counts as 0."""
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
-        return None
-    return int(value)
+    return int(value) if is_count(value) else None
 
 
 def cost_of(usage: dict, message: dict, where: str, issues: RecordIssues) -> float | None:
@@ -247,8 +245,8 @@ def cost_of(usage: dict, message: dict, where: str, issues: RecordIssues) -> flo
     value = usage.get("cost", message.get("cost"))
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        issues.report(None, f"{where}: `cost` must be a number, got {value!r:.40}")
+    if not is_cost(value):
+        issues.report(None, f"{where}: `cost` must be a number (finite, non-negative), got {value!r:.40}")
         return None
     return float(value)
 

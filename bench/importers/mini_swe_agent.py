@@ -31,7 +31,7 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-from bench.importers.base import check_tool_pairing, image_part
+from bench.importers.base import check_tool_pairing, image_part, is_cost, is_count
 from bench.model import LLMCall, Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Transcript
 from bench.source import RecordIssues, Source
 
@@ -53,8 +53,8 @@ def _count(obj: dict, key: str, path: str, required: bool = True) -> int | None:
     value = obj.get(key)
     if value is None and not required:
         return None
-    if type(value) is not int or value < 0:
-        raise _Bad(f"{path}.{key}: expected a non-negative integer, got {value!r:.40}")
+    if type(value) is not int or not is_count(value):
+        raise _Bad(f"{path}.{key}: expected a non-negative integer below 2^53, got {value!r:.40}")
     return value
 
 
@@ -88,6 +88,8 @@ class MiniSweAgentImporter:
         if not isinstance(doc, dict):
             issues.report(None, f"expected a JSON object at the top level, got {_type(doc)}")
             return []
+        if not isinstance(doc.get("trajectory_format", ""), str):  # it decides how the run ended
+            issues.report(None, f"trajectory_format: expected a string, got {_type(doc['trajectory_format'])}")
         info = doc.get("info", {})
         if not isinstance(info, dict):
             issues.report(None, f"info: expected an object, got {_type(info)}")
@@ -348,8 +350,8 @@ class _Reader:
         cost_path = ".extra.cost"
         if cost is None:  # v1 has no extra.cost; OpenRouter reports its own, and v1 sums exactly these
             cost, cost_path = usage.get("cost"), f"{upath}.cost"
-        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
-            raise _Bad(f"{cost_path}: expected a number, got {cost!r:.40}")
+        if cost is not None and not is_cost(cost):
+            raise _Bad(f"{cost_path}: expected a number (finite, non-negative), got {cost!r:.40}")
         model, request_id = response.get("model"), response.get("id")
         return LLMCall(
             model=model if isinstance(model, str) and model else self.fallback_model,

@@ -93,7 +93,7 @@ class _Converter:
                 self.report(f"{where} must be an object, got {json_kind(raw)}")
                 continue
             role = raw.get("role")
-            if role not in ROLE_MAP:
+            if not isinstance(role, str) or role not in ROLE_MAP:
                 self.report(f"{where} has unknown role {role!r}; expected one of {', '.join(ROLE_MAP)}")
                 continue
             if role == "assistant":

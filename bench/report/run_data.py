@@ -21,6 +21,7 @@ from bench.leaderboard import NOT_RANKED, ranked, setting_figures, summary_docum
 from bench.llm.prices import resolve_prices
 from bench.loading import Loaded, ReadInputs, load_inputs
 from bench.metrics import calls_frame, compactions_frame, transcript_summary
+from bench.neutralise import read_csv
 from bench.runs import RunResult
 from bench.source import TranscriptError
 from bench.recommendation import MIN_KEPT, Recommendation, Rule, recommend
@@ -135,7 +136,7 @@ def load_light(path: str | Path) -> RunData:
     table = next((t for t in (path / "transcripts.csv", path / "transcripts.csv.gz") if t.exists()), None)
     if config is None or table is None:
         raise FileNotFoundError(f"{path} is not a finished run directory (needs config.json and transcripts.csv)")
-    transcripts = pd.read_csv(table)
+    transcripts = read_csv(table)  # (undoes the formula neutralising of write_csv)
     if "damaged" not in transcripts:
         transcripts["damaged"] = transcripts["transcript"].isin(set((read_json(path / "meta.json") or {}).get("skipped_records") or {}))
     if transcripts.empty:
