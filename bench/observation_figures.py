@@ -1,6 +1,6 @@
 """Measure what observation-masking, prune and truncate do on mini-swe-agent v1 trajectories.
 
-    python scripts/observation_figures.py [FOLDER] [--window 64000] [--out DIR]
+    python -m bench.observation_figures [FOLDER] [--window 64000] [--out DIR]
 
 FOLDER defaults to the shared collection's `mini-swe-agent-v1/`. Each sub-folder is replayed as
 its own run, because its runs (gpt5-output, mini-output, ...) hold the same SWE-bench tasks under
