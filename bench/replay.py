@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bench.context_readings import readings_after_compactions, with_readings
 from bench.context_windows import ContextWindows
 from bench.engine import Engine, Trigger
 from bench.metering import Meter
@@ -125,4 +126,6 @@ def replay(
             walk.record(row)
         walk.append(index)
         index += 1
-    return Replayed(walk.columns(), walk.compactions, walk.compacted, base.calls_before(start))
+    # A real compaction no call followed is checked against Claude Code's own /context reading.
+    compactions = with_readings(walk.compactions, readings_after_compactions(transcript)) if recorded_mode else walk.compactions
+    return Replayed(walk.columns(), compactions, walk.compacted, base.calls_before(start))

@@ -134,16 +134,19 @@ def codex() -> Preset:
 
 
 def claude_code() -> Preset:
-    """Claude Code (public facts only): at ~95% of the window, a nine-section summary replaces the history."""
+    """Claude Code (public facts only): at ~95% of the window, a nine-section summary replaces the history;
+    the newest files read, the todo list and the plan file are re-attached after it (`strategies.reattach`)."""
+    from strategies.reattach import WithReattachments
     from strategies.summarize import Summarize
 
     return Preset(
-        "claude-code", Summarize(keep_recent_tokens=0, template="claude_code.j2"),
+        "claude-code", WithReattachments(Summarize(keep_recent_tokens=0, template="claude_code.j2")),
         Trigger(fraction=0.95), "hybrid",
         "Claude Code docs (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: 'approximately 95% capacity'); summary sections from real "
         "compact summaries in datasets/m-claude and public prompt copies",
         claude_code.__doc__,
-        "closed source: microcompaction and file re-reads after compaction are not modelled",
+        "closed source: microcompaction is not modelled; re-attached files are their last content in the transcript, "
+        "not the disk's, and files the session only created are not re-attached (see strategies/reattach.py)",
     )
 
 

@@ -3,7 +3,10 @@
 The replay runs it exactly where the source compacted (Claude Code's `compact_boundary`, a
 condenser log line, Codex's `compacted` item), with the summary recorded there, so real
 compactions are scored on the same metrics as every other strategy. It replaces the history with
-that summary, as the production agent did, keeping only the system prompt.
+that summary, as the production agent did, keeping only the system prompt, and adds what Claude
+Code re-attaches after compacting (recent files, the todo list, the plan file: `strategies.reattach`),
+which the session file does not record but the next prompt holds. Other agents' transcripts use
+none of the tools that re-attachment reads, so for them it adds nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from strategies.base import CompactionRequest, CompactionResult, Context, leading_system, setting, summary_message
+from strategies.reattach import provider_tokens, reattach
 
 
 @dataclass(frozen=True)
@@ -21,11 +25,14 @@ class Recorded:
     name: ClassVar[str] = "recorded"
     source: ClassVar[str] = "the compaction markers of the transcript itself"
     summary: str = setting("", "the recorded summary text (the replay fills it in at each real compaction)")
+    reattach: bool = setting(True, "add what Claude Code re-attaches after compacting (recent files, todo list, plan file)")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         if not self.summary:
             return CompactionResult(context, 0, note="no recorded compaction here")
         head = leading_system(context.messages)
-        messages = (*context.messages[:head], summary_message(self.summary))
+        extra = reattach(context.messages[head:], provider_tokens(request)) if self.reattach else None
+        messages = (*context.messages[:head], summary_message(self.summary), *(extra.messages if extra else ()))
         removed = len(context.messages) - head
-        return CompactionResult(replace(context, messages=messages, summary=self.summary), removed, note="the production agent's summary")
+        note = "the production agent's summary" + (f"; {extra.note()}" if extra and extra.messages else "")
+        return CompactionResult(replace(context, messages=messages, summary=self.summary), removed, note=note)

@@ -1,0 +1,107 @@
+"""What Claude Code re-attaches after compacting, and the fidelity it buys at the real compactions."""
+
+from __future__ import annotations
+
+import json
+
+from bench.context_readings import context_reading
+from bench.context_windows import ContextWindows
+from bench.importers import load_file
+from bench.leaderboard import recorded_fidelity
+from bench.metering import Meter
+from bench.metrics import compactions_frame
+from bench.model import Message, TextPart, ToolCallPart, ToolResultPart
+from bench.replay import StrategyConfig, replay
+from strategies.base import CompactionRequest, Context
+from strategies.reattach import MAX_FILES, file_states, latest_todos, reattach
+from strategies.registry import get_strategy
+from tests.conftest import bundled
+
+AUTO = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)[0]
+MANUAL = load_file(bundled("m-claude", "97b0ffde"), lenient=True)[0]
+
+
+def fidelity(transcript) -> float:
+    frame = recorded_fidelity(compactions_frame(replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows()).compactions))
+    assert len(frame) == 1
+    return float(frame.loc[0, "relative_error"])
+
+
+def test_the_auto_compaction_gets_the_newest_read_files_and_the_todo_list() -> None:
+    history = AUTO.messages[: AUTO.compactions[0].at_message]
+    extra = reattach(history, lambda text: len(text) / 4)
+    assert [f.rsplit("/", 1)[-1] for f in extra.files] == ["pre-commit", ".gitleaks.toml", ".gitignore", "test.yml", "b9dd1a1.output"]
+    assert len(extra.files) == MAX_FILES and extra.partial == (extra.files[3],)  # test.yml was read with limit=30
+    # The todo list is the last TodoWrite's, the one the agent's first step after the compaction updates.
+    last = next(json.loads(p.arguments)["todos"] for m in reversed(history) for p in m.parts if isinstance(p, ToolCallPart) and p.name == "TodoWrite")
+    assert extra.todos == len(last) == 8
+    assert json.dumps(last) in extra.messages[-1].text()
+    # The re-attached .gitleaks.toml is the content the session last wrote, as the Read tool shows it.
+    toml = file_states(history)[extra.files[1]]
+    assert toml.raw.startswith("# Gitleaks Configuration for M-Claude Repository - MAXIMUM STRICTNESS")
+    assert "     1→# Gitleaks Configuration" in extra.messages[1].text()
+
+
+def test_the_bundled_real_compactions_are_predicted_within_five_percent() -> None:
+    # 3af9b1a7: without re-attachment the prediction was 24,405 against 32,473 recorded (-24.8%).
+    assert abs(fidelity(AUTO)) < 0.05
+    # 97b0ffde: a manual /compact with no call after it; Claude Code's /context reading (19.5k) is the
+    # truth. The session read no files and kept no todo list, so nothing is re-attached. Its measured
+    # ratio (2.05 provider tokens per chars/4 token, from redacted SSH output) counts the summary
+    # higher than /context does: +5.5%, short of the 5% goal (see the README).
+    assert 0 < fidelity(MANUAL) < 0.06
+
+
+def test_context_reading_sums_the_parts_of_the_prompt() -> None:
+    [message] = [m for m in MANUAL.messages[MANUAL.compactions[0].at_message:] if "Context Usage" in m.text()]
+    assert context_reading(message.text()) == 2_900 + 15_100 + 1_500  # free space is not in the prompt
+    assert context_reading("Context Usage, but no parts") is None and context_reading("hello") is None
+
+
+def read(path: str, content: str, call_id: str, **arguments) -> tuple[Message, Message]:
+    call = ToolCallPart(call_id, "Read", json.dumps({"file_path": path, **arguments}))
+    numbered = "\n".join(f"{n:>6}→{line}" for n, line in enumerate(content.split("\n"), 1))
+    return Message("assistant", (call,)), Message("tool", (ToolResultPart(call_id, numbered),))
+
+
+def tool(name: str, call_id: str, result: str = "ok", is_error: bool = False, **arguments) -> tuple[Message, Message]:
+    return Message("assistant", (ToolCallPart(call_id, name, json.dumps(arguments)),)), Message("tool", (ToolResultPart(call_id, result, is_error),))
+
+
+def test_edits_limits_exclusions_and_a_second_compaction() -> None:
+    history = (
+        *read("/p/a.py", "x = 1\ny = 2", "1"),
+        *tool("Edit", "2", file_path="/p/a.py", old_string="y = 2", new_string="y = 3"),
+        *tool("MultiEdit", "3", file_path="/p/a.py", edits=[{"old_string": "x = 1", "new_string": "x = 0"}]),
+        *read("/p/big.md", "word " * 30_000, "4"),
+        *read("/p/CLAUDE.md", "rules", "5"),
+        *tool("Write", "6", file_path="/p/new.md", content="created here"),
+        *read("/p/empty.py", "", "7"),
+        *tool("Read", "7b", result="<tool_use_error>File does not exist.</tool_use_error>", is_error=True, file_path="/p/gone.py"),
+        *tool("Edit", "8", result="<tool_use_error>String to replace not found</tool_use_error>", is_error=True,
+              file_path="/p/a.py", old_string="nope", new_string="never"),
+        *tool("TodoWrite", "9", todos=[{"content": "ship", "status": "pending"}]),
+        *tool("TodoWrite", "10", result="failed", is_error=True, todos=[]),
+    )
+    extra = reattach(history, lambda text: len(text) / 4)
+    assert extra.files == ("/p/empty.py", "/p/a.py")  # newest first; CLAUDE.md and the created file are not candidates
+    assert extra.over_file_limit == ("/p/big.md",)  # 37,500 tokens: the Read tool refuses it, nothing is cut
+    assert file_states(history)["/p/a.py"].raw == "x = 0\ny = 3"  # both edits applied, the failed one not
+    assert latest_todos(history) == [{"content": "ship", "status": "pending"}]  # a failed TodoWrite changes nothing
+    assert "over the 5,000-token file limit" in extra.note() and "the todo list (1 items)" in extra.note()
+    # A second compaction sees the first one's re-attachments as what the session last saw.
+    again = reattach((Message("user", (TextPart("summary"),)), *extra.messages), lambda text: len(text) / 4)
+    assert again.files == ("/p/a.py", "/p/empty.py") and again.todos == 1
+    assert file_states(extra.messages)["/p/a.py"].raw == "x = 0\ny = 3"
+
+
+def test_the_claude_code_preset_reattaches_after_its_summary() -> None:
+    history = AUTO.messages[: AUTO.compactions[0].at_message]
+    meter = Meter(AUTO, "hybrid")
+    request = CompactionRequest(reason="threshold", window=200_000, target_tokens=100_000, count_tokens=meter.count)
+    result = get_strategy("claude-code").compact(Context(messages=history), request)
+    assert "re-attached 5 file(s)" in result.note and "the todo list (8 items)" in result.note
+    assert result.context.messages[-1].source_id == "compactlab:reattached:todo"
+    # The recorded strategy without re-attachment is the bare summary (the setting exists to compare).
+    bare = get_strategy("recorded", summary="s", reattach=False).compact(Context(messages=history), request)
+    assert len(bare.context.messages) == 1
