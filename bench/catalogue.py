@@ -27,6 +27,9 @@ class Metric:
     tolerance: float  # a per-session change within this counts as no change (diff; the suite's default)
     description: str
     aggregate: str = "mean"  # over a setting's sessions: "mean" or "sum"
+    # The per-session value is the mean of one value per compaction (`bench.compaction_values`): the
+    # CI gate then resamples the compactions within each session as well as the sessions.
+    per_compaction: bool = False
 
     def format(self, value: object, signed: bool = False) -> str:
         """The figure as every text surface prints it ('–' when it cannot be computed)."""
@@ -50,7 +53,7 @@ def _kind_metrics() -> tuple[Metric, ...]:
             metrics.append(Metric(
                 f"preservation_k{k}_{kind}", f"{steps}' {kind} items kept where compacted (k={k})", "higher", "share", 0.05,
                 f"Share of the {kind} items the {steps} used that are still in the compacted context, "
-                "averaged over the session's compactions.",
+                "averaged over the session's compactions.", per_compaction=True,
             ))
     return tuple(metrics)
 
@@ -62,10 +65,18 @@ METRICS: tuple[Metric, ...] = (
            "Share of the facts (paths, identifiers, commands, ...) the next recorded step used that are still in the compacted "
            "context, averaged over the session's compactions; a session the setting never compacted lost nothing and counts as 100%."),
     Metric("preservation_k1", "next-step facts kept where compacted (k=1)", "higher", "share", 0.05,
-           "The same share, over the sessions where the setting compacted only (no value where it never compacted)."),
+           "The same share, over the sessions where the setting compacted only (no value where it never compacted).",
+           per_compaction=True),
     Metric("preservation_k5", "next-5-steps facts kept where compacted (k=5)", "higher", "share", 0.05,
            "Share of the facts the next five recorded steps used that are still in the compacted context; sessions where "
-           "the setting compacted only."),
+           "the setting compacted only.", per_compaction=True),
+    Metric("summary_recall_k5", "dropped facts the summary kept (k=5)", "higher", "share", 0.05,
+           "Of the facts the next five recorded steps used that a compaction dropped (in the context before it only in the "
+           "messages it removed), the share its new content holds: the summary, placeholders, re-attached files. What the "
+           "summary itself carries, apart from the verbatim tail; averaged over the compactions that dropped such a fact.",
+           per_compaction=True),
+    Metric("summary_recall_k1", "dropped facts the summary kept (k=1)", "higher", "share", 0.05,
+           "The same share for the facts the next recorded step used.", per_compaction=True),
     Metric("over_window_share", "calls over the window", "lower", "share", 0.01,
            "Share of the session's calls whose replayed prompt exceeds the model's context window: the provider would refuse them."),
     Metric("over_window_calls", "over-window calls (total)", "lower", "count", 0.0,
@@ -102,8 +113,8 @@ KIND_METRICS = tuple(metric.name for metric in _kind_metrics())  # computed from
 
 # The figures of a setting that every run surface shows (the CLI table, summary.json's leaderboard,
 # the report's leaderboard, `compactlab diff`), in this order.
-REPORTED = ("removed_share", "preservation_or_untouched", "preservation_k1", "preservation_k5", "over_window_share",
-            "over_window_calls", "compactions", "cost_change")
+REPORTED = ("removed_share", "preservation_or_untouched", "preservation_k1", "preservation_k5", "summary_recall_k5",
+            "over_window_share", "over_window_calls", "compactions", "cost_change")
 
 
 def metric(name: str) -> Metric:

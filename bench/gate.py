@@ -18,6 +18,19 @@ transcripts both hold a value for. The regression rule, for a metric with tolera
     regression   ⇔  hi < −t_abs    (the whole interval is worse than the tolerance)
     improvement  ⇔  lo > +t_abs
 
+For a metric measured per compaction (`Metric.per_compaction`: next-step preservation, summary
+recall) the baseline also keeps each compaction's value, and the interval is two-level
+(`two_level_bootstrap`): transcripts resampled, then the compactions within each drawn one. A
+second interval holds the transcripts and resamples only their compactions ("within sessions"):
+
+    regression   ⇔  hi < −t_abs  or  hi_within < −t_abs
+    improvement  ⇔  lo > +t_abs  or  lo_within > +t_abs      (when not a regression)
+
+The within-sessions interval is what makes a change confined to a few long sessions visible: with
+7 of 10 transcripts unchanged, a resample of transcripts draws none of the other 3 about 3% of the
+time, so an interval over transcripts alone always reaches 0 at 95%, however consistent the loss
+at every compaction of those 3 sessions.
+
 So a change that helps some transcripts and hurts others by chance does not fail a build, and
 neither does a consistent change smaller than the tolerance. A metric that had values in the
 baseline and has none now (e.g. a strategy stopped compacting) also fails. Values within 1e-12
@@ -40,8 +53,9 @@ import pandas as pd
 from bench import runs
 from bench.catalogue import BY_NAME
 from bench.llm_config import make_run_summarizer
-from bench.statistics import paired_bootstrap
-from bench.suite import MetricSpec, Suite, SuiteError, metric_table, offline
+from bench.compaction_values import CompactionValue, compaction_values
+from bench.statistics import SessionValues, paired_bootstrap, two_level_bootstrap
+from bench.suite import MetricSpec, Suite, SuiteError, finished_rows, metric_table, offline
 
 FORMAT = 1
 MAX_FLIPS_SHOWN = 10
@@ -69,6 +83,12 @@ class Comparison:
     verdict: str  # regression | no values | worse | better | improved | ok | unchanged | n/a
     flips: tuple[Flip, ...] = ()
     missing: int = 0  # baseline transcripts with a value that have none in the new run
+    # Per-compaction metrics: the within-sessions interval (NaN otherwise) and the compactions compared.
+    within_low: float = math.nan
+    within_high: float = math.nan
+    compactions: int = 0
+    # Per flipped transcript (worse ones): the facts lost at its compactions that the baseline kept.
+    lost_facts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass
@@ -88,13 +108,24 @@ class Report:
 
 
 def run_suite(suite: Suite, out: Path, offline_mode: bool = False, progress: bool = False):
-    """Replay the suite into `out`; the run result and its metric table (one row per transcript × strategy)."""
+    """Replay the suite into `out`; the run result, its metric table (one row per transcript ×
+    strategy) and the per-compaction values of its per-compaction metrics."""
     config = offline(suite.config) if offline_mode else suite.config
     result = runs.run(config, out, progress=progress, summarizer=make_run_summarizer(config))
-    return result, metric_table(out, result.transcripts)
+    return result, metric_table(out, result.transcripts), list(compaction_values(finished_rows(out)))
 
 
-def baseline_document(suite: Suite, result, table: pd.DataFrame) -> dict:
+def compaction_document(suite: Suite, values: list[CompactionValue]) -> dict:
+    """label -> metric -> transcript -> [[at, value, [lost items]], ...] for the guarded per-compaction metrics."""
+    guarded = {m.name for m in suite.metrics if BY_NAME[m.name].per_compaction}
+    document: dict = {s.label: {name: {} for name in sorted(guarded)} for s in suite.config.strategies}
+    for v in sorted(values, key=lambda v: (v.config, v.metric, v.transcript, v.at)):
+        if v.metric in guarded and v.config in document:
+            document[v.config][v.metric].setdefault(v.transcript, []).append([v.at, v.value, sorted(v.lost)])
+    return document
+
+
+def baseline_document(suite: Suite, result, table: pd.DataFrame, per_compaction: list[CompactionValue] = ()) -> dict:
     labels = [s.label for s in suite.config.strategies]
     values = {}
     for label in labels:
@@ -114,6 +145,7 @@ def baseline_document(suite: Suite, result, table: pd.DataFrame) -> dict:
             for t in sorted(result.read.transcripts, key=lambda t: t.id)
         },
         "values": values,
+        "compactions": compaction_document(suite, list(per_compaction)),
     }
 
 
@@ -157,19 +189,26 @@ def stale_strategies(suite: Suite, baseline: dict) -> list[str]:
 # --- comparing ---------------------------------------------------------------------------------------
 
 
-def compare(suite: Suite, baseline: dict, table: pd.DataFrame) -> Report:
+def compare(suite: Suite, baseline: dict, table: pd.DataFrame, values: list[CompactionValue] | None = None) -> Report:
+    """The suite's run (`table`, and `values`: its per-compaction values) against the baseline.
+    Per-compaction metrics get the two-level rule where both sides have compaction values (a
+    baseline written before they were kept gets the rule over transcripts alone)."""
     report = Report([], suite=str(suite.path), transcripts=int(table["transcript"].nunique()) if not table.empty else 0)
+    new_compactions = compaction_document(suite, values or [])
     for strategy in suite.config.strategies:
         rows = table[table["config"] == strategy.label].set_index("transcript") if not table.empty else pd.DataFrame()
         for metric in suite.metrics:
             old = {t: v for t, v in baseline["values"][strategy.label][metric.name].items() if v is not None}
             new = {t: _number(v) for t, v in rows[metric.name].items()} if metric.name in rows else {}
             new = {t: v for t, v in new.items() if v is not None}
-            report.comparisons.append(_compare(strategy.label, metric, old, new, suite))
+            old_points = baseline.get("compactions", {}).get(strategy.label, {}).get(metric.name)
+            new_points = new_compactions.get(strategy.label, {}).get(metric.name)
+            points = (old_points, new_points) if old_points is not None and values is not None else None
+            report.comparisons.append(_compare(strategy.label, metric, old, new, suite, points))
     return report
 
 
-def _compare(label: str, metric: MetricSpec, old: dict, new: dict, suite: Suite) -> Comparison:
+def _compare(label: str, metric: MetricSpec, old: dict, new: dict, suite: Suite, points: tuple[dict, dict] | None = None) -> Comparison:
     shared = sorted(set(old) & set(new))
     missing = len(set(old) - set(new))
     if not shared:
@@ -179,17 +218,25 @@ def _compare(label: str, metric: MetricSpec, old: dict, new: dict, suite: Suite)
     a = np.array([new[t] for t in shared])
     a = np.where(np.abs(a - b) <= EPSILON * np.maximum(1.0, np.abs(b)), b, a)  # float noise is no change
     paired = paired_bootstrap(a, b, resamples=suite.resamples, seed=suite.seed, confidence=suite.confidence)
+    low, high, within, compactions = paired.low, paired.high, (math.nan, math.nan), 0
+    if points is not None:
+        sessions = [_session(points[0].get(t, []), points[1].get(t, [])) for t in shared]
+        two = two_level_bootstrap(sessions, resamples=suite.resamples, seed=suite.seed, confidence=suite.confidence, epsilon=EPSILON)
+        if two.n == len(shared):  # every shared transcript has its compactions on both sides
+            low, high, within, compactions = two.low, two.high, (two.within_low, two.within_high), two.compactions
     allowed = metric.allowed(float(b.mean()))
-    gains = sorted((metric.gain(paired.low), metric.gain(paired.high)))
+    intervals = [sorted((metric.gain(low), metric.gain(high)))]
+    if not math.isnan(within[0]):
+        intervals.append(sorted((metric.gain(within[0]), metric.gain(within[1]))))
     if np.array_equal(a, b):
         verdict = "unchanged"
-    elif gains[1] < -allowed:
+    elif any(gains[1] < -allowed for gains in intervals):
         verdict = "regression"
-    elif gains[0] > allowed:
+    elif any(gains[0] > allowed for gains in intervals):
         verdict = "improved"
-    elif gains[1] < 0:
-        verdict = "worse"  # the interval excludes no change, but not the tolerance
-    elif gains[0] > 0:
+    elif any(gains[1] < 0 for gains in intervals):
+        verdict = "worse"  # an interval excludes no change, but not the tolerance
+    elif any(gains[0] > 0 for gains in intervals):
         verdict = "better"
     else:
         verdict = "ok"
@@ -201,8 +248,26 @@ def _compare(label: str, metric: MetricSpec, old: dict, new: dict, suite: Suite)
     flips.sort(key=lambda f: metric.gain(f.new - f.baseline))  # worst first
     # The rule judges per-session means; a metric the catalogue adds up is shown as its total, as everywhere.
     scale = len(shared) if BY_NAME[metric.name].aggregate == "sum" else 1
-    return Comparison(label, metric, scale * float(b.mean()), scale * float(a.mean()), scale * paired.mean_diff, scale * paired.low,
-                      scale * paired.high, paired.n, verdict, tuple(flips), missing)
+    lost = tuple((f.transcript, _newly_lost(points[0].get(f.transcript, []), points[1].get(f.transcript, [])))
+                 for f in flips if f.worse) if points is not None else ()
+    return Comparison(label, metric, scale * float(b.mean()), scale * float(a.mean()), scale * paired.mean_diff, scale * low,
+                      scale * high, paired.n, verdict, tuple(flips), missing, scale * within[0], scale * within[1], compactions,
+                      tuple((t, items) for t, items in lost if items))
+
+
+def _session(old: list, new: list) -> SessionValues:
+    """A transcript's compaction values on both sides (`compaction_document` entries)."""
+    return SessionValues(tuple(p[0] for p in old), np.array([p[1] for p in old], dtype=float),
+                         tuple(p[0] for p in new), np.array([p[1] for p in new], dtype=float))
+
+
+def _newly_lost(old: list, new: list) -> tuple[str, ...]:
+    """The facts lost at the new run's compactions that the baseline did not lose at the same point
+    (at any of its points, where the points differ)."""
+    before = {p[0]: set(p[2]) for p in old}
+    anywhere = set().union(*before.values()) if before else set()
+    found = [item for at, _, items in new for item in items if item not in before.get(at, anywhere)]
+    return tuple(dict.fromkeys(found))
 
 
 # --- small helpers -----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +36,8 @@ from bench.gate import (
 )
 from bench.llm import CacheMiss
 from bench.suite import MetricSpec, Suite, SuiteError, load_suite, select
+
+MAX_FACTS_SHOWN = 12  # per transcript, in the markdown
 
 
 def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
@@ -89,7 +92,10 @@ def markdown(report: Report, confidence: float) -> str:
     lines.append(
         f"Suite `{report.suite}` against baseline `{report.baseline}`, {report.transcripts} transcripts. A metric regresses "
         f"when the {pct} paired-bootstrap interval of its change (new − baseline over the same transcripts) lies entirely "
-        "on the worse side of its tolerance, so noise alone does not fail the check."
+        "on the worse side of its tolerance, so noise alone does not fail the check. For a metric measured per compaction "
+        "the interval is two-level (transcripts resampled, then each one's compactions), and a second one, within sessions "
+        "(the transcripts held, their compactions resampled), also fails it: a change confined to a few long sessions "
+        "counts when it is consistent at their compactions."
     )
     if report.notes:
         lines += ["", "**Changed since the baseline**", ""] + [f"- {note}" for note in report.notes]
@@ -113,6 +119,9 @@ def markdown(report: Report, confidence: float) -> str:
             table.append(f"| `{f.transcript}` | {fmt(f.baseline)} | {fmt(f.new)} | {f.new - f.baseline:+.4g} ({'worse' if f.worse else 'better'}) |")
         if len(c.flips) > MAX_FLIPS_SHOWN:
             table.append(f"| … and {len(c.flips) - MAX_FLIPS_SHOWN} more | | | |")
+        if c.lost_facts:
+            table += ["", "Facts lost at its compactions that the baseline kept:", ""]
+            table += [f"- `{transcript}`: {_facts(items)}" for transcript, items in c.lost_facts[:MAX_FLIPS_SHOWN]]
         if c in failed:
             lines += ["", f"**{head}**", "", *table]
         else:  # folded: not what failed the check
@@ -126,7 +135,17 @@ def _name(spec: MetricSpec) -> str:
 
 
 def _change(c: Comparison) -> str:
-    return "–" if c.n == 0 else f"{c.change:+.4g} [{c.low:+.4g}, {c.high:+.4g}]"
+    if c.n == 0:
+        return "–"
+    text = f"{c.change:+.4g} [{c.low:+.4g}, {c.high:+.4g}]"
+    if math.isnan(c.within_low):
+        return text
+    return f"{text}, within sessions [{c.within_low:+.4g}, {c.within_high:+.4g}] ({c.compactions} compactions)"
+
+
+def _facts(items: tuple[str, ...]) -> str:
+    shown = ", ".join(f"`{item}`" for item in items[:MAX_FACTS_SHOWN])
+    return shown + (f" … and {len(items) - MAX_FACTS_SHOWN} more" if len(items) > MAX_FACTS_SHOWN else "")
 
 
 def _tolerance(metric: MetricSpec) -> str:
@@ -167,10 +186,10 @@ def run_check(args: argparse.Namespace) -> int:
                 f"the baseline has strategies the suite no longer has: {', '.join(stale)}; if that is deliberate, run "
                 f"`compactlab baseline --suite {args.suite} --baseline {args.baseline} --update`"
             )
-        result, table = _run(suite, args)
+        result, table, values = _run(suite, args)
     except (SuiteError, CacheMiss) as exc:
         return _usage_error(exc)
-    report = compare(suite, baseline, table)
+    report = compare(suite, baseline, table, values)
     report.baseline = str(args.baseline)
     report.notes = changes_since(suite, baseline, result) + ([f"checked only: {', '.join(args.only)}"] if args.only else [])
     text = markdown(report, suite.confidence)
@@ -186,10 +205,10 @@ def run_baseline(args: argparse.Namespace) -> int:
         if args.baseline.exists() and not args.update:
             raise SuiteError(f"{args.baseline} exists: a baseline is only replaced deliberately; pass --update to replace it")
         previous = read_baseline(args.baseline, args.suite) if args.baseline.exists() else None
-        result, table = _run(suite, args)
+        result, table, values = _run(suite, args)
     except (SuiteError, CacheMiss) as exc:
         return _usage_error(exc)
-    document = baseline_document(suite, result, table)
+    document = baseline_document(suite, result, table, values)
     write_baseline(args.baseline, document)
     if previous is None:
         print(f"wrote {args.baseline}: {len(document['values'])} strategies × {len(suite.metrics)} metrics, {len(document['transcripts'])} transcripts")

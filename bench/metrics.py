@@ -157,8 +157,14 @@ def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
             record[f"{key}_score"] = found.get("score")
             record[f"{key}_needed"] = len(found.get("needed", []))
             record[f"{key}_lost"] = found.get("lost", [])
+            record[f"{key}_recall"] = found.get("summary_recall")  # bench.summary_recall (absent in older runs)
+            record[f"{key}_summary_lost"] = found.get("summary_lost", [])
         records.append(record)
-    return pd.DataFrame(records)
+    frame = pd.DataFrame(records)
+    for column in ("k1_recall", "k5_recall"):  # all None (nothing dropped was needed) must stay numeric
+        if column in frame:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame
 
 
 def transcript_summary(
@@ -202,6 +208,8 @@ def transcript_summary(
             preservation_k1=("k1_score", "mean"),
             preservation_k5=("k5_score", "mean"),
             preservation_applicable=("k1_score", "count"),
+            summary_recall_k1=("k1_recall", "mean"),
+            summary_recall_k5=("k5_recall", "mean"),
         )
         # No LLM summarizer call with a price: the cost is unknown, not zero.
         per["summarizer_cost"] = per["summarizer_cost"].where(per.pop("summarizer_cost_known") > 0)
@@ -209,7 +217,7 @@ def transcript_summary(
         summary = summary.join(per, on=["transcript", "config"]).join(failed, on=["transcript", "config"])
     for column in ("compactions", "failed_compactions", "summarizer_input_tokens", "summarizer_output_tokens"):
         summary[column] = summary.get(column, pd.Series(0, index=summary.index)).fillna(0).astype(int)
-    for column in ("summarizer_cost", "preservation_k1", "preservation_k5"):
+    for column in ("summarizer_cost", "preservation_k1", "preservation_k5", "summary_recall_k1", "summary_recall_k5"):
         if column not in summary:
             summary[column] = float("nan")
     summary["removed_share"] = 1 - summary["billed_context"] / summary["billed_full"]

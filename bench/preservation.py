@@ -375,3 +375,15 @@ def _needed_at(text: TranscriptText, index: int, ks: tuple[int, ...]) -> dict[in
         _NEEDED.clear()
     _NEEDED[key] = (text, result)
     return result
+
+
+def needed_items(messages: Sequence[Message], index: int, ks: Sequence[int] = (1, 5)) -> dict[int, tuple[Item, ...] | None]:
+    """What the next k recorded assistant steps after `messages[index]` need from the history, for
+    each k (None: the steps use nothing at all), with the session's text (`TranscriptText`) that
+    `preservation_at` searches: for other scores of the same compaction (`bench.summary_recall`)."""
+    return _needed_at(_transcript_text(messages), index, tuple(ks))
+
+
+def transcript_text(messages: Sequence[Message]) -> TranscriptText:
+    """The searchable text of a session, shared with `preservation_at` (kept for the last few sessions)."""
+    return _transcript_text(messages)

@@ -272,3 +272,74 @@ def pareto_frontier(points: pd.DataFrame, maximize: Sequence[str] = ("tokens_sav
     frontier = points[~has_nan][~dominates.any(axis=1)].sort_values(objectives[0], kind="stable")
     frontier.attrs["nan_rows"] = list(points.index[has_nan])
     return frontier
+
+
+@dataclass(frozen=True)
+class SessionValues:
+    """One session's per-compaction values in two runs: `at` names each compaction's point (its
+    message index), so the same points pair up; `old` and `new` are aligned with their `at`s."""
+
+    old_at: tuple[int, ...]
+    old: np.ndarray
+    new_at: tuple[int, ...]
+    new: np.ndarray
+
+
+@dataclass(frozen=True)
+class TwoLevelResult:
+    """mean over sessions of (mean new − mean old) over each session's compactions, with two intervals.
+
+    `low`/`high`: across sessions, two levels: sessions resampled, then the compactions of each
+    drawn session. `within_low`/`within_high`: within sessions: the sessions held fixed, their
+    compactions resampled; it asks whether the change is consistent at the compactions of the
+    sessions it touched, however few they are."""
+
+    mean_diff: float
+    low: float
+    high: float
+    within_low: float
+    within_high: float
+    n: int  # sessions
+    compactions: int  # compactions of the new run over those sessions
+
+
+def _session_draws(session: SessionValues, resamples: int, rng: np.random.Generator, epsilon: float) -> np.ndarray:
+    """`resamples` resampled values of one session's mean(new) − mean(old): the paired differences
+    resampled together where both runs compacted at the same points, else each run's own."""
+    if session.old_at == session.new_at:
+        d = session.new - session.old
+        d = np.where(np.abs(d) <= epsilon * np.maximum(1.0, np.abs(session.old)), 0.0, d)
+        if not d.any():  # unchanged: no spread to draw
+            return np.zeros(resamples)
+        return d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
+    draws = [values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1) for values in (session.new, session.old)]
+    return draws[0] - draws[1]
+
+
+def two_level_bootstrap(
+    sessions: Sequence[SessionValues], resamples: int = 10_000, seed: int = 0, confidence: float = 0.95, epsilon: float = 1e-12
+) -> TwoLevelResult:
+    """The two-level (hierarchical) percentile bootstrap of a change measured per compaction.
+
+    A session's figure is the mean over its compactions, and a setting's the mean over sessions, so
+    both levels vary: which sessions the suite holds, and which compaction points each one had.
+    Each session gets `resamples` draws of its own mean change (its compactions resampled with
+    replacement; paired where both runs compacted at the same points). Within sessions: the r-th
+    resample is the mean over sessions of their r-th draws. Across sessions: the sessions are
+    resampled too, and each session drawn takes its own draw (row r + position, so one session
+    drawn twice in a resample gets two draws). Sessions need values on both sides."""
+    _check(resamples, confidence)
+    sessions = [s for s in sessions if len(s.old) and len(s.new)]
+    n = len(sessions)
+    if n == 0:
+        return TwoLevelResult(np.nan, np.nan, np.nan, np.nan, np.nan, 0, 0)
+    observed = float(np.mean([s.new.mean() - s.old.mean() for s in sessions]))
+    rng = np.random.default_rng(seed)
+    draws = np.column_stack([_session_draws(s, resamples, rng, epsilon) for s in sessions])  # resamples × sessions
+    quantiles = [(1 - confidence) / 2, (1 + confidence) / 2]
+    within_low, within_high = np.quantile(draws.mean(axis=1), quantiles)
+    picked = rng.integers(0, n, size=(resamples, n))
+    rows = (np.arange(resamples)[:, None] + np.arange(n)[None, :]) % resamples
+    low, high = np.quantile(draws[rows, picked].mean(axis=1), quantiles) if n > 1 else (within_low, within_high)
+    return TwoLevelResult(observed, float(low), float(high), float(within_low), float(within_high), n,
+                          int(sum(len(s.new) for s in sessions)))

@@ -43,13 +43,13 @@ import difflib
 import hashlib
 import json
 import tomllib
-from collections import Counter
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import pandas as pd
 
-from bench.catalogue import BY_NAME, ITEM_KINDS, KIND_METRICS
+from bench.catalogue import BY_NAME, KIND_METRICS
+from bench.compaction_values import compaction_values
 from bench.datasets import list_datasets
 from bench.run_config import RunConfig, config_from_data
 
@@ -235,20 +235,8 @@ def offline(config: RunConfig) -> RunConfig:
 def metric_table(out: Path, transcripts: pd.DataFrame) -> pd.DataFrame:
     """`transcripts` (a run's transcript_summary) plus the per-kind preservation columns, from the
     run directory's compaction rows."""
-    rows = _finished_rows(out)
-    records = []
-    for row in rows:
-        if row.get("failed"):
-            continue
-        for key, found in (row.get("preservation") or {}).items():
-            needed = Counter(item.split(":", 1)[0] for item in found.get("needed", []))
-            lost = Counter(item.split(":", 1)[0] for item in found.get("lost", []))
-            for kind in ITEM_KINDS:
-                if needed[kind]:
-                    records.append({
-                        "transcript": row["transcript"], "config": row["config"], "column": f"preservation_{key}_{kind}",
-                        "score": 1 - lost[kind] / needed[kind],
-                    })
+    records = [{"transcript": v.transcript, "config": v.config, "column": v.metric, "score": v.value}
+               for v in compaction_values(finished_rows(out)) if v.metric in KIND_METRICS]
     table = transcripts.copy()
     if records:
         kinds = pd.DataFrame(records).pivot_table(index=["transcript", "config"], columns="column", values="score", aggfunc="mean")
@@ -259,7 +247,7 @@ def metric_table(out: Path, transcripts: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _finished_rows(out: Path) -> list[dict]:
+def finished_rows(out: Path) -> list[dict]:
     def read(name: str) -> list[dict]:
         path = out / name
         if not path.exists():

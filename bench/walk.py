@@ -21,6 +21,7 @@ from bench.estimators import Hybrid
 from bench.model import Message, Transcript
 from bench.overflow import silent_overflow
 from bench.preservation import preservation_at
+from bench.summary_recall import recall_json, summary_recall_at
 from bench.prompt_size import hybrid_tokens, measured_size
 from bench.uncompacted import COLUMNS, Uncompacted
 from strategies.base import Context
@@ -314,6 +315,7 @@ class Walk:
         if not event.changed:  # no compaction happened: nothing to row or score, only counted
             self.noops_since_call += 1
             return
+        before = self.last_built  # the context the engine was given (`context(index)` built it)
         if context is not self.last_built:
             if context.messages is not self.last_built.messages:  # else the running sum still holds
                 if context.messages is self.counted[0]:
@@ -325,7 +327,8 @@ class Walk:
         scores = {}
         if not event.failed:
             found = preservation_at(self.transcript.messages, index, context.messages, K_STEPS)
-            scores = {f"k{k}": _score_json(score) for k, score in found.items()}
+            recalls = summary_recall_at(self.transcript.messages, index, before.messages, context.messages, K_STEPS)
+            scores = {f"k{k}": _score_json(score) | recall_json(recalls[k]) for k, score in found.items()}
         self.compactions.append(
             CompactionRow(
                 transcript=self.transcript.id, config=self.config.label, call=len(self.rows["full_tokens"]), message_index=index,

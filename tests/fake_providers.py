@@ -3,7 +3,8 @@
 The real `openai` and `anthropic` SDKs talk to it over real HTTP, so the tests exercise the SDKs'
 own retry, timeout and error-parsing code rather than a mock of it. Each test scripts the server
 with a queue of behaviours (answer, rate-limit, fail, stall, refuse a too-long prompt); once the
-queue is empty every further request is answered normally. Every request received is recorded
+queue is empty every further request gets `otherwise` (a normal answer unless the test sets it, e.g.
+to `summarizing()`, a summarizer whose answer follows its prompt). Every request received is recorded
 (path, headers without credentials, JSON body) so a test can assert what the client sent and how
 often.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -33,7 +35,7 @@ MAX_STALL_SECONDS = 5.0  # a "slow" behaviour never holds a handler thread longe
 class Behaviour:
     """What the server does with one request."""
 
-    kind: str  # "ok" | "error" | "stall" | "echo_credentials"
+    kind: str  # "ok" | "summarize" | "error" | "stall" | "echo_credentials"
     status: int = 200
     text: str | None = None  # None: "Summary of: <the prompt's start>", so answers differ per prompt
     usage: dict | None = None  # provider-shaped usage; None -> a default for the provider
@@ -45,6 +47,55 @@ class Behaviour:
 
 def ok(text: str | None = None, usage: dict | None = None, delay: float = 0.0) -> Behaviour:
     return Behaviour("ok", text=text, usage=usage, delay=delay)
+
+
+def summarizing() -> Behaviour:
+    """Answer as a summarizer that does what the prompt asks (`following_summary`)."""
+    return Behaviour("summarize")
+
+
+# What a prompt may ask a summary to keep exactly, and how this fake finds each kind in the conversation.
+_ASKED = {
+    "path": (re.compile(r"file paths?", re.I), re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,5}(?![\w/])")),
+    "identifier": (re.compile(r"function names?|identifiers?", re.I),
+                   re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:_\w+|[a-z][A-Z]\w*|(?:\.[A-Za-z_]\w*)+)")),
+    "error": (re.compile(r"error messages?|errors", re.I), re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")),
+    "url": (re.compile(r"\bURLs?\b"), re.compile(r"https?://[^\s'\"<>`)]+")),
+    "command": (re.compile(r"\bcommands?\b", re.I), re.compile(r"^```(?:bash|sh)?\n(.+)$", re.M)),
+}
+_CONVERSATION = re.compile(r"^<conversation>\n(.*?)\n</conversation>$", re.S | re.M)
+_FIRST_MESSAGE = re.compile(r"^\[(?:User|Assistant|Tool|System)", re.M)  # how bench's `serialize` labels each part
+
+
+def following_summary(prompt: str, max_chars: int) -> str:
+    """The summary a model that follows the prompt literally would write.
+
+    The instructions are the prompt outside its `<conversation>` tags; without tags, what precedes the
+    first message of the transcript and the prompt's last line (where a template puts its
+    instruction after `{{ conversation }}`). When they ask to keep something exactly ("exact" or "preserve"), the summary lists every
+    fact of each kind they name (file paths, function names or identifiers, commands, URLs, error
+    messages) found in the conversation, newest first, as far as the output budget goes. Otherwise
+    it is one line: what a model writes when asked to "summarize briefly"."""
+    found = _CONVERSATION.search(prompt)
+    if found:
+        conversation, instructions = found.group(1), _CONVERSATION.sub(" ", prompt)
+    else:
+        start = next((m.start() for m in _FIRST_MESSAGE.finditer(prompt)), 0)
+        conversation, instructions = prompt[start:], prompt[:start] + "\n" + prompt.rstrip().rsplit("\n", 1)[-1]
+    first_request = next((block[len("[User]: "):].split("\n", 1)[0] for block in conversation.split("\n\n") if block.startswith("[User]: ")), "")
+    brief = f"The agent worked on the user's request ({first_request[:80]}) and made progress."
+    if not re.search(r"\bexact|\bpreserve", instructions, re.I):
+        return brief
+    lines = [brief, ""]
+    for kind, (asked, pattern) in _ASKED.items():
+        if not asked.search(instructions):
+            continue
+        facts = [m.group(m.lastindex or 0).strip() for m in pattern.finditer(conversation)]
+        facts = [fact for fact in reversed(dict.fromkeys(facts)) if fact]
+        if facts:
+            lines += [f"## {kind}s", *(f"- {fact}" for fact in facts), ""]
+    text = "\n".join(lines).strip()
+    return text if len(text) <= max_chars else text[: text.rfind("\n", 0, max_chars)]
 
 
 def echo_credentials() -> Behaviour:
@@ -139,6 +190,7 @@ class FakeProvider:
     lock: threading.Lock = field(default_factory=threading.Lock)
     port: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
+    otherwise: Behaviour = field(default_factory=ok)  # what every request gets once the script is empty
 
     @property
     def base_url(self) -> str:
@@ -159,7 +211,7 @@ class FakeProvider:
 
     def _next(self) -> Behaviour:
         with self.lock:
-            return self.script.popleft() if self.script else ok()
+            return self.script.popleft() if self.script else self.otherwise
 
 
 def _answer_text(body: dict, behaviour: Behaviour) -> str:
@@ -167,6 +219,9 @@ def _answer_text(body: dict, behaviour: Behaviour) -> str:
         return behaviour.text
     messages = body.get("messages") or [{}]
     content = messages[-1].get("content", "")
+    if behaviour.kind == "summarize":
+        prompt = content if isinstance(content, str) else " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        return following_summary(prompt, 4 * int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024))
     return f"Summary of: {content[:60] if isinstance(content, str) else '?'}"
 
 

@@ -16,6 +16,8 @@ import pandas as pd
 from bench.catalogue import REPORTED, metric
 from bench.recommendation import Recommendation
 from bench.report.run_data import RunData, ranked_rows
+from bench.run_config import strategy_config
+from bench.same_by_construction import SameGroup, same_groups
 
 # Relative cost offset of transcripts no strategy touched above which the report warns.
 COST_NOISE_WARNING = 0.005
@@ -56,8 +58,11 @@ def overview_context(run: RunData, figures: pd.DataFrame, recommendation: Recomm
     rows = [_row(row, recommendation) for _, row in figures.iterrows()]
     rows.sort(key=lambda r: (not r["recommended"], r["not_recommendable"] != "", -float(r["cells"][0]["value"] or 0)))
     versus, pairs = _versus(run.summary.get("comparisons") or {}, recommendation)
+    groups = _same_groups(run, figures)
+    headline = _headline(run, rows, recommendation)
+    headline["ties_why"] = _ties_why(headline, groups)
     return {
-        "headline": _headline(run, rows, recommendation),
+        "headline": headline,
         "rule": recommendation.rule.text,
         "labels": {name: metric(name).label for name in REPORTED},
         "columns": [{"label": metric(name).label, "title": metric(name).description} for name in REPORTED],
@@ -69,7 +74,25 @@ def overview_context(run: RunData, figures: pd.DataFrame, recommendation: Recomm
         "pairs_tested": sum(len(v) for v in (all_pairs or {}).get("metrics", {}).values()),
         "setting": _setting(run),
         "cost_noise": _cost_noise(run),
+        "same_by_construction": [{"labels": list(g.labels), "why": g.why} for g in groups],
     }
+
+
+def _ties_why(headline: dict[str, Any], groups: list[SameGroup]) -> str:
+    """Why the recommended setting ties with others: by construction, when one group holds them all."""
+    tied = {headline["config"], *headline["ties"]}
+    return next((g.why for g in groups if tied <= set(g.labels)), "") if headline["ties"] else ""
+
+
+def _same_groups(run: RunData, figures: pd.DataFrame) -> list[SameGroup]:
+    """The ranked settings identical by construction (`bench.same_by_construction`)."""
+    ranked = set(figures["config"]) if not figures.empty else set()
+    try:
+        configs = [strategy_config(entry, "run config") for entry in run.config.get("strategies", [])]
+        groups = same_groups([c for c in configs if c.label in ranked])
+    except (KeyError, TypeError, ValueError, FileNotFoundError):  # a strategy this install cannot build: no claim
+        return []
+    return groups
 
 
 def _row(row: pd.Series, recommendation: Recommendation) -> dict[str, Any]:

@@ -1,0 +1,49 @@
+"""Offline, settings that differ only in their prompts are one result: the rule that says so from
+their construction, checked against the rows of real replays."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bench.importers import load_file
+from bench.replay import StrategyConfig, replay
+from bench.same_by_construction import same_groups
+from tests.conftest import bundled
+
+SAME = ("summarize", "iterative-merge", "seed-004", "openhands")
+SESSIONS = (
+    ("mini-swe-agent-pr816", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333"),
+    ("mini-swe-agent-pr816", "deepseek_chat_test_1-100_django__django-15213"),
+    ("m-claude", "abc757d1-3da3-42fb-bb7b-ffa293a4ba29"),
+)
+
+
+def configs() -> list[StrategyConfig]:
+    return [StrategyConfig(name, name) for name in (*SAME, "seed-000", "pi")] + [
+        StrategyConfig("summarize-4k", "summarize", (("keep_recent_tokens", 4000),)),
+        StrategyConfig("summarize-llm", "summarize", (("summarizer", "llm"),)),
+    ]
+
+
+def test_the_rule_groups_settings_that_differ_only_in_prompts() -> None:
+    [group] = same_groups(configs())
+    assert group.labels == SAME  # not archive (seed-000, its pointer line), pi (its own cut), another cut, an LLM summarizer
+    assert {"summary.j2", "update.j2", "openhands.j2", "turn_prefix.j2"} <= set(group.prompts_not_rendered)
+    assert "needs an LLM [summarizer]" in group.why
+
+
+def test_settings_the_rule_groups_make_the_same_compactions_on_real_sessions() -> None:
+    compared = 0
+    for dataset, stem in SESSIONS:
+        # A small window, so that the sessions compact several times (a quarter of it is kept verbatim).
+        [loaded] = load_file(bundled(dataset, stem))
+        transcript = replace(loaded, context_window=64_000 if dataset == "m-claude" else 20_000)
+        rows = {}
+        for name in (*SAME, "seed-000"):
+            done = replay(transcript, StrategyConfig(name, name))
+            rows[name] = [(c.message_index, c.tokens_before, c.tokens_after, c.messages_after, c.summary, c.preservation) for c in done.compactions]
+            compared += len(done.compactions)
+        assert rows["summarize"], stem
+        assert all(rows[name] == rows["summarize"] for name in SAME), stem
+        assert rows["seed-000"] != rows["summarize"]  # archive adds its pointer line
+    assert compared > 20
