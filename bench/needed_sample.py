@@ -6,16 +6,18 @@ source of the shared real transcripts:
 
     {"source", "transcript" (path under the shared folder), "step" (message index), "message"
      (the step itself: role and parts), "items": [{"kind", "text", "context", "label"}],
-     "absent": [[kind, text], ...], "missed": [[kind, text], ...] or absent}
+     "missed": [[kind, text], ...] or absent}
 
-`items` are the needed items of the step: what the extractor finds in it that the history before it
-holds (bench.preservation). `absent` are found items the history does not hold (not needed, so not
-labelled). `label` is "meaningful", "noise" or "produced" (by the rule), or null until someone reads
-it. A record with `missed` was read for recall: `missed` lists the meaningful consumed items that
-the history holds and the extractor did not find.
+`items` are the needed items of the step as bench.preservation computes them for k = 1 (what the
+extractor finds in the step that the history before it holds), with a short context. `label` is
+"meaningful", "noise" or "produced" (by the rule), or null until someone reads it. A record with
+`missed` was read for recall: `missed` lists the meaningful consumed items that the history holds
+and the extractor did not find. Labels of items the extractor no longer finds are kept (they no
+longer count), so a change can be undone without labelling again.
 
-Steps are stored whole so that the current extractor can be scored on them without the shared
-transcripts: an item it now finds that no record lists is an error, never silently skipped.
+Scoring recomputes the needed items from the shared transcripts with the current code; the stored
+step must still be the transcript's message there. A needed item that no record labels is an
+error to fix by labelling it (`scripts/needed_items_sample.py refresh`), never skipped.
 """
 
 from __future__ import annotations
@@ -23,13 +25,13 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.importers import load_file
-from bench.matching import Item, TranscriptText
+from bench.matching import Item, _searchable
 from bench.model import Message, Transcript, part_from_dict, part_to_dict
-from bench.preservation import extract_items
+from bench.preservation import needed_items
 
 SOURCES = ("claude-code-log", "m-claude", "mini-swe-agent-pr816", "mini-swe-agent-v1", "codex-rollouts")
 LABELS = ("meaningful", "noise", "produced")
@@ -47,7 +49,6 @@ class SampledStep:
     step: int
     message: Message
     items: tuple[dict, ...]  # {"kind", "text", "context", "label"}
-    absent: tuple[tuple[str, str], ...]
     missed: tuple[tuple[str, str], ...] | None  # None: not read for recall
 
     def labels(self) -> dict[Item, str | None]:
@@ -90,7 +91,7 @@ def message_from_dict(data: dict) -> Message:
 def step_to_dict(step: SampledStep) -> dict:
     record = {
         "source": step.source, "transcript": step.transcript, "step": step.step,
-        "items": list(step.items), "absent": [list(a) for a in step.absent],
+        "items": list(step.items),
     }
     if step.missed is not None:
         record["missed"] = [list(m) for m in step.missed]
@@ -112,7 +113,7 @@ def read_sample(path: Path) -> list[SampledStep]:
             missed = data.get("missed")
             steps.append(SampledStep(
                 data["source"], data["transcript"], int(data["step"]), message_from_dict(data["message"]), items,
-                tuple((k, t) for k, t in data["absent"]), None if missed is None else tuple((k, t) for k, t in missed),
+                None if missed is None else tuple((k, t) for k, t in missed),
             ))
         except (ValueError, KeyError, TypeError) as exc:
             raise SampleError(f"{path}:{number}: {type(exc).__name__}: {exc}") from exc
@@ -127,26 +128,37 @@ def write_sample(steps: Iterable[SampledStep], path: Path) -> None:
 
 # --- scoring -------------------------------------------------------------------------------------
 
+Needed = dict[tuple[str, int], tuple[Item, ...]]  # (transcript, step) -> what the step needs now
 
-def unlisted(steps: Sequence[SampledStep]) -> list[tuple[SampledStep, Item]]:
-    """Items the extractor finds now in a stored step that the record neither labels nor lists as absent."""
-    missing = []
+
+def needed_now(steps: Sequence[SampledStep], shared: Path) -> Needed:
+    """The needed items of each sampled step by the current code, from the shared transcripts."""
+    loaded: dict[str, list[Transcript]] = {}
+    result = {}
     for step in steps:
-        known = set(step.labels()) | {Item(k, t) for k, t in step.absent}
-        missing += [(step, item) for item in extract_items([step.message]) if item not in known]
-    return missing
+        if step.transcript not in loaded:
+            loaded[step.transcript] = load_file(shared / step.transcript, lenient=True)
+        stored = message_to_dict(step.message)
+        transcript = next(
+            (t for t in loaded[step.transcript] if step.step < len(t.messages) and message_to_dict(t.messages[step.step]) == stored),
+            None,
+        )
+        if transcript is None:
+            raise SampleError(f"{shared / step.transcript}: message {step.step} is not the sampled step any more")
+        result[(step.transcript, step.step)] = needed_items(transcript.messages, step.step, 1)
+    return result
 
 
-def unlabelled(steps: Sequence[SampledStep]) -> list[tuple[SampledStep, Item]]:
-    """Needed items the extractor finds now whose label is still null."""
+def unlabelled(steps: Sequence[SampledStep], needed: Needed) -> list[tuple[SampledStep, Item]]:
+    """Needed items that no record labels (new to the sample, or with a null label)."""
     return [
-        (step, item) for step in steps for item in extract_items([step.message])
-        if item in step.labels() and step.labels()[item] is None
+        (step, item) for step in steps for item in needed[(step.transcript, step.step)]
+        if step.labels().get(item) is None
     ]
 
 
-def scores(steps: Sequence[SampledStep]) -> dict[str, SourceScore]:
-    """Precision per source on what the extractor finds now; recall on the steps read for it."""
+def scores(steps: Sequence[SampledStep], needed: Needed) -> dict[str, SourceScore]:
+    """Precision per source on what the extractor needs now; recall on the steps read for it."""
     result = {}
     for source in dict.fromkeys(s.source for s in steps):
         counts = dict.fromkeys(LABELS, 0)
@@ -154,7 +166,7 @@ def scores(steps: Sequence[SampledStep]) -> dict[str, SourceScore]:
         of_source = [s for s in steps if s.source == source]
         for step in of_source:
             labels = step.labels()
-            found = [labels[i] for i in extract_items([step.message]) if labels.get(i) is not None]
+            found = [labels[i] for i in needed[(step.transcript, step.step)] if labels.get(i) is not None]
             for label in found:
                 counts[label] += 1
             if step.missed is not None:
@@ -187,22 +199,15 @@ def load_source(shared: Path, source: str) -> Iterator[tuple[str, Transcript]]:
 
 def context_of(message: Message, text: str, width: int = 60) -> str:
     """The item's first occurrence in the step's text, with `width` characters either side, on one line."""
-    from bench.matching import _searchable  # the same text the matching searches
-
     whole = "\n".join(_searchable(message))
     at = whole.find(text)
     if at == -1:
-        at = whole.find(text.split()[0]) if text.split() else -1
-    if at == -1:
         return ""
-    snippet = whole[max(0, at - width) : at + len(text) + width]
-    return " ".join(snippet.split())
+    return " ".join(whole[max(0, at - width) : at + len(text) + width].split())
 
 
-def needed_split(text: TranscriptText, index: int, message: Message) -> tuple[list[Item], list[Item]]:
-    """The items of the step at `index` that the history before it holds, and those it does not."""
-    items = extract_items([message])
-    return [i for i in items if text.in_history(i, index)], [i for i in items if not text.in_history(i, index)]
+def _item_record(message: Message, item: Item) -> dict:
+    return {"kind": item.kind, "text": item.text, "context": context_of(message, item.text), "label": None}
 
 
 def draw(shared: Path, seed: int, items_per_source: int, sources: Sequence[str] = SOURCES) -> list[SampledStep]:
@@ -218,40 +223,20 @@ def draw(shared: Path, seed: int, items_per_source: int, sources: Sequence[str] 
             if total >= items_per_source:
                 break
             name, transcript = transcripts[t]
-            message = transcript.messages[index]
-            needed, absent = needed_split(TranscriptText(transcript.messages), index, message)
-            if not needed:
-                continue
-            total += len(needed)
-            items = tuple({"kind": i.kind, "text": i.text, "context": context_of(message, i.text), "label": None} for i in needed)
-            sample.append(SampledStep(source, name, index, message, items, tuple(absent), None))
+            needed = needed_items(transcript.messages, index, 1)
+            if needed:
+                total += len(needed)
+                message = transcript.messages[index]
+                sample.append(SampledStep(source, name, index, message, tuple(_item_record(message, i) for i in needed), None))
     return sample
 
 
 def refresh(steps: Sequence[SampledStep], shared: Path) -> list[SampledStep]:
-    """The steps with what the current extractor finds added: a new needed item gets a null label
-    (to read), a new item the history lacks goes to `absent`. Labels already given are kept, also
-    for items the extractor no longer finds (they no longer count), so that a change can be undone."""
-    from dataclasses import replace
-
-    loaded: dict[str, list[Transcript]] = {}
+    """The steps with each item the current code needs and no record lists added, label null (to read)."""
+    needed = needed_now(steps, shared)
     result = []
     for step in steps:
-        if step.transcript not in loaded:
-            loaded[step.transcript] = load_file(shared / step.transcript, lenient=True)
-        stored = message_to_dict(step.message)
-        transcript = next(
-            (t for t in loaded[step.transcript] if step.step < len(t.messages) and message_to_dict(t.messages[step.step]) == stored),
-            None,
-        )
-        if transcript is None:
-            raise SampleError(f"{shared / step.transcript}: message {step.step} is no longer the sampled step")
-        needed, absent = needed_split(TranscriptText(transcript.messages), step.step, step.message)
         known = step.labels()
-        items = list(step.items) + [
-            {"kind": i.kind, "text": i.text, "context": context_of(step.message, i.text), "label": None}
-            for i in needed if i not in known
-        ]
-        old_absent = {Item(k, t) for k, t in step.absent}
-        result.append(replace(step, items=tuple(items), absent=(*step.absent, *((i.kind, i.text) for i in absent if i not in old_absent))))
+        new = [_item_record(step.message, i) for i in needed[(step.transcript, step.step)] if i not in known]
+        result.append(replace(step, items=(*step.items, *new)))
     return result
