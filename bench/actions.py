@@ -18,7 +18,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bench.preservation import COMMAND_KEYS, PATH_KEYS, _command_line
+from bench.extraction import COMMAND_KEYS, PATH_KEYS, _command_line
 
 DEFAULT_THRESHOLD = 0.5
 DESCRIPTIVE_KEYS = frozenset({"description", "explanation", "reason", "thought", "thoughts", "justification"})

@@ -10,6 +10,7 @@ import pytest
 from bench.importers import load_file
 from bench.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from bench.matching import Haystack, Item, TranscriptText, present
+from bench.extraction import step_items
 from bench.preservation import extract_items, preservation
 from strategies.base import _EXTENSIONS, leading_system, summary_message
 
@@ -175,11 +176,49 @@ def test_identifiers_are_code_like_and_common_words_are_not() -> None:
     step = say(
         "Now the `resolve_expression` method of WhereNode calls compiler.compile(node) and then "
         "applyFilters(); this is the Data path for the Server and its URLs via `self`.",
-        thinking="Check file(s) with GitHub and JavaScript for os.path.join usage in `helpers`.",
+        thinking="Check file(s) with GitHub and JavaScript for os.path.join usage in `helpers` and `__dict__`.",
     )
-    assert texts(extract_items([step])) == [
-        "helpers", "os.path.join", "resolve_expression", "WhereNode", "compiler.compile", "applyFilters",
+    items, weak = step_items([step])
+    # Standard-library and protocol names are general knowledge (os.path.join, __dict__); upper
+    # camel case prose words need the history to show them as code (below).
+    assert texts(items) == [
+        "helpers", "GitHub", "JavaScript", "resolve_expression", "WhereNode", "compiler.compile", "applyFilters",
     ]
+    assert weak == {"GitHub", "JavaScript", "WhereNode"}
+
+
+def test_prose_names_count_only_when_the_history_uses_them_as_code() -> None:
+    history = [user("We route traffic through WireGuard."), result("class WhereNode(tree.Node):\n    pass")]
+    step = say("WireGuard is up; WhereNode needs a fix and `TodoWrite` is a tool.")
+    tools = [Message("assistant", (ToolCallPart("c1", "TodoWrite", "{}"),)), user("TodoWrite")]
+    assert texts(preservation([*history, *tools], [], [step], 1).needed) == ["WhereNode"]
+
+
+def test_what_a_step_writes_is_never_needed_whatever_wraps_it() -> None:
+    history = [user("settings.configure TIME_ZONE django.conf sphinx/ext/a.py old_name keep_me new_name sc_auth")]
+    heredoc = "python - <<'PY'\nfrom django.conf import settings\nsettings.configure(TIME_ZONE='UTC')\nPY"
+    v1 = Message("assistant", (TextPart(f"THOUGHT: try it.\n\n```bash\n{heredoc}\n```"),))
+    unclosed = Message("assistant", (TextPart(f"THOUGHT: `keep_me` matters.\n```bash\n{heredoc}"),))
+    printf = bash("printf 'new_name = 1' > out/new_file.py && sc_auth list")
+    patch = "*** Begin Patch\n*** Update File: sphinx/ext/a.py\n@@\n-old_name = 1\n+new_name = 2\n keep_me()\n*** End Patch"
+    codex = call("shell", command=["apply_patch", patch])
+    raw = Message("assistant", (ToolCallPart("c2", "apply_patch", patch),))
+    todo = call("TodoWrite", todos=[{"content": "Fix old_name", "status": "pending", "activeForm": "Fixing keep_me"}])
+    assert texts(preservation(history, [], [v1], 1).needed) == []
+    assert texts(preservation(history, [], [unclosed], 1).needed) == ["keep_me"]
+    assert texts(preservation(history, [], [printf], 1).needed) == []
+    for step in (codex, raw):
+        assert texts(preservation(history, [], [step], 1).needed) == ["sphinx/ext/a.py", "old_name", "keep_me"]
+    assert texts(preservation(history, [], [todo], 1).needed) == []
+
+
+def test_general_commands_placeholders_and_display_limits_are_not_items() -> None:
+    history = [user("git status -sb, pytest -q, [REDACTED_IP], 200 lines, 623 messages, sed -n '1,200p' a.py")]
+    steps = [
+        bash("git status -sb"), bash("pytest -q"), bash('ssh root@[REDACTED_IP] "uptime"'),
+        bash("sed -n '1,200p' a.py"), say("There are 6,623 messages and `[REDACTED_IP]` hosts."),
+    ]
+    assert [texts(preservation(history, [], [s], 1).needed) for s in steps] == [[], [], [], ["sed -n '1,200p' a.py", "a.py"], []]
 
 
 def test_edits_give_the_old_text_and_not_the_new_one() -> None:
@@ -301,7 +340,7 @@ def _assistant_texts(messages: Sequence[Message]) -> list[str]:
 @pytest.mark.parametrize("session", ["django", "claude_code"])
 def test_the_identifier_prefilter_finds_every_token_the_full_scan_accepts(session: str, request) -> None:
     # _scan visits only _CANDIDATE tokens; it must find exactly what visiting every _TOKEN finds.
-    from bench.preservation import _CANDIDATE, _TOKEN, _is_identifier
+    from bench.extraction import _CANDIDATE, _TOKEN, _is_identifier
 
     def accepted(pattern, text: str) -> list[tuple[int, str]]:
         return [(m.start(), m.group(0)) for m in pattern.finditer(text) if _is_identifier(m.group(0), text[m.end() : m.end() + 1])]
@@ -320,7 +359,7 @@ def test_the_identifier_prefilter_finds_every_token_the_full_scan_accepts(sessio
 def test_the_open_quote_check_agrees_with_shlex_on_real_commands(session: str, request) -> None:
     import shlex
 
-    from bench.preservation import _SHELL_WORDS, _command_line
+    from bench.extraction import _SHELL_WORDS, _command_line
 
     def shlex_accepts(line: str) -> bool:
         try:
@@ -344,9 +383,9 @@ def test_the_open_quote_check_agrees_with_shlex_on_real_commands(session: str, r
 # they need, which Python's regular expressions scan to quickly): they must find the same items.
 READABLE_NUMBER = r"(?:(?<=\bv)|(?<![\w.]))(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|\.\d)"
 READABLE_ERROR = r"(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b"
-READABLE_CANDIDATE = r"(?<![\w.$@-])(?=_|[A-Za-z]\w*?[_A-Z]|[A-Za-z]\w*\.[A-Za-z_]|[A-Za-z]\w*\()[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+READABLE_CANDIDATE = r"(?<![\w.$@/-])(?=_|[A-Za-z]\w*?[_A-Z]|[A-Za-z]\w*\.[A-Za-z_]|[A-Za-z]\w*\()[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 READABLE_PATH = (  # without the lookahead for a `.` or `/` that every kind of path holds
-    r"(?<![\w.$-])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{1,2})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:" + _EXTENSIONS + r")(?![\w/(])"
+    r"(?<![\w.$\]-])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{1,2})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:" + _EXTENSIONS + r")(?![\w/(])"
     r"|(?:~|\.{1,2})/[\w.@+/-]+)"
 )
 CRAFTED = [
@@ -380,7 +419,7 @@ def _real_texts() -> list[str]:
 def test_extraction_patterns_find_what_they_read_as(fast: str, readable: str) -> None:
     import re
 
-    import bench.preservation as preservation
+    import bench.extraction as preservation
 
     pattern, reference = getattr(preservation, fast), re.compile(readable)
     texts = _real_texts()
