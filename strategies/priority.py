@@ -69,7 +69,7 @@ class PriorityPrune:
         )
         lean = {i: self._lean(m) for i, m in enumerate(messages)}
         reserve, calls = 0, ()
-        for _ in range(3):  # the summary takes room too: select again with what it took
+        for _ in range(6):  # the summary takes room too: select again with what it took (usually twice)
             full, thin = _select(messages, lean, must, optional, budget - reserve, request)
             if len(full) == len(messages) and not any(is_summary(m) for m in messages):
                 return CompactionResult(context, 0, note=f"nothing to remove: the whole context fits {budget:,} tokens")
@@ -78,11 +78,16 @@ class PriorityPrune:
             size = request.prompt_size(new)
             if size <= budget or len(full) + len(thin) == len(must):
                 break
-            reserve += size - budget
+            # Twice the overshoot: keeping less makes the summary longer, so the exact overshoot converges slowly.
+            reserve += 2 * (size - budget)
         text = next((summary_text(m) for m in new if is_summary(m)), None)
+        over = ""
+        if size > budget:
+            only_must = len(full) + len(thin) == len(must)
+            over = ", over: the messages seed 003 always keeps do not fit" if only_must else ", over: the summary outgrew the room left"
         note = (
             f"kept {len(full)} messages whole and {len(thin)} with their tool outputs cleared, summarized {removed} removed "
-            f"({size:,} of {budget:,} tokens" + (", over: the messages seed 003 always keeps do not fit)" if size > budget else ")")
+            f"({size:,} of {budget:,} tokens{over})"
         )
         return CompactionResult(replace(context, messages=new, summary=text, known_usage=None), removed, calls, made[1], note)
 

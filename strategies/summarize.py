@@ -87,10 +87,10 @@ class Summarize:
             cut, turn_start = next((i for i in range(len(history) - 2, 0, -1) if i in safe), 0), None
         if cut == 0:
             return CompactionResult(context, 0, note="nothing old enough to summarize")
-        summarizer = self._summarizer(request)
         previous_text = summary_text(previous) if previous is not None else None
         kept = pinned_in(messages, start, start + cut)  # instructions in the span stay out of the summary
         try:
+            summarizer = self._summarizer(request)  # a missing LLM provider is a failed summarizer too
             text, calls, prompt_hash, template = self._summarize(history, cut, turn_start, previous_text, summarizer, kept)
         except CompactionFailed as failure:
             if not self.fallback:
