@@ -104,6 +104,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("summarizer_output_tokens", "summarizer output tokens per session", "lower", "tokens", 0.0, "Tokens an LLM summarizer wrote."),
     Metric("summarizer_cost", "summarizer cost per session ($)", "lower", "dollars", 0.005,
            "What the LLM summarizer calls cost; unknown without a priced LLM summarizer."),
+    Metric("summary_drift", "facts dropped between summaries", "lower", "share", 0.05,
+           "In sessions compacted two or more times with a summary: of the facts a summary carried that the five steps "
+           "after the next compaction still needed, the share the next summary dropped (pooled over the session's "
+           "consecutive summaries; no value without two summaries). See bench/drift.py."),
+    Metric("summary_pairs", "consecutive summaries compared per session", "neither", "number", 0.0,
+           "Pairs of consecutive, different summaries in the session: what summary drift is measured on."),
     Metric("preservation_applicable", "compactions scored per session", "neither", "number", 0.0,
            "Compactions whose next step relied on facts from before it (the others are not applicable)."),
 ) + _kind_metrics()
@@ -113,7 +119,7 @@ KIND_METRICS = tuple(metric.name for metric in _kind_metrics())  # computed from
 
 # The figures of a setting that every run surface shows (the CLI table, summary.json's leaderboard,
 # the report's leaderboard, `compactlab diff`), in this order.
-REPORTED = ("removed_share", "preservation_or_untouched", "preservation_k1", "preservation_k5", "summary_recall_k5",
+REPORTED = ("removed_share", "preservation_or_untouched", "preservation_k1", "preservation_k5", "summary_recall_k5", "summary_drift",
             "over_window_share", "over_window_calls", "compactions", "cost_change")
 
 

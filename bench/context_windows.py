@@ -66,6 +66,11 @@ class ContextWindows:
             return Window(listed, True, "table")
         return Window(UNKNOWN_WINDOW, False, "unknown")
 
+    def with_table(self, table: Iterable[tuple[str, int]]) -> ContextWindows:
+        """These windows with a design's own model table in place of the built-in one (seed 000's):
+        a model the table does not list gets `UNKNOWN_WINDOW`, as in the design. Overrides still win."""
+        table = dict(table)
+        return ContextWindows(self.overrides, table) if table else self
 
     def check_overrides(self, models: Iterable[str]) -> None:
         """An error for every override that matches none of `models` (it would be silently ignored)."""

@@ -12,7 +12,8 @@ up by name, with "did you mean" on typos.
 | chars/3.5 | characters ÷ 3.5 | seed 000 |
 | words | 0.75/English word, 0.5/CJK char, 0.25/special char, +50 | seed 003 (glm-cli) |
 | tiktoken-cl100k, tiktoken-o200k | OpenAI's real tokenizers + OpenAI chat framing | exact for GPT-4/4o-era models |
-| hybrid | last reported prompt+output tokens + chars/4 of newer messages | seeds 000 and 004, pi |
+| hybrid | last reported prompt+output tokens + chars/4 of newer messages | seed 004, pi, opencode, Codex |
+| hybrid-chars/3.5 | the same with chars/3.5 for the newer messages | seed 000 |
 | calibrated | a·(tiktoken-o200k) + b, the fit shipped per model family (bench/calibration_fit.json) | private tokenizers (Claude, Gemini, DeepSeek) |
 """
 
@@ -173,6 +174,7 @@ for _estimator in (
     Tiktoken("cl100k_base"),
     Tiktoken("o200k_base"),
     Hybrid(),
+    Hybrid(base="chars/3.5", name="hybrid-chars/3.5"),
     Calibrated(),
 ):
     register_estimator(_estimator)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bench.calibration import model_family
+from bench.drift import drift_counts
 from bench.llm.prices import PriceTable, price_for
 from bench.replay import CallColumns, CompactionRow
 
@@ -149,8 +150,11 @@ def _priced(price, parts: dict[str, np.ndarray]) -> np.ndarray:
 
 def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
     records = []
-    for record in _dicts(rows):
+    rows = _dicts(rows)
+    for record, drift in zip(rows, drift_counts(rows)):
         record = dict(record)
+        # Summary drift (bench.drift): facts the previous summary carried and this one dropped.
+        record["drift_carried"], record["drift_dropped"] = drift if drift is not None else (None, None)
         scores = record.pop("preservation")
         for key in ("k1", "k5"):
             found = scores.get(key, {})
@@ -161,7 +165,7 @@ def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
             record[f"{key}_summary_lost"] = found.get("summary_lost", [])
         records.append(record)
     frame = pd.DataFrame(records)
-    for column in ("k1_recall", "k5_recall"):  # all None (nothing dropped was needed) must stay numeric
+    for column in ("k1_recall", "k5_recall", "drift_carried", "drift_dropped"):  # None where not applicable: numbers with NaN, not objects
         if column in frame:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
     return frame
@@ -210,14 +214,18 @@ def transcript_summary(
             preservation_applicable=("k1_score", "count"),
             summary_recall_k1=("k1_recall", "mean"),
             summary_recall_k5=("k5_recall", "mean"),
+            summary_pairs=("drift_carried", "count"),
+            drift_carried=("drift_carried", "sum"),
+            drift_dropped=("drift_dropped", "sum"),
         )
+        per["summary_drift"] = (per.pop("drift_dropped") / per.pop("drift_carried")).where(per["summary_pairs"] > 0)
         # No LLM summarizer call with a price: the cost is unknown, not zero.
         per["summarizer_cost"] = per["summarizer_cost"].where(per.pop("summarizer_cost_known") > 0)
         failed = compactions[compactions["failed"].notna()].groupby(["transcript", "config"]).size().rename("failed_compactions")
         summary = summary.join(per, on=["transcript", "config"]).join(failed, on=["transcript", "config"])
-    for column in ("compactions", "failed_compactions", "summarizer_input_tokens", "summarizer_output_tokens"):
+    for column in ("compactions", "failed_compactions", "summarizer_input_tokens", "summarizer_output_tokens", "summary_pairs"):
         summary[column] = summary.get(column, pd.Series(0, index=summary.index)).fillna(0).astype(int)
-    for column in ("summarizer_cost", "preservation_k1", "preservation_k5", "summary_recall_k1", "summary_recall_k5"):
+    for column in ("summarizer_cost", "preservation_k1", "preservation_k5", "summary_recall_k1", "summary_recall_k5", "summary_drift"):
         if column not in summary:
             summary[column] = float("nan")
     summary["removed_share"] = 1 - summary["billed_context"] / summary["billed_full"]

@@ -41,7 +41,8 @@ def preview(
     if not positions:
         raise ValueError(f"{transcript.source_path}: no recorded LLM calls, so there is no context to compact")
     model = transcript.messages[positions[0]].call.model
-    window = (windows or ContextWindows()).lookup(model, transcript.context_window).tokens
+    windows = (windows or ContextWindows()).with_table(getattr(strategy, "context_windows", ()))
+    window = windows.lookup(model, transcript.context_window).tokens
     meter = Meter(transcript, estimator)
     if at_call is not None:
         if not 0 <= at_call < len(positions):

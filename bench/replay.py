@@ -80,7 +80,8 @@ def replay(
     first_call = next((m.call for m in transcript.messages if m.call is not None), None)
     if first_call is None:
         return Replayed({name: [] for name in CALL_COLUMNS}, [])
-    window = (windows or ContextWindows()).lookup(first_call.model, transcript.context_window).tokens
+    windows = (windows or ContextWindows()).with_table(getattr(strategy, "context_windows", ()))
+    window = windows.lookup(first_call.model, transcript.context_window).tokens
     base = uncompacted(meter, window)
     walk = Walk(transcript, config, base)
     engine = Engine(strategy=strategy, window=window, meter=walk.engine_meter, count_tokens=meter.count, trigger=trigger, summarizer=summarizer)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from bench.model import TextPart
-from strategies.base import CompactionRequest, CompactionResult, Context, is_summary, setting
+from strategies.base import CompactionRequest, CompactionResult, Context, Strategy, is_summary, setting
 
 
 @dataclass(frozen=True)
@@ -21,12 +21,13 @@ class Archive:
 
     name: ClassVar[str] = "archive"
     source: ClassVar[str] = "seed 000 (main agent)"
-    inner: str = setting("summarize", "the strategy that compacts (registered name or file.py:Name)")
+    inner: str | Strategy = setting("summarize", "the strategy that compacts (registered name, file.py:Name or a strategy)")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         from strategies.registry import get_strategy
 
-        result = get_strategy(self.inner).compact(context, request)
+        inner = get_strategy(self.inner) if isinstance(self.inner, str) else self.inner
+        result = inner.compact(context, request)
         if result.messages_removed == 0:
             return result
         number = len(context.archives) + 1

@@ -5,20 +5,30 @@ was taken from. It compacts by delegating to its strategy, so anywhere a strateg
 preset is too, and `--strategy pi` runs pi's whole design. Where a design does something the
 engine does not model, the preset says so in `deviations` rather than pretending.
 
-Sources were read in the agents' public code (paths below); the seed designs come from the
-project's design issues.
+Sources: the agents' public code (each preset's `source` names the file each rule comes from) and, for
+the seeds, their documents in ../shared/seeds/ (each rule's section named).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from bench.engine import Trigger
 from strategies.base import CompactionRequest, CompactionResult, Context, Strategy
 
 
+SEEDS = "../shared/seeds/"  # the seed documents, next to the repository (see their README.md)
+
+
 @dataclass(frozen=True)
 class Preset:
+    """A design: its strategy, trigger and estimator, where each rule comes from (`source`), what the
+    replay cannot do as the design does (`deviations`, nothing else), and the values the design
+    leaves open with the one chosen (`choices`). `context_windows`: the design's own model → window
+    table, which replaces compactlab's (a model it does not list gets `UNKNOWN_WINDOW` as in the
+    design; a window recorded in the transcript and the user's overrides still win)."""
+
     name: str
     strategy: Strategy
     trigger: Trigger
@@ -26,76 +36,125 @@ class Preset:
     source: str
     description: str
     deviations: str = ""
+    choices: str = ""
+    context_windows: tuple[tuple[str, int], ...] = ()
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         return self.strategy.compact(context, request)
 
 
-def seed_000() -> Preset:
-    """Seed 000 (main agent): summarize with the full history archived; chars/3.5 counts."""
-    from strategies.archive import Archive
+# Seed 000's "built-in mapping table" (Token Threshold > Context Window Sizes); unknown models: 128,000.
+SEED_000_WINDOWS = (
+    ("gpt-4o", 128_000), ("gpt-4o-mini", 128_000), ("gpt-4.1", 1_000_000), ("gpt-4.1-mini", 1_000_000),
+    ("claude-sonnet-4-20250514", 200_000), ("claude-opus-4-20250514", 200_000), ("claude-haiku-3-20250307", 200_000),
+)
 
+
+def seed_000() -> Preset:
+    """Seed 000 (main agent): at 80%, one summary replaces the session, which is archived; hybrid len/3.5 count."""
+    from strategies.archive import Archive
+    from strategies.summarize import Summarize
+
+    summary_only = Summarize(keep_recent_tokens=0, track_files=False, append_last_request=False)
     return Preset(
-        "seed-000", Archive(inner="summarize"), Trigger(fraction=0.8), "chars/3.5",
-        "seed 000 (main agent): archive + chars/3.5 estimate + model context-window table",
-        seed_000.__doc__, "trigger fraction not stated by the seed: the engine default 0.8",
+        "seed-000", Archive(inner=summary_only), Trigger(fraction=0.8), "hybrid-chars/3.5",
+        f"{SEEDS}000_c0c9f436ae78c850.txt: Trigger Strategy (lastPromptTokens + len/3.5 of new messages, > window × "
+        "compactThreshold 0.8), Context Window Sizes (model table, unknown → 128,000), Compact Flow (the new session is "
+        "the summary message alone, the old one archived), Archive Retrieval",
+        seed_000.__doc__,
+        "session_archive_read (the agent reading the archive back) needs the agent: the archive is kept, never read; "
+        "the summary is a user message, not a system one; the task statement stays verbatim, as with every strategy",
+        "tiktoken or len/3.5 for new messages: len/3.5",
+        SEED_000_WINDOWS,
     )
 
 
 def seed_001() -> Preset:
-    """Seed 001 (Go middleware): clean messages, summarize, append the last user request."""
+    """Seed 001 (Go middleware): at 200,000 tokens, system prompt + summary + 'Last request from user was: …'."""
     from strategies.summarize import Summarize
 
     return Preset(
-        "seed-001", Summarize(append_last_request=True), Trigger(fraction=0.8), "chars/4",
-        "seed 001 (Go middleware): missing tool results filled, 'Last request from user was: …' appended",
-        seed_001.__doc__, "trigger and estimator not stated by the seed: 0.8 and chars/4",
+        "seed-001",
+        Summarize(keep_recent_tokens=0, template="seed_001.j2", track_files=False, append_last_request=True),
+        Trigger(fraction=math.inf, absolute=200_000), "hybrid",
+        f"{SEEDS}001_6f6926ea13a9a167.txt: 2 Trigger (DefaultCompactThreshold 200,000, ContextTokens = prompt + completion "
+        "of the last call), 3 Compaction Process (history = [system, summary + last request]), 4 Summarization Prompt, "
+        "6 Message Cleaning (missing tool results filled)",
+        seed_001.__doc__,
+        "the messages since the last call are added as chars/4 (the seed counts the last call's usage alone); the "
+        "recount by a 16-token API probe is the replay's measured size; the task statement stays verbatim",
     )
 
 
 def seed_002() -> Preset:
-    """Seed 002 (RFC 007): prune old tool outputs, protecting the newest 40k tokens."""
+    """Seed 002 (RFC 007): at overflow, summarize; then prune old tool outputs beyond the newest 40,000 tokens."""
+    from strategies.pipeline import Pipeline
     from strategies.prune import Prune
+    from strategies.summarize import Summarize
 
+    prune = Prune(protect_turns=0, protected_prefixes=("tool-",), stop_at_pruned=False, max_part_tokens=50_000)
+    summary = Summarize(keep_recent_tokens=40_000, track_files=False, append_last_request=False)
     return Preset(
-        "seed-002", Prune(), Trigger(fraction=0.8), "chars/4",
-        "seed 002 (RFC 007): prune with protect 40,000 / minimum 20,000 tokens, chars/4 (as opencode)",
+        "seed-002", Pipeline(stages=(summary, prune), stop_when_under_target=False), Trigger(fraction=1.0), "hybrid",
+        f"{SEEDS}002_7e9a5fe4ad2ef376.txt: Compaction (input + cache.read + output > limit; summary), Pruning "
+        "(PRUNE_PROTECT 40,000, PRUNE_MINIMUM 20,000, MAX_TOKENS_PER_PART 50,000), Protected Tools (skill; 'tool-' "
+        "prefix; compactedAt), Token Estimation (ceil(len/4))",
         seed_002.__doc__,
+        "pruning also runs at every agent session start: the replay prunes only when it compacts; every tool result "
+        "counts as completed (the recording has no part states)",
+        "the usable limit: the window (the RFC's example: 'exceeds 128k limit'); recent context kept beside the summary: "
+        "the 40,000 protected tokens",
     )
 
 
 def seed_003() -> Preset:
-    """Seed 003 (glm-cli): two-level trigger (warning 75%, critical 90%, target 60%) and the word heuristic."""
-    from strategies.summarize import Summarize
+    """Seed 003 (glm-cli): WARNING at 75%, CRITICAL at 90% (target 60%); priority-ordered pruning; words count."""
+    from strategies.priority import PriorityPrune
 
     return Preset(
-        "seed-003", Summarize(), Trigger(warning=0.75, critical=0.9, target=0.6), "words",
-        "seed 003 (glm-cli): WARNING at 75%, CRITICAL at 90%, 60% target; words estimator",
-        seed_003.__doc__, "both levels run the same summarize strategy",
+        "seed-003", PriorityPrune(), Trigger(warning=0.75, critical=0.9, target=0.6), "words",
+        f"{SEEDS}003_4702767c5c832fea.txt: Warning Level (75%), Critical Level (90%, target 60% of max), Message "
+        "Preservation Strategy (HistoryPruner's priority order; SummaryGenerator), Token Estimation Algorithm (+50)",
+        seed_003.__doc__,
+        "the task statement stays verbatim, as with every strategy",
+        "WARNING's target (only CRITICAL's is stated): 70% of the window; max_context_tokens (default 8,000): the "
+        "model's window",
     )
 
 
 def seed_004() -> Preset:
-    """Seed 004 (Opal): iterative merge, window/4 kept, split turns, file lists, truncate fallback; hybrid count."""
+    """Seed 004 (Opal): iterative merge, window/4 kept, split turns, file lists; emergency window/5 forced; hybrid count."""
     from strategies.merge import IterativeMerge
+    from strategies.summarize import NOTE_FALLBACK
 
     return Preset(
-        "seed-004", IterativeMerge(), Trigger(fraction=0.8), "hybrid",
-        "seed 004 (Opal): keep window/4, turn-prefix summary for long turns, cumulative file lists, truncate fallback",
+        "seed-004", IterativeMerge(emergency_keep_share=0.2, force_on_overflow=True, fallback=NOTE_FALLBACK),
+        Trigger(fraction=0.8), "hybrid",
+        f"{SEEDS}004_23e9301035d8b3fa.txt: Auto-Compaction (80%, hybrid ~4 chars/token, keep_recent_tokens = window/4), "
+        "Compaction Algorithm 1-5 (cut at a user boundary, split turns of 5+ messages, :summarize / :truncate "
+        "'[Compacted N messages: ...]', iterative update, cumulative file ops), Overflow Recovery (window/5, force: "
+        "all but the last 2), Context Window Sizes (128k fallback)",
         seed_004.__doc__,
+        "manual /compact (session/compact with keep_recent) is a user's command: a replay compacts only when the "
+        "trigger fires or the prompt overflows; the task statement stays verbatim",
     )
 
 
 def pi() -> Preset:
-    """pi: compact when context > window − 16,384; keep 20,000 recent tokens; update the earlier summary."""
+    """pi: compact when context > window − 16,384; keep 20,000 recent tokens, cut mid-turn if need be; update the earlier summary."""
     from strategies.merge import IterativeMerge
 
     return Preset(
-        "pi", IterativeMerge(keep_recent_tokens=20_000, max_summary_tokens=13_107), Trigger(fraction=1.0, reserve_tokens=16_384),
-        "hybrid",
-        "badlogic/pi-mono packages/coding-agent/src/core/compaction/compaction.ts (reserveTokens 16384, keepRecentTokens 20000, "
-        "summary maxTokens 0.8·reserve, usage + chars/4 estimate)",
+        "pi",
+        IterativeMerge(keep_recent_tokens=20_000, max_summary_tokens=13_107, split_turn_min_messages=1),
+        Trigger(fraction=1.0, reserve_tokens=16_384), "hybrid",
+        "badlogic/pi-mono packages/coding-agent/src/core/compaction/compaction.ts: DEFAULT_COMPACTION_SETTINGS "
+        "(reserveTokens 16384, keepRecentTokens 20000), shouldCompact (contextTokens > contextWindow − reserveTokens), "
+        "estimateTokens (chars/4) over the last usage (calculateContextTokens), findCutPoint (any user or assistant "
+        "message; isSplitTurn when it is not a user message), generateSummary (maxTokens 0.8 × reserveTokens, "
+        "UPDATE_SUMMARIZATION_PROMPT with the previous summary), extractFileOperations (read/modified files)",
         pi.__doc__,
+        "pi checks at the end of a turn (and on an overflow error); the replay checks before each call",
     )
 
 
@@ -120,16 +179,22 @@ def opencode_summary():
 
 
 def codex() -> Preset:
-    """Codex CLI: at 90% of the window, a handoff summary of the whole history ("context checkpoint")."""
+    """Codex CLI: at 90% of the window, a handoff summary replaces the history, after up to 20,000 tokens of user messages."""
     from strategies.summarize import Summarize
 
     return Preset(
-        "codex", Summarize(keep_recent_tokens=0, template="codex.j2", track_files=False),
+        "codex",
+        Summarize(keep_recent_tokens=0, keep_user_message_tokens=20_000, template="codex.j2", track_files=False,
+                  append_last_request=False),
         Trigger(fraction=0.9), "hybrid",
-        "openai/codex codex-rs/core/src/compact.rs, templates/compact/prompt.md; auto_compact_token_limit = 90% of the window",
+        "openai/codex codex-rs/core/src/compact.rs: run_compact_task_inner (the whole history summarized), "
+        "collect_user_messages and build_compacted_history_with_limit (COMPACT_USER_MESSAGE_MAX_TOKENS 20,000 of the "
+        "newest user messages, the one over the budget truncated, then the summary, SUMMARY_PREFIX), "
+        "templates/compact/prompt.md; codex-rs/protocol/src/openai_models.rs ModelInfo::auto_compact_token_limit "
+        "((context_window * 9) / 10)",
         codex.__doc__,
-        "Codex keeps up to 20,000 tokens of recent user messages (not the whole recent turn) beside the summary; "
-        "here the current turn is kept instead",
+        "remote compaction (the Responses API's compact endpoint, OpenAI providers) is the provider's own summary: "
+        "not reproducible offline; ghost snapshots are not in the recordings",
     )
 
 
@@ -146,7 +211,8 @@ def claude_code() -> Preset:
         "compact summaries in datasets/m-claude and public prompt copies",
         claude_code.__doc__,
         "closed source: microcompaction is not modelled; re-attached files are their last content in the transcript, "
-        "not the disk's, and files the session only created are not re-attached (see strategies/reattach.py)",
+        "not the disk's, and files the session only created are not re-attached (see strategies/reattach.py); the "
+        "threshold is the documented approximate one",
     )
 
 
@@ -157,9 +223,13 @@ def openhands() -> Preset:
     return Preset(
         "openhands", IterativeMerge(template="openhands.j2", update_template="openhands.j2"),
         Trigger(fraction=0.8), "hybrid",
-        "All-Hands-AI/OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py (keep_first 1, max_size 100-120 events)",
+        "All-Hands-AI/OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py: condense (over max_size "
+        "events: keep_first events, the summary event, the newest max_size // 2 − keep_first events; the earlier "
+        "summary and the forgotten events summarized together), the STATE/TESTS/CHANGES/DEPS/INTENT prompt; "
+        "openhands/core/config/condenser_config.py (keep_first 1, max_size 100)",
         openhands.__doc__,
-        "OpenHands triggers on event count (max_size), not tokens; here the token trigger 0.8 is used",
+        "OpenHands counts events (actions and observations), which the recordings do not have: the event-count trigger "
+        "and tail are modelled in tokens (trigger 0.8 of the window, a quarter of the window kept)",
     )
 
 
@@ -169,6 +239,11 @@ def masking() -> Preset:
 
     return Preset(
         "jetbrains-masking", ObservationMasking(keep_last=10), Trigger(fraction=0.8), "hybrid",
-        "Lindenbauer et al., 'The Complexity Trap' (arXiv 2508.21433): SWE-agent last_n_observations, n=10",
+        "Lindenbauer et al., 'The Complexity Trap' (arXiv 2508.21433), section 3 (observation masking: the last 10 "
+        "observations kept, older ones replaced by a placeholder); its config default_no_demo_N=1_M=10.yaml "
+        "(history_processors: last_n_observations, n 10); SWE-agent sweagent/agent/history_processors.py "
+        "(LastNObservations: 'Old environment output: (N lines omitted)')",
         masking.__doc__,
+        "the paper's processor rewrites the prompt at every step; the engine stops compactions that remove under 5% "
+        "(its loop guard), so here masking runs when the context reaches 0.8 of the window",
     )

@@ -45,6 +45,9 @@ class Prune:
     protected_tools: tuple[str, ...] = setting(("skill",), "tools whose output is never cleared, case-insensitive (opencode PRUNE_PROTECTED_TOOLS)")
     protect_turns: int = setting(2, "the last N user turns are skipped entirely (opencode: `if (turns < 2) continue`)")
     placeholder: str = setting(PLACEHOLDER, "text that replaces a cleared tool output (and marks it as pruned)")
+    protected_prefixes: tuple[str, ...] = setting((), "tools whose name starts with one of these are never pruned (seed 002: 'tool-')")
+    stop_at_pruned: bool = setting(True, "stop at an already pruned output (opencode); False: skip it and go on (seed 002's compactedAt marker)")
+    max_part_tokens: int = setting(0, "cap on one output's estimate (seed 002: MAX_TOKENS_PER_PART 50,000); 0 = no cap")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         # Follows opencode's prune() loop (sst/opencode, packages/opencode/src/session/compaction.ts,
@@ -91,12 +94,17 @@ class Prune:
                 part = message.parts[p_index]
                 if not isinstance(part, ToolResultPart):
                     continue
-                if tool_names.get(part.call_id, "").lower() in protected:
+                tool = tool_names.get(part.call_id, "").lower()
+                if tool in protected or any(tool.startswith(prefix.lower()) for prefix in self.protected_prefixes):
                     continue
                 if part.content == self.placeholder:
+                    if not self.stop_at_pruned:
+                        continue  # seed 002: a part marked `compactedAt` is skipped, the scan goes on
                     stopped_at = "an earlier prune"
                     break
                 estimate = part_tokens(message, part)
+                if self.max_part_tokens:
+                    estimate = min(estimate, self.max_part_tokens)
                 total += estimate
                 if total <= self.protect_tokens:
                     continue

@@ -127,6 +127,7 @@ def _parameters(strategy: object) -> dict:
             "trigger": {k: v for k, v in dataclasses.asdict(strategy.trigger).items() if v},
             "estimator": strategy.estimator,
             "deviations": strategy.deviations,
+            "choices": strategy.choices,
         }
     return {p.name: _plain(p.default) for p in parameters_of(strategy)}
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from bench.model import Message
+from bench.model import Message, TextPart
 from strategies.base import (
     CompactionFailed,
     CompactionRequest,
@@ -40,6 +40,7 @@ from strategies.base import (
 )
 from strategies.prompting import Prompt, file_lists, fill_missing_results, prompt_set_hash, render, serialize
 
+NOTE_FALLBACK = "note"  # seed 004's truncate fallback: a count of the messages replaced, no LLM
 TURN_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"  # pi's separator
 _FILES = re.compile(r"<(read|modified)-files>\n(.*?)\n</\1-files>", re.DOTALL)
 
@@ -61,7 +62,14 @@ class Summarize:
     iterative: bool = setting(False, "update the earlier summary with the dropped span instead of summarizing from scratch")
     track_files: bool = setting(True, "append cumulative <read-files>/<modified-files> lists (seed 004) through the template's `files` macro")
     append_last_request: bool = setting(True, "append 'Last request from user was: ...' (seed 001)")
-    fallback: str = setting("truncate", "strategy used when the summarizer fails ('' to let the failure through)")
+    fallback: str = setting(
+        "truncate", "strategy used when the summarizer fails ('' to let the failure through; 'note': seed 004's '[Compacted N messages: ...]')"
+    )
+    keep_user_message_tokens: int = setting(
+        0, "the newest user messages of the summarized span, up to this many tokens, are kept verbatim before the summary (Codex: 20,000)"
+    )
+    emergency_keep_share: float = setting(0.0, "on an overflow compaction, keep this share of the window instead (seed 004: 1/5; 0 = as usual)")
+    force_on_overflow: bool = setting(False, "on an overflow compaction with nothing old enough, summarize all but the last 2 messages (seed 004)")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         messages = context.messages
@@ -69,27 +77,68 @@ class Summarize:
         previous = messages[head] if head < len(messages) and is_summary(messages[head]) else None
         start = head + (previous is not None)
         history = messages[start:]
+        emergency = request.reason in ("overflow", "silent_overflow")
         keep = request.window // 4 if self.keep_recent_tokens is None else self.keep_recent_tokens
+        if emergency and self.emergency_keep_share:
+            keep = int(self.emergency_keep_share * request.window)
         cut, turn_start = choose_cut(history, keep, request.count_tokens, self.split_turn_min_messages)
+        if cut == 0 and emergency and self.force_on_overflow:
+            safe = set(safe_cut_points(history))
+            cut, turn_start = next((i for i in range(len(history) - 2, 0, -1) if i in safe), 0), None
         if cut == 0:
             return CompactionResult(context, 0, note="nothing old enough to summarize")
-        summarizer = self._summarizer(request)
         previous_text = summary_text(previous) if previous is not None else None
         kept = pinned_in(messages, start, start + cut)  # instructions in the span stay out of the summary
         try:
+            summarizer = self._summarizer(request)  # a missing LLM provider is a failed summarizer too
             text, calls, prompt_hash, template = self._summarize(history, cut, turn_start, previous_text, summarizer, kept)
         except CompactionFailed as failure:
             if not self.fallback:
                 raise
+            if self.fallback == NOTE_FALLBACK:
+                text = compacted_note(history[:cut], previous_text)
+                new_messages = (*messages[:head], *kept, summary_message(text), *history[cut:])
+                note = f"summarizer failed ({failure}); {NOTE_FALLBACK}: {cut - len(kept)} messages replaced by a count"
+                return CompactionResult(replace(context, messages=new_messages, summary=text), cut - len(kept) + (previous is not None), note=note)
             from strategies.registry import get_strategy
 
             result = get_strategy(self.fallback).compact(context, request)
             return replace(result, note=f"summarizer failed ({failure}); {self.fallback}: {result.note}")
         text = self._decorate(text, history[:cut], previous_text, messages, template)
-        new_messages = (*messages[:head], *kept, summary_message(text), *history[cut:])
-        removed = cut - len(kept) + (previous is not None)
+        users = self._kept_user_messages(history[:cut], kept, request)
+        new_messages = (*messages[:head], *kept, *users, summary_message(text), *history[cut:])
+        removed = cut - len(kept) - len(users) + (previous is not None)
         note = f"summarized {cut - len(kept)} messages" + (" (split turn)" if turn_start is not None else "") + f", kept {len(history) - cut}"
         return CompactionResult(replace(context, messages=new_messages, summary=text), removed, tuple(calls), prompt_hash, note)
+
+    def summary_of(
+        self, span: Sequence[Message], previous_text: str | None, request: CompactionRequest, messages: Sequence[Message]
+    ) -> tuple[str, tuple, str]:
+        """The summary this strategy writes of `span` (merged with an earlier summary's text), as its own
+        compactions decorate theirs, with the summarizer's calls and the prompt set's hash: for a
+        strategy that chooses what to remove itself (`strategies.priority`). `messages`: the whole context."""
+        summarizer = self._summarizer(request)
+        text, calls, prompt_hash, template = self._summarize(tuple(span), len(span), None, previous_text, summarizer)
+        return self._decorate(text, span, previous_text, messages, template), tuple(calls), prompt_hash
+
+    def _kept_user_messages(self, span: Sequence[Message], kept: Sequence[Message], request: CompactionRequest) -> list[Message]:
+        """Codex's `build_compacted_history`: the newest user messages of the summarized span, walked from
+        the newest while they fit `keep_user_message_tokens`; the first that does not fit is cut to the
+        tokens left, and the walk stops. Pinned messages (kept anyway) take their share of the budget."""
+        remaining = self.keep_user_message_tokens
+        chosen: list[Message] = []
+        for message in reversed([m for m in span if is_user_turn_start(m)]) if remaining > 0 else ():
+            tokens = request.count_tokens([message])
+            pinned = any(message is k for k in kept)
+            if tokens <= remaining:
+                remaining -= tokens
+                if not pinned:
+                    chosen.append(message)
+                continue
+            if not pinned:
+                chosen.append(_cut_to(message, remaining, tokens))
+            break
+        return chosen[::-1]
 
     def _summarizer(self, request: CompactionRequest) -> Summarizer:
         if self.summarizer == "extractive":
@@ -164,6 +213,27 @@ class Summarize:
         return text
 
 
+def compacted_note(dropped: Sequence[Message], previous_text: str | None) -> str:
+    """Seed 004's `:truncate` summary, written without an LLM: `[Compacted N messages: ...]` with the
+    messages' roles counted, and the cumulative file lists."""
+    roles: dict[str, int] = {}
+    for message in dropped:
+        roles[message.role] = roles.get(message.role, 0) + 1
+    counts = ", ".join(f"{n} {role}" for role, n in roles.items())
+    activity = file_activity(dropped, files_in(previous_text))
+    lists = file_lists("summary.j2", activity.read, activity.modified)
+    return f"[Compacted {len(dropped)} messages: {counts}]" + (f"\n\n{lists}" if lists else "")
+
+
+def _cut_to(message: Message, tokens: int, total: int) -> Message:
+    """The message's text cut to about `tokens` of its `total`, its start and end kept around a marker
+    (Codex's `truncate_text`: "…N tokens truncated…")."""
+    text = message.text()
+    keep = len(text) * tokens // max(total, 1)
+    marker = f"\n…{total - tokens} tokens truncated…\n"
+    return replace(message, parts=(TextPart(text[: keep // 2] + marker + text[len(text) - keep // 2 :]),))
+
+
 def files_in(summary: str | None) -> FileActivity:
     """The cumulative file lists an earlier summary carried."""
     if not summary:
@@ -176,6 +246,8 @@ def choose_cut(history: Sequence[Message], keep_tokens: int, count, split_min: i
     """Where to cut `history` (messages before the cut are summarized) and, for a split turn,
     where the split turn starts. Returns (0, None) when nothing can be summarized."""
     size = len(history)
+    if keep_tokens <= 0:  # nothing recent is kept: everything is summarized (Codex, Claude Code)
+        return size, None
     # The verbatim tail history[index:] is the shortest one holding at least keep_tokens.
     kept, index = 0, size
     while index > 0 and kept < keep_tokens:

@@ -206,8 +206,8 @@ def test_presets_state_source_and_documented_numbers() -> None:
     assert (pi.trigger.reserve_tokens, pi.strategy.keep_recent_tokens) == (16_384, 20_000)
     seed_003 = get_strategy("seed-003")
     assert (seed_003.trigger.warning, seed_003.trigger.critical, seed_003.trigger.target, seed_003.estimator) == (0.75, 0.9, 0.6, "words")
-    assert get_strategy("seed-002").strategy.protect_tokens == 40_000
-    assert get_strategy("seed-002").strategy.minimum_tokens == 20_000
+    prune = get_strategy("seed-002").strategy.stages[1]  # seed 002 summarizes, then prunes
+    assert (prune.protect_tokens, prune.minimum_tokens, prune.max_part_tokens) == (40_000, 20_000, 50_000)
     assert get_strategy("seed-004").strategy.keep_recent_tokens is None  # window / 4
     assert get_strategy("codex").trigger.fraction == 0.9
     assert get_strategy("jetbrains-masking").strategy.keep_last == 10
@@ -220,7 +220,8 @@ def test_choose_cut_on_known_shapes() -> None:
     count = Meter(transcript, "chars/4").count
     cut, split = choose_cut(history, 10**9, count, 5)
     assert (cut, split) == (0, None)  # everything fits: nothing to summarize
-    cut, split = choose_cut(history, 0, count, 5)
+    assert choose_cut(history, 0, count, 5) == (len(history), None)  # nothing recent kept: all is summarized
+    cut, split = choose_cut(history, 1, count, 5)
     assert cut > 0 and (split is not None or is_user_turn_start(history[cut]))
 
 
