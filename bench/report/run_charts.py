@@ -62,10 +62,12 @@ def group_label(names: Sequence[str], width: int = 34) -> str:
     return "\n".join(textwrap.wrap(", ".join(text_label(n) for n in names), width)) or ""
 
 
-def pareto_chart(figures: pd.DataFrame, recommendation: Recommendation, colours: dict[str, str]) -> tuple[str, list[tuple[str, list[str]]]]:
+def pareto_chart(figures: pd.DataFrame, recommendation: Recommendation, colours: dict[str, str],
+                 placed: list | None = None) -> tuple[str, list[tuple[str, list[str]]]]:
     """Tokens removed (x) against next-step facts kept (y), one marker per group of identical points:
     the settings' figures (`setting_figures`), the frontier and the pick of the recommendation rule.
-    Returns the SVG and the key of the markers labelled by a number where a name did not fit."""
+    Returns the SVG and the key of the markers labelled by a number where a name did not fit;
+    `placed`, when given, receives the labels' boxes (in pixels) so that their layout can be checked."""
     points = figures.rename(columns={
         "removed_share_mean": "tokens_saved", "removed_share_low": "saved_low", "removed_share_high": "saved_high",
         "preservation_or_untouched_mean": "preservation", "preservation_or_untouched_low": "preservation_low",
@@ -111,7 +113,7 @@ def pareto_chart(figures: pd.DataFrame, recommendation: Recommendation, colours:
         ax.set_ylabel("next-step facts kept (k=1) → better")
         ax.legend(loc="lower left", fontsize=8.5)
         line = on_frontier[["tokens_saved", "preservation"]].to_numpy(float) if len(on_frontier) > 1 else np.empty((0, 2))
-        key = _place_labels(figure, ax, groups, recommended, line)
+        key = _place_labels(figure, ax, groups, recommended, line, placed if placed is not None else [])
         return compact_svg(svg_of(figure)), key
 
 
@@ -126,7 +128,7 @@ def _identical_groups(points: pd.DataFrame) -> list[tuple[list[str], pd.Series]]
     return [(names, rows[key]) for key, names in keyed.items()]
 
 
-def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray) -> list[tuple[str, list[str]]]:
+def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray, labels: list) -> list[tuple[str, list[str]]]:
     """Greedy placement: each label at the nearest offset where it overlaps no other label and as
     little as possible of the markers and the frontier line. A label that fits nowhere without
     touching another label is replaced by a number, listed in the returned key (number, names);
@@ -141,7 +143,6 @@ def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray)
         steps = max(1, int(np.hypot(x1 - x0, y1 - y0) / 4))
         taken += [Bbox.from_extents(x - 1.5, y - 1.5, x + 1.5, y + 1.5) for x, y in zip(np.linspace(x0, x1, steps), np.linspace(y0, y1, steps))]
     scale = figure.dpi / 72
-    labels: list[Bbox] = []
     key: list[tuple[str, list[str]]] = []
     # The recommendation first (it must be named), then the largest groups.
     for names, row in sorted(groups, key=lambda g: (recommended not in g[0], -len(g[0]))):
@@ -219,24 +220,29 @@ def sawtooth_chart(calls: pd.DataFrame, colours: dict[str, str], real_compaction
     Strategies with identical context series share one line; those that never changed the context
     are left out (they follow the uncompacted line) and returned, so the caption can name them.
     """
+    full = calls.drop_duplicates("call").sort_values("call")
+    series: dict[tuple, list[str]] = {}
+    untouched = []
+    for label, group in calls.groupby("config", sort=True):
+        values = tuple(group.sort_values("call")["context_tokens"].tolist())
+        if values == tuple(full["full_tokens"].tolist()):
+            untouched.append(label)
+        else:
+            series.setdefault(values, []).append(label)
+    # A sweep has dozens of lines: beside the plot their legend would squeeze the axes to nothing,
+    # so a long legend goes below it in columns, and the figure grows to hold it.
+    entries = len(series) + 1 + len(real_compactions[:1])
+    below = entries > 10
+    columns = 3
     with chart_style(f"sawtooth-{salt}"):
-        figure = new_figure(11, 3.3)
+        figure = new_figure(11, 3.3 + (0.2 * -(-entries // columns) if below else 0))
         ax = figure.add_subplot()
-        full = calls.drop_duplicates("call").sort_values("call")
         ax.plot(full["call"], full["full_tokens"], color="black", linewidth=1.6, linestyle="--", label="no compaction", zorder=3)
         window = int(full["window"].iloc[0]) if len(full) else 0
         if window:
             ax.axhline(window, color="#b3261e", linewidth=0.8, linestyle=":", zorder=1)
             ax.annotate(f"window {window / 1000:g}k", (0, window), xytext=(2, 2), textcoords="offset points",
                         xycoords=("axes fraction", "data"), fontsize=7.5, color="#b3261e")
-        series: dict[tuple, list[str]] = {}
-        untouched = []
-        for label, group in calls.groupby("config", sort=True):
-            values = tuple(group.sort_values("call")["context_tokens"].tolist())
-            if values == tuple(full["full_tokens"].tolist()):
-                untouched.append(label)
-            else:
-                series.setdefault(values, []).append(label)
         for values, labels in series.items():
             ax.plot(full["call"].to_numpy()[: len(values)], np.asarray(values), linewidth=1.1, alpha=0.9,
                     color=colours.get(labels[0], "#999999"), label=group_label(labels, 40), zorder=2)
@@ -247,5 +253,8 @@ def sawtooth_chart(calls: pd.DataFrame, colours: dict[str, str], real_compaction
         ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value / 1000:g}k" if value else "0"))
         ax.set_ylim(0, max(float(full["full_tokens"].max()), window) * 1.08)
         ax.set_xlim(-0.5, max(1, len(full) - 0.5))
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5)
+        if below:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7, ncol=columns)
+        else:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5)
         return compact_svg(svg_of(figure)), untouched
