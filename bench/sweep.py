@@ -153,7 +153,7 @@ def format_sweep(result: SweepResult) -> str:
         lines.append("  (none: no setting is recommendable)")
     idle = result.points[(result.points["removed_share_mean"].fillna(0) <= 0)]
     if len(idle):
-        lines.append(f"  {len(idle)} of {len(result.points)} settings removed nothing at this window (their trigger never fired): "
+        lines.append(f"  {len(idle)} of {len(result.points)} settings removed nothing at this window (no trigger fired, or nothing they may remove): "
                      f"{', '.join(idle['config'].head(6))}{' …' if len(idle) > 6 else ''}")
     lines += ["", result.recommendation.summary()]
     lines += [f"  ✗ {config}: {why}" for config, why in result.recommendation.not_recommendable.items()]
