@@ -124,7 +124,7 @@ def _brief(document: dict, out: Path, report: Path | None) -> dict:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    configs = sweep_grid(args.strategy, args.thresholds, args.keep)
+    configs = sweep_grid(args.strategy, args.thresholds, args.keep, strict_keep=args.keep is not None)
     if not 0 < args.min_preservation <= 1:
         raise ValueError(f"--min-preservation: {args.min_preservation:g} out of range: a share of facts in (0, 1]")
     config = _run_config(args, strategies=configs)

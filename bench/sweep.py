@@ -35,9 +35,10 @@ KEEP = "keep_recent_tokens"
 LABELS = "@F: compacts when the context reaches F of the window; keep=N: keeps the newest N tokens of history verbatim"
 
 
-def grid(strategies, thresholds, keep_budgets=None) -> list[StrategyConfig]:
-    """The settings to replay. `keep_budgets` None: the default budgets, for the strategies that have
-    a keep budget; given: every strategy must have one (a budget it would ignore is an error)."""
+def grid(strategies, thresholds, keep_budgets=None, strict_keep: bool = False) -> list[StrategyConfig]:
+    """The settings to replay. `keep_budgets` (None: the defaults) go to the strategies that have a
+    keep budget; with `strict_keep` (the user named the budgets), every strategy must have one: a
+    budget it would silently ignore is an error."""
     bad = [t for t in thresholds if not 0 < t <= 1]
     if bad:
         raise ValueError(f"--thresholds: {', '.join(f'{t:g}' for t in bad)} out of range: a threshold is a fraction of the window in (0, 1]")
@@ -46,7 +47,7 @@ def grid(strategies, thresholds, keep_budgets=None) -> list[StrategyConfig]:
         if bad:
             raise ValueError(f"--keep: {', '.join(str(k) for k in bad)} out of range: a keep budget is a number of tokens > 0")
         without = [name for name in strategies if KEEP not in settings_of(name)]
-        if without:
+        if without and strict_keep:
             having = [name for name in strategies if name not in without]
             raise ValueError(
                 f"--keep: {', '.join(without)} {'has' if len(without) == 1 else 'have'} no setting {KEEP!r}, so the budgets would be "
