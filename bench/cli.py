@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
-from bench import runs
+from bench.cli_runs import EXIT_CODES, add_run_commands
 from bench.context_windows import ContextWindows, load_overrides, parse_override
 from bench.datasets import list_datasets
 from bench.estimation import DEFAULT_ESTIMATORS, run_estimation
@@ -19,36 +19,44 @@ from bench.estimation import summarize as summarize_estimation
 from bench.estimation_output import format_summary, write_estimation
 from bench.importers import importers, load_file
 from bench.importers.canonical import write_canonical
-from bench.leaderboard import format_leaderboard, summary_document
-from bench.llm_config import make_run_summarizer
+from bench.init_config import write_init
 from bench.loading import Loaded, load_inputs
 from bench.neutralise import TerminalSafe, terminal_text
 from bench.overview import overview_frame, summarize
 from bench.preview import format_preview, preview, preview_json
-from bench.recorded_results import format_recorded
-from bench.recommendation import Recommendation, Rule
 from bench.report.diff import write_diff
 from bench.report.run_report import write_run_report
-from bench.run_config import DEFAULT_WINDOW, RunConfig, load_config, strategy_config, windows_of
+from bench.run_config import DEFAULT_WINDOW, RunConfig, windows_of
 from bench.source import TranscriptError
-from bench.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, analyse, format_sweep, sweep_document
-from bench.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
-from bench.sweep import grid as sweep_grid
+from bench.version import compactlab_version
 from strategies.registry import describe_all
 
 INPUTS_HELP = "transcript files, folders (searched recursively) or bundled dataset names; none: all bundled datasets"
+# A reader that stops early (`compactlab strategies | head`) is not an error of ours: exit quietly,
+# with the status a process killed by SIGPIPE would have.
+BROKEN_PIPE = 141
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    # What is printed may come from transcripts: their escape sequences must not reach the terminal.
-    with contextlib.redirect_stdout(TerminalSafe(sys.stdout)):
-        try:
-            return args.run(args)
-        except (TranscriptError, KeyError, ValueError, OSError) as exc:
-            print(f"compactlab: error: {terminal_text(error_message(exc))}", file=sys.stderr)
-            return 2
+    try:
+        # What is printed may come from transcripts: their escape sequences must not reach the terminal.
+        with contextlib.redirect_stdout(TerminalSafe(sys.stdout)):
+            try:
+                return args.run(args)
+            except (TranscriptError, KeyError, ValueError, OSError) as exc:
+                if isinstance(exc, BrokenPipeError):
+                    raise
+                print(f"compactlab: error: {terminal_text(error_message(exc))}", file=sys.stderr)
+                return 2
+            finally:
+                sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit, which would raise once more: point it at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE
 
 
 def error_message(exc: Exception) -> str:
@@ -60,20 +68,36 @@ def error_message(exc: Exception) -> str:
     return str(exc)
 
 
+def _command(commands, name: str, help: str, exits: str = EXIT_CODES) -> argparse.ArgumentParser:
+    """A sub-command whose help ends with its exit codes."""
+    return commands.add_parser(name, help=help, description=help, epilog=exits, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="compactlab", description="Measure context-compaction strategies on real agent transcripts.")
+    parser = argparse.ArgumentParser(
+        prog="compactlab", description="Measure context-compaction strategies on real agent transcripts.",
+        epilog="Every command exits 0 when done and 2 on bad input or configuration; `check` exits 1 on a regression. "
+               "A reader that closes the output early (| head) ends it quietly with 141.",
+    )
+    parser.add_argument("--version", action="version", version=f"compactlab {compactlab_version() or 'unknown (not installed)'}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    inspect = commands.add_parser("inspect", help="show what each transcript holds: messages, LLM calls, prompt sizes, skips")
+    init = _command(commands, "init", "write a commented compactlab.toml and a CI suite skeleton to start from",
+                    "exit codes: 0 written; 2 a file exists (pass --force to replace it) or cannot be written")
+    init.add_argument("folder", nargs="?", type=Path, default=Path("."), help="where to write them (default: here)")
+    init.add_argument("--force", action="store_true", help="replace existing files")
+    init.set_defaults(run=run_init)
+
+    inspect = _command(commands, "inspect", "show what each transcript holds: messages, LLM calls, prompt sizes, skips")
     _add_input_arguments(inspect)
     inspect.add_argument("--json", action="store_true", help="print one JSON object per transcript")
     inspect.set_defaults(run=run_inspect)
 
-    datasets = commands.add_parser("datasets", help="list the bundled datasets with counts")
+    datasets = _command(commands, "datasets", "list the bundled datasets with counts")
     datasets.add_argument("--json", action="store_true", help="print JSON")
     datasets.set_defaults(run=run_datasets)
 
-    estimate = commands.add_parser("estimate", help="measure token estimators against the prompt tokens providers billed")
+    estimate = _command(commands, "estimate", "measure token estimators against the prompt tokens providers billed")
     _add_input_arguments(estimate)
     estimate.add_argument("--estimators", nargs="+", default=list(DEFAULT_ESTIMATORS), metavar="NAME", help=f"default: {' '.join(DEFAULT_ESTIMATORS)}")
     estimate.add_argument("--out", type=Path, help="write calls.csv, summary.json and estimation.html here")
@@ -82,37 +106,26 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument("--config", type=Path, help="TOML file; its [context_windows] table overrides windows")
     estimate.set_defaults(run=run_estimate)
 
-    run = commands.add_parser("run", help="replay datasets through strategies: the main job")
-    _add_run_arguments(run)
-    run.add_argument("--strategy", nargs="+", metavar="NAME", help="strategies or presets to replay (default: every built-in offline one)")
-    run.add_argument("--all-pairs", action="store_true", help="also compare every pair of settings (summary.json's all_pairs, the report)")
-    run.set_defaults(run=run_run)
+    add_run_commands(commands, _command)
 
-    sweep = commands.add_parser("sweep", help="a grid of thresholds × keep budgets × strategies, its Pareto frontier and a recommendation")
-    _add_run_arguments(sweep)
-    sweep.add_argument("--strategy", nargs="+", metavar="NAME", default=list(DEFAULT_SWEEP_STRATEGIES), help="strategies in the grid")
-    sweep.add_argument("--thresholds", nargs="+", type=float, default=list(DEFAULT_THRESHOLDS), metavar="F", help="trigger fractions of the window")
-    sweep.add_argument("--keep", nargs="+", type=int, default=list(DEFAULT_KEEP), metavar="TOKENS", help="keep-recent budgets (strategies that have one)")
-    sweep.add_argument("--min-preservation", type=float, default=0.9, help="the recommendation keeps at least this share of needed facts")
-    sweep.set_defaults(run=run_sweep)
-
-    report = commands.add_parser("report", help="write the HTML report of a run directory")
+    report = _command(commands, "report", "write the HTML report of a run directory")
     report.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a directory written by `compactlab run` or `compactlab sweep`")
     report.add_argument("--out", type=Path, help="HTML file to write (default: RUN_DIR/report.html)")
     report.add_argument("--all-pairs", action="store_true", help="also compare every pair of settings (Holm over all pairs)")
     report.set_defaults(run=run_report)
 
-    diff = commands.add_parser("diff", help="what got better or worse between two runs, per metric and per transcript")
+    diff = _command(commands, "diff", "what got better or worse between two runs, per metric and per transcript",
+                    "exit codes: 0 compared (whatever changed: the page says what); 2 a run directory is missing or unfinished")
     diff.add_argument("run_a", type=Path, metavar="RUN_A", help="the earlier run directory")
     diff.add_argument("run_b", type=Path, metavar="RUN_B", help="the later run directory")
     diff.add_argument("--out", type=Path, help="HTML page to write (default: RUN_B/diff.html)")
     diff.set_defaults(run=run_diff)
 
-    strategies = commands.add_parser("strategies", help="list every strategy and preset with its parameters and source")
+    strategies = _command(commands, "strategies", "list every strategy and preset with its parameters and source")
     strategies.add_argument("--json", action="store_true", help="print JSON")
     strategies.set_defaults(run=run_strategies)
 
-    compact = commands.add_parser("compact", help="compact one transcript once with a strategy and show the result")
+    compact = _command(commands, "compact", "compact one transcript once with a strategy and show the result")
     compact.add_argument("path", metavar="PATH", help="a transcript file")
     compact.add_argument("--strategy", required=True, help="strategy or preset name, or path/to/file.py:Name")
     compact.add_argument("--at", type=int, metavar="CALL", help="compact the context before this recorded call (0-based); default: where the trigger first fires")
@@ -122,17 +135,17 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--json", action="store_true", help="print the compacted context and the event as JSON")
     compact.set_defaults(run=run_compact)
 
-    formats = commands.add_parser("formats", help="list the transcript formats compactlab reads")
+    formats = _command(commands, "formats", "list the transcript formats compactlab reads")
     formats.set_defaults(run=run_formats)
 
-    export = commands.add_parser("export", help="write transcripts as compactlab canonical JSONL")
+    export = _command(commands, "export", "write transcripts as compactlab canonical JSONL")
     _add_input_arguments(export)
     export.add_argument("--out", type=Path, required=True, help="output folder (one .jsonl per input transcript file)")
     export.set_defaults(run=run_export)
 
     from bench.gate_cli import add_commands as add_gate_commands  # check, baseline
 
-    add_gate_commands(commands)
+    add_gate_commands(commands, _command)
     return parser
 
 
@@ -232,59 +245,15 @@ def _print_load_problems(loaded: Loaded) -> None:
         print(f"  file not read: {failed.error}")
 
 
-def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="TOML configuration (command-line flags override it)")
-    parser.add_argument("--dataset", nargs="+", metavar="NAME|PATH", help="datasets, files or folders (default: all bundled datasets)")
-    parser.add_argument("--out", type=Path, help="run directory (default: reports/run, or reports/sweep for sweeps, replaced by each new run; an explicit --out is never overwritten)")
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out without repeating finished work")
-    parser.add_argument("--window", type=int, help=f"replay every model with this context window (default {DEFAULT_WINDOW}; 0: real windows)")
-    parser.add_argument("--estimator", help="token estimator for strategies that do not set one (default: hybrid)")
-    parser.add_argument("--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="one model's window, over --window too (repeatable)")
-    parser.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
-
-
-def _run_config(args: argparse.Namespace, strategies=None):
-    config = load_config(args.config)
-    changes = {}
-    if args.dataset:
-        changes["datasets"] = tuple(args.dataset)
-    if strategies is not None:
-        changes["strategies"] = tuple(strategies)
-    elif getattr(args, "strategy", None):
-        changes["strategies"] = tuple(strategy_config(name, "--strategy") for name in args.strategy)
-    if args.window is not None:
-        changes["window"] = args.window
-    if args.estimator:
-        changes["estimator"] = args.estimator
-    if args.context_window:
-        changes["context_windows"] = {**config.context_windows, **dict(parse_override(text) for text in args.context_window)}
-    if args.lenient:
-        changes["lenient"] = True
-    return replace(config, **changes)
-
-
-def run_run(args: argparse.Namespace) -> int:
-    config = _run_config(args)
-    out = args.out or Path("reports/run")
-    result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
-    document = summary_document(result, all_pairs=args.all_pairs)
-    (out / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
-    if document.get("leaderboard"):
-        recommendation = Recommendation.from_json(document["recommendation"])
-        print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan")), recommendation))
-    if "recorded" in document["strategies"]:
-        print(format_recorded(document["recorded"], document["recorded_fidelity"], document["transcripts"]))
-    print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
-    _print_left_out(document)
-    if document.get("leaderboard"):
-        print(f"report: {write_run_report(out)}")
-    elif document["strategies"]:
-        print("no report: no strategy one can choose was replayed on an undamaged transcript (nothing to rank)")
+def run_report(args: argparse.Namespace) -> int:
+    print(write_run_report(args.run_dir, args.out, all_pairs=args.all_pairs, progress=sys.stderr.isatty()))
     return 0
 
 
-def run_report(args: argparse.Namespace) -> int:
-    print(write_run_report(args.run_dir, args.out, all_pairs=args.all_pairs))
+def run_init(args: argparse.Namespace) -> int:
+    for path in write_init(args.folder, force=args.force):
+        print(f"wrote {path}")
+    print("next: edit compactlab.toml, then `compactlab run --config compactlab.toml`")
     return 0
 
 
@@ -293,33 +262,6 @@ def run_diff(args: argparse.Namespace) -> int:
     print(text)
     print(f"\nwrote {path}")
     return 0
-
-
-def run_sweep(args: argparse.Namespace) -> int:
-    configs = sweep_grid(args.strategy, args.thresholds, args.keep)
-    config = _run_config(args, strategies=configs)
-    out = args.out or Path("reports/sweep")
-    result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
-    document = summary_document(result, rule=Rule(args.min_preservation))
-    (out / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
-    if not document.get("leaderboard"):
-        raise ValueError(f"{out}: the sweep replayed no transcript the statistics can use (see summary.json's left_out)")
-    figures = pd.DataFrame(document["leaderboard"]).fillna(float("nan"))
-    analysis = analyse(figures, configs, Recommendation.from_json(document["recommendation"]))
-    (out / "sweep.json").write_text(json.dumps(sweep_document(analysis), indent=2, default=str) + "\n")
-    print(format_sweep(analysis))
-    print(f"\n{len(configs)} settings × {result.transcripts['transcript'].nunique()} transcripts; results in {out}/")
-    return 0
-
-
-def _print_left_out(document: dict) -> None:
-    left = document["left_out"]
-    if left["skipped_records"]:
-        print(f"  {sum(left['skipped_records'].values())} damaged records skipped in {len(left['skipped_records'])} transcripts (see summary.json)")
-    if left["transcripts_without_calls"]:
-        print(f"  {len(left['transcripts_without_calls'])} transcripts have no recorded LLM calls and were not replayed")
-    for failed in left["files_not_read"]:
-        print(f"  file not read: {failed['error']}")
 
 
 def run_strategies(args: argparse.Namespace) -> int:

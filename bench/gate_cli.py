@@ -155,14 +155,21 @@ def _tolerance(metric: MetricSpec) -> str:
 # --- commands ----------------------------------------------------------------------------------------
 
 
-def add_commands(commands) -> None:
-    """Register `check` and `baseline` on the `compactlab` sub-command parser."""
-    check = commands.add_parser("check", help="run a regression suite and compare it with its baseline (exit 0 pass, 1 regression, 2 error)")
+CHECK_EXITS = ("exit codes: 0 no regression; 1 a regression (or a metric that lost its values); 2 usage or configuration "
+               "error: a bad suite or baseline, a missing recording offline, or a guarded metric this run cannot measure")
+BASELINE_EXITS = ("exit codes: 0 written; 2 usage or configuration error: a bad suite, an existing baseline without --update, "
+                  "or a guarded metric this run cannot measure")
+
+
+def add_commands(commands, command) -> None:
+    """Register `check` and `baseline` on the `compactlab` sub-command parser (`command` adds one with its exit codes)."""
+    check = command(commands, "check", "run a regression suite and compare it with its baseline", CHECK_EXITS)
     _common(check)
     check.add_argument("--markdown-out", type=Path, metavar="FILE", help="also write the markdown summary here (e.g. for a PR comment)")
     check.add_argument("--only", nargs="+", metavar="LABEL", help="check only these strategy labels of the suite")
+    check.add_argument("--json", action="store_true", help="print the verdict and every comparison as one JSON object instead of markdown")
     check.set_defaults(run=run_check)
-    baseline = commands.add_parser("baseline", help="run a regression suite and write its baseline file (never silently)")
+    baseline = command(commands, "baseline", "run a regression suite and write its baseline file (never silently)", BASELINE_EXITS)
     _common(baseline)
     baseline.add_argument("--update", action="store_true", help="replace an existing baseline (prints what changed)")
     baseline.set_defaults(run=run_baseline)
@@ -187,13 +194,14 @@ def run_check(args: argparse.Namespace) -> int:
                 f"`compactlab baseline --suite {args.suite} --baseline {args.baseline} --update`"
             )
         result, table, values = _run(suite, args)
+        report = compare(suite, baseline, table, values)
+        unmeasurable_metrics(report.comparisons, table)
     except (SuiteError, CacheMiss) as exc:
         return _usage_error(exc)
-    report = compare(suite, baseline, table, values)
     report.baseline = str(args.baseline)
     report.notes = changes_since(suite, baseline, result) + ([f"checked only: {', '.join(args.only)}"] if args.only else [])
     text = markdown(report, suite.confidence)
-    print(text)
+    print(json.dumps(report_json(report), indent=2) if args.json else text)
     if args.markdown_out:
         args.markdown_out.write_text(text, encoding="utf-8")
     return 1 if report.regressions else 0
@@ -206,9 +214,11 @@ def run_baseline(args: argparse.Namespace) -> int:
             raise SuiteError(f"{args.baseline} exists: a baseline is only replaced deliberately; pass --update to replace it")
         previous = read_baseline(args.baseline, args.suite) if args.baseline.exists() else None
         result, table, values = _run(suite, args)
+        document = baseline_document(suite, result, table, values)
+        unmeasurable_metrics([(label, m, values) for label, per in document["values"].items()
+                              for m in suite.metrics for values in [per.get(m.name, {})]], table)
     except (SuiteError, CacheMiss) as exc:
         return _usage_error(exc)
-    document = baseline_document(suite, result, table, values)
     write_baseline(args.baseline, document)
     if previous is None:
         print(f"wrote {args.baseline}: {len(document['values'])} strategies × {len(suite.metrics)} metrics, {len(document['transcripts'])} transcripts")
@@ -241,6 +251,47 @@ def baseline_changes(old: dict, new: dict) -> list[str]:
                 b = mean_of((after or {}).values())
                 lines.append(f"{label} · {metric}: mean {fmt(a)} → {fmt(b)}")
     return lines
+
+
+def unmeasurable_metrics(items, table) -> None:
+    """A guarded metric with no value on any transcript, in the baseline and now, guards nothing: a
+    configuration error (exit 2), never a pass. `items`: comparisons, or (label, metric, values) triples."""
+    empty = []
+    for item in items:
+        if isinstance(item, Comparison):
+            if item.verdict == "n/a":
+                empty.append((item.label, item.metric))
+        elif not any(v is not None for v in item[2].values()):
+            empty.append((item[0], item[1]))
+    if not empty:
+        return
+    why = {"total_cost": "no model of these transcripts has a price: add [prices.\"MODEL\"] tables",
+           "cost_full": "no model of these transcripts has a price: add [prices.\"MODEL\"] tables",
+           "cost_change": "no model of these transcripts has a price: add [prices.\"MODEL\"] tables",
+           "summarizer_cost": "no priced LLM summarizer ran: configure [summarizer] and its model's price"}
+    lines = [f"`{label}` · {_name(metric)}: {why.get(metric.name, 'no transcript has a value (e.g. the strategy never compacted at this window)')}"
+             for label, metric in empty]
+    raise SuiteError("these guarded metrics cannot be measured on this run, so they would guard nothing:\n  " + "\n  ".join(lines)
+                     + "\nremove them from [metrics] or make them measurable")
+
+
+def report_json(report: Report) -> dict:
+    """The check as a script reads it: the verdict, the regressions and every comparison."""
+    def number(value: float) -> float | None:
+        return None if value is None or value != value else float(value)
+
+    rows = [{
+        "label": c.label, "metric": c.metric.name, "direction": c.metric.direction, "tolerance": c.metric.tolerance,
+        "relative": c.metric.relative, "baseline": number(c.baseline), "new": number(c.new), "change": number(c.change),
+        "low": number(c.low), "high": number(c.high), "n": c.n, "verdict": c.verdict, "missing": c.missing,
+        "flips": [{"transcript": f.transcript, "baseline": f.baseline, "new": f.new, "worse": f.worse} for f in c.flips],
+    } for c in report.comparisons]
+    failed = report.regressions
+    return {
+        "verdict": "regression" if failed else "pass", "suite": report.suite, "baseline": report.baseline,
+        "transcripts": report.transcripts, "regressions": [r for r, c in zip(rows, report.comparisons) if c in failed],
+        "comparisons": rows, "notes": report.notes,
+    }
 
 
 def _run(suite: Suite, args: argparse.Namespace):

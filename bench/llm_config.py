@@ -7,19 +7,15 @@ key, which is what CI uses.
 
 from __future__ import annotations
 
+from bench.config_schema import keys_of, unknown_keys
 from bench.run_config import RunConfig
 
-SUMMARIZER_KEYS = {
-    "provider", "model", "base_url", "cache_dir", "mode", "api_key_env", "max_retries", "timeout", "temperature",
-    "max_in_flight", "recorded_provider",
-}
+SUMMARIZER_KEYS = {key.name for key in keys_of("summarizer")}
 
 
 def _checked(table: str, settings: dict, known: set[str]) -> dict:
     """The settings of a `[summarizer]`/`[judge]` table, or a clear error naming what is wrong."""
-    unknown = sorted(set(settings) - known)
-    if unknown:
-        raise ValueError(f"[{table}]: unknown settings {unknown}; known: {sorted(known)}")
+    unknown_keys(settings, known, f"[{table}]")
     if "provider" not in settings or "model" not in settings:
         raise ValueError(f"[{table}] needs `provider` (recorded, openai or anthropic) and `model`")
     return settings
@@ -35,7 +31,7 @@ def make_run_summarizer(config: RunConfig):
     return make_summarizer(prices=config.prices or None, **settings)
 
 
-JUDGE_KEYS = SUMMARIZER_KEYS | {"probes", "threshold", "max_output_tokens"}
+JUDGE_KEYS = {key.name for key in keys_of("judge")}
 
 
 def make_run_judge(config: RunConfig):

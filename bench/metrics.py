@@ -249,10 +249,12 @@ def with_derived(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def compression_label(removed_share: float) -> str:
-    """'98.6% removed, 71×': the share removed and how many times smaller the kept part is."""
+    """'98.6% removed, 71× smaller': the share removed, and how many times smaller the kept part is
+    where that helps (from 2×: '1.03× smaller' only restates '3% removed', less clearly)."""
     if removed_share >= 1:
         return "100% removed"
-    return f"{100 * removed_share:.1f}% removed, {1 / (1 - removed_share):.3g}×"
+    times = 1 / (1 - removed_share)
+    return f"{100 * removed_share:.1f}% removed" + (f", {times:.3g}× smaller" if times >= 2 else "")
 
 
 def cost_model_check(calls: pd.DataFrame, transcripts) -> pd.DataFrame:

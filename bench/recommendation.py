@@ -116,6 +116,12 @@ def recommend(figures: pd.DataFrame, rule: Rule = Rule()) -> Recommendation:
     frontier = pareto_frontier(eligible, (SAVED, KEPT))
     best = eligible.sort_values([SAVED, KEPT, "config"], ascending=[False, False, True], kind="stable").iloc[0]
     ties = eligible[(eligible["config"] != best["config"]) & (eligible[SAVED] == best[SAVED]) & (eligible[KEPT] == best[KEPT])]
+    if best[SAVED] <= 0:
+        # Every setting left every prompt as it was: "use X, it removes 0.0%" would be no advice at all.
+        reason = (f"nothing compacted: none of the {len(figures)} settings removed any prompt tokens in any session (no trigger fired "
+                  "at this window), so there is nothing to choose between; try a smaller window (--window 32000), a lower "
+                  "trigger (compactlab sweep --thresholds 0.3 0.5 0.7) or longer sessions")
+        return Recommendation(best["config"], reason, rule, tuple(frontier["config"]), excluded, tuple(ties["config"]))
     reason = (f"it removes {_pct(best[SAVED])} of the prompt tokens and keeps {_pct(best[KEPT])} of the next step's facts "
               f"({_pct(best[KEPT_WHERE_COMPACTED]) if not _nan(best.get(KEPT_WHERE_COMPACTED, math.nan)) else 'none scored'} where it "
               f"compacted) with no call over the window: the most tokens removed of the {len(eligible)} recommendable "

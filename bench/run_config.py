@@ -1,33 +1,16 @@
 """Run configuration: TOML file, defaults, and command-line overrides.
 
+Every key, its type, default and meaning is in `bench/config_schema.py` (the README's table and
+`compactlab init`'s commented compactlab.toml are made from it); loading checks a file against it.
+
     datasets = ["m-claude", "mini-swe-agent-pr816"]   # names, files or folders; default: all bundled
-    strategies = ["pi", "summarize"]                  # short form: registered names with their defaults
-    estimator = "hybrid"                              # default for strategies that do not set one
-    lenient = false
     window = 64000                                    # replay every model with this window; 0: real windows
 
-    [context_windows]                                 # a model's own window, over `window` too
-    "google/gemini-3-pro-preview" = 64000             # provider prefix optional; must match a model
-
-    [[strategy]]                                      # long form: one table per setting to replay
+    [[strategy]]                                      # one table per setting to replay
     name = "summarize"
     label = "summarize-70"
     trigger = { fraction = 0.7 }
     settings = { keep_recent_tokens = 20000 }
-
-    [prices."my-model"]
-    input = 1.0
-    output = 2.0
-
-    [summarizer]                                      # only for strategies with summarizer = "llm"
-    provider = "recorded"                             # recorded | openai | anthropic
-    model = "gpt-5-mini"
-    cache_dir = "reports/llm-cache"
-
-    [judge]                                           # optional: next-action preservation with a model
-    provider = "openai"                               # same keys as [summarizer], plus
-    model = "gpt-4.1-mini"                            # probes = ["recall", ...], threshold = 0.5,
-    cache_dir = "reports/llm-cache"                   # max_output_tokens (see bench/next_action.py)
 """
 
 from __future__ import annotations
@@ -36,14 +19,12 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from bench.config_schema import DEFAULT_WINDOW, check_table, unknown_keys
 from bench.engine import Trigger
 from bench.replay import StrategyConfig
 from strategies.registry import registered
 
-# The bundled sessions peak at 20k-155k prompt tokens against 128k-200k windows, so at real
-# windows compaction would almost never fire. The default replays every session as if its model
-# had a 64k window, so strategies are compared where they act; `window = 0` uses real windows.
-DEFAULT_WINDOW = 64_000
+__all__ = ["DEFAULT_WINDOW", "RunConfig", "config_from_data", "load_config", "strategy_config", "windows_of"]
 
 # Registered entries that are parts of other designs rather than designs of their own.
 NOT_RUN_BY_DEFAULT = frozenset({"opencode-summary"})
@@ -73,12 +54,12 @@ def strategy_config(entry: object, where: str) -> StrategyConfig:
         return StrategyConfig(label=entry, strategy=entry)
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
         raise ValueError(f"{where}: a strategy is a name or a table with a `name`, got {entry!r}")
+    check_table(entry, "strategy", where)
     trigger = entry.get("trigger")
     if trigger is not None:
-        unknown = set(trigger) - TRIGGER_FIELDS if isinstance(trigger, dict) else {"(not a table)"}
-        if unknown:
-            raise ValueError(f"{where}: unknown trigger settings {sorted(unknown)}; known: {sorted(TRIGGER_FIELDS)}")
+        unknown_keys(trigger, TRIGGER_FIELDS, where, "trigger settings")
         trigger = Trigger(**trigger)
+        _check_trigger(trigger, where)
     settings = entry.get("settings", {})
     if not isinstance(settings, dict):
         raise ValueError(f"{where}: `settings` must be a table")
@@ -89,6 +70,17 @@ def strategy_config(entry: object, where: str) -> StrategyConfig:
         trigger=trigger,
         estimator=entry.get("estimator"),
     )
+
+
+def _check_trigger(trigger: Trigger, where: str) -> None:
+    for name in ("fraction", "warning", "critical", "target"):
+        value = getattr(trigger, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1):
+            raise ValueError(f"{where}: trigger `{name}` must be a fraction of the window in (0, 1], got {value!r}")
+    for name in ("absolute", "reserve_tokens"):
+        value = getattr(trigger, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{where}: trigger `{name}` must be a whole number of tokens >= 0, got {value!r}")
 
 
 def load_config(path: Path | None) -> RunConfig:
@@ -105,10 +97,17 @@ def load_config(path: Path | None) -> RunConfig:
 
 def config_from_data(data: dict, path: object) -> RunConfig:
     """A run configuration from parsed TOML; `path` names it in errors (also used by gate suites)."""
-    known = {"datasets", "strategies", "strategy", "estimator", "lenient", "window", "context_windows", "prices", "summarizer", "judge"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ValueError(f"{path}: unknown settings {unknown}; known: {sorted(known)}")
+    check_table(data, "", path)
+    for table in ("summarizer", "judge"):
+        if table in data:
+            if not isinstance(data[table], dict):
+                raise ValueError(f"{path}: [{table}] must be a table")
+            check_table(data[table], table, f"{path}: [{table}]")
+    for table in ("context_windows", "prices"):
+        if table in data and not isinstance(data[table], dict):
+            raise ValueError(f"{path}: [{table}] must be a table")
+    if not isinstance(data.get("strategy", []), list):
+        raise ValueError(f"{path}: strategies to replay are [[strategy]] tables (double brackets), one per setting")
     entries = [strategy_config(s, f"{path}: strategies[{i}]") for i, s in enumerate(data.get("strategies", []))]
     entries += [strategy_config(s, f"{path}: [[strategy]] #{i + 1}") for i, s in enumerate(data.get("strategy", []))]
     labels = [e.label for e in entries]

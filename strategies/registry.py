@@ -49,6 +49,13 @@ def get_strategy(name: str, **settings: object) -> Strategy:
     return _with_settings(name, strategy, settings)
 
 
+def settings_of(name: str) -> frozenset[str]:
+    """The names of the settings strategy or preset `name` accepts (a preset's are its strategy's)."""
+    strategy = get_strategy(name)
+    inner = strategy.strategy if hasattr(strategy, "trigger") and hasattr(strategy, "strategy") else strategy
+    return frozenset(f.name for f in dataclasses.fields(inner)) if dataclasses.is_dataclass(inner) else frozenset()
+
+
 def _with_settings(name: str, strategy: Strategy, settings: dict) -> Strategy:
     if settings:
         known = {f.name for f in dataclasses.fields(strategy)}

@@ -283,5 +283,5 @@ def test_judge_table_in_a_run(server: FakeProvider, tmp_path: Path) -> None:
     runs.run(plain, tmp_path / "plain")
     assert "model_next_action" not in (tmp_path / "plain" / "compactions.jsonl").read_text()
     assert "judge" not in config_json(plain) and server.count() == 2 * len(rows)
-    with pytest.raises(ValueError, match=r"\[judge\]: unknown settings \['probe'\]"):
+    with pytest.raises(ValueError, match=r"\[judge\]: unknown settings 'probe' \(did you mean 'probes'\?\)"):
         make_run_judge(RunConfig(judge={"provider": "openai", "model": "m", "probe": ["recall"]}))

@@ -50,8 +50,9 @@ def test_the_sweep_recommends_by_the_rule_on_real_sessions(tmp_path: Path, capsy
     # A session that compacts at a 64k window and one that never reaches it; prune cannot keep the
     # first under the window, summarize can.
     files = [str(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9")), str(bundled("m-claude", "97b0ffde"))]
-    code = main(["sweep", "--dataset", *files, "--strategy", "summarize", "prune", "--thresholds", "0.7", "0.9", "--keep", "8000",
-                 "--out", str(tmp_path / "sweep")])
+    # prune has no keep budget: the default budgets apply to summarize only (an explicit --keep would be an error).
+    code = main(["sweep", "--dataset", *files, "--strategy", "summarize", "prune", "--thresholds", "0.7", "0.9",
+                 "--out", str(tmp_path / "sweep"), "--no-report"])
     assert code == 0
     printed = capsys.readouterr().out
     document = json.loads((tmp_path / "sweep" / "sweep.json").read_text())

@@ -86,8 +86,11 @@ def test_recorded_strategy_replays_the_real_compaction() -> None:
 
 
 def test_compression_label() -> None:
-    assert compression_label(0.986) == "98.6% removed, 71.4×"
-    assert compression_label(0.5) == "50.0% removed, 2×"
+    assert compression_label(0.986) == "98.6% removed, 71.4× smaller"
+    assert compression_label(0.5) == "50.0% removed, 2× smaller"
+    # Below 2× the ratio only restates the share, less clearly ("1.03× smaller"): it is left out.
+    assert compression_label(0.03) == "3.0% removed"
+    assert compression_label(0.0) == "0.0% removed"
 
 
 def test_a_walked_replay_keeps_the_books_as_the_shared_uncompacted_one() -> None:
@@ -222,12 +225,12 @@ def test_run_command_writes_summary_with_confidence_intervals(tmp_path: Path, ca
 def test_sweep_finds_a_frontier_and_recommends(tmp_path: Path, capsys) -> None:
     code = main([
         "sweep", "--dataset", "claude-code-log", "--strategy", "summarize", "observation-masking",
-        "--thresholds", "0.6", "0.9", "--keep", "4000", "16000", "--window", "40000", "--out", str(tmp_path / "sweep"),
+        "--thresholds", "0.6", "0.9", "--window", "40000", "--out", str(tmp_path / "sweep"), "--no-report",
     ])
     assert code == 0
     document = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
     summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
-    assert len(document["points"]) == 2 * 2 + 2  # summarize: thresholds × budgets; masking: thresholds
+    assert len(document["points"]) == 2 * 3 + 2  # summarize: thresholds × the default budgets; masking: thresholds
     # The sweep's recommendation is the run's: one rule, stated in full, and a reason either way.
     assert document["recommendation"] == summary["recommendation"] and document["recommendation"]["reason"]
     printed = capsys.readouterr().out
@@ -242,7 +245,7 @@ def test_sweep_finds_a_frontier_and_recommends(tmp_path: Path, capsys) -> None:
 def test_bad_config_is_named(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text('strategies = ["summarize"]\nwindw = 3\n')
-    with pytest.raises(ValueError, match="unknown settings \\['windw'\\]"):
+    with pytest.raises(ValueError, match="unknown settings 'windw' \\(did you mean 'window'\\?\\)"):
         load_config(path)
     path.write_text('[[strategy]]\nname = "summarize"\ntrigger = { fractoin = 0.5 }\n')
     with pytest.raises(ValueError, match="unknown trigger settings"):

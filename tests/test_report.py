@@ -235,7 +235,7 @@ def test_strategy_labels_in_charts_are_escaped(run_dir: Path) -> None:
     choice = replace(choice, config=hostile[choice.config], frontier=tuple(map(hostile.get, choice.frontier)),
                      not_recommendable={hostile[k]: v for k, v in choice.not_recommendable.items()})
     colours = colours_for(hostile.values())
-    svg = pareto_chart(figures, choice, colours)
+    svg, _ = pareto_chart(figures, choice, colours)
     calls = run.calls[run.calls["transcript"] == REAL_COMPACTION].assign(config=lambda f: f["config"].map(hostile))
     saw, _ = sawtooth_chart(calls, colours, [103])
     for chart in (svg, saw):

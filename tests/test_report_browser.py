@@ -108,18 +108,21 @@ PROBE = """(function () {
 })();"""
 
 
+def with_probe(page: str, script: str, copy: Path) -> Path:
+    """A copy of the page running `script` too, allowed by its own hash."""
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    probe = page.replace("script-src &#39;sha256-", f"script-src &#39;sha256-{digest}&#39; &#39;sha256-", 1)
+    copy.write_text(probe.replace("</body>", f"<script>{script}</script>\n</body>", 1), encoding="utf-8")
+    return copy
+
+
 def test_every_chart_renders_with_a_size(report: Path, tmp_path: Path) -> None:
     page = report.read_text(encoding="utf-8")
     charts = page.count("<svg")
     assert charts >= 5  # Pareto, estimation error and scatter, a saw-tooth per session shown
-    digest = base64.b64encode(hashlib.sha256(PROBE.encode()).digest()).decode()
     # The policy allows the probe by its own hash (quotes are &#39; inside the attribute), and nothing else.
     assert page.count("script-src &#39;sha256-") == 1
-    probe = page.replace("script-src &#39;sha256-", f"script-src &#39;sha256-{digest}&#39; &#39;sha256-", 1)
-    probe = probe.replace("</body>", f"<script>{PROBE}</script>\n</body>", 1)
-    copy = tmp_path / "probe.html"
-    copy.write_text(probe, encoding="utf-8")
-    dom, console = dump_dom(copy, tmp_path / "profile")
+    dom, console = dump_dom(with_probe(page, PROBE, tmp_path / "probe.html"), tmp_path / "profile")
     assert console == []
     assert any(tag == "body" and attrs.get("data-probe") == "done" for tag, attrs in dom.elements), "the probe did not run"
     sizes = [attrs.get("data-probe-size") for tag, attrs in dom.elements if tag == "svg"]
@@ -201,3 +204,23 @@ def test_hostile_transcript_runs_nothing(tmp_path: Path) -> None:
         assert payload in text
     # Everything after the injected "</html>" still rendered: the last section is there.
     assert any(tag == "section" and attrs.get("id") == "metadata" for tag, attrs in dom.elements)
+
+
+FILTER_PROBE = """(function () {
+  var box = document.querySelector("input.table-filter");
+  var table = document.getElementById(box.getAttribute("aria-controls"));
+  var first = table.tBodies[0].rows[0].cells[0].textContent.trim().split(" ")[0];
+  box.value = first;
+  box.dispatchEvent(new Event("input"));
+  var shown = Array.prototype.filter.call(table.tBodies[0].rows, function (r) { return !r.hidden; }).length;
+  document.body.setAttribute("data-filter", box.className + "|" + shown + "|" + table.tBodies[0].rows.length);
+})();"""
+
+
+def test_a_table_filter_box_hides_the_rows_without_the_typed_words(report: Path, tmp_path: Path) -> None:
+    page = report.read_text(encoding="utf-8")
+    dom, console = dump_dom(with_probe(page, FILTER_PROBE, tmp_path / "filter.html"), tmp_path / "profile")
+    assert console == []
+    [result] = [attrs["data-filter"] for tag, attrs in dom.elements if tag == "body" and "data-filter" in attrs]
+    name, shown, total = result.split("|")
+    assert name == "table-filter" and 1 <= int(shown) < int(total)

@@ -53,6 +53,19 @@ PriceTable = Mapping[str, ModelPrice]
 #     deepseek-reasoner on DeepSeek-V3.2: cache hit / cache miss / output). A write is a cache miss.
 #   Google: https://ai.google.dev/gemini-api/docs/pricing (Standard, text input; "context caching
 #     price" is the cache read; writes are billed as input, storage per hour is not modelled).
+#   Added 2026-11 (models in the bundled and shared data that had no price), from stored copies:
+#   - gpt-5-codex $1.25 / $0.125 / $10: OpenAI's model page,
+#     https://developers.openai.com/api/docs/models/gpt-5-codex (confirms the gpt-5 row it shares).
+#   - gpt-5.2 and gpt-5.2-codex $1.75 / $0.175 / $14: NOT confirmed on an OpenAI page in the stored
+#     copies; the figures are GitHub's Copilot price list, which quotes OpenAI's list prices
+#     (https://github.com/github/docs, data/tables/copilot/models-and-pricing.yml). Override if they differ.
+#   - gemini-3-flash-preview $0.50 / $0.05 / $3.00: https://ai.google.dev/gemini-api/docs/pricing,
+#     as quoted (accessed 2026-07-04) by factquire.com/models/google/gemini-3-flash-preview.json.
+#   - gemini-3-pro-preview $2.00 / $0.20 / $12.00, above 200k prompt tokens $4.00 / $0.40 / $18.00:
+#     secondary sources only (aifreeapi.com's 2026 Gemini pricing guides, citing ai.google.dev's page).
+#   Left unpriced on purpose (a cost is never guessed; the run says which sessions it leaves out):
+#   gpt-5.1 and gpt-5.1-codex(-max), no stored copy of their price was found; codex rollouts of old
+#   CLIs that record no model name.
 # Prices change: override with `prices=` or a TOML file rather than editing old results.
 
 _OPUS_4 = ModelPrice(input=15.0, cache_read=1.50, cache_write=18.75, output=75.0)
@@ -62,6 +75,7 @@ _SONNET_4 = ModelPrice(input=3.0, cache_read=0.30, cache_write=3.75, output=15.0
 _SONNET_4_6 = ModelPrice(input=3.0, cache_read=0.30, cache_write=3.75, output=15.0)
 _HAIKU_4_5 = ModelPrice(input=1.0, cache_read=0.10, cache_write=1.25, output=5.0)
 _GPT_5 = ModelPrice(input=1.25, cache_read=0.125, cache_write=1.25, output=10.0)
+_GPT_5_2 = ModelPrice(input=1.75, cache_read=0.175, cache_write=1.75, output=14.0)
 _DEEPSEEK_V3_2 = ModelPrice(input=0.28, cache_read=0.028, cache_write=0.28, output=0.42)
 
 DEFAULT_PRICES: dict[str, ModelPrice] = {
@@ -88,6 +102,8 @@ DEFAULT_PRICES: dict[str, ModelPrice] = {
     "gpt-5-mini": ModelPrice(input=0.25, cache_read=0.025, cache_write=0.25, output=2.0),
     "gpt-5-nano": ModelPrice(input=0.05, cache_read=0.005, cache_write=0.05, output=0.40),
     "gpt-5-pro": ModelPrice(input=15.0, cache_read=None, cache_write=15.0, output=120.0),
+    "gpt-5.2": _GPT_5_2,
+    "gpt-5.2-codex": _GPT_5_2,
     "gpt-4.1": ModelPrice(input=2.0, cache_read=0.50, cache_write=2.0, output=8.0),
     "gpt-4.1-mini": ModelPrice(input=0.40, cache_read=0.10, cache_write=0.40, output=1.60),
     "gpt-4.1-nano": ModelPrice(input=0.10, cache_read=0.025, cache_write=0.10, output=0.40),
@@ -104,6 +120,12 @@ DEFAULT_PRICES: dict[str, ModelPrice] = {
     ),
     "gemini-2.5-flash": ModelPrice(input=0.30, cache_read=0.03, cache_write=0.30, output=2.50),
     "gemini-2.5-flash-lite": ModelPrice(input=0.10, cache_read=0.01, cache_write=0.10, output=0.40),
+    # Google Gemini 3 (previews).
+    "gemini-3-pro-preview": ModelPrice(
+        input=2.0, cache_read=0.20, cache_write=2.0, output=12.0,
+        long_context_threshold=200_000, long_context=ModelPrice(input=4.0, cache_read=0.40, cache_write=4.0, output=18.0),
+    ),
+    "gemini-3-flash-preview": ModelPrice(input=0.50, cache_read=0.05, cache_write=0.50, output=3.0),
 }
 
 # --- Lookup -------------------------------------------------------------------------------------

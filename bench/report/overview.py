@@ -121,7 +121,8 @@ def _row(row: pd.Series, recommendation: Recommendation) -> dict[str, Any]:
 
 
 def _times(removed: float) -> str:
-    return "" if removed is None or math.isnan(removed) or removed >= 1 else f"{1 / (1 - removed):.3g}×"
+    """How many times smaller the kept prompt is, only from 2× (below, the share removed says it better)."""
+    return "" if removed is None or math.isnan(removed) or removed >= 1 or removed < 0.5 else f"{1 / (1 - removed):.3g}×"
 
 
 def _ratio(change: Any, base: Any) -> float:
@@ -132,7 +133,11 @@ def _ratio(change: Any, base: Any) -> float:
 
 def _headline(run: RunData, rows: list[dict], recommendation: Recommendation) -> dict[str, Any]:
     row = next((r for r in rows if r["recommended"]), None)
+    window = run.config.get("window") or 0
     return {
+        # Nothing compacted anywhere: there is no strategy to recommend, only a setting to change.
+        "nothing": row is not None and not row["compacted_in"] and not float(row["by_name"]["removed_share"]["value"] or 0),
+        "window": f"{window:,}-token window" if window else "models' real windows",
         "config": recommendation.config, "row": row, "reason": recommendation.reason, "ties": list(recommendation.ties),
         "strategy": run.strategy_of(recommendation.config) if recommendation.config else None,
         "not_recommendable": sorted(recommendation.not_recommendable.items()),

@@ -16,7 +16,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.transforms import Bbox
-from matplotlib.ticker import FuncFormatter, PercentFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 from bench.recommendation import Recommendation
 from bench.report.charts import chart_style as _chart_style
@@ -62,9 +62,12 @@ def group_label(names: Sequence[str], width: int = 34) -> str:
     return "\n".join(textwrap.wrap(", ".join(text_label(n) for n in names), width)) or ""
 
 
-def pareto_chart(figures: pd.DataFrame, recommendation: Recommendation, colours: dict[str, str]) -> str:
+def pareto_chart(figures: pd.DataFrame, recommendation: Recommendation, colours: dict[str, str],
+                 placed: list | None = None) -> tuple[str, list[tuple[str, list[str]]]]:
     """Tokens removed (x) against next-step facts kept (y), one marker per group of identical points:
-    the settings' figures (`setting_figures`), the frontier and the pick of the recommendation rule."""
+    the settings' figures (`setting_figures`), the frontier and the pick of the recommendation rule.
+    Returns the SVG and the key of the markers labelled by a number where a name did not fit;
+    `placed`, when given, receives the labels' boxes (in pixels) so that their layout can be checked."""
     points = figures.rename(columns={
         "removed_share_mean": "tokens_saved", "removed_share_low": "saved_low", "removed_share_high": "saved_high",
         "preservation_or_untouched_mean": "preservation", "preservation_or_untouched_low": "preservation_low",
@@ -102,14 +105,16 @@ def pareto_chart(figures: pd.DataFrame, recommendation: Recommendation, colours:
         bottom = max(0.0, y_low - 0.04)
         ax.set_ylim(bottom, 1.0 + 0.06 * (1.0 - bottom))
         ax.set_yticks([t for t in ax.get_yticks() if bottom <= t <= 1.0 + 1e-9])  # no tick above 100%
-        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=1 if x_high < 0.1 else 0))
+        # Round steps (1, 2, 5 × 10^n) so that ticks read 0, 10, 20 … rather than 0, 2, 5, 8, 13%.
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 5, 10]))
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=1 if x_high < 0.05 else 0))
         ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         ax.set_xlabel("prompt tokens removed (mean over transcripts) → better")
         ax.set_ylabel("next-step facts kept (k=1) → better")
         ax.legend(loc="lower left", fontsize=8.5)
         line = on_frontier[["tokens_saved", "preservation"]].to_numpy(float) if len(on_frontier) > 1 else np.empty((0, 2))
-        _place_labels(figure, ax, groups, recommended, line)
-        return compact_svg(svg_of(figure))
+        key = _place_labels(figure, ax, groups, recommended, line, placed if placed is not None else [])
+        return compact_svg(svg_of(figure)), key
 
 
 def _identical_groups(points: pd.DataFrame) -> list[tuple[list[str], pd.Series]]:
@@ -123,8 +128,11 @@ def _identical_groups(points: pd.DataFrame) -> list[tuple[list[str], pd.Series]]
     return [(names, rows[key]) for key, names in keyed.items()]
 
 
-def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray) -> None:
-    """Greedy placement: each label at the nearest offset where it overlaps no other label, marker or the frontier line."""
+def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray, labels: list) -> list[tuple[str, list[str]]]:
+    """Greedy placement: each label at the nearest offset where it overlaps no other label and as
+    little as possible of the markers and the frontier line. A label that fits nowhere without
+    touching another label is replaced by a number, listed in the returned key (number, names);
+    a number that fits nowhere is left off the chart and listed too. So labels never overlap."""
     figure.canvas.draw()  # the constrained layout fixes the axes position; labels are kept out of it
     renderer = figure.canvas.get_renderer()
     axes_box = ax.get_window_extent(renderer)
@@ -135,29 +143,22 @@ def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray)
         steps = max(1, int(np.hypot(x1 - x0, y1 - y0) / 4))
         taken += [Bbox.from_extents(x - 1.5, y - 1.5, x + 1.5, y + 1.5) for x, y in zip(np.linspace(x0, x1, steps), np.linspace(y0, y1, steps))]
     scale = figure.dpi / 72
-    # Most crowded first would be ideal; largest groups first is a cheap stand-in.
-    for names, row in sorted(groups, key=lambda g: -len(g[0])):
-        text = group_label(names, 28)
+    key: list[tuple[str, list[str]]] = []
+    # The recommendation first (it must be named), then the largest groups.
+    for names, row in sorted(groups, key=lambda g: (recommended not in g[0], -len(g[0]))):
         weight = "bold" if recommended in names else "normal"
         point = (row["tokens_saved"], row["preservation"])
-        best, best_cost = None, None
-        for dx, dy in _OFFSETS:
-            label = ax.annotate(text, point, xytext=(dx, dy), textcoords="offset points", fontsize=8, fontweight=weight,
-                                ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                                va="bottom" if dy > 0 else "top" if dy < 0 else "center", annotation_clip=False)
-            box = label.get_window_extent(renderer)
-            # Browsers may draw the text wider than matplotlib measured: keep a margin.
-            box = Bbox.from_extents(box.x0 - 4 * scale, box.y0 - 2, box.x1 + 0.18 * box.width, box.y1 + 2)
-            label.remove()
-            own = _distance(box, ax.transData.transform(point))
-            # A label nearer to another marker than to its own would name the wrong point.
-            confusing = sum(1 for other in markers if _distance(box, other) + 3 < own)
-            cost = sum(_overlap(box, other) for other in taken) + 50 * _outside(box, axes_box) + 400 * confusing
-            if best_cost is None or cost < best_cost - 1e-9:
-                best, best_cost = (dx, dy, box), cost
-            if cost <= 20:  # a corner touching an error bar's end or a marker's edge is fine
+        placed = None
+        for text in (group_label(names, 28), str(len(key) + 1)):
+            placed = _best_offset(ax, renderer, text, point, weight, markers, taken, labels, axes_box, scale)
+            if placed is not None:
                 break
-        dx, dy, box = best
+        if placed is None:
+            key.append(("unlabelled (too crowded)", list(names)))
+            continue
+        if text != group_label(names, 28):
+            key.append((text, list(names)))
+        dx, dy, box = placed
         far = abs(dx) > 8 or abs(dy) > 8
         label = ax.annotate(
             text, point, xytext=(dx, dy), textcoords="offset points", fontsize=8, fontweight=weight,
@@ -168,6 +169,34 @@ def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray)
         )
         label.set_in_layout(False)
         taken.append(box)
+        labels.append(box)
+    return key
+
+
+def _best_offset(ax, renderer, text, point, weight, markers, taken, labels, axes_box, scale):
+    """(dx, dy, box) of the cheapest offset whose label touches no other label and stays readable; None if none."""
+    best, best_cost = None, None
+    for dx, dy in _OFFSETS:
+        label = ax.annotate(text, point, xytext=(dx, dy), textcoords="offset points", fontsize=8, fontweight=weight,
+                            ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                            va="bottom" if dy > 0 else "top" if dy < 0 else "center", annotation_clip=False)
+        box = label.get_window_extent(renderer)
+        # Browsers may draw the text wider than matplotlib measured: keep a margin.
+        box = Bbox.from_extents(box.x0 - 4 * scale, box.y0 - 2, box.x1 + 0.18 * box.width, box.y1 + 2)
+        label.remove()
+        if any(_overlap(box, other) > 0 for other in labels):
+            continue
+        own = _distance(box, ax.transData.transform(point))
+        # A label nearer to another marker than to its own would name the wrong point.
+        confusing = sum(1 for other in markers if _distance(box, other) + 3 < own)
+        cost = sum(_overlap(box, other) for other in taken) + 50 * _outside(box, axes_box) + 400 * confusing
+        if confusing or _outside(box, axes_box) > 0:
+            continue
+        if best_cost is None or cost < best_cost - 1e-9:
+            best, best_cost = (dx, dy, box), cost
+        if cost <= 20:  # a corner touching an error bar's end or a marker's edge is fine
+            break
+    return best
 
 
 def _distance(box: Bbox, point) -> float:
@@ -191,24 +220,29 @@ def sawtooth_chart(calls: pd.DataFrame, colours: dict[str, str], real_compaction
     Strategies with identical context series share one line; those that never changed the context
     are left out (they follow the uncompacted line) and returned, so the caption can name them.
     """
+    full = calls.drop_duplicates("call").sort_values("call")
+    series: dict[tuple, list[str]] = {}
+    untouched = []
+    for label, group in calls.groupby("config", sort=True):
+        values = tuple(group.sort_values("call")["context_tokens"].tolist())
+        if values == tuple(full["full_tokens"].tolist()):
+            untouched.append(label)
+        else:
+            series.setdefault(values, []).append(label)
+    # A sweep has dozens of lines: beside the plot their legend would squeeze the axes to nothing,
+    # so a long legend goes below it in columns, and the figure grows to hold it.
+    entries = len(series) + 1 + len(real_compactions[:1])
+    below = entries > 10
+    columns = 3
     with chart_style(f"sawtooth-{salt}"):
-        figure = new_figure(11, 3.3)
+        figure = new_figure(11, 3.3 + (0.2 * -(-entries // columns) if below else 0))
         ax = figure.add_subplot()
-        full = calls.drop_duplicates("call").sort_values("call")
         ax.plot(full["call"], full["full_tokens"], color="black", linewidth=1.6, linestyle="--", label="no compaction", zorder=3)
         window = int(full["window"].iloc[0]) if len(full) else 0
         if window:
             ax.axhline(window, color="#b3261e", linewidth=0.8, linestyle=":", zorder=1)
             ax.annotate(f"window {window / 1000:g}k", (0, window), xytext=(2, 2), textcoords="offset points",
                         xycoords=("axes fraction", "data"), fontsize=7.5, color="#b3261e")
-        series: dict[tuple, list[str]] = {}
-        untouched = []
-        for label, group in calls.groupby("config", sort=True):
-            values = tuple(group.sort_values("call")["context_tokens"].tolist())
-            if values == tuple(full["full_tokens"].tolist()):
-                untouched.append(label)
-            else:
-                series.setdefault(values, []).append(label)
         for values, labels in series.items():
             ax.plot(full["call"].to_numpy()[: len(values)], np.asarray(values), linewidth=1.1, alpha=0.9,
                     color=colours.get(labels[0], "#999999"), label=group_label(labels, 40), zorder=2)
@@ -219,5 +253,8 @@ def sawtooth_chart(calls: pd.DataFrame, colours: dict[str, str], real_compaction
         ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value / 1000:g}k" if value else "0"))
         ax.set_ylim(0, max(float(full["full_tokens"].max()), window) * 1.08)
         ax.set_xlim(-0.5, max(1, len(full) - 0.5))
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5)
+        if below:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7, ncol=columns)
+        else:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5)
         return compact_svg(svg_of(figure)), untouched

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
+from tqdm import tqdm
 
 from bench.estimation import run_estimation, summarize
 from bench.report.estimation import render_estimation_section
@@ -33,17 +34,28 @@ NAV = (
 )
 
 
-def write_run_report(run_dir: str | Path, out: str | Path | None = None, estimation: bool = True, all_pairs: bool = False) -> Path:
+def write_run_report(run_dir: str | Path, out: str | Path | None = None, estimation: bool = True, all_pairs: bool = False,
+                     progress: bool = False) -> Path:
     """Render the report of the run in `run_dir` to `out` (default: run_dir/report.html) and return its path.
-    `all_pairs`: compare every pair of settings too (when the run's summary.json does not hold them)."""
-    run = load_run(run_dir, reload_transcripts=True)
-    path = Path(out) if out is not None else Path(run_dir) / "report.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_run_report(run, estimation=estimation, all_pairs=all_pairs), encoding="utf-8")
+    `all_pairs`: compare every pair of settings too (when the run's summary.json does not hold them).
+    `progress`: show on stderr which section is being written (several seconds on a large run)."""
+    with tqdm(total=7, desc="report", unit="step", disable=not progress, leave=False) as bar:
+        bar.set_postfix_str("reading the run")
+        run = load_run(run_dir, reload_transcripts=True)
+        bar.update()
+        path = Path(out) if out is not None else Path(run_dir) / "report.html"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_run_report(run, estimation=estimation, all_pairs=all_pairs, bar=bar), encoding="utf-8")
+        bar.update()
     return path
 
 
-def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = False) -> str:
+def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = False, bar=None) -> str:
+    def step(name: str) -> None:
+        if bar is not None:
+            bar.set_postfix_str(name)
+            bar.update()
+
     env = environment()
     figures, recommendation = figures_and_recommendation(run)
     pairs = run.summary.get("all_pairs")
@@ -51,12 +63,16 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
         pairs = comparisons_document(all_pair_comparisons(ranked_rows(run)), None, "every pair of settings")
     colours = colours_for(run.labels)
     overview = overview_context(run, figures, recommendation, pairs)
-    overview["pareto_svg"] = pareto_chart(figures, recommendation, colours)
+    overview["pareto_svg"], overview["pareto_key"] = pareto_chart(figures, recommendation, colours)
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
+    step("token estimation")
     if estimation:
         sections.append(_estimation_section(run))
+    step("session by session")
     sections.append(Markup(env.get_template("run_transcripts.html.j2").render(**transcripts_context(run, colours))))
+    step("real compactions")
     sections.append(Markup(env.get_template("run_real.html.j2").render(**real_compactions_context(run))))
+    step("run metadata")
     sections.append(Markup(env.get_template("run_meta.html.j2").render(**metadata_context(run))))
     nav = [(anchor, label) for anchor, label in NAV if estimation or anchor != "estimation"]
     version = (run.meta.get("versions") or {}).get("compactlab") or "?"

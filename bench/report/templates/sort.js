@@ -1,6 +1,37 @@
 // Click (or Enter on) a header of any table.sortable to sort its body by that column; again to reverse.
 // Cells may carry data-value; shown numbers ("1,542", "−3.4", "+0.7") also sort as numbers.
+// A table of four rows or more also gets a filter box: only rows containing every typed word stay shown.
 (function () {
+function addFilter(table, index) {
+  var body = table.tBodies[0];
+  if (!body || body.rows.length < 4) { return; }
+  if (!table.id) { table.id = "table-" + index; }
+  var box = document.createElement("input");
+  box.type = "search";
+  box.className = "table-filter";
+  box.placeholder = "filter rows (e.g. summarize keep=8000)";
+  box.setAttribute("aria-label", "filter the rows of the table below");
+  box.setAttribute("aria-controls", table.id);
+  box.style.cssText = "margin:0.3em 0;padding:0.2em 0.4em;width:22em;max-width:100%;font:inherit";
+  var count = document.createElement("span");
+  count.className = "muted filter-count";
+  count.style.marginLeft = "0.6em";
+  var anchor = table.parentNode.classList.contains("table-wrap") ? table.parentNode : table;
+  anchor.parentNode.insertBefore(box, anchor);
+  anchor.parentNode.insertBefore(count, anchor);
+  box.addEventListener("input", function () {
+    var words = box.value.toLowerCase().split(/\s+/).filter(function (w) { return w; });
+    var shown = 0;
+    Array.prototype.forEach.call(body.rows, function (row) {
+      var text = row.textContent.toLowerCase();
+      var keep = words.every(function (w) { return text.indexOf(w) >= 0; });
+      row.hidden = !keep;
+      shown += keep ? 1 : 0;
+    });
+    count.textContent = words.length ? shown + " of " + body.rows.length + " rows" : "";
+  });
+}
+document.querySelectorAll("table.sortable").forEach(addFilter);
 function number(text) { var s = text.trim().replace(/,/g, "").replace("\u2212", "-"); return s === "" ? NaN : Number(s); }
 document.querySelectorAll("table.sortable").forEach(function (table) {
   table.classList.add("ready");
