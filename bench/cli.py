@@ -19,12 +19,15 @@ from bench.estimation_output import format_summary, write_estimation
 from bench.importers import importers, load_file
 from bench.importers.canonical import write_canonical
 from bench.leaderboard import format_leaderboard, summary_document
+from bench.llm.clients import LLMUnavailable
 from bench.llm_config import make_run_summarizer
 from bench.loading import Loaded, load_inputs
 from bench.overview import overview_frame, summarize
 from bench.preview import format_preview, preview, preview_json
 from bench.report.diff import write_diff
 from bench.report.run_report import write_run_report
+from bench.run_failures import INCOMPLETE_EXIT, failure_records, format_failures
+from bench.run_files import RunLock, write_atomic
 from bench.run_config import DEFAULT_WINDOW, load_config, strategy_config
 from bench.source import TranscriptError
 from bench.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, analyse, format_sweep, sweep_document
@@ -40,8 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (TranscriptError, KeyError, ValueError, FileNotFoundError) as exc:
+    except (TranscriptError, KeyError, ValueError, FileNotFoundError, LLMUnavailable) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
+        if isinstance(exc, LLMUnavailable):
+            message += "; the run stopped at this call (continue it with --resume once the provider answers)"
         print(f"compactlab: error: {message}", file=sys.stderr)
         return 2
 
@@ -247,16 +252,31 @@ def _run_config(args: argparse.Namespace, strategies=None):
 def run_run(args: argparse.Namespace) -> int:
     config = _run_config(args)
     out = args.out or Path("reports/run")
-    result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
-    document = summary_document(result)
-    (out / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
-    if document.get("leaderboard"):
-        print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan"))))
-    print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
-    _print_left_out(document)
-    if document.get("leaderboard"):
-        print(f"report: {write_run_report(out)}")
-    return 0
+    with RunLock(out):  # over the run and the files written from it
+        result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
+        document = summary_document(result)
+        write_atomic(out / "summary.json", json.dumps(document, indent=2, default=str) + "\n")
+        if document.get("leaderboard"):
+            print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan"))))
+        print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
+        _print_left_out(document)
+        if document.get("leaderboard"):
+            print(f"report: {write_run_report(out)}")
+    return _incomplete_exit(document["failures"])
+
+
+def _incomplete_exit(failures: list[dict]) -> int:
+    """0, or INCOMPLETE_EXIT (with the reason on stderr) when a strategy's results are not its own."""
+    if not failures:
+        return 0
+    print("compactions that failed or fell back (see summary.json `failures`):")
+    print("\n".join(format_failures(failures)))
+    left_out = [f["config"] for f in failures if not f["ranked"]]
+    if not left_out:
+        return 0
+    print(f"compactlab: results incomplete: {', '.join(left_out)} not ranked (their compactions failed or fell back; "
+          f"`max_failed_share` in the configuration allows a share)", file=sys.stderr)
+    return INCOMPLETE_EXIT
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -275,12 +295,13 @@ def run_sweep(args: argparse.Namespace) -> int:
     configs = sweep_grid(args.strategy, args.thresholds, args.keep)
     config = _run_config(args, strategies=configs)
     out = args.out or Path("reports/sweep")
-    result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
-    analysis = analyse(result.transcripts, configs, args.min_preservation)
-    (out / "sweep.json").write_text(json.dumps(sweep_document(analysis), indent=2, default=str) + "\n")
+    with RunLock(out):
+        result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(), summarizer=make_run_summarizer(config))
+        analysis = analyse(result.transcripts, configs, args.min_preservation)
+        write_atomic(out / "sweep.json", json.dumps(sweep_document(analysis), indent=2, default=str) + "\n")
     print(format_sweep(analysis))
     print(f"\n{len(configs)} settings × {result.transcripts['transcript'].nunique()} transcripts; results in {out}/")
-    return 0
+    return _incomplete_exit(failure_records(result.transcripts, config.max_failed_share))
 
 
 def _print_left_out(document: dict) -> None:

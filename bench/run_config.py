@@ -5,6 +5,8 @@
     estimator = "hybrid"                              # default for strategies that do not set one
     lenient = false
     window = 64000                                    # replay every model with this window; 0: real windows
+    max_failed_share = 0.0                            # share of a strategy's compactions that may fail or
+                                                      # fall back (e.g. LLM errors) and it is still ranked
 
     [[strategy]]                                      # long form: one table per setting to replay
     name = "summarize"
@@ -61,6 +63,7 @@ class RunConfig:
     prices: dict = field(default_factory=dict)
     summarizer: dict = field(default_factory=dict)
     judge: dict = field(default_factory=dict)  # empty: no model judge (the default, offline)
+    max_failed_share: float = 0.0  # see bench/run_failures.py
 
 
 def default_strategies() -> tuple[StrategyConfig, ...]:
@@ -105,7 +108,10 @@ def load_config(path: Path | None) -> RunConfig:
 
 def config_from_data(data: dict, path: object) -> RunConfig:
     """A run configuration from parsed TOML; `path` names it in errors (also used by gate suites)."""
-    known = {"datasets", "strategies", "strategy", "estimator", "lenient", "window", "context_windows", "prices", "summarizer", "judge"}
+    known = {
+        "datasets", "strategies", "strategy", "estimator", "lenient", "window", "context_windows", "prices", "summarizer", "judge",
+        "max_failed_share",
+    }
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValueError(f"{path}: unknown settings {unknown}; known: {sorted(known)}")
@@ -125,7 +131,14 @@ def config_from_data(data: dict, path: object) -> RunConfig:
         prices=dict(data.get("prices", {})),
         summarizer=dict(data.get("summarizer", {})),
         judge=dict(data.get("judge", {})),
+        max_failed_share=_share(data.get("max_failed_share", 0.0), path),
     )
+
+
+def _share(value: object, where: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{where}: `max_failed_share` must be a number from 0 to 1, got {value!r}")
+    return float(value)
 
 
 def _window(value: object, where: object) -> int:
@@ -163,4 +176,5 @@ def config_json(config: RunConfig) -> dict:
         "summarizer": {k: v for k, v in config.summarizer.items() if "key" not in k.lower()},
         # Only when set, so the configuration of a run without a judge reads as before (--resume).
         **({"judge": {k: v for k, v in config.judge.items() if "key" not in k.lower()}} if config.judge else {}),
+        **({"max_failed_share": config.max_failed_share} if config.max_failed_share else {}),
     }

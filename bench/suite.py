@@ -49,6 +49,7 @@ import pandas as pd
 
 from bench.datasets import list_datasets
 from bench.run_config import RunConfig, config_from_data
+from bench.run_files import finished_rows
 
 ITEM_KINDS = ("path", "identifier", "command", "url", "error", "number")
 SUMMARY_METRICS = (
@@ -235,7 +236,7 @@ def offline(config: RunConfig) -> RunConfig:
 def metric_table(out: Path, transcripts: pd.DataFrame) -> pd.DataFrame:
     """`transcripts` (a run's transcript_summary) plus the per-kind preservation columns, from the
     run directory's compaction rows."""
-    rows = _finished_rows(out)
+    rows = finished_rows(out, "compactions.jsonl")
     records = []
     for row in rows:
         if row.get("failed"):
@@ -257,20 +258,3 @@ def metric_table(out: Path, transcripts: pd.DataFrame) -> pd.DataFrame:
         if column not in table:
             table[column] = float("nan")
     return table
-
-
-def _finished_rows(out: Path) -> list[dict]:
-    def read(name: str) -> list[dict]:
-        path = out / name
-        if not path.exists():
-            return []
-        rows = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line cut off by an interruption (see bench/runs.py)
-        return rows
-
-    done = {(r["transcript"], r["config"]) for r in read("done.jsonl")}
-    return [r for r in read("compactions.jsonl") if (r["transcript"], r["config"]) in done]

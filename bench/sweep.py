@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from bench.run_failures import INCOMPLETE
 from bench.engine import Trigger
 from bench.replay import StrategyConfig
 from bench.statistics import Recommendation, pareto_frontier, recommend
@@ -50,7 +51,10 @@ class SweepResult:
 
 def analyse(transcripts: pd.DataFrame, configs: list[StrategyConfig], min_preservation: float = 0.9) -> SweepResult:
     by_label = {c.label: c for c in configs}
-    frame = transcripts[transcripts["config"].isin(by_label)].copy()
+    frame = transcripts[transcripts["config"].isin(by_label)]
+    if INCOMPLETE in frame and not frame[INCOMPLETE].all():  # failed too often: not ranked (bench/run_failures.py)
+        frame = frame[~frame[INCOMPLETE]]
+    frame = frame.copy()
     frame["preservation_or_untouched"] = frame["preservation_k1"].where(frame["compactions"] > 0, 1.0)
     points = frame.groupby("config").agg(
         tokens_saved=("removed_share", "mean"),

@@ -23,6 +23,7 @@ from bench.report.real_compactions import real_compactions_context
 from bench.report.run_charts import colours_for, pareto_chart
 from bench.report.run_data import RunData, choose, load_run, strategy_points
 from bench.report.transcripts import transcripts_context
+from bench.run_files import write_atomic
 
 TITLE = "compactlab: which compaction strategy, at what cost"
 NAV = (
@@ -37,7 +38,7 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, estimat
     run = load_run(run_dir, reload_transcripts=True)
     path = Path(out) if out is not None else Path(run_dir) / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_run_report(run, estimation=estimation), encoding="utf-8")
+    write_atomic(path, render_run_report(run, estimation=estimation))
     return path
 
 
