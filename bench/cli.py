@@ -26,7 +26,7 @@ from bench.overview import overview_frame, summarize
 from bench.preview import format_preview, preview, preview_json
 from bench.report.diff import write_diff
 from bench.report.run_report import write_run_report
-from bench.run_failures import INCOMPLETE_EXIT, failure_records, format_failures
+from bench.run_failures import INCOMPLETE_EXIT, failure_ranks, failure_records, format_failures
 from bench.run_files import RunLock, write_atomic
 from bench.run_config import DEFAULT_WINDOW, load_config, strategy_config
 from bench.source import TranscriptError
@@ -271,7 +271,7 @@ def _incomplete_exit(failures: list[dict]) -> int:
         return 0
     print("compactions that failed or fell back (see summary.json `failures`):")
     print("\n".join(format_failures(failures)))
-    left_out = [f["config"] for f in failures if not f["ranked"]]
+    left_out = failure_ranks({"failures": failures}, ranked=False)
     if not left_out:
         return 0
     print(f"compactlab: results incomplete: {', '.join(left_out)} not ranked (their compactions failed or fell back; "

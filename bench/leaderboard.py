@@ -13,7 +13,7 @@ import math
 import pandas as pd
 
 from bench.metrics import compression_label, cost_model_check
-from bench.run_failures import INCOMPLETE, failure_records
+from bench.run_failures import INCOMPLETE, failure_ranks, failure_records
 from bench.statistics import pairwise_comparisons, summarize_by_strategy
 
 # Not a strategy one can choose: the production agent's own compactions, scored where they happened.
@@ -76,7 +76,7 @@ def summary_document(result, resamples: int = 10_000) -> dict:
         # Per strategy setting with failed or fallen-back compactions (bench/run_failures.py).
         "failures": failure_records(transcripts, getattr(result, "max_failed_share", 0.0)),
     }
-    document["complete"] = not any(not f["ranked"] for f in document["failures"])
+    document["complete"] = not failure_ranks(document, ranked=False)
     if transcripts.empty:
         return document
     document["leaderboard"] = json_records(leaderboard(transcripts, resamples))

@@ -150,9 +150,9 @@ YOUNG_THRESHOLD = 50_000  # a worker's collector runs after this many new object
 def _start_worker(parent: int) -> None:
     """Each worker ends with the run's process (bench/parent_exit.py), freezes what it inherited,
     so its collector never walks the parent's objects again (the use Python's gc.freeze docs
-    give), and collects young objects less often: reading and
-    replaying make millions of short-lived objects and few cycles (the collector's time in a
-    sweep's workers halves)."""
+    give), and collects young objects less often: reading and replaying make millions of
+    short-lived objects and few cycles (the collector's time in a sweep's workers halves)."""
+    exit_with_parent(parent)
     gc.freeze()
     young, *older = gc.get_threshold()
     gc.set_threshold(max(YOUNG_THRESHOLD, young), *older)

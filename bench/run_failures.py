@@ -69,3 +69,8 @@ def format_failures(records: list[dict]) -> list[str]:
             f"({100 * r['share']:.0f}%) - {verdict}"
         )
     return lines
+
+
+def failure_ranks(summary: dict, ranked: bool) -> list[str]:
+    """The strategy settings of summary.json's `failures` that were (or were not) ranked."""
+    return [f["config"] for f in summary.get("failures", []) if f["ranked"] == ranked]

@@ -125,6 +125,7 @@ def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summa
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
     workers = 1 if summarizer is not None or judge is not None else workers
     inputs = resolve_inputs(list(config.datasets) or None)
+    _check_unchanged(out, log, inputs.files)
     transcripts, failed, call_frames, compaction_rows = [], [], [], []
     file_hashes: dict[str, str | None] = {}  # each file's, as the worker that read it found it
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
@@ -144,21 +145,18 @@ def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summa
                 file_hash, replayed = read.then or (None, ())
                 if read.transcripts:
                     file_hashes[read.transcripts[0].source_path] = file_hash
-                    _check_unchanged(out, log, read.transcripts[0].source_path, file_hash)
+                    # The file read, whose hash --resume checks (a canonical file names its source instead).
+                    read_hash = file_hash if read.transcripts[0].source_path == str(read.path) else _file_hash(read.path)
                 for transcript, replays in zip(read.transcripts, replayed):
                     if replays is None:  # every setting of this transcript was done before --resume
                         continue
                     # One commit per transcript: its rows, then the done line that makes them part of the run.
-                    row_files.commit(replays.part, replays.call_bytes, transcript.id, replays.labels, transcript.source_path, file_hash)
+                    row_files.commit(replays.part, replays.call_bytes, transcript.id, replays.labels, str(read.path), read_hash)
                     call_frames.append(replays.calls)
                     compaction_rows += replays.compaction_rows
     finally:
         remove_parts(out)  # of files replayed after an error stopped the run
     bar.close()
-    gone = sorted(set(log.file_hashes) - set(file_hashes))
-    if gone:
-        raise ValueError(f"{out}: --resume: {gone[0]} (read by this run{f', and {len(gone) - 1} more' if len(gone) > 1 else ''}) is gone "
-                         f"or no longer among the datasets; restore it, or start a new run (another --out)")
     read = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
     write_atomic(out / "meta.json", json.dumps(run_meta(read, file_hashes), indent=2) + "\n")
     # A run that started fresh has every row in memory: no need to read the files back.
@@ -166,13 +164,19 @@ def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summa
     return finish(out, read, resumed_units=len(log.units), prices=config.prices, rows=rows, max_failed_share=config.max_failed_share)
 
 
-def _check_unchanged(out: Path, log: DoneLog, file: str, file_hash: str | None) -> None:
-    """A dataset file whose rows the run holds must be the file they were made from."""
-    if file in log.file_hashes and log.file_hashes[file] != file_hash:
-        raise ValueError(
-            f"{out}: --resume: {file} changed since this run replayed it (sha256 {log.file_hashes[file]}, now {file_hash}): "
-            f"its finished rows no longer match it; restore the file, or start a new run (another --out)"
-        )
+def _check_unchanged(out: Path, log: DoneLog, files: list[Path]) -> None:
+    """Before any work: every dataset file whose rows the run holds is still there, as it was."""
+    listed = set(map(str, files))
+    for file, recorded in sorted(log.file_hashes.items()):
+        if file not in listed:
+            raise ValueError(f"{out}: --resume: {file} (read by this run) is gone or no longer among the datasets; "
+                             f"restore it, or start a new run (another --out)")
+        now = _file_hash(Path(file))
+        if now != recorded:
+            raise ValueError(
+                f"{out}: --resume: {file} changed since this run replayed it (sha256 {recorded}, now {now}): "
+                f"its finished rows no longer match it; restore the file, or start a new run (another --out)"
+            )
 
 
 @dataclass(frozen=True)

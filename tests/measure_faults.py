@@ -100,13 +100,38 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+ORPHANS = {"kill": 0}  # worker processes found still running after their run was killed
+
+
 def child(mode: str, nth: int, out: Path, gate: Path, arguments: list[str], wait: bool = True):
+    """Run the command in a child (its own process group, output to files: a worker outliving a
+    killed child must not hold a pipe open); with `wait`, its exit code, stdout and stderr."""
+    logs = out.parent / f"{out.name}.{mode}.{nth}"
     command = [sys.executable, "-c", CHILD, mode, str(nth), str(out), str(gate), *arguments]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with open(f"{logs}.out", "w") as stdout, open(f"{logs}.err", "w") as stderr:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=stdout, stderr=stderr, text=True, start_new_session=True)
     if not wait:
         return process
-    stdout, stderr = process.communicate()
-    return process.returncode, stdout, stderr
+    process.wait()
+    left = _group_members(process.pid)
+    if mode == "kill":
+        ORPHANS["kill"] += len(left)
+    for pid in left:  # processes this script started: ended so that the next run starts clean
+        os.kill(pid, 9)
+    return process.returncode, Path(f"{logs}.out").read_text(), Path(f"{logs}.err").read_text()
+
+
+def _group_members(group: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == group and fields[0] not in ("Z", "X"):
+                members.append(int(entry.name))
+    return members
 
 
 def run_arguments(data: Path, out: Path, resume: bool = False) -> list[str]:
@@ -160,16 +185,18 @@ def measure_runs(work: Path) -> None:
         print(f"{mode} at each of {points} writes, then --resume: duplicated rows per point "
               f"min {min(duplicated, default=0)} max {max(duplicated, default=0)} total {sum(duplicated)}; "
               f"points with a duplicate: {sum(1 for r in duplicated if r)}; other outcomes: {failures}")
+        if mode == "kill":
+            print(f"worker processes still running after their run was killed: {ORPHANS['kill']}")
     out = work / "concurrent"
     nth = max(1, points // 3)
     first = child("pause", nth, out, gate, run_arguments(data, out), wait=False)
     while not Path(f"{gate}.paused").exists():
         if first.poll() is not None:
-            raise SystemExit(f"the first run ended before its pause: {first.stderr.read()}")
+            raise SystemExit("the first run ended before its pause")
         time.sleep(0.05)
     second_code, _, second_err = child("count", 0, out, work / "unused", run_arguments(data, out, resume=True))
     Path(f"{gate}.go").touch()
-    first_out, first_err = first.communicate()
+    first.wait()
     print(f"concurrent --resume while a run waits at write {nth}: the resume exited {second_code} "
           f"({(second_err.strip().splitlines() or [''])[-1][:140]}); the first run exited {first.returncode}; "
           f"duplicated rows: {extra_rows(out, clean)}")

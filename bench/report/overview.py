@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from bench.metrics import compression_label
+from bench.run_failures import failure_ranks
 from bench.report.run_data import MIN_PRESERVATION, Choice, RunData, ranked_rows
 from bench.statistics import pareto_frontier, recommend
 
@@ -140,7 +141,8 @@ def _setting(run: RunData) -> dict[str, Any]:
         "transcripts": frame["transcript"].nunique(),
         "replayed": everything["transcript"].nunique(),
         "damaged": int(everything.loc[everything["damaged"].astype(bool), "transcript"].nunique()) if "damaged" in everything else 0,
-        "unranked": sorted(set(everything["config"]) - set(frame["config"])),
+        # (strategies left out for failed compactions are listed apart: bench/run_failures.py)
+        "unranked": sorted(set(everything["config"]) - set(frame["config"]) - set(failure_ranks(run.summary, ranked=False))),
         "labels": frame["config"].nunique(),
         "datasets": ", ".join(run.config.get("datasets") or []) or "all bundled datasets",
         "calls": int(frame.drop_duplicates("transcript")["calls"].sum()),

@@ -48,6 +48,7 @@ def render_run_report(run: RunData, estimation: bool = True) -> str:
     choice = choose(run, points)
     colours = colours_for(run.labels)
     overview = overview_context(run, points, choice)
+    overview["failures"] = run.summary.get("failures", [])  # bench/run_failures.py
     overview["pareto_svg"] = pareto_chart(points, choice.frontier if choice else (), choice.config if choice else None, colours)
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
     if estimation:
