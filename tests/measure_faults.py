@@ -172,19 +172,21 @@ def measure_runs(work: Path) -> None:
     points = int(Path(f"{gate}.count").read_text())
     print(f"clean run: {int(clean.sum())} rows reported; {points} writes into the run directory")
     for mode in ("kill", "enospc"):
-        results = []
+        results, failed_resumes = [], []
         for nth in range(1, points + 1):
             out = work / f"{mode}-{nth}"
             code, _, _ = child(mode, nth, out, gate, run_arguments(data, out))
             resumed, _, stderr = child("count", 0, out, work / "unused", run_arguments(data, out, resume=True))
-            outcome = extra_rows(out, clean) if resumed == 0 else f"resume failed: {stderr.strip().splitlines()[-1][:120]}"
-            results.append(outcome)
+            results.append(extra_rows(out, clean))
+            if resumed != 0:
+                failed_resumes.append(stderr.strip().splitlines()[-1][:100])
             shutil.rmtree(out)
         duplicated = [r for r in results if isinstance(r, int)]
         failures = [r for r in results if not isinstance(r, int)]
         print(f"{mode} at each of {points} writes, then --resume: duplicated rows per point "
               f"min {min(duplicated, default=0)} max {max(duplicated, default=0)} total {sum(duplicated)}; "
-              f"points with a duplicate: {sum(1 for r in duplicated if r)}; other outcomes: {failures}")
+              f"points with a duplicate: {sum(1 for r in duplicated if r)}; other outcomes: {failures}; "
+              f"resumes that failed: {len(failed_resumes)} {sorted(set(failed_resumes))[:2]}")
         if mode == "kill":
             print(f"worker processes still running after their run was killed: {ORPHANS['kill']}")
     out = work / "concurrent"
