@@ -113,6 +113,9 @@ def child(mode: str, nth: int, out: Path, gate: Path, arguments: list[str], wait
     if not wait:
         return process
     process.wait()
+    deadline = time.monotonic() + 10  # the kernel's signal to a dead run's workers takes a moment to land
+    while _group_members(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
     left = _group_members(process.pid)
     if mode == "kill":
         ORPHANS["kill"] += len(left)
