@@ -114,9 +114,3 @@ def json_value(value: object) -> str:
 def json_line(row: dict) -> str:
     # A row holds no reference to itself: the encoder need not keep track of what it is inside.
     return json.dumps(row, ensure_ascii=False, check_circular=False) + "\n"
-
-
-def done_lines(transcript: str, labels: list[str]) -> str:
-    """done.jsonl lines, as `json_line` writes {"transcript": ..., "config": label} (a sweep writes thousands)."""
-    start = '{"transcript": ' + json_value(transcript) + ', "config": '
-    return "".join(f"{start}{json_value(label)}}}\n" for label in labels)

@@ -20,6 +20,7 @@ from bench.estimation_output import format_summary, write_estimation
 from bench.importers import importers, load_file
 from bench.importers.canonical import write_canonical
 from bench.init_config import write_init
+from bench.llm.clients import LLMUnavailable
 from bench.loading import Loaded, load_inputs
 from bench.neutralise import TerminalSafe, terminal_text
 from bench.overview import overview_frame, summarize
@@ -45,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.redirect_stdout(TerminalSafe(sys.stdout)):
             try:
                 return args.run(args)
+            except LLMUnavailable as exc:
+                print(f"compactlab: error: {terminal_text(str(exc))}; the run stopped at this call "
+                      "(continue it with --resume once the provider answers)", file=sys.stderr)
+                return 2
             except (TranscriptError, KeyError, ValueError, OSError) as exc:
                 if isinstance(exc, BrokenPipeError):
                     raise

@@ -20,11 +20,15 @@ from bench.recommendation import Recommendation, Rule
 from bench.recorded_results import format_recorded
 from bench.report.run_report import write_run_report
 from bench.run_config import DEFAULT_WINDOW, load_config, strategy_config
+from bench.run_failures import INCOMPLETE_EXIT, failure_ranks, format_failures
+from bench.run_files import RunLock, write_atomic
 from bench.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, LABELS, analyse, format_sweep, sweep_document
 from bench.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
 from bench.sweep import grid as sweep_grid
 
-EXIT_CODES = "exit codes: 0 done; 2 bad input or configuration (the message names the file and what is wrong)"
+EXIT_CODES = (f"exit codes: 0 done; 2 bad input or configuration (the message names the file and what is wrong), or an LLM "
+              f"provider that refuses the key or cannot be reached; {INCOMPLETE_EXIT} done, but a strategy's compactions failed or "
+              f"fell back beyond `max_failed_share`, so it is not ranked")
 
 
 def add_run_commands(commands, command) -> None:
@@ -90,18 +94,19 @@ def _replay(config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), al
                       summarizer=make_run_summarizer(config))
     document = summary_document(result, rule=rule, all_pairs=all_pairs)
     document["cost_coverage"] = cost_coverage(result.transcripts, result.calls, resolve_prices(config.prices) if config.prices else None)
-    (out / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
+    write_atomic(out / "summary.json", json.dumps(document, indent=2, default=str) + "\n")
     return result, document
 
 
 def run_run(args: argparse.Namespace) -> int:
     config = _run_config(args)
     out = args.out or Path("reports/run")
-    _, document = _replay(config, out, args, all_pairs=args.all_pairs)
-    report = write_run_report(out, progress=sys.stderr.isatty()) if document.get("leaderboard") else None
+    with RunLock(out):  # over the run and the files written from it
+        _, document = _replay(config, out, args, all_pairs=args.all_pairs)
+        report = write_run_report(out, progress=sys.stderr.isatty()) if document.get("leaderboard") else None
     if args.json:
         print(json.dumps(_brief(document, out, report), indent=2, default=str))
-        return 0
+        return _incomplete_exit(document["failures"], quiet=True)
     if document.get("leaderboard"):
         recommendation = Recommendation.from_json(document["recommendation"])
         print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan")), recommendation))
@@ -114,7 +119,22 @@ def run_run(args: argparse.Namespace) -> int:
         print(f"report: {report}")
     elif document["strategies"]:
         print("no report: no strategy one can choose was replayed on an undamaged transcript (nothing to rank)")
-    return 0
+    return _incomplete_exit(document["failures"])
+
+
+def _incomplete_exit(failures: list[dict], quiet: bool = False) -> int:
+    """0, or INCOMPLETE_EXIT (with the reason on stderr) when a strategy's results are not its own."""
+    if not failures:
+        return 0
+    if not quiet:
+        print("compactions that failed or fell back (see summary.json `failures`):")
+        print("\n".join(format_failures(failures)))
+    left_out = failure_ranks({"failures": failures}, ranked=False)
+    if not left_out:
+        return 0
+    print(f"compactlab: results incomplete: {', '.join(left_out)} not ranked (their compactions failed or fell back; "
+          f"`max_failed_share` in the configuration allows a share)", file=sys.stderr)
+    return INCOMPLETE_EXIT
 
 
 def _brief(document: dict, out: Path, report: Path | None) -> dict:
@@ -129,20 +149,21 @@ def run_sweep(args: argparse.Namespace) -> int:
         raise ValueError(f"--min-preservation: {args.min_preservation:g} out of range: a share of facts in (0, 1]")
     config = _run_config(args, strategies=configs)
     out = args.out or Path("reports/sweep")
-    result, document = _replay(config, out, args, rule=Rule(args.min_preservation))
-    if not document.get("leaderboard"):
-        raise ValueError(f"{out}: the sweep replayed no transcript the statistics can use (see summary.json's left_out)")
-    figures = pd.DataFrame(document["leaderboard"]).fillna(float("nan"))
-    analysis = analyse(figures, configs, Recommendation.from_json(document["recommendation"]), config)
-    sweep = sweep_document(analysis)
-    (out / "sweep.json").write_text(json.dumps(sweep, indent=2, default=str) + "\n")
-    if sweep["recommended_config"]:
-        (out / "recommended.toml").write_text(sweep["recommended_config"], encoding="utf-8")
-    report = None if args.no_report else write_run_report(out, progress=sys.stderr.isatty())
+    with RunLock(out):
+        result, document = _replay(config, out, args, rule=Rule(args.min_preservation))
+        if not document.get("leaderboard"):
+            raise ValueError(f"{out}: the sweep replayed no transcript the statistics can use (see summary.json's left_out)")
+        figures = pd.DataFrame(document["leaderboard"]).fillna(float("nan"))
+        analysis = analyse(figures, configs, Recommendation.from_json(document["recommendation"]), config)
+        sweep = sweep_document(analysis)
+        write_atomic(out / "sweep.json", json.dumps(sweep, indent=2, default=str) + "\n")
+        if sweep["recommended_config"]:
+            write_atomic(out / "recommended.toml", sweep["recommended_config"])
+        report = None if args.no_report else write_run_report(out, progress=sys.stderr.isatty())
     if args.json:
         brief = _brief(document, out, report)
         print(json.dumps({**brief, **sweep, "settings": len(configs)}, indent=2, default=str))
-        return 0
+        return _incomplete_exit(document["failures"], quiet=True)
     print(format_sweep(analysis))
     print(f"\n{len(configs)} settings × {result.transcripts['transcript'].nunique()} transcripts; results in {out}/")
     print(format_cost_coverage(document["cost_coverage"]))
@@ -150,7 +171,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         print(f"recommended configuration: {out / 'recommended.toml'}")
     if report is not None:
         print(f"report: {report}")
-    return 0
+    return _incomplete_exit(document["failures"])
 
 
 def _print_left_out(document: dict) -> None:

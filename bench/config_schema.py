@@ -49,6 +49,8 @@ KEYS: tuple[Key, ...] = (
         "replay every model with this context window, in tokens (0: each model's real window)", str(DEFAULT_WINDOW), True),
     Key("", "estimator", "string", '"hybrid"', "token estimator for strategies that do not set their own", '"hybrid"'),
     Key("", "lenient", "boolean", "false", "skip damaged records (counted and shown) instead of stopping", "false"),
+    Key("", "max_failed_share", "number", "0.0",
+        "share of a setting's compaction attempts that may fail or fall back (e.g. LLM errors) with the setting still ranked", "0.0"),
     Key("", "strategies", "array of strings", "every built-in offline strategy",
         "short form: registered strategies or presets with their defaults (see `compactlab strategies`)", '["pi", "codex"]'),
     Key("strategy", "name", "string", "(required)", "a registered strategy or preset, or path/to/file.py:ClassName", '"summarize"', True),

@@ -22,6 +22,7 @@ from bench.catalogue import REPORTED, metric
 from bench.metrics import compression_label, cost_model_check, with_derived
 from bench.recommendation import Recommendation, Rule, recommend
 from bench.recorded_results import recorded_rows
+from bench.run_failures import INCOMPLETE, failure_ranks, failure_records
 from bench.statistics import pairwise_comparisons, summarize_by_strategy
 
 # Not a strategy one can choose: the production agent's own compactions, scored where they happened.
@@ -34,10 +35,12 @@ COMPARED = ("removed_share", "preservation_or_untouched")
 
 
 def ranked(transcripts: pd.DataFrame) -> pd.DataFrame:
-    """The rows statistics are computed on: choosable strategies on undamaged transcripts."""
+    """The rows statistics are computed on: choosable strategies on undamaged transcripts, leaving
+    out strategies whose compactions failed or fell back too often (bench/run_failures.py)."""
     keep = ~transcripts["config"].isin(NOT_RANKED)
-    if "damaged" in transcripts:
-        keep &= ~transcripts["damaged"].astype(bool)
+    for flag in ("damaged", INCOMPLETE):
+        if flag in transcripts:
+            keep &= ~transcripts[flag].astype(bool)
     return with_derived(transcripts[keep])
 
 
@@ -105,9 +108,13 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
             "transcripts_without_calls": sorted({t.id for t in result.read.transcripts if not t.calls}),
             "skipped_records": {t.id: len(t.skipped) for t in result.read.transcripts if t.skipped},
             "not_ranked": "transcripts with skipped records are replayed but left out of the statistics; "
-            "'recorded' (the production agent's own compactions) is reported separately",
+            "'recorded' (the production agent's own compactions) is reported separately; so are strategies "
+            "with more failed or fallen-back compactions than max_failed_share allows (see failures)",
         },
+        # Per strategy setting with failed or fallen-back compactions (bench/run_failures.py).
+        "failures": failure_records(transcripts, getattr(result, "max_failed_share", 0.0)),
     }
+    document["complete"] = not failure_ranks(document, ranked=False)
     if transcripts.empty:
         return document
     document["recorded"] = json_records(recorded_rows(transcripts))

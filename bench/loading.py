@@ -21,6 +21,7 @@ from tqdm import tqdm
 from bench.datasets import resolve_inputs
 from bench.importers import load_file
 from bench.model import LLMCall, SkippedRecord, Transcript
+from bench.parent_exit import exit_with_parent
 from bench.source import TranscriptError
 
 
@@ -131,7 +132,7 @@ def read_files(
             yield from map(ids.check, map(_read_one, range(len(jobs))))
             return
         # The forks inherit _JOB: nothing is pickled to them.
-        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_start_worker)
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_start_worker, initargs=(os.getpid(),))
         try:
             for future in [pool.submit(_read_one, index) for index in range(len(jobs))]:
                 yield ids.check(future.result())
@@ -182,11 +183,12 @@ _JOB: tuple | None = None
 YOUNG_THRESHOLD = 50_000  # a worker's collector runs after this many new objects (Python's default: 700)
 
 
-def _start_worker() -> None:
-    """Each worker freezes what it inherited, so its collector never walks the parent's objects again
-    (the use Python's gc.freeze docs give), and collects young objects less often: reading and
-    replaying make millions of short-lived objects and few cycles (the collector's time in a
-    sweep's workers halves)."""
+def _start_worker(parent: int) -> None:
+    """Each worker ends with the run's process (bench/parent_exit.py), freezes what it inherited,
+    so its collector never walks the parent's objects again (the use Python's gc.freeze docs
+    give), and collects young objects less often: reading and replaying make millions of
+    short-lived objects and few cycles (the collector's time in a sweep's workers halves)."""
+    exit_with_parent(parent)
     gc.freeze()
     young, *older = gc.get_threshold()
     gc.set_threshold(max(YOUNG_THRESHOLD, young), *older)

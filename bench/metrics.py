@@ -23,6 +23,7 @@ from bench.calibration import model_family
 from bench.drift import drift_counts
 from bench.llm.prices import PriceTable, price_for
 from bench.replay import CallColumns, CompactionRow
+from strategies.base import fell_back
 
 
 def _dicts(rows: list) -> list[dict]:
@@ -222,8 +223,10 @@ def transcript_summary(
         # No LLM summarizer call with a price: the cost is unknown, not zero.
         per["summarizer_cost"] = per["summarizer_cost"].where(per.pop("summarizer_cost_known") > 0)
         failed = compactions[compactions["failed"].notna()].groupby(["transcript", "config"]).size().rename("failed_compactions")
-        summary = summary.join(per, on=["transcript", "config"]).join(failed, on=["transcript", "config"])
-    for column in ("compactions", "failed_compactions", "summarizer_input_tokens", "summarizer_output_tokens", "summary_pairs"):
+        # Done, but by a fallback after a step failed (strategies.base.FALLBACK_MARK): counted apart.
+        fallbacks = done[done["note"].map(fell_back)].groupby(["transcript", "config"]).size().rename("fallback_compactions")
+        summary = summary.join(per, on=["transcript", "config"]).join(failed, on=["transcript", "config"]).join(fallbacks, on=["transcript", "config"])
+    for column in ("compactions", "failed_compactions", "fallback_compactions", "summarizer_input_tokens", "summarizer_output_tokens", "summary_pairs"):
         summary[column] = summary.get(column, pd.Series(0, index=summary.index)).fillna(0).astype(int)
     for column in ("summarizer_cost", "preservation_k1", "preservation_k5", "summary_recall_k1", "summary_recall_k5", "summary_drift"):
         if column not in summary:

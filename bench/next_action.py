@@ -40,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bench.llm.clients import LLMError
+from bench.llm.clients import LLMError, LLMUnavailable
 from bench.model import Message, TextPart, ToolCallPart, Transcript
 from bench.actions import DEFAULT_THRESHOLD, Action, agree
 from strategies.prompting import serialize
@@ -291,6 +291,8 @@ def score_compactions(
             result = score.to_json()
             if judge.probes:
                 result["probes"] = run_probes(judge, history, context, recorded)
+        except LLMUnavailable:
+            raise  # no later call can do better: the run stops (see bench/llm/clients.py)
         except LLMError as exc:
             result = {"error": str(exc)}
         row["model_next_action"] = result

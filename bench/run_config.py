@@ -5,6 +5,8 @@ Every key, its type, default and meaning is in `bench/config_schema.py` (the REA
 
     datasets = ["m-claude", "mini-swe-agent-pr816"]   # names, files or folders; default: all bundled
     window = 64000                                    # replay every model with this window; 0: real windows
+    max_failed_share = 0.0                            # share of a strategy's compactions that may fail or
+                                                      # fall back (e.g. LLM errors) and it is still ranked
 
     [[strategy]]                                      # one table per setting to replay
     name = "summarize"
@@ -42,6 +44,7 @@ class RunConfig:
     prices: dict = field(default_factory=dict)
     summarizer: dict = field(default_factory=dict)
     judge: dict = field(default_factory=dict)  # empty: no model judge (the default, offline)
+    max_failed_share: float = 0.0  # see bench/run_failures.py
 
 
 def default_strategies() -> tuple[StrategyConfig, ...]:
@@ -124,7 +127,14 @@ def config_from_data(data: dict, path: object) -> RunConfig:
         prices=dict(data.get("prices", {})),
         summarizer=dict(data.get("summarizer", {})),
         judge=dict(data.get("judge", {})),
+        max_failed_share=_share(data.get("max_failed_share", 0.0), path),
     )
+
+
+def _share(value: object, where: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{where}: `max_failed_share` must be a number from 0 to 1, got {value!r}")
+    return float(value)
 
 
 def _window(value: object, where: object) -> int:
@@ -163,4 +173,5 @@ def config_json(config: RunConfig) -> dict:
         "summarizer": {k: v for k, v in config.summarizer.items() if "key" not in k.lower()},
         # Only when set, so the configuration of a run without a judge reads as before (--resume).
         **({"judge": {k: v for k, v in config.judge.items() if "key" not in k.lower()}} if config.judge else {}),
+        **({"max_failed_share": config.max_failed_share} if config.max_failed_share else {}),
     }

@@ -4,12 +4,20 @@ A run directory holds:
 - `config.json`: the resolved configuration; `meta.json` (written once every file was read):
   versions, dataset file hashes, prompt template hashes, what was skipped while reading;
 - `calls.jsonl` and `compactions.jsonl`: rows, appended as each transcript's settings finish;
-- `done.jsonl`: one line per finished transcript × strategy, written after its rows, so that
-  `--resume` skips exactly the finished work and ignores rows of a unit that was cut off;
-- `summary.json` and `transcripts.csv`: the statistics, written at the end;
+- `done.jsonl`: one line per transcript replayed, written after its rows, committing them (see
+  `bench.run_files`): `--resume` skips exactly the finished work, and rows of a unit that was cut
+  off are dropped before it is replayed again, so none is counted twice;
+- `summary.json` and `transcripts.csv`: the statistics, written at the end (atomically, as is
+  every file but the appended ones);
+- `.lock`: while a process works in the directory, it holds a lock on it (a second run or
+  `--resume` there fails at once);
 - while a run is going, `.calls-*.part` files: call rows a worker process wrote, waiting to be
   appended to `calls.jsonl` in file order (removed as they are; a killed run's are removed when
   the run is resumed).
+
+`--resume` checks each dataset file against the hash its finished rows were made from: a file
+that was edited, or is gone, is an error naming it (its rows would no longer match it; replaying
+it anew would mix two versions of the data in one run): restore it, or start a new run.
 """
 
 from __future__ import annotations
@@ -34,13 +42,15 @@ from bench.llm.prices import resolve_prices
 from bench.llm_config import make_run_judge
 from bench.loading import FailedFile, ReadInputs, ReadTranscript, read_files
 from bench.metering import Meter
-from bench.call_rows import TEXT_COLUMNS, SharedRows, call_arrays, done_lines, json_line, json_rows
+from bench.call_rows import TEXT_COLUMNS, SharedRows, call_arrays, json_line, json_rows
 from bench.metrics import (
     TextCodes, calls_frame, coded_text, compactions_frame, joined_codes, rows_of_each, summary_groups, transcript_summary,
 )
 from bench.next_action import score_compactions
 from bench.model import Transcript
 from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
+from bench.run_failures import mark_incomplete
+from bench.run_files import DONE, PART_PREFIX, ROW_FILES, DoneLog, RowFiles, RunLock, read_done, remove_parts, write_atomic
 from bench.shared_compactions import shared_by_setting
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
 from bench.tokenizers import TokenCache
@@ -48,7 +58,6 @@ from strategies.base import Strategy
 from strategies.prompting import PROMPTS_DIR, fixed_templates
 from strategies.registry import get_strategy
 
-ROW_FILES = ("calls.jsonl", "compactions.jsonl")
 CACHED_CHARS = 50_000_000  # texts a replaying process keeps counts of (some 50-100 MB)
 
 
@@ -60,6 +69,7 @@ class RunResult:
     transcripts: pd.DataFrame
     read: ReadInputs  # what the run read (the transcripts' messages are not kept)
     resumed_units: int
+    max_failed_share: float = 0.0  # see bench/run_failures.py
 
 
 def resolve(config: RunConfig) -> tuple[RunConfig, dict[str, Strategy]]:
@@ -93,32 +103,38 @@ def run(
     """
     config, instances = resolve(config)
     out.mkdir(parents=True, exist_ok=True)
-    done_path = out / "done.jsonl"
-    done = _done_units(done_path) if resume else set()
+    with RunLock(out):
+        return _run_locked(config, instances, out, resume, progress, summarizer, overwrite, judge, workers)
+
+
+def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summarizer, overwrite, judge, workers) -> RunResult:
+    done_path = out / DONE
     if not resume and done_path.exists():
         if not overwrite:
             raise ValueError(f"{out} already holds a run: use --resume to continue it, or another --out")
-        for name in (*ROW_FILES, "done.jsonl"):
+        for name in (*ROW_FILES, DONE):
             (out / name).unlink(missing_ok=True)
+    log = read_done(done_path) if resume else DoneLog()
     if resume and (out / "config.json").exists():
         previous = json.loads((out / "config.json").read_text())
         if previous != config_json(config):
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
-    (out / "config.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
+    write_atomic(out / "config.json", json.dumps(config_json(config), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
-    job = _Job(config.strategies, instances, frozenset(done), windows_of(config), config.estimator, summarizer, judge, out)
+    job = _Job(config.strategies, instances, log.units, windows_of(config), config.estimator, summarizer, judge, out)
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
     workers = 1 if summarizer is not None or judge is not None else workers
     inputs = resolve_inputs(list(config.datasets) or None)
+    _check_unchanged(out, log, inputs.files)
     transcripts, failed, call_frames, compaction_rows = [], [], [], []
     file_hashes: dict[str, str | None] = {}  # each file's, as the worker that read it found it
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
-    _remove_parts(out)  # left by a run that was killed
+    remove_parts(out)  # left by a run that was killed
     reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file, keep=ReadTranscript.of)
     try:
         # One version of each prompt template for the whole run; an error in a file ends the
         # worker pool at once (see read_files).
-        with fixed_templates(), closing(reads), _RowFiles(out) as row_files:
+        with fixed_templates(), closing(reads), RowFiles(out, log) as row_files:
             for read in reads:
                 bar.update()
                 if read.error is not None:
@@ -129,24 +145,39 @@ def run(
                 file_hash, replayed = read.then or (None, ())
                 if read.transcripts:
                     file_hashes[read.transcripts[0].source_path] = file_hash
+                    # The file read, whose hash --resume checks (a canonical file names its source instead).
+                    read_hash = file_hash if read.transcripts[0].source_path == str(read.path) else _file_hash(read.path)
                 for transcript, replays in zip(read.transcripts, replayed):
                     if replays is None:  # every setting of this transcript was done before --resume
                         continue
-                    # One write per file and transcript; the done lines come last, so a run killed in
-                    # between replays this transcript's settings again on --resume.
-                    row_files.append_part(replays.part, [("calls.jsonl", replays.call_bytes), ("compactions.jsonl", None)])
-                    row_files.append("done.jsonl", done_lines(transcript.id, replays.labels))
+                    # One commit per transcript: its rows, then the done line that makes them part of the run.
+                    row_files.commit(replays.part, replays.call_bytes, transcript.id, replays.labels, str(read.path), read_hash)
                     call_frames.append(replays.calls)
                     compaction_rows += replays.compaction_rows
     finally:
-        _remove_parts(out)  # of files replayed after an error stopped the run
+        remove_parts(out)  # of files replayed after an error stopped the run
     bar.close()
     read = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
     job.windows.check_overrides(call.model for t in transcripts for call in t.calls)
-    (out / "meta.json").write_text(json.dumps(run_meta(read, file_hashes), indent=2) + "\n")
+    write_atomic(out / "meta.json", json.dumps(run_meta(read, file_hashes), indent=2) + "\n")
     # A run that started fresh has every row in memory: no need to read the files back.
-    rows = None if done else (call_frames, compaction_rows)
-    return finish(out, read, resumed_units=len(done), prices=config.prices, rows=rows)
+    rows = None if log.units else (call_frames, compaction_rows)
+    return finish(out, read, resumed_units=len(log.units), prices=config.prices, rows=rows, max_failed_share=config.max_failed_share)
+
+
+def _check_unchanged(out: Path, log: DoneLog, files: list[Path]) -> None:
+    """Before any work: every dataset file whose rows the run holds is still there, as it was."""
+    listed = set(map(str, files))
+    for file, recorded in sorted(log.file_hashes.items()):
+        if file not in listed:
+            raise ValueError(f"{out}: --resume: {file} (read by this run) is gone or no longer among the datasets; "
+                             f"restore it, or start a new run (another --out)")
+        now = _file_hash(Path(file))
+        if now != recorded:
+            raise ValueError(
+                f"{out}: --resume: {file} changed since this run replayed it (sha256 {recorded}, now {now}): "
+                f"its finished rows no longer match it; restore the file, or start a new run (another --out)"
+            )
 
 
 @dataclass(frozen=True)
@@ -246,7 +277,7 @@ _PART_NUMBERS = itertools.count()
 
 def finish(
     out: Path, read: ReadInputs, resumed_units: int = 0, prices: dict | None = None,
-    rows: tuple[list[dict[str, np.ndarray | TextCodes]], list[dict]] | None = None,
+    rows: tuple[list[dict[str, np.ndarray | TextCodes]], list[dict]] | None = None, max_failed_share: float = 0.0,
 ) -> RunResult:
     """Compute the metrics from the finished rows: `rows` (per-transcript call arrays and compaction
     rows) when given, else read back from `out`."""
@@ -260,7 +291,7 @@ def finish(
             calls = {name: coded_text(coded[name]) if name in TEXT_COLUMNS else np.concatenate([a[name] for a in arrays]) for name in CALL_COLUMNS}
             rows_by_model, groups = rows_of_each(coded["model"]), summary_groups(coded["transcript"], coded["config"])
     else:
-        done = _done_units(out / "done.jsonl")
+        done = read_done(out / DONE).units
         calls = [r for r in _read_jsonl(out / "calls.jsonl") if (r["transcript"], r["config"]) in done]
         compaction_rows = [r for r in _read_jsonl(out / "compactions.jsonl") if (r["transcript"], r["config"]) in done]
     calls = calls_frame(calls, resolve_prices(prices or None), rows_by_model)
@@ -271,118 +302,16 @@ def finish(
         # include, so its replay mixes two histories; it is replayed and shown, not ranked.
         damaged = {t.id for t in read.transcripts if t.skipped}
         transcripts["damaged"] = transcripts["transcript"].isin(damaged)
-        transcripts.to_csv(out / "transcripts.csv", index=False)
-    return RunResult(out, calls, compactions, transcripts, read, resumed_units)
-
-
-def _done_units(path: Path) -> set[tuple[str, str]]:
-    return {(r["transcript"], r["config"]) for r in _read_jsonl(path)}
+        transcripts = mark_incomplete(transcripts, max_failed_share)
+        write_atomic(out / "transcripts.csv", transcripts.to_csv(index=False))
+    return RunResult(out, calls, compactions, transcripts, read, resumed_units, max_failed_share)
 
 
 def _read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         return []
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            # A line cut off by an interruption: its unit has no done line, so it is replayed again.
-            continue
-    return rows
-
-
-class _RowFiles:
-    """The run's row files (`ROW_FILES` and done.jsonl), open for appending while it runs.
-
-    Each write goes to the file at once (no buffer): a killed process loses nothing written, and
-    done.jsonl is written after the rows. A write cut off by a kill leaves a partial last line:
-    the first new row starts on a fresh line, so the partial one stays unreadable on its own
-    instead of swallowing that row. (Every row ends with a newline, so only the first write can
-    need one.)
-    """
-
-    def __init__(self, out: Path) -> None:
-        self.out = out
-        self.files: dict[str, int] = {}  # name -> descriptor, at the end of the file
-        self.fresh_line: dict[str, bool] = {}
-
-    def __enter__(self) -> _RowFiles:
-        for name in (*ROW_FILES, "done.jsonl"):
-            path = self.out / name
-            self.fresh_line[name] = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
-            # Not O_APPEND: the kernel copies a part into a file only without it (copy_file_range).
-            self.files[name] = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
-            os.lseek(self.files[name], 0, os.SEEK_END)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for descriptor in self.files.values():
-            os.close(descriptor)
-
-    def append(self, name: str, lines: str) -> None:
-        if lines:
-            self._start(name)
-            _write_all(self.files[name], lines.encode("utf-8"))
-
-    def append_part(self, part: Path, sections: list[tuple[str, int | None]]) -> None:
-        """Append each section of the file `part` (a row file's name and the section's size, in
-        order; None: the rest) to that row file, then remove the part. The kernel copies them where
-        it can: a sweep's parts are a hundred megabytes, which this process would otherwise read
-        and write again while the workers need the cores."""
-        position, end = 0, part.stat().st_size
-        with part.open("rb") as source:
-            for name, size in sections:
-                size = end - position if size is None else size
-                if size:
-                    self._start(name)
-                    copied = _copied_in_kernel(source.fileno(), self.files[name], size)
-                    if copied < size:
-                        source.seek(position + copied)
-                        _write_all(self.files[name], source.read(size - copied))
-                    position += size
-                    source.seek(position)  # where the next section starts (the kernel's copy moved it there too)
-        part.unlink()
-
-    def _start(self, name: str) -> None:
-        if self.fresh_line[name]:
-            _write_all(self.files[name], b"\n")
-            self.fresh_line[name] = False
-
-
-def _copied_in_kernel(source: int, target: int, size: int) -> int:
-    """Copy up to `size` bytes from `source` to `target` with copy_file_range; how many it copied
-    (less where the system or the file system does not offer it: the caller writes the rest)."""
-    copied = 0
-    try:
-        while copied < size:
-            step = os.copy_file_range(source, target, size - copied)
-            if step == 0:
-                break
-            copied += step
-    except (AttributeError, OSError):  # no copy_file_range here (not Linux), or not between these files
-        pass
-    return copied
-
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
-
-
-PART_PREFIX = ".calls-"
-
-
-def _remove_parts(out: Path) -> None:
-    for part in out.glob(PART_PREFIX + "*.part"):
-        part.unlink(missing_ok=True)
-
-
-def _last_byte(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1)
+    # Only committed rows are left in the files (bench/run_files.py): every line is whole.
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def run_meta(read: ReadInputs, file_hashes: dict[str, str | None] | None = None) -> dict:

@@ -52,6 +52,7 @@ from bench.catalogue import BY_NAME, KIND_METRICS
 from bench.compaction_values import compaction_values
 from bench.datasets import list_datasets
 from bench.run_config import RunConfig, config_from_data
+from bench.run_files import finished_rows
 
 # Every per-session metric of the catalogue, whose label, direction and default tolerance a suite's
 # [metrics] table starts from.
@@ -236,7 +237,7 @@ def metric_table(out: Path, transcripts: pd.DataFrame) -> pd.DataFrame:
     """`transcripts` (a run's transcript_summary) plus the per-kind preservation columns, from the
     run directory's compaction rows."""
     records = [{"transcript": v.transcript, "config": v.config, "column": v.metric, "score": v.value}
-               for v in compaction_values(finished_rows(out)) if v.metric in KIND_METRICS]
+               for v in compaction_values(finished_rows(out, "compactions.jsonl")) if v.metric in KIND_METRICS]
     table = transcripts.copy()
     if records:
         kinds = pd.DataFrame(records).pivot_table(index=["transcript", "config"], columns="column", values="score", aggfunc="mean")
@@ -245,20 +246,3 @@ def metric_table(out: Path, transcripts: pd.DataFrame) -> pd.DataFrame:
         if column not in table:
             table[column] = float("nan")
     return table
-
-
-def finished_rows(out: Path) -> list[dict]:
-    def read(name: str) -> list[dict]:
-        path = out / name
-        if not path.exists():
-            return []
-        rows = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line cut off by an interruption (see bench/runs.py)
-        return rows
-
-    done = {(r["transcript"], r["config"]) for r in read("done.jsonl")}
-    return [r for r in read("compactions.jsonl") if (r["transcript"], r["config"]) in done]

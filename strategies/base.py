@@ -112,6 +112,20 @@ class CompactionFailed(RuntimeError):
     """A strategy could not compact (e.g. its summarizer failed); the engine counts failures."""
 
 
+# Starts the note of a compaction a strategy finished another way after a step of it failed (its
+# summarizer, a pipeline stage): the engine hands on only the note, and a run counts these
+# fallbacks per strategy, so that a fallback never passes for the strategy's own result.
+FALLBACK_MARK = "[fell back]"
+
+
+def fallback_note(failure: object, outcome: str) -> str:
+    return f"{FALLBACK_MARK} {failure}; {outcome}"
+
+
+def fell_back(note: str | None) -> bool:
+    return bool(note) and FALLBACK_MARK in note
+
+
 # --- helpers every strategy may use -------------------------------------------------------------
 
 

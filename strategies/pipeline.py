@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from bench.model import LLMCall
-from strategies.base import CompactionFailed, CompactionRequest, CompactionResult, Context, Strategy, setting
+from strategies.base import CompactionFailed, CompactionRequest, CompactionResult, Context, Strategy, fallback_note, setting
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Pipeline:
                 if not self.skip_failed_stages:
                     raise
                 failures.append(exc)
-                notes.append(f"{label}: failed: {exc}")
+                notes.append(fallback_note(f"{label} failed ({exc})", "went on to the next stage"))
                 continue
             current = result.context
             removed += result.messages_removed

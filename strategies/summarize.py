@@ -26,6 +26,7 @@ from strategies.base import (
     Context,
     Summarizer,
     SummaryRequest,
+    fallback_note,
     file_activity,
     FileActivity,
     is_summary,
@@ -103,7 +104,7 @@ class Summarize:
             from strategies.registry import get_strategy
 
             result = get_strategy(self.fallback).compact(context, request)
-            return replace(result, note=f"summarizer failed ({failure}); {self.fallback}: {result.note}")
+            return replace(result, note=fallback_note(f"summarizer failed ({failure})", f"{self.fallback}: {result.note}"))
         text = self._decorate(text, history[:cut], previous_text, messages, template)
         users = self._kept_user_messages(history[:cut], kept, request)
         new_messages = (*messages[:head], *kept, *users, summary_message(text), *history[cut:])

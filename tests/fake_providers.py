@@ -19,7 +19,7 @@ import json
 import re
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,7 +35,7 @@ MAX_STALL_SECONDS = 5.0  # a "slow" behaviour never holds a handler thread longe
 class Behaviour:
     """What the server does with one request."""
 
-    kind: str  # "ok" | "summarize" | "error" | "stall" | "echo_credentials"
+    kind: str  # "ok" | "summarize" | "error" | "stall" | "echo_credentials" | "truncated"
     status: int = 200
     text: str | None = None  # None: "Summary of: <the prompt's start>", so answers differ per prompt
     usage: dict | None = None  # provider-shaped usage; None -> a default for the provider
@@ -96,6 +96,16 @@ def following_summary(prompt: str, max_chars: int) -> str:
             lines += [f"## {kind}s", *(f"- {fact}" for fact in facts), ""]
     text = "\n".join(lines).strip()
     return text if len(text) <= max_chars else text[: text.rfind("\n", 0, max_chars)]
+
+
+def empty_answer() -> Behaviour:
+    """200 with an empty answer text, as overloaded or filtered models sometimes send."""
+    return Behaviour("ok", text="")
+
+
+def truncated_body() -> Behaviour:
+    """200 whose JSON body is cut off in the middle (a proxy or server that died while sending it)."""
+    return Behaviour("truncated")
 
 
 def echo_credentials() -> Behaviour:
@@ -190,7 +200,9 @@ class FakeProvider:
     lock: threading.Lock = field(default_factory=threading.Lock)
     port: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
-    otherwise: Behaviour = field(default_factory=ok)  # what every request gets once the script is empty
+    # What every request gets once the script is empty: a behaviour, or a function that picks one per
+    # request (e.g. a seeded mix of faults).
+    otherwise: Behaviour | Callable[[], Behaviour] = field(default_factory=ok)
 
     @property
     def base_url(self) -> str:
@@ -211,7 +223,9 @@ class FakeProvider:
 
     def _next(self) -> Behaviour:
         with self.lock:
-            return self.script.popleft() if self.script else self.otherwise
+            if self.script:
+                return self.script.popleft()
+            return self.otherwise() if callable(self.otherwise) else self.otherwise
 
 
 def _answer_text(body: dict, behaviour: Behaviour) -> str:
@@ -311,10 +325,15 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 payload = behaviour.bodies[0] if is_openai else behaviour.bodies[1]
                 return self._send(behaviour.status, payload, behaviour.headers)
             payload = _openai_response(body, behaviour, n) if is_openai else _anthropic_response(body, behaviour, n)
+            if behaviour.kind == "truncated":
+                data = json.dumps(payload).encode()
+                return self._send_raw(200, data[: len(data) // 2])
             self._send(200, payload, (("x-request-id" if is_openai else "request-id", f"req_fake{n}"),))
 
         def _send(self, status: int, payload: dict, headers: tuple[tuple[str, str], ...] = ()) -> None:
-            data = json.dumps(payload).encode()
+            self._send_raw(status, json.dumps(payload).encode(), headers)
+
+        def _send_raw(self, status: int, data: bytes, headers: tuple[tuple[str, str], ...] = ()) -> None:
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
@@ -325,6 +344,26 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
     return Handler
+
+
+def fault_mix(seed: int, shares: dict[Callable[[], Behaviour], float]) -> Callable[[], Behaviour]:
+    """A seeded chooser for `FakeProvider.otherwise`: each behaviour maker with its share of the
+    requests, the rest answered normally (e.g. {rate_limited: 0.15, server_error: 0.15})."""
+    import random
+
+    rng = random.Random(seed)
+    makers = list(shares)
+    weights = [shares[m] for m in makers]
+
+    def choose() -> Behaviour:
+        pick = rng.random()
+        for maker, weight in zip(makers, weights):
+            if pick < weight:
+                return maker()
+            pick -= weight
+        return ok()
+
+    return choose
 
 
 @contextmanager

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from bench import runs
-from bench.call_rows import done_lines, json_rows
+from bench.call_rows import json_rows
+from bench.run_files import read_done
 from bench.cli import main
 from bench.context_windows import ContextWindows
 from bench.engine import Trigger
@@ -179,10 +180,10 @@ def test_run_directory_and_resume_after_interruption(tmp_path: Path, monkeypatch
     monkeypatch.setattr(runs, "replay", interrupted)
     with pytest.raises(KeyboardInterrupt):
         runs.run(config, tmp_path / "cut", workers=1)  # the interruption must happen in this process
-    done_before = (tmp_path / "cut" / "done.jsonl").read_text().count("\n")
+    done_before = read_done(tmp_path / "cut" / "done.jsonl").units
     # Rows are written a transcript at a time: the 30th replay is the first of the 15th transcript
     # (two strategies each), so 14 transcripts × 2 strategies were finished.
-    assert done_before == 28
+    assert len(done_before) == 28
     with open(tmp_path / "cut" / "calls.jsonl", "a") as handle:
         handle.write('{"transcript": "half a line')  # what a kill in the middle of a write leaves
     with pytest.raises(ValueError, match="--resume"):
@@ -274,7 +275,7 @@ def test_default_run_directory_is_replaced_but_an_explicit_one_is_not(tmp_path: 
     arguments = ["run", "--dataset", "claude-code-log", "--strategy", "truncate", "--window", "40000"]
     assert main(arguments) == 0
     assert main(arguments) == 0  # the README's main command can be run again
-    assert (tmp_path / "reports" / "run" / "done.jsonl").read_text().count("\n") == 38
+    assert len(read_done(tmp_path / "reports" / "run" / "done.jsonl").units) == 38
     explicit = ["run", "--dataset", "claude-code-log", "--strategy", "truncate", "--window", "40000", "--out", str(tmp_path / "mine")]
     assert main(explicit) == 0
     assert main(explicit) == 2
@@ -295,7 +296,7 @@ def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes
     with pytest.raises(ValueError, match="b.jsonl:4"):
         runs.run(config, out, workers=2)
     assert not list(out.glob(".calls-*.part"))
-    assert (out / "done.jsonl").read_text().count("\n") == 1  # a.jsonl, before the damaged file
+    assert len(read_done(out / "done.jsonl").units) == 1  # a.jsonl, before the damaged file
     (folder / "b.jsonl").write_bytes(b"".join(lines))
     (out / ".calls-left-by-a-kill.part").write_text('{"transcript": "x"}\n')
     resumed = runs.run(config, out, resume=True, workers=2)
@@ -311,8 +312,6 @@ def test_call_rows_are_written_as_json_dumps_writes_them() -> None:
     rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
     assert "".join(json_rows(columns)) == "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     assert json_rows({name: [] for name in columns}) == []
-    labels = ["summarize@0.5", 'say "é"\\n']
-    assert done_lines(MINI.id, labels) == "".join(json.dumps({"transcript": MINI.id, "config": label}, ensure_ascii=False) + "\n" for label in labels)
 
 
 def test_a_process_counts_each_distinct_text_once_across_transcripts_and_settings(tmp_path: Path, monkeypatch) -> None:

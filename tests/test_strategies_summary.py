@@ -10,6 +10,7 @@ from bench.importers import load_file
 from bench.metering import Meter
 from bench.model import ToolCallPart, ToolResultPart
 from strategies.base import (
+    fell_back,
     CompactionFailed,
     CompactionRequest,
     Context,
@@ -141,7 +142,7 @@ def test_summarizer_failure_falls_back_to_truncate() -> None:
     request, meter = request_for(transcript)
     request = replace(request, summarizer=Failing())
     result = get_strategy("summarize", summarizer="llm").compact(Context(messages=transcript.messages), request)
-    assert "summarizer failed (provider returned 500); truncate" in result.note
+    assert result.note.startswith("[fell back] summarizer failed (provider returned 500); truncate") and fell_back(result.note)
     assert meter.count(result.context.messages) < meter.count(transcript.messages)
     with pytest.raises(CompactionFailed):
         get_strategy("summarize", summarizer="llm", fallback="").compact(Context(messages=transcript.messages), request)

@@ -18,17 +18,19 @@ from bench.llm.clients import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     AnthropicClient,
+    BadAnswer,
     ContextOverflowError,
     LLMClient,
     LLMError,
+    LLMUnavailable,
     OpenAIChatClient,
 )
 from bench.llm.prices import DEFAULT_PRICES, ModelPrice, cost_of, price_for, resolve_prices
 from bench.llm.summarizer import LLMSummarizer, RecordedSummarizer, summarize_many
 
 __all__ = [
-    "AnthropicClient", "CacheMiss", "CacheRequest", "Completion", "ContextOverflowError", "DEFAULT_PRICES",
-    "LLMCache", "LLMClient", "LLMError", "LLMSummarizer", "ModelPrice", "OpenAIChatClient",
+    "AnthropicClient", "BadAnswer", "CacheMiss", "CacheRequest", "Completion", "ContextOverflowError", "DEFAULT_PRICES",
+    "LLMCache", "LLMClient", "LLMError", "LLMSummarizer", "LLMUnavailable", "ModelPrice", "OpenAIChatClient",
     "RecordedSummarizer", "cost_of", "make_summarizer", "price_for", "resolve_prices", "summarize_many",
 ]
 

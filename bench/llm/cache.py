@@ -13,7 +13,8 @@ keys, no timestamps) so they diff and commit cleanly. The cost is not stored: it
 the price table when read, so a price correction applies to old recordings too.
 
 Modes: "use" reads, calls on a miss and records; "offline" only reads and raises `CacheMiss` on a
-miss; "refresh" always calls and overwrites. A failed call raises and nothing is written.
+miss; "refresh" always calls and overwrites. A failed call raises and nothing is written; an empty
+answer is a failed call, never recorded (one recorded by an older version counts as missing).
 """
 
 from __future__ import annotations
@@ -138,6 +139,8 @@ class LLMCache:
 
     def put(self, request: CacheRequest, completion: Completion) -> Path:
         """Record a completion atomically: a reader sees the old file or the new one, never half."""
+        if not completion.text.strip():
+            raise ValueError("an empty answer is a failed call: it is never recorded")
         key = request.key()
         usage = completion.usage
         document = {
@@ -189,6 +192,10 @@ class LLMCache:
                     if self.mode == "offline":
                         raise CacheMiss(request, key, self.directory, str(exc)) from exc
                     cached = None  # "use": the new answer replaces the damaged file
+                if cached is not None and not cached.text.strip():
+                    if self.mode == "offline":
+                        raise CacheMiss(request, key, self.directory, "the recorded answer is empty")
+                    cached = None  # "use": asked again, and the answer replaces the empty one
                 if cached is not None:
                     with self._lock:
                         self.hits += 1

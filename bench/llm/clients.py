@@ -6,6 +6,12 @@ set `max_retries` and `timeout`. A 400 is never retried by the SDKs, which is wh
 overflow needs: it is recognised with `bench.overflow.classify_overflow` and raised as
 `ContextOverflowError` so the engine can compact instead of paying for hopeless retries.
 
+What the SDKs do not retry, we do, as often as they would (`max_retries`): an answer that is no
+answer (`BadAnswer`: an empty text, a body that is not the JSON it claims to be, no choices). Such
+a call is a failure like any other, so it is never cached. A refused key (401/403) or a server
+that cannot be reached after the SDK's retries is `LLMUnavailable`: no later call can do better,
+so a run stops there instead of recording one failure per compaction.
+
 Usage is mapped onto `LLMCall` exactly as the importers map recorded usage: OpenAI's
 `prompt_tokens` includes cached tokens (input = prompt - cached - cache writes); Anthropic's
 `input_tokens` is already the uncached part.
@@ -40,6 +46,18 @@ class LLMError(RuntimeError):
         self.provider, self.model, self.status = provider, model, status
         where = f"HTTP {status}" if status is not None else "no HTTP status"
         super().__init__(f"{provider} call to model {model!r} failed ({where}): {message}")
+
+
+class LLMUnavailable(LLMError):
+    """The provider cannot be used at all: it refused the credentials (401/403) or cannot be reached."""
+
+
+class BadAnswer(LLMError):
+    """The provider answered 200 with no usable answer: an empty text, a truncated or malformed body."""
+
+    def __init__(self, provider: str, model: str, reason: str) -> None:
+        super().__init__(provider, model, reason, 200)
+        self.reason = reason
 
 
 class ContextOverflowError(LLMError):
@@ -107,8 +125,34 @@ class _SDKClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def complete(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        """One answer; a `BadAnswer` is asked again, up to `max_retries` more times."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self._complete_once(system, prompt, max_tokens)
+            except BadAnswer as exc:
+                failure = exc
+                log.warning("%s model %r: %s (attempt %d of %d)", self.provider, self.model, exc, attempt + 1, self.max_retries + 1)
+        raise BadAnswer(self.provider, self.model, f"{failure.reason} ({self._attempts()})")
+
+    def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        raise NotImplementedError
+
+    def _checked(self, completion: Completion) -> Completion:
+        if not completion.text.strip():
+            raise BadAnswer(self.provider, self.model, f"empty answer (stop reason {completion.stop_reason!r})")
+        return completion
+
+    def _malformed(self, exc: Exception) -> BadAnswer:
+        return BadAnswer(self.provider, self.model, f"malformed response ({type(exc).__name__}: {_scrub(str(exc), self._key)[:200]})")
+
+    def _unreachable(self, exc: Exception, where: str) -> LLMUnavailable:
+        return LLMUnavailable(self.provider, self.model, f"cannot reach {where} ({_scrub(str(exc), self._key)}; {self._attempts()})")
+
     def _status_error(self, status: int, provider_message: str, code: object, key: str) -> LLMError:
         message = _scrub(provider_message, key)
+        if status in (401, 403):
+            return LLMUnavailable(self.provider, self.model, f"{message[:MAX_MESSAGE_CHARS]} (the server refused the credentials: check the API key)", status)
         overflow = classify_overflow(message)
         if len(message) > MAX_MESSAGE_CHARS:  # e.g. a proxy's HTML error page
             message = message[:MAX_MESSAGE_CHARS] + " [...]"
@@ -147,7 +191,7 @@ class OpenAIChatClient(_SDKClient):
         self.max_tokens_param = max_tokens_param or ("max_completion_tokens" if base_url is None else "max_tokens")
         self._client = openai.OpenAI(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
 
-    def complete(self, system: str, prompt: str, max_tokens: int) -> Completion:
+    def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
         import openai
 
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
@@ -157,14 +201,18 @@ class OpenAIChatClient(_SDKClient):
         error: LLMError | None = None
         try:
             response = self._client.chat.completions.create(model=self.model, messages=messages, **extra)  # type: ignore[call-overload]
+            if not response.choices:
+                error = BadAnswer(self.provider, self.model, "the response has no choices")
+            else:
+                choice = response.choices[0]
+                completion = Completion(text=choice.message.content or "", usage=self._usage(response), stop_reason=choice.finish_reason)
         except openai.OpenAIError as exc:
             error = self._translate(exc)
+        except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
+            error = self._malformed(exc)
         if error is not None:
             raise error  # outside the except block: the SDK exception (and its request) is not chained
-        if not response.choices:
-            raise LLMError(self.provider, self.model, "the response has no choices")
-        choice = response.choices[0]
-        return Completion(text=choice.message.content or "", usage=self._usage(response), stop_reason=choice.finish_reason)
+        return self._checked(completion)
 
     def _translate(self, exc: Exception) -> LLMError:
         import openai
@@ -176,7 +224,7 @@ class OpenAIChatClient(_SDKClient):
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(self.provider, self.model, f"timed out ({self._attempts()})")
         if isinstance(exc, openai.APIConnectionError):
-            return LLMError(self.provider, self.model, f"cannot reach {self.base_url or 'the OpenAI API'} ({_scrub(str(exc), self._key)}; {self._attempts()})")
+            return self._unreachable(exc, self.base_url or "the OpenAI API")
         return LLMError(self.provider, self.model, _scrub(str(exc), self._key))
 
     def _usage(self, response: object) -> LLMCall:
@@ -225,7 +273,7 @@ class AnthropicClient(_SDKClient):
         self._key = api_key_from_env(api_key_env or "ANTHROPIC_API_KEY", self.provider, model, base_url)
         self._client = anthropic.Anthropic(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
 
-    def complete(self, system: str, prompt: str, max_tokens: int) -> Completion:
+    def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
         import anthropic
 
         extra: dict[str, object] = {}
@@ -239,21 +287,23 @@ class AnthropicClient(_SDKClient):
             response = self._client.messages.create(
                 model=self.model, max_tokens=max_tokens, messages=[{"role": "user", "content": prompt}], **extra  # type: ignore[arg-type]
             )
+            text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
+            usage = response.usage
+            call = LLMCall(
+                model=response.model or self.model,
+                input_tokens=usage.input_tokens or 0,
+                cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
+                cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
+                output_tokens=usage.output_tokens or 0,
+                request_id=getattr(response, "_request_id", None) or response.id,
+            )
         except anthropic.AnthropicError as exc:
             error = self._translate(exc)
+        except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
+            error = self._malformed(exc)
         if error is not None:
             raise error  # outside the except block: the SDK exception (and its request) is not chained
-        text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
-        usage = response.usage
-        call = LLMCall(
-            model=response.model or self.model,
-            input_tokens=usage.input_tokens or 0,
-            cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
-            cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
-            output_tokens=usage.output_tokens or 0,
-            request_id=getattr(response, "_request_id", None) or response.id,
-        )
-        return Completion(text=text, usage=call, stop_reason=response.stop_reason)
+        return self._checked(Completion(text=text, usage=call, stop_reason=response.stop_reason))
 
     def _translate(self, exc: Exception) -> LLMError:
         import anthropic
@@ -266,5 +316,5 @@ class AnthropicClient(_SDKClient):
         if isinstance(exc, anthropic.APITimeoutError):
             return LLMError(self.provider, self.model, f"timed out ({self._attempts()})")
         if isinstance(exc, anthropic.APIConnectionError):
-            return LLMError(self.provider, self.model, f"cannot reach {self.base_url or 'the Anthropic API'} ({_scrub(str(exc), self._key)}; {self._attempts()})")
+            return self._unreachable(exc, self.base_url or "the Anthropic API")
         return LLMError(self.provider, self.model, _scrub(str(exc), self._key))

@@ -6,10 +6,11 @@ and returns the text with the call's usage and cost. The cost is what the call c
 provider, also when the answer came from the cache, so a replay reports the same cost whether or
 not it was recorded before.
 
-Failures of the call (after the SDK's retries) and context overflows become `CompactionFailed`,
+Failures of the call (after the retries) and context overflows become `CompactionFailed`,
 which the engine counts towards its failure breaker and strategies may answer with a fallback. A
-`CacheMiss` in offline mode is *not* turned into `CompactionFailed`: a missing recording is a
-broken setup, and a CI run must stop on it rather than quietly fall back to another strategy.
+`CacheMiss` in offline mode and `LLMUnavailable` (credentials refused, server unreachable) are
+*not* turned into `CompactionFailed`: they are a broken setup, and a run must stop on them rather
+than quietly fall back to another strategy at every compaction.
 
 `RecordedSummarizer` is the offline, cache-only variant for CI: no client, no key, no network.
 """
@@ -23,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.llm.cache import CacheMiss, CacheRequest, Completion, LLMCache
-from bench.llm.clients import ContextOverflowError, LLMClient, LLMError
+from bench.llm.clients import ContextOverflowError, LLMClient, LLMError, LLMUnavailable
 from bench.llm.prices import ModelPrice, cost_of, resolve_prices
 from strategies.base import CompactionFailed, Summarizer, SummaryRequest, SummaryResponse
 
@@ -72,10 +73,13 @@ class LLMSummarizer:
             completion = self._complete(request)
         except ContextOverflowError as exc:
             raise CompactionFailed(f"{self.name}: the summary prompt is too long for the summarizer model ({exc})") from exc
+        except LLMUnavailable:
+            raise
         except LLMError as exc:
             raise CompactionFailed(f"{self.name}: {exc}") from exc
         if not completion.text.strip():
-            # An empty summary would silently drop the whole history: treat it as a failure.
+            # An empty summary would silently drop the whole history: treat it as a failure. (The
+            # SDK clients already refuse one; other clients may not.)
             raise CompactionFailed(f"{self.name}: the model returned an empty summary (stop reason {completion.stop_reason!r})")
         usage = replace(completion.usage, cost_usd=cost_of(completion.usage, self.prices))
         return SummaryResponse(text=completion.text, usage=usage)
@@ -83,7 +87,7 @@ class LLMSummarizer:
     def complete(self, system: str, prompt: str, max_tokens: int) -> SummaryResponse:
         """A plain completion (e.g. a judge's question) through the same cache, gate and prices.
 
-        Unlike `summarize`, failures stay `LLMError` and an empty answer is returned as it is.
+        Unlike `summarize`, failures stay `LLMError` (an empty answer is one, as there).
         """
         request = SummaryRequest(messages=(), prompt=prompt, system=system, prompt_hash="", max_output_tokens=max_tokens)
         completion = self._complete(request)

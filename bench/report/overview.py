@@ -18,6 +18,7 @@ from bench.recommendation import Recommendation
 from bench.report.run_data import RunData, ranked_rows
 from bench.run_config import strategy_config
 from bench.same_by_construction import SameGroup, same_groups
+from bench.run_failures import failure_ranks
 
 # Relative cost offset of transcripts no strategy touched above which the report warns.
 COST_NOISE_WARNING = 0.005
@@ -153,7 +154,8 @@ def _setting(run: RunData) -> dict[str, Any]:
         "transcripts": frame["transcript"].nunique(),
         "replayed": everything["transcript"].nunique(),
         "damaged": int(everything.loc[everything["damaged"].astype(bool), "transcript"].nunique()) if "damaged" in everything else 0,
-        "unranked": sorted(set(everything["config"]) - set(frame["config"])),
+        # (strategies left out for failed compactions are listed apart: bench/run_failures.py)
+        "unranked": sorted(set(everything["config"]) - set(frame["config"]) - set(failure_ranks(run.summary, ranked=False))),
         "labels": frame["config"].nunique(),
         "datasets": ", ".join(run.config.get("datasets") or []) or "all bundled datasets",
         "calls": int(frame.drop_duplicates("transcript")["calls"].sum()),

@@ -18,6 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from bench.leaderboard import NOT_RANKED, ranked, setting_figures, summary_document
+from bench.run_failures import mark_incomplete
+from bench.run_files import finished_rows
 from bench.llm.prices import resolve_prices
 from bench.loading import Loaded, ReadInputs, load_inputs
 from bench.metrics import calls_frame, compactions_frame, transcript_summary
@@ -73,8 +75,8 @@ def load_run(path: str | Path, reload_transcripts: bool = True) -> RunData:
         except (TranscriptError, KeyError, ValueError, FileNotFoundError, OSError) as exc:
             error = exc.args[0] if isinstance(exc, KeyError) else str(exc)
     meta = read_json(path / "meta.json") or {}
-    compaction_rows = _finished_rows(path, "compactions.jsonl")
-    calls = calls_frame(_finished_rows(path, "calls.jsonl"), resolve_prices(config.get("prices") or None))
+    compaction_rows = finished_rows(path, "compactions.jsonl")
+    calls = calls_frame(finished_rows(path, "calls.jsonl"), resolve_prices(config.get("prices") or None))
     compactions = compactions_frame(compaction_rows)
     transcripts = transcript_summary(calls, compactions)
     if transcripts.empty:
@@ -82,10 +84,12 @@ def load_run(path: str | Path, reload_transcripts: bool = True) -> RunData:
     # As `bench.runs.finish` marks them; meta.json knows even when the files cannot be reloaded.
     damaged = set(meta.get("skipped_records") or {}) | {t.id for t in loaded.transcripts if t.skipped}
     transcripts["damaged"] = transcripts["transcript"].isin(damaged)
+    share = config.get("max_failed_share", 0.0)
+    transcripts = mark_incomplete(transcripts, share)  # as `bench.runs.finish` marks them
     summary = read_json(path / "summary.json")
     sweep = read_json(path / "sweep.json")
     if summary is None or "recommendation" not in summary:  # written by an earlier version
-        result = RunResult(path, calls, compactions, transcripts, ReadInputs.of(loaded), 0)
+        result = RunResult(path, calls, compactions, transcripts, ReadInputs.of(loaded), 0, share)
         summary = json.loads(json.dumps(summary_document(result, rule=_rule(sweep)), default=str))
     return RunData(
         path=path, config=config, meta=meta, summary=summary, sweep=sweep,
@@ -93,23 +97,6 @@ def load_run(path: str | Path, reload_transcripts: bool = True) -> RunData:
         loaded=loaded, load_error=error, changed_files=_changed_files(meta, loaded),
         compaction_rows=tuple(compaction_rows),
     )
-
-
-def _finished_rows(path: Path, name: str) -> list[dict]:
-    """Rows of finished transcript × strategy units, as `bench.runs.finish` reads them."""
-    done = {(r["transcript"], r["config"]) for r in _jsonl(path / "done.jsonl")}
-    return [r for r in _jsonl(path / name) if (r.get("transcript"), r.get("config")) in done]
-
-
-def _jsonl(path: Path) -> list[dict]:
-    rows = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut off by an interruption (its unit is not done)
-                continue
-    return rows
 
 
 def _locate(datasets: list[str], run_dir: Path) -> list[str]:

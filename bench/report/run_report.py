@@ -25,6 +25,7 @@ from bench.report.run_charts import colours_for, pareto_chart
 from bench.leaderboard import all_pair_comparisons, comparisons_document
 from bench.report.run_data import RunData, figures_and_recommendation, load_run, ranked_rows
 from bench.report.transcripts import transcripts_context
+from bench.run_files import write_atomic
 
 TITLE = "compactlab: which compaction strategy, at what cost"
 NAV = (
@@ -45,7 +46,7 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, estimat
         bar.update()
         path = Path(out) if out is not None else Path(run_dir) / "report.html"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_run_report(run, estimation=estimation, all_pairs=all_pairs, bar=bar), encoding="utf-8")
+        write_atomic(path, render_run_report(run, estimation=estimation, all_pairs=all_pairs, bar=bar))
         bar.update()
     return path
 
@@ -63,6 +64,7 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
         pairs = comparisons_document(all_pair_comparisons(ranked_rows(run)), None, "every pair of settings")
     colours = colours_for(run.labels)
     overview = overview_context(run, figures, recommendation, pairs)
+    overview["failures"] = run.summary.get("failures", [])  # bench/run_failures.py
     overview["pareto_svg"], overview["pareto_key"] = pareto_chart(figures, recommendation, colours)
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
     step("token estimation")
