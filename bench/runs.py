@@ -48,6 +48,7 @@ from bench.metrics import (
 )
 from bench.next_action import score_compactions
 from bench.model import Transcript
+from bench.neutralise import csv_frame
 from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
 from bench.run_failures import mark_incomplete
 from bench.run_files import DONE, PART_PREFIX, ROW_FILES, DoneLog, RowFiles, RunLock, read_done, remove_parts, write_atomic
@@ -303,7 +304,7 @@ def finish(
         damaged = {t.id for t in read.transcripts if t.skipped}
         transcripts["damaged"] = transcripts["transcript"].isin(damaged)
         transcripts = mark_incomplete(transcripts, max_failed_share)
-        write_atomic(out / "transcripts.csv", transcripts.to_csv(index=False))
+        write_atomic(out / "transcripts.csv", csv_frame(transcripts).to_csv(index=False))  # formula cells neutralised (bench.neutralise)
     return RunResult(out, calls, compactions, transcripts, read, resumed_units, max_failed_share)
 
 

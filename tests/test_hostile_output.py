@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pandas as pd
+
+from bench.report.run_data import load_light
 import pytest
 
 from bench.cli import main
@@ -76,6 +78,15 @@ def test_estimate_calls_csv_holds_no_formula(tmp_path: Path, capsys) -> None:
     assert status == 0, err
     ids = pd.read_csv(tmp_path / "est" / "calls.csv")["transcript"]
     assert len(ids) and all(i.startswith("'=HYPERLINK") for i in ids)
+
+
+def test_run_transcripts_csv_holds_no_formula_and_reads_back(tmp_path: Path, capsys) -> None:
+    path = hostile_session(tmp_path)
+    status, _, err = run(capsys, "run", "--dataset", str(path), "--strategy", "truncate", "--out", str(tmp_path / "run"))
+    assert status == 0, err
+    ids = pd.read_csv(tmp_path / "run" / "transcripts.csv")["transcript"]
+    assert len(ids) and all(i.startswith("'=HYPERLINK") for i in ids)
+    assert all(i.startswith("=HYPERLINK") for i in load_light(tmp_path / "run").transcripts["transcript"])  # read back as it was
 
 
 @pytest.mark.parametrize("command", [("estimate",), ("export",), ("run", "--strategy", "truncate")])
