@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from bench.report.run_data import load_light
-import pytest
 
 from bench.cli import main
 from bench.neutralise import csv_frame, read_csv, terminal_text, write_csv
