@@ -384,3 +384,19 @@ def test_through_load_file():
     assert len(detected.calls) == manifest()[SAMPLES[0]][0]
     [v1] = load_file(V1_FIXTURE)
     assert v1.source_format == "mini-swe-agent" and len(v1.calls) == 21
+
+
+@needs_shared
+def test_a_recorded_response_without_usage_is_reported_not_dropped(tmp_path):
+    # Every real recorded response holds its usage: one without is damage that costs the call its
+    # size, an error naming the record, or with --lenient a counted skip (the message is kept).
+    doc = json.loads((V2_DIR / SAMPLES[0]).read_text())
+    at = next(i for i, m in enumerate(doc["messages"]) if (m.get("extra") or {}).get("response"))
+    del doc["messages"][at]["extra"]["response"]["usage"]
+    path = write(tmp_path, doc, SAMPLES[0])
+    with pytest.raises(TranscriptError, match=rf"messages\[{at}\].*usage: missing"):
+        load(path)
+    lenient = load(path, lenient=True)
+    original = load(V2_DIR / SAMPLES[0])
+    assert len(lenient.skipped) == 1 and len(lenient.calls) == len(original.calls) - 1
+    assert len(lenient.messages) == len(original.messages)

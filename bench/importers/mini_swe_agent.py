@@ -323,9 +323,9 @@ class _Reader:
 
     def _call(self, response: dict, cost: object, path: str) -> LLMCall | None:
         usage = response.get("usage")
-        if usage is None:
-            return None
         upath = f"{path}.usage"
+        if usage is None:  # every real recorded response holds one: a call whose size is lost, said so
+            raise _Bad(f"{upath}: missing (the recorded response has no token counts)")
         if not isinstance(usage, dict):
             raise _Bad(f"{upath}: expected an object, got {_type(usage)}")
         if "input_tokens" in usage and "prompt_tokens" not in usage:  # Responses API
