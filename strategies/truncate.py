@@ -60,13 +60,22 @@ class Truncate:
         cuts = [i for i in boundaries if i > head_end and i in safe]
         if not cuts:
             return unchanged("nothing to do: no earlier turn to drop (the last turn is kept whole)")
-        for cut in cuts:
-            moved = pinned_in(messages, head_end, cut)
-            kept = head + moved + messages[cut:]
-            size = request.prompt_size(kept)
-            if size <= budget:
-                note = f"dropped {cut - head_end - len(moved)} messages before the turn at message {cut} ({size:,} of {budget:,} tokens)"
-                break
+        # The first cut whose kept context fits. A later cut keeps a subset of what an earlier one
+        # keeps (pinned messages are kept by every cut), so sizes only fall along `cuts`: a binary
+        # search finds the cut the plain scan from the first one would (tested against that scan).
+        low, high = 0, len(cuts) - 1
+        while low < high:
+            middle = (low + high) // 2
+            if request.prompt_size(_kept(messages, head, head_end, cuts[middle])) <= budget:
+                high = middle
+            else:
+                low = middle + 1
+        cut = cuts[low]
+        moved = pinned_in(messages, head_end, cut)
+        kept = _kept(messages, head, head_end, cut)
+        size = request.prompt_size(kept)
+        if size <= budget:
+            note = f"dropped {cut - head_end - len(moved)} messages before the turn at message {cut} ({size:,} of {budget:,} tokens)"
         else:  # not even the last turn fits: keep it whole anyway
             last = "the last turn" if cut == boundaries[-1] else f"the turn at message {cut}"
             note = (
@@ -75,3 +84,8 @@ class Truncate:
             )
         new = replace(context, messages=kept, known_usage=None)
         return CompactionResult(context=new, messages_removed=cut - head_end - len(moved), note=note)
+
+
+def _kept(messages: tuple, head: tuple, head_end: int, cut: int) -> tuple:
+    """What a cut at `cut` keeps: the head, the pinned messages before the cut, and the rest."""
+    return head + pinned_in(messages, head_end, cut) + messages[cut:]

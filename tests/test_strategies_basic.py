@@ -24,7 +24,9 @@ from strategies.base import (
     is_user_turn_start,
     leading_system,
     pinned_head,
+    pinned_in,
     pinned_indexes,
+    safe_cut_points,
     turn_boundaries,
     summary_message,
     turn_starts,
@@ -110,6 +112,32 @@ def check_truncate(transcript: Transcript) -> None:
         boundaries = [b for b in turn_boundaries(before) if b > head]
         assert not boundaries or request.count_tokens(before) <= request.target_tokens
         assert result.note.startswith("nothing to do")
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_truncate_finds_the_cut_the_plain_scan_finds(dataset: str) -> None:
+    # The plain definition: scan the cuts from the first and keep the first whose context fits.
+    # Truncate searches them by halves; both must keep exactly the same messages, at every budget.
+    def plain(messages, request) -> tuple:
+        head_end = pinned_head(messages)
+        safe = set(safe_cut_points(messages))
+        cuts = [i for i in turn_boundaries(messages) if i > head_end and i in safe]
+        kept = messages
+        for cut in cuts:
+            kept = messages[:head_end] + pinned_in(messages, head_end, cut) + messages[cut:]
+            if request.prompt_size(kept) <= request.target_tokens:
+                break
+        return kept
+
+    def check(transcript: Transcript) -> None:
+        messages = transcript.messages
+        for share in (0.05, 0.2, 0.5, 0.8):
+            request = request_for(transcript, target=int(share * counter(transcript)(messages)))
+            result = Truncate(keep_summary=False).compact(Context(messages=messages), request)
+            if result.messages_removed:
+                assert result.context.messages == plain(messages, request), (transcript.id, share)
+
+    each(dataset, check)
 
 
 def test_truncate_keeps_the_last_turn_whole_when_even_it_does_not_fit() -> None:
