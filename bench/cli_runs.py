@@ -111,7 +111,8 @@ def run_run(args: argparse.Namespace) -> int:
         recommendation = Recommendation.from_json(document["recommendation"])
         print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan")), recommendation))
     if "recorded" in document["strategies"]:
-        print(format_recorded(document["recorded"], document["recorded_fidelity"], document["transcripts"]))
+        print(format_recorded(document["recorded"], document["recorded_fidelity"], document["transcripts"],
+                              document.get("trust", {}).get("reacquisition")))
     print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
     print(format_cost_coverage(document["cost_coverage"]))
     _print_left_out(document)

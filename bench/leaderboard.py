@@ -20,6 +20,7 @@ import pandas as pd
 
 from bench.catalogue import REPORTED, metric
 from bench.metrics import compression_label, cost_model_check, with_derived
+from bench.reacquisition import reacquisition_summary
 from bench.recommendation import Recommendation, Rule, recommend
 from bench.recorded_results import recorded_rows
 from bench.run_failures import INCOMPLETE, failure_ranks, failure_records
@@ -133,6 +134,8 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
             all_pair_comparisons(transcripts, resamples), None, "every pair of settings, Holm-adjusted over all pairs per metric"
         )
     document["recorded_fidelity"] = json_records(recorded_fidelity(result.compactions))
+    # How far to trust the numbers: at the real compactions, was what the metric calls lost really gone?
+    document["trust"] = {"reacquisition": reacquisition_summary(result.compactions)}
     document["cost_model_check"] = json_records(cost_model_check(result.calls, result.read.transcripts))
     return document
 
