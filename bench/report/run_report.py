@@ -1,8 +1,9 @@
 """The run report: one standalone HTML file answering "which strategy should I use, and what does it cost me?".
 
 Sections: overview (recommendation, leaderboard with CIs, significance, Pareto plot), token
-estimation error (the estimation section, on the run's transcripts), session by session
-(saw-tooth charts and every compaction), real compactions (production summary beside each
+estimation error (the estimation section, on the run's transcripts), how far to trust these
+numbers (the replay checked against what really happened, `bench.report.trust`), session by
+session (saw-tooth charts and every compaction), real compactions (production summary beside each
 strategy's), run metadata. `write_run_report(run_dir)` writes `run_dir/report.html`.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from markupsafe import Markup
 from tqdm import tqdm
 
-from bench.estimation import run_estimation, summarize
+from bench.estimation import EstimationResult, run_estimation, summarize
 from bench.report.estimation import render_estimation_section
 from bench.report.overview import overview_context, pct
 from bench.report.page import environment, render_page
@@ -25,12 +26,14 @@ from bench.report.run_charts import colours_for, pareto_chart
 from bench.leaderboard import all_pair_comparisons, comparisons_document
 from bench.report.run_data import RunData, figures_and_recommendation, load_run, ranked_rows
 from bench.report.transcripts import transcripts_context
+from bench.report.trust import trust_context
 from bench.run_files import write_atomic
 
 TITLE = "compactlab: which compaction strategy, at what cost"
 NAV = (
     ("overview", "Recommendation"), ("leaderboard", "Leaderboard"), ("pareto", "Pareto plot"), ("significance", "Significance"),
-    ("estimation", "Token estimation"), ("transcripts", "Session by session"), ("real-compactions", "Real compactions"),
+    ("estimation", "Token estimation"), ("trust", "How far to trust these numbers"), ("transcripts", "Session by session"),
+    ("real-compactions", "Real compactions"),
     ("metadata", "Run metadata"),
 )
 
@@ -40,7 +43,7 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, estimat
     """Render the report of the run in `run_dir` to `out` (default: run_dir/report.html) and return its path.
     `all_pairs`: compare every pair of settings too (when the run's summary.json does not hold them).
     `progress`: show on stderr which section is being written (several seconds on a large run)."""
-    with tqdm(total=7, desc="report", unit="step", disable=not progress, leave=False) as bar:
+    with tqdm(total=8, desc="report", unit="step", disable=not progress, leave=False) as bar:
         bar.set_postfix_str("reading the run")
         run = load_run(run_dir, reload_transcripts=True)
         bar.update()
@@ -68,8 +71,12 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     overview["pareto_svg"], overview["pareto_key"] = pareto_chart(figures, recommendation, colours)
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
     step("token estimation")
+    # One estimation of the run's transcripts, for its section and for the trust section's figures.
+    estimated = run_estimation(run.loaded.transcripts) if estimation and run.loaded.transcripts else None
     if estimation:
-        sections.append(_estimation_section(run))
+        sections.append(_estimation_section(run, estimated))
+    step("how far to trust these numbers")
+    sections.append(Markup(env.get_template("run_trust.html.j2").render(**trust_context(run, estimated))))
     step("session by session")
     sections.append(Markup(env.get_template("run_transcripts.html.j2").render(**transcripts_context(run, colours))))
     step("real compactions")
@@ -83,13 +90,12 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     return render_page(sections, TITLE, nav=nav, lead=lead)
 
 
-def _estimation_section(run: RunData) -> Markup:
-    if not run.loaded.transcripts:
+def _estimation_section(run: RunData, result: EstimationResult | None) -> Markup:
+    if result is None:
         reason = run.load_error or "no transcripts"
         return Markup(environment().from_string(
             '<section id="estimation"><h2>Token estimation</h2><p class="warn">Not shown: the run\'s transcripts could not be reloaded ({{ reason }}).</p></section>'
         ).render(reason=reason))
-    result = run_estimation(run.loaded.transcripts)
     return render_estimation_section(result, summarize(result.calls))
 
 
