@@ -27,7 +27,9 @@ from bench.leaderboard import all_pair_comparisons, comparisons_document
 from bench.report.run_data import RunData, figures_and_recommendation, load_run, ranked_rows
 from bench.report.transcripts import transcripts_context
 from bench.report.trust import trust_context
+from bench.run_config import strategies_of_run
 from bench.run_files import write_atomic
+from bench.same_by_construction import rendered_prompts
 
 TITLE = "compactlab: which compaction strategy, at what cost"
 NAV = (
@@ -110,7 +112,9 @@ def metadata_context(run: RunData) -> dict[str, Any]:
         "datasets": ", ".join(config.get("datasets") or []) or "all bundled datasets",
         "window": f"{window:,} tokens for every model (simulated, so that compaction has work to do)" if window else "each model's real window",
         "estimator": config.get("estimator", ""),
-        "summarizer": ", ".join(f"{k} = {v}" for k, v in sorted(summarizer.items())) or "none configured (built-in strategies summarize offline)",
+        "summarizer": ", ".join(f"{k} = {v}" for k, v in sorted(summarizer.items())) or (
+            "none configured: summarizing strategies used the extractive stand-in, which reads no prompt, so no summary prompt was "
+            "rendered; comparing summary prompts needs an LLM [summarizer] in the configuration"),
         "versions": sorted((meta.get("versions") or {}).items()),
         "replayed": f"{run.transcripts['transcript'].nunique()} × {len(run.labels)} strategy settings = {len(run.transcripts):,} replays",
         "load_error": run.load_error,
@@ -123,9 +127,20 @@ def metadata_context(run: RunData) -> dict[str, Any]:
         "cost_check": _cost_check(run.summary.get("cost_model_check", [])),
         "strategies": [_strategy(s) for s in config.get("strategies", [])],
         "files": sorted((Path(k).name if len(k) > 60 else k, v or "unreadable") for k, v in (meta.get("datasets") or {}).items()),
-        "prompts": sorted((meta.get("prompts") or {}).items()),
+        **_prompts(run),
         "config_json": json.dumps(config, indent=2, ensure_ascii=False),
     }
+
+
+def _prompts(run: RunData) -> dict[str, Any]:
+    """The prompt templates the run's compactions rendered, with their hashes, and the others by
+    name only: a hash would name a prompt no compaction used (meta.json keeps every template's)."""
+    hashes = run.meta.get("prompts") or {}
+    try:
+        rendered = rendered_prompts(strategies_of_run(run.config))
+    except (KeyError, TypeError, ValueError, FileNotFoundError):  # a strategy this install cannot build: no claim
+        return {"prompts": sorted(hashes.items()), "prompts_not_rendered": []}
+    return {"prompts": sorted((k, v) for k, v in hashes.items() if k in rendered), "prompts_not_rendered": sorted(set(hashes) - rendered)}
 
 
 def _reasons(transcript) -> str:

@@ -27,7 +27,7 @@ from bench.prompt_size_check import error_table, kept_tail_errors
 from bench.reacquisition import reacquisition_summary
 from bench.report.overview import pct
 from bench.report.run_data import RunData
-from bench.run_config import strategy_config
+from bench.run_config import strategies_of_run
 from strategies.registry import get_strategy
 
 SIZE_CHECK = "python -m bench.prompt_size_check"
@@ -51,11 +51,14 @@ def trust_context(run: RunData, estimation: EstimationResult | None) -> dict[str
 def run_estimators(run: RunData) -> list[str]:
     """The estimators the run's settings measured prompts with: the run's default first."""
     found = [run.config.get("estimator") or "hybrid"]
-    for entry in run.config.get("strategies", []):
-        name = entry.get("estimator")
+    try:
+        configs = strategies_of_run(run.config)
+    except ValueError:  # a configuration this version cannot read: the run's default only
+        configs = ()
+    for config in configs:
+        name = config.estimator
         if name is None:
             try:
-                config = strategy_config(entry, "run config")
                 name = getattr(get_strategy(config.strategy, **dict(config.settings)), "estimator", None)
             except (KeyError, TypeError, ValueError, FileNotFoundError):  # a strategy this install cannot build
                 name = None
