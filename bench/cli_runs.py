@@ -21,6 +21,7 @@ from bench.recorded_results import format_recorded
 from bench.report.run_report import write_run_report
 from bench.run_config import DEFAULT_WINDOW, load_config, strategy_config
 from bench.run_failures import INCOMPLETE_EXIT, failure_ranks, format_failures
+from bench.same_by_construction import SameGroup, same_groups
 from bench.run_files import RunLock, write_atomic
 from bench.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, LABELS, analyse, format_sweep, sweep_document
 from bench.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
@@ -93,6 +94,8 @@ def _replay(config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), al
     result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(),
                       summarizer=make_run_summarizer(config))
     document = summary_document(result, rule=rule, all_pairs=all_pairs)
+    # Settings identical by construction: one result under several names (every label keeps its figures above).
+    document["same_by_construction"] = [g.as_json() for g in same_groups(runs.resolve(config)[0].strategies)]
     document["cost_coverage"] = cost_coverage(result.transcripts, result.calls, resolve_prices(config.prices) if config.prices else None)
     write_atomic(out / "summary.json", json.dumps(document, indent=2, default=str) + "\n")
     return result, document
@@ -109,9 +112,11 @@ def run_run(args: argparse.Namespace) -> int:
         return _incomplete_exit(document["failures"], quiet=True)
     if document.get("leaderboard"):
         recommendation = Recommendation.from_json(document["recommendation"])
-        print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan")), recommendation))
+        same = [SameGroup.from_json(g) for g in document["same_by_construction"]]
+        print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan")), recommendation, same))
     if "recorded" in document["strategies"]:
-        print(format_recorded(document["recorded"], document["recorded_fidelity"], document["transcripts"]))
+        print(format_recorded(document["recorded"], document["recorded_fidelity"], document["transcripts"],
+                              document.get("trust", {}).get("reacquisition")))
     print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
     print(format_cost_coverage(document["cost_coverage"]))
     _print_left_out(document)

@@ -36,6 +36,8 @@ from bench.gate import (
 )
 from bench.llm import CacheMiss
 from bench.suite import MetricSpec, Suite, SuiteError, load_suite, select
+from strategies.prompting import renders_prompt
+from strategies.registry import get_strategy
 
 MAX_FACTS_SHOWN = 12  # per transcript, in the markdown
 
@@ -54,7 +56,9 @@ def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
             notes.append(f"`{strategy.label}`: `{key}`: `{old_entry.get(key)}` → `{new_entry.get(key)}`")
         old_hashes, new_hashes = before.get("prompt_hashes", []), prompt_hashes(result.compactions, strategy.label)
         if old_hashes != new_hashes:
-            notes.append(f"`{strategy.label}`: prompt templates changed ({', '.join(old_hashes) or 'none'} → {', '.join(new_hashes) or 'none'})")
+            # On the extractive stand-in the templates give the file lists only: no prompt was rendered.
+            used = "" if renders_prompt(get_strategy(strategy.strategy, **dict(strategy.settings))) else " (their file lists only: no prompt was rendered)"
+            notes.append(f"`{strategy.label}`: prompt templates changed ({', '.join(old_hashes) or 'none'} → {', '.join(new_hashes) or 'none'}){used}")
     old_files = baseline.get("transcripts", {})
     new_files = {t.id: file_hash(t.source_path) for t in result.read.transcripts}
     changed = sorted(t for t in set(old_files) & set(new_files) if old_files[t].get("sha256") != new_files[t])

@@ -15,16 +15,21 @@ settings (190 per metric) would hide real differences behind tests nobody asked 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pandas as pd
 
 from bench.catalogue import REPORTED, metric
 from bench.metrics import compression_label, cost_model_check, with_derived
+from bench.reacquisition import reacquisition_summary
 from bench.recommendation import Recommendation, Rule, recommend
 from bench.recorded_results import recorded_rows
 from bench.run_failures import INCOMPLETE, failure_ranks, failure_records
+from bench.same_by_construction import SameGroup, one_row_each
 from bench.statistics import pairwise_comparisons, summarize_by_strategy
 
+# How a row of settings identical by construction names them (`format_leaderboard`).
+SAME_NAMES = " = "
 # Not a strategy one can choose: the production agent's own compactions, scored where they happened.
 NOT_RANKED = frozenset({"recorded"})
 
@@ -133,6 +138,8 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
             all_pair_comparisons(transcripts, resamples), None, "every pair of settings, Holm-adjusted over all pairs per metric"
         )
     document["recorded_fidelity"] = json_records(recorded_fidelity(result.compactions))
+    # How far to trust the numbers: at the real compactions, was what the metric calls lost really gone?
+    document["trust"] = {"reacquisition": reacquisition_summary(result.compactions)}
     document["cost_model_check"] = json_records(cost_model_check(result.calls, result.read.transcripts))
     return document
 
@@ -151,20 +158,24 @@ def _plain(value: object) -> object:
     return value
 
 
-def format_leaderboard(board: pd.DataFrame, recommendation: Recommendation | None = None) -> str:
+def format_leaderboard(board: pd.DataFrame, recommendation: Recommendation | None = None, same: Sequence[SameGroup] = ()) -> str:
     """The figures of `REPORTED` under their catalogue labels, one row per setting; the intervals of
-    the two the recommendation weighs; ★ recommended, ◆ on the frontier, ✗ not recommendable."""
+    the two the recommendation weighs; ★ recommended, ◆ on the frontier, ✗ not recommendable.
+    Settings identical by construction (`same`, `bench.same_by_construction`) are one row naming them all."""
     headers = ["setting"] + [metric(name).label for name in REPORTED]
+    board, merged = one_row_each(board, same, recommendation.config if recommendation is not None else None)
     rows = []
     for _, row in board.iterrows():
-        mark = ""
+        config, mark = row["config"], ""
+        labels = merged[config].labels if config in merged else (config,)
         if recommendation is not None:
-            config = row["config"]
-            mark = " ★" if config == recommendation.config else " ◆" if config in recommendation.frontier else (
+            mark = " ★" if config == recommendation.config else " ◆" if set(labels) & set(recommendation.frontier) else (
                 " ✗" if config in recommendation.not_recommendable else "")
-        rows.append([f"{row['config']}{mark}"] + [_cell(row, name) for name in REPORTED])
+        rows.append([f"{SAME_NAMES.join(labels)}{mark}"] + [_cell(row, name) for name in REPORTED])
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(text.ljust(w) if i == 0 else text.rjust(w) for i, (text, w) in enumerate(zip(r, widths))) for r in [headers, *rows]]
+    for group in merged.values():
+        lines.append(f"{SAME_NAMES.join(group.labels)}: one result under {len(group.labels)} names, {group.why}")
     if recommendation is not None:
         lines += ["", "★ recommended, ◆ on the Pareto frontier of recommendable settings, ✗ not recommendable; "
                       "means over sessions, [95% bootstrap interval]", recommendation.summary()]

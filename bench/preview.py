@@ -9,6 +9,7 @@ from bench.engine import CompactionEvent, Engine, Trigger
 from bench.metering import Meter
 from bench.model import Message, Transcript, part_to_dict
 from strategies.base import Context, Summarizer
+from strategies.prompting import renders_prompt
 from strategies.registry import get_strategy
 
 
@@ -24,6 +25,7 @@ class Preview:
     before: Context
     after: Context
     event: CompactionEvent
+    prompt_rendered: bool = False  # the strategy's summarizer read its prompt (else its hash names no prompt used)
 
 
 def preview(
@@ -54,7 +56,7 @@ def preview(
     engine = Engine(strategy=strategy, window=window, meter=meter, count_tokens=meter.count, trigger=trigger, summarizer=summarizer)
     after, event = engine.emergency(context, reason="manual") if chosen_by != "trigger" else engine.before_call(context)
     assert event is not None  # a fresh engine always attempts the first compaction
-    return Preview(transcript.id, strategy_name, call, chosen_by, window, trigger, estimator, context, after, event)
+    return Preview(transcript.id, strategy_name, call, chosen_by, window, trigger, estimator, context, after, event, renders_prompt(strategy))
 
 
 def _context_before(transcript: Transcript, positions: list[int], call: int) -> Context:
@@ -86,6 +88,7 @@ def preview_json(result: Preview) -> dict:
         "trigger": asdict(result.trigger),
         "estimator": result.estimator,
         "event": asdict(result.event),
+        "prompt_rendered": result.prompt_rendered,
         "context": [_message_json(m) for m in result.after.messages],
         "summary": result.after.summary,
     }
@@ -106,7 +109,7 @@ def format_preview(result: Preview, width: int = 160) -> str:
             head,
             f"event: reason={e.reason} tokens {e.tokens_before:,} → {e.tokens_after:,} ({100 * e.reduction:.1f}% removed), "
             f"messages {e.messages_before} → {e.messages_after} (removed {e.messages_removed})"
-            + (f", prompt {e.prompt_hash}" if e.prompt_hash else "")
+            + (f", prompt {e.prompt_hash}" if e.prompt_hash and result.prompt_rendered else "")
             + (f", FAILED: {e.failed}" if e.failed else ""),
             f"note: {e.note}",
             "",

@@ -16,7 +16,9 @@ make that call. The compacted context is the replay's (summary and Claude Code's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+
+import pandas as pd
 
 from bench.matching import Haystack, Item, present
 from bench.model import Message, ToolCallPart
@@ -55,6 +57,35 @@ def reacquisition_at(messages: Sequence[Message], index: int, compacted: Sequenc
         index, len(score.lost), len(lost_back), len(score.kept), len(kept_back),
         tuple(f"{i.kind}:{i.text}" for i in score.lost if i not in lost_back),
     )
+
+
+def reacquisition_json(messages: Sequence[Message], index: int, compacted: Sequence[Message], k: int = 5) -> dict:
+    """`reacquisition_at` as a compaction row holds it (JSON-ready)."""
+    found = reacquisition_at(messages, index, compacted, k)
+    return {**{name: value for name, value in asdict(found).items() if name != "at_message"},
+            "lost_not_reacquired": list(found.lost_not_reacquired), "k": k}
+
+
+COUNTS = ("lost", "lost_reacquired", "kept", "kept_reacquired")
+
+
+def reacquisition_summary(compactions: pd.DataFrame) -> dict:
+    """summary.json's `trust.reacquisition`: every real compaction's counts (the rows that carry
+    them: the `recorded` strategy's), their totals and the two shares over the totals (null when
+    there is nothing to share: no real compaction, or no item lost or kept)."""
+    rows = []
+    if not compactions.empty and "reacquisition" in compactions:
+        for row in compactions[compactions["reacquisition"].map(lambda v: isinstance(v, dict))].itertuples():
+            found = row.reacquisition
+            rows.append({"transcript": row.transcript, "config": row.config, "call": int(row.call), "message_index": int(row.message_index),
+                         **{name: int(found[name]) for name in COUNTS}, "lost_not_reacquired": list(found["lost_not_reacquired"]),
+                         "k": found.get("k")})
+    totals = {name: sum(r[name] for r in rows) for name in COUNTS}
+    return {
+        "compactions": rows, **totals,
+        "lost_share": totals["lost_reacquired"] / totals["lost"] if totals["lost"] else None,
+        "kept_share": totals["kept_reacquired"] / totals["kept"] if totals["kept"] else None,
+    }
 
 
 def _reacquired(messages: Sequence[Message], start: int, use: int, item: Item) -> bool:

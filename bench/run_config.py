@@ -154,6 +154,16 @@ def windows_of(config: RunConfig):
     return ContextWindows(overrides=overrides)
 
 
+def strategies_of_run(config: dict) -> tuple[StrategyConfig, ...]:
+    """A run's strategy settings, read back from its config.json (`config_json` writes unset
+    triggers and estimators as null, which a configuration file leaves out)."""
+    where = "config.json"
+    return tuple(
+        strategy_config({k: v for k, v in entry.items() if v is not None} if isinstance(entry, dict) else entry, f"{where}: strategies[{i}]")
+        for i, entry in enumerate(config.get("strategies", []))
+    )
+
+
 def config_json(config: RunConfig) -> dict:
     return {
         "datasets": list(config.datasets),

@@ -16,9 +16,11 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pandas as pd
+
 from bench.engine import Trigger
 from bench.replay import StrategyConfig
-from strategies.prompting import file_lists
+from strategies.prompting import TEMPLATES, file_lists, renders_prompt, template_files
 from strategies.registry import get_strategy
 from strategies.summarize import Summarize
 
@@ -37,6 +39,13 @@ class SameGroup:
         return (f"identical by construction: the extractive stand-in summarizer reads no prompt, so "
                 f"{', '.join(self.prompts_not_rendered)} were never rendered and these settings differ only in them; "
                 "comparing summary prompts needs an LLM [summarizer]")
+
+    def as_json(self) -> dict:
+        return {"labels": list(self.labels), "prompts_not_rendered": list(self.prompts_not_rendered), "why": self.why}
+
+    @classmethod
+    def from_json(cls, record: dict) -> SameGroup:
+        return cls(tuple(record["labels"]), tuple(record["prompts_not_rendered"]))
 
 
 def construction_key(config: StrategyConfig) -> tuple | None:
@@ -72,3 +81,39 @@ def same_groups(configs: Sequence[StrategyConfig]) -> list[SameGroup]:
             prompts = tuple(dict.fromkeys(p for config in members for p in prompts_of(config)))
             groups.append(SameGroup(tuple(c.label for c in members), prompts))
     return groups
+
+
+def one_row_each(board: pd.DataFrame, groups: Sequence[SameGroup], first: str | None = None) -> tuple[pd.DataFrame, dict[str, SameGroup]]:
+    """The settings' figures (`bench.leaderboard.setting_figures`) with one row per group of settings
+    identical by construction, and by the label of each such row the group it stands for.
+
+    A group's row is its member `first` (the recommended setting) when it is one, else its first
+    member on the board. Only members whose figures on the board equal that row's join it: the
+    rule says they must, and a member that differs is shown on its own rather than hidden."""
+    shown: dict[str, SameGroup] = {}
+    hidden: set[str] = set()
+    by_label = board.set_index("config", drop=False) if not board.empty else board
+    for group in groups:
+        present = [label for label in group.labels if label in by_label.index]
+        if len(present) < 2:
+            continue
+        head = first if first in present else present[0]
+        figures = by_label.loc[head].drop("config")
+        same = [label for label in present if label == head or by_label.loc[label].drop("config").equals(figures)]
+        if len(same) > 1:
+            shown[head] = SameGroup((head, *(label for label in same if label != head)), group.prompts_not_rendered)
+            hidden |= set(same) - {head}
+    rows = board[~board["config"].isin(hidden)].reset_index(drop=True) if hidden else board
+    return rows, shown
+
+
+def rendered_prompts(configs: Sequence[StrategyConfig]) -> set[str]:
+    """The file names of the prompt templates the settings' compactions render (the templates they
+    import and the system prompt's included)."""
+    names: set[str] = set()
+    for config in configs:
+        made = get_strategy(config.strategy, **dict(config.settings))
+        if renders_prompt(made):
+            inner = getattr(made, "strategy", made)
+            names |= {path.name for name in TEMPLATES if hasattr(inner, name) for path in template_files(getattr(inner, name))}
+    return names

@@ -21,6 +21,7 @@ from bench.estimators import Hybrid
 from bench.model import Message, Transcript
 from bench.overflow import silent_overflow
 from bench.preservation import preservation_at
+from bench.reacquisition import reacquisition_json
 from bench.summary_recall import recall_json, summary_recall_at
 from bench.prompt_size import hybrid_tokens, measured_size
 from bench.uncompacted import COLUMNS, Uncompacted
@@ -69,6 +70,8 @@ class CompactionRow:
     # For recorded compactions: the replay's predicted prompt of the next call vs the recorded one.
     fidelity_predicted: int | None = None
     fidelity_recorded: int | None = None
+    # For recorded compactions: what the agent re-acquired after it (`bench.reacquisition`).
+    reacquisition: dict | None = None
 
 
 class Walk:
@@ -329,10 +332,12 @@ class Walk:
             found = preservation_at(self.transcript.messages, index, context.messages, K_STEPS)
             recalls = summary_recall_at(self.transcript.messages, index, before.messages, context.messages, K_STEPS)
             scores = {f"k{k}": _score_json(score) | recall_json(recalls[k]) for k, score in found.items()}
+        # A real compaction (its fidelity is pending): the recorded continuation says what was really gone.
+        reacquired = reacquisition_json(self.transcript.messages, index, context.messages) if fidelity_pending and not event.failed else None
         self.compactions.append(
             CompactionRow(
                 transcript=self.transcript.id, config=self.config.label, call=len(self.rows["full_tokens"]), message_index=index,
-                summary=context.summary, preservation=scores,
+                summary=context.summary, preservation=scores, reacquisition=reacquired,
                 **{f.name: getattr(event, f.name) for f in fields(CompactionEvent) if f.name != "changed"},
             )
         )

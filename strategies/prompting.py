@@ -153,6 +153,22 @@ def _digest(*sources: str) -> str:
     return hashlib.sha256("\0".join(sources).encode("utf-8")).hexdigest()[:16]
 
 
+TEMPLATES = ("template", "update_template", "turn_prefix_template")  # a summarizing strategy's prompt template settings
+
+
+def renders_prompt(strategy: object) -> bool:
+    """Whether a strategy's compactions render its prompt templates: only an LLM summarizer reads
+    them (the extractive stand-in reads the messages; its templates give the file lists only)."""
+    inner = getattr(strategy, "strategy", strategy)  # a preset compacts with its strategy
+    return any(hasattr(inner, name) for name in TEMPLATES) and getattr(inner, "summarizer", "extractive") != "extractive"
+
+
+def template_files(template: str) -> tuple[Path, ...]:
+    """The files rendering `template` reads: the template, every template it imports, and the
+    system prompt's (for saying which prompts a run really rendered)."""
+    return tuple(dict.fromkeys(path for name in (template, SYSTEM_TEMPLATE) for path, _ in _current(name)[1]))
+
+
 def prompt_set_hash(*templates: str) -> str:
     """One hash for every template a strategy may use (and the system prompt): change any of
     them (or a template they import) and the hash changes, whichever of them a particular

@@ -3,7 +3,9 @@ show each figure from one computation (`bench.leaderboard.setting_figures`) unde
 (`bench.catalogue`), and the recommendation of the one rule (`bench.recommendation`).
 
 Real sessions: two bundled Claude Code files (one that compacts at the 64k window, one that never
-reaches it, neither damaged, so every surface averages over the same sessions), three strategies.
+reaches it, neither damaged, so every surface averages over the same sessions), four strategies, two
+of them identical by construction (summarize and openhands on the extractive stand-in): the CLI
+table and the report show them as one row naming both, summary.json, diff and the gate each label.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from bench.report.run_data import load_light
 from tests.conftest import bundled
 
 FILES = (("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9"), ("m-claude", "97b0ffde"))
-STRATEGIES = ("summarize", "pi", "prune")
+STRATEGIES = ("summarize", "pi", "prune", "openhands")
+SAME = {"summarize", "openhands"}  # one result by construction (bench.same_by_construction)
 
 
 def _main(*argv: str) -> tuple[int, str]:
@@ -88,11 +91,17 @@ def test_the_cli_table_shows_the_figures_under_the_catalogue_labels(run: dict) -
     lines = run["printed"].splitlines()
     header = re.split(r"\s{2,}", lines[0].strip())
     assert header == ["setting"] + [metric(name).label for name in REPORTED]
-    for line in lines[1 : 1 + len(run["figures"])]:
+    shown = []
+    for line in lines[1 : len(run["figures"])]:  # one line fewer than settings: the two identical ones share a row
         cells = re.split(r"\s{2,}", line.strip())
-        config = cells[0].split(" ")[0]
-        for name, cell in zip(REPORTED, cells[1:]):
-            assert cell.split(" [")[0] == metric(name).format(figure(run["figures"][config], name)), (config, name)
+        labels = cells[0].rstrip(" ★◆✗").split(" = ")
+        shown.append(set(labels))
+        for config in labels:  # a shared row holds each of its settings' figures
+            for name, cell in zip(REPORTED, cells[1:], strict=True):
+                assert cell.split(" [")[0] == metric(name).format(figure(run["figures"][config], name)), (config, name)
+    assert SAME in shown and set().union(*shown) == set(run["figures"]) and sum(map(len, shown)) == len(run["figures"])
+    assert re.search(r"^(summarize = openhands|openhands = summarize): one result under 2 names, identical by construction: .*"
+                     r"openhands\.j2.* were never rendered.*comparing summary prompts needs an LLM \[summarizer\]", run["printed"], re.M)
     assert f"rule: {Rule().text}" in run["printed"]
 
 
@@ -101,12 +110,19 @@ def test_the_report_shows_the_same_figures_labels_and_recommendation(run: dict) 
     table = re.search(r'<table class="sortable" id="leaderboard-table">(.*?)</table>', page, re.S).group(1)
     headers = [html.unescape(h) for h in re.findall(r'<th scope="col"[^>]*>([^<]*)</th>', table)]
     assert headers == ["Strategy"] + [metric(name).label for name in REPORTED]
-    rows = dict(re.findall(r'<tr[^>]*data-label="([^"]+)">(.*?)</tr>', table, re.S))
-    assert set(rows) == set(run["figures"])
-    for config, body in rows.items():
+    rows = re.findall(r'<tr[^>]*data-label="([^"]+)"(?: data-labels="([^"]+)")?>(.*?)</tr>', table, re.S)
+    shown = [set(json.loads(html.unescape(labels))) if labels else {label} for label, labels, _ in rows]
+    assert SAME in shown and set().union(*shown) == set(run["figures"]) and sum(map(len, shown)) == len(run["figures"])
+    for labels, (_, _, body) in zip(shown, rows):
         cells = re.findall(r'<td class="num" data-value="[^"]*">([^<]*)', body)
-        for name, cell in zip(REPORTED, cells, strict=True):
-            assert plain(cell) == plain(metric(name).format(figure(run["figures"][config], name))), (config, name)
+        for config in labels:  # a shared row holds each of its settings' figures
+            for name, cell in zip(REPORTED, cells, strict=True):
+                assert plain(cell) == plain(metric(name).format(figure(run["figures"][config], name))), (config, name)
+        if len(labels) > 1:
+            assert set(re.search(r"<td>([^<]*)", body).group(1).strip().split(" = ")) == labels and "identical by construction" in body
+    assert "comparing summary prompts needs an LLM [summarizer]" in html.unescape(page)
+    # Offline no compaction rendered a prompt: the metadata names the templates without a hash.
+    assert "prompt: <code>" not in page and re.search(r"Not rendered by any compaction of this run, so no hash is shown:.*summary\.j2", page, re.S)
     headline = html.unescape(re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1))
     recommendation = run["summary"]["recommendation"]
     assert recommendation["rule"] in headline

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from bench.importers import load_file
 from bench.replay import StrategyConfig, replay
-from bench.same_by_construction import same_groups
+from bench.preview import format_preview, preview
+from bench.same_by_construction import rendered_prompts, same_groups
 from tests.conftest import bundled
 
 SAME = ("summarize", "iterative-merge", "openhands")
@@ -48,3 +49,19 @@ def test_settings_the_rule_groups_make_the_same_compactions_on_real_sessions() -
         assert all(rows[name] == rows["summarize"] for name in SAME), stem
         assert rows["seed-000"] != rows["summarize"]  # archive adds its pointer line
     assert compared > 20
+
+
+def test_only_an_llm_summarizer_renders_its_prompts() -> None:
+    offline = [StrategyConfig(name, name) for name in (*SAME, "seed-000", "pi")]
+    assert rendered_prompts(offline) == set()
+    with_llm = rendered_prompts([StrategyConfig("summarize-llm", "summarize", (("summarizer", "llm"),))])
+    assert {"summary.j2", "update.j2", "turn_prefix.j2", "system.j2", "files.j2"} <= with_llm and "openhands.j2" not in with_llm
+
+
+def test_preview_names_no_prompt_hash_when_no_prompt_was_rendered() -> None:
+    [transcript] = load_file(bundled("m-claude", "abc757d1-3da3-42fb-bb7b-ffa293a4ba29"))
+    shown = preview(transcript, "summarize")
+    # The compaction carries the prompt set's hash (the gate notices a template change through the file
+    # lists it renders), but no prompt was rendered: the preview does not name one.
+    assert shown.event.changed and shown.event.prompt_hash and not shown.prompt_rendered
+    assert "prompt " + shown.event.prompt_hash not in format_preview(shown)

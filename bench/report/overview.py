@@ -16,8 +16,8 @@ import pandas as pd
 from bench.catalogue import REPORTED, metric
 from bench.recommendation import Recommendation
 from bench.report.run_data import RunData, ranked_rows
-from bench.run_config import strategy_config
-from bench.same_by_construction import SameGroup, same_groups
+from bench.run_config import strategies_of_run
+from bench.same_by_construction import SameGroup, one_row_each, same_groups
 from bench.run_failures import failure_ranks
 
 # Relative cost offset of transcripts no strategy touched above which the report warns.
@@ -56,10 +56,15 @@ def figure_text(name: str, value: Any, signed: bool = False) -> str:
 
 
 def overview_context(run: RunData, figures: pd.DataFrame, recommendation: Recommendation, all_pairs: dict | None = None) -> dict[str, Any]:
-    rows = [_row(row, recommendation) for _, row in figures.iterrows()]
+    groups = _same_groups(run, figures)
+    # Settings identical by construction are one row naming them all (summary.json keeps each one's figures).
+    shown, merged = one_row_each(figures, groups, recommendation.config)
+    rows = [_row(row, recommendation, merged.get(row["config"])) for _, row in shown.iterrows()]
     rows.sort(key=lambda r: (not r["recommended"], r["not_recommendable"] != "", -float(r["cells"][0]["value"] or 0)))
     versus, pairs = _versus(run.summary.get("comparisons") or {}, recommendation)
-    groups = _same_groups(run, figures)
+    # The versus table too: one row per result; the recommended setting is not compared with itself under another name.
+    hidden = {label for group in merged.values() for label in group.labels[1:]}
+    versus = [{**v, "label": " = ".join(merged[v["label"]].labels)} if v["label"] in merged else v for v in versus if v["label"] not in hidden]
     headline = _headline(run, rows, recommendation)
     headline["ties_why"] = _ties_why(headline, groups)
     return {
@@ -70,12 +75,14 @@ def overview_context(run: RunData, figures: pd.DataFrame, recommendation: Recomm
         "rows": rows,
         "versus": versus,
         "versus_tests": pairs,
+        "versus_same": list(merged[recommendation.config].labels[1:]) if recommendation.config in merged else [],
         "versus_labels": {name: metric(name).label for name in ("removed_share", "preservation_or_untouched")},
         "significant": _significant(all_pairs) if all_pairs is not None else None,
         "pairs_tested": sum(len(v) for v in (all_pairs or {}).get("metrics", {}).values()),
         "setting": _setting(run),
         "cost_noise": _cost_noise(run),
-        "same_by_construction": [{"labels": list(g.labels), "why": g.why} for g in groups],
+        "same_by_construction": [{"labels": list(g.labels), "why": g.why} for g in merged.values()],
+        "summarizer_configured": bool(run.config.get("summarizer")),
     }
 
 
@@ -89,15 +96,16 @@ def _same_groups(run: RunData, figures: pd.DataFrame) -> list[SameGroup]:
     """The ranked settings identical by construction (`bench.same_by_construction`)."""
     ranked = set(figures["config"]) if not figures.empty else set()
     try:
-        configs = [strategy_config(entry, "run config") for entry in run.config.get("strategies", [])]
-        groups = same_groups([c for c in configs if c.label in ranked])
+        groups = same_groups([c for c in strategies_of_run(run.config) if c.label in ranked])
     except (KeyError, TypeError, ValueError, FileNotFoundError):  # a strategy this install cannot build: no claim
         return []
     return groups
 
 
-def _row(row: pd.Series, recommendation: Recommendation) -> dict[str, Any]:
+def _row(row: pd.Series, recommendation: Recommendation, same: SameGroup | None = None) -> dict[str, Any]:
+    """A leaderboard row; `same`: the settings identical by construction it stands for (it is their first)."""
     label = row["config"]
+    labels = list(same.labels) if same is not None else [label]
     cells = []
     for name in REPORTED:
         entry = metric(name)
@@ -115,7 +123,8 @@ def _row(row: pd.Series, recommendation: Recommendation) -> dict[str, Any]:
             cell["extra"] = pct(_ratio(value, row.get("cost_full_mean")), signed=True)
         cells.append(cell)
     return {
-        "label": label, "recommended": label == recommendation.config, "frontier": label in recommendation.frontier,
+        "label": label, "labels": labels, "same_why": same.why if same is not None else "",
+        "recommended": label == recommendation.config, "frontier": bool(set(labels) & set(recommendation.frontier)),
         "not_recommendable": recommendation.not_recommendable.get(label, ""), "cells": cells,
         "by_name": dict(zip(REPORTED, cells)), "compacted_in": int(row["compacted_in"]), "transcripts": int(row["transcripts"]),
     }

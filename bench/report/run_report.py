@@ -1,8 +1,9 @@
 """The run report: one standalone HTML file answering "which strategy should I use, and what does it cost me?".
 
 Sections: overview (recommendation, leaderboard with CIs, significance, Pareto plot), token
-estimation error (the estimation section, on the run's transcripts), session by session
-(saw-tooth charts and every compaction), real compactions (production summary beside each
+estimation error (the estimation section, on the run's transcripts), how far to trust these
+numbers (the replay checked against what really happened, `bench.report.trust`), session by
+session (saw-tooth charts and every compaction), real compactions (production summary beside each
 strategy's), run metadata. `write_run_report(run_dir)` writes `run_dir/report.html`.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from markupsafe import Markup
 from tqdm import tqdm
 
-from bench.estimation import run_estimation, summarize
+from bench.estimation import EstimationResult, run_estimation, summarize
 from bench.report.estimation import render_estimation_section
 from bench.report.overview import overview_context, pct
 from bench.report.page import environment, render_page
@@ -25,12 +26,16 @@ from bench.report.run_charts import colours_for, pareto_chart
 from bench.leaderboard import all_pair_comparisons, comparisons_document
 from bench.report.run_data import RunData, figures_and_recommendation, load_run, ranked_rows
 from bench.report.transcripts import transcripts_context
+from bench.report.trust import trust_context
+from bench.run_config import strategies_of_run
 from bench.run_files import write_atomic
+from bench.same_by_construction import rendered_prompts
 
 TITLE = "compactlab: which compaction strategy, at what cost"
 NAV = (
     ("overview", "Recommendation"), ("leaderboard", "Leaderboard"), ("pareto", "Pareto plot"), ("significance", "Significance"),
-    ("estimation", "Token estimation"), ("transcripts", "Session by session"), ("real-compactions", "Real compactions"),
+    ("estimation", "Token estimation"), ("trust", "How far to trust these numbers"), ("transcripts", "Session by session"),
+    ("real-compactions", "Real compactions"),
     ("metadata", "Run metadata"),
 )
 
@@ -40,7 +45,7 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, estimat
     """Render the report of the run in `run_dir` to `out` (default: run_dir/report.html) and return its path.
     `all_pairs`: compare every pair of settings too (when the run's summary.json does not hold them).
     `progress`: show on stderr which section is being written (several seconds on a large run)."""
-    with tqdm(total=7, desc="report", unit="step", disable=not progress, leave=False) as bar:
+    with tqdm(total=8, desc="report", unit="step", disable=not progress, leave=False) as bar:
         bar.set_postfix_str("reading the run")
         run = load_run(run_dir, reload_transcripts=True)
         bar.update()
@@ -68,8 +73,12 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     overview["pareto_svg"], overview["pareto_key"] = pareto_chart(figures, recommendation, colours)
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
     step("token estimation")
+    # One estimation of the run's transcripts, for its section and for the trust section's figures.
+    estimated = run_estimation(run.loaded.transcripts) if estimation and run.loaded.transcripts else None
     if estimation:
-        sections.append(_estimation_section(run))
+        sections.append(_estimation_section(run, estimated))
+    step("how far to trust these numbers")
+    sections.append(Markup(env.get_template("run_trust.html.j2").render(**trust_context(run, estimated))))
     step("session by session")
     sections.append(Markup(env.get_template("run_transcripts.html.j2").render(**transcripts_context(run, colours))))
     step("real compactions")
@@ -83,13 +92,12 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     return render_page(sections, TITLE, nav=nav, lead=lead)
 
 
-def _estimation_section(run: RunData) -> Markup:
-    if not run.loaded.transcripts:
+def _estimation_section(run: RunData, result: EstimationResult | None) -> Markup:
+    if result is None:
         reason = run.load_error or "no transcripts"
         return Markup(environment().from_string(
             '<section id="estimation"><h2>Token estimation</h2><p class="warn">Not shown: the run\'s transcripts could not be reloaded ({{ reason }}).</p></section>'
         ).render(reason=reason))
-    result = run_estimation(run.loaded.transcripts)
     return render_estimation_section(result, summarize(result.calls))
 
 
@@ -104,7 +112,9 @@ def metadata_context(run: RunData) -> dict[str, Any]:
         "datasets": ", ".join(config.get("datasets") or []) or "all bundled datasets",
         "window": f"{window:,} tokens for every model (simulated, so that compaction has work to do)" if window else "each model's real window",
         "estimator": config.get("estimator", ""),
-        "summarizer": ", ".join(f"{k} = {v}" for k, v in sorted(summarizer.items())) or "none configured (built-in strategies summarize offline)",
+        "summarizer": ", ".join(f"{k} = {v}" for k, v in sorted(summarizer.items())) or (
+            "none configured: summarizing strategies used the extractive stand-in, which reads no prompt, so no summary prompt was "
+            "rendered; comparing summary prompts needs an LLM [summarizer] in the configuration"),
         "versions": sorted((meta.get("versions") or {}).items()),
         "replayed": f"{run.transcripts['transcript'].nunique()} × {len(run.labels)} strategy settings = {len(run.transcripts):,} replays",
         "load_error": run.load_error,
@@ -117,9 +127,20 @@ def metadata_context(run: RunData) -> dict[str, Any]:
         "cost_check": _cost_check(run.summary.get("cost_model_check", [])),
         "strategies": [_strategy(s) for s in config.get("strategies", [])],
         "files": sorted((Path(k).name if len(k) > 60 else k, v or "unreadable") for k, v in (meta.get("datasets") or {}).items()),
-        "prompts": sorted((meta.get("prompts") or {}).items()),
+        **_prompts(run),
         "config_json": json.dumps(config, indent=2, ensure_ascii=False),
     }
+
+
+def _prompts(run: RunData) -> dict[str, Any]:
+    """The prompt templates the run's compactions rendered, with their hashes, and the others by
+    name only: a hash would name a prompt no compaction used (meta.json keeps every template's)."""
+    hashes = run.meta.get("prompts") or {}
+    try:
+        rendered = rendered_prompts(strategies_of_run(run.config))
+    except (KeyError, TypeError, ValueError, FileNotFoundError):  # a strategy this install cannot build: no claim
+        return {"prompts": sorted(hashes.items()), "prompts_not_rendered": []}
+    return {"prompts": sorted((k, v) for k, v in hashes.items() if k in rendered), "prompts_not_rendered": sorted(set(hashes) - rendered)}
 
 
 def _reasons(transcript) -> str:

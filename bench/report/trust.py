@@ -1,0 +1,136 @@
+"""How far to trust a run's numbers: four checks of the replay against what really happened.
+
+1. Fidelity at each real compaction: the replay's prediction of the first prompt after the
+   production agent compacted against the one the provider billed (summary.json's
+   `recorded_fidelity`).
+2. Validity against behaviour: of the items the facts-kept metric marks lost at a real
+   compaction, how many the agent re-acquired before using them, against the same share of the
+   items marked kept (summary.json's `trust.reacquisition`, `bench.reacquisition`).
+3. The token estimators' error on the run's sessions, out of sample: the calibrated fit is
+   scored only on sessions it was not trained on (`bench.estimation`).
+4. The replay's own size error: the measured-size rule (`bench.prompt_size`) against the
+   recorded sizes of prompts that keep a tail of the session (`bench.prompt_size_check`).
+
+The run's summary.json holds 1 and 2; 3 and 4 are measured on the run's reloaded transcripts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bench.estimation import IN_SAMPLE, EstimationResult, run_estimation
+from bench.leaderboard import json_records, recorded_fidelity
+from bench.prompt_size_check import error_table, kept_tail_errors
+from bench.reacquisition import reacquisition_summary
+from bench.report.overview import pct
+from bench.report.run_data import RunData
+from bench.run_config import strategies_of_run
+from strategies.registry import get_strategy
+
+SIZE_CHECK = "python -m bench.prompt_size_check"
+ESTIMATE = "compactlab estimate"
+
+
+def trust_context(run: RunData, estimation: EstimationResult | None) -> dict[str, Any]:
+    """`estimation`: the estimation section's result on the run's transcripts (None when the report
+    leaves that section out: the section then says where to get the figures)."""
+    estimators = run_estimators(run)
+    return {
+        "fidelity": _fidelity(run),
+        "reacquisition": _reacquisition(run),
+        "estimators": _estimator_errors(run, estimation, estimators),
+        "size": _size_error(run, estimators[0] if estimators else "hybrid"),
+        "datasets": " ".join(run.config.get("datasets") or []) or "(the bundled datasets)",
+        "load_error": run.load_error,
+    }
+
+
+def run_estimators(run: RunData) -> list[str]:
+    """The estimators the run's settings measured prompts with: the run's default first."""
+    found = [run.config.get("estimator") or "hybrid"]
+    try:
+        configs = strategies_of_run(run.config)
+    except ValueError:  # a configuration this version cannot read: the run's default only
+        configs = ()
+    for config in configs:
+        name = config.estimator
+        if name is None:
+            try:
+                name = getattr(get_strategy(config.strategy, **dict(config.settings)), "estimator", None)
+            except (KeyError, TypeError, ValueError, FileNotFoundError):  # a strategy this install cannot build
+                name = None
+        if name and name not in found:
+            found.append(name)
+    return found
+
+
+def _fidelity(run: RunData) -> list[dict[str, str]]:
+    rows = run.summary.get("recorded_fidelity")
+    if rows is None:  # a summary.json written before it held them
+        rows = json_records(recorded_fidelity(run.compactions))
+    return [{
+        "transcript": r["transcript"], "call": str(r["call"]),
+        "predicted": f"{r['fidelity_predicted']:,.0f}", "recorded": f"{r['fidelity_recorded']:,.0f}",
+        "error": pct(r.get("relative_error"), signed=True),
+    } for r in rows]
+
+
+def _reacquisition(run: RunData) -> dict[str, Any]:
+    found = (run.summary.get("trust") or {}).get("reacquisition")
+    if found is None:  # a summary.json written before it held them: from the rows, as the run computes it
+        found = reacquisition_summary(run.compactions)
+    return {
+        "rows": [{
+            "transcript": r["transcript"], "call": str(r["call"]), "lost": _count(r["lost_reacquired"], r["lost"]),
+            "kept": _count(r["kept_reacquired"], r["kept"]), "not_back": r["lost_not_reacquired"],
+        } for r in found["compactions"]],
+        "lost": _count(found["lost_reacquired"], found["lost"]), "kept": _count(found["kept_reacquired"], found["kept"]),
+        "lost_share": found["lost_share"], "k": next((r.get("k") for r in found["compactions"] if r.get("k")), 5),
+    }
+
+
+def _count(back: int, of: int) -> str:
+    return f"{back} of {of} ({pct(back / of, 0)})" if of else "0 of 0"
+
+
+def _estimator_errors(run: RunData, estimation: EstimationResult | None, estimators: list[str]) -> dict[str, Any]:
+    if not run.loaded.transcripts:
+        return {"rows": [], "missing": f"the run's transcripts could not be reloaded ({run.load_error or 'none'})"}
+    if estimation is None:
+        return {"rows": [], "missing": f"the report was written without the token estimation section: `{ESTIMATE} --dataset …` on the run's datasets"}
+    missing = [e for e in estimators if e not in set(estimation.calls["estimator"])]
+    calls = estimation.calls
+    if missing:  # an estimator of a setting that the estimation section does not compare
+        calls = pd.concat([calls, run_estimation(run.loaded.transcripts, missing).calls], ignore_index=True)
+    scored = calls[~calls["first_call"].astype(bool)]
+    rows = []
+    for name in estimators:
+        own = scored[scored["estimator"] == name]
+        rel = own["rel_error"].to_numpy(float)
+        left_out = int((scored["estimator"] == IN_SAMPLE).sum()) if name == "calibrated" else 0
+        rows.append({
+            "estimator": name, "calls": f"{len(own):,}", "sessions": f"{own['transcript'].nunique():,}",
+            "mape": pct(float(np.abs(rel).mean())) if len(rel) else "–",
+            "bias": pct(float(rel.mean()), signed=True) if len(rel) else "–",
+            "under5": pct(float((rel < -0.05).mean())) if len(rel) else "–",
+            "in_sample": f"{left_out:,}" if left_out else "",
+        })
+    return {"rows": rows, "missing": "", "damaged": len(estimation.damaged_transcripts)}
+
+
+def _size_error(run: RunData, estimator: str) -> dict[str, Any]:
+    if not run.loaded.transcripts:
+        return {"row": None, "why": f"the run's transcripts could not be reloaded: `{SIZE_CHECK} DATASET …` measures it"}
+    table = error_table([row for t in run.loaded.transcripts for row in kept_tail_errors(t, estimator)])
+    if table.empty:
+        return {"row": None, "why": "no session of this run qualifies (it needs at least 10 calls, no real compaction and no damaged "
+                                    f"records): `{SIZE_CHECK}` measures it on every bundled session"}
+    row = table.loc["all"]
+    return {"row": {
+        "sessions": f"{int(row['sessions']):,}", "pairs": f"{int(row['pairs']):,}",
+        "median": f"{row['measured_median_abs_pct']:.1f}%", "p90": f"{row['measured_p90_abs_pct']:.1f}%",
+        "signed": f"{row['measured_median_pct']:+.1f}%".replace("-", "−"),
+    }, "why": "", "estimator": estimator}
