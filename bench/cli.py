@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.cli_runs import EXIT_CODES, add_run_commands
+from bench.cli_runs import BUDGET_EXIT, EXIT_CODES, add_run_commands
 from bench.context_windows import ContextWindows, load_overrides, parse_override
 from bench.datasets import list_datasets
 from bench.estimation import DEFAULT_ESTIMATORS, run_estimation
@@ -21,6 +21,7 @@ from bench.importers import importers, load_file
 from bench.importers.canonical import write_canonical
 from bench.init_config import write_init
 from bench.llm.clients import LLMUnavailable
+from bench.llm.concurrency import BudgetExhausted
 from bench.loading import Loaded, load_inputs
 from bench.neutralise import TerminalSafe, terminal_text
 from bench.overview import overview_frame, summarize
@@ -46,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.redirect_stdout(TerminalSafe(sys.stdout)):
             try:
                 return args.run(args)
+            except BudgetExhausted as exc:
+                print(f"compactlab: stopped: {terminal_text(str(exc))}. The transcripts replayed before are kept; continue with "
+                      "--resume (the calls already paid for are replayed from the call cache)", file=sys.stderr)
+                return BUDGET_EXIT
             except LLMUnavailable as exc:
                 print(f"compactlab: error: {terminal_text(str(exc))}; the run stopped at this call "
                       "(continue it with --resume once the provider answers)", file=sys.stderr)

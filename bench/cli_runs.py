@@ -27,9 +27,11 @@ from bench.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, LABELS, analyse, forma
 from bench.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
 from bench.sweep import grid as sweep_grid
 
+BUDGET_EXIT = 4  # stopped before passing max_cost_usd
 EXIT_CODES = (f"exit codes: 0 done; 2 bad input or configuration (the message names the file and what is wrong), or an LLM "
               f"provider that refuses the key or cannot be reached; {INCOMPLETE_EXIT} done, but a strategy's compactions failed or "
-              f"fell back beyond `max_failed_share`, so it is not ranked")
+              f"fell back beyond `max_failed_share`, so it is not ranked; {BUDGET_EXIT} stopped before passing `max_cost_usd` "
+              f"(--resume continues)")
 
 
 def add_run_commands(commands, command) -> None:
@@ -93,6 +95,8 @@ def _run_config(args: argparse.Namespace, strategies=None):
 def _replay(config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), all_pairs: bool = False) -> tuple[object, dict]:
     result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(),
                       summarizer=make_run_summarizer(config))
+    if result.llm_calls is not None:
+        print(result.llm_calls, file=sys.stderr)
     document = summary_document(result, rule=rule, all_pairs=all_pairs)
     # Settings identical by construction: one result under several names (every label keeps its figures above).
     document["same_by_construction"] = [g.as_json() for g in same_groups(runs.resolve(config)[0].strategies)]

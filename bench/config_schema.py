@@ -38,7 +38,9 @@ _LLM = (
     ("max_retries", "integer", "4", "retries of a failed call", "4", False),
     ("timeout", "number", "300", "seconds per attempt", "300", False),
     ("temperature", "number", "the provider's", "sampling temperature", "0", False),
-    ("max_in_flight", "integer", "the provider's", "calls sent at once", "4", False),
+    ("max_in_flight", "integer", "8", "calls sent at once to this provider (summarizer and judge on one provider share the lower bound)", "8", False),
+    ("requests_per_minute", "number", "none", "the provider's request rate limit (429s are waited out either way, never failures)", "500", False),
+    ("tokens_per_minute", "number", "none", "the provider's token rate limit (a call counts its prompt and its output budget)", "200000", False),
     ("recorded_provider", "string", "any", "with provider = \"recorded\": use only this provider's recordings", '"openai"', False),
 )
 
@@ -51,6 +53,8 @@ KEYS: tuple[Key, ...] = (
     Key("", "lenient", "boolean", "false", "skip damaged records (counted and shown) instead of stopping", "false"),
     Key("", "max_failed_share", "number", "0.0",
         "share of a setting's compaction attempts that may fail or fall back (e.g. LLM errors) with the setting still ranked", "0.0"),
+    Key("", "max_cost_usd", "number", "none",
+        "what one run (or --resume) may spend on LLM calls sent; it stops before passing it, and --resume continues", "5.0"),
     Key("", "strategies", "array of strings", "every built-in offline strategy",
         "short form: registered strategies or presets with their defaults (see `compactlab strategies`)", '["pi", "codex"]'),
     Key("strategy", "name", "string", "(required)", "a registered strategy or preset, or path/to/file.py:ClassName", '"summarize"', True),

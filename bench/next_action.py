@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from bench.llm.clients import LLMError, LLMUnavailable
@@ -261,22 +262,48 @@ class Judge:
                 close()
 
 
+FanOut = Callable[[Sequence[Callable[[], Any]]], list]
+
+
+def in_turn(tasks: Sequence[Callable[[], Any]]) -> list:
+    """Each task's result, one after the other (what a run with a thread pool replaces)."""
+    return [task() for task in tasks]
+
+
+def _error_kept(task: Callable[[], Any]) -> Callable[[], Any]:
+    """`task`, with a failed call (`LLMError`) as its result; an unusable provider still raises."""
+    def run() -> Any:
+        try:
+            return task()
+        except LLMUnavailable:
+            raise  # no later call can do better: the run stops (see bench/llm/clients.py)
+        except LLMError as exc:
+            return exc
+    return run
+
+
 def score_compactions(
-    judge: Judge | Completer, transcript: Transcript, rows: Sequence[dict], contexts: Sequence[Sequence[Message]]
+    judge: Judge | Completer, transcript: Transcript, rows: Sequence[dict], contexts: Sequence[Sequence[Message]],
+    fan_out: FanOut = in_turn,
 ) -> list[dict]:
     """Copies of the compaction `rows` with a `model_next_action` entry (and `probes` when asked).
 
     `contexts[i]` is the compacted context of `rows[i]` (`Replayed.compacted`). Failed compactions
     get None. A failed call (after retries, or a prompt longer than the judge's window) gives
-    `{"error": ...}`; a missing recording in offline mode (`CacheMiss`) is raised, not recorded.
+    `{"error": ...}` (the first failed call's, in the order full history, compacted context,
+    probes); a missing recording in offline mode (`CacheMiss`) is raised, not recorded.
+
+    Every call of every row is independent of the others (the compactions are made already), so
+    `fan_out` may run them side by side (a run gives it a thread pool's); the rows are the same.
     """
-    from bench.probes import run_probes  # probes build on this module
+    from bench.probes import probe, probe_entries, probe_questions  # probes build on this module
 
     judge = judge if isinstance(judge, Judge) else Judge(judge)
     if len(rows) != len(contexts):
         raise ValueError(f"{len(rows)} compaction rows but {len(contexts)} compacted contexts")
     tools = tools_hint(transcript.messages)
-    scored = []
+    grader = judge.grader or judge.completer
+    scored, asked, tasks = [], [], []
     for row, context in zip(rows, contexts):
         row = dict(row)
         scored.append(row)
@@ -286,15 +313,21 @@ def score_compactions(
             row["model_next_action"] = None
             continue
         history = transcript.messages[:index]
-        try:
-            score = next_action_preservation(judge.completer, history, context, recorded, tools, judge.threshold, judge.max_output_tokens)
-            result = score.to_json()
-            if judge.probes:
-                result["probes"] = run_probes(judge, history, context, recorded)
-        except LLMUnavailable:
-            raise  # no later call can do better: the run stops (see bench/llm/clients.py)
-        except LLMError as exc:
-            result = {"error": str(exc)}
+        questions = probe_questions(history, recorded, judge.probes) if judge.probes else []
+        asked.append((row, recorded, len(tasks), questions))
+        tasks += [partial(predict_next_action, judge.completer, messages, tools, judge.max_output_tokens) for messages in (history, context)]
+        tasks += [partial(probe, judge.completer, grader, messages, question, judge.max_output_tokens)
+                  for question in questions for messages in (history, context)]
+    answers = fan_out([_error_kept(task) for task in tasks])
+    for row, recorded, start, questions in asked:
+        full, mine, *verdicts = answers[start : start + 2 + 2 * len(questions)]
+        error = next((a for a in (full, mine, *verdicts) if isinstance(a, LLMError)), None)
+        if error is not None:
+            row["model_next_action"] = {"error": str(error)}
+            continue
+        result = ModelScore(agree(mine, recorded, judge.threshold), agree(full, recorded, judge.threshold), tuple(recorded), mine, full).to_json()
+        if judge.probes:
+            result["probes"] = probe_entries(questions, verdicts)
         row["model_next_action"] = result
     return scored
 

@@ -106,12 +106,11 @@ def probe(completer: Completer, judge: Completer, context: Sequence[Message], qu
     return ProbeVerdict(question, answer[:ANSWER_CHARS], None if found is None else found.group(1) == "yes", total)
 
 
-def run_probes(judge: Judge, history: Sequence[Message], compacted: Sequence[Message], recorded: Sequence[Action]) -> list[dict]:
-    """The judge's probes on the full history, then on the compacted context, as row entries."""
+def probe_entries(questions: Sequence[Probe], verdicts: Sequence[ProbeVerdict]) -> list[dict]:
+    """Row entries of the judge's probes: `verdicts` holds each question's verdict on the full
+    history, then on the compacted context (the order `next_action.score_compactions` asks them in)."""
     entries = []
-    for question in probe_questions(history, recorded, judge.probes):
-        full, mine = (probe(judge.completer, judge.grader or judge.completer, context, question, judge.max_output_tokens)
-                      for context in (history, compacted))
+    for question, full, mine in zip(questions, verdicts[::2], verdicts[1::2]):
         costs = (full.cost_usd, mine.cost_usd)
         entries.append({
             "kind": question.kind, "question": question.question, "reference": question.reference,

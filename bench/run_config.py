@@ -45,6 +45,9 @@ class RunConfig:
     summarizer: dict = field(default_factory=dict)
     judge: dict = field(default_factory=dict)  # empty: no model judge (the default, offline)
     max_failed_share: float = 0.0  # see bench/run_failures.py
+    # What one invocation may spend on LLM calls (bench/llm/concurrency.py). Not part of config.json:
+    # it does not shape results, and a --resume may raise it.
+    max_cost_usd: float | None = None
 
 
 def default_strategies() -> tuple[StrategyConfig, ...]:
@@ -128,7 +131,16 @@ def config_from_data(data: dict, path: object) -> RunConfig:
         summarizer=dict(data.get("summarizer", {})),
         judge=dict(data.get("judge", {})),
         max_failed_share=_share(data.get("max_failed_share", 0.0), path),
+        max_cost_usd=_budget(data.get("max_cost_usd"), path),
     )
+
+
+def _budget(value: object, where: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{where}: `max_cost_usd` must be a number of US dollars >= 0, got {value!r}")
+    return float(value)
 
 
 def _share(value: object, where: object) -> float:

@@ -27,6 +27,7 @@ import itertools
 import json
 import os
 import platform
+import time
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
@@ -36,8 +37,10 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from bench.concurrent_replays import replay_concurrently
 from bench.context_windows import ContextWindows
 from bench.datasets import resolve_inputs
+from bench.llm.concurrency import CallAccount, check_budget_prices, default_replay_threads, llm_completers, run_calls
 from bench.llm.prices import resolve_prices
 from bench.llm_config import make_run_judge
 from bench.loading import FailedFile, ReadInputs, ReadTranscript, read_files
@@ -46,13 +49,13 @@ from bench.call_rows import TEXT_COLUMNS, SharedRows, call_arrays, json_line, js
 from bench.metrics import (
     TextCodes, calls_frame, coded_text, compactions_frame, joined_codes, rows_of_each, summary_groups, transcript_summary,
 )
-from bench.next_action import score_compactions
+from bench.next_action import FanOut, in_turn, score_compactions
 from bench.model import Transcript
 from bench.neutralise import csv_frame
-from bench.replay import CALL_COLUMNS, CallColumns, StrategyConfig, replay
+from bench.replay import CALL_COLUMNS, CallColumns, Replayed, StrategyConfig, replay
 from bench.run_failures import mark_incomplete
 from bench.run_files import DONE, PART_PREFIX, ROW_FILES, DoneLog, RowFiles, RunLock, read_done, remove_parts, write_atomic
-from bench.shared_compactions import shared_by_setting
+from bench.shared_compactions import SharedCompactions, shared_by_setting
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
 from bench.tokenizers import TokenCache
 from strategies.base import Strategy
@@ -60,6 +63,7 @@ from strategies.prompting import PROMPTS_DIR, fixed_templates
 from strategies.registry import get_strategy
 
 CACHED_CHARS = 50_000_000  # texts a replaying process keeps counts of (some 50-100 MB)
+PROGRESS_SECONDS = 0.2  # between two updates of the LLM calls shown beside the progress bar
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class RunResult:
     read: ReadInputs  # what the run read (the transcripts' messages are not kept)
     resumed_units: int
     max_failed_share: float = 0.0  # see bench/run_failures.py
+    llm_calls: str | None = None  # what the run's LLM calls came to (`CallAccount.line`), when it had any
 
 
 def resolve(config: RunConfig) -> tuple[RunConfig, dict[str, Strategy]]:
@@ -95,20 +100,23 @@ def run(
     overwrite: bool = False,
     judge=None,
     workers: int | None = None,
+    replay_threads: int | None = None,
 ) -> RunResult:
     """Replay every transcript × strategy of `config` into `out` (see the module docstring).
 
     `workers`: processes reading and replaying files side by side (default: one per core); the
     rows are written in file order, the same as one process writes them. Runs with an LLM
-    summarizer or judge stay in one process, where the call cache and the concurrency limit live.
+    summarizer or judge stay in one process, where the call cache and the limits on calls live,
+    and replay in `replay_threads` threads (default: twice the calls in flight the providers'
+    `max_in_flight` allow; 1: one replay after another); see `bench.concurrent_replays`.
     """
     config, instances = resolve(config)
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
-        return _run_locked(config, instances, out, resume, progress, summarizer, overwrite, judge, workers)
+        return _run_locked(config, instances, out, resume, progress, summarizer, overwrite, judge, workers, replay_threads)
 
 
-def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summarizer, overwrite, judge, workers) -> RunResult:
+def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summarizer, overwrite, judge, workers, replay_threads) -> RunResult:
     done_path = out / DONE
     if not resume and done_path.exists():
         if not overwrite:
@@ -131,11 +139,18 @@ def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summa
     file_hashes: dict[str, str | None] = {}  # each file's, as the worker that read it found it
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
     remove_parts(out)  # left by a run that was killed
-    reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file, keep=ReadTranscript.of)
+    completers = llm_completers(summarizer, judge)
+    account = CallAccount(config.max_cost_usd, on_change=_shown_on(bar) if progress else None)
+    if completers:
+        check_budget_prices(completers, account)
+        threads = replay_threads or default_replay_threads(completers)
+        reads = replay_concurrently(read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=1), job, ReadTranscript.of, threads, account)
+    else:
+        reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file, keep=ReadTranscript.of)
     try:
         # One version of each prompt template for the whole run; an error in a file ends the
         # worker pool at once (see read_files).
-        with fixed_templates(), closing(reads), RowFiles(out, log) as row_files:
+        with fixed_templates(), run_calls(completers, account), closing(reads), RowFiles(out, log) as row_files:
             for read in reads:
                 bar.update()
                 if read.error is not None:
@@ -163,7 +178,21 @@ def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summa
     write_atomic(out / "meta.json", json.dumps(run_meta(read, file_hashes), indent=2) + "\n")
     # A run that started fresh has every row in memory: no need to read the files back.
     rows = None if log.units else (call_frames, compaction_rows)
-    return finish(out, read, resumed_units=len(log.units), prices=config.prices, rows=rows, max_failed_share=config.max_failed_share)
+    result = finish(out, read, resumed_units=len(log.units), prices=config.prices, rows=rows, max_failed_share=config.max_failed_share)
+    return replace(result, llm_calls=account.line()) if completers else result
+
+
+def _shown_on(bar: tqdm):
+    """A `CallAccount` callback showing its counts after the bar, at most a few times a second."""
+    shown = [0.0]
+
+    def show(account: CallAccount) -> None:
+        now = time.monotonic()
+        if now - shown[0] >= PROGRESS_SECONDS:
+            shown[0] = now
+            bar.set_postfix_str(account.line())
+
+    return show
 
 
 def _check_unchanged(out: Path, log: DoneLog, files: list[Path]) -> None:
@@ -198,6 +227,16 @@ class Replays:
 
 
 @dataclass(frozen=True)
+class TranscriptPlan:
+    """What the settings of one transcript share while they replay (side by side in threads, or in turn)."""
+
+    transcript: Transcript
+    strategies: list[StrategyConfig]
+    meters: dict[str, Meter]  # by estimator
+    sharing: dict[str, SharedCompactions]  # by label
+
+
+@dataclass(frozen=True)
 class _Job:
     strategies: tuple[StrategyConfig, ...]
     instances: dict[str, Strategy]  # each setting's strategy, by label (see resolve)
@@ -214,16 +253,52 @@ class _Job:
     def replay_file(self, transcripts: tuple[Transcript, ...]) -> tuple[str | None, list[Replays | None]]:
         """The file's hash for the run's metadata (taken here, beside the other reading, not by the
         run's process at the end) and each transcript's replays."""
-        file_hash = _file_hash(Path(transcripts[0].source_path)) if transcripts else None
-        return file_hash, [self.replay_transcript(t) for t in transcripts]
+        return self.file_hash(transcripts), [self.replay_transcript(t) for t in transcripts]
+
+    @staticmethod
+    def file_hash(transcripts: tuple[Transcript, ...]) -> str | None:
+        return _file_hash(Path(transcripts[0].source_path)) if transcripts else None
 
     def replay_transcript(self, transcript: Transcript) -> Replays | None:
+        plan = self.plan(transcript)
+        if plan is None:
+            return None
+        return self.assemble(plan, [self.replay_setting(plan, strategy) for strategy in plan.strategies])
+
+    def plan(self, transcript: Transcript) -> TranscriptPlan | None:
+        """What the settings of `transcript` not done yet share; None when every one is done."""
         strategies = [s for s in self.strategies if (transcript.id, s.label) not in self.done]
         if not strategies:
             return None
         # One meter per estimator, shared by every strategy of this transcript: each message is
         # counted once for the whole run, however many settings replay it.
         meters: dict[str, Meter] = {}
+        for strategy in strategies:
+            estimator = self.estimator_of(strategy)
+            if estimator not in meters:
+                meters[estimator] = Meter(transcript, estimator, self.cache)
+        # Settings that differ only in their trigger share each compaction of the same context.
+        sharing = shared_by_setting({s.label: self.instances[s.label] for s in strategies})
+        return TranscriptPlan(transcript, strategies, meters, sharing)
+
+    def estimator_of(self, strategy: StrategyConfig) -> str:
+        return strategy.estimator or getattr(self.instances[strategy.label], "estimator", self.default_estimator)
+
+    def replay_setting(self, plan: TranscriptPlan, strategy: StrategyConfig, fan_out: FanOut = in_turn) -> tuple[Replayed, list[dict]]:
+        """One setting's replay of the plan's transcript and its compaction rows (judged when the
+        run has a judge; `fan_out` runs the judge's calls)."""
+        transcript = plan.transcript
+        replayed = replay(
+            transcript, strategy, self.windows, summarizer=self.summarizer, meter=plan.meters[self.estimator_of(strategy)],
+            strategy=plan.sharing[strategy.label],
+        )
+        rows = [dict(vars(r)) for r in replayed.compactions]
+        if self.judge is not None:  # next-action preservation with a model (bench/next_action.py)
+            rows = score_compactions(self.judge, transcript, rows, replayed.compacted, fan_out)
+        return replayed, rows
+
+    def assemble(self, plan: TranscriptPlan, results: list[tuple[Replayed, list[dict]]]) -> Replays:
+        """The transcript's `Replays` from each setting's replay, in the order of its settings."""
         compaction_rows: list[dict] = []
         # calls.jsonl: per setting, the rows it shares with the uncompacted replay (formatted once
         # per estimator), then its own rows (formatted with every other setting's at the end).
@@ -231,28 +306,16 @@ class _Job:
         shared_texts: list[tuple[bytes, int]] = []  # (the shared rows' lines, how many own rows follow)
         parts: list[tuple[SharedRows, int, int]] = []  # per setting, for the arrays (see call_arrays)
         own: CallColumns = {name: [] for name in CALL_COLUMNS}
-        # Settings that differ only in their trigger share each compaction of the same context.
-        sharing = shared_by_setting({s.label: self.instances[s.label] for s in strategies})
-        for strategy in strategies:
-            instance = self.instances[strategy.label]
-            estimator = strategy.estimator or getattr(instance, "estimator", self.default_estimator)
-            if estimator not in meters:
-                meters[estimator] = Meter(transcript, estimator, self.cache)
-            replayed = replay(
-                transcript, strategy, self.windows, summarizer=self.summarizer, meter=meters[estimator], strategy=sharing[strategy.label]
-            )
-            rows = [dict(vars(r)) for r in replayed.compactions]
-            if self.judge is not None:  # next-action preservation with a model (bench/next_action.py)
-                rows = score_compactions(self.judge, transcript, rows, replayed.compacted)
+        for strategy, (replayed, rows) in zip(plan.strategies, results):
             compaction_rows += rows
             calls, shared = replayed.calls, replayed.shared_calls
             for name, values in calls.items():
                 own[name] += values[shared:]
-            rows_shared, added = shared_rows.setdefault(estimator, SharedRows()), len(calls["call"]) - shared
+            rows_shared, added = shared_rows.setdefault(self.estimator_of(strategy), SharedRows()), len(calls["call"]) - shared
             shared_texts.append((rows_shared.first(shared, strategy.label, calls), added))
             parts.append((rows_shared, shared, added))
-        labels = [s.label for s in strategies]
-        arrays = call_arrays(transcript.id, labels, parts, own)
+        labels = [s.label for s in plan.strategies]
+        arrays = call_arrays(plan.transcript.id, labels, parts, own)
         part, call_bytes = self._part(shared_texts, json_rows(own), "".join(map(json_line, compaction_rows)))
         return Replays(labels, part, call_bytes, arrays, compaction_rows)
 

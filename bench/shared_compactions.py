@@ -7,11 +7,16 @@ sweep of `bench.speed_sweep`, about one compaction in five is such a repeat.) `S
 stands in for the strategy in each of those settings: it makes the compaction once and hands the
 same result to each. A strategy's result depends only on the context and the request (it is a
 frozen dataclass without state, see `strategies.base`), so nothing a replay records changes.
+
+Settings of one transcript may replay side by side in threads (`bench.concurrent_replays`): a
+lock per key makes a second setting reaching the same context wait for the first one's result
+instead of making it again (an LLM summary would be asked twice).
 """
 
 from __future__ import annotations
 
 import operator
+import threading
 from dataclasses import dataclass, field
 
 from strategies.base import CompactionRequest, CompactionResult, Context, Strategy
@@ -27,6 +32,8 @@ class SharedCompactions:
 
     strategy: Strategy
     results: dict[tuple, list[tuple[Context, CompactionRequest, CompactionResult]]] = field(default_factory=dict)
+    locks: dict[tuple, threading.Lock] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # over `locks`
 
     def __getattr__(self, name: str) -> object:  # the strategy's name, trigger, estimator, ...
         if name == "strategy":  # not set yet (a copy being made): no strategy to ask
@@ -43,15 +50,18 @@ class SharedCompactions:
             request.target_tokens, id(getattr(counter, "__self__", counter)), id(getattr(counter, "__func__", counter)),
             id(request.summarizer),
         )
-        entries = self.results.setdefault(key, [])
-        for earlier, _, result in entries:
-            if all(map(operator.is_, earlier.messages, messages)):
-                return result
-        result = self.strategy.compact(context, request)
-        # The entry holds the context and the request, so no object named in its key by identity
-        # can be freed and its id reused while the entry lives.
-        entries.append((context, request, result))
-        return result
+        with self.lock:
+            key_lock = self.locks.setdefault(key, threading.Lock())
+        with key_lock:
+            entries = self.results.setdefault(key, [])
+            for earlier, _, result in entries:
+                if all(map(operator.is_, earlier.messages, messages)):
+                    return result
+            result = self.strategy.compact(context, request)
+            # The entry holds the context and the request, so no object named in its key by identity
+            # can be freed and its id reused while the entry lives.
+            entries.append((context, request, result))
+            return result
 
 
 def shared_by_setting(instances: dict[str, Strategy]) -> dict[str, SharedCompactions]:

@@ -162,7 +162,7 @@ class Summarize:
         spans = [("history", history[:end_of_history])]
         if turn_start is not None:
             spans.append(("turn_prefix", history[turn_start:cut]))
-        texts = []
+        requests = []
         prompt_hash = prompt_set_hash(self.template, self.update_template, self.turn_prefix_template)
         for purpose, span in spans:
             if purpose == "history" and not span and previous_text is None:
@@ -179,13 +179,17 @@ class Summarize:
                 prompt = render(template, conversation=serialize(cleaned), previous_summary=previous_text if update else None)
             else:
                 prompt = Prompt(system="", text="", hash="")  # no prompt was rendered
-            response = summarizer.summarize(
-                SummaryRequest(
-                    messages=tuple(cleaned), prompt=prompt.text, system=prompt.system, prompt_hash=prompt.hash,
-                    max_output_tokens=self.max_summary_tokens, purpose="update" if update else purpose,
-                    previous_summary=previous_text if update else None, files_tracked=self.track_files,
-                )
-            )
+            requests.append(SummaryRequest(
+                messages=tuple(cleaned), prompt=prompt.text, system=prompt.system, prompt_hash=prompt.hash,
+                max_output_tokens=self.max_summary_tokens, purpose="update" if update else purpose,
+                previous_summary=previous_text if update else None, files_tracked=self.track_files,
+            ))
+        # The history's and the turn prefix's summaries are independent: a summarizer that can
+        # make several at once (an LLM's calls, as pi makes them) does.
+        together = getattr(summarizer, "summarize_all", None)
+        responses = together(requests) if together is not None and len(requests) > 1 else [summarizer.summarize(r) for r in requests]
+        texts = []
+        for response in responses:
             texts.append(response.text.strip())
             if response.usage is not None:
                 calls.append(response.usage)

@@ -210,7 +210,8 @@ def test_offline_with_an_empty_cache_is_a_clear_error(server: FakeProvider, tmp_
 
 def test_a_failed_call_is_an_error_row_left_out_of_the_counts(server: FakeProvider, tmp_path: Path) -> None:
     rows, contexts, recorded = mini_replay()
-    server.queue(bad_request("prompt rejected"), ok(answer(recorded[1])), ok(answer(recorded[1])))
+    # A row's calls are independent (a run sends them side by side): the first row's second call is made too.
+    server.queue(bad_request("prompt rejected"), *[ok(answer(recorded[1]))] * 3)
     results = [r["model_next_action"] for r in score_compactions(completer(server, None), MINI, rows, contexts)]
     assert "prompt rejected" in results[0]["error"]
     summary = aggregate(results)

@@ -25,11 +25,12 @@ from bench.llm.clients import (
     LLMUnavailable,
     OpenAIChatClient,
 )
+from bench.llm.concurrency import DEFAULT_MAX_IN_FLIGHT, BudgetExhausted, CallAccount, Limits
 from bench.llm.prices import DEFAULT_PRICES, ModelPrice, cost_of, price_for, resolve_prices
 from bench.llm.summarizer import LLMSummarizer, RecordedSummarizer, summarize_many
 
 __all__ = [
-    "AnthropicClient", "BadAnswer", "CacheMiss", "CacheRequest", "Completion", "ContextOverflowError", "DEFAULT_PRICES",
+    "AnthropicClient", "BadAnswer", "BudgetExhausted", "CallAccount", "Limits", "CacheMiss", "CacheRequest", "Completion", "ContextOverflowError", "DEFAULT_PRICES",
     "LLMCache", "LLMClient", "LLMError", "LLMSummarizer", "LLMUnavailable", "ModelPrice", "OpenAIChatClient",
     "RecordedSummarizer", "cost_of", "make_summarizer", "price_for", "resolve_prices", "summarize_many",
 ]
@@ -49,8 +50,10 @@ def make_summarizer(
     max_retries: int = DEFAULT_MAX_RETRIES,
     timeout: float = DEFAULT_TIMEOUT,
     temperature: float | None = None,
-    max_in_flight: int | None = None,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     recorded_provider: str | None = None,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
 ) -> LLMSummarizer:
     """A summarizer for `provider` and `model`.
 
@@ -58,7 +61,10 @@ def make_summarizer(
     no key). `cache_dir=None` disables the cache (and with it offline replays). "recorded" reads
     the cache only; it uses a recording by any provider unless `recorded_provider` names one.
     `mode="offline"` with a real provider is the same, restricted to that provider.
+    `max_in_flight`, `requests_per_minute` and `tokens_per_minute` bound the calls sent (see
+    `bench.llm.concurrency`).
     """
+    limits = Limits(max_in_flight, requests_per_minute, tokens_per_minute)  # checked even when no call is sent
     if provider == "recorded":
         if cache_dir is None:
             raise ValueError("the recorded summarizer needs cache_dir (where the recordings are)")
@@ -76,4 +82,4 @@ def make_summarizer(
     else:
         raise ValueError(f"unknown LLM provider {provider!r}; expected 'openai', 'anthropic' or 'recorded'")
     cache = LLMCache(cache_dir, mode) if cache_dir is not None else None
-    return LLMSummarizer(client, cache, prices=prices, max_in_flight=max_in_flight)
+    return LLMSummarizer(client, cache, prices=prices, limits=limits)

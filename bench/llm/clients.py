@@ -6,6 +6,11 @@ set `max_retries` and `timeout`. A 400 is never retried by the SDKs, which is wh
 overflow needs: it is recognised with `bench.overflow.classify_overflow` and raised as
 `ContextOverflowError` so the engine can compact instead of paying for hopeless retries.
 
+A 429 the SDK's retries did not get past is `RateLimited`, carrying the server's `retry-after`:
+`bench.llm.concurrency` waits and sends it again, however often, without counting a failure (a
+burst of 429s slows a run, never fails it). A 429 that says the account's quota is used up is
+`LLMUnavailable`: waiting does not help.
+
 What the SDKs do not retry, we do, as often as they would (`max_retries`): an answer that is no
 answer (`BadAnswer`: an empty text, a body that is not the JSON it claims to be, no choices). Such
 a call is a failure like any other, so it is never cached. A refused key (401/403) or a server
@@ -50,6 +55,35 @@ class LLMError(RuntimeError):
 
 class LLMUnavailable(LLMError):
     """The provider cannot be used at all: it refused the credentials (401/403) or cannot be reached."""
+
+
+class RateLimited(LLMError):
+    """The provider answered 429 (too many requests or tokens per minute) after the SDK's retries."""
+
+    def __init__(self, provider: str, model: str, message: str, retry_after: float | None) -> None:
+        super().__init__(provider, model, message, 429)
+        self.retry_after = retry_after  # seconds the server asked for; None: it did not say
+
+
+QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})  # OpenAI's 429s that waiting does not cure
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The wait a 429's headers ask for: `retry-after-ms`, else `retry-after` in seconds (a date
+    form is not worth parsing here: None, and the caller backs off on its own)."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        if seconds >= 0:
+            return seconds
+    return None
 
 
 class BadAnswer(LLMError):
@@ -149,10 +183,14 @@ class _SDKClient:
     def _unreachable(self, exc: Exception, where: str) -> LLMUnavailable:
         return LLMUnavailable(self.provider, self.model, f"cannot reach {where} ({_scrub(str(exc), self._key)}; {self._attempts()})")
 
-    def _status_error(self, status: int, provider_message: str, code: object, key: str) -> LLMError:
+    def _status_error(self, status: int, provider_message: str, code: object, key: str, headers: Any = None) -> LLMError:
         message = _scrub(provider_message, key)
         if status in (401, 403):
             return LLMUnavailable(self.provider, self.model, f"{message[:MAX_MESSAGE_CHARS]} (the server refused the credentials: check the API key)", status)
+        if status == 429 and code in QUOTA_CODES:
+            return LLMUnavailable(self.provider, self.model, f"{message[:MAX_MESSAGE_CHARS]} (the account's quota is used up)", status)
+        if status == 429:
+            return RateLimited(self.provider, self.model, message[:MAX_MESSAGE_CHARS], retry_after_seconds(headers))
         overflow = classify_overflow(message)
         if len(message) > MAX_MESSAGE_CHARS:  # e.g. a proxy's HTML error page
             message = message[:MAX_MESSAGE_CHARS] + " [...]"
@@ -220,7 +258,7 @@ class OpenAIChatClient(_SDKClient):
         if isinstance(exc, openai.APIStatusError):
             body = exc.body if isinstance(exc.body, dict) else {}  # the SDK unwraps {"error": {...}}
             message = body.get("message") if isinstance(body.get("message"), str) else exc.message
-            return self._status_error(exc.status_code, message, body.get("code"), self._key)
+            return self._status_error(exc.status_code, message, body.get("code"), self._key, exc.response.headers)
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(self.provider, self.model, f"timed out ({self._attempts()})")
         if isinstance(exc, openai.APIConnectionError):
@@ -312,7 +350,7 @@ class AnthropicClient(_SDKClient):
             body = exc.body if isinstance(exc.body, dict) else {}
             error = body.get("error") if isinstance(body.get("error"), dict) else {}
             message = getattr(exc, "api_message", None) or error.get("message") or exc.message
-            return self._status_error(exc.status_code, str(message), error.get("type"), self._key)
+            return self._status_error(exc.status_code, str(message), error.get("type"), self._key, exc.response.headers)
         if isinstance(exc, anthropic.APITimeoutError):
             return LLMError(self.provider, self.model, f"timed out ({self._attempts()})")
         if isinstance(exc, anthropic.APIConnectionError):

@@ -12,6 +12,10 @@ which the engine counts towards its failure breaker and strategies may answer wi
 *not* turned into `CompactionFailed`: they are a broken setup, and a run must stop on them rather
 than quietly fall back to another strategy at every compaction.
 
+Calls actually sent (cache misses) go through the summarizer's `ProviderGate` (in-flight bound,
+rate limits, 429 waits) and, during a run, the run's `CallAccount` (cost budget, progress counts):
+see `bench.llm.concurrency`.
+
 `RecordedSummarizer` is the offline, cache-only variant for CI: no client, no key, no network.
 """
 
@@ -25,30 +29,43 @@ from pathlib import Path
 
 from bench.llm.cache import CacheMiss, CacheRequest, Completion, LLMCache
 from bench.llm.clients import ContextOverflowError, LLMClient, LLMError, LLMUnavailable
-from bench.llm.prices import ModelPrice, cost_of, resolve_prices
+from bench.llm.concurrency import CallAccount, Limits, ProviderGate, estimated_cost
+from bench.llm.prices import ModelPrice, cost_of, price_for, resolve_prices
+from bench.tokenizers import get_encoding
 from strategies.base import CompactionFailed, Summarizer, SummaryRequest, SummaryResponse
 
 
 class LLMSummarizer:
     """A `Summarizer` that asks an LLM, through the cache when one is given."""
 
+    sends_calls = True  # to a provider (the recorded summarizer only reads its cache)
+
     def __init__(
         self,
         client: LLMClient,
         cache: LLMCache | None = None,
         prices: Mapping[str, object] | str | Path | None = None,
-        max_in_flight: int | None = None,
+        limits: Limits | None = None,
         name: str | None = None,
     ) -> None:
-        if max_in_flight is not None and max_in_flight < 1:
-            raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
         self.client = client
         self.cache = cache
         self.prices: dict[str, ModelPrice] = resolve_prices(prices)
         self.name = name or f"llm:{client.provider}:{client.model}"
         # Bounds calls actually sent to the provider, across every thread using this summarizer
-        # (cache hits take no slot): the rate limit is per account, not per transcript.
-        self._gate = threading.BoundedSemaphore(max_in_flight) if max_in_flight else None
+        # (cache hits take no slot): the rate limit is per account, not per transcript. A run
+        # gives summarizers of one provider account one gate (`bench.llm.concurrency.shared_gates`).
+        self.limits = limits or Limits()
+        self.gate = ProviderGate(self.limits)
+        self.account: CallAccount | None = None  # set for the duration of a run
+
+    @property
+    def provider_account(self) -> tuple:
+        """Who the limits apply to: the provider at its address (a local server is an account of its own)."""
+        return (self.client.provider, getattr(self.client, "base_url", None))
+
+    def price(self) -> ModelPrice | None:
+        return price_for(self.client.model, self.prices)
 
     def close(self) -> None:
         """Release the client's connections (a no-op for clients that hold none)."""
@@ -84,6 +101,11 @@ class LLMSummarizer:
         usage = replace(completion.usage, cost_usd=cost_of(completion.usage, self.prices))
         return SummaryResponse(text=completion.text, usage=usage)
 
+    def summarize_all(self, requests: Sequence[SummaryRequest]) -> list[SummaryResponse]:
+        """Independent summaries of one compaction (its history and its turn prefix), asked at
+        once; in order, the first failure in order raised once both calls are over."""
+        return summarize_many(self, requests, max_workers=max(1, len(requests)))  # type: ignore[return-value]
+
     def complete(self, system: str, prompt: str, max_tokens: int) -> SummaryResponse:
         """A plain completion (e.g. a judge's question) through the same cache, gate and prices.
 
@@ -94,16 +116,41 @@ class LLMSummarizer:
         return SummaryResponse(text=completion.text, usage=replace(completion.usage, cost_usd=cost_of(completion.usage, self.prices)))
 
     def _complete(self, request: SummaryRequest) -> Completion:
+        account = self.account
+
         def call() -> Completion:
-            if self._gate is None:
-                return self.client.complete(request.system, request.prompt, request.max_output_tokens)
-            with self._gate:
-                return self.client.complete(request.system, request.prompt, request.max_output_tokens)
+            return self._send(request, account)
 
         if self.cache is None:
             return call()
-        completion, _hit = self.cache.fetch(self.cache_request(request), call)
+        completion, hit = self.cache.fetch(self.cache_request(request), call)
+        if hit and account is not None:
+            account.cache_hit()
         return completion
+
+    def _send(self, request: SummaryRequest, account: CallAccount | None) -> Completion:
+        """One call to the provider, within its gate and the run's budget."""
+        price = self.price()
+        budgeted = account is not None and account.max_cost_usd is not None
+        tokens = 0
+        if budgeted or self.limits.tokens_per_minute:  # counting a long prompt is worth it only then
+            encoding = get_encoding("o200k_base")
+            tokens = sum(len(encoding.encode(text, disallowed_special=())) for text in (request.system, request.prompt))
+        reserved = 0.0
+        if account is not None:
+            estimate = estimated_cost(price, self.client.model, tokens, request.max_output_tokens) if budgeted and price else 0.0
+            reserved = account.reserve(self.client.provider, self.client.model, estimate)
+        completion = None
+        try:
+            completion = self.gate.send(
+                lambda: self.client.complete(request.system, request.prompt, request.max_output_tokens), tokens + request.max_output_tokens, account
+            )
+            return completion  # type: ignore[return-value]
+        finally:
+            if account is not None:
+                # A failed call is not billed; an answer's cost unknown to the table counts as its estimate.
+                account.settle(reserved, 0.0 if completion is None else cost_of(completion.usage, self.prices))  # type: ignore[union-attr]
+                account.answered(completion is not None)
 
 
 class _RecordedOnly:
@@ -132,6 +179,8 @@ class RecordedSummarizer(LLMSummarizer):
     results read the same whether the summaries were fetched or replayed.
     """
 
+    sends_calls = False
+
     def __init__(
         self,
         provider: str | None,
@@ -155,14 +204,20 @@ class RecordedSummarizer(LLMSummarizer):
         for provider in self.providers:
             candidate = replace(wanted, provider=provider)
             if self.cache.path_for(candidate.key()).exists():
-                return self.cache.fetch(candidate, self.client_never_called)[0]
+                completion = self.cache.fetch(candidate, self.client_never_called)[0]
+                if self.account is not None:
+                    self.account.cache_hit()
+                return completion
         try:
-            return self.cache.fetch(wanted, self.client_never_called)[0]
+            completion = self.cache.fetch(wanted, self.client_never_called)[0]
         except CacheMiss as miss:
             if len(self.providers) == 1:
                 raise
             others = ", ".join(self.providers[1:])
             raise CacheMiss(wanted, miss.key, self.cache.directory, f"nor a recording by provider(s) {others}") from None
+        if self.account is not None:
+            self.account.cache_hit()
+        return completion
 
     @staticmethod
     def client_never_called() -> Completion:

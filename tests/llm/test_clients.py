@@ -17,6 +17,7 @@ from bench.llm import (
     AnthropicClient,
     ContextOverflowError,
     LLMCache,
+    Limits,
     LLMError,
     LLMSummarizer,
     LLMUnavailable,
@@ -256,7 +257,7 @@ def test_summarize_many_bounds_in_flight_and_keeps_order(kind: str, server: Fake
 
 def test_summarizer_max_in_flight_bounds_all_callers(server: FakeProvider) -> None:
     server.queue(*[ok(delay=0.1)] * 6)
-    summarizer = LLMSummarizer(client("openai", server), max_in_flight=2)
+    summarizer = LLMSummarizer(client("openai", server), limits=Limits(max_in_flight=2))
     summarize_many(summarizer, [request(prompt=f"t{i}") for i in range(6)], max_workers=6)
     assert server.count() == 6 and server.max_in_flight <= 2
 
