@@ -93,7 +93,7 @@ def _replay(config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), al
     result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(),
                       summarizer=make_run_summarizer(config))
     document = summary_document(result, rule=rule, all_pairs=all_pairs)
-    document["cost_coverage"] = cost_coverage(result.transcripts, result.calls, resolve_prices(config.prices) if config.prices else None)
+    document["cost_coverage"] = cost_coverage(result.transcripts, result.call_models, resolve_prices(config.prices) if config.prices else None)
     write_atomic(out / "summary.json", json.dumps(document, indent=2, default=str) + "\n")
     return result, document
 

@@ -63,19 +63,28 @@ def load_inputs(
 
 @dataclass(frozen=True)
 class ReadTranscript:
-    """What a run keeps of a transcript once it is replayed: which it is, where it came from, what
-    reading it skipped, and its recorded calls. The messages stay in the process that replayed
-    them, so a run's memory does not grow with its datasets (and they are not sent back)."""
+    """What is kept of a transcript once it is replayed: which it is, where it came from, what
+    reading it skipped, how many calls it recorded with which models, and (`of`) its recorded
+    calls. The messages stay in the process that replayed them, so memory does not grow with the
+    datasets (and they are not sent back); a run keeps no recorded calls either (`counted`): what
+    it needs of them is computed where the transcript was replayed (bench/run_results.py)."""
 
     id: str
     source_format: str
     source_path: str
     calls: tuple[LLMCall, ...]
     skipped: tuple[SkippedRecord, ...] = ()
+    call_count: int = 0
+    models: tuple[str, ...] = ()  # the recorded calls' models, each once
 
     @classmethod
     def of(cls, transcript: Transcript) -> ReadTranscript:
-        return cls(transcript.id, transcript.source_format, transcript.source_path, tuple(transcript.calls), transcript.skipped)
+        return replace(cls.counted(transcript), calls=tuple(transcript.calls))
+
+    @classmethod
+    def counted(cls, transcript: Transcript) -> ReadTranscript:
+        models = tuple(dict.fromkeys(call.model for call in transcript.calls))
+        return cls(transcript.id, transcript.source_format, transcript.source_path, (), transcript.skipped, len(transcript.calls), models)
 
 
 @dataclass(frozen=True)
