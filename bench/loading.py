@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
+from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import closing
@@ -143,8 +144,11 @@ def read_files(
         # The forks inherit _JOB: nothing is pickled to them.
         pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_start_worker, initargs=(os.getpid(),))
         try:
-            for future in [pool.submit(_read_one, index) for index in range(len(jobs))]:
-                yield ids.check(future.result())
+            # Each result is let go once handed on: a list of every future would keep every file's
+            # result (a run's replay results) alive to the end of the run.
+            futures = deque(pool.submit(_read_one, index) for index in range(len(jobs)))
+            while futures:
+                yield ids.check(futures.popleft().result())
         finally:
             # Reads not started are cancelled and running ones finish. (multiprocessing.Pool's
             # terminate could kill a worker in the middle of handing back a result, which left the
