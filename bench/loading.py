@@ -122,11 +122,14 @@ def read_files(
     workers: int | None = None,
     then: Callable[[tuple[Transcript, ...]], object] | None = None,
     keep: Callable[[Transcript], object] | None = None,
+    executor: Callable[[Callable, tuple, int], Iterator[FileRead]] | None = None,
 ) -> Iterator[FileRead]:
     """Read `files` in order, in a pool of forked processes when there are several files and cores
     (default: one per core); `then`, when given, runs on each file's transcripts in the process that
     read them, so a run replays a file while the next ones are being read. `keep`, when given, is
-    what of each transcript the reads hand back (a run keeps a `ReadTranscript`).
+    what of each transcript the reads hand back (a run keeps a `ReadTranscript`). `executor`, when
+    given, runs the reads elsewhere (`bench.executors`): called with `read_job`, the job and the
+    number of files, it yields each file's `read_job(job, index)` in file order.
 
     Use it under `contextlib.closing`: a caller that stops early (an error in a file) must close
     the generator then, so its worker pool ends as soon as the files being read are done, not
@@ -138,6 +141,9 @@ def read_files(
     _JOB = (jobs, then, keep)
     try:
         ids = _UniqueIds()
+        if executor is not None:
+            yield from map(ids.check, executor(read_job, _JOB, len(jobs)))
+            return
         if workers <= 1 or "fork" not in mp.get_all_start_methods():
             yield from map(ids.check, map(_read_one, range(len(jobs))))
             return
@@ -208,7 +214,12 @@ def _start_worker(parent: int) -> None:
 
 
 def _read_one(index: int) -> FileRead:
-    jobs, then, keep = _JOB
+    return read_job(_JOB, index)
+
+
+def read_job(job: tuple, index: int) -> FileRead:
+    """Read file `index` of `job` (the files, `then` and `keep` of `read_files`)."""
+    jobs, then, keep = job
     path, lenient, format, qualifier = jobs[index]
     try:
         transcripts = tuple(load_file(path, lenient=lenient, format=format))

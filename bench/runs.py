@@ -111,8 +111,12 @@ def run(
     overwrite: bool = False,
     judge=None,
     workers: int | None = None,
+    executor=None,
 ) -> RunResult:
     """Replay every transcript × strategy of `config` into `out` (see the module docstring).
+
+    `executor`: where the files are read and replayed (`bench.executors`; None: worker processes
+    on this machine). Whichever it is, the run directory and the results are the same.
 
     `workers`: processes reading and replaying files side by side (default: one per core); the
     rows are written in file order, the same as one process writes them. Runs with an LLM
@@ -121,10 +125,10 @@ def run(
     config, instances = resolve(config)
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
-        return _run_locked(config, instances, out, resume, progress, summarizer, overwrite, judge, workers)
+        return _run_locked(config, instances, out, resume, progress, summarizer, overwrite, judge, workers, executor)
 
 
-def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summarizer, overwrite, judge, workers) -> RunResult:
+def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summarizer, overwrite, judge, workers, executor) -> RunResult:
     done_path = out / DONE
     if not resume and done_path.exists():
         if not overwrite:
@@ -142,12 +146,16 @@ def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summa
     job = _Job(config.strategies, instances, log.units, windows_of(config), config.estimator, summarizer, judge, out, prices, log.parts)
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
     workers = 1 if summarizer is not None or judge is not None else workers
+    if executor is not None and (summarizer is not None or judge is not None):
+        raise ValueError("a run with an LLM summarizer or judge stays in one process (its call cache and concurrency limit live there): "
+                         "run it without --executor dask")
     inputs = resolve_inputs(list(config.datasets) or None)
     _check_unchanged(out, log, inputs.files)
     transcripts, failed, totals = [], [], RunTotals()
     file_hashes: dict[str, str | None] = {}  # each file's, as the worker that read it found it
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
-    reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file, keep=ReadTranscript.counted)
+    reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file,
+                       keep=ReadTranscript.counted, executor=executor)
     # One version of each prompt template for the whole run; an error in a file ends the worker
     # pool at once (see read_files).
     commits = Commits(out, log)

@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from bench import runs
+from bench.cli import main
 from bench.engine import Trigger
 from bench.metrics import calls_frame, compactions_frame, transcript_summary
 from bench.replay import StrategyConfig
@@ -54,10 +55,14 @@ def test_results_gathered_per_transcript_equal_the_whole_runs_frames(tmp_path: P
     pd.testing.assert_frame_equal(read_back.transcripts, result.transcripts)
 
 
-def test_rows_export_as_json_lines(tmp_path: Path) -> None:
+def test_rows_export_as_json_lines(tmp_path: Path, capsys) -> None:
     result = _run(tmp_path)
     target = tmp_path / "compactions.jsonl"
     count = export_jsonl(result.out, "compactions", target)
     lines = target.read_text().splitlines()
     assert count == len(lines) == len(list(iter_rows(result.out, "compactions"))) > 0
     assert pd.read_json(target, lines=True)["config"].isin({"trunc", "sum"}).all()
+    assert main(["export-rows", str(result.out), "--kind", "calls", "--strategy", "sum"]) == 0
+    exported = pd.read_json(result.out / "calls.jsonl", lines=True)
+    assert set(exported["config"]) == {"sum"} and len(exported) == len(run_calls(result.out, configs=["sum"]))
+    assert f"{len(exported):,} calls rows" in capsys.readouterr().out
