@@ -28,6 +28,8 @@ from bench.overview import overview_frame, summarize
 from bench.preview import format_preview, preview, preview_json
 from bench.report.diff import write_diff
 from bench.report.run_report import write_run_report
+from bench.run_files import DONE
+from bench.run_storage import KINDS, export_jsonl
 from bench.run_config import DEFAULT_WINDOW, RunConfig, windows_of
 from bench.source import TranscriptError
 from bench.version import compactlab_version
@@ -152,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_arguments(export)
     export.add_argument("--out", type=Path, required=True, help="output folder (one .jsonl per input transcript file)")
     export.set_defaults(run=run_export)
+
+    rows = _command(commands, "export-rows", "write a run's call or compaction rows (Parquet in the run directory) as JSON lines")
+    rows.add_argument("run_dir", type=Path, metavar="RUN", help="a run directory")
+    rows.add_argument("--kind", choices=KINDS, default="calls", help="which rows (default: calls)")
+    rows.add_argument("--format", choices=("jsonl",), default="jsonl", help="the output format (JSON lines, one row per line)")
+    rows.add_argument("--strategy", nargs="+", metavar="LABEL", help="only these settings' rows")
+    rows.add_argument("--out", type=Path, help="output file (default: RUN/KIND.jsonl)")
+    rows.set_defaults(run=run_export_rows)
 
     from bench.gate_cli import add_commands as add_gate_commands  # check, baseline
 
@@ -297,6 +307,15 @@ def run_compact(args: argparse.Namespace) -> int:
 def run_formats(args: argparse.Namespace) -> int:
     for name, importer in importers().items():
         print(f"{name:20} {importer.description}")
+    return 0
+
+
+def run_export_rows(args: argparse.Namespace) -> int:
+    if not (args.run_dir / DONE).exists():
+        raise ValueError(f"{args.run_dir} is not a run directory (no done.jsonl): run `compactlab run --out {args.run_dir}` first")
+    target = args.out or args.run_dir / f"{args.kind}.jsonl"
+    count = export_jsonl(args.run_dir, args.kind, target, args.strategy)
+    print(f"{count:,} {args.kind} rows: {target}")
     return 0
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 from bench import runs
 from bench.context_windows import parse_override
 from bench.cost_coverage import cost_coverage, format_cost_coverage
+from bench.executors import EXECUTORS, executor_for
 from bench.leaderboard import format_leaderboard, summary_document
 from bench.llm.prices import resolve_prices
 from bench.llm_config import make_run_summarizer
@@ -68,6 +69,9 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="one model's window, over --window too (repeatable)")
     parser.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
     parser.add_argument("--json", action="store_true", help="print the summary (the recommendation included) as one JSON object")
+    parser.add_argument("--executor", choices=EXECUTORS, default="local",
+                        help="where files are replayed: worker processes here (local), or a Dask cluster (dask; needs compactlab[dask])")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: a running Dask scheduler (default: a LocalCluster here)")
 
 
 def _run_config(args: argparse.Namespace, strategies=None):
@@ -94,13 +98,13 @@ def _run_config(args: argparse.Namespace, strategies=None):
 
 def _replay(config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), all_pairs: bool = False) -> tuple[object, dict]:
     result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(),
-                      summarizer=make_run_summarizer(config))
+                      summarizer=make_run_summarizer(config), executor=executor_for(args.executor, args.scheduler, None))
     if result.llm_calls is not None:
         print(result.llm_calls, file=sys.stderr)
     document = summary_document(result, rule=rule, all_pairs=all_pairs)
     # Settings identical by construction: one result under several names (every label keeps its figures above).
     document["same_by_construction"] = [g.as_json() for g in same_groups(runs.resolve(config)[0].strategies)]
-    document["cost_coverage"] = cost_coverage(result.transcripts, result.calls, resolve_prices(config.prices) if config.prices else None)
+    document["cost_coverage"] = cost_coverage(result.transcripts, result.call_models, resolve_prices(config.prices) if config.prices else None)
     write_atomic(out / "summary.json", json.dumps(document, indent=2, default=str) + "\n")
     return result, document
 

@@ -154,9 +154,9 @@ def _finish(pending: _PendingFile, job, keep: Callable, account: CallAccount | N
     if read.error is not None:
         return read
     replayed = []
-    for plan, futures in zip(pending.plans, pending.units):
+    for transcript, plan, futures in zip(read.transcripts, pending.plans, pending.units):
         if futures is None:
-            replayed.append(None)
+            replayed.append(job.nothing_new(transcript))
             continue
         try:
             results = [f.result() for f in futures]

@@ -17,7 +17,8 @@ NO_MODEL = "(no model recorded)"
 
 def cost_coverage(transcripts: pd.DataFrame, calls: pd.DataFrame, prices: PriceTable | None = None) -> dict:
     """{sessions, priced, unpriced_models: {model: sessions}}, over the run's sessions (a session's
-    uncompacted cost, `cost_full`, is the same for every setting)."""
+    uncompacted cost, `cost_full`, is the same for every setting). `calls`: the run's call rows,
+    or only their transcript and model columns (all that is read of them)."""
     if transcripts.empty or "cost_full" not in transcripts:
         return {"sessions": 0, "priced": 0, "unpriced_models": {}}
     table = resolve_prices() if prices is None else prices

@@ -39,6 +39,7 @@ from functools import lru_cache
 from operator import itemgetter
 from collections.abc import Sequence
 
+from bench.message_caches import message_cache
 from bench.matching import Item, Kind
 from bench.model import Message, TextPart, ThinkingPart, ToolCallPart
 from strategies.base import _EXTENSIONS  # one list of "file extensions" for the whole project
@@ -358,7 +359,7 @@ def step_items(messages: Sequence[Message]) -> tuple[list[Item], frozenset[str]]
 # Each message's found items, in order, kept while the message lives: a sweep scores the same
 # next steps at the same compaction points under many settings. The entry holds the message so
 # its id cannot be reused by another object while the entry lives.
-_ITEMS: dict[int, tuple[Message, list[tuple[Kind, str]]]] = {}
+_ITEMS: dict[int, tuple[Message, list[tuple[Kind, str]]]] = message_cache({})
 
 
 def _message_items(message: Message) -> list[tuple[Kind, str]]:

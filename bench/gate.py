@@ -55,7 +55,7 @@ from bench.catalogue import BY_NAME
 from bench.llm_config import make_run_summarizer
 from bench.compaction_values import CompactionValue, compaction_values
 from bench.statistics import SessionValues, paired_bootstrap, two_level_bootstrap
-from bench.run_files import finished_rows
+from bench.run_storage import run_compaction_rows
 from bench.suite import MetricSpec, Suite, SuiteError, metric_table, offline
 
 FORMAT = 1
@@ -113,7 +113,8 @@ def run_suite(suite: Suite, out: Path, offline_mode: bool = False, progress: boo
     strategy) and the per-compaction values of its per-compaction metrics."""
     config = offline(suite.config) if offline_mode else suite.config
     result = runs.run(config, out, progress=progress, summarizer=make_run_summarizer(config))
-    return result, metric_table(out, result.transcripts), list(compaction_values(finished_rows(out, "compactions.jsonl")))
+    _ = result.compactions  # read while `out` exists: it may be a temporary folder (the prompt hashes need them)
+    return result, metric_table(out, result.transcripts), list(compaction_values(run_compaction_rows(out)))
 
 
 def compaction_document(suite: Suite, values: list[CompactionValue]) -> dict:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from bench.catalogue import REPORTED, metric
-from bench.metrics import compression_label, cost_model_check, with_derived
+from bench.metrics import compression_label, with_derived
 from bench.reacquisition import reacquisition_summary
 from bench.recommendation import Recommendation, Rule, recommend
 from bench.recorded_results import recorded_rows
@@ -92,16 +92,6 @@ def comparisons_document(tables: dict[str, pd.DataFrame], against: str | None, f
     return {"against": against, "family": family, "metrics": {k: json_records(v) for k, v in tables.items()}}
 
 
-def recorded_fidelity(compactions: pd.DataFrame) -> pd.DataFrame:
-    """Real compactions: the replay's predicted prompt of the first call after it vs the recorded one."""
-    if compactions.empty or "fidelity_recorded" not in compactions:
-        return pd.DataFrame()
-    rows = compactions[compactions["fidelity_recorded"].notna()]
-    frame = rows[["transcript", "config", "call", "fidelity_predicted", "fidelity_recorded"]].copy()
-    frame["relative_error"] = (frame["fidelity_predicted"] - frame["fidelity_recorded"]) / frame["fidelity_recorded"]
-    return frame.reset_index(drop=True)
-
-
 def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_pairs: bool = False) -> dict:
     """Everything `summary.json` holds: with `all_pairs`, every pair of settings compared too."""
     transcripts = result.transcripts
@@ -110,7 +100,7 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
         "strategies": sorted(transcripts["config"].unique().tolist()) if not transcripts.empty else [],
         "left_out": {
             "files_not_read": [{"path": str(f.path), "error": f.error} for f in result.read.failed],
-            "transcripts_without_calls": sorted({t.id for t in result.read.transcripts if not t.calls}),
+            "transcripts_without_calls": sorted({t.id for t in result.read.transcripts if not t.call_count}),
             "skipped_records": {t.id: len(t.skipped) for t in result.read.transcripts if t.skipped},
             "not_ranked": "transcripts with skipped records are replayed but left out of the statistics; "
             "'recorded' (the production agent's own compactions) is reported separately; so are strategies "
@@ -137,10 +127,11 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
         document["all_pairs"] = comparisons_document(
             all_pair_comparisons(transcripts, resamples), None, "every pair of settings, Holm-adjusted over all pairs per metric"
         )
-    document["recorded_fidelity"] = json_records(recorded_fidelity(result.compactions))
+    # Gathered transcript by transcript as the replays came in (bench.run_results).
+    document["recorded_fidelity"] = json_records(result.recorded_fidelity)
     # How far to trust the numbers: at the real compactions, was what the metric calls lost really gone?
     document["trust"] = {"reacquisition": reacquisition_summary(result.compactions)}
-    document["cost_model_check"] = json_records(cost_model_check(result.calls, result.read.transcripts))
+    document["cost_model_check"] = json_records(result.cost_model_check)
     return document
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
+from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import closing
@@ -63,19 +64,28 @@ def load_inputs(
 
 @dataclass(frozen=True)
 class ReadTranscript:
-    """What a run keeps of a transcript once it is replayed: which it is, where it came from, what
-    reading it skipped, and its recorded calls. The messages stay in the process that replayed
-    them, so a run's memory does not grow with its datasets (and they are not sent back)."""
+    """What is kept of a transcript once it is replayed: which it is, where it came from, what
+    reading it skipped, how many calls it recorded with which models, and (`of`) its recorded
+    calls. The messages stay in the process that replayed them, so memory does not grow with the
+    datasets (and they are not sent back); a run keeps no recorded calls either (`counted`): what
+    it needs of them is computed where the transcript was replayed (bench/run_results.py)."""
 
     id: str
     source_format: str
     source_path: str
     calls: tuple[LLMCall, ...]
     skipped: tuple[SkippedRecord, ...] = ()
+    call_count: int = 0
+    models: tuple[str, ...] = ()  # the recorded calls' models, each once
 
     @classmethod
     def of(cls, transcript: Transcript) -> ReadTranscript:
-        return cls(transcript.id, transcript.source_format, transcript.source_path, tuple(transcript.calls), transcript.skipped)
+        return replace(cls.counted(transcript), calls=tuple(transcript.calls))
+
+    @classmethod
+    def counted(cls, transcript: Transcript) -> ReadTranscript:
+        models = tuple(dict.fromkeys(call.model for call in transcript.calls))
+        return cls(transcript.id, transcript.source_format, transcript.source_path, (), transcript.skipped, len(transcript.calls), models)
 
 
 @dataclass(frozen=True)
@@ -112,11 +122,14 @@ def read_files(
     workers: int | None = None,
     then: Callable[[tuple[Transcript, ...]], object] | None = None,
     keep: Callable[[Transcript], object] | None = None,
+    executor: Callable[[Callable, tuple, int], Iterator[FileRead]] | None = None,
 ) -> Iterator[FileRead]:
     """Read `files` in order, in a pool of forked processes when there are several files and cores
     (default: one per core); `then`, when given, runs on each file's transcripts in the process that
     read them, so a run replays a file while the next ones are being read. `keep`, when given, is
-    what of each transcript the reads hand back (a run keeps a `ReadTranscript`).
+    what of each transcript the reads hand back (a run keeps a `ReadTranscript`). `executor`, when
+    given, runs the reads elsewhere (`bench.executors`): called with `read_job`, the job and the
+    number of files, it yields each file's `read_job(job, index)` in file order.
 
     Use it under `contextlib.closing`: a caller that stops early (an error in a file) must close
     the generator then, so its worker pool ends as soon as the files being read are done, not
@@ -128,14 +141,20 @@ def read_files(
     _JOB = (jobs, then, keep)
     try:
         ids = _UniqueIds()
+        if executor is not None:
+            yield from map(ids.check, executor(read_job, _JOB, len(jobs)))
+            return
         if workers <= 1 or "fork" not in mp.get_all_start_methods():
             yield from map(ids.check, map(_read_one, range(len(jobs))))
             return
         # The forks inherit _JOB: nothing is pickled to them.
         pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_start_worker, initargs=(os.getpid(),))
         try:
-            for future in [pool.submit(_read_one, index) for index in range(len(jobs))]:
-                yield ids.check(future.result())
+            # Each result is let go once handed on: a list of every future would keep every file's
+            # result (a run's replay results) alive to the end of the run.
+            futures = deque(pool.submit(_read_one, index) for index in range(len(jobs)))
+            while futures:
+                yield ids.check(futures.popleft().result())
         finally:
             # Reads not started are cancelled and running ones finish. (multiprocessing.Pool's
             # terminate could kill a worker in the middle of handing back a result, which left the
@@ -195,7 +214,12 @@ def _start_worker(parent: int) -> None:
 
 
 def _read_one(index: int) -> FileRead:
-    jobs, then, keep = _JOB
+    return read_job(_JOB, index)
+
+
+def read_job(job: tuple, index: int) -> FileRead:
+    """Read file `index` of `job` (the files, `then` and `keep` of `read_files`)."""
+    jobs, then, keep = job
     path, lenient, format, qualifier = jobs[index]
     try:
         transcripts = tuple(load_file(path, lenient=lenient, format=format))

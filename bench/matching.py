@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property, lru_cache
 from typing import Literal, NamedTuple
 
+from bench.message_caches import message_cache
 from bench.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 Kind = Literal["path", "identifier", "command", "url", "error", "number"]
@@ -56,7 +57,7 @@ def _searchable(message: Message) -> Iterable[str]:
 # asks: a sweep searches the same messages in thousands of contexts, and decoding tool-call
 # arguments (or splitting a long context's text) again each time was most of its cost. The entry
 # holds the message so its id cannot be reused while the entry lives.
-_MESSAGE_TEXT: dict[int, list] = {}  # id -> [message, text, normalised text or None]
+_MESSAGE_TEXT: dict[int, list] = message_cache({})  # id -> [message, text, normalised text or None]
 
 
 def _message_entry(message: Message) -> list:

@@ -166,10 +166,21 @@ def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
             record[f"{key}_summary_lost"] = found.get("summary_lost", [])
         records.append(record)
     frame = pd.DataFrame(records)
-    for column in ("k1_recall", "k5_recall", "drift_carried", "drift_dropped"):  # None where not applicable: numbers with NaN, not objects
+    # None where not applicable: numbers with NaN, not objects (also in one transcript's rows, where every score may be None).
+    for column in ("k1_score", "k5_score", "k1_recall", "k5_recall", "drift_carried", "drift_dropped"):
         if column in frame:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
     return frame
+
+
+def recorded_fidelity(compactions: pd.DataFrame) -> pd.DataFrame:
+    """Real compactions: the replay's predicted prompt of the first call after it vs the recorded one."""
+    if compactions.empty or "fidelity_recorded" not in compactions:
+        return pd.DataFrame()
+    rows = compactions[compactions["fidelity_recorded"].notna()]
+    frame = rows[["transcript", "config", "call", "fidelity_predicted", "fidelity_recorded"]].copy()
+    frame["relative_error"] = (frame["fidelity_predicted"] - frame["fidelity_recorded"]) / frame["fidelity_recorded"]
+    return frame.reset_index(drop=True)
 
 
 def transcript_summary(

@@ -35,4 +35,11 @@ def skipped_reasons(transcript: Transcript) -> dict[str, int]:
 
 
 def overview_frame(transcripts: list[Transcript] | tuple[Transcript, ...]) -> pd.DataFrame:
-    return pd.DataFrame([summarize(t) for t in transcripts])
+    rows = [summarize(t) for t in transcripts]
+    # The path as Python strings: a file name may hold bytes that are not UTF-8 (kept as surrogate
+    # escapes), which the Arrow-backed strings pandas infers where pyarrow is installed cannot hold.
+    paths = pd.Series([row.pop("path") for row in rows], dtype=object)
+    frame = pd.DataFrame(rows)
+    if rows:
+        frame.insert(0, "path", paths)
+    return frame

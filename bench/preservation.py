@@ -20,6 +20,7 @@ from itertools import islice
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bench.message_caches import message_cache
 from bench.extraction import COMMAND_KEYS, PATH_KEYS, _command_line, extract_items, step_items  # noqa: F401 (re-exported)
 from bench.matching import Item, TranscriptText
 from bench.model import Message, ToolCallPart
@@ -81,10 +82,10 @@ def preservation_at(
 # The scores of the last compactions, by the identity of the session and the compacted context:
 # settings that share a compaction (bench.shared_compactions) hand over the same context, scored
 # once. The entry holds both, so their ids cannot be reused while it lives.
-_SCORES: dict[tuple, tuple[Sequence[Message], Sequence[Message], dict[int, StepScore]]] = {}
+_SCORES: dict[tuple, tuple[Sequence[Message], Sequence[Message], dict[int, StepScore]]] = message_cache({})
 
 
-_TEXTS: dict[int, TranscriptText] = {}
+_TEXTS: dict[int, TranscriptText] = message_cache({})
 
 
 def _transcript_text(messages: Sequence[Message]) -> TranscriptText:
@@ -96,7 +97,7 @@ def _transcript_text(messages: Sequence[Message]) -> TranscriptText:
     return found
 
 
-_NEEDED: dict[tuple[int, int, tuple[int, ...]], tuple[TranscriptText, dict]] = {}
+_NEEDED: dict[tuple[int, int, tuple[int, ...]], tuple[TranscriptText, dict]] = message_cache({})
 
 
 def _needed_at(text: TranscriptText, index: int, ks: tuple[int, ...]) -> dict[int, tuple[Item, ...] | None]:
@@ -139,7 +140,7 @@ def _consumed(text: TranscriptText, item: Item, index: int, weak: frozenset[str]
     return item.text not in weak or _used_as_code(text, item.text, index)
 
 
-_TOOLS: dict[int, tuple[TranscriptText, frozenset[str]]] = {}
+_TOOLS: dict[int, tuple[TranscriptText, frozenset[str]]] = message_cache({})
 
 
 def _tool_names(text: TranscriptText) -> frozenset[str]:
@@ -154,7 +155,7 @@ def _tool_names(text: TranscriptText) -> frozenset[str]:
 
 _CODE_BEFORE = (".", "::", "<", "class ", "import ", "new ", "def ", "fn ", "struct ", "interface ", "type ", "enum ")
 _CODE_AFTER = ("(", "::", "<", "[", "{")
-_FIRST_CODE_USE: dict[tuple[int, str], tuple[TranscriptText, int]] = {}
+_FIRST_CODE_USE: dict[tuple[int, str], tuple[TranscriptText, int]] = message_cache({})
 
 
 def _used_as_code(text: TranscriptText, name: str, index: int) -> bool:

@@ -1,11 +1,14 @@
 """The files of a run directory, written so that an interruption never counts anything twice.
 
-- Row files (`calls.jsonl`, `compactions.jsonl`) are appended a transcript at a time, and each
-  append is committed by one line of `done.jsonl` that records the transcript, its settings, the
-  dataset file and its hash, and how long each row file is with these rows (`calls_end`,
-  `compactions_end`). One line is all or nothing: cut off, it is not JSON and commits nothing. A
-  run that opens the directory again cuts every row file back to the last commit, so rows of a
-  unit that was cut off (by a kill, a full disk) are dropped before the unit is replayed again.
+- A transcript's rows are two Parquet parts (`rows/calls/`, `rows/compactions/`, see
+  `bench.run_storage`), written whole under their own names by the process that replayed it, then
+  committed by one line of `done.jsonl` that records the transcript, its settings, the dataset
+  file and its hash, and names the parts. One line is all or nothing: cut off, it is not JSON and
+  commits nothing. A run that opens the directory again cuts done.jsonl back to its last whole
+  line and removes every part no line names, so rows of a unit that was cut off (by a kill, a full
+  disk) are dropped before the unit is replayed again.
+- Runs of earlier versions appended rows to `calls.jsonl` and `compactions.jsonl`, their done
+  lines recording where those files end: such a run is read (`finished_rows`), not resumed.
 - Everything else (config.json, meta.json, transcripts.csv, summary.json, report.html) is written
   to a temporary file and renamed over the old one: a reader sees the old file or the new one.
 - `RunLock` holds an exclusive lock (`fcntl.flock` on `.lock`) while a process works in the
@@ -17,7 +20,6 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 from collections.abc import Callable
@@ -32,7 +34,7 @@ ENDS = {"calls.jsonl": "calls_end", "compactions.jsonl": "compactions_end"}
 WRITE_HOOK: Callable[[Path], None] | None = None
 
 
-def _before_write(path: Path) -> None:
+def before_write(path: Path) -> None:
     if WRITE_HOOK is not None:
         WRITE_HOOK(path)
 
@@ -41,7 +43,7 @@ def write_atomic(path: Path, text: str) -> Path:
     """Write `text` (UTF-8) to `path` through a temporary file in the same folder and a rename."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    _before_write(path)
+    before_write(path)
     try:
         with temporary.open("w", encoding="utf-8") as handle:
             handle.write(text)
@@ -107,13 +109,20 @@ class RunLock:
 
 @dataclass(frozen=True)
 class DoneLog:
-    """What done.jsonl commits: the finished units, the dataset files they came from, and where
-    the committed rows end. `ends` is None for a log written before commits recorded ends."""
+    """What done.jsonl commits: the finished units, the dataset files they came from, and each
+    transcript's row parts (by kind, `bench.run_storage`). `ends` (where the row files end) is set
+    for a log of an earlier version that appended JSONL row files, None for one without ends."""
 
     units: frozenset[tuple[str, str]] = frozenset()
     file_hashes: dict[str, str | None] = field(default_factory=dict)
-    ends: dict[str, int] | None = field(default_factory=lambda: dict.fromkeys(ROW_FILES, 0))
+    parts: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # transcript -> its commits' parts, in order
+    ends: dict[str, int] | None = None
     size: int = 0  # bytes of done.jsonl up to the end of its last whole line
+    legacy: bool = False  # written by a version that appended JSONL row files
+
+    def part_names(self, kind: str) -> list[str]:
+        """Every committed part of `kind`, in commit order."""
+        return [commit[kind] for commits in self.parts.values() for commit in commits]
 
 
 def read_done(path: Path) -> DoneLog:
@@ -122,8 +131,9 @@ def read_done(path: Path) -> DoneLog:
         return DoneLog()
     units: set[tuple[str, str]] = set()
     hashes: dict[str, str | None] = {}
-    ends: dict[str, int] | None = dict.fromkeys(ROW_FILES, 0)
-    size, damaged = 0, None
+    parts: dict[str, list[dict[str, str]]] = {}
+    ends: dict[str, int] | None = None
+    size, damaged, legacy = 0, None, False
     # A commit is a whole line, newline included (written last): the piece after the last newline
     # is empty, or a line cut off, which commits nothing.
     *whole, _cut_off = path.read_bytes().split(b"\n")
@@ -139,99 +149,55 @@ def read_done(path: Path) -> DoneLog:
         if "configs" in record:
             units.update((record["transcript"], label) for label in record["configs"])
             hashes[record["file"]] = record["file_sha256"]
-            if ends is not None:
-                ends = {name: record[key] for name, key in ENDS.items()}
+            if "parts" in record:
+                parts.setdefault(record["transcript"], []).append(record["parts"])
+            else:  # an earlier version's commit: where its JSONL row files end
+                legacy, ends = True, {name: record[key] for name, key in ENDS.items()}
         else:  # a line of a version that committed no ends: one unit per line
             units.add((record["transcript"], record["config"]))
-            ends = None
-    if damaged and ends is not None:
+            legacy, ends = True, None
+    if damaged and not legacy:
         raise ValueError(f"{path}:{damaged}: a damaged line in the middle of the log; this run directory cannot be resumed")
-    return DoneLog(frozenset(units), hashes, ends, size)
+    return DoneLog(frozenset(units), hashes, parts, ends, size, legacy)
 
 
-def commit_line(transcript: str, labels: list[str], file: str, file_hash: str | None, ends: dict[str, int]) -> str:
-    record = {"transcript": transcript, "configs": labels, "file": file, "file_sha256": file_hash, **{ENDS[n]: ends[n] for n in ROW_FILES}}
+def commit_line(transcript: str, labels: list[str], file: str, file_hash: str | None, parts: dict[str, str]) -> str:
+    record = {"transcript": transcript, "configs": labels, "file": file, "file_sha256": file_hash, "parts": parts}
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
-class RowFiles:
-    """The run's row files and done.jsonl, open for appending while it runs, cut back to `log`'s
-    last commit when opened (see the module docstring).
+class Commits:
+    """done.jsonl, open for appending while a run works, cut back to `log`'s last whole line when
+    opened (see the module docstring); `remove_unnamed` then drops parts no line names.
 
-    Each write goes to the file at once (no buffer): a killed process loses nothing committed."""
+    Each line goes to the file at once (no buffer): a killed process loses nothing committed."""
 
     def __init__(self, out: Path, log: DoneLog) -> None:
-        if log.ends is None:
+        if log.legacy:
             raise ValueError(
-                f"{out}: this run was written by an older compactlab, whose done.jsonl does not say where its rows end; "
-                f"it cannot be resumed safely: start it again (without --resume, or with another --out)"
+                f"{out}: this run was written by an older compactlab (JSONL row files); it cannot be resumed: "
+                f"start it again (without --resume, or with another --out)"
             )
         self.out, self.log = out, log
-        self.files: dict[str, int] = {}  # name -> descriptor, at the end of the file
-        self.ends = dict(log.ends)
+        self.descriptor = -1
+        # The parts done.jsonl names (those of `log`, then each commit's): all others are not the run's.
+        self.named = [name for commits in log.parts.values() for commit in commits for name in commit.values()]
 
-    def __enter__(self) -> RowFiles:
-        for name, end in [*self.ends.items(), (DONE, self.log.size)]:
-            path = self.out / name
-            # Not O_APPEND: the kernel copies a part into a file only without it (copy_file_range).
-            descriptor = self.files[name] = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
-            size = os.fstat(descriptor).st_size
-            if size < end:
-                raise ValueError(f"{path} is shorter ({size:,} bytes) than done.jsonl says it was ({end:,}): the run directory was changed")
-            if size > end:  # rows (or a done line) of a unit cut off before its commit
-                os.ftruncate(descriptor, end)
-            os.lseek(descriptor, end, os.SEEK_SET)
+    def __enter__(self) -> Commits:
+        path = self.out / DONE
+        self.descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0), 0o666)
+        if os.fstat(self.descriptor).st_size > self.log.size:  # a done line cut off
+            os.ftruncate(self.descriptor, self.log.size)
         return self
 
     def __exit__(self, *exc) -> None:
-        for descriptor in self.files.values():
-            os.close(descriptor)
+        os.close(self.descriptor)
 
-    def commit(self, part: Path, call_bytes: int, transcript: str, labels: list[str], file: str, file_hash: str | None) -> None:
-        """Append the part file's calls.jsonl lines (its first `call_bytes` bytes) and its
-        compactions.jsonl lines (the rest), remove it, then commit them with one done.jsonl line."""
-        self._append_part(part, [("calls.jsonl", call_bytes), ("compactions.jsonl", None)])
-        self._write(DONE, commit_line(transcript, labels, file, file_hash, self.ends).encode("utf-8"))
-
-    def _append_part(self, part: Path, sections: list[tuple[str, int | None]]) -> None:
-        """Append each section of `part` (a row file's name and the section's size, in order; None:
-        the rest) to that row file, then remove the part. The kernel copies them where it can: a
-        sweep's parts are a hundred megabytes, which this process would otherwise read and write
-        again while the workers need the cores."""
-        position, end = 0, part.stat().st_size
-        with part.open("rb") as source:
-            for name, size in sections:
-                size = end - position if size is None else size
-                if size:
-                    _before_write(self.out / name)
-                    copied = _copied_in_kernel(source.fileno(), self.files[name], size)
-                    if copied < size:
-                        source.seek(position + copied)
-                        _write_all(self.files[name], source.read(size - copied))
-                    position += size
-                    self.ends[name] += size
-                    source.seek(position)  # where the next section starts (the kernel's copy moved it there too)
-        part.unlink()
-
-    def _write(self, name: str, data: bytes) -> None:
-        _before_write(self.out / name)
-        _write_all(self.files[name], data)
-
-
-def _copied_in_kernel(source: int, target: int, size: int) -> int:
-    """Copy up to `size` bytes from `source` to `target` with copy_file_range; how many it copied
-    (less where the system or the file system does not offer it: the caller writes the rest)."""
-    copied = 0
-    try:
-        while copied < size:
-            step = os.copy_file_range(source, target, size - copied)
-            if step == 0:
-                break
-            copied += step
-    except (AttributeError, OSError) as exc:  # no copy_file_range here (not Linux), or not between these files
-        if getattr(exc, "errno", None) == errno.ENOSPC:  # writing the rest would fail alike
-            raise
-    return copied
+    def commit(self, transcript: str, labels: list[str], file: str, file_hash: str | None, parts: dict[str, str]) -> None:
+        """Commit a transcript's parts (written already, under their names) with one done.jsonl line."""
+        before_write(self.out / DONE)
+        _write_all(self.descriptor, commit_line(transcript, labels, file, file_hash, parts).encode("utf-8"))
+        self.named += parts.values()
 
 
 def _write_all(descriptor: int, data: bytes) -> None:
@@ -240,18 +206,9 @@ def _write_all(descriptor: int, data: bytes) -> None:
         view = view[os.write(descriptor, view) :]
 
 
-PART_PREFIX = ".calls-"
-
-
-def remove_parts(out: Path) -> None:
-    """Remove the part files workers wrote (a killed run's; this process holds the lock)."""
-    for part in out.glob(PART_PREFIX + "*.part"):
-        part.unlink(missing_ok=True)
-
-
 def finished_rows(out: Path, name: str) -> list[dict]:
-    """The committed rows of the row file `name` of the run in `out` (also of a run that was cut
-    off and not resumed yet: what follows the last commit is left out)."""
+    """The committed rows of the JSONL row file `name` of a run an earlier version wrote (also of
+    one that was cut off: what follows the last commit is left out)."""
     log, path = read_done(out / DONE), out / name
     if not path.exists():
         return []

@@ -3,61 +3,65 @@
 A run directory holds:
 - `config.json`: the resolved configuration; `meta.json` (written once every file was read):
   versions, dataset file hashes, prompt template hashes, what was skipped while reading;
-- `calls.jsonl` and `compactions.jsonl`: rows, appended as each transcript's settings finish;
-- `done.jsonl`: one line per transcript replayed, written after its rows, committing them (see
-  `bench.run_files`): `--resume` skips exactly the finished work, and rows of a unit that was cut
-  off are dropped before it is replayed again, so none is counted twice;
+- `rows/calls/` and `rows/compactions/`: the rows as Parquet, one part per transcript (per
+  setting a row group), written by the process that replayed it (`bench.run_storage`;
+  `compactlab export-rows` writes them as JSON lines);
+- `done.jsonl`: one line per transcript replayed, written after its parts and naming them,
+  committing them (see `bench.run_files`): `--resume` skips exactly the finished work, and parts of
+  a unit that was cut off are dropped before it is replayed again, so none is counted twice;
 - `summary.json` and `transcripts.csv`: the statistics, written at the end (atomically, as is
-  every file but the appended ones);
+  every file but done.jsonl);
 - `.lock`: while a process works in the directory, it holds a lock on it (a second run or
-  `--resume` there fails at once);
-- while a run is going, `.calls-*.part` files: call rows a worker process wrote, waiting to be
-  appended to `calls.jsonl` in file order (removed as they are; a killed run's are removed when
-  the run is resumed).
+  `--resume` there fails at once).
 
-`--resume` checks each dataset file against the hash its finished rows were made from: a file
-that was edited, or is gone, is an error naming it (its rows would no longer match it; replaying
-it anew would mix two versions of the data in one run): restore it, or start a new run.
+The run's process keeps of each transcript only its results (`bench.run_results`: its rows of
+transcripts.csv and a few others), computed where it was replayed: its memory does not grow with
+the rows. `--resume` checks each dataset file against the hash its finished rows were made from: a
+file that was edited, or is gone, is an error naming it (its rows would no longer match it;
+replaying it anew would mix two versions of the data in one run): restore it, or start a new run.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
-import os
 import platform
 import time
 from contextlib import closing
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from importlib.metadata import version
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
 from bench.concurrent_replays import replay_concurrently
 from bench.context_windows import ContextWindows
 from bench.datasets import resolve_inputs
-from bench.llm.concurrency import CallAccount, check_budget_prices, default_replay_threads, llm_completers, run_calls
+from bench.llm.concurrency import CallAccount, check_budget_prices, default_replay_threads, llm_completers
+from bench.llm.concurrency import run_calls as calls_limited
 from bench.llm.prices import resolve_prices
 from bench.llm_config import make_run_judge
 from bench.loading import FailedFile, ReadInputs, ReadTranscript, read_files
+from bench.message_caches import forget
 from bench.metering import Meter
-from bench.call_rows import TEXT_COLUMNS, SharedRows, call_arrays, json_line, json_rows
-from bench.metrics import (
-    TextCodes, calls_frame, coded_text, compactions_frame, joined_codes, rows_of_each, summary_groups, transcript_summary,
-)
+from bench.call_rows import SharedRows, call_arrays
+from bench.metrics import calls_frame, compactions_frame
 from bench.next_action import FanOut, in_turn, score_compactions
 from bench.model import Transcript
 from bench.neutralise import csv_frame
 from bench.replay import CALL_COLUMNS, CallColumns, Replayed, StrategyConfig, replay
 from bench.run_failures import mark_incomplete
-from bench.run_files import DONE, PART_PREFIX, ROW_FILES, DoneLog, RowFiles, RunLock, read_done, remove_parts, write_atomic
+from bench.run_files import DONE, ROW_FILES, Commits, DoneLog, RunLock, read_done, write_atomic
+from bench.run_results import RunTotals, TranscriptResults, results_from_rows, transcript_results
+from bench.run_storage import (
+    calls_table, compactions_table, part_calls, part_compaction_rows, remove_unnamed, run_calls, run_compaction_rows, write_part,
+)
 from bench.shared_compactions import SharedCompactions, shared_by_setting
 from bench.run_config import RunConfig, config_json, default_strategies, windows_of
 from bench.tokenizers import TokenCache
+from bench.llm.prices import PriceTable
 from strategies.base import Strategy
 from strategies.prompting import PROMPTS_DIR, fixed_templates
 from strategies.registry import get_strategy
@@ -69,13 +73,26 @@ PROGRESS_SECONDS = 0.2  # between two updates of the LLM calls shown beside the 
 @dataclass(frozen=True)
 class RunResult:
     out: Path
-    calls: pd.DataFrame
-    compactions: pd.DataFrame
-    transcripts: pd.DataFrame
+    transcripts: pd.DataFrame  # transcripts.csv: one row per transcript × setting
     read: ReadInputs  # what the run read (the transcripts' messages are not kept)
     resumed_units: int
     max_failed_share: float = 0.0  # see bench/run_failures.py
+    recorded_fidelity: pd.DataFrame = field(default_factory=pd.DataFrame)  # gathered per transcript (bench.run_results)
+    cost_model_check: pd.DataFrame = field(default_factory=pd.DataFrame)
+    call_models: pd.DataFrame = field(default_factory=pd.DataFrame)  # (transcript, model) pairs, for the cost coverage
+    prices: dict | None = None  # the configuration's, for the costs of `calls`
     llm_calls: str | None = None  # what the run's LLM calls came to (`CallAccount.line`), when it had any
+
+    @cached_property
+    def calls(self) -> pd.DataFrame:
+        """Every call row, with its costs, read from the run directory when asked for (a large run's
+        rows need not fit in memory; see `bench.run_storage.run_calls` for one setting or transcript)."""
+        return calls_frame(run_calls(self.out), resolve_prices(self.prices or None))
+
+    @cached_property
+    def compactions(self) -> pd.DataFrame:
+        """Every compaction row, read from the run directory when asked for."""
+        return compactions_frame(run_compaction_rows(self.out))
 
 
 def resolve(config: RunConfig) -> tuple[RunConfig, dict[str, Strategy]]:
@@ -101,8 +118,12 @@ def run(
     judge=None,
     workers: int | None = None,
     replay_threads: int | None = None,
+    executor=None,
 ) -> RunResult:
     """Replay every transcript × strategy of `config` into `out` (see the module docstring).
+
+    `executor`: where the files are read and replayed (`bench.executors`; None: worker processes
+    on this machine). Whichever it is, the run directory and the results are the same.
 
     `workers`: processes reading and replaying files side by side (default: one per core); the
     rows are written in file order, the same as one process writes them. Runs with an LLM
@@ -113,10 +134,11 @@ def run(
     config, instances = resolve(config)
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
-        return _run_locked(config, instances, out, resume, progress, summarizer, overwrite, judge, workers, replay_threads)
+        return _run_locked(config, instances, out, resume, progress, summarizer, overwrite, judge, workers, replay_threads, executor)
 
 
-def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summarizer, overwrite, judge, workers, replay_threads) -> RunResult:
+def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summarizer, overwrite, judge, workers, replay_threads,
+                executor) -> RunResult:
     done_path = out / DONE
     if not resume and done_path.exists():
         if not overwrite:
@@ -130,27 +152,34 @@ def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summa
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
     write_atomic(out / "config.json", json.dumps(config_json(config), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
-    job = _Job(config.strategies, instances, log.units, windows_of(config), config.estimator, summarizer, judge, out)
+    prices = resolve_prices(config.prices or None)
+    job = _Job(config.strategies, instances, log.units, windows_of(config), config.estimator, summarizer, judge, out, prices, log.parts)
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
     workers = 1 if summarizer is not None or judge is not None else workers
+    if executor is not None and (summarizer is not None or judge is not None):
+        raise ValueError("a run with an LLM summarizer or judge stays in one process (its call cache and concurrency limit live there): "
+                         "run it without --executor dask")
     inputs = resolve_inputs(list(config.datasets) or None)
     _check_unchanged(out, log, inputs.files)
-    transcripts, failed, call_frames, compaction_rows = [], [], [], []
+    transcripts, failed, totals = [], [], RunTotals()
     file_hashes: dict[str, str | None] = {}  # each file's, as the worker that read it found it
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
-    remove_parts(out)  # left by a run that was killed
     completers = llm_completers(summarizer, judge)
     account = CallAccount(config.max_cost_usd, on_change=_shown_on(bar) if progress else None)
     if completers:
         check_budget_prices(completers, account)
         threads = replay_threads or default_replay_threads(completers)
-        reads = replay_concurrently(read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=1), job, ReadTranscript.of, threads, account)
+        reads = replay_concurrently(read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=1), job,
+                                    ReadTranscript.counted, threads, account)
     else:
-        reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file, keep=ReadTranscript.of)
+        reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file,
+                           keep=ReadTranscript.counted, executor=executor)
+    # One version of each prompt template for the whole run; an error in a file ends the worker
+    # pool at once (see read_files).
+    commits = Commits(out, log)
+    remove_unnamed(out, commits.named)  # a killed run's
     try:
-        # One version of each prompt template for the whole run; an error in a file ends the
-        # worker pool at once (see read_files).
-        with fixed_templates(), run_calls(completers, account), closing(reads), RowFiles(out, log) as row_files:
+        with fixed_templates(), calls_limited(completers, account), closing(reads), commits:
             for read in reads:
                 bar.update()
                 if read.error is not None:
@@ -164,21 +193,17 @@ def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summa
                     # The file read, whose hash --resume checks (a canonical file names its source instead).
                     read_hash = file_hash if read.transcripts[0].source_path == str(read.path) else _file_hash(read.path)
                 for transcript, replays in zip(read.transcripts, replayed):
-                    if replays is None:  # every setting of this transcript was done before --resume
-                        continue
-                    # One commit per transcript: its rows, then the done line that makes them part of the run.
-                    row_files.commit(replays.part, replays.call_bytes, transcript.id, replays.labels, str(read.path), read_hash)
-                    call_frames.append(replays.calls)
-                    compaction_rows += replays.compaction_rows
+                    if replays.parts is not None:
+                        # One commit per transcript: its parts, written already, become part of the run with its done line.
+                        commits.commit(transcript.id, replays.labels, str(read.path), read_hash, replays.parts)
+                    totals.add(replays.results)
     finally:
-        remove_parts(out)  # of files replayed after an error stopped the run
+        remove_unnamed(out, commits.named)  # of files replayed after an error stopped the run
     bar.close()
     read = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
-    job.windows.check_overrides(call.model for t in transcripts for call in t.calls)
+    job.windows.check_overrides(model for t in transcripts for model in t.models)
     write_atomic(out / "meta.json", json.dumps(run_meta(read, file_hashes), indent=2) + "\n")
-    # A run that started fresh has every row in memory: no need to read the files back.
-    rows = None if log.units else (call_frames, compaction_rows)
-    result = finish(out, read, resumed_units=len(log.units), prices=config.prices, rows=rows, max_failed_share=config.max_failed_share)
+    result = finish(out, read, resumed_units=len(log.units), prices=config.prices, results=totals.totals(), max_failed_share=config.max_failed_share)
     return replace(result, llm_calls=account.line()) if completers else result
 
 
@@ -215,15 +240,8 @@ class Replays:
     """One transcript's replays under the settings not done yet, as the process that ran them hands them back."""
 
     labels: list[str]
-    # calls.jsonl lines (the first `call_bytes` bytes), then compactions.jsonl lines, in a file the
-    # worker wrote: the process that appends them to the run's files only has the kernel copy them
-    # (sending a sweep's hundred megabytes of rows between processes took a core's time away from
-    # replaying)
-    part: Path
-    call_bytes: int
-    # the same rows as arrays, the text columns as codes (cheap to send between processes and to join)
-    calls: dict[str, np.ndarray | TextCodes]
-    compaction_rows: list[dict]
+    parts: dict[str, str] | None  # its row parts by kind, written (bench.run_storage); None: nothing new to commit
+    results: TranscriptResults  # what the run keeps of it, its earlier committed rows included
 
 
 @dataclass(frozen=True)
@@ -246,29 +264,40 @@ class _Job:
     summarizer: object
     judge: object
     out: Path
+    prices: PriceTable | None = None
+    committed: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # each transcript's parts done before --resume
     # Token counts shared by every transcript a process replays: sessions of one dataset repeat
     # their system prompt and task texts. (Bounded: see TokenCache.)
     cache: TokenCache = field(default_factory=lambda: TokenCache(max_chars=CACHED_CHARS))
 
-    def replay_file(self, transcripts: tuple[Transcript, ...]) -> tuple[str | None, list[Replays | None]]:
+    def replay_file(self, transcripts: tuple[Transcript, ...]) -> tuple[str | None, list[Replays]]:
         """The file's hash for the run's metadata (taken here, beside the other reading, not by the
         run's process at the end) and each transcript's replays."""
-        return self.file_hash(transcripts), [self.replay_transcript(t) for t in transcripts]
+        file_hash = self.file_hash(transcripts)
+        replayed = []
+        for transcript in transcripts:
+            replayed.append(self.replay_transcript(transcript))
+            forget()  # what the process computed for this transcript's messages (bench/message_caches.py)
+        return file_hash, replayed
 
     @staticmethod
     def file_hash(transcripts: tuple[Transcript, ...]) -> str | None:
         return _file_hash(Path(transcripts[0].source_path)) if transcripts else None
 
-    def replay_transcript(self, transcript: Transcript) -> Replays | None:
+    def replay_transcript(self, transcript: Transcript) -> Replays:
         plan = self.plan(transcript)
         if plan is None:
-            return None
+            return self.nothing_new(transcript)
         return self.assemble(plan, [self.replay_setting(plan, strategy) for strategy in plan.strategies])
+
+    def nothing_new(self, transcript: Transcript) -> Replays:
+        """The replays of a transcript every setting of which was done before --resume."""
+        return Replays([], None, self._results(transcript, None, []))
 
     def plan(self, transcript: Transcript) -> TranscriptPlan | None:
         """What the settings of `transcript` not done yet share; None when every one is done."""
         strategies = [s for s in self.strategies if (transcript.id, s.label) not in self.done]
-        if not strategies:
+        if not strategies:  # every setting of this transcript was done before --resume
             return None
         # One meter per estimator, shared by every strategy of this transcript: each message is
         # counted once for the whole run, however many settings replay it.
@@ -300,10 +329,8 @@ class _Job:
     def assemble(self, plan: TranscriptPlan, results: list[tuple[Replayed, list[dict]]]) -> Replays:
         """The transcript's `Replays` from each setting's replay, in the order of its settings."""
         compaction_rows: list[dict] = []
-        # calls.jsonl: per setting, the rows it shares with the uncompacted replay (formatted once
-        # per estimator), then its own rows (formatted with every other setting's at the end).
+        # Per setting, the rows it shares with the uncompacted replay (kept once per estimator), then its own rows.
         shared_rows: dict[str, SharedRows] = {}
-        shared_texts: list[tuple[bytes, int]] = []  # (the shared rows' lines, how many own rows follow)
         parts: list[tuple[SharedRows, int, int]] = []  # per setting, for the arrays (see call_arrays)
         own: CallColumns = {name: [] for name in CALL_COLUMNS}
         for strategy, (replayed, rows) in zip(plan.strategies, results):
@@ -312,55 +339,36 @@ class _Job:
             for name, values in calls.items():
                 own[name] += values[shared:]
             rows_shared, added = shared_rows.setdefault(self.estimator_of(strategy), SharedRows()), len(calls["call"]) - shared
-            shared_texts.append((rows_shared.first(shared, strategy.label, calls), added))
+            rows_shared.take(shared, calls)
             parts.append((rows_shared, shared, added))
         labels = [s.label for s in plan.strategies]
         arrays = call_arrays(plan.transcript.id, labels, parts, own)
-        part, call_bytes = self._part(shared_texts, json_rows(own), "".join(map(json_line, compaction_rows)))
-        return Replays(labels, part, call_bytes, arrays, compaction_rows)
+        written = {"calls": write_part(self.out, "calls", calls_table(arrays)),
+                   "compactions": write_part(self.out, "compactions", compactions_table(compaction_rows))}
+        return Replays(labels, written, self._results(plan.transcript, arrays, compaction_rows))
 
-    def _part(self, shared_texts: list[tuple[bytes, int]], own_lines: list[str], compaction_lines: str) -> tuple[Path, int]:
-        """Write the calls.jsonl lines of a transcript's settings, then its compactions.jsonl lines,
-        to a part file; the part and the size of its calls.jsonl lines (see `Replays`)."""
-        # Named by process and count (unique within the run; a killed run's parts are removed when
-        # it is resumed): tempfile's random names cost more than the write of a small transcript's rows.
-        part = self.out / f"{PART_PREFIX}{os.getpid()}-{next(_PART_NUMBERS)}.part"
-        start = 0
-        with os.fdopen(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600), "wb") as file:
-            for text, count in shared_texts:
-                file.write(text)
-                file.write("".join(own_lines[start : start + count]).encode("utf-8"))
-                start += count
-            call_bytes = file.tell()
-            file.write(compaction_lines.encode("utf-8"))
-        return part, call_bytes
-
-
-_PART_NUMBERS = itertools.count()
+    def _results(self, transcript: Transcript, arrays, compaction_rows: list[dict]) -> TranscriptResults:
+        """What the run keeps of the transcript: of its new rows, and of those committed before --resume."""
+        earlier = self.committed.get(transcript.id)
+        if not earlier:
+            return transcript_results(arrays, compaction_rows, [transcript], self.prices)
+        names = {kind: [commit[kind] for commit in earlier] for kind in ("calls", "compactions")}
+        calls = part_calls(self.out, names["calls"])
+        if arrays is not None:
+            calls = pd.concat([calls, calls_table(arrays).to_pandas()], ignore_index=True)
+        rows = part_compaction_rows(self.out, names["compactions"]) + compaction_rows
+        return transcript_results(calls, rows, [transcript], self.prices)
 
 
 def finish(
     out: Path, read: ReadInputs, resumed_units: int = 0, prices: dict | None = None,
-    rows: tuple[list[dict[str, np.ndarray | TextCodes]], list[dict]] | None = None, max_failed_share: float = 0.0,
+    results: TranscriptResults | None = None, max_failed_share: float = 0.0,
 ) -> RunResult:
-    """Compute the metrics from the finished rows: `rows` (per-transcript call arrays and compaction
-    rows) when given, else read back from `out`."""
-    rows_by_model = groups = None
-    if rows is not None:
-        arrays, compaction_rows = rows
-        arrays = [a for a in arrays if len(a["call"])]  # an empty array would make every column float
-        calls = {}
-        if arrays:
-            coded = {name: joined_codes([a[name] for a in arrays]) for name in TEXT_COLUMNS}
-            calls = {name: coded_text(coded[name]) if name in TEXT_COLUMNS else np.concatenate([a[name] for a in arrays]) for name in CALL_COLUMNS}
-            rows_by_model, groups = rows_of_each(coded["model"]), summary_groups(coded["transcript"], coded["config"])
-    else:
-        done = read_done(out / DONE).units
-        calls = [r for r in _read_jsonl(out / "calls.jsonl") if (r["transcript"], r["config"]) in done]
-        compaction_rows = [r for r in _read_jsonl(out / "compactions.jsonl") if (r["transcript"], r["config"]) in done]
-    calls = calls_frame(calls, resolve_prices(prices or None), rows_by_model)
-    compactions = compactions_frame(compaction_rows)
-    transcripts = transcript_summary(calls, compactions, groups)
+    """The run's tables from its transcripts' results (`results`, gathered as they arrived), or
+    from the committed rows in `out`, read a transcript at a time."""
+    if results is None:
+        results = results_from_rows(out, read, resolve_prices(prices or None))
+    transcripts = results.summary
     if not transcripts.empty:
         # A transcript with damaged (skipped) records lacks messages its recorded token counts
         # include, so its replay mixes two histories; it is replayed and shown, not ranked.
@@ -368,14 +376,8 @@ def finish(
         transcripts["damaged"] = transcripts["transcript"].isin(damaged)
         transcripts = mark_incomplete(transcripts, max_failed_share)
         write_atomic(out / "transcripts.csv", csv_frame(transcripts).to_csv(index=False))  # formula cells neutralised (bench.neutralise)
-    return RunResult(out, calls, compactions, transcripts, read, resumed_units, max_failed_share)
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    # Only committed rows are left in the files (bench/run_files.py): every line is whole.
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return RunResult(out, transcripts, read, resumed_units, max_failed_share,
+                     results.recorded_fidelity, results.cost_model_check, results.call_models, prices)
 
 
 def run_meta(read: ReadInputs, file_hashes: dict[str, str | None] | None = None) -> dict:

@@ -52,7 +52,7 @@ from bench.catalogue import BY_NAME, KIND_METRICS
 from bench.compaction_values import compaction_values
 from bench.datasets import list_datasets
 from bench.run_config import RunConfig, config_from_data
-from bench.run_files import finished_rows
+from bench.run_storage import run_compaction_rows
 
 # Every per-session metric of the catalogue, whose label, direction and default tolerance a suite's
 # [metrics] table starts from.
@@ -237,7 +237,7 @@ def metric_table(out: Path, transcripts: pd.DataFrame) -> pd.DataFrame:
     """`transcripts` (a run's transcript_summary) plus the per-kind preservation columns, from the
     run directory's compaction rows."""
     records = [{"transcript": v.transcript, "config": v.config, "column": v.metric, "score": v.value}
-               for v in compaction_values(finished_rows(out, "compactions.jsonl")) if v.metric in KIND_METRICS]
+               for v in compaction_values(run_compaction_rows(out)) if v.metric in KIND_METRICS]
     table = transcripts.copy()
     if records:
         kinds = pd.DataFrame(records).pivot_table(index=["transcript", "config"], columns="column", values="score", aggfunc="mean")

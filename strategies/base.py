@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from bench.message_caches import message_cache
 from bench.model import LLMCall, Message, TextPart, ToolCallPart, ToolResultPart
 
 SUMMARY_SOURCE_ID = "compactlab:summary"
@@ -275,7 +276,7 @@ def file_activity(messages: Sequence[Message], earlier: FileActivity = FileActiv
 
 # Each message's file events, made once: every compaction of a sweep lists the files of the
 # whole history again. The entry holds the message so its id is not reused while it lives.
-_EVENTS: dict[int, tuple[Message, tuple[tuple[str, bool], ...]]] = {}
+_EVENTS: dict[int, tuple[Message, tuple[tuple[str, bool], ...]]] = message_cache({})
 
 
 def _file_events(message: Message) -> tuple[tuple[str, bool], ...]:

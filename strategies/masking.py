@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from bench.message_caches import message_cache
 from bench.model import Message, ToolResultPart
 from strategies.base import CompactionRequest, CompactionResult, Context, setting
 
@@ -97,7 +98,7 @@ class ObservationMasking:
         return found[1]
 
 
-_MASKED: dict[tuple, tuple[Message, Message | None]] = {}
+_MASKED: dict[tuple, tuple[Message, Message | None]] = message_cache({})
 
 
 def _size(request: CompactionRequest, message: Message, index: int, part: ToolResultPart) -> int:

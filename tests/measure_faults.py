@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.run_storage import run_compaction_rows
+
 ROOT = Path(__file__).resolve().parent.parent
 FILES = (
     ("m-claude", "3af9b1a7"),
@@ -94,6 +96,7 @@ if real_copy is not None:
 if mode == "count":
     import atexit
     atexit.register(lambda: open(gate + ".count", "w").write(str(state["count"])))
+from bench.run_storage import run_compaction_rows
 from bench.cli import main
 sys.argv = ["compactlab", *sys.argv[5:]]
 sys.exit(main(sys.argv[1:]))
@@ -229,7 +232,7 @@ def measure_llm(work: Path) -> None:
         return result.returncode, result.stdout + result.stderr, out
 
     def passed_off(out: Path) -> str:
-        rows = [json.loads(line) for line in (out / "compactions.jsonl").read_text().splitlines()] if (out / "compactions.jsonl").exists() else []
+        rows = run_compaction_rows(out) if (out / "done.jsonl").exists() else []
         bad = [r for r in rows if r.get("failed") or "summarizer failed" in (r.get("note") or "")]
         summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
         counted = sum(f.get("failed", 0) + f.get("fell_back", 0) for f in summary.get("failures", []))

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from bench import runs
+from bench.run_storage import export_jsonl, run_compaction_rows
 from bench.cli import main
 from bench.cli_runs import BUDGET_EXIT
 from bench.llm.concurrency import CallAccount, Limits, _Bucket, shared_gates
@@ -27,7 +28,6 @@ SESSIONS = (
     bundled("mini-swe-agent-pr816", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333"),
     bundled("claude-code-log", "-src-deep-manifest__a7da6a22"),
 )
-ROW_FILES = ("calls.jsonl", "compactions.jsonl", "transcripts.csv")
 
 
 @pytest.fixture(autouse=True)
@@ -81,8 +81,11 @@ def test_concurrent_and_serial_runs_write_the_same_rows(server: FakeProvider, tm
     compactions = serial.compactions
     assert len(compactions) > 10 and compactions["model_next_action"].notna().any() and not compactions["failed"].any()
     assert compactions.groupby(["transcript", "config"]).size().max() > 1  # replays with chains of compactions
-    for name in ROW_FILES:
-        assert (tmp_path / "concurrent-run" / name).read_bytes() == (tmp_path / "serial-run" / name).read_bytes(), name
+    for kind in ("calls", "compactions"):  # every committed row, as JSON lines, in the run's order
+        for run in ("concurrent", "serial"):
+            export_jsonl(tmp_path / f"{run}-run", kind, tmp_path / f"{run}-{kind}.jsonl")
+        assert (tmp_path / f"concurrent-{kind}.jsonl").read_bytes() == (tmp_path / f"serial-{kind}.jsonl").read_bytes(), kind
+    assert (tmp_path / "concurrent-run" / "transcripts.csv").read_bytes() == (tmp_path / "serial-run" / "transcripts.csv").read_bytes()
     assert "0 failed" in concurrent.llm_calls and f"{sent_serially} done" in serial.llm_calls, (sent_serially, serial.llm_calls)
 
 
@@ -93,7 +96,7 @@ def test_a_burst_of_429s_slows_the_run_and_never_fails_it(server: FakeProvider, 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["failures"] == [] and summary["complete"] is True
     assert "0 failed, 12 rate-limited waits" in capsys.readouterr().err
-    rows = [json.loads(line) for line in (out / "compactions.jsonl").read_text().splitlines()]
+    rows = run_compaction_rows(out)
     assert rows and not any(r["failed"] or "[fell back]" in r["note"] for r in rows)
 
 

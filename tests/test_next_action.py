@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.run_storage import run_compaction_rows
 from bench import runs
 from bench.context_windows import ContextWindows
 from bench.engine import Trigger
@@ -275,14 +276,14 @@ def test_judge_table_in_a_run(server: FakeProvider, tmp_path: Path) -> None:
     config = load_config(config_file)
     assert config.judge["threshold"] == 0.6 and config_json(config)["judge"]["model"] == "gpt-4o-mini"
     runs.run(config, tmp_path / "judged")
-    rows = [json.loads(line) for line in (tmp_path / "judged" / "compactions.jsonl").read_text().splitlines()]
+    rows = run_compaction_rows(tmp_path / "judged")
     assert rows and all(r["model_next_action"] is not None for r in rows)
     assert server.count() == 2 * len(rows)  # the default fake answer is no JSON: a disagreement
     assert aggregate_rows(rows)["summarize"] == {"n": len(rows), "compacted_agree": 0, "full_agree": 0, "both": 0, "errors": 0, "score": None}
     # Without a [judge] table nothing changes: no field, no call, no key in config.json.
     plain = RunConfig(datasets=(str(MINI_PATH),), strategies=(StrategyConfig("summarize", "summarize"),), window=20_000)
     runs.run(plain, tmp_path / "plain")
-    assert "model_next_action" not in (tmp_path / "plain" / "compactions.jsonl").read_text()
+    assert not any("model_next_action" in row for row in run_compaction_rows(tmp_path / "plain"))
     assert "judge" not in config_json(plain) and server.count() == 2 * len(rows)
     with pytest.raises(ValueError, match=r"\[judge\]: unknown settings 'probe' \(did you mean 'probes'\?\)"):
         make_run_judge(RunConfig(judge={"provider": "openai", "model": "m", "probe": ["recall"]}))

@@ -7,7 +7,7 @@ import json
 from bench.context_readings import context_reading
 from bench.context_windows import ContextWindows
 from bench.importers import load_file
-from bench.leaderboard import recorded_fidelity
+from bench.metrics import recorded_fidelity
 from bench.metering import Meter
 from bench.metrics import compactions_frame
 from bench.model import Message, TextPart, ToolCallPart, ToolResultPart

@@ -12,14 +12,13 @@ import pandas as pd
 import pytest
 
 from bench import runs
-from bench.call_rows import json_rows
 from bench.run_files import read_done
 from bench.cli import main
 from bench.context_windows import ContextWindows
 from bench.engine import Trigger
 from bench.importers import load_file
 from bench.loading import ReadTranscript, load_inputs
-from bench.leaderboard import recorded_fidelity
+from bench.metrics import recorded_fidelity
 from bench.model import CompactionMarker
 from bench.metrics import calls_frame, compactions_frame, compression_label, transcript_summary
 from bench.replay import StrategyConfig, replay
@@ -184,7 +183,7 @@ def test_run_directory_and_resume_after_interruption(tmp_path: Path, monkeypatch
     # Rows are written a transcript at a time: the 30th replay is the first of the 15th transcript
     # (two strategies each), so 14 transcripts × 2 strategies were finished.
     assert len(done_before) == 28
-    with open(tmp_path / "cut" / "calls.jsonl", "a") as handle:
+    with open(tmp_path / "cut" / "done.jsonl", "a") as handle:
         handle.write('{"transcript": "half a line')  # what a kill in the middle of a write leaves
     with pytest.raises(ValueError, match="--resume"):
         runs.run(config, tmp_path / "cut")
@@ -283,8 +282,8 @@ def test_default_run_directory_is_replaced_but_an_explicit_one_is_not(tmp_path: 
 
 
 def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes_it(tmp_path: Path) -> None:
-    # Worker processes hand their call rows over in part files; none may be left behind, and the
-    # rows already appended stay for --resume.
+    # Worker processes write each transcript's rows as parts; none but the committed ones may be
+    # left behind, and those stay for --resume.
     lines = gzip.decompress(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__07f2e15c").read_bytes()).splitlines(keepends=True)
     folder = tmp_path / "sessions"
     folder.mkdir()
@@ -295,23 +294,17 @@ def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes
     out = tmp_path / "run"
     with pytest.raises(ValueError, match="b.jsonl:4"):
         runs.run(config, out, workers=2)
-    assert not list(out.glob(".calls-*.part"))
     assert len(read_done(out / "done.jsonl").units) == 1  # a.jsonl, before the damaged file
+    assert len(list((out / "rows" / "calls").iterdir())) == 1  # its part; those of files replayed after the error are gone
     (folder / "b.jsonl").write_bytes(b"".join(lines))
-    (out / ".calls-left-by-a-kill.part").write_text('{"transcript": "x"}\n')
+    left = out / "rows" / "calls" / "part-left-by-a-kill.parquet"
+    left.write_bytes(b"PAR1")
     resumed = runs.run(config, out, resume=True, workers=2)
-    assert resumed.resumed_units == 1 and not list(out.glob(".calls-*.part"))
-    runs.run(config, tmp_path / "whole", workers=1)
-    assert (out / "calls.jsonl").read_text() == (tmp_path / "whole" / "calls.jsonl").read_text()
-
-
-def test_call_rows_are_written_as_json_dumps_writes_them() -> None:
-    # calls.jsonl lines are joined column by column; they must read as each row's json.dumps.
-    columns = replay(MINI, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.5)), ContextWindows(overrides={"": 12_000})).calls
-    columns = {**columns, "odd": [None, True, 1, "é\"x", 2.5] * (len(columns["call"]) // 5) + [0] * (len(columns["call"]) % 5)}
-    rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
-    assert "".join(json_rows(columns)) == "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    assert json_rows({name: [] for name in columns}) == []
+    assert resumed.resumed_units == 1 and not left.exists()
+    assert len(list((out / "rows" / "calls").iterdir())) == 4  # one part per transcript, each committed
+    whole = runs.run(config, tmp_path / "whole", workers=1)
+    key = ["transcript", "config", "call"]
+    pd.testing.assert_frame_equal(resumed.calls.sort_values(key).reset_index(drop=True), whole.calls.sort_values(key).reset_index(drop=True))
 
 
 def test_a_process_counts_each_distinct_text_once_across_transcripts_and_settings(tmp_path: Path, monkeypatch) -> None:
@@ -336,13 +329,15 @@ def test_a_process_counts_each_distinct_text_once_across_transcripts_and_setting
     assert len({t.messages[1].text() for t in sessions}) < len(sessions)  # texts the sessions share were there to count twice
 
 
-def test_a_run_keeps_of_each_transcript_its_identity_skips_and_recorded_calls(tmp_path: Path) -> None:
+def test_a_run_keeps_of_each_transcript_its_identity_skips_and_recorded_call_counts(tmp_path: Path) -> None:
     config = RunConfig(datasets=("m-claude",), strategies=(StrategyConfig("t", "truncate"),), lenient=True)
     result = runs.run(config, tmp_path / "run", workers=2)
     loaded = load_inputs(["m-claude"], lenient=True).transcripts
-    assert result.read.transcripts == tuple(ReadTranscript.of(t) for t in loaded)
+    assert result.read.transcripts == tuple(ReadTranscript.counted(t) for t in loaded)
     assert any(t.skipped for t in result.read.transcripts)  # m-claude has damaged records
-    assert all(kept.calls == tuple(t.calls) and kept.calls for kept, t in zip(result.read.transcripts, loaded))
+    # Not the recorded calls themselves: a run's memory must not grow with its transcripts.
+    assert all(kept.call_count == len(t.calls) and kept.models == tuple(dict.fromkeys(c.model for c in t.calls)) and not kept.calls
+               for kept, t in zip(result.read.transcripts, loaded))
 
 
 def test_text_columns_sent_as_codes_join_into_the_frame_the_texts_make() -> None:

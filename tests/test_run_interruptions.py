@@ -9,6 +9,7 @@ the Nth write), never with sleeps. Real bundled sessions throughout.
 from __future__ import annotations
 
 import errno
+import json
 import gzip
 import os
 import shutil
@@ -25,7 +26,8 @@ from bench import run_files, runs
 from bench.engine import Trigger
 from bench.replay import StrategyConfig
 from bench.run_config import RunConfig
-from bench.run_files import DONE, ROW_FILES, RunDirectoryBusy, read_done, write_atomic
+from bench.run_files import DONE, RunDirectoryBusy, read_done, write_atomic
+from bench.run_storage import KINDS, ROWS, iter_rows
 from tests.conftest import bundled
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,8 +56,15 @@ def _config(folder: Path) -> RunConfig:
     return RunConfig(datasets=(str(folder),), strategies=STRATEGIES, window=40_000)
 
 
-def _rows(out: Path, name: str) -> list[str]:
-    return sorted((out / name).read_text().splitlines())
+def _rows(out: Path, kind: str) -> list[str]:
+    """The run's committed rows of `kind`, as sorted JSON texts."""
+    return sorted(json.dumps(row, sort_keys=True) for row in iter_rows(out, kind))
+
+
+def _files_left(out: Path) -> set[Path]:
+    """Row parts no done line names, and temporary files: what a run must not leave behind."""
+    named = {out / name for kind in KINDS for name in read_done(out / DONE).part_names(kind)}
+    return {p for p in (out / ROWS).rglob("*") if p.is_file() and p not in named} | set(out.glob(".*.tmp"))
 
 
 class _FailAt:
@@ -71,9 +80,11 @@ class _FailAt:
         if self.mode == "count" or self.count < self.nth:
             return
         if self.mode == "kill":
-            if path.exists() and path.name in (*ROW_FILES, DONE):
+            if path.name == DONE and path.exists():
                 with path.open("ab") as handle:
                     handle.write(b'{"transcript": "cut off by a k')
+            elif path.parent.parent.name == ROWS:  # a part cut off while it was written
+                path.with_name(f".{path.name}.tmp").write_bytes(b"PAR1 cut off by a k")
             raise Killed
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
@@ -94,21 +105,21 @@ def test_a_failure_at_every_write_then_resume_gives_the_clean_rows(mode: str, tm
             runs.run(config, out, workers=1)
         monkeypatch.setattr(run_files, "WRITE_HOOK", None)
         resumed = runs.run(config, out, resume=True, workers=2)
-        for name in ROW_FILES:
-            assert _rows(out, name) == _rows(tmp_path / "clean", name), f"{mode} at write {nth}: {name}"
+        for kind in KINDS:
+            assert _rows(out, kind) == _rows(tmp_path / "clean", kind), f"{mode} at write {nth}: {kind}"
         assert not resumed.calls.duplicated(KEY).any()
         pd.testing.assert_frame_equal(
             resumed.transcripts.sort_values(["transcript", "config"]).reset_index(drop=True),
             clean.transcripts.sort_values(["transcript", "config"]).reset_index(drop=True),
         )
-        assert not list(out.glob(".*.tmp")) and not list(out.glob(".calls-*.part"))
+        assert not _files_left(out)
 
 
 def test_a_real_kill_between_rows_and_their_done_line(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     out = tmp_path / "run"
-    # The child is killed right before its second done line: the second transcript's rows are in
-    # the row files, uncommitted.
+    # The child is killed right before its second done line: the second transcript's parts are
+    # written, uncommitted.
     child = f"""
 import os, signal, sys
 from pathlib import Path
@@ -125,12 +136,12 @@ runs.run(_config(Path(sys.argv[1])), Path(sys.argv[2]), workers=2)
     result = subprocess.run([sys.executable, "-c", child, str(folder), str(out)], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == -signal.SIGKILL, result.stderr
     assert len(read_done(out / DONE).units) == len(STRATEGIES)
-    committed = read_done(out / DONE).ends
-    assert (out / "calls.jsonl").stat().st_size > committed["calls.jsonl"]  # rows of a unit that was cut off
+    assert _files_left(out)  # the parts of a unit that was cut off
     runs.run(_config(folder), out, resume=True)
     runs.run(_config(folder), tmp_path / "clean")
-    for name in ROW_FILES:
-        assert _rows(out, name) == _rows(tmp_path / "clean", name)
+    for kind in KINDS:
+        assert _rows(out, kind) == _rows(tmp_path / "clean", kind)
+    assert not _files_left(out)
 
 
 def test_a_second_process_cannot_work_in_a_run_directory(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.run_storage import run_compaction_rows
 from bench.cli import main
 from bench.run_failures import INCOMPLETE_EXIT
 from tests.conftest import bundled
@@ -51,7 +52,7 @@ def _config(tmp_path: Path, base_url: str, extra: str = "") -> Path:
 
 
 def _bad_rows(out: Path) -> tuple[int, int]:
-    rows = [json.loads(line) for line in (out / "compactions.jsonl").read_text().splitlines()]
+    rows = run_compaction_rows(out)
     mine = [r for r in rows if r["config"] == "summarize-llm"]
     return sum(1 for r in mine if r["failed"]), sum(1 for r in mine if not r["failed"] and "[fell back]" in r["note"])
 

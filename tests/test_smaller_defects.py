@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.run_storage import run_compaction_rows
 from bench.cli import main
 from bench.importers import load_file
 from bench.metering import Meter
@@ -50,7 +51,7 @@ def test_compact_shows_the_compaction_run_replays_at_the_same_window(tmp_path: P
     out = tmp_path / "run"
     assert main(["run", "--dataset", str(LONG_FILE), "--strategy", "summarize", "--out", str(out)]) == 0
     capsys.readouterr()
-    first = pd.read_json(out / "compactions.jsonl", lines=True).sort_values("call").iloc[0]
+    first = pd.DataFrame(run_compaction_rows(out)).sort_values("call").iloc[0]
     assert main(["compact", str(LONG_FILE), "--strategy", "summarize", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["window"] == 64_000

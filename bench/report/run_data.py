@@ -4,7 +4,8 @@ The report is rebuilt from what the run wrote (config.json, meta.json, the row f
 sweep.json), plus the transcripts themselves, reloaded from the run's datasets: the estimation
 section and the production summaries of sources that were not replayed (condenser logs) need
 them. When they cannot be reloaded the report says so and goes on. Nothing in the run directory is
-written: the metrics are recomputed in memory exactly as `bench.runs.finish` computes them.
+written: the metrics are recomputed in memory exactly as `bench.runs.finish` computes them
+(`bench.run_results.results_from_rows`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import pandas as pd
 
 from bench.leaderboard import NOT_RANKED, ranked, setting_figures, summary_document
 from bench.run_failures import mark_incomplete
-from bench.run_files import finished_rows
+from bench.run_storage import run_calls, run_compaction_rows
 from bench.llm.prices import resolve_prices
 from bench.loading import Loaded, ReadInputs, load_inputs
-from bench.metrics import calls_frame, compactions_frame, transcript_summary
+from bench.metrics import calls_frame, compactions_frame
+from bench.run_results import results_from_rows
 from bench.neutralise import read_csv
 from bench.runs import RunResult
 from bench.source import TranscriptError
@@ -75,10 +77,12 @@ def load_run(path: str | Path, reload_transcripts: bool = True) -> RunData:
         except (TranscriptError, KeyError, ValueError, FileNotFoundError, OSError) as exc:
             error = exc.args[0] if isinstance(exc, KeyError) else str(exc)
     meta = read_json(path / "meta.json") or {}
-    compaction_rows = finished_rows(path, "compactions.jsonl")
-    calls = calls_frame(finished_rows(path, "calls.jsonl"), resolve_prices(config.get("prices") or None))
+    compaction_rows = run_compaction_rows(path)
+    calls = calls_frame(run_calls(path), resolve_prices(config.get("prices") or None))
     compactions = compactions_frame(compaction_rows)
-    transcripts = transcript_summary(calls, compactions)
+    # Transcript by transcript, as the run computed transcripts.csv (bench.run_results).
+    results = results_from_rows(path, ReadInputs.of(loaded), resolve_prices(config.get("prices") or None))
+    transcripts = results.summary
     if transcripts.empty:
         raise ValueError(f"{path}: the run has no finished replays yet (done.jsonl is empty)")
     # As `bench.runs.finish` marks them; meta.json knows even when the files cannot be reloaded.
@@ -89,7 +93,8 @@ def load_run(path: str | Path, reload_transcripts: bool = True) -> RunData:
     summary = read_json(path / "summary.json")
     sweep = read_json(path / "sweep.json")
     if summary is None or "recommendation" not in summary:  # written by an earlier version
-        result = RunResult(path, calls, compactions, transcripts, ReadInputs.of(loaded), 0, share)
+        result = RunResult(path, transcripts, ReadInputs.of(loaded), 0, share, results.recorded_fidelity, results.cost_model_check,
+                           results.call_models)
         summary = json.loads(json.dumps(summary_document(result, rule=_rule(sweep)), default=str))
     return RunData(
         path=path, config=config, meta=meta, summary=summary, sweep=sweep,

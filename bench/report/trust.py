@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from bench.estimation import IN_SAMPLE, EstimationResult, run_estimation
-from bench.leaderboard import json_records, recorded_fidelity
+from bench.leaderboard import json_records
+from bench.metrics import recorded_fidelity
 from bench.prompt_size_check import error_table, kept_tail_errors
 from bench.reacquisition import reacquisition_summary
 from bench.report.overview import pct

@@ -1,0 +1,68 @@
+"""A run's rows as Parquet parts, and its results gathered a transcript at a time, on real sessions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from bench import runs
+from bench.cli import main
+from bench.engine import Trigger
+from bench.metrics import calls_frame, compactions_frame, transcript_summary
+from bench.replay import StrategyConfig
+from bench.run_config import RunConfig
+from bench.run_files import DONE, read_done
+from bench.run_storage import export_jsonl, iter_rows, run_calls, run_compaction_rows
+
+STRATEGIES = (StrategyConfig("trunc", "truncate", trigger=Trigger(fraction=0.5)), StrategyConfig("sum", "summarize", trigger=Trigger(fraction=0.5)))
+
+
+def _run(tmp_path: Path):
+    config = RunConfig(datasets=("claude-code-log",), strategies=STRATEGIES, window=40_000)
+    return runs.run(config, tmp_path / "run", workers=2)
+
+
+def test_one_setting_or_one_transcript_loads_alone_and_rows_read_back_as_replayed(tmp_path: Path) -> None:
+    result = _run(tmp_path)
+    out = result.out
+    everything = run_calls(out)
+    assert set(everything["config"]) == {"trunc", "sum"} and len(everything) > 1000
+    only = run_calls(out, configs=["sum"])
+    pd.testing.assert_frame_equal(only.reset_index(drop=True), everything[everything["config"] == "sum"].reset_index(drop=True))
+    # Each part holds a row group per setting: the other setting's row groups are never read.
+    part = out / read_done(out / DONE).part_names("calls")[0]
+    groups = pq.ParquetFile(part).metadata
+    assert groups.num_row_groups == 2
+    transcript = everything["transcript"].iloc[-1]
+    one = run_calls(out, transcripts=[transcript])
+    assert set(one["transcript"]) == {transcript} and len(one) == (everything["transcript"] == transcript).sum()
+    # Compaction rows keep their nested scores: they read back as the replay wrote them.
+    rows = run_compaction_rows(out, configs=["sum"])
+    assert rows and all(isinstance(r["preservation"], dict) and "k1" in r["preservation"] for r in rows)
+    assert all(r["config"] == "sum" for r in rows)
+
+
+def test_results_gathered_per_transcript_equal_the_whole_runs_frames(tmp_path: Path) -> None:
+    result = _run(tmp_path)
+    calls = calls_frame(run_calls(result.out))
+    whole = transcript_summary(calls, compactions_frame(run_compaction_rows(result.out)))
+    streamed = result.transcripts.drop(columns=["damaged", "incomplete"], errors="ignore")
+    # pandas sums a group differently by the size of the frame: equal to the last bits of a float.
+    pd.testing.assert_frame_equal(streamed[whole.columns], whole, rtol=1e-12)
+    read_back = runs.finish(result.out, result.read)
+    pd.testing.assert_frame_equal(read_back.transcripts, result.transcripts)
+
+
+def test_rows_export_as_json_lines(tmp_path: Path, capsys) -> None:
+    result = _run(tmp_path)
+    target = tmp_path / "compactions.jsonl"
+    count = export_jsonl(result.out, "compactions", target)
+    lines = target.read_text().splitlines()
+    assert count == len(lines) == len(list(iter_rows(result.out, "compactions"))) > 0
+    assert pd.read_json(target, lines=True)["config"].isin({"trunc", "sum"}).all()
+    assert main(["export-rows", str(result.out), "--kind", "calls", "--strategy", "sum"]) == 0
+    exported = pd.read_json(result.out / "calls.jsonl", lines=True)
+    assert set(exported["config"]) == {"sum"} and len(exported) == len(run_calls(result.out, configs=["sum"]))
+    assert f"{len(exported):,} calls rows" in capsys.readouterr().out
