@@ -56,7 +56,7 @@ def transcript_results(calls: pd.DataFrame, compaction_rows: list[dict], transcr
     )
 
 
-BLOCK = 500  # transcripts' results joined into one frame at a time (a small frame costs more than its rows)
+BLOCK = 100  # transcripts' results joined into one frame at a time: a small frame costs more than its rows, so few are kept
 
 
 class RunTotals:

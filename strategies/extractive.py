@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from bench.message_caches import message_cache
 from bench.model import Message, TextPart, ToolCallPart, ToolResultPart, parsed_arguments
 from strategies.base import (
     SummaryRequest,
@@ -146,6 +147,7 @@ class ExtractiveSummarizer:
 
 # Per tool output and per tool call, found once: every compaction of a sweep summarizes the whole
 # dropped history again, and the same outputs recur in each.
+@message_cache
 @lru_cache(maxsize=1 << 16)
 def _error_lines(content: str, is_error: bool) -> tuple[str, ...]:
     lines = _ERROR_LINE.findall(content)
@@ -154,6 +156,7 @@ def _error_lines(content: str, is_error: bool) -> tuple[str, ...]:
     return tuple(lines)
 
 
+@message_cache
 @lru_cache(maxsize=1 << 16)
 def _command_texts(arguments_text: str) -> tuple[str, ...]:
     # Keyed by the arguments' text, whose hash Python keeps, not by the part (a dataclass's hash is
@@ -164,6 +167,7 @@ def _command_texts(arguments_text: str) -> tuple[str, ...]:
     return tuple(arguments[key] for key in COMMAND_ARGUMENTS if isinstance(arguments.get(key), str))
 
 
+@message_cache
 @lru_cache(maxsize=1 << 16)  # the same error lines, commands and requests recur in every summary of a session
 def _shortened(text: str, limit: int) -> str:
     text = " ".join(text.split())
