@@ -54,7 +54,8 @@ def one_sweep(datasets: list[str]) -> dict:
         start = time.perf_counter()
         result = runs.run(config, Path(out))
         seconds = time.perf_counter() - start
-    return {"seconds": seconds, "settings": len(config.strategies), "replays": len(result.transcripts), "calls": len(result.calls)}
+        calls = len(result.calls)  # read from the run directory, while it exists
+    return {"seconds": seconds, "settings": len(config.strategies), "replays": len(result.transcripts), "calls": calls}
 
 
 def _sweep_in_fresh_process(datasets: list[str]) -> dict:
