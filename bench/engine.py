@@ -198,9 +198,7 @@ class Engine:
         if _unchanged(context, result.context):
             # Nothing was removed: no compaction to count or score, and trying again on the next
             # call would find the same nothing, so the guard holds for this kind of attempt.
-            if reason in ("overflow", "silent_overflow"):
-                self.emergency_stalled = True
-            elif reason != "manual":
+            if reason in ("threshold", "warning", "critical"):  # `emergency` holds its own kind itself
                 self.stalled = True
             event = CompactionEvent(reason, name, tokens, tokens, len(context.messages), len(context.messages), 0,
                                     note=result.note or "nothing to remove", changed=False, stalled=self.stalled)

@@ -31,6 +31,7 @@ import pandas as pd
 from bench.loading import load_inputs
 from bench.metering import Meter
 from bench.model import Transcript
+from bench.run_storage import run_calls, run_compaction_rows
 from bench.uncompacted import uncompacted
 
 
@@ -82,10 +83,10 @@ def error_table(rows: list[dict]) -> pd.DataFrame:
 
 def run_consistency(run_dir: Path) -> dict:
     """Part 3 of the docstring, from a run's rows."""
-    calls = pd.read_json(run_dir / "calls.jsonl", lines=True)
+    calls = run_calls(run_dir)  # the run's committed rows, whichever way the run stored them
     after = calls[calls["compactions_so_far"] > 0]
-    above = after[(after["context_tokens"] >= 0.8 * after["window"]) & ~after["compacted_before"]]
-    compactions = pd.read_json(run_dir / "compactions.jsonl", lines=True) if (run_dir / "compactions.jsonl").stat().st_size else pd.DataFrame()
+    above = after[(after["context_tokens"] >= 0.8 * after["window"]) & ~after["compacted_before"].astype(bool)]
+    compactions = pd.DataFrame(run_compaction_rows(run_dir))
     per_config = calls.groupby("config").agg(calls=("call", "size"), over_window=("over_window", "mean"))
     result = {
         "calls_after_a_compaction": len(after),

@@ -188,7 +188,7 @@ class Walk:
         overhead = self.overhead
         number = len(self.rows["full_tokens"])
         full_tokens = self.base.columns["full_tokens"][number]
-        context_tokens = measured_size(overhead, self.context_sum, self.base.ratios[number])
+        context_tokens = measured_size(overhead, self.context_sum, self.ratio())
         context_estimate = round(self.context_sum + overhead)
         # What a prompt cache could serve: the part identical to the previous prompt. Append-only
         # since the last call, that is the whole previous prompt, in the same anchored units as the

@@ -122,3 +122,18 @@ def test_measured_ratios_are_the_recorded_over_the_estimated_history() -> None:
     recorded = np.array(base.columns["recorded_prompt_tokens"])
     assert np.allclose(base.ratios, (recorded - fixed) / history)
     assert 0.5 < np.median(base.ratios) < 2
+
+
+def test_the_consistency_check_reads_a_run_as_it_is_stored(tmp_path) -> None:
+    # `python -m bench.prompt_size_check --run DIR` reads the run's committed rows (Parquet parts).
+    from bench.prompt_size_check import run_consistency
+
+    out = tmp_path / "run"
+    assert main(["run", "--dataset", str(bundled("m-claude", "21037e11")), "--strategy", "summarize", "prune", "--lenient", "--out", str(out)]) == 0
+    found = run_consistency(out)
+    replayed = replay(load_file(bundled("m-claude", "21037e11"), lenient=True)[0], StrategyConfig("summarize", "summarize"),
+                      ContextWindows(overrides={"": 64_000}))
+    summarize_compactions = len(replayed.compactions)
+    assert found["compactions"] >= summarize_compactions > 0
+    assert found["noop_attempts"] >= sum(replayed.calls["noop_before"])
+    assert set(found["over_window_share_by_config"]) == {"summarize", "prune"}
