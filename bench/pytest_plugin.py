@@ -14,7 +14,7 @@ Importing it costs nothing: compactlab itself is imported only when a test uses 
         result.assert_metric("preservation_k5_path", ">=", 0.9)
         result.assert_metric("total_cost", "<", 1.0, on="high")  # the interval's upper end
 
-A metric is any `compactlab check` metric (`bench.suite.KNOWN_METRICS`). `assert_metric` compares
+A metric is any `compactlab check` metric (`compactlab.gate.suite.KNOWN_METRICS`). `assert_metric` compares
 the mean over transcripts (`on="mean"`, or the bootstrap interval's "low" or "high" end) and on
 failure says the value with its interval, the threshold, the worst transcripts and, for
 preservation metrics, the items their compactions lost. Replays are cached for the test session,
@@ -67,7 +67,7 @@ class ReplayResult:
         return {t: float(v) for t, v in column.items() if v == v}  # v == v: not NaN
 
     def metric(self, name: str, confidence: float = 0.95) -> MetricValue:
-        from bench.statistics import bootstrap_ci
+        from compactlab.scoring.statistics import bootstrap_ci
 
         values = list(self.values(name).values())
         if not values:
@@ -121,7 +121,7 @@ class ReplayResult:
 
 
 def _known(name: str) -> None:
-    from bench.suite import KNOWN_METRICS
+    from compactlab.gate.suite import KNOWN_METRICS
 
     if name not in KNOWN_METRICS:
         import difflib
@@ -148,10 +148,10 @@ def replay(
     template, a `file.py:Name` strategy) are looked up in `base` first, then as given."""
     from dataclasses import replace
 
-    from bench import runs
-    from bench.llm_config import make_run_summarizer
-    from bench.run_config import DEFAULT_WINDOW, RunConfig, strategy_config
-    from bench.suite import metric_table
+    from compactlab.runs import runs
+    from compactlab.runs.llm_config import make_run_summarizer
+    from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, strategy_config
+    from compactlab.gate.suite import metric_table
 
     def local(value):
         value = str(value)

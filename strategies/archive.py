@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from bench.model import TextPart
-from strategies.base import CompactionRequest, CompactionResult, Context, Strategy, is_summary, setting
+from compactlab.transcripts.model import TextPart
+from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy
+from compactlab.transcripts.messages import is_summary
+from compactlab.strategies.base import setting
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class Archive:
     inner: str | Strategy = setting("summarize", "the strategy that compacts (registered name, file.py:Name or a strategy)")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
-        from strategies.registry import get_strategy
+        from compactlab.strategies.registry import get_strategy
 
         inner = get_strategy(self.inner) if isinstance(self.inner, str) else self.inner
         result = inner.compact(context, request)

@@ -6,9 +6,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from bench.message_caches import message_cache
-from bench.model import Message, ToolResultPart
-from strategies.base import CompactionRequest, CompactionResult, Context, setting
+from compactlab.memo import message_cache
+from compactlab.transcripts.model import Message, ToolResultPart
+from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.strategies.base import setting
 
 # The wording of SWE-agent's LastNObservations history processor, which "The Complexity Trap"
 # (Lindenbauer et al., 2025, arXiv:2508.21433) used as its observation-masking strategy with n = 10

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from strategies.base import setting
-from strategies.summarize import Summarize
+from compactlab.strategies.base import setting
+from compactlab.strategies.summarize import Summarize
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from bench.model import LLMCall
-from strategies.base import CompactionFailed, CompactionRequest, CompactionResult, Context, Strategy, fallback_note, setting
+from compactlab.transcripts.model import LLMCall
+from compactlab.contract import CompactionFailed, CompactionRequest, CompactionResult, Context, Strategy, fallback_note
+from compactlab.strategies.base import setting
 
 
 @dataclass(frozen=True)
@@ -14,7 +15,7 @@ class Pipeline:
     """Run stages in order (cheap first, truncate as the last resort), stopping once under the target.
 
     Each stage is a registered strategy name, a `path/to/file.py:Name` reference (resolved through
-    `strategies.registry.get_strategy`, so a user's own strategies compose too) or a strategy
+    `compactlab.strategies.registry.get_strategy`, so a user's own strategies compose too) or a strategy
     object. After every stage the context is measured with the request's counter; at or under
     `request.target_tokens` the pipeline stops (`stop_when_under_target`). The result adds up the
     stages: messages removed, every summarizer call, the last prompt hash, the notes joined by "; ".
@@ -35,7 +36,7 @@ class Pipeline:
     skip_failed_stages: bool = setting(True, "when a stage fails (CompactionFailed), note it and go on to the next stage")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
-        from strategies.registry import get_strategy  # the registry imports strategies: import late
+        from compactlab.strategies.registry import get_strategy  # the registry imports strategies: import late
 
         if not self.stages:
             return CompactionResult(context=context, messages_removed=0, note="nothing to do: the pipeline has no stages")

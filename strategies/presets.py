@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bench.engine import Trigger
-from strategies.base import CompactionRequest, CompactionResult, Context, Strategy
+from compactlab.contract import Trigger
+from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy
 
 
 SEEDS = "../shared/seeds/"  # the seed documents, next to the repository (see their README.md)
@@ -52,8 +52,8 @@ SEED_000_WINDOWS = (
 
 def seed_000() -> Preset:
     """Seed 000 (main agent): at 80%, one summary replaces the session, which is archived; hybrid len/3.5 count."""
-    from strategies.archive import Archive
-    from strategies.summarize import Summarize
+    from compactlab.strategies.archive import Archive
+    from compactlab.strategies.summarize import Summarize
 
     summary_only = Summarize(keep_recent_tokens=0, track_files=False, append_last_request=False)
     return Preset(
@@ -71,7 +71,7 @@ def seed_000() -> Preset:
 
 def seed_001() -> Preset:
     """Seed 001 (Go middleware): at 200,000 tokens, system prompt + summary + 'Last request from user was: …'."""
-    from strategies.summarize import Summarize
+    from compactlab.strategies.summarize import Summarize
 
     return Preset(
         "seed-001",
@@ -88,9 +88,9 @@ def seed_001() -> Preset:
 
 def seed_002() -> Preset:
     """Seed 002 (RFC 007): at overflow, summarize; then prune old tool outputs beyond the newest 40,000 tokens."""
-    from strategies.pipeline import Pipeline
-    from strategies.prune import Prune
-    from strategies.summarize import Summarize
+    from compactlab.strategies.pipeline import Pipeline
+    from compactlab.strategies.prune import Prune
+    from compactlab.strategies.summarize import Summarize
 
     prune = Prune(protect_turns=0, protected_prefixes=("tool-",), stop_at_pruned=False, max_part_tokens=50_000)
     summary = Summarize(keep_recent_tokens=40_000, track_files=False, append_last_request=False)
@@ -109,7 +109,7 @@ def seed_002() -> Preset:
 
 def seed_003() -> Preset:
     """Seed 003 (glm-cli): WARNING at 75%, CRITICAL at 90% (target 60%); priority-ordered pruning; words count."""
-    from strategies.priority import PriorityPrune
+    from compactlab.strategies.priority import PriorityPrune
 
     return Preset(
         "seed-003", PriorityPrune(), Trigger(warning=0.75, critical=0.9, target=0.6), "words",
@@ -124,8 +124,8 @@ def seed_003() -> Preset:
 
 def seed_004() -> Preset:
     """Seed 004 (Opal): iterative merge, window/4 kept, split turns, file lists; emergency window/5 forced; hybrid count."""
-    from strategies.merge import IterativeMerge
-    from strategies.summarize import NOTE_FALLBACK
+    from compactlab.strategies.merge import IterativeMerge
+    from compactlab.strategies.summarize import NOTE_FALLBACK
 
     return Preset(
         "seed-004", IterativeMerge(emergency_keep_share=0.2, force_on_overflow=True, fallback=NOTE_FALLBACK),
@@ -142,7 +142,7 @@ def seed_004() -> Preset:
 
 def pi() -> Preset:
     """pi: compact when context > window − 16,384; keep 20,000 recent tokens, cut mid-turn if need be; update the earlier summary."""
-    from strategies.merge import IterativeMerge
+    from compactlab.strategies.merge import IterativeMerge
 
     return Preset(
         "pi",
@@ -160,7 +160,7 @@ def pi() -> Preset:
 
 def opencode() -> Preset:
     """opencode: prune old tool outputs, then an anchored summary keeping ≤15k recent tokens."""
-    from strategies.pipeline import Pipeline
+    from compactlab.strategies.pipeline import Pipeline
 
     return Preset(
         "opencode", Pipeline(stages=("prune", "opencode-summary")), Trigger(fraction=1.0, reserve_tokens=52_000), "hybrid",
@@ -173,14 +173,14 @@ def opencode() -> Preset:
 
 def opencode_summary():
     """opencode's summary stage: anchored summary prompt, 15,000 recent tokens kept, prior summary updated."""
-    from strategies.merge import IterativeMerge
+    from compactlab.strategies.merge import IterativeMerge
 
     return IterativeMerge(keep_recent_tokens=15_000, template="opencode.j2", update_template="opencode.j2", max_summary_tokens=4_096)
 
 
 def codex() -> Preset:
     """Codex CLI: at 90% of the window, a handoff summary replaces the history, after up to 20,000 tokens of user messages."""
-    from strategies.summarize import Summarize
+    from compactlab.strategies.summarize import Summarize
 
     return Preset(
         "codex",
@@ -200,9 +200,9 @@ def codex() -> Preset:
 
 def claude_code() -> Preset:
     """Claude Code (public facts only): at ~95% of the window, a nine-section summary replaces the history;
-    the newest files read, the todo list and the plan file are re-attached after it (`strategies.reattach`)."""
-    from strategies.reattach import WithReattachments
-    from strategies.summarize import Summarize
+    the newest files read, the todo list and the plan file are re-attached after it (`compactlab.strategies.reattach`)."""
+    from compactlab.strategies.reattach import WithReattachments
+    from compactlab.strategies.summarize import Summarize
 
     return Preset(
         "claude-code", WithReattachments(Summarize(keep_recent_tokens=0, template="claude_code.j2")),
@@ -218,7 +218,7 @@ def claude_code() -> Preset:
 
 def openhands() -> Preset:
     """OpenHands LLM-summarizing condenser: keep the first event, summarize the middle, keep a recent tail."""
-    from strategies.merge import IterativeMerge
+    from compactlab.strategies.merge import IterativeMerge
 
     return Preset(
         "openhands", IterativeMerge(template="openhands.j2", update_template="openhands.j2"),
@@ -235,7 +235,7 @@ def openhands() -> Preset:
 
 def masking() -> Preset:
     """Observation masking (JetBrains 'The Complexity Trap', 2025): keep the last 10 tool outputs."""
-    from strategies.masking import ObservationMasking
+    from compactlab.strategies.masking import ObservationMasking
 
     return Preset(
         "jetbrains-masking", ObservationMasking(keep_last=10), Trigger(fraction=0.8), "hybrid",

@@ -23,19 +23,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from bench.model import Message, ToolCallPart, ToolResultPart
-from strategies.base import (
-    CompactionRequest,
-    CompactionResult,
-    Context,
+from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
+from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.transcripts.messages import (
     is_summary,
     is_user_turn_start,
     pinned_head,
     pinned_indexes,
-    setting,
     summary_message,
     summary_text,
 )
+from compactlab.strategies.base import setting
 
 PLACEHOLDER = "[Old tool output removed by compaction: see the summary]"
 
@@ -112,7 +110,7 @@ class PriorityPrune:
 
     def _rebuilt(self, messages, lean, full, thin, request) -> tuple[tuple[Message, ...], int, tuple[tuple, str | None]]:
         """The compacted context: the pinned head, the summary of what was removed, the kept messages."""
-        from strategies.summarize import Summarize  # the summary is written as Summarize writes its own
+        from compactlab.strategies.summarize import Summarize  # the summary is written as Summarize writes its own
 
         previous = next((summary_text(m) for m in messages if is_summary(m)), None)
         dropped = [m for i, m in enumerate(messages) if i not in full and i not in thin and not is_summary(m)]

@@ -26,7 +26,7 @@ import jinja2
 import jinja2.meta
 from jinja2 import nodes
 
-from bench.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from compactlab.transcripts.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 SYSTEM_TEMPLATE = "system.j2"

@@ -6,15 +6,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from bench.model import Message, ToolCallPart, ToolResultPart
-from strategies.base import (
-    CompactionRequest,
-    CompactionResult,
-    Context,
-    is_summary,
-    setting,
-    turn_boundaries,
-)
+from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
+from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.transcripts.messages import is_summary, turn_boundaries
+from compactlab.strategies.base import setting
 
 # opencode's replacement text for a pruned tool output (sst/opencode,
 # packages/opencode/src/session/compaction.ts: `part.state.time.compacted ? "[Old tool result

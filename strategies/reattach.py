@@ -44,8 +44,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from bench.model import Message, TextPart, ToolCallPart, ToolResultPart
-from strategies.base import CompactionRequest, CompactionResult, Context, Strategy, leading_system, setting
+from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart
+from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy
+from compactlab.transcripts.messages import leading_system
+from compactlab.strategies.base import setting
 
 MAX_FILES = 5
 MAX_TOKENS_PER_FILE = 5_000

@@ -4,7 +4,7 @@ The replay runs it exactly where the source compacted (Claude Code's `compact_bo
 condenser log line, Codex's `compacted` item), with the summary recorded there, so real
 compactions are scored on the same metrics as every other strategy. It replaces the history with
 that summary, as the production agent did, keeping only the system prompt, and adds what Claude
-Code re-attaches after compacting (recent files, the todo list, the plan file: `strategies.reattach`),
+Code re-attaches after compacting (recent files, the todo list, the plan file: `compactlab.strategies.reattach`),
 which the session file does not record but the next prompt holds. Other agents' transcripts use
 none of the tools that re-attachment reads, so for them it adds nothing.
 """
@@ -14,8 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from strategies.base import CompactionRequest, CompactionResult, Context, leading_system, setting, summary_message
-from strategies.reattach import provider_tokens, reattach
+from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.transcripts.messages import leading_system, summary_message
+from compactlab.strategies.base import setting
+from compactlab.strategies.reattach import provider_tokens, reattach
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from strategies.base import Strategy, parameters_of
+from compactlab.contract import Strategy
+from compactlab.strategies.base import parameters_of
 
 GROUP = "compactlab.strategies"
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from bench.model import Message, TextPart
-from strategies.base import (
+from compactlab.transcripts.model import Message, TextPart
+from compactlab.contract import (
     CompactionFailed,
     CompactionRequest,
     CompactionResult,
@@ -27,6 +27,8 @@ from strategies.base import (
     Summarizer,
     SummaryRequest,
     fallback_note,
+)
+from compactlab.transcripts.messages import (
     file_activity,
     FileActivity,
     is_summary,
@@ -35,11 +37,12 @@ from strategies.base import (
     pinned_head,
     pinned_in,
     safe_cut_points,
-    setting,
     summary_message,
     summary_text,
 )
-from strategies.prompting import Prompt, file_lists, fill_missing_results, prompt_set_hash, render, serialize
+from compactlab.strategies.base import setting
+from compactlab.strategies.extractive_summarizer import ExtractiveSummarizer
+from compactlab.strategies.prompting import Prompt, file_lists, fill_missing_results, prompt_set_hash, render, serialize
 
 NOTE_FALLBACK = "note"  # seed 004's truncate fallback: a count of the messages replaced, no LLM
 TURN_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"  # pi's separator
@@ -101,7 +104,7 @@ class Summarize:
                 new_messages = (*messages[:head], *kept, summary_message(text), *history[cut:])
                 note = f"summarizer failed ({failure}); {NOTE_FALLBACK}: {cut - len(kept)} messages replaced by a count"
                 return CompactionResult(replace(context, messages=new_messages, summary=text), cut - len(kept) + (previous is not None), note=note)
-            from strategies.registry import get_strategy
+            from compactlab.strategies.registry import get_strategy
 
             result = get_strategy(self.fallback).compact(context, request)
             return replace(result, note=fallback_note(f"summarizer failed ({failure})", f"{self.fallback}: {result.note}"))
@@ -117,7 +120,7 @@ class Summarize:
     ) -> tuple[str, tuple, str]:
         """The summary this strategy writes of `span` (merged with an earlier summary's text), as its own
         compactions decorate theirs, with the summarizer's calls and the prompt set's hash: for a
-        strategy that chooses what to remove itself (`strategies.priority`). `messages`: the whole context."""
+        strategy that chooses what to remove itself (`compactlab.strategies.priority`). `messages`: the whole context."""
         summarizer = self._summarizer(request)
         text, calls, prompt_hash, template = self._summarize(tuple(span), len(span), None, previous_text, summarizer)
         return self._decorate(text, span, previous_text, messages, template), tuple(calls), prompt_hash
@@ -143,8 +146,6 @@ class Summarize:
 
     def _summarizer(self, request: CompactionRequest) -> Summarizer:
         if self.summarizer == "extractive":
-            from strategies.extractive import ExtractiveSummarizer
-
             return ExtractiveSummarizer()
         if self.summarizer == "llm":
             if request.summarizer is None:

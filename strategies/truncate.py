@@ -5,17 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from strategies.base import (
-    CompactionRequest,
-    CompactionResult,
-    Context,
-    is_summary,
-    pinned_head,
-    pinned_in,
-    safe_cut_points,
-    setting,
-    turn_boundaries,
-)
+from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.transcripts.messages import is_summary, pinned_head, pinned_in, safe_cut_points, turn_boundaries
+from compactlab.strategies.base import setting
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench.cli import main
-from strategies.prompting import PROMPTS_DIR
+from compactlab.cli.main import main
+from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.fake_providers import serve, summarizing
 from tests.test_gate_summary_prompt import KEY_ENV, METRICS, NEAR_EMPTY, write_suite
 

@@ -40,7 +40,7 @@ def with_huge_result(megabytes: float) -> bytes:
 
 
 def measure(path: Path, out: Path, strategies: list[str]) -> dict:
-    command = [sys.executable, "-m", "bench.cli", "run", "--dataset", str(path), "--out", str(out)]
+    command = [sys.executable, "-m", "compactlab.cli.main", "run", "--dataset", str(path), "--out", str(out)]
     if strategies:
         command += ["--strategy", *strategies]
     # A fresh wrapper process per measurement: ru_maxrss of its children is then this run's peak.

@@ -97,8 +97,8 @@ class Tally:
 
 def sample_files(workdir: Path) -> list[tuple[str, str, bytes]]:
     """(format, file name, uncompressed bytes) of every sample, the canonical one included."""
-    from bench.importers import load_file
-    from bench.importers.canonical import write_canonical
+    from compactlab.transcripts.importers import load_file
+    from compactlab.transcripts.importers.canonical import write_canonical
 
     out = []
     for fmt, relative in SAMPLES:
@@ -280,8 +280,8 @@ def broken_invariant(transcripts) -> str | None:
 
 def read_library(path: Path, lenient: bool):
     """('error', message) | ('ok', transcripts) | ('traceback', key)."""
-    from bench.importers import load_file
-    from bench.source import TranscriptError
+    from compactlab.transcripts.importers import load_file
+    from compactlab.transcripts.source import TranscriptError
 
     try:
         transcripts = load_file(path, lenient=lenient)
@@ -297,7 +297,7 @@ def read_library(path: Path, lenient: bool):
 
 def read_cli(arguments: list[str]):
     """('error', text) | ('ok', text) | ('traceback', key) for `compactlab ARGUMENTS`."""
-    from bench.cli import main
+    from compactlab.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     try:
@@ -356,7 +356,7 @@ def check_input(path: Path, kind: str, what: str, original: tuple | None, tally:
 
 
 def fuzz(per_kind: int, seed: int, workdir: Path, tally: Tally | None = None, cli: bool = True) -> Tally:
-    from bench.importers import load_file
+    from compactlab.transcripts.importers import load_file
 
     tally = tally or Tally()
     for fmt, name, data in sample_files(workdir):

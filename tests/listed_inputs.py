@@ -49,8 +49,8 @@ def _assistant_indexes(lines: list[dict]) -> list[int]:
 
 
 def listed_cases(folder: Path) -> Iterator[Case]:
-    from bench.importers import load_file
-    from bench.importers.canonical import write_canonical
+    from compactlab.transcripts.importers import load_file
+    from compactlab.transcripts.importers.canonical import write_canonical
     from tests.input_fuzz import fingerprint
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -207,7 +207,7 @@ def unreadable(path: Path):
 
 def check_listed(folder: Path, tally) -> None:
     """Read every listed case four ways (see input_fuzz.check_input) and add the outcomes to `tally`."""
-    from bench.loading import load_inputs
+    from compactlab.transcripts.loading import load_inputs
     from tests.input_fuzz import broken_invariant, fingerprint, read_cli
 
     for case in listed_cases(folder):
@@ -247,7 +247,7 @@ def _without_ids(found: tuple) -> tuple:
 
 
 def _read_inputs(load_inputs, inputs: list[str], lenient: bool):
-    from bench.source import TranscriptError
+    from compactlab.transcripts.source import TranscriptError
     from tests.input_fuzz import _where
 
     try:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.run_storage import run_compaction_rows
+from compactlab.runs.run_storage import run_compaction_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = (
@@ -96,8 +96,8 @@ if real_copy is not None:
 if mode == "count":
     import atexit
     atexit.register(lambda: open(gate + ".count", "w").write(str(state["count"])))
-from bench.run_storage import run_compaction_rows
-from bench.cli import main
+from compactlab.runs.run_storage import run_compaction_rows
+from compactlab.cli.main import main
 sys.argv = ["compactlab", *sys.argv[5:]]
 sys.exit(main(sys.argv[1:]))
 """
@@ -226,7 +226,7 @@ def measure_llm(work: Path) -> None:
     def run(name: str, base_url: str) -> tuple[int, str, Path]:
         out = work / name
         result = subprocess.run(
-            [sys.executable, "-m", "bench.cli", "run", "--config", str(config(base_url, name)), "--out", str(out)],
+            [sys.executable, "-m", "compactlab.cli.main", "run", "--config", str(config(base_url, name)), "--out", str(out)],
             cwd=ROOT, capture_output=True, text=True, env={**os.environ, "OPENAI_API_KEY": ""},
         )
         return result.returncode, result.stdout + result.stderr, out

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from bench.cli import main
-from bench.importers import load_file
-from bench.importers.canonical import write_canonical
-from bench.model import CompactionMarker, TextPart, ToolResultPart
+from compactlab.cli.main import main
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.importers.canonical import write_canonical
+from compactlab.transcripts.model import CompactionMarker, TextPart, ToolResultPart
 from tests.conftest import bundled
 
 # The real compaction of m-claude (3af9b1a7), a session without one (97b0ffde), a long Claude Code

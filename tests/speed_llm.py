@@ -2,7 +2,7 @@
 
     python -m tests.speed_llm [summaries|judge|probes ...]
 
-Each workload is a `compactlab run` (bench.runs.run) of real bundled sessions whose LLM calls go to
+Each workload is a `compactlab run` (compactlab.runs.runs.run) of real bundled sessions whose LLM calls go to
 the local wire-format server of tests/fake_providers.py, through the real `openai` SDK, with
 `max_in_flight = 16` and a fresh call cache (every call is sent):
 
@@ -27,11 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import runs
-from bench.engine import Trigger
-from bench.llm_config import make_run_summarizer
-from bench.replay import StrategyConfig
-from bench.run_config import RunConfig
+from compactlab.runs import runs
+from compactlab.contract import Trigger
+from compactlab.runs.llm_config import make_run_summarizer
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs.run_config import RunConfig
 from tests.fake_providers import Behaviour, FakeProvider, serve
 
 LATENCY = 1.0

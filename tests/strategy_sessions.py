@@ -12,16 +12,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import cache
 
-from bench.estimators import estimate, get_estimator
-from bench.framing import framing_for
-from bench.loading import load_inputs
-from bench.model import Message, ToolCallPart, ToolResultPart, Transcript
-from bench.tokenizers import TokenCache
-from strategies.base import CompactionRequest, CompactionResult, Context, turn_starts
-from strategies.masking import ObservationMasking
-from strategies.pipeline import Pipeline
-from strategies.prune import Prune
-from strategies.truncate import Truncate
+from compactlab.tokens.estimators import estimate, get_estimator
+from compactlab.tokens.framing import framing_for
+from compactlab.transcripts.loading import load_inputs
+from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart, Transcript
+from compactlab.tokens.tokenizers import TokenCache
+from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.transcripts.messages import turn_starts
+from compactlab.strategies.masking import ObservationMasking
+from compactlab.strategies.pipeline import Pipeline
+from compactlab.strategies.prune import Prune
+from compactlab.strategies.truncate import Truncate
 
 DATASETS = ("claude-code-log", "m-claude", "mini-swe-agent-pr816")
 PER_DATASET = 4

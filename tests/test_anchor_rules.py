@@ -3,12 +3,12 @@ per rule, on a real session where the rule acts. Each preset's `source` names th
 
 from __future__ import annotations
 
-from bench.metering import Meter
-from bench.model import ToolResultPart
-from strategies.base import is_summary, is_user_turn_start, pinned_head
-from strategies.registry import get_strategy
-from strategies.summarize import choose_cut
-from bench.importers import load_file
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.model import ToolResultPart
+from compactlab.transcripts.messages import is_summary, is_user_turn_start, pinned_head
+from compactlab.strategies.registry import get_strategy
+from compactlab.strategies.summarize import choose_cut
+from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 from tests.test_seed_rules import LONG_CODEX, MANIFEST, ME_NEXT, compact
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.importers import load_file
-from bench.loading import load_inputs
-from bench.source import TranscriptError
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.loading import load_inputs
+from compactlab.transcripts.source import TranscriptError
 from tests.conftest import bundled
 
 REAL = bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__07f2e15c")
@@ -182,8 +182,8 @@ def test_files_read_by_worker_processes_are_the_files_read_one_by_one() -> None:
 def test_worker_processes_freeze_what_they_inherit_collect_less_often_and_the_caller_is_left_as_it_was() -> None:
     import gc
 
-    from bench.datasets import resolve_inputs
-    from bench.loading import read_files
+    from compactlab.transcripts.datasets import resolve_inputs
+    from compactlab.transcripts.loading import read_files
 
     files = resolve_inputs(["condenser-pairs-gpt5mini"]).files
     seen = [read.then for read in read_files(files, workers=2, then=lambda transcripts: (gc.get_freeze_count(), gc.get_threshold()))]

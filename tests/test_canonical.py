@@ -8,10 +8,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from bench.importers import load_file
-from bench.importers.canonical import SCHEMA_PATH, transcript_lines, write_canonical
-from bench.loading import load_inputs
-from bench.source import TranscriptError
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.importers.canonical import SCHEMA_PATH, transcript_lines, write_canonical
+from compactlab.transcripts.loading import load_inputs
+from compactlab.transcripts.source import TranscriptError
 
 ALL = load_inputs(None).transcripts
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.cli import main
+from compactlab.cli.main import main
 from tests.conftest import bundled
 
 REQUIRED_FIELDS = {"path", "format", "messages", "llm_calls", "max_prompt_tokens", "models", "compactions", "skipped_records"}
@@ -76,5 +76,5 @@ def test_export_writes_canonical_files(capsys, tmp_path: Path) -> None:
 
 
 def test_console_script_runs() -> None:
-    result = subprocess.run([sys.executable, "-m", "bench.cli", "formats"], capture_output=True, text=True, check=True)
+    result = subprocess.run([sys.executable, "-m", "compactlab.cli.main", "formats"], capture_output=True, text=True, check=True)
     assert "claude-code" in result.stdout and "mini-swe-agent" in result.stdout

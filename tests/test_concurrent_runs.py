@@ -12,13 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench import runs
-from bench.run_storage import export_jsonl, run_compaction_rows
-from bench.cli import main
-from bench.cli_runs import BUDGET_EXIT
-from bench.llm.concurrency import CallAccount, Limits, _Bucket, shared_gates
-from bench.llm_config import make_run_summarizer
-from bench.run_config import load_config
+from compactlab.runs import runs
+from compactlab.runs.run_storage import export_jsonl, run_compaction_rows
+from compactlab.cli.main import main
+from compactlab.cli.cli_runs import BUDGET_EXIT
+from compactlab.compaction.llm.concurrency import CallAccount, Limits, _Bucket, shared_gates
+from compactlab.runs.llm_config import make_run_summarizer
+from compactlab.runs.run_config import load_config
 from tests.conftest import bundled
 from tests.fake_providers import Behaviour, FakeProvider, rate_limited, serve
 

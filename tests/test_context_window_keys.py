@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
-from bench.estimation import run_estimation
-from bench.importers import load_file
-from bench.model import Transcript
-from bench.run_config import RunConfig, windows_of
+from compactlab.cli.main import main
+from compactlab.tokens.estimation import run_estimation
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.model import Transcript
+from compactlab.runs.run_config import RunConfig, windows_of
 from tests.conftest import bundled
 
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
@@ -27,7 +27,7 @@ def as_model(transcript: Transcript, model: str) -> Transcript:
 @pytest.mark.parametrize("key", ["google/gemini-3-pro-preview", "gemini-3-pro-preview", "gemini-3", "GOOGLE/Gemini-3-Pro-Preview"])
 @pytest.mark.parametrize("model", ["google/gemini-3-pro-preview", "gemini-3-pro-preview"])
 def test_prefixed_and_bare_keys_apply_to_prefixed_and_bare_models(key: str, model: str) -> None:
-    from bench.context_windows import ContextWindows
+    from compactlab.tokens.context_windows import ContextWindows
 
     windows = ContextWindows(overrides={key: 64_000})
     calls = run_estimation([as_model(MINI, model)], ["hybrid"], windows).calls

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench import runs
-from bench.engine import Trigger
-from bench.executors import dask_executor, executor_for
-from bench.replay import StrategyConfig
-from bench.run_config import RunConfig
-from bench.run_storage import run_calls, run_compaction_rows
+from compactlab.runs import runs
+from compactlab.contract import Trigger
+from compactlab.runs.executors import dask_executor, executor_for
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs.run_config import RunConfig
+from compactlab.runs.run_storage import run_calls, run_compaction_rows
 from tests.conftest import bundled
 
 pytest.importorskip("dask.distributed")

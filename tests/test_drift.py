@@ -1,4 +1,4 @@
-"""Summary drift across repeated compactions (bench/drift.py), on a real session compacted several times."""
+"""Summary drift across repeated compactions (bench/scoring/drift.py), on a real session compacted several times."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ from dataclasses import asdict
 
 import pytest
 
-from bench.context_windows import ContextWindows
-from bench.drift import drift_counts
-from bench.matching import Item, present
-from bench.metrics import calls_frame, compactions_frame, transcript_summary
-from bench.replay import StrategyConfig, replay
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.scoring.drift import drift_counts
+from compactlab.scoring.matching import Item, present
+from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
 from tests.test_seed_rules import MANIFEST
 
 WINDOW = ContextWindows(overrides={"": 64_000})

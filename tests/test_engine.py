@@ -6,14 +6,15 @@ from dataclasses import dataclass
 
 import pytest
 
-from bench.cli import main
-from bench.engine import Engine, Trigger
-from bench.importers import load_file
-from bench.metering import Meter
-from bench.overflow import classify_overflow, silent_overflow
-from bench.preview import preview
-from strategies.base import CompactionFailed, CompactionResult, Context
-from strategies.registry import get_strategy
+from compactlab.cli.main import main
+from compactlab.compaction.engine import Engine
+from compactlab.contract import Trigger
+from compactlab.transcripts.importers import load_file
+from compactlab.tokens.metering import Meter
+from compactlab.compaction.overflow import classify_overflow, silent_overflow
+from compactlab.runs.preview import compact
+from compactlab.contract import CompactionFailed, CompactionResult, Context
+from compactlab.strategies.registry import get_strategy
 from tests.conftest import bundled
 
 SESSION = load_file(bundled("claude-code-log", "-src-deep-manifest__a7da6a22"))[0]
@@ -119,9 +120,9 @@ def test_silent_overflow() -> None:
 
 
 def test_preview_compacts_where_the_trigger_first_fires(capsys) -> None:
-    result = preview(SESSION, "summarize", estimator="chars/4")
+    result = compact(SESSION, "summarize", estimator="chars/4")
     assert result.chosen_by in ("trigger", "last call (the trigger never fired in this transcript)")
-    at = preview(SESSION, "prune", at_call=50)
+    at = compact(SESSION, "prune", at_call=50)
     assert at.call == 50 and at.chosen_by == "--at"
     assert main(["compact", str(bundled("claude-code-log", "-src-deep-manifest__a7da6a22")), "--strategy", "pi", "--at", "80"]) == 0
     out = capsys.readouterr().out

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.calibration import is_training, model_family
-from bench.cli import main
-from bench.estimation import run_estimation, summarize
-from bench.framing import MISSING_SYSTEM_PROMPT, framing_for
-from bench.importers import load_file
-from bench.loading import load_inputs
+from compactlab.tokens.calibration import is_training, model_family
+from compactlab.cli.main import main
+from compactlab.tokens.estimation import run_estimation, summarize
+from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.loading import load_inputs
 from tests.conftest import DATASETS, bundled
 
 MINI = load_file(bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"))[0]

@@ -13,15 +13,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bench.calibration import SHIPPED_FIT, fit_families, is_training, shipped_fits, transcript_family
-from bench.estimation import IN_SAMPLE, run_estimation, summarize
-from bench.estimators import get_estimator
-from bench.framing import MISSING_SYSTEM_PROMPT
-from bench.importers import load_file
-from bench.loading import load_inputs
-from bench.metering import Meter
-from bench.model import Message, TextPart
-from strategies.base import Context
+from compactlab.tokens.calibration import SHIPPED_FIT, fit_families, is_training, shipped_fits, transcript_family
+from compactlab.tokens.estimation import IN_SAMPLE, run_estimation, summarize
+from compactlab.tokens.estimators import get_estimator
+from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.loading import load_inputs
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.model import Message, TextPart
+from compactlab.contract import Context
 from tests.conftest import bundled
 
 [_COMPACTED] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
@@ -101,7 +101,7 @@ def _history_contexts(transcript) -> list[Context]:
 
 def test_shipped_fit_names_its_training_transcripts_and_is_current() -> None:
     document = json.loads(SHIPPED_FIT.read_text(encoding="utf-8"))
-    assert document["regenerate"] == "python -m bench.fit_calibration"
+    assert document["regenerate"] == "python -m compactlab.tokens.fit_calibration"
     transcripts = [t for t in load_inputs(document["datasets"]).transcripts if not t.skipped]
     calls = run_estimation(transcripts, ["tiktoken-o200k"]).calls
     train = calls[calls["transcript"].map(lambda t: is_training(t, document["train_fraction"]))]

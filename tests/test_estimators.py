@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import tiktoken.load
 
-from bench import tokenizers
-from bench.context_windows import ContextWindows, parse_override
-from bench.estimators import KnownUsage, estimate, get_estimator
-from bench.framing import Framing, anthropic_image_tokens, framing_for, openai_image_tokens
-from bench.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
-from bench.tokenizers import EncodingUnavailable, TokenCache, get_encoding
+from compactlab.tokens import tokenizers
+from compactlab.tokens.context_windows import ContextWindows, parse_override
+from compactlab.tokens.estimators import KnownUsage, estimate, get_estimator
+from compactlab.tokens.framing import Framing, anthropic_image_tokens, framing_for, openai_image_tokens
+from compactlab.transcripts.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from compactlab.tokens.tokenizers import EncodingUnavailable, TokenCache, get_encoding
 
 PLAIN = Framing()
 
@@ -120,7 +120,7 @@ def test_hybrid_uses_known_usage_and_falls_back() -> None:
 
 
 def test_calibrated_applies_its_line() -> None:
-    from bench.estimators import Calibrated
+    from compactlab.tokens.estimators import Calibrated
 
     calibrated = Calibrated(base="chars/4", slope=1.5, intercept=100)
     assert estimate(calibrated, [user("x" * 400)], PLAIN, TokenCache()) == 250
@@ -156,10 +156,11 @@ BLOCK_EDGES = [
 
 
 def test_a_text_counts_as_the_sum_of_its_blocks_on_real_texts_and_summaries() -> None:
-    from bench.importers import load_file
-    from bench.metering import Meter
-    from strategies.base import CompactionRequest, Context, is_summary
-    from strategies.registry import get_strategy
+    from compactlab.transcripts.importers import load_file
+    from compactlab.tokens.metering import Meter
+    from compactlab.contract import CompactionRequest, Context
+    from compactlab.transcripts.messages import is_summary
+    from compactlab.strategies.registry import get_strategy
     from tests.conftest import bundled
 
     texts = list(BLOCK_EDGES)

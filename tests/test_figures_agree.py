@@ -1,6 +1,6 @@
 """One run, every surface: the CLI table, summary.json, the report, `compactlab diff` and the CI gate
-show each figure from one computation (`bench.leaderboard.setting_figures`) under one label
-(`bench.catalogue`), and the recommendation of the one rule (`bench.recommendation`).
+show each figure from one computation (`compactlab.results.leaderboard.setting_figures`) under one label
+(`compactlab.results.catalogue`), and the recommendation of the one rule (`compactlab.results.recommendation`).
 
 Real sessions: two bundled Claude Code files (one that compacts at the 64k window, one that never
 reaches it, neither damaged, so every surface averages over the same sessions), four strategies, two
@@ -21,17 +21,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench.catalogue import REPORTED, metric
-from bench.cli import main
-from bench.leaderboard import setting_figures
-from bench.recommendation import Rule
-from bench.report.diff import diff_runs, format_diff
-from bench.report.run_data import load_light
+from compactlab.results.catalogue import REPORTED, metric
+from compactlab.cli.main import main
+from compactlab.results.leaderboard import setting_figures
+from compactlab.results.recommendation import Rule
+from compactlab.report.diff import diff_runs, format_diff
+from compactlab.report.run_data import load_light
 from tests.conftest import bundled
 
 FILES = (("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9"), ("m-claude", "97b0ffde"))
 STRATEGIES = ("summarize", "pi", "prune", "openhands")
-SAME = {"summarize", "openhands"}  # one result by construction (bench.same_by_construction)
+SAME = {"summarize", "openhands"}  # one result by construction (compactlab.results.same_by_construction)
 
 
 def _main(*argv: str) -> tuple[int, str]:

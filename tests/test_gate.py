@@ -8,8 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from bench.cli import main
-from strategies.prompting import PROMPTS_DIR
+from compactlab.cli.main import main
+from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.conftest import REPO, bundled
 from tests.fake_providers import serve
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench.cli import main
-from bench.compaction_values import CompactionValue
-from bench.gate import compare
-from bench.suite import load_suite
-from strategies.prompting import PROMPTS_DIR
+from compactlab.cli.main import main
+from compactlab.results.compaction_values import CompactionValue
+from compactlab.gate.gate import compare
+from compactlab.gate.suite import load_suite
+from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.conftest import bundled
 from tests.fake_providers import FakeProvider, serve, summarizing
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench.report.run_data import load_light
+from compactlab.report.run_data import load_light
 
-from bench.cli import main
-from bench.neutralise import csv_frame, read_csv, terminal_text, write_csv
-from bench.source import GUNZIP_LIMIT_VARIABLE, TranscriptError
-from bench.importers import MESSAGE_BUDGET_VARIABLE, load_file
+from compactlab.cli.main import main
+from compactlab.transcripts.neutralise import csv_frame, read_csv, terminal_text, write_csv
+from compactlab.transcripts.source import GUNZIP_LIMIT_VARIABLE, TranscriptError
+from compactlab.transcripts.importers import MESSAGE_BUDGET_VARIABLE, load_file
 from tests.listed_inputs import CLAUDE, claude_lines, jsonl
 
 ESCAPES = "\x1b[2J\x1b]0;owned\x07\x1b]52;c;ZWNobyBoaQ==\x07\x9b31m\r"

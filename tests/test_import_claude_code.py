@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.importers import load_file
-from bench.model import ThinkingPart, ToolCallPart, ToolResultPart
-from bench.source import TranscriptError
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.model import ThinkingPart, ToolCallPart, ToolResultPart
+from compactlab.transcripts.source import TranscriptError
 from tests.conftest import DATASETS, bundled
 
 CLAUDE_FILES = sorted((DATASETS / "claude-code-log" / "transcripts").glob("*.gz")) + sorted(
@@ -137,7 +137,7 @@ def test_thinking_and_tool_pairing_on_a_real_session() -> None:
 
 
 def test_a_response_block_written_again_is_added_once_and_blocks_that_differ_are_kept() -> None:
-    from bench.importers.claude_code import _Draft
+    from compactlab.transcripts.importers.claude_code import _Draft
 
     draft = _Draft(role="assistant", line=1, source_id="r")
     text = {"type": "text", "text": "hello"}

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.importers.codex import CodexImporter
-from bench.model import ThinkingPart, ToolCallPart, ToolResultPart, Transcript
-from bench.source import RecordIssues, Source, TranscriptError
+from compactlab.transcripts.importers.codex import CodexImporter
+from compactlab.transcripts.model import ThinkingPart, ToolCallPart, ToolResultPart, Transcript
+from compactlab.transcripts.source import RecordIssues, Source, TranscriptError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 REAL = FIXTURES / "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
@@ -221,7 +221,7 @@ def test_match_is_specific(tmp_path):
 
 
 def test_detection_through_load_file(tmp_path):
-    from bench.importers import load_file  # needs every sibling importer module
+    from compactlab.transcripts.importers import load_file  # needs every sibling importer module
 
     gz = tmp_path / "rollout.jsonl.gz"
     gz.write_bytes(gzip.compress(STREAMING.read_bytes()))

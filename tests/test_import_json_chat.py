@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.importers.anthropic_messages import AnthropicMessagesImporter
-from bench.importers.openai_chat import OpenAIChatImporter
-from bench.model import ImagePart, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Transcript
-from bench.source import RecordIssues, Source, TranscriptError
+from compactlab.transcripts.importers.anthropic_messages import AnthropicMessagesImporter
+from compactlab.transcripts.importers.openai_chat import OpenAIChatImporter
+from compactlab.transcripts.model import ImagePart, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Transcript
+from compactlab.transcripts.source import RecordIssues, Source, TranscriptError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "json_chat"
 OPENAI = OpenAIChatImporter()
@@ -294,7 +294,7 @@ def test_match_reasons_are_informative(tmp_path: Path) -> None:
 
 
 def test_load_file_detects_both_formats_and_lists_reasons_otherwise(tmp_path: Path) -> None:
-    from bench.importers import load_file  # needs every sibling importer module
+    from compactlab.transcripts.importers import load_file  # needs every sibling importer module
 
     assert load_file(FIXTURES / "openai_full.json")[0].source_format == "openai-chat"
     assert load_file(FIXTURES / "anthropic_full.json")[0].source_format == "anthropic-messages"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.importers.mini_swe_agent import MiniSweAgentImporter
-from bench.model import TextPart, ThinkingPart, ToolCallPart, ToolResultPart
-from bench.source import RecordIssues, Source, TranscriptError
+from compactlab.transcripts.importers.mini_swe_agent import MiniSweAgentImporter
+from compactlab.transcripts.model import TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from compactlab.transcripts.source import RecordIssues, Source, TranscriptError
 
 from tests.conftest import SHARED
 V2_DIR = SHARED / "mini-swe-agent-pr816"
@@ -375,7 +375,7 @@ def test_match_is_specific(tmp_path):
 
 @needs_shared
 def test_through_load_file():
-    from bench.importers import load_file
+    from compactlab.transcripts.importers import load_file
 
     path = V2_DIR / SAMPLES[0]
     [detected] = load_file(path)

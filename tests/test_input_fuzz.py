@@ -9,9 +9,9 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from bench.importers import load_file
-from bench.loading import load_inputs
-from bench.source import TranscriptError
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.loading import load_inputs
+from compactlab.transcripts.source import TranscriptError
 from tests.input_fuzz import Tally, broken_invariant, fingerprint, fuzz, read_cli
 from tests.listed_inputs import listed_cases
 
@@ -80,7 +80,7 @@ def test_the_same_session_under_two_names_is_refused(tmp_path: Path) -> None:
     source = Path(next(c for c in listed_cases(tmp_path / "cases") if c.name == "multi-member gzip").inputs[0])
     for name in ("one.jsonl.gz", "two.jsonl.gz"):
         (tmp_path / name).write_bytes(source.read_bytes())
-    from bench.importers.canonical import write_canonical
+    from compactlab.transcripts.importers.canonical import write_canonical
 
     write_canonical(load_file(tmp_path / "one.jsonl.gz"), tmp_path / "copy.jsonl")
     (tmp_path / "copy2.jsonl").write_bytes((tmp_path / "copy.jsonl").read_bytes())

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.run_storage import run_compaction_rows
-from bench import runs
-from bench.context_windows import ContextWindows
-from bench.engine import Trigger
-from bench.importers import load_file
-from bench.llm import CacheMiss, make_summarizer
-from bench.llm_config import make_run_judge
-from bench.actions import Action, agree, argument_similarity
-from bench.next_action import (
+from compactlab.runs.run_storage import run_compaction_rows
+from compactlab.runs import runs
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.contract import Trigger
+from compactlab.transcripts.importers import load_file
+from compactlab.compaction.llm import CacheMiss, make_summarizer
+from compactlab.runs.llm_config import make_run_judge
+from compactlab.scoring.actions import Action, agree, argument_similarity
+from compactlab.scoring.next_action import (
     Judge,
     aggregate,
     aggregate_rows,
@@ -26,12 +26,13 @@ from bench.next_action import (
     parse_action,
     predict_next_action,
     recorded_actions,
-    score_compactions,
     tools_hint,
 )
-from bench.probes import probe, probe_questions
-from bench.replay import StrategyConfig, replay
-from bench.run_config import RunConfig, config_json, load_config
+from compactlab.scoring.judge import score_compactions
+from compactlab.scoring.probes import probe, probe_questions
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs.run_config import RunConfig, config_json, load_config
 from tests.conftest import bundled
 from tests.fake_providers import ANTHROPIC_PATH, OPENAI_PATH, FakeProvider, bad_request, ok, serve
 

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.importers import load_file
-from bench.importers.canonical import write_canonical
-from bench.model import Message, TextPart, ToolCallPart, ToolResultPart, Transcript
-from bench.run_config import default_strategies
-from strategies.base import CompactionRequest, Context, is_instruction, is_summary, pinned_indexes, task_index
-from strategies.masking import ObservationMasking
-from strategies.prune import PLACEHOLDER as PRUNED, Prune
-from strategies.registry import get_strategy
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.importers.canonical import write_canonical
+from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart, Transcript
+from compactlab.runs.run_config import default_strategies
+from compactlab.contract import CompactionRequest, Context
+from compactlab.transcripts.messages import is_instruction, is_summary, pinned_indexes, task_index
+from compactlab.strategies.masking import ObservationMasking
+from compactlab.strategies.prune import PLACEHOLDER as PRUNED, Prune
+from compactlab.strategies.registry import get_strategy
 from tests.conftest import bundled
 from tests.strategy_sessions import counter
 

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 
 import pytest
 
-from bench.importers import load_file
-from bench.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
-from bench.matching import Haystack, Item, TranscriptText, present
-from bench.extraction import step_items
-from bench.preservation import extract_items, preservation
-from strategies.base import _EXTENSIONS, leading_system, summary_message
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from compactlab.scoring.matching import Haystack, Item, TranscriptText, present
+from compactlab.scoring.extraction import step_items
+from compactlab.scoring.preservation import extract_items, preservation
+from compactlab.transcripts.messages import FILE_EXTENSIONS, leading_system, summary_message
 
 from tests.conftest import bundled
 
@@ -340,7 +340,7 @@ def _assistant_texts(messages: Sequence[Message]) -> list[str]:
 @pytest.mark.parametrize("session", ["django", "claude_code"])
 def test_the_identifier_prefilter_finds_every_token_the_full_scan_accepts(session: str, request) -> None:
     # _scan visits only _CANDIDATE tokens; it must find exactly what visiting every _TOKEN finds.
-    from bench.extraction import _CANDIDATE, _TOKEN, _is_identifier
+    from compactlab.scoring.extraction import _CANDIDATE, _TOKEN, _is_identifier
 
     def accepted(pattern, text: str) -> list[tuple[int, str]]:
         return [(m.start(), m.group(0)) for m in pattern.finditer(text) if _is_identifier(m.group(0), text[m.end() : m.end() + 1])]
@@ -359,7 +359,7 @@ def test_the_identifier_prefilter_finds_every_token_the_full_scan_accepts(sessio
 def test_the_open_quote_check_agrees_with_shlex_on_real_commands(session: str, request) -> None:
     import shlex
 
-    from bench.extraction import _SHELL_WORDS, _command_line
+    from compactlab.scoring.extraction import _SHELL_WORDS, _command_line
 
     def shlex_accepts(line: str) -> bool:
         try:
@@ -379,13 +379,13 @@ def test_the_open_quote_check_agrees_with_shlex_on_real_commands(session: str, r
         assert (_SHELL_WORDS.fullmatch(line) is not None) == shlex_accepts(line), line
 
 
-# The extraction patterns as they read (bench.preservation writes them to start with the character
+# The extraction patterns as they read (compactlab.scoring.preservation writes them to start with the character
 # they need, which Python's regular expressions scan to quickly): they must find the same items.
 READABLE_NUMBER = r"(?:(?<=\bv)|(?<![\w.]))(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|\.\d)"
 READABLE_ERROR = r"(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b"
 READABLE_CANDIDATE = r"(?<![\w.$@/-])(?=_|[A-Za-z]\w*?[_A-Z]|[A-Za-z]\w*\.[A-Za-z_]|[A-Za-z]\w*\()[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 READABLE_PATH = (  # without the lookahead for a `.` or `/` that every kind of path holds
-    r"(?<![\w.$\]-])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{1,2})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:" + _EXTENSIONS + r")(?![\w/(])"
+    r"(?<![\w.$\]-])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{1,2})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:" + FILE_EXTENSIONS + r")(?![\w/(])"
     r"|(?:~|\.{1,2})/[\w.@+/-]+)"
 )
 CRAFTED = [
@@ -419,7 +419,7 @@ def _real_texts() -> list[str]:
 def test_extraction_patterns_find_what_they_read_as(fast: str, readable: str) -> None:
     import re
 
-    import bench.extraction as preservation
+    import compactlab.scoring.extraction as preservation
 
     pattern, reference = getattr(preservation, fast), re.compile(readable)
     texts = _real_texts()

@@ -1,22 +1,24 @@
-"""One measured size for every replayed prompt (bench/prompt_size.py), checked on real sessions."""
+"""One measured size for every replayed prompt (bench/replay/prompt_size.py), checked on real sessions."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from bench.cli import main
-from bench.context_windows import ContextWindows
-from bench.engine import Engine, Trigger
-from bench.importers import load_file
-from bench.loading import load_inputs
-from bench.metering import Meter
-from bench.metrics import calls_frame, compactions_frame, transcript_summary
-from bench.prompt_size import measured_size
-from bench.prompt_size_check import error_table, kept_tail_errors
-from bench.replay import StrategyConfig, replay
-from bench.uncompacted import uncompacted
-from strategies.base import Context
-from strategies.registry import get_strategy
+from compactlab.cli.main import main
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.compaction.engine import Engine
+from compactlab.contract import Trigger
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.loading import load_inputs
+from compactlab.tokens.metering import Meter
+from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
+from compactlab.replay.prompt_size import measured_size
+from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.uncompacted import uncompacted
+from compactlab.contract import Context
+from compactlab.strategies.registry import get_strategy
 from tests.conftest import bundled
 
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
@@ -125,8 +127,8 @@ def test_measured_ratios_are_the_recorded_over_the_estimated_history() -> None:
 
 
 def test_the_consistency_check_reads_a_run_as_it_is_stored(tmp_path) -> None:
-    # `python -m bench.prompt_size_check --run DIR` reads the run's committed rows (Parquet parts).
-    from bench.prompt_size_check import run_consistency
+    # `python -m compactlab.runs.prompt_size_check --run DIR` reads the run's committed rows (Parquet parts).
+    from compactlab.runs.prompt_size_check import run_consistency
 
     out = tmp_path / "run"
     assert main(["run", "--dataset", str(bundled("m-claude", "21037e11")), "--strategy", "summarize", "prune", "--lenient", "--out", str(out)]) == 0

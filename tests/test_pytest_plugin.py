@@ -9,7 +9,7 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from strategies.prompting import PROMPTS_DIR
+from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.conftest import bundled
 
 # A session whose summaries need the file lists to keep the paths the next steps use.
@@ -39,7 +39,7 @@ import sys
 
 
 def test_unrelated_tests_do_not_load_compactlab():
-    assert "bench.runs" not in sys.modules and "pandas" not in sys.modules
+    assert "compactlab.runs.runs" not in sys.modules and "pandas" not in sys.modules
 '''
 
 
@@ -64,7 +64,7 @@ def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_plugin_is_registered_as_a_pytest11_entry_point() -> None:
-    assert {e.name: e.value for e in entry_points(group="pytest11")}.get("compactlab") == "bench.pytest_plugin"
+    assert {e.name: e.value for e in entry_points(group="pytest11")}.get("compactlab") == "compactlab.pytest_plugin"
 
 
 def test_the_plugin_works_from_a_separate_project(tmp_path) -> None:

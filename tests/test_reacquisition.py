@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from bench.context_windows import ContextWindows
-from bench.importers import load_file
-from bench.model import Message, TextPart, ToolCallPart, ToolResultPart
-from bench.reacquisition import reacquisition_at
-from bench.replay import StrategyConfig, replay
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart
+from compactlab.scoring.reacquisition import reacquisition_at
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
 from tests.conftest import bundled
 
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 
-from bench.context_readings import context_reading
-from bench.context_windows import ContextWindows
-from bench.importers import load_file
-from bench.metrics import recorded_fidelity
-from bench.metering import Meter
-from bench.metrics import compactions_frame
-from bench.model import Message, TextPart, ToolCallPart, ToolResultPart
-from bench.replay import StrategyConfig, replay
-from strategies.base import CompactionRequest, Context
-from strategies.reattach import MAX_FILES, file_states, latest_todos, reattach
-from strategies.registry import get_strategy
+from compactlab.transcripts.context_readings import context_reading
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.transcripts.importers import load_file
+from compactlab.results.metrics import recorded_fidelity
+from compactlab.tokens.metering import Meter
+from compactlab.results.metrics import compactions_frame
+from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.contract import CompactionRequest, Context
+from compactlab.strategies.reattach import MAX_FILES, file_states, latest_todos, reattach
+from compactlab.strategies.registry import get_strategy
 from tests.conftest import bundled
 
 AUTO = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)[0]

@@ -1,4 +1,4 @@
-"""The one recommendation rule (`bench.recommendation`): edge cases on hand-made figures, then the rule
+"""The one recommendation rule (`compactlab.results.recommendation`): edge cases on hand-made figures, then the rule
 on real sessions through the sweep."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.cli import main
-from bench.recommendation import Rule, recommend
+from compactlab.cli.main import main
+from compactlab.results.recommendation import Rule, recommend
 from tests.conftest import bundled
 
 

@@ -11,18 +11,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import runs
-from bench.run_files import read_done
-from bench.cli import main
-from bench.context_windows import ContextWindows
-from bench.engine import Trigger
-from bench.importers import load_file
-from bench.loading import ReadTranscript, load_inputs
-from bench.metrics import recorded_fidelity
-from bench.model import CompactionMarker
-from bench.metrics import calls_frame, compactions_frame, compression_label, transcript_summary
-from bench.replay import StrategyConfig, replay
-from bench.run_config import RunConfig, load_config
+from compactlab.runs import runs
+from compactlab.runs.run_files import read_done
+from compactlab.cli.main import main
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.contract import Trigger
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.loading import ReadTranscript, load_inputs
+from compactlab.results.metrics import recorded_fidelity
+from compactlab.transcripts.model import CompactionMarker
+from compactlab.results.metrics import calls_frame, compactions_frame, compression_label, transcript_summary
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs.run_config import RunConfig, load_config
 from tests.conftest import bundled
 
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
@@ -128,7 +129,7 @@ COASTING_CASES = [
 def test_stretches_rowed_in_bulk_equal_walking_call_by_call(transcript, config: StrategyConfig, window: int, monkeypatch) -> None:
     # Between compactions the walk rows calls in bulk (Walk.coast); it must give exactly the rows
     # and compactions of asking the engine at every call.
-    from bench.walk import Walk
+    from compactlab.replay.walk import Walk
 
     if transcript == "markers":  # production compactions between calls, which a bulk stretch passes
         at = [i for i, m in enumerate(MINI.messages) if m.call is None and i > len(MINI.messages) // 2]
@@ -310,7 +311,7 @@ def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes
 def test_a_process_counts_each_distinct_text_once_across_transcripts_and_settings(tmp_path: Path, monkeypatch) -> None:
     # The mini-swe-agent sessions repeat their system prompt and instructions: a run counts each
     # text once for all of them, and for every setting.
-    from bench import tokenizers
+    from compactlab.tokens import tokenizers
 
     encoding = tokenizers.get_encoding("o200k_base")
     encoded: list[str] = []
@@ -341,7 +342,7 @@ def test_a_run_keeps_of_each_transcript_its_identity_skips_and_recorded_call_cou
 
 
 def test_text_columns_sent_as_codes_join_into_the_frame_the_texts_make() -> None:
-    from bench.metrics import joined_text, text_codes
+    from compactlab.replay.text_codes import joined_text, text_codes
 
     replays = [replay(MINI, StrategyConfig(label, "truncate", trigger=Trigger(fraction=f))).calls for label, f in (("a", 0.3), ("b", 0.9))]
     texts = {name: [v for r in replays for v in r[name]] for name in ("transcript", "config", "model")}
@@ -354,8 +355,8 @@ def test_text_columns_sent_as_codes_join_into_the_frame_the_texts_make() -> None
 
 
 def test_first_stop_is_the_first_call_where_the_trigger_fires_or_the_prompt_overflows() -> None:
-    from bench.metering import Meter
-    from bench.uncompacted import uncompacted
+    from compactlab.tokens.metering import Meter
+    from compactlab.replay.uncompacted import uncompacted
 
     overflowing = []
     for transcript in (MINI, load_file(bundled("m-claude", "21e3c711"), lenient=True)[0]):
@@ -374,7 +375,7 @@ def test_a_run_makes_each_settings_strategy_once_not_per_transcript(tmp_path: Pa
     # A strategy in the user's repository is a file the registry executes when it makes one.
     counter = tmp_path / "made.txt"
     (tmp_path / "mine.py").write_text(
-        "from pathlib import Path\nfrom strategies.truncate import Truncate\n"
+        "from pathlib import Path\nfrom compactlab.strategies.truncate import Truncate\n"
         f"with open({str(counter)!r}, 'a') as f:\n    f.write('x')\n"
         "class Mine(Truncate):\n    pass\n"
     )

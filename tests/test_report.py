@@ -15,11 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench.cli import main
-from bench.report.diff import diff_runs, format_diff
-from bench.report.run_data import figures_and_recommendation, load_light, load_run
-from bench.report.run_report import TITLE
-from bench.report.transcripts import SHOWN_TRANSCRIPTS, select_transcripts
+from compactlab.cli.main import main
+from compactlab.report.diff import diff_runs, format_diff
+from compactlab.report.run_data import figures_and_recommendation, load_light, load_run
+from compactlab.report.run_report import TITLE
+from compactlab.report.transcripts import SHOWN_TRANSCRIPTS, select_transcripts
 from tests.report_runs import END, HOSTILE, IMG, SCRIPT, hostile_run, small_run
 from tests.test_report_estimation import parse
 
@@ -226,7 +226,7 @@ def test_diff_names_what_got_better_and_worse(run_dir: Path, tmp_path: Path) -> 
 
 
 def test_strategy_labels_in_charts_are_escaped(run_dir: Path) -> None:
-    from bench.report.run_charts import colours_for, pareto_chart, sawtooth_chart
+    from compactlab.report.run_charts import colours_for, pareto_chart, sawtooth_chart
 
     run = load_run(run_dir, reload_transcripts=False)
     hostile = {label: f"{label}{SCRIPT}" for label in run.labels}

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.report.run_report import TITLE
+from compactlab.report.run_report import TITLE
 from tests.report_runs import END, IMG, SCRIPT, hostile_run, small_run
 
 CHROMIUM = Path("/usr/bin/chromium")

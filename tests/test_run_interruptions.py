@@ -2,7 +2,7 @@
 `--resume`, gives a clean run's rows; a second process cannot work in the same directory; a
 changed dataset file is named on resume; workers end with the run's process.
 
-Failures are injected with `bench.run_files.WRITE_HOOK` (raise, or SIGKILL in a child process, at
+Failures are injected with `compactlab.runs.run_files.WRITE_HOOK` (raise, or SIGKILL in a child process, at
 the Nth write), never with sleeps. Real bundled sessions throughout.
 """
 
@@ -22,12 +22,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench import run_files, runs
-from bench.engine import Trigger
-from bench.replay import StrategyConfig
-from bench.run_config import RunConfig
-from bench.run_files import DONE, RunDirectoryBusy, read_done, write_atomic
-from bench.run_storage import KINDS, ROWS, iter_rows
+from compactlab.runs import run_files, runs
+from compactlab.contract import Trigger
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs.run_config import RunConfig
+from compactlab.runs.run_files import DONE, RunDirectoryBusy, read_done, write_atomic
+from compactlab.runs.run_storage import KINDS, ROWS, iter_rows
 from tests.conftest import bundled
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,7 +123,7 @@ def test_a_real_kill_between_rows_and_their_done_line(tmp_path: Path) -> None:
     child = f"""
 import os, signal, sys
 from pathlib import Path
-from bench import run_files, runs
+from compactlab.runs import run_files, runs
 from tests.test_run_interruptions import _config
 seen = []
 def hook(path):
@@ -148,7 +148,7 @@ def test_a_second_process_cannot_work_in_a_run_directory(tmp_path: Path) -> None
     folder = _folder(tmp_path)
     out = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from bench.run_files import RunLock\nwith RunLock(sys.argv[1]):\n print('held', flush=True); sys.stdin.read()", str(out)],
+        [sys.executable, "-c", "import sys; from compactlab.runs.run_files import RunLock\nwith RunLock(sys.argv[1]):\n print('held', flush=True); sys.stdin.read()", str(out)],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:
@@ -209,7 +209,7 @@ def test_workers_end_with_the_run_process(tmp_path: Path) -> None:
     parent = f"""
 import os, sys, threading
 from pathlib import Path
-from bench.loading import read_files
+from compactlab.transcripts.loading import read_files
 def replay(transcripts):
     print(os.getpid(), flush=True)
     threading.Event().wait()  # a worker busy for as long as it lives

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.run_storage import run_compaction_rows
-from bench.cli import main
-from bench.run_failures import INCOMPLETE_EXIT
+from compactlab.runs.run_storage import run_compaction_rows
+from compactlab.cli.main import main
+from compactlab.results.run_failures import INCOMPLETE_EXIT
 from tests.conftest import bundled
 from tests.fake_providers import (
     FakeProvider, context_overflow, echo_credentials, empty_answer, fault_mix, rate_limited, serve, server_error, truncated_body,

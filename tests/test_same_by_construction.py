@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bench.importers import load_file
-from bench.replay import StrategyConfig, replay
-from bench.preview import format_preview, preview
-from bench.same_by_construction import rendered_prompts, same_groups
+from compactlab.transcripts.importers import load_file
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs.preview import compact, format_preview
+from compactlab.results.same_by_construction import rendered_prompts, same_groups
 from tests.conftest import bundled
 
 SAME = ("summarize", "iterative-merge", "openhands")
@@ -60,7 +61,7 @@ def test_only_an_llm_summarizer_renders_its_prompts() -> None:
 
 def test_preview_names_no_prompt_hash_when_no_prompt_was_rendered() -> None:
     [transcript] = load_file(bundled("m-claude", "abc757d1-3da3-42fb-bb7b-ffa293a4ba29"))
-    shown = preview(transcript, "summarize")
+    shown = compact(transcript, "summarize")
     # The compaction carries the prompt set's hash (the gate notices a template change through the file
     # lists it renders), but no prompt was rendered: the preview does not name one.
     assert shown.event.changed and shown.event.prompt_hash and not shown.prompt_rendered

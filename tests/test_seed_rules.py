@@ -8,17 +8,19 @@ from dataclasses import replace
 
 import pytest
 
-from bench.context_windows import ContextWindows
-from bench.estimators import get_estimator
-from bench.importers import load_file
-from bench.metering import Meter
-from bench.model import ToolCallPart, ToolResultPart
-from bench.replay import StrategyConfig, replay
-from strategies.base import CompactionRequest, Context, is_summary, is_user_turn_start, last_user_request, pinned_head
-from strategies.pipeline import Pipeline
-from strategies.priority import PLACEHOLDER, PriorityPrune
-from strategies.prune import PLACEHOLDER as PRUNED, Prune
-from strategies.registry import get_strategy
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.tokens.estimators import get_estimator
+from compactlab.transcripts.importers import load_file
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.model import ToolCallPart, ToolResultPart
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.contract import CompactionRequest, Context
+from compactlab.transcripts.messages import is_summary, is_user_turn_start, last_user_request, pinned_head
+from compactlab.strategies.pipeline import Pipeline
+from compactlab.strategies.priority import PLACEHOLDER, PriorityPrune
+from compactlab.strategies.prune import PLACEHOLDER as PRUNED, Prune
+from compactlab.strategies.registry import get_strategy
 from tests.conftest import bundled
 from tests.strategy_sessions import assert_no_orphans
 

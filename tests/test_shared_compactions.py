@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from bench.importers import load_file
-from bench.metering import Meter
-from bench.replay import replay
-from bench.run_config import RunConfig, windows_of
-from bench.shared_compactions import SharedCompactions, shared_by_setting
-from bench.speed_sweep import THRESHOLDS
-from bench.sweep import grid
-from strategies.registry import get_strategy
+from compactlab.transcripts.importers import load_file
+from compactlab.tokens.metering import Meter
+from compactlab.replay.replay import replay
+from compactlab.runs.run_config import RunConfig, windows_of
+from compactlab.replay.shared_compactions import SharedCompactions, shared_by_setting
+from compactlab.measure.speed_sweep import THRESHOLDS
+from compactlab.runs.sweep import grid
+from compactlab.strategies.registry import get_strategy
 from tests.conftest import bundled
 
 # A Claude Code sub-agent session whose context jumps past several thresholds at one call.

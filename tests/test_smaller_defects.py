@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.run_storage import run_compaction_rows
-from bench.cli import main
-from bench.importers import load_file
-from bench.metering import Meter
-from strategies.base import CONTINUATION, CompactionRequest, Context, is_summary
-from strategies.registry import get_strategy
+from compactlab.runs.run_storage import run_compaction_rows
+from compactlab.cli.main import main
+from compactlab.transcripts.importers import load_file
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.messages import CONTINUATION, is_summary
+from compactlab.contract import CompactionRequest, Context
+from compactlab.strategies.registry import get_strategy
 from tests.conftest import bundled
 
 COMPACTED_FILE = bundled("m-claude", "3af9b1a7")  # a real Claude Code compaction (two damaged lines)

@@ -1,4 +1,4 @@
-"""bench.statistics on synthetic data whose right answers are known."""
+"""compactlab.scoring.statistics on synthetic data whose right answers are known."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.statistics import (
+from compactlab.scoring.statistics import (
     bootstrap_ci,
     holm_adjust,
     paired_bootstrap,

@@ -16,10 +16,9 @@ from dataclasses import replace
 
 import pytest
 
-from bench.model import Message, ToolCallPart, ToolResultPart, Transcript
-from strategies.base import (
-    CompactionRequest,
-    Context,
+from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart, Transcript
+from compactlab.contract import CompactionRequest, Context
+from compactlab.transcripts.messages import (
     is_summary,
     is_user_turn_start,
     leading_system,
@@ -31,10 +30,10 @@ from strategies.base import (
     summary_message,
     turn_starts,
 )
-from strategies.masking import ObservationMasking
-from strategies.prune import PLACEHOLDER, Prune
-from strategies.registry import get_strategy
-from strategies.truncate import Truncate
+from compactlab.strategies.masking import ObservationMasking
+from compactlab.strategies.prune import PLACEHOLDER, Prune
+from compactlab.strategies.registry import get_strategy
+from compactlab.strategies.truncate import Truncate
 from tests.strategy_sessions import (
     DATASETS,
     STRATEGIES,

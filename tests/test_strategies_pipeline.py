@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from strategies.base import CompactionFailed, CompactionRequest, CompactionResult, Context, fell_back
-from strategies.pipeline import Pipeline
-from strategies.prune import Prune
-from strategies.registry import describe_all, get_strategy
+from compactlab.contract import CompactionFailed, CompactionRequest, CompactionResult, Context, fell_back
+from compactlab.strategies.pipeline import Pipeline
+from compactlab.strategies.prune import Prune
+from compactlab.strategies.registry import describe_all, get_strategy
 from tests.strategy_sessions import STRATEGIES, assert_no_orphans, by_id, counter, request_for, run, sample
 
 
@@ -67,7 +67,7 @@ class _Failing:
 def test_pipeline_goes_on_after_a_failed_stage() -> None:
     transcript = by_id("m-claude", "3af9b1a7")
     result = run(Pipeline(stages=(_Failing(), "truncate")), transcript)
-    # The run counts it as a fallback (bench/run_failures.py), not as the pipeline's own result.
+    # The run counts it as a fallback (bench/results/run_failures.py), not as the pipeline's own result.
     assert result.note.startswith("[fell back] failing failed (summarizer unavailable); went on to the next stage; truncate: dropped")
     assert fell_back(result.note)
     with pytest.raises(CompactionFailed):
@@ -96,7 +96,9 @@ def test_registry_settings_override_and_typos() -> None:
 USER_STRATEGY = '''
 from dataclasses import dataclass, replace
 
-from strategies.base import CompactionResult, safe_cut_points, setting
+from compactlab.contract import CompactionResult
+from compactlab.transcripts.messages import safe_cut_points
+from compactlab.strategies.base import setting
 
 
 @dataclass(frozen=True)

@@ -6,22 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from bench.importers import load_file
-from bench.metering import Meter
-from bench.model import ToolCallPart, ToolResultPart
-from strategies.base import (
-    fell_back,
-    CompactionFailed,
-    CompactionRequest,
-    Context,
-    SummaryResponse,
-    is_summary,
-    is_user_turn_start,
-    last_user_request,
-)
-from strategies.prompting import prompt_set_hash, render
-from strategies.registry import describe_all, get_strategy, registered
-from strategies.summarize import TURN_SEPARATOR, choose_cut, files_in
+from compactlab.transcripts.importers import load_file
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.model import ToolCallPart, ToolResultPart
+from compactlab.contract import fell_back, CompactionFailed, CompactionRequest, Context, SummaryResponse
+from compactlab.transcripts.messages import is_summary, is_user_turn_start, last_user_request
+from compactlab.strategies.prompting import prompt_set_hash, render
+from compactlab.strategies.registry import describe_all, get_strategy, registered
+from compactlab.strategies.summarize import TURN_SEPARATOR, choose_cut, files_in
 from tests.conftest import bundled
 
 SESSIONS = [
@@ -236,7 +228,7 @@ def test_prompt_hash_changes_with_the_template(tmp_path) -> None:
         render("no-such-template.j2", conversation="x")
 
 
-# The shell patterns of file_activity as they read (strategies/base.py writes them to start with
+# The shell patterns of file_activity as they read (bench/transcripts/messages.py writes them to start with
 # the character they need, which Python's regular expressions scan to quickly).
 READABLE_SHELL_WRITES = r"\bsed\s+-i|\s>>?\s*\S|\btee\b|\bpatch\b|\bgit\s+apply\b|\btouch\b|\bmv\b|\bcp\b"
 
@@ -244,7 +236,7 @@ READABLE_SHELL_WRITES = r"\bsed\s+-i|\s>>?\s*\S|\btee\b|\bpatch\b|\bgit\s+apply\
 def test_shell_patterns_find_what_they_read_as() -> None:
     import re
 
-    from strategies import base
+    from compactlab.transcripts import messages as base
 
     readable_path = re.compile(base._SHELL_PATH.pattern.replace(r"(?=[\w.@+~/-]*\.)", "", 1))
     assert readable_path.pattern != base._SHELL_PATH.pattern

@@ -13,13 +13,14 @@ import re
 import numpy as np
 import pytest
 
-from bench.cli import main
-from bench.context_windows import ContextWindows
-from bench.estimation import run_estimation
-from bench.importers import load_file
-from bench.prompt_size_check import error_table, kept_tail_errors
-from bench.reacquisition import reacquisition_at
-from bench.replay import StrategyConfig, replay
+from compactlab.cli.main import main
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.tokens.estimation import run_estimation
+from compactlab.transcripts.importers import load_file
+from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
+from compactlab.scoring.reacquisition import reacquisition_at
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
 from tests.conftest import bundled
 
 REAL = (("m-claude", "3af9b1a7"), ("m-claude", "97b0ffde"))

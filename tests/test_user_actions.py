@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import build_parser, main
-from bench.config_schema import KEYS, schema_markdown
-from bench.cost_coverage import format_cost_coverage
-from bench.llm.prices import price_for
-from bench.run_config import load_config
-from bench.suite import load_suite
+from compactlab.cli.main import build_parser, main
+from compactlab.runs.config_schema import KEYS, schema_markdown
+from compactlab.results.cost_coverage import format_cost_coverage
+from compactlab.compaction.llm.prices import price_for
+from compactlab.runs.run_config import load_config
+from compactlab.gate.suite import load_suite
 from tests.conftest import REPO, bundled
 
 SMALL = [str(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9")), str(bundled("m-claude", "97b0ffde"))]
@@ -72,8 +72,8 @@ def test_a_setting_the_strategy_does_not_have_is_an_error_with_a_suggestion(tmp_
 
 
 def test_pareto_labels_never_overlap_on_a_crowded_sweep(tmp_path: Path) -> None:
-    from bench.report.run_charts import colours_for, pareto_chart
-    from bench.report.run_data import figures_and_recommendation, load_run
+    from compactlab.report.run_charts import colours_for, pareto_chart
+    from compactlab.report.run_data import figures_and_recommendation, load_run
 
     assert main(["sweep", "--dataset", "codex-rollouts", "--out", str(tmp_path / "sweep"), "--no-report"]) == 0
     run = load_run(tmp_path / "sweep", reload_transcripts=False)
@@ -102,10 +102,10 @@ def test_init_writes_a_config_and_a_suite_that_load_and_run(tmp_path: Path, caps
 
 
 def test_the_readme_table_is_the_schema_and_defaults_agree_with_the_code() -> None:
-    from bench.llm import DEFAULT_CACHE_DIR
-    from bench.llm.clients import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
-    from bench.next_action import DEFAULT_MAX_OUTPUT_TOKENS
-    from bench.run_config import RunConfig
+    from compactlab.compaction.llm import DEFAULT_CACHE_DIR
+    from compactlab.compaction.llm.clients import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+    from compactlab.scoring.next_action import DEFAULT_MAX_OUTPUT_TOKENS
+    from compactlab.runs.run_config import RunConfig
 
     assert schema_markdown() in (REPO / "README.md").read_text(encoding="utf-8")
     default = {(k.table, k.name): k.default for k in KEYS}
@@ -151,7 +151,7 @@ def test_every_command_s_help_states_its_exit_codes() -> None:
 def test_a_closed_pipe_ends_quietly() -> None:
     read, write = os.pipe()
     os.close(read)  # the reader is gone before anything is written, as after `| head` has its lines
-    done = subprocess.run([sys.executable, "-m", "bench.cli", "strategies"], stdout=write, stderr=subprocess.PIPE, cwd=REPO, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "compactlab.cli.main", "strategies"], stdout=write, stderr=subprocess.PIPE, cwd=REPO, timeout=120)
     os.close(write)
     assert done.returncode == 141 and b"Traceback" not in done.stderr and b"BrokenPipeError" not in done.stderr
 
@@ -204,7 +204,7 @@ def test_a_run_where_nothing_compacted_says_so_and_what_to_try(tmp_path: Path, c
 
 
 def test_writing_the_report_shows_its_progress(tmp_path: Path, capsys) -> None:
-    from bench.report.run_report import write_run_report
+    from compactlab.report.run_report import write_run_report
 
     assert main(["run", "--dataset", SMALL[0], "--strategy", "summarize", "--out", str(tmp_path / "run")]) == 0
     capsys.readouterr()

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
-from bench.calibration import Fit
+from compactlab.tokens.calibration import Fit
 
 # Fixed colours so an estimator looks the same in every chart of every report.
 ESTIMATOR_COLOURS = {

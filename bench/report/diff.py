@@ -6,8 +6,8 @@ same transcript is the pair, so its own difficulty cancels out). Per transcript,
 the metric's tolerance in the good direction is "better", in the bad one "worse".
 Only `transcripts.csv` and `config.json` of each run are needed (plus sweep.json if there is one).
 Like the leaderboard, the comparison leaves out `recorded` and transcripts with damaged records.
-The metrics, their labels, directions and tolerances are those of `bench.catalogue.REPORTED`, and
-a run's recommendation is its summary.json's (`bench.recommendation`, computed the same way from
+The metrics, their labels, directions and tolerances are those of `compactlab.results.catalogue.REPORTED`, and
+a run's recommendation is its summary.json's (`compactlab.results.recommendation`, computed the same way from
 transcripts.csv for a run whose summary.json predates it).
 """
 
@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
-from bench.catalogue import REPORTED, Metric, metric
-from bench.recommendation import Recommendation
-from bench.report.page import environment, render_page
-from bench.report.run_data import RunData, figures_and_recommendation, load_light, ranked_rows
-from bench.statistics import paired_bootstrap
+from compactlab.results.catalogue import REPORTED, Metric, metric
+from compactlab.results.recommendation import Recommendation
+from compactlab.report.page import environment, render_page
+from compactlab.report.run_data import RunData, figures_and_recommendation, load_light, ranked_rows
+from compactlab.scoring.statistics import paired_bootstrap
 
 # Per session, so the totals (over-window calls added up) are compared as their per-session values.
 METRICS = tuple(metric(name) for name in REPORTED)

@@ -16,9 +16,9 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from bench.estimation import DEFAULT_ESTIMATORS, IN_SAMPLE, THRESHOLDS, EstimationResult
-from bench.report.charts import clipped_share, error_distribution_chart, scatter_chart
-from bench.report.page import environment, render_page  # noqa: F401  (render_page: part of this module's API)
+from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, IN_SAMPLE, THRESHOLDS, EstimationResult
+from compactlab.report.charts import clipped_share, error_distribution_chart, scatter_chart
+from compactlab.report.page import environment, render_page  # noqa: F401  (render_page: part of this module's API)
 DEFAULT_TITLE = "compactlab: token-estimation error"
 # Relative-error range shown in the distribution chart: wide enough for every estimator's box
 # on the bundled data, narrow enough that the good estimators are not squeezed to a line.
@@ -29,7 +29,7 @@ MAIN_THRESHOLD = 0.8
 
 # (key, header, tooltip, kind): kind picks the number format.
 SUMMARY_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
-    ("estimator", "Estimator", "How the prompt size is guessed (see the estimator table in bench/estimators.py).", "text"),
+    ("estimator", "Estimator", "How the prompt size is guessed (see the estimator table in bench/tokens/estimators.py).", "text"),
     ("family", "Family", "Model family: the provider's tokenizer that billed the calls.", "text"),
     ("calls", "Calls", "Scored calls: every recorded call but each session's first (calibrated: transcripts its shipped fit was not trained on; calibrated (in-sample): the others).", "count"),
     ("transcripts", "Sessions", "Transcripts (sessions) these calls come from.", "count"),

@@ -1,8 +1,8 @@
 """The overview of a run report: which strategy to use, what it costs, and how sure that is.
 
-Every figure is the run's summary.json as `bench.leaderboard.setting_figures` computed it, under
-its label in `bench.catalogue`; the recommendation, its rule (stated in full) and the frontier are
-`bench.recommendation`'s; the significance table is the recommended setting against each other
+Every figure is the run's summary.json as `compactlab.results.leaderboard.setting_figures` computed it, under
+its label in `compactlab.results.catalogue`; the recommendation, its rule (stated in full) and the frontier are
+`compactlab.results.recommendation`'s; the significance table is the recommended setting against each other
 setting, Holm-adjusted over those n − 1 tests (every pair only when asked for).
 """
 
@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from bench.catalogue import REPORTED, metric
-from bench.recommendation import Recommendation
-from bench.report.run_data import RunData, ranked_rows
-from bench.run_config import strategies_of_run
-from bench.same_by_construction import SameGroup, one_row_each, same_groups
-from bench.run_failures import failure_ranks
+from compactlab.results.catalogue import REPORTED, metric
+from compactlab.results.recommendation import Recommendation
+from compactlab.report.run_data import RunData, ranked_rows
+from compactlab.runs.run_config import strategies_of_run
+from compactlab.results.same_by_construction import SameGroup, one_row_each, same_groups
+from compactlab.results.run_failures import failure_ranks
 
 # Relative cost offset of transcripts no strategy touched above which the report warns.
 COST_NOISE_WARNING = 0.005
@@ -93,7 +93,7 @@ def _ties_why(headline: dict[str, Any], groups: list[SameGroup]) -> str:
 
 
 def _same_groups(run: RunData, figures: pd.DataFrame) -> list[SameGroup]:
-    """The ranked settings identical by construction (`bench.same_by_construction`)."""
+    """The ranked settings identical by construction (`compactlab.results.same_by_construction`)."""
     ranked = set(figures["config"]) if not figures.empty else set()
     try:
         groups = same_groups([c for c in strategies_of_run(run.config) if c.label in ranked])
@@ -163,7 +163,7 @@ def _setting(run: RunData) -> dict[str, Any]:
         "transcripts": frame["transcript"].nunique(),
         "replayed": everything["transcript"].nunique(),
         "damaged": int(everything.loc[everything["damaged"].astype(bool), "transcript"].nunique()) if "damaged" in everything else 0,
-        # (strategies left out for failed compactions are listed apart: bench/run_failures.py)
+        # (strategies left out for failed compactions are listed apart: bench/results/run_failures.py)
         "unranked": sorted(set(everything["config"]) - set(frame["config"]) - set(failure_ranks(run.summary, ranked=False))),
         "labels": frame["config"].nunique(),
         "datasets": ", ".join(run.config.get("datasets") or []) or "all bundled datasets",

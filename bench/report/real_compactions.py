@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from bench.report.overview import pct
-from bench.report.run_data import RunData
-from bench.report.transcripts import compaction_view, recorded_rows, source_of
+from compactlab.report.overview import pct
+from compactlab.report.run_data import RunData
+from compactlab.report.transcripts import compaction_view, recorded_rows, source_of
 
 REAL_SUMMARY_CHARS = 20_000  # production summaries are shown whole up to this length
 STRATEGY_SUMMARY_CHARS = 6_000

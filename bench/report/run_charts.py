@@ -1,6 +1,6 @@
 """Charts of a run: the Pareto plot of strategies and the per-transcript context saw-tooth.
 
-Built like `bench.report.charts` (explicit Agg canvas, no pyplot, deterministic SVG). Only
+Built like `compactlab.report.charts` (explicit Agg canvas, no pyplot, deterministic SVG). Only
 strategy labels and numbers reach the SVG, through `text_label`; transcript text never does.
 """
 
@@ -18,9 +18,9 @@ import pandas as pd
 from matplotlib.transforms import Bbox
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
-from bench.recommendation import Recommendation
-from bench.report.charts import chart_style as _chart_style
-from bench.report.charts import new_figure, svg_of, text_label
+from compactlab.results.recommendation import Recommendation
+from compactlab.report.charts import chart_style as _chart_style
+from compactlab.report.charts import new_figure, svg_of, text_label
 
 # 20 distinguishable colours (matplotlib's tab20, dark shades first), assigned in label order.
 PALETTE = (

@@ -4,8 +4,8 @@ The report is rebuilt from what the run wrote (config.json, meta.json, the row f
 sweep.json), plus the transcripts themselves, reloaded from the run's datasets: the estimation
 section and the production summaries of sources that were not replayed (condenser logs) need
 them. When they cannot be reloaded the report says so and goes on. Nothing in the run directory is
-written: the metrics are recomputed in memory exactly as `bench.runs.finish` computes them
-(`bench.run_results.results_from_rows`).
+written: the metrics are recomputed in memory exactly as `compactlab.runs.runs.finish` computes them
+(`compactlab.runs.run_results.results_from_rows`).
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.leaderboard import NOT_RANKED, ranked, setting_figures, summary_document
-from bench.run_failures import mark_incomplete
-from bench.run_storage import run_calls, run_compaction_rows
-from bench.llm.prices import resolve_prices
-from bench.loading import Loaded, ReadInputs, load_inputs
-from bench.metrics import calls_frame, compactions_frame
-from bench.run_results import results_from_rows
-from bench.neutralise import read_csv
-from bench.runs import RunResult
-from bench.source import TranscriptError
-from bench.recommendation import MIN_KEPT, Recommendation, Rule, recommend
+from compactlab.results.leaderboard import NOT_RANKED, ranked, setting_figures, summary_document
+from compactlab.results.run_failures import mark_incomplete
+from compactlab.runs.run_storage import run_calls, run_compaction_rows
+from compactlab.compaction.llm.prices import resolve_prices
+from compactlab.transcripts.loading import Loaded, ReadInputs, load_inputs
+from compactlab.results.metrics import calls_frame, compactions_frame
+from compactlab.runs.run_results import results_from_rows
+from compactlab.transcripts.neutralise import read_csv
+from compactlab.runs.runs import RunResult
+from compactlab.transcripts.source import TranscriptError
+from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule, recommend
 
 # Strategies that replay what the production agent did: a reference, not a setting one can choose.
 REFERENCE_STRATEGIES = NOT_RANKED
@@ -80,16 +80,16 @@ def load_run(path: str | Path, reload_transcripts: bool = True) -> RunData:
     compaction_rows = run_compaction_rows(path)
     calls = calls_frame(run_calls(path), resolve_prices(config.get("prices") or None))
     compactions = compactions_frame(compaction_rows)
-    # Transcript by transcript, as the run computed transcripts.csv (bench.run_results).
+    # Transcript by transcript, as the run computed transcripts.csv (compactlab.runs.run_results).
     results = results_from_rows(path, ReadInputs.of(loaded), resolve_prices(config.get("prices") or None))
     transcripts = results.summary
     if transcripts.empty:
         raise ValueError(f"{path}: the run has no finished replays yet (done.jsonl is empty)")
-    # As `bench.runs.finish` marks them; meta.json knows even when the files cannot be reloaded.
+    # As `compactlab.runs.runs.finish` marks them; meta.json knows even when the files cannot be reloaded.
     damaged = set(meta.get("skipped_records") or {}) | {t.id for t in loaded.transcripts if t.skipped}
     transcripts["damaged"] = transcripts["transcript"].isin(damaged)
     share = config.get("max_failed_share", 0.0)
-    transcripts = mark_incomplete(transcripts, share)  # as `bench.runs.finish` marks them
+    transcripts = mark_incomplete(transcripts, share)  # as `compactlab.runs.runs.finish` marks them
     summary = read_json(path / "summary.json")
     sweep = read_json(path / "sweep.json")
     if summary is None or "recommendation" not in summary:  # written by an earlier version
@@ -157,7 +157,7 @@ def _hash(path: Path) -> str | None:
 
 
 def ranked_rows(run: RunData) -> pd.DataFrame:
-    """The rows the statistics use (`bench.leaderboard.ranked`): choosable strategies, undamaged transcripts."""
+    """The rows the statistics use (`compactlab.results.leaderboard.ranked`): choosable strategies, undamaged transcripts."""
     return ranked(run.transcripts)
 
 

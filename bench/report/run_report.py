@@ -2,7 +2,7 @@
 
 Sections: overview (recommendation, leaderboard with CIs, significance, Pareto plot), token
 estimation error (the estimation section, on the run's transcripts), how far to trust these
-numbers (the replay checked against what really happened, `bench.report.trust`), session by
+numbers (the replay checked against what really happened, `compactlab.report.trust`), session by
 session (saw-tooth charts and every compaction), real compactions (production summary beside each
 strategy's), run metadata. `write_run_report(run_dir)` writes `run_dir/report.html`.
 """
@@ -17,19 +17,19 @@ from typing import Any
 from markupsafe import Markup
 from tqdm import tqdm
 
-from bench.estimation import EstimationResult, run_estimation, summarize
-from bench.report.estimation import render_estimation_section
-from bench.report.overview import overview_context, pct
-from bench.report.page import environment, render_page
-from bench.report.real_compactions import real_compactions_context
-from bench.report.run_charts import colours_for, pareto_chart
-from bench.leaderboard import all_pair_comparisons, comparisons_document
-from bench.report.run_data import RunData, figures_and_recommendation, load_run, ranked_rows
-from bench.report.transcripts import transcripts_context
-from bench.report.trust import trust_context
-from bench.run_config import strategies_of_run
-from bench.run_files import write_atomic
-from bench.same_by_construction import rendered_prompts
+from compactlab.tokens.estimation import EstimationResult, run_estimation, summarize
+from compactlab.report.estimation import render_estimation_section
+from compactlab.report.overview import overview_context, pct
+from compactlab.report.page import environment, render_page
+from compactlab.report.real_compactions import real_compactions_context
+from compactlab.report.run_charts import colours_for, pareto_chart
+from compactlab.results.leaderboard import all_pair_comparisons, comparisons_document
+from compactlab.report.run_data import RunData, figures_and_recommendation, load_run, ranked_rows
+from compactlab.report.transcripts import transcripts_context
+from compactlab.report.trust import trust_context
+from compactlab.runs.run_config import strategies_of_run
+from compactlab.runs.run_files import write_atomic
+from compactlab.results.same_by_construction import rendered_prompts
 
 TITLE = "compactlab: which compaction strategy, at what cost"
 NAV = (
@@ -69,7 +69,7 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
         pairs = comparisons_document(all_pair_comparisons(ranked_rows(run)), None, "every pair of settings")
     colours = colours_for(run.labels)
     overview = overview_context(run, figures, recommendation, pairs)
-    overview["failures"] = run.summary.get("failures", [])  # bench/run_failures.py
+    overview["failures"] = run.summary.get("failures", [])  # bench/results/run_failures.py
     overview["pareto_svg"], overview["pareto_key"] = pareto_chart(figures, recommendation, colours)
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
     step("token estimation")

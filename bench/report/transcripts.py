@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.report.overview import pct
-from bench.report.run_charts import sawtooth_chart
-from bench.report.run_data import RunData
+from compactlab.report.overview import pct
+from compactlab.report.run_charts import sawtooth_chart
+from compactlab.report.run_data import RunData
 
 SHOWN_TRANSCRIPTS = 12
 SUMMARY_CHARS = 1200

@@ -5,11 +5,11 @@
    `recorded_fidelity`).
 2. Validity against behaviour: of the items the facts-kept metric marks lost at a real
    compaction, how many the agent re-acquired before using them, against the same share of the
-   items marked kept (summary.json's `trust.reacquisition`, `bench.reacquisition`).
+   items marked kept (summary.json's `trust.reacquisition`, `compactlab.scoring.reacquisition`).
 3. The token estimators' error on the run's sessions, out of sample: the calibrated fit is
-   scored only on sessions it was not trained on (`bench.estimation`).
-4. The replay's own size error: the measured-size rule (`bench.prompt_size`) against the
-   recorded sizes of prompts that keep a tail of the session (`bench.prompt_size_check`).
+   scored only on sessions it was not trained on (`compactlab.tokens.estimation`).
+4. The replay's own size error: the measured-size rule (`compactlab.replay.prompt_size`) against the
+   recorded sizes of prompts that keep a tail of the session (`compactlab.runs.prompt_size_check`).
 
 The run's summary.json holds 1 and 2; 3 and 4 are measured on the run's reloaded transcripts.
 """
@@ -21,17 +21,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.estimation import IN_SAMPLE, EstimationResult, run_estimation
-from bench.leaderboard import json_records
-from bench.metrics import recorded_fidelity
-from bench.prompt_size_check import error_table, kept_tail_errors
-from bench.reacquisition import reacquisition_summary
-from bench.report.overview import pct
-from bench.report.run_data import RunData
-from bench.run_config import strategies_of_run
-from strategies.registry import get_strategy
+from compactlab.tokens.estimation import IN_SAMPLE, EstimationResult, run_estimation
+from compactlab.results.leaderboard import json_records
+from compactlab.results.metrics import recorded_fidelity
+from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
+from compactlab.scoring.reacquisition import reacquisition_summary
+from compactlab.report.overview import pct
+from compactlab.report.run_data import RunData
+from compactlab.runs.run_config import strategies_of_run
+from compactlab.strategies.registry import get_strategy
 
-SIZE_CHECK = "python -m bench.prompt_size_check"
+SIZE_CHECK = "python -m compactlab.runs.prompt_size_check"
 ESTIMATE = "compactlab estimate"
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.llm import AnthropicClient, OpenAIChatClient
-from strategies.base import SummaryRequest
+from compactlab.compaction.llm import AnthropicClient, OpenAIChatClient
+from compactlab.contract import SummaryRequest
 from tests.fake_providers import FakeProvider
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"

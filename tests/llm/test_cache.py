@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.llm import CacheMiss, CacheRequest, LLMCache, LLMSummarizer, RecordedSummarizer, make_summarizer
-from bench.llm.cache import Completion
-from strategies.base import CompactionFailed
+from compactlab.compaction.llm import CacheMiss, CacheRequest, LLMCache, LLMSummarizer, RecordedSummarizer, make_summarizer
+from compactlab.compaction.llm.cache import Completion
+from compactlab.contract import CompactionFailed
 from tests.fake_providers import FakeProvider, bad_request, ok, serve, server_error
 from tests.llm.support import MODELS, PROVIDERS, cache_files, client, request
 

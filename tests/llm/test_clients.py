@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.llm import (
+from compactlab.compaction.llm import (
     AnthropicClient,
     ContextOverflowError,
     LLMCache,
@@ -29,10 +29,10 @@ from bench.llm import (
     resolve_prices,
     summarize_many,
 )
-from bench.llm.clients import NO_AUTH_KEY
-from bench.llm.prices import load_prices_toml
-from bench.model import LLMCall
-from strategies.base import CompactionFailed
+from compactlab.compaction.llm.clients import NO_AUTH_KEY
+from compactlab.compaction.llm.prices import load_prices_toml
+from compactlab.transcripts.model import LLMCall
+from compactlab.contract import CompactionFailed
 from tests.fake_providers import (
     ANTHROPIC_PATH,
     OPENAI_PATH,

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.llm import BadAnswer, LLMCache, LLMSummarizer, LLMUnavailable, RecordedSummarizer
-from bench.llm.cache import CacheMiss, CacheRequest, Completion
-from bench.model import LLMCall
-from strategies.base import CompactionFailed
+from compactlab.compaction.llm import BadAnswer, LLMCache, LLMSummarizer, LLMUnavailable, RecordedSummarizer
+from compactlab.compaction.llm.cache import CacheMiss, CacheRequest, Completion
+from compactlab.transcripts.model import LLMCall
+from compactlab.contract import CompactionFailed
 from tests.fake_providers import FakeProvider, echo_credentials, empty_answer, ok, truncated_body
 from tests.llm.support import MODELS, OPEN, PROVIDERS, cache_files, client, request
 

@@ -1,0 +1,1 @@
+"""The `compactlab` command: argument parsing only; every command calls the library."""

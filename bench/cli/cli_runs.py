@@ -1,0 +1,197 @@
+"""The `run` and `sweep` commands: their arguments and what they print (text, or JSON with --json)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from compactlab.runs import runs
+from compactlab.tokens.context_windows import parse_override
+from compactlab.results.cost_coverage import cost_coverage, format_cost_coverage
+from compactlab.runs.executors import EXECUTORS, executor_for
+from compactlab.results.leaderboard import format_leaderboard, summary_document
+from compactlab.compaction.llm.prices import resolve_prices
+from compactlab.runs.llm_config import make_run_summarizer
+from compactlab.results.recommendation import Recommendation, Rule
+from compactlab.results.recorded_results import format_recorded
+from compactlab.report.run_report import write_run_report
+from compactlab.runs.run_config import DEFAULT_WINDOW, load_config, strategy_config
+from compactlab.results.run_failures import INCOMPLETE_EXIT, failure_ranks, format_failures
+from compactlab.results.same_by_construction import SameGroup, same_groups
+from compactlab.runs.run_files import RunLock, write_atomic
+from compactlab.runs.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, LABELS, analyse, format_sweep, sweep_document
+from compactlab.runs.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
+from compactlab.runs.sweep import grid as sweep_grid
+
+BUDGET_EXIT = 4  # stopped before passing max_cost_usd
+EXIT_CODES = (f"exit codes: 0 done; 2 bad input or configuration (the message names the file and what is wrong), or an LLM "
+              f"provider that refuses the key or cannot be reached; {INCOMPLETE_EXIT} done, but a strategy's compactions failed or "
+              f"fell back beyond `max_failed_share`, so it is not ranked; {BUDGET_EXIT} stopped before passing `max_cost_usd` "
+              f"(--resume continues)")
+
+
+def add_run_commands(commands, command) -> None:
+    run = command(commands, "run", "replay datasets through strategies: the main job", EXIT_CODES)
+    _add_run_arguments(run)
+    run.add_argument("--strategy", nargs="+", metavar="NAME", help="strategies or presets to replay (default: every built-in offline one)")
+    run.add_argument("--all-pairs", action="store_true", help="also compare every pair of settings (summary.json's all_pairs, the report)")
+    run.set_defaults(run=run_run)
+
+    sweep = command(commands, "sweep", "a grid of thresholds × keep budgets × strategies, its Pareto frontier and a recommendation",
+                    f"Settings are labelled STRATEGY@F/keep=N ({LABELS}).\n"
+                    "The recommended setting is printed (and written to OUT/recommended.toml) as a run configuration that "
+                    "`compactlab run --config` replays to the same numbers; the report is written to OUT/report.html.\n"
+                    + EXIT_CODES)
+    _add_run_arguments(sweep)
+    sweep.add_argument("--strategy", nargs="+", metavar="NAME", default=list(DEFAULT_SWEEP_STRATEGIES), help="strategies in the grid")
+    sweep.add_argument("--thresholds", nargs="+", type=float, default=list(DEFAULT_THRESHOLDS), metavar="F",
+                       help="trigger fractions of the window, each in (0, 1]")
+    sweep.add_argument("--keep", nargs="+", type=int, metavar="TOKENS",
+                       help=f"keep-recent budgets (> 0), for strategies that have one; given, every swept strategy must have one "
+                            f"(default: {' '.join(map(str, DEFAULT_KEEP))} where a strategy has one)")
+    sweep.add_argument("--min-preservation", type=float, default=0.9, help="the recommendation keeps at least this share of needed facts")
+    sweep.add_argument("--no-report", action="store_true", help="do not write OUT/report.html")
+    sweep.set_defaults(run=run_sweep)
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML configuration (command-line flags override it; `compactlab init` writes one)")
+    parser.add_argument("--dataset", nargs="+", metavar="NAME|PATH", help="datasets, files or folders (default: all bundled datasets)")
+    parser.add_argument("--out", type=Path, help="run directory (default: reports/run, or reports/sweep for sweeps, replaced by each new run; an explicit --out is never overwritten)")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out without repeating finished work")
+    parser.add_argument("--window", type=int, help=f"replay every model with this context window (default {DEFAULT_WINDOW}; 0: real windows)")
+    parser.add_argument("--estimator", help="token estimator for strategies that do not set one (default: hybrid)")
+    parser.add_argument("--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="one model's window, over --window too (repeatable)")
+    parser.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
+    parser.add_argument("--json", action="store_true", help="print the summary (the recommendation included) as one JSON object")
+    parser.add_argument("--executor", choices=EXECUTORS, default="local",
+                        help="where files are replayed: worker processes here (local), or a Dask cluster (dask; needs compactlab[dask])")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: a running Dask scheduler (default: a LocalCluster here)")
+
+
+def _run_config(args: argparse.Namespace, strategies=None):
+    config = load_config(args.config)
+    changes = {}
+    if args.dataset:
+        changes["datasets"] = tuple(args.dataset)
+    if strategies is not None:
+        changes["strategies"] = tuple(strategies)
+    elif getattr(args, "strategy", None):
+        changes["strategies"] = tuple(strategy_config(name, "--strategy") for name in args.strategy)
+    if args.window is not None:
+        if args.window < 0:
+            raise ValueError(f"--window: {args.window} out of range: a window is a number of tokens > 0 (0: each model's real window)")
+        changes["window"] = args.window
+    if args.estimator:
+        changes["estimator"] = args.estimator
+    if args.context_window:
+        changes["context_windows"] = {**config.context_windows, **dict(parse_override(text) for text in args.context_window)}
+    if args.lenient:
+        changes["lenient"] = True
+    return replace(config, **changes)
+
+
+def _replay(config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), all_pairs: bool = False) -> tuple[object, dict]:
+    result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(),
+                      summarizer=make_run_summarizer(config), executor=executor_for(args.executor, args.scheduler, None))
+    if result.llm_calls is not None:
+        print(result.llm_calls, file=sys.stderr)
+    document = summary_document(result, rule=rule, all_pairs=all_pairs)
+    # Settings identical by construction: one result under several names (every label keeps its figures above).
+    document["same_by_construction"] = [g.as_json() for g in same_groups(runs.resolve(config)[0].strategies)]
+    document["cost_coverage"] = cost_coverage(result.transcripts, result.call_models, resolve_prices(config.prices) if config.prices else None)
+    write_atomic(out / "summary.json", json.dumps(document, indent=2, default=str) + "\n")
+    return result, document
+
+
+def run_run(args: argparse.Namespace) -> int:
+    config = _run_config(args)
+    out = args.out or Path("reports/run")
+    with RunLock(out):  # over the run and the files written from it
+        _, document = _replay(config, out, args, all_pairs=args.all_pairs)
+        report = write_run_report(out, progress=sys.stderr.isatty()) if document.get("leaderboard") else None
+    if args.json:
+        print(json.dumps(_brief(document, out, report), indent=2, default=str))
+        return _incomplete_exit(document["failures"], quiet=True)
+    if document.get("leaderboard"):
+        recommendation = Recommendation.from_json(document["recommendation"])
+        same = [SameGroup.from_json(g) for g in document["same_by_construction"]]
+        print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan")), recommendation, same))
+    if "recorded" in document["strategies"]:
+        print(format_recorded(document["recorded"], document["recorded_fidelity"], document["transcripts"],
+                              document.get("trust", {}).get("reacquisition")))
+    print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
+    print(format_cost_coverage(document["cost_coverage"]))
+    _print_left_out(document)
+    if report is not None:
+        print(f"report: {report}")
+    elif document["strategies"]:
+        print("no report: no strategy one can choose was replayed on an undamaged transcript (nothing to rank)")
+    return _incomplete_exit(document["failures"])
+
+
+def _incomplete_exit(failures: list[dict], quiet: bool = False) -> int:
+    """0, or INCOMPLETE_EXIT (with the reason on stderr) when a strategy's results are not its own."""
+    if not failures:
+        return 0
+    if not quiet:
+        print("compactions that failed or fell back (see summary.json `failures`):")
+        print("\n".join(format_failures(failures)))
+    left_out = failure_ranks({"failures": failures}, ranked=False)
+    if not left_out:
+        return 0
+    print(f"compactlab: results incomplete: {', '.join(left_out)} not ranked (their compactions failed or fell back; "
+          f"`max_failed_share` in the configuration allows a share)", file=sys.stderr)
+    return INCOMPLETE_EXIT
+
+
+def _brief(document: dict, out: Path, report: Path | None) -> dict:
+    """What a script needs of a run: where it is, the recommendation, every setting's figures, what was left out."""
+    keys = ("transcripts", "strategies", "recommendation", "leaderboard", "cost_coverage", "left_out")
+    return {"out": str(out), "report": str(report) if report else None, **{k: document.get(k) for k in keys}}
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    configs = sweep_grid(args.strategy, args.thresholds, args.keep, strict_keep=args.keep is not None)
+    if not 0 < args.min_preservation <= 1:
+        raise ValueError(f"--min-preservation: {args.min_preservation:g} out of range: a share of facts in (0, 1]")
+    config = _run_config(args, strategies=configs)
+    out = args.out or Path("reports/sweep")
+    with RunLock(out):
+        result, document = _replay(config, out, args, rule=Rule(args.min_preservation))
+        if not document.get("leaderboard"):
+            raise ValueError(f"{out}: the sweep replayed no transcript the statistics can use (see summary.json's left_out)")
+        figures = pd.DataFrame(document["leaderboard"]).fillna(float("nan"))
+        analysis = analyse(figures, configs, Recommendation.from_json(document["recommendation"]), config)
+        sweep = sweep_document(analysis)
+        write_atomic(out / "sweep.json", json.dumps(sweep, indent=2, default=str) + "\n")
+        if sweep["recommended_config"]:
+            write_atomic(out / "recommended.toml", sweep["recommended_config"])
+        report = None if args.no_report else write_run_report(out, progress=sys.stderr.isatty())
+    if args.json:
+        brief = _brief(document, out, report)
+        print(json.dumps({**brief, **sweep, "settings": len(configs)}, indent=2, default=str))
+        return _incomplete_exit(document["failures"], quiet=True)
+    print(format_sweep(analysis))
+    print(f"\n{len(configs)} settings × {result.transcripts['transcript'].nunique()} transcripts; results in {out}/")
+    print(format_cost_coverage(document["cost_coverage"]))
+    if sweep["recommended_config"]:
+        print(f"recommended configuration: {out / 'recommended.toml'}")
+    if report is not None:
+        print(f"report: {report}")
+    return _incomplete_exit(document["failures"])
+
+
+def _print_left_out(document: dict) -> None:
+    left = document["left_out"]
+    if left["skipped_records"]:
+        print(f"  {sum(left['skipped_records'].values())} damaged records skipped in {len(left['skipped_records'])} transcripts (see summary.json)")
+    if left["transcripts_without_calls"]:
+        print(f"  {len(left['transcripts_without_calls'])} transcripts have no recorded LLM calls and were not replayed")
+    for failed in left["files_not_read"]:
+        print(f"  file not read: {failed['error']}")

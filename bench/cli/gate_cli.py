@@ -1,0 +1,311 @@
+"""The text and the commands of the CI gate: `compactlab check` and `compactlab baseline`.
+
+The regression rule and the baseline file are in `bench/gate/gate.py`; this module turns a comparison
+into the markdown summary (for a CI job page or a pull-request comment), says what changed since
+the baseline, and implements the two commands with their exit codes: 0 pass, 1 regression,
+2 usage or configuration error (a missing recording in offline mode included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+from compactlab.results.catalogue import label
+from compactlab.gate.gate import (
+    MAX_FLIPS_SHOWN,
+    Comparison,
+    Report,
+    baseline_document,
+    check_matches,
+    compactlab_version,
+    compare,
+    file_hash,
+    flat_entry,
+    fmt,
+    mean_of,
+    prompt_hashes,
+    read_baseline,
+    run_suite,
+    stale_strategies,
+    write_baseline,
+)
+from compactlab.compaction.llm import CacheMiss
+from compactlab.gate.suite import MetricSpec, Suite, SuiteError, load_suite, select
+from compactlab.strategies.prompting import renders_prompt
+from compactlab.strategies.registry import get_strategy
+
+MAX_FACTS_SHOWN = 12  # per transcript, in the markdown
+
+
+def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
+    """Notes for people: what differs between the baseline's run and this one."""
+    notes = []
+    if baseline.get("compactlab") != compactlab_version():
+        notes.append(f"compactlab version: {baseline.get('compactlab')} → {compactlab_version()}")
+    if baseline.get("suite", {}).get("hash") != suite.hash:
+        notes.append(f"the suite changed since the baseline (hash {baseline.get('suite', {}).get('hash')} → {suite.hash})")
+    for strategy in suite.config.strategies:
+        before = baseline.get("strategies", {}).get(strategy.label, {})
+        old_entry, new_entry = flat_entry(before.get("entry", {})), flat_entry(suite.strategies_written.get(strategy.label, {}))
+        for key in sorted(k for k in set(old_entry) | set(new_entry) if old_entry.get(k) != new_entry.get(k)):
+            notes.append(f"`{strategy.label}`: `{key}`: `{old_entry.get(key)}` → `{new_entry.get(key)}`")
+        old_hashes, new_hashes = before.get("prompt_hashes", []), prompt_hashes(result.compactions, strategy.label)
+        if old_hashes != new_hashes:
+            # On the extractive stand-in the templates give the file lists only: no prompt was rendered.
+            used = "" if renders_prompt(get_strategy(strategy.strategy, **dict(strategy.settings))) else " (their file lists only: no prompt was rendered)"
+            notes.append(f"`{strategy.label}`: prompt templates changed ({', '.join(old_hashes) or 'none'} → {', '.join(new_hashes) or 'none'}){used}")
+    old_files = baseline.get("transcripts", {})
+    new_files = {t.id: file_hash(t.source_path) for t in result.read.transcripts}
+    changed = sorted(t for t in set(old_files) & set(new_files) if old_files[t].get("sha256") != new_files[t])
+    if changed:
+        notes.append(f"{len(changed)} transcript files changed since the baseline: {', '.join(changed[:5])}{' …' if len(changed) > 5 else ''}")
+    gone, added = sorted(set(old_files) - set(new_files)), sorted(set(new_files) - set(old_files))
+    if gone:
+        notes.append(f"{len(gone)} baseline transcripts are not in this run (left out of the comparison)")
+    if added:
+        notes.append(f"{len(added)} transcripts have no baseline values (left out of the comparison)")
+    for name, spec in baseline.get("metrics", {}).items():
+        now = next((m for m in suite.metrics if m.name == name), None)
+        if now is not None and (spec.get("direction"), spec.get("tolerance"), spec.get("relative")) != (now.direction, now.tolerance, now.relative):
+            notes.append(f"`{name}`: direction/tolerance changed since the baseline; the suite's are used")
+    return notes
+
+
+# --- the markdown summary -----------------------------------------------------------------------------
+
+VERDICT = {
+    "regression": "❌ regression", "no values": "❌ no values left", "worse": "worse, within tolerance",
+    "better": "better, within tolerance", "improved": "✅ improved", "ok": "ok (no clear change)", "unchanged": "unchanged", "n/a": "n/a",
+}
+
+
+def markdown(report: Report, confidence: float) -> str:
+    """The summary for a CI job page or a pull-request comment (GitHub-flavoured markdown)."""
+    failed = report.regressions
+    pct = f"{confidence:.0%}"
+    lines = ["## compactlab check: " + (f"❌ {len(failed)} regression{'s' if len(failed) != 1 else ''}" if failed else "✅ no regression"), ""]
+    for c in failed:
+        lines.append(f"- **`{c.label}` · {_name(c.metric)}**: {_change(c)}" + (f" (tolerance {_tolerance(c.metric)})" if c.n else ": no values in this run"))
+    if failed:
+        lines.append("")
+    lines.append(
+        f"Suite `{report.suite}` against baseline `{report.baseline}`, {report.transcripts} transcripts. A metric regresses "
+        f"when the {pct} paired-bootstrap interval of its change (new − baseline over the same transcripts) lies entirely "
+        "on the worse side of its tolerance, so noise alone does not fail the check. For a metric measured per compaction "
+        "the interval is two-level (transcripts resampled, then each one's compactions), and a second one, within sessions "
+        "(the transcripts held, their compactions resampled), also fails it: a change confined to a few long sessions "
+        "counts when it is consistent at their compactions."
+    )
+    if report.notes:
+        lines += ["", "**Changed since the baseline**", ""] + [f"- {note}" for note in report.notes]
+    for label in dict.fromkeys(c.label for c in report.comparisons):
+        lines += ["", f"### `{label}`", "", f"| metric | better | tolerance | baseline | new | change [{pct} CI] | n | verdict |"]
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for c in (c for c in report.comparisons if c.label == label):
+            verdict = f"**{VERDICT[c.verdict]}**" if c in failed else VERDICT[c.verdict]
+            lines.append(
+                f"| {_name(c.metric)} | {c.metric.direction} | {_tolerance(c.metric)} | {fmt(c.baseline)} | {fmt(c.new)} | {_change(c)} | {c.n} | {verdict} |"
+            )
+    lines += ["", "### Transcripts that flipped", "", "Transcripts whose value moved by more than the tolerance, worst first."]
+    flipped = [c for c in report.comparisons if c.flips or c.missing]
+    if not flipped:
+        lines += ["", "None."]
+    for c in sorted(flipped, key=lambda c: c not in failed):  # stable: regressions first, then suite order
+        worse = sum(f.worse for f in c.flips)
+        head = f"`{c.label}` · {_name(c.metric)}: {worse} worse, {len(c.flips) - worse} better" + (f", {c.missing} lost their value" if c.missing else "")
+        table = ["| transcript | baseline | new | change |", "|---|---|---|---|"] if c.flips else []
+        for f in c.flips[:MAX_FLIPS_SHOWN]:
+            table.append(f"| `{f.transcript}` | {fmt(f.baseline)} | {fmt(f.new)} | {f.new - f.baseline:+.4g} ({'worse' if f.worse else 'better'}) |")
+        if len(c.flips) > MAX_FLIPS_SHOWN:
+            table.append(f"| … and {len(c.flips) - MAX_FLIPS_SHOWN} more | | | |")
+        if c.lost_facts:
+            table += ["", "Facts lost at its compactions that the baseline kept:", ""]
+            table += [f"- `{transcript}`: {_facts(items)}" for transcript, items in c.lost_facts[:MAX_FLIPS_SHOWN]]
+        if c in failed:
+            lines += ["", f"**{head}**", "", *table]
+        else:  # folded: not what failed the check
+            lines += ["", f"<details><summary>{head}</summary>", "", *table, "", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def _name(spec: MetricSpec) -> str:
+    """The metric under its catalogue label, with the column name a suite uses."""
+    return f"{label(spec.name)} (`{spec.name}`)"
+
+
+def _change(c: Comparison) -> str:
+    if c.n == 0:
+        return "–"
+    text = f"{c.change:+.4g} [{c.low:+.4g}, {c.high:+.4g}]"
+    if math.isnan(c.within_low):
+        return text
+    return f"{text}, within sessions [{c.within_low:+.4g}, {c.within_high:+.4g}] ({c.compactions} compactions)"
+
+
+def _facts(items: tuple[str, ...]) -> str:
+    shown = ", ".join(f"`{item}`" for item in items[:MAX_FACTS_SHOWN])
+    return shown + (f" … and {len(items) - MAX_FACTS_SHOWN} more" if len(items) > MAX_FACTS_SHOWN else "")
+
+
+def _tolerance(metric: MetricSpec) -> str:
+    return f"{metric.tolerance:g}" + (" (relative)" if metric.relative else "")
+
+
+# --- commands ----------------------------------------------------------------------------------------
+
+
+CHECK_EXITS = ("exit codes: 0 no regression; 1 a regression (or a metric that lost its values); 2 usage or configuration "
+               "error: a bad suite or baseline, a missing recording offline, or a guarded metric this run cannot measure")
+BASELINE_EXITS = ("exit codes: 0 written; 2 usage or configuration error: a bad suite, an existing baseline without --update, "
+                  "or a guarded metric this run cannot measure")
+
+
+def add_commands(commands, command) -> None:
+    """Register `check` and `baseline` on the `compactlab` sub-command parser (`command` adds one with its exit codes)."""
+    check = command(commands, "check", "run a regression suite and compare it with its baseline", CHECK_EXITS)
+    _common(check)
+    check.add_argument("--markdown-out", type=Path, metavar="FILE", help="also write the markdown summary here (e.g. for a PR comment)")
+    check.add_argument("--only", nargs="+", metavar="LABEL", help="check only these strategy labels of the suite")
+    check.add_argument("--json", action="store_true", help="print the verdict and every comparison as one JSON object instead of markdown")
+    check.set_defaults(run=run_check)
+    baseline = command(commands, "baseline", "run a regression suite and write its baseline file (never silently)", BASELINE_EXITS)
+    _common(baseline)
+    baseline.add_argument("--update", action="store_true", help="replace an existing baseline (prints what changed)")
+    baseline.set_defaults(run=run_baseline)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--suite", type=Path, required=True, help="suite TOML: run configuration plus [metrics]")
+    parser.add_argument("--baseline", type=Path, required=True, help="baseline JSON file")
+    parser.add_argument("--out", type=Path, help="keep the run directory here (default: a temporary directory)")
+    parser.add_argument("--offline", action="store_true", help="LLM summaries only from the recorded cache; a missing recording is an error")
+
+
+def run_check(args: argparse.Namespace) -> int:
+    try:
+        suite = select(load_suite(args.suite), args.only)
+        baseline = read_baseline(args.baseline, args.suite)
+        check_matches(suite, baseline, args.baseline)
+        stale = [] if args.only else stale_strategies(suite, baseline)
+        if stale:
+            raise SuiteError(
+                f"the baseline has strategies the suite no longer has: {', '.join(stale)}; if that is deliberate, run "
+                f"`compactlab baseline --suite {args.suite} --baseline {args.baseline} --update`"
+            )
+        result, table, values = _run(suite, args)
+        report = compare(suite, baseline, table, values)
+        unmeasurable_metrics(report.comparisons, table)
+    except (SuiteError, CacheMiss) as exc:
+        return _usage_error(exc)
+    report.baseline = str(args.baseline)
+    report.notes = changes_since(suite, baseline, result) + ([f"checked only: {', '.join(args.only)}"] if args.only else [])
+    text = markdown(report, suite.confidence)
+    print(json.dumps(report_json(report), indent=2) if args.json else text)
+    if args.markdown_out:
+        args.markdown_out.write_text(text, encoding="utf-8")
+    return 1 if report.regressions else 0
+
+
+def run_baseline(args: argparse.Namespace) -> int:
+    try:
+        suite = load_suite(args.suite)
+        if args.baseline.exists() and not args.update:
+            raise SuiteError(f"{args.baseline} exists: a baseline is only replaced deliberately; pass --update to replace it")
+        previous = read_baseline(args.baseline, args.suite) if args.baseline.exists() else None
+        result, table, values = _run(suite, args)
+        document = baseline_document(suite, result, table, values)
+        unmeasurable_metrics([(label, m, values) for label, per in document["values"].items()
+                              for m in suite.metrics for values in [per.get(m.name, {})]], table)
+    except (SuiteError, CacheMiss) as exc:
+        return _usage_error(exc)
+    write_baseline(args.baseline, document)
+    if previous is None:
+        print(f"wrote {args.baseline}: {len(document['values'])} strategies × {len(suite.metrics)} metrics, {len(document['transcripts'])} transcripts")
+    else:
+        print(f"updated {args.baseline}")
+        print("\n".join(f"  {line}" for line in baseline_changes(previous, document)) or "  nothing changed")
+    return 0
+
+
+def baseline_changes(old: dict, new: dict) -> list[str]:
+    """What an update changed: per strategy and metric, the mean over each file's own transcripts."""
+    lines = []
+    for key in ("compactlab", "suite"):
+        if old.get(key) != new.get(key):
+            lines.append(f"{key}: {json.dumps(old.get(key))} → {json.dumps(new.get(key))}")
+    for label in sorted(set(old["values"]) | set(new["values"])):
+        if label not in new["values"]:
+            lines.append(f"{label}: removed")
+            continue
+        if label not in old["values"]:
+            lines.append(f"{label}: added")
+            continue
+        if old.get("strategies", {}).get(label) != new["strategies"].get(label):
+            lines.append(f"{label}: settings or prompt hashes changed")
+        for metric in sorted(set(old["values"][label]) | set(new["values"][label])):
+            before = old["values"][label].get(metric)
+            after = new["values"][label].get(metric)
+            if before != after:
+                a = mean_of((before or {}).values())
+                b = mean_of((after or {}).values())
+                lines.append(f"{label} · {metric}: mean {fmt(a)} → {fmt(b)}")
+    return lines
+
+
+def unmeasurable_metrics(items, table) -> None:
+    """A guarded metric with no value on any transcript, in the baseline and now, guards nothing: a
+    configuration error (exit 2), never a pass. `items`: comparisons, or (label, metric, values) triples."""
+    empty = []
+    for item in items:
+        if isinstance(item, Comparison):
+            if item.verdict == "n/a":
+                empty.append((item.label, item.metric))
+        elif not any(v is not None for v in item[2].values()):
+            empty.append((item[0], item[1]))
+    if not empty:
+        return
+    why = {"total_cost": "no model of these transcripts has a price: add [prices.\"MODEL\"] tables",
+           "cost_full": "no model of these transcripts has a price: add [prices.\"MODEL\"] tables",
+           "cost_change": "no model of these transcripts has a price: add [prices.\"MODEL\"] tables",
+           "summarizer_cost": "no priced LLM summarizer ran: configure [summarizer] and its model's price"}
+    lines = [f"`{label}` · {_name(metric)}: {why.get(metric.name, 'no transcript has a value (e.g. the strategy never compacted at this window)')}"
+             for label, metric in empty]
+    raise SuiteError("these guarded metrics cannot be measured on this run, so they would guard nothing:\n  " + "\n  ".join(lines)
+                     + "\nremove them from [metrics] or make them measurable")
+
+
+def report_json(report: Report) -> dict:
+    """The check as a script reads it: the verdict, the regressions and every comparison."""
+    def number(value: float) -> float | None:
+        return None if value is None or value != value else float(value)
+
+    rows = [{
+        "label": c.label, "metric": c.metric.name, "direction": c.metric.direction, "tolerance": c.metric.tolerance,
+        "relative": c.metric.relative, "baseline": number(c.baseline), "new": number(c.new), "change": number(c.change),
+        "low": number(c.low), "high": number(c.high), "n": c.n, "verdict": c.verdict, "missing": c.missing,
+        "flips": [{"transcript": f.transcript, "baseline": f.baseline, "new": f.new, "worse": f.worse} for f in c.flips],
+    } for c in report.comparisons]
+    failed = report.regressions
+    return {
+        "verdict": "regression" if failed else "pass", "suite": report.suite, "baseline": report.baseline,
+        "transcripts": report.transcripts, "regressions": [r for r, c in zip(rows, report.comparisons) if c in failed],
+        "comparisons": rows, "notes": report.notes,
+    }
+
+
+def _run(suite: Suite, args: argparse.Namespace):
+    progress = sys.stderr.isatty()
+    if args.out is not None:
+        return run_suite(suite, args.out, args.offline, progress)
+    with tempfile.TemporaryDirectory(prefix="compactlab-gate-") as folder:
+        return run_suite(suite, Path(folder), args.offline, progress)
+
+
+def _usage_error(exc: Exception) -> int:
+    print(f"compactlab: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+    return 2

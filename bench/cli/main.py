@@ -1,0 +1,340 @@
+"""The `compactlab` command. It only parses arguments and calls the library."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from compactlab.cli.cli_runs import BUDGET_EXIT, EXIT_CODES, add_run_commands
+from compactlab.tokens.context_windows import ContextWindows, load_overrides, parse_override
+from compactlab.transcripts.datasets import datasets_dir, list_datasets
+from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, run_estimation
+from compactlab.tokens.estimation import summarize as summarize_estimation
+from compactlab.report.estimation_output import format_summary, write_estimation
+from compactlab.transcripts.importers import importers, load_file
+from compactlab.transcripts.importers.canonical import write_canonical
+from compactlab.cli.init_config import write_init
+from compactlab.compaction.llm.clients import LLMUnavailable
+from compactlab.compaction.llm.concurrency import BudgetExhausted
+from compactlab.transcripts.loading import Loaded, load_inputs
+from compactlab.transcripts.neutralise import TerminalSafe, terminal_text
+from compactlab.transcripts.overview import overview_frame, summarize
+from compactlab.runs.preview import compact, format_preview, preview_json
+from compactlab.report.diff import write_diff
+from compactlab.report.run_report import write_run_report
+from compactlab.runs.run_files import DONE
+from compactlab.runs.run_storage import KINDS, export_jsonl
+from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, windows_of
+from compactlab.transcripts.source import TranscriptError
+from compactlab.version import compactlab_version
+from compactlab.strategies.registry import describe_all
+
+INPUTS_HELP = "transcript files, folders (searched recursively) or bundled dataset names; none: all bundled datasets"
+# A reader that stops early (`compactlab strategies | head`) is not an error of ours: exit quietly,
+# with the status a process killed by SIGPIPE would have.
+BROKEN_PIPE = 141
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        # What is printed may come from transcripts: their escape sequences must not reach the terminal.
+        with contextlib.redirect_stdout(TerminalSafe(sys.stdout)):
+            try:
+                return args.run(args)
+            except BudgetExhausted as exc:
+                print(f"compactlab: stopped: {terminal_text(str(exc))}. The transcripts replayed before are kept; continue with "
+                      "--resume (the calls already paid for are replayed from the call cache)", file=sys.stderr)
+                return BUDGET_EXIT
+            except LLMUnavailable as exc:
+                print(f"compactlab: error: {terminal_text(str(exc))}; the run stopped at this call "
+                      "(continue it with --resume once the provider answers)", file=sys.stderr)
+                return 2
+            except (TranscriptError, KeyError, ValueError, OSError) as exc:
+                if isinstance(exc, BrokenPipeError):
+                    raise
+                print(f"compactlab: error: {terminal_text(error_message(exc))}", file=sys.stderr)
+                return 2
+            finally:
+                sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit, which would raise once more: point it at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE
+
+
+def error_message(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return str(exc.args[0])
+    if isinstance(exc, OSError) and exc.strerror and not isinstance(exc, TranscriptError):
+        # A file that cannot be written (--out naming a file or a read-only folder, a full disk).
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc)
+
+
+def _command(commands, name: str, help: str, exits: str = EXIT_CODES) -> argparse.ArgumentParser:
+    """A sub-command whose help ends with its exit codes."""
+    return commands.add_parser(name, help=help, description=help, epilog=exits, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="compactlab", description="Measure context-compaction strategies on real agent transcripts.",
+        epilog="Every command exits 0 when done and 2 on bad input or configuration; `check` exits 1 on a regression. "
+               "A reader that closes the output early (| head) ends it quietly with 141.",
+    )
+    parser.add_argument("--version", action="version", version=f"compactlab {compactlab_version() or 'unknown (not installed)'}")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    init = _command(commands, "init", "write a commented compactlab.toml and a CI suite skeleton to start from",
+                    "exit codes: 0 written; 2 a file exists (pass --force to replace it) or cannot be written")
+    init.add_argument("folder", nargs="?", type=Path, default=Path("."), help="where to write them (default: here)")
+    init.add_argument("--force", action="store_true", help="replace existing files")
+    init.set_defaults(run=run_init)
+
+    inspect = _command(commands, "inspect", "show what each transcript holds: messages, LLM calls, prompt sizes, skips")
+    _add_input_arguments(inspect)
+    inspect.add_argument("--json", action="store_true", help="print one JSON object per transcript")
+    inspect.set_defaults(run=run_inspect)
+
+    datasets = _command(commands, "datasets", "list the bundled datasets with counts")
+    datasets.add_argument("--json", action="store_true", help="print JSON")
+    datasets.set_defaults(run=run_datasets)
+
+    estimate = _command(commands, "estimate", "measure token estimators against the prompt tokens providers billed")
+    _add_input_arguments(estimate)
+    estimate.add_argument("--estimators", nargs="+", default=list(DEFAULT_ESTIMATORS), metavar="NAME", help=f"default: {' '.join(DEFAULT_ESTIMATORS)}")
+    estimate.add_argument("--out", type=Path, help="write calls.csv, summary.json and estimation.html here")
+    estimate.add_argument("--table", choices=("csv", "parquet"), default="csv", help="format of the per-call table")
+    estimate.add_argument("--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="override a model's window (repeatable)")
+    estimate.add_argument("--config", type=Path, help="TOML file; its [context_windows] table overrides windows")
+    estimate.set_defaults(run=run_estimate)
+
+    add_run_commands(commands, _command)
+
+    report = _command(commands, "report", "write the HTML report of a run directory")
+    report.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a directory written by `compactlab run` or `compactlab sweep`")
+    report.add_argument("--out", type=Path, help="HTML file to write (default: RUN_DIR/report.html)")
+    report.add_argument("--all-pairs", action="store_true", help="also compare every pair of settings (Holm over all pairs)")
+    report.set_defaults(run=run_report)
+
+    diff = _command(commands, "diff", "what got better or worse between two runs, per metric and per transcript",
+                    "exit codes: 0 compared (whatever changed: the page says what); 2 a run directory is missing or unfinished")
+    diff.add_argument("run_a", type=Path, metavar="RUN_A", help="the earlier run directory")
+    diff.add_argument("run_b", type=Path, metavar="RUN_B", help="the later run directory")
+    diff.add_argument("--out", type=Path, help="HTML page to write (default: RUN_B/diff.html)")
+    diff.set_defaults(run=run_diff)
+
+    strategies = _command(commands, "strategies", "list every strategy and preset with its parameters and source")
+    strategies.add_argument("--json", action="store_true", help="print JSON")
+    strategies.set_defaults(run=run_strategies)
+
+    compact = _command(commands, "compact", "compact one transcript once with a strategy and show the result")
+    compact.add_argument("path", metavar="PATH", help="a transcript file")
+    compact.add_argument("--strategy", required=True, help="strategy or preset name, or path/to/file.py:Name")
+    compact.add_argument("--at", type=int, metavar="CALL", help="compact the context before this recorded call (0-based); default: where the trigger first fires")
+    compact.add_argument("--estimator", help="token estimator (default: the preset's, else hybrid)")
+    compact.add_argument("--window", type=int, default=DEFAULT_WINDOW, help=f"context window, as `run` replays it (default {DEFAULT_WINDOW}; 0: the model's real window)")
+    compact.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
+    compact.add_argument("--json", action="store_true", help="print the compacted context and the event as JSON")
+    compact.set_defaults(run=run_compact)
+
+    formats = _command(commands, "formats", "list the transcript formats compactlab reads")
+    formats.set_defaults(run=run_formats)
+
+    export = _command(commands, "export", "write transcripts as compactlab canonical JSONL")
+    _add_input_arguments(export)
+    export.add_argument("--out", type=Path, required=True, help="output folder (one .jsonl per input transcript file)")
+    export.set_defaults(run=run_export)
+
+    rows = _command(commands, "export-rows", "write a run's call or compaction rows (Parquet in the run directory) as JSON lines")
+    rows.add_argument("run_dir", type=Path, metavar="RUN", help="a run directory")
+    rows.add_argument("--kind", choices=KINDS, default="calls", help="which rows (default: calls)")
+    rows.add_argument("--format", choices=("jsonl",), default="jsonl", help="the output format (JSON lines, one row per line)")
+    rows.add_argument("--strategy", nargs="+", metavar="LABEL", help="only these settings' rows")
+    rows.add_argument("--out", type=Path, help="output file (default: RUN/KIND.jsonl)")
+    rows.set_defaults(run=run_export_rows)
+
+    from compactlab.cli.gate_cli import add_commands as add_gate_commands  # check, baseline
+
+    add_gate_commands(commands, _command)
+    return parser
+
+
+def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH", help=INPUTS_HELP)
+    parser.add_argument("--lenient", action="store_true", help="skip damaged records (counted and shown) instead of stopping")
+    parser.add_argument("--format", help="read every file as this format instead of detecting it (see `compactlab formats`)")
+
+
+def _load(args: argparse.Namespace) -> Loaded:
+    return load_inputs(args.paths, lenient=args.lenient, format=args.format, progress=sys.stderr.isatty())
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    if args.json:
+        for transcript in loaded.transcripts:
+            print(json.dumps(summarize(transcript), ensure_ascii=False))
+        for failed in loaded.failed:
+            print(json.dumps({"path": str(failed.path), "error": failed.error}, ensure_ascii=False))
+    else:
+        print(format_overview(loaded))
+    return 0
+
+
+def format_overview(loaded: Loaded) -> str:
+    lines: list[str] = []
+    frame = overview_frame(loaded.transcripts)
+    if not frame.empty:
+        table = frame.assign(
+            file=frame["id"].str.slice(0, 44),
+            models=frame["models"].map(lambda m: ", ".join(m)[:40]),
+            max_prompt=frame["max_prompt_tokens"].astype("Int64"),
+        )[["file", "format", "messages", "llm_calls", "max_prompt", "compactions", "skipped_records", "models"]]
+        lines.append(table.to_string(index=False))
+        lines.append("")
+        lines.append(
+            f"{len(frame)} transcripts, {frame['messages'].sum()} messages, {frame['llm_calls'].sum()} LLM calls, "
+            f"{frame['compactions'].sum()} real compactions, {frame['skipped_records'].sum()} damaged records skipped"
+        )
+    for transcript in loaded.transcripts:
+        if transcript.skipped:
+            reasons = "; ".join(f"{n}× {r}" for r, n in summarize(transcript)["skipped_reasons"].items())
+            lines.append(f"  skipped in {transcript.source_path}: {reasons}")
+    for failed in loaded.failed:
+        lines.append(f"  file not read: {failed.error}")
+    if loaded.passed_over:
+        lines.append(f"  {len(loaded.passed_over)} files in the given folders are not transcripts by name and were not read")
+    return "\n".join(lines)
+
+
+def run_datasets(args: argparse.Namespace) -> int:
+    datasets = list_datasets()
+    if not datasets:
+        print(f"no datasets in {datasets_dir()} (no */dataset.toml there): set COMPACTLAB_DATASETS to a folder of datasets", file=sys.stderr)
+        return 2
+    rows = []
+    for dataset in datasets:
+        loaded = load_inputs([dataset.name])
+        frame = overview_frame(loaded.transcripts)
+        rows.append(
+            {
+                "name": dataset.name,
+                "format": dataset.source_format,
+                "files": len(dataset.files),
+                "transcripts": len(frame),
+                "llm_calls": int(frame["llm_calls"].sum()),
+                "max_prompt_tokens": int(frame["max_prompt_tokens"].max()) if frame["llm_calls"].sum() else None,
+                "compactions": int(frame["compactions"].sum()),
+                "skipped_records": int(frame["skipped_records"].sum()),
+                "license": dataset.license,
+                "description": dataset.description,
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(pd.DataFrame(rows).drop(columns=["description"]).to_string(index=False))
+    return 0
+
+
+def run_estimate(args: argparse.Namespace) -> int:
+    overrides = load_overrides(args.config) if args.config else {}
+    overrides.update(parse_override(text) for text in args.context_window)
+    loaded = _load(args)
+    result = run_estimation(
+        loaded.transcripts, args.estimators, ContextWindows(overrides=overrides), progress=sys.stderr.isatty()
+    )
+    summary = summarize_estimation(result.calls)
+    print(format_summary(result, summary))
+    _print_load_problems(loaded)
+    if args.out:
+        settings = {"estimators": args.estimators, "context_window_overrides": overrides}
+        for path in write_estimation(result, args.out, settings, args.table, summary):
+            print(f"wrote {path}")
+    return 0
+
+
+def _print_load_problems(loaded: Loaded) -> None:
+    for failed in loaded.failed:
+        print(f"  file not read: {failed.error}")
+
+
+def run_report(args: argparse.Namespace) -> int:
+    print(write_run_report(args.run_dir, args.out, all_pairs=args.all_pairs, progress=sys.stderr.isatty()))
+    return 0
+
+
+def run_init(args: argparse.Namespace) -> int:
+    for path in write_init(args.folder, force=args.force):
+        print(f"wrote {path}")
+    print("next: edit compactlab.toml, then `compactlab run --config compactlab.toml`")
+    return 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    text, path = write_diff(args.run_a, args.run_b, args.out)
+    print(text)
+    print(f"\nwrote {path}")
+    return 0
+
+
+def run_strategies(args: argparse.Namespace) -> int:
+    rows = describe_all()
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    for row in rows:
+        print(f"{row['name']}  [{row['kind']}: {row['strategy']}]  {row['description']}")
+        if row["source"]:
+            print(f"    source: {row['source']}")
+        print(f"    parameters: {json.dumps(row['parameters'], default=str)}")
+    return 0
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    transcripts = load_file(args.path, lenient=args.lenient)
+    result = compact(transcripts[0], args.strategy, args.at, args.estimator, windows_of(RunConfig(window=args.window)))
+    print(json.dumps(preview_json(result), indent=2, default=str) if args.json else format_preview(result))
+    return 0
+
+
+def run_formats(args: argparse.Namespace) -> int:
+    for name, importer in importers().items():
+        print(f"{name:20} {importer.description}")
+    return 0
+
+
+def run_export_rows(args: argparse.Namespace) -> int:
+    if not (args.run_dir / DONE).exists():
+        raise ValueError(f"{args.run_dir} is not a run directory (no done.jsonl): run `compactlab run --out {args.run_dir}` first")
+    target = args.out or args.run_dir / f"{args.kind}.jsonl"
+    count = export_jsonl(args.run_dir, args.kind, target, args.strategy)
+    print(f"{count:,} {args.kind} rows: {target}")
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    by_file: dict[str, list] = {}
+    for transcript in loaded.transcripts:
+        by_file.setdefault(transcript.source_path, []).append(transcript)
+    for source_path, transcripts in by_file.items():
+        name = Path(source_path).name.removesuffix(".gz").removesuffix(".json").removesuffix(".jsonl")
+        target = write_canonical(transcripts, args.out / f"{name}.jsonl")
+        print(target)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

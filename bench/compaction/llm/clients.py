@@ -1,0 +1,358 @@
+"""Thin clients over the official SDKs: one `complete(system, prompt, max_tokens)` per provider.
+
+Retries (429, 408/409, 5xx including Anthropic's 529, timeouts, dropped connections) are the
+SDKs' own: exponential backoff with jitter that honours `retry-after`/`retry-after-ms`. We only
+set `max_retries` and `timeout`. A 400 is never retried by the SDKs, which is what a context
+overflow needs: it is recognised with `compactlab.compaction.overflow.classify_overflow` and raised as
+`ContextOverflowError` so the engine can compact instead of paying for hopeless retries.
+
+A 429 the SDK's retries did not get past is `RateLimited`, carrying the server's `retry-after`:
+`compactlab.compaction.llm.concurrency` waits and sends it again, however often, without counting a failure (a
+burst of 429s slows a run, never fails it). A 429 that says the account's quota is used up is
+`LLMUnavailable`: waiting does not help.
+
+What the SDKs do not retry, we do, as often as they would (`max_retries`): an answer that is no
+answer (`BadAnswer`: an empty text, a body that is not the JSON it claims to be, no choices). Such
+a call is a failure like any other, so it is never cached. A refused key (401/403) or a server
+that cannot be reached after the SDK's retries is `LLMUnavailable`: no later call can do better,
+so a run stops there instead of recording one failure per compaction.
+
+Usage is mapped onto `LLMCall` exactly as the importers map recorded usage: OpenAI's
+`prompt_tokens` includes cached tokens (input = prompt - cached - cache writes); Anthropic's
+`input_tokens` is already the uncached part.
+
+API keys come from the environment only. They live in the SDK client (and privately here, to
+scrub them) but never in a repr, a log line, a cache file or an error message: provider messages
+are scrubbed of the key in case a server echoes it, and SDK exceptions are not chained.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Protocol, runtime_checkable
+
+from compactlab.compaction.llm.cache import Completion
+from compactlab.transcripts.model import LLMCall
+from compactlab.compaction.overflow import Overflow, classify_overflow
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RETRIES = 4  # the SDKs default to 2; a long replay should ride out a short outage
+DEFAULT_TIMEOUT = 300.0  # seconds per attempt: long summaries of long transcripts are slow
+NO_AUTH_KEY = "no-key-needed"  # what local servers without auth (Ollama, vLLM, llama.cpp) get
+MAX_MESSAGE_CHARS = 1000  # of a provider's error message kept in ours
+
+
+class LLMError(RuntimeError):
+    """An LLM call failed after the SDK's retries. Never carries the API key."""
+
+    def __init__(self, provider: str, model: str, message: str, status: int | None = None) -> None:
+        self.provider, self.model, self.status = provider, model, status
+        where = f"HTTP {status}" if status is not None else "no HTTP status"
+        super().__init__(f"{provider} call to model {model!r} failed ({where}): {message}")
+
+
+class LLMUnavailable(LLMError):
+    """The provider cannot be used at all: it refused the credentials (401/403) or cannot be reached."""
+
+
+class RateLimited(LLMError):
+    """The provider answered 429 (too many requests or tokens per minute) after the SDK's retries."""
+
+    def __init__(self, provider: str, model: str, message: str, retry_after: float | None) -> None:
+        super().__init__(provider, model, message, 429)
+        self.retry_after = retry_after  # seconds the server asked for; None: it did not say
+
+
+QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})  # OpenAI's 429s that waiting does not cure
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The wait a 429's headers ask for: `retry-after-ms`, else `retry-after` in seconds (a date
+    form is not worth parsing here: None, and the caller backs off on its own)."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        if seconds >= 0:
+            return seconds
+    return None
+
+
+class BadAnswer(LLMError):
+    """The provider answered 200 with no usable answer: an empty text, a truncated or malformed body."""
+
+    def __init__(self, provider: str, model: str, reason: str) -> None:
+        super().__init__(provider, model, reason, 200)
+        self.reason = reason
+
+
+class ContextOverflowError(LLMError):
+    """The provider refused the request as longer than the model's context window."""
+
+    def __init__(self, provider: str, model: str, message: str, status: int | None, overflow: Overflow) -> None:
+        super().__init__(provider, model, message, status)
+        self.overflow = overflow
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    provider: str
+    model: str
+
+    def params(self) -> dict[str, object]:
+        """Settings that shape the answer besides the prompt (part of the cache key)."""
+        ...
+
+    def complete(self, system: str, prompt: str, max_tokens: int) -> Completion: ...
+
+
+def api_key_from_env(env_name: str, provider: str, model: str, base_url: str | None) -> str:
+    """The key in `env_name`; a dummy for a custom server that has none; else a clear error."""
+    key = os.environ.get(env_name, "").strip()
+    if key:
+        return key
+    if base_url is not None:
+        return NO_AUTH_KEY
+    raise LLMError(provider, model, f"no API key: set the environment variable {env_name} (or give base_url for a local server without auth)")
+
+
+def _scrub(text: str, secret: str) -> str:
+    return text.replace(secret, "***") if secret and secret != NO_AUTH_KEY else text
+
+
+class _SDKClient:
+    """What both clients share: settings, closing, and turning SDK errors into ours."""
+
+    provider = "unknown"
+    _client: Any  # the SDK client, set by the subclass
+
+    def __init__(self, model: str, base_url: str | None, max_retries: int, timeout: float, temperature: float | None) -> None:
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        self.model, self.base_url = model, base_url
+        self.max_retries, self.timeout = max_retries, float(timeout)
+        self.temperature = float(temperature) if temperature is not None else None
+
+    def __repr__(self) -> str:  # no key here, by construction
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, max_retries={self.max_retries}, timeout={self.timeout})"
+
+    def params(self) -> dict[str, object]:
+        return {"temperature": self.temperature}
+
+    def close(self) -> None:
+        """Close the SDK's connection pool (keep-alive sockets to the provider)."""
+        self._client.close()
+
+    def __enter__(self) -> _SDKClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def complete(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        """One answer; a `BadAnswer` is asked again, up to `max_retries` more times."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self._complete_once(system, prompt, max_tokens)
+            except BadAnswer as exc:
+                failure = exc
+                log.warning("%s model %r: %s (attempt %d of %d)", self.provider, self.model, exc, attempt + 1, self.max_retries + 1)
+        raise BadAnswer(self.provider, self.model, f"{failure.reason} ({self._attempts()})")
+
+    def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        raise NotImplementedError
+
+    def _checked(self, completion: Completion) -> Completion:
+        if not completion.text.strip():
+            raise BadAnswer(self.provider, self.model, f"empty answer (stop reason {completion.stop_reason!r})")
+        return completion
+
+    def _malformed(self, exc: Exception) -> BadAnswer:
+        return BadAnswer(self.provider, self.model, f"malformed response ({type(exc).__name__}: {_scrub(str(exc), self._key)[:200]})")
+
+    def _unreachable(self, exc: Exception, where: str) -> LLMUnavailable:
+        return LLMUnavailable(self.provider, self.model, f"cannot reach {where} ({_scrub(str(exc), self._key)}; {self._attempts()})")
+
+    def _status_error(self, status: int, provider_message: str, code: object, key: str, headers: Any = None) -> LLMError:
+        message = _scrub(provider_message, key)
+        if status in (401, 403):
+            return LLMUnavailable(self.provider, self.model, f"{message[:MAX_MESSAGE_CHARS]} (the server refused the credentials: check the API key)", status)
+        if status == 429 and code in QUOTA_CODES:
+            return LLMUnavailable(self.provider, self.model, f"{message[:MAX_MESSAGE_CHARS]} (the account's quota is used up)", status)
+        if status == 429:
+            return RateLimited(self.provider, self.model, message[:MAX_MESSAGE_CHARS], retry_after_seconds(headers))
+        overflow = classify_overflow(message)
+        if len(message) > MAX_MESSAGE_CHARS:  # e.g. a proxy's HTML error page
+            message = message[:MAX_MESSAGE_CHARS] + " [...]"
+        if overflow is None and code == "context_length_exceeded":  # wording changed, code did not
+            overflow = Overflow(self.provider, None, None)
+        if overflow is not None:
+            return ContextOverflowError(self.provider, self.model, message, status, overflow)
+        return LLMError(self.provider, self.model, message, status)
+
+    def _attempts(self) -> str:
+        return f"{self.max_retries + 1} attempt(s), {self.timeout:g} s timeout each"
+
+
+class OpenAIChatClient(_SDKClient):
+    """Chat Completions through the `openai` SDK; any OpenAI-compatible server via `base_url`."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT,
+        temperature: float | None = None,
+        max_tokens_param: str | None = None,
+    ) -> None:
+        import openai
+
+        super().__init__(model, base_url, max_retries, timeout, temperature)
+        self._key = api_key_from_env(api_key_env or "OPENAI_API_KEY", self.provider, model, base_url)
+        # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens); many
+        # compatible servers only know max_tokens.
+        self.max_tokens_param = max_tokens_param or ("max_completion_tokens" if base_url is None else "max_tokens")
+        self._client = openai.OpenAI(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
+
+    def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        import openai
+
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        extra: dict[str, object] = {self.max_tokens_param: max_tokens}
+        if self.temperature is not None:
+            extra["temperature"] = self.temperature
+        error: LLMError | None = None
+        try:
+            response = self._client.chat.completions.create(model=self.model, messages=messages, **extra)  # type: ignore[call-overload]
+            if not response.choices:
+                error = BadAnswer(self.provider, self.model, "the response has no choices")
+            else:
+                choice = response.choices[0]
+                completion = Completion(text=choice.message.content or "", usage=self._usage(response), stop_reason=choice.finish_reason)
+        except openai.OpenAIError as exc:
+            error = self._translate(exc)
+        except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
+            error = self._malformed(exc)
+        if error is not None:
+            raise error  # outside the except block: the SDK exception (and its request) is not chained
+        return self._checked(completion)
+
+    def _translate(self, exc: Exception) -> LLMError:
+        import openai
+
+        if isinstance(exc, openai.APIStatusError):
+            body = exc.body if isinstance(exc.body, dict) else {}  # the SDK unwraps {"error": {...}}
+            message = body.get("message") if isinstance(body.get("message"), str) else exc.message
+            return self._status_error(exc.status_code, message, body.get("code"), self._key, exc.response.headers)
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMError(self.provider, self.model, f"timed out ({self._attempts()})")
+        if isinstance(exc, openai.APIConnectionError):
+            return self._unreachable(exc, self.base_url or "the OpenAI API")
+        return LLMError(self.provider, self.model, _scrub(str(exc), self._key))
+
+    def _usage(self, response: object) -> LLMCall:
+        model = getattr(response, "model", None) or self.model
+        request_id = getattr(response, "id", None)
+        usage = getattr(response, "usage", None)
+        if usage is None:
+            log.warning("%s server returned no usage for model %r; recording zero tokens", self.provider, model)
+            return LLMCall(model=model, input_tokens=0, request_id=request_id)
+        prompt = usage.prompt_tokens or 0
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None)
+        if cached is None:  # DeepSeek reports the cached part under its own name
+            cached = getattr(usage, "prompt_cache_hit_tokens", None) or 0
+        written = getattr(details, "cache_write_tokens", None) or 0  # OpenRouter; usually absent
+        cached = min(cached, prompt)
+        written = min(written, prompt - cached)
+        return LLMCall(
+            model=model,
+            input_tokens=prompt - cached - written,
+            cache_read_tokens=cached,
+            cache_write_tokens=written,
+            output_tokens=usage.completion_tokens or 0,
+            request_id=request_id,
+        )
+
+
+class AnthropicClient(_SDKClient):
+    """The Messages API through the `anthropic` SDK."""
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT,
+        temperature: float | None = None,
+    ) -> None:
+        import anthropic
+
+        super().__init__(model, base_url, max_retries, timeout, temperature)
+        self._key = api_key_from_env(api_key_env or "ANTHROPIC_API_KEY", self.provider, model, base_url)
+        self._client = anthropic.Anthropic(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
+
+    def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        import anthropic
+
+        extra: dict[str, object] = {}
+        if system:
+            extra["system"] = system
+        if self.temperature is not None:
+            # Recent SDKs dropped `temperature` from messages.create(); the body field still passes.
+            extra["extra_body"] = {"temperature": self.temperature}
+        error: LLMError | None = None
+        try:
+            response = self._client.messages.create(
+                model=self.model, max_tokens=max_tokens, messages=[{"role": "user", "content": prompt}], **extra  # type: ignore[arg-type]
+            )
+            text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
+            usage = response.usage
+            call = LLMCall(
+                model=response.model or self.model,
+                input_tokens=usage.input_tokens or 0,
+                cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
+                cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
+                output_tokens=usage.output_tokens or 0,
+                request_id=getattr(response, "_request_id", None) or response.id,
+            )
+        except anthropic.AnthropicError as exc:
+            error = self._translate(exc)
+        except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
+            error = self._malformed(exc)
+        if error is not None:
+            raise error  # outside the except block: the SDK exception (and its request) is not chained
+        return self._checked(Completion(text=text, usage=call, stop_reason=response.stop_reason))
+
+    def _translate(self, exc: Exception) -> LLMError:
+        import anthropic
+
+        if isinstance(exc, anthropic.APIStatusError):
+            body = exc.body if isinstance(exc.body, dict) else {}
+            error = body.get("error") if isinstance(body.get("error"), dict) else {}
+            message = getattr(exc, "api_message", None) or error.get("message") or exc.message
+            return self._status_error(exc.status_code, str(message), error.get("type"), self._key, exc.response.headers)
+        if isinstance(exc, anthropic.APITimeoutError):
+            return LLMError(self.provider, self.model, f"timed out ({self._attempts()})")
+        if isinstance(exc, anthropic.APIConnectionError):
+            return self._unreachable(exc, self.base_url or "the Anthropic API")
+        return LLMError(self.provider, self.model, _scrub(str(exc), self._key))

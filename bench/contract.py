@@ -1,0 +1,177 @@
+"""The strategy contract: the only thing the engine knows about a compaction strategy, and when to compact.
+
+A strategy is a frozen dataclass whose fields are its settings, with one method:
+
+    compact(context: Context, request: CompactionRequest) -> CompactionResult
+
+It gets the agent's current context and what the engine allows it to use (a token counter bound
+to the run's estimator, the window, a target, a summarizer), and returns the new message list.
+It never sees the replay, the recorded future or the metrics. Its result must depend only on
+the context and the request (no state, no randomness): a run makes each compaction once for all
+the settings that reach the same context with equal strategies (`compactlab.replay.shared_compactions`).
+Registration: see `compactlab.strategies.registry`. `Trigger` says when the engine asks for a compaction.
+
+This module is the bottom of the compaction side: it imports only the transcript model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from compactlab.transcripts.model import LLMCall, Message
+
+Reason = Literal["threshold", "warning", "critical", "overflow", "silent_overflow", "manual"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the agent would send next, and what the engine tracks about it."""
+
+    messages: tuple[Message, ...]
+    summary: str | None = None
+    compactions: int = 0
+    # The provider's own count for a prefix of `messages`: (number of messages it covers, tokens).
+    known_usage: tuple[int, int] | None = None
+    # Full pre-compaction histories kept by the archive strategy, newest last.
+    archives: tuple[tuple[Message, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What a summarizer is asked: summarize `messages` (optionally updating `previous_summary`).
+
+    `prompt` and `system` are the rendered prompt template, for LLM summarizers; `prompt_hash`
+    identifies the template so results can name the exact prompt. Extractive summarizers read
+    `messages` directly and ignore the prompt: one that says so (`reads_prompt = False`) gets
+    empty `prompt`, `system` and `prompt_hash`, and the strategy does not render them. `files_tracked`: the
+    strategy appends the file lists itself (through its template), so a summarizer need not list files.
+    """
+
+    messages: tuple[Message, ...]
+    prompt: str
+    system: str
+    prompt_hash: str
+    max_output_tokens: int
+    purpose: Literal["history", "turn_prefix", "update"] = "history"
+    previous_summary: str | None = None
+    files_tracked: bool = False
+
+
+@dataclass(frozen=True)
+class SummaryResponse:
+    text: str
+    usage: LLMCall | None = None  # None for summarizers that call no LLM
+
+
+class Summarizer(Protocol):
+    name: str
+    # Optional: `reads_prompt = False` for a summarizer that reads only `SummaryRequest.messages`
+    # (a strategy then skips rendering the prompt, most of a sweep's cost per summary).
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse: ...
+
+
+@dataclass(frozen=True)
+class CompactionRequest:
+    reason: Reason
+    window: int
+    target_tokens: int  # the prompt size the engine would like the context to end up at or below
+    count_tokens: Callable[[Sequence[Message]], int]  # the estimate of some messages (a piece of a context)
+    summarizer: Summarizer | None = None
+    # The size of a whole prompt made of these messages, in the units of `target_tokens` and of the
+    # engine's before/after: it adds what every prompt holds besides its messages (e.g. a system
+    # prompt and tools the recording lacks). None: `count_tokens`.
+    prompt_tokens: Callable[[Sequence[Message]], int] | None = None
+
+    def prompt_size(self, messages: Sequence[Message]) -> int:
+        """The size of a prompt of `messages`, to compare with `target_tokens`."""
+        return (self.prompt_tokens or self.count_tokens)(messages)
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    context: Context
+    messages_removed: int
+    summarizer_calls: tuple[LLMCall, ...] = ()
+    prompt_hash: str | None = None
+    note: str = ""  # one line for people: what the strategy did
+
+
+class Strategy(Protocol):
+    name: str
+
+    def compact(self, context: Context, request: CompactionRequest) -> CompactionResult: ...
+
+
+class CompactionFailed(RuntimeError):
+    """A strategy could not compact (e.g. its summarizer failed); the engine counts failures."""
+
+
+# Starts the note of a compaction a strategy finished another way after a step of it failed (its
+# summarizer, a pipeline stage): the engine hands on only the note, and a run counts these
+# fallbacks per strategy, so that a fallback never passes for the strategy's own result.
+FALLBACK_MARK = "[fell back]"
+
+
+def fallback_note(failure: object, outcome: str) -> str:
+    return f"{FALLBACK_MARK} {failure}; {outcome}"
+
+
+def fell_back(note: str | None) -> bool:
+    return bool(note) and FALLBACK_MARK in note
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """When to compact.
+
+    fraction: compact when the context reaches this share of the window (0.8).
+    absolute: compact at this many tokens, whatever the window (0 disables).
+    reserve_tokens: tokens kept free for the model's output: also compact when the context
+        exceeds window − reserve.
+    warning / critical: two levels (seed 003: 0.75 and 0.9). When set, `fraction` is ignored:
+        the warning level fires a "warning" compaction, the critical level a "critical" one.
+    target: share of the window a compaction aims to get under (strategies may use it as budget).
+    """
+
+    fraction: float = 0.8
+    absolute: int = 0
+    reserve_tokens: int = 0
+    warning: float | None = None
+    critical: float | None = None
+    target: float = 0.5
+
+    def check(self, tokens: int, window: int) -> Reason | None:
+        if self.critical is not None and tokens >= self.critical * window:
+            return "critical"
+        if self.warning is not None and tokens >= self.warning * window:
+            return "warning"
+        if self.warning is None and self.critical is None and tokens >= self.fraction * window:
+            return "threshold"
+        if self.absolute and tokens >= self.absolute:
+            return "threshold"
+        if self.reserve_tokens and tokens > window - self.reserve_tokens:
+            return "threshold"
+        return None
+
+    def fires_from(self, window: int) -> float:
+        """The smallest context size `check` fires at (inf: never). Every rule is a lower bound on
+        the size, so a replay can find the first call it fires at without asking call by call."""
+        levels: list[float] = []
+        if self.critical is not None:
+            levels.append(self.critical * window)
+        if self.warning is not None:
+            levels.append(self.warning * window)
+        if self.warning is None and self.critical is None:
+            levels.append(self.fraction * window)
+        if self.absolute:
+            levels.append(self.absolute)
+        if self.reserve_tokens:
+            levels.append(window - self.reserve_tokens + 1)  # sizes are whole tokens
+        return min(levels, default=math.inf)
+
+    def target_tokens(self, window: int) -> int:
+        return int(self.target * window)

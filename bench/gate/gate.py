@@ -1,0 +1,326 @@
+"""The CI gate on compaction quality: the baseline file and the regression rule.
+
+(The commands `compactlab check` and `compactlab baseline`, and the markdown summary, are in
+`bench/cli/gate_cli.py`.)
+
+`baseline` runs a suite (`bench/gate/suite.py`) and writes, per strategy label and metric, the value of
+every transcript, with the suite's hash, the compactlab version, the prompt hashes each strategy
+used and the hash of every transcript file. It never overwrites a baseline without `--update`.
+
+`check` runs the same suite and compares it with the baseline, per strategy and metric, on the
+transcripts both hold a value for. The regression rule, for a metric with tolerance t:
+
+    d_i  = new_i − baseline_i for each shared transcript i, signed so that positive is better
+           (−d_i for metrics where lower is better)
+    [lo, hi] = the paired percentile-bootstrap interval of mean(d) (`paired_bootstrap`: the
+           transcript is the resampled unit; `[gate]` confidence, resamples, seed)
+    t_abs = t, or t × |baseline mean| when the metric is `relative`
+    regression   ⇔  hi < −t_abs    (the whole interval is worse than the tolerance)
+    improvement  ⇔  lo > +t_abs
+
+For a metric measured per compaction (`Metric.per_compaction`: next-step preservation, summary
+recall) the baseline also keeps each compaction's value, and the interval is two-level
+(`two_level_bootstrap`): transcripts resampled, then the compactions within each drawn one. A
+second interval holds the transcripts and resamples only their compactions ("within sessions"):
+
+    regression   ⇔  hi < −t_abs  or  hi_within < −t_abs
+    improvement  ⇔  lo > +t_abs  or  lo_within > +t_abs      (when not a regression)
+
+The within-sessions interval is what makes a change confined to a few long sessions visible: with
+7 of 10 transcripts unchanged, a resample of transcripts draws none of the other 3 about 3% of the
+time, so an interval over transcripts alone always reaches 0 at 95%, however consistent the loss
+at every compaction of those 3 sessions.
+
+So a change that helps some transcripts and hurts others by chance does not fail a build, and
+neither does a consistent change smaller than the tolerance. A metric that had values in the
+baseline and has none now (e.g. a strategy stopped compacting) also fails. Values within 1e-12
+(relative) of the baseline count as unchanged, so float noise across platforms is no change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from compactlab.runs import runs
+from compactlab.results.catalogue import BY_NAME
+from compactlab.runs.llm_config import make_run_summarizer
+from compactlab.results.compaction_values import CompactionValue, compaction_values
+from compactlab.scoring.statistics import SessionValues, paired_bootstrap, two_level_bootstrap
+from compactlab.runs.run_storage import run_compaction_rows
+from compactlab.gate.suite import MetricSpec, Suite, SuiteError, metric_table, offline
+
+FORMAT = 1
+MAX_FLIPS_SHOWN = 10
+EPSILON = 1e-12  # float noise below which two values are the same
+
+
+@dataclass(frozen=True)
+class Flip:
+    transcript: str
+    baseline: float
+    new: float
+    worse: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    label: str
+    metric: MetricSpec
+    baseline: float  # means over the shared transcripts
+    new: float
+    change: float  # mean(new − baseline)
+    low: float
+    high: float
+    n: int
+    verdict: str  # regression | no values | worse | better | improved | ok | unchanged | n/a
+    flips: tuple[Flip, ...] = ()
+    missing: int = 0  # baseline transcripts with a value that have none in the new run
+    # Per-compaction metrics: the within-sessions interval (NaN otherwise) and the compactions compared.
+    within_low: float = math.nan
+    within_high: float = math.nan
+    compactions: int = 0
+    # Per flipped transcript (worse ones): the facts lost at its compactions that the baseline kept.
+    lost_facts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+@dataclass
+class Report:
+    comparisons: list[Comparison]
+    notes: list[str] = field(default_factory=list)
+    suite: str = ""
+    baseline: str = ""
+    transcripts: int = 0
+
+    @property
+    def regressions(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.verdict in ("regression", "no values")]
+
+
+# --- running and the baseline file -----------------------------------------------------------------
+
+
+def run_suite(suite: Suite, out: Path, offline_mode: bool = False, progress: bool = False):
+    """Replay the suite into `out`; the run result, its metric table (one row per transcript ×
+    strategy) and the per-compaction values of its per-compaction metrics."""
+    config = offline(suite.config) if offline_mode else suite.config
+    result = runs.run(config, out, progress=progress, summarizer=make_run_summarizer(config))
+    _ = result.compactions  # read while `out` exists: it may be a temporary folder (the prompt hashes need them)
+    return result, metric_table(out, result.transcripts), list(compaction_values(run_compaction_rows(out)))
+
+
+def compaction_document(suite: Suite, values: list[CompactionValue]) -> dict:
+    """label -> metric -> transcript -> [[at, value, [lost items]], ...] for the guarded per-compaction metrics."""
+    guarded = {m.name for m in suite.metrics if BY_NAME[m.name].per_compaction}
+    document: dict = {s.label: {name: {} for name in sorted(guarded)} for s in suite.config.strategies}
+    for v in sorted(values, key=lambda v: (v.config, v.metric, v.transcript, v.at)):
+        if v.metric in guarded and v.config in document:
+            document[v.config][v.metric].setdefault(v.transcript, []).append([v.at, v.value, sorted(v.lost)])
+    return document
+
+
+def baseline_document(suite: Suite, result, table: pd.DataFrame, per_compaction: list[CompactionValue] = ()) -> dict:
+    labels = [s.label for s in suite.config.strategies]
+    values = {}
+    for label in labels:
+        rows = table[table["config"] == label].set_index("transcript").sort_index() if not table.empty else pd.DataFrame()
+        values[label] = {m.name: {t: _number(v) for t, v in rows[m.name].items()} if m.name in rows else {} for m in suite.metrics}
+    return {
+        "format": FORMAT,
+        "compactlab": compactlab_version(),
+        "suite": {"file": suite.path.name, "hash": suite.hash},
+        "metrics": {m.name: {"direction": m.direction, "tolerance": m.tolerance, "relative": m.relative} for m in suite.metrics},
+        "strategies": {
+            label: {"entry": suite.strategies_written.get(label, {}), "prompt_hashes": prompt_hashes(result.compactions, label)}
+            for label in labels
+        },
+        "transcripts": {
+            t.id: {"file": _relative(t.source_path, suite.path.parent), "sha256": file_hash(t.source_path)}
+            for t in sorted(result.read.transcripts, key=lambda t: t.id)
+        },
+        "values": values,
+        "compactions": compaction_document(suite, list(per_compaction)),
+    }
+
+
+def read_baseline(path: Path, suite_path: Path) -> dict:
+    if not path.exists():
+        raise SuiteError(
+            f"no baseline at {path}: create it with `compactlab baseline --suite {suite_path} --baseline {path}` and commit it"
+        )
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SuiteError(f"{path}: not a readable baseline file ({exc})") from exc
+    if not isinstance(document, dict) or document.get("format") != FORMAT or not isinstance(document.get("values"), dict):
+        raise SuiteError(f"{path}: not a compactlab baseline of format {FORMAT}; recreate it with `compactlab baseline --update`")
+    return document
+
+
+def write_baseline(path: Path, document: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def check_matches(suite: Suite, baseline: dict, baseline_path: Path) -> None:
+    """Exit-2 problems: strategies or metrics the suite and the baseline do not share."""
+    update = f"if the change is deliberate, run `compactlab baseline --suite {suite.path} --baseline {baseline_path} --update`"
+    labels = [s.label for s in suite.config.strategies]
+    missing = [label for label in labels if label not in baseline["values"]]
+    if missing:
+        raise SuiteError(f"the baseline has no strategy {', '.join(map(repr, missing))} of the suite; {update}")
+    for label in labels:
+        absent = [m.name for m in suite.metrics if m.name not in baseline["values"][label]]
+        if absent:
+            raise SuiteError(f"the baseline has no values of {', '.join(absent)} for {label!r}; {update}")
+
+
+def stale_strategies(suite: Suite, baseline: dict) -> list[str]:
+    labels = {s.label for s in suite.config.strategies}
+    return sorted(set(baseline["values"]) - labels)
+
+
+# --- comparing ---------------------------------------------------------------------------------------
+
+
+def compare(suite: Suite, baseline: dict, table: pd.DataFrame, values: list[CompactionValue] | None = None) -> Report:
+    """The suite's run (`table`, and `values`: its per-compaction values) against the baseline.
+    Per-compaction metrics get the two-level rule where both sides have compaction values (a
+    baseline written before they were kept gets the rule over transcripts alone)."""
+    report = Report([], suite=str(suite.path), transcripts=int(table["transcript"].nunique()) if not table.empty else 0)
+    new_compactions = compaction_document(suite, values or [])
+    for strategy in suite.config.strategies:
+        rows = table[table["config"] == strategy.label].set_index("transcript") if not table.empty else pd.DataFrame()
+        for metric in suite.metrics:
+            old = {t: v for t, v in baseline["values"][strategy.label][metric.name].items() if v is not None}
+            new = {t: _number(v) for t, v in rows[metric.name].items()} if metric.name in rows else {}
+            new = {t: v for t, v in new.items() if v is not None}
+            old_points = baseline.get("compactions", {}).get(strategy.label, {}).get(metric.name)
+            new_points = new_compactions.get(strategy.label, {}).get(metric.name)
+            points = (old_points, new_points) if old_points is not None and values is not None else None
+            report.comparisons.append(_compare(strategy.label, metric, old, new, suite, points))
+    return report
+
+
+def _compare(label: str, metric: MetricSpec, old: dict, new: dict, suite: Suite, points: tuple[dict, dict] | None = None) -> Comparison:
+    shared = sorted(set(old) & set(new))
+    missing = len(set(old) - set(new))
+    if not shared:
+        verdict = "no values" if old else "n/a"
+        return Comparison(label, metric, mean_of(old.values()), mean_of(new.values()), math.nan, math.nan, math.nan, 0, verdict, (), missing)
+    b = np.array([old[t] for t in shared])
+    a = np.array([new[t] for t in shared])
+    a = np.where(np.abs(a - b) <= EPSILON * np.maximum(1.0, np.abs(b)), b, a)  # float noise is no change
+    paired = paired_bootstrap(a, b, resamples=suite.resamples, seed=suite.seed, confidence=suite.confidence)
+    low, high, within, compactions = paired.low, paired.high, (math.nan, math.nan), 0
+    if points is not None:
+        sessions = [_session(points[0].get(t, []), points[1].get(t, [])) for t in shared]
+        two = two_level_bootstrap(sessions, resamples=suite.resamples, seed=suite.seed, confidence=suite.confidence, epsilon=EPSILON)
+        if two.n == len(shared):  # every shared transcript has its compactions on both sides
+            low, high, within, compactions = two.low, two.high, (two.within_low, two.within_high), two.compactions
+    allowed = metric.allowed(float(b.mean()))
+    intervals = [sorted((metric.gain(low), metric.gain(high)))]
+    if not math.isnan(within[0]):
+        intervals.append(sorted((metric.gain(within[0]), metric.gain(within[1]))))
+    if np.array_equal(a, b):
+        verdict = "unchanged"
+    elif any(gains[1] < -allowed for gains in intervals):
+        verdict = "regression"
+    elif any(gains[0] > allowed for gains in intervals):
+        verdict = "improved"
+    elif any(gains[1] < 0 for gains in intervals):
+        verdict = "worse"  # an interval excludes no change, but not the tolerance
+    elif any(gains[0] > 0 for gains in intervals):
+        verdict = "better"
+    else:
+        verdict = "ok"
+    flips = []
+    for transcript, x, y in zip(shared, a, b):
+        change = x - y
+        if change != 0 and abs(change) > metric.allowed(y):
+            flips.append(Flip(transcript, float(y), float(x), worse=metric.gain(change) < 0))
+    flips.sort(key=lambda f: metric.gain(f.new - f.baseline))  # worst first
+    # The rule judges per-session means; a metric the catalogue adds up is shown as its total, as everywhere.
+    scale = len(shared) if BY_NAME[metric.name].aggregate == "sum" else 1
+    lost = tuple((f.transcript, _newly_lost(points[0].get(f.transcript, []), points[1].get(f.transcript, [])))
+                 for f in flips if f.worse) if points is not None else ()
+    return Comparison(label, metric, scale * float(b.mean()), scale * float(a.mean()), scale * paired.mean_diff, scale * low,
+                      scale * high, paired.n, verdict, tuple(flips), missing, scale * within[0], scale * within[1], compactions,
+                      tuple((t, items) for t, items in lost if items))
+
+
+def _session(old: list, new: list) -> SessionValues:
+    """A transcript's compaction values on both sides (`compaction_document` entries)."""
+    return SessionValues(tuple(p[0] for p in old), np.array([p[1] for p in old], dtype=float),
+                         tuple(p[0] for p in new), np.array([p[1] for p in new], dtype=float))
+
+
+def _newly_lost(old: list, new: list) -> tuple[str, ...]:
+    """The facts lost at the new run's compactions that the baseline did not lose at the same point
+    (at any of its points, where the points differ)."""
+    before = {p[0]: set(p[2]) for p in old}
+    anywhere = set().union(*before.values()) if before else set()
+    found = [item for at, _, items in new for item in items if item not in before.get(at, anywhere)]
+    return tuple(dict.fromkeys(found))
+
+
+# --- small helpers -----------------------------------------------------------------------------------
+
+
+def _number(value: object) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) or math.isinf(number) else number
+
+
+def mean_of(values) -> float:
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else math.nan
+
+
+def fmt(value: float) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4g}"
+
+
+def flat_entry(entry: dict) -> dict:
+    """A strategy entry with its `settings` table spelled out as `settings.KEY`."""
+    flat = {k: v for k, v in entry.items() if k != "settings"}
+    flat.update({f"settings.{k}": v for k, v in (entry.get("settings") or {}).items()})
+    return flat
+
+
+def prompt_hashes(compactions: pd.DataFrame, label: str) -> list[str]:
+    if compactions.empty or "prompt_hash" not in compactions:
+        return []
+    return sorted({h for h in compactions.loc[compactions["config"] == label, "prompt_hash"] if isinstance(h, str) and h})
+
+
+def _relative(path: str, folder: Path) -> str:
+    try:
+        return Path(os.path.relpath(Path(path).resolve(), folder.resolve())).as_posix()
+    except ValueError:  # another drive on Windows
+        return str(path)
+
+
+def file_hash(path: str) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def compactlab_version() -> str | None:
+    try:
+        return version("compactlab")
+    except Exception:  # noqa: BLE001 - not installed as a package
+        return None

@@ -1,0 +1,248 @@
+"""Regression suites: a run configuration plus the metrics a CI gate guards (`compactlab check`).
+
+A suite is a TOML file with every key of a run configuration (`bench/runs/run_config.py`) and two
+more tables:
+
+    datasets = ["../../datasets/m-claude/transcripts/21e3c711-....jsonl.gz", "mini-swe-agent-pr816"]
+    window = 32000
+
+    [[strategy]]
+    name = "summarize"
+    settings = { template = "prompts/summary.j2" }   # a path relative to this file, or a bundled name
+
+    [summarizer]                                      # only for strategies with summarizer = "llm"
+    provider = "openai"
+    model = "gpt-4.1-mini"
+    cache_dir = "llm-cache"                           # commit it; CI replays it with --offline
+
+    [metrics.preservation_k5]                         # one table per guarded metric
+    direction = "higher"                              # which way is better: higher | lower (default: the catalogue's)
+    tolerance = 0.01                                  # change allowed before it can count as a regression
+                                                      # (default: the catalogue's)
+    [metrics.total_cost]
+    direction = "lower"
+    tolerance = 0.02
+    relative = true                                   # tolerance as a share of the baseline mean
+
+    [gate]                                            # optional: the paired bootstrap's settings
+    confidence = 0.95
+    resamples = 10000
+    seed = 0
+
+Relative paths (datasets, `*template` settings, `file.py:Name` strategies, cache_dir) are read
+relative to the suite file, so a suite works from any working directory. A metric is one of
+`compactlab.results.catalogue.METRICS`: a column of `compactlab.results.metrics.transcript_summary` (one value per transcript
+× strategy) or a per-kind next-step preservation, `preservation_k1_path` ... `preservation_k5_number`:
+the share of the needed items of that kind (path, identifier, command, url, error, number) still in
+the compacted context. Its direction and tolerance default to the catalogue's.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import pandas as pd
+
+from compactlab.results.catalogue import BY_NAME, KIND_METRICS
+from compactlab.results.compaction_values import compaction_values
+from compactlab.transcripts.datasets import list_datasets
+from compactlab.runs.run_config import RunConfig, config_from_data
+from compactlab.runs.run_storage import run_compaction_rows
+
+# Every per-session metric of the catalogue, whose label, direction and default tolerance a suite's
+# [metrics] table starts from.
+KNOWN_METRICS = tuple(BY_NAME)
+RUN_KEYS = frozenset({f.name for f in fields(RunConfig)} | {"strategy"})
+SUITE_KEYS = frozenset({"metrics", "gate"})
+METRIC_KEYS = frozenset({"direction", "tolerance", "relative"})
+GATE_DEFAULTS = {"confidence": 0.95, "resamples": 10_000, "seed": 0}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    direction: str  # "higher" or "lower": which way is better
+    tolerance: float = 0.0
+    relative: bool = False  # tolerance is a share of the baseline mean (per transcript: of its baseline value)
+
+    def allowed(self, reference: float) -> float:
+        """The absolute change allowed around `reference` before a change counts."""
+        return self.tolerance * abs(reference) if self.relative else self.tolerance
+
+    def gain(self, change: float) -> float:
+        """A change expressed so that positive is better."""
+        return change if self.direction == "higher" else -change
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    config: RunConfig  # paths resolved relative to the suite file
+    metrics: tuple[MetricSpec, ...]
+    confidence: float
+    resamples: int
+    seed: int
+    written: dict  # the suite as written (before resolving paths): what its hash covers
+    hash: str
+    strategies_written: dict  # label -> the strategy entry as written (for "what changed" notes)
+
+
+class SuiteError(ValueError):
+    """A suite that cannot be run as written (exit code 2)."""
+
+
+def load_suite(path: Path) -> Suite:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SuiteError(f"suite file {path} not found") from None
+    except OSError as exc:
+        raise SuiteError(f"{path}: cannot read the suite: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteError(f"{path}: invalid TOML: {exc}") from exc
+    unknown = sorted(set(data) - RUN_KEYS - SUITE_KEYS)
+    if unknown:
+        raise SuiteError(f"{path}: unknown settings {_hints(unknown, RUN_KEYS | SUITE_KEYS)}")
+    metrics = _metrics(data.get("metrics"), path)
+    gate = _gate(data.get("gate", {}), path)
+    run_part = {k: v for k, v in data.items() if k not in SUITE_KEYS}
+    config = config_from_data(_resolve_paths(run_part, path.parent), path)
+    if not config.strategies:
+        raise SuiteError(f"{path}: a suite names its strategies (`strategies = [...]` or [[strategy]] tables)")
+    written = {"run": run_part, "metrics": [m.__dict__ for m in metrics], "gate": gate}
+    digest = hashlib.sha256(json.dumps(written, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:16]
+    # config_from_data lists `strategies` entries first, then [[strategy]] tables: the same order here.
+    entries = [*run_part.get("strategies", []), *run_part.get("strategy", [])]
+    as_written = {s.label: e if isinstance(e, dict) else {"name": e} for s, e in zip(config.strategies, entries)}
+    return Suite(path, config, metrics, gate["confidence"], gate["resamples"], gate["seed"], written, digest, as_written)
+
+
+def _hints(names: list[str], known) -> str:
+    parts = []
+    for name in names:
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return ", ".join(parts)
+
+
+def _metrics(table: object, path: Path) -> tuple[MetricSpec, ...]:
+    if not isinstance(table, dict) or not table:
+        raise SuiteError(
+            f"{path}: a suite needs a [metrics] table, one entry per guarded metric, e.g.\n"
+            '  [metrics.preservation_k5]\n  direction = "higher"\n  tolerance = 0.01'
+        )
+    unknown = [name for name in table if name not in KNOWN_METRICS]
+    if unknown:
+        raise SuiteError(f"{path}: unknown metric {_hints(unknown, KNOWN_METRICS)}; known: {', '.join(KNOWN_METRICS)}")
+    specs = []
+    for name, entry in table.items():
+        where = f"{path}: [metrics.{name}]"
+        if not isinstance(entry, dict):
+            raise SuiteError(f'{where} must be a table with `direction` ("higher" or "lower") and `tolerance`')
+        extra = sorted(set(entry) - METRIC_KEYS)
+        if extra:
+            raise SuiteError(f"{where}: unknown keys {_hints(extra, METRIC_KEYS)}; known: {', '.join(sorted(METRIC_KEYS))}")
+        known = BY_NAME[name]
+        direction = entry.get("direction", known.direction)
+        if direction not in ("higher", "lower"):
+            raise SuiteError(f'{where}: `direction` must be "higher" or "lower" (which way is better), got {direction!r}'
+                             + (" (the catalogue gives this metric no better direction)" if "direction" not in entry else ""))
+        tolerance = entry.get("tolerance", known.tolerance)
+        if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or tolerance < 0:
+            raise SuiteError(f"{where}: `tolerance` must be a number ≥ 0, got {tolerance!r}")
+        relative = entry.get("relative", False)
+        if not isinstance(relative, bool):
+            raise SuiteError(f"{where}: `relative` must be true or false, got {relative!r}")
+        specs.append(MetricSpec(name, direction, float(tolerance), relative))
+    return tuple(specs)
+
+
+def _gate(table: object, path: Path) -> dict:
+    if not isinstance(table, dict):
+        raise SuiteError(f"{path}: [gate] must be a table")
+    extra = sorted(set(table) - set(GATE_DEFAULTS))
+    if extra:
+        raise SuiteError(f"{path}: [gate]: unknown keys {_hints(extra, GATE_DEFAULTS)}; known: {', '.join(GATE_DEFAULTS)}")
+    gate = {**GATE_DEFAULTS, **table}
+    if not isinstance(gate["confidence"], float) or not 0 < gate["confidence"] < 1:
+        raise SuiteError(f"{path}: [gate] confidence must be between 0 and 1, got {gate['confidence']!r}")
+    for key, low in (("resamples", 100), ("seed", 0)):
+        if not isinstance(gate[key], int) or isinstance(gate[key], bool) or gate[key] < low:
+            raise SuiteError(f"{path}: [gate] {key} must be a whole number ≥ {low}, got {gate[key]!r}")
+    return gate
+
+
+def _resolve_paths(data: dict, folder: Path) -> dict:
+    """The run part of a suite with its relative paths made relative to the suite's folder."""
+    data = dict(data)
+    bundled = {d.name for d in list_datasets()}
+
+    def local(value: object) -> object:
+        if isinstance(value, str) and value and not Path(value).is_absolute() and (folder / value).exists():
+            return str((folder / value).resolve())
+        return value
+
+    datasets = data.get("datasets", [])
+    data["datasets"] = [entry if entry in bundled else local(entry) for entry in ([datasets] if isinstance(datasets, str) else datasets)]
+    for key in ("strategies", "strategy"):
+        entries = data.get(key, [])
+        if isinstance(entries, list):
+            data[key] = [_resolve_strategy(entry, local) for entry in entries]
+    for key in ("summarizer", "judge"):
+        table = data.get(key)
+        if isinstance(table, dict) and isinstance(table.get("cache_dir"), str) and not Path(table["cache_dir"]).is_absolute():
+            data[key] = {**table, "cache_dir": str((folder / table["cache_dir"]).resolve())}
+    return data
+
+
+def _resolve_strategy(entry: object, local) -> object:
+    if not isinstance(entry, dict):
+        return entry
+    entry = dict(entry)
+    name = entry.get("name")
+    if isinstance(name, str) and ":" in name:
+        file, _, attribute = name.rpartition(":")
+        entry["name"] = f"{local(file)}:{attribute}"
+    settings = entry.get("settings")
+    if isinstance(settings, dict):
+        entry["settings"] = {k: local(v) if k.endswith("template") else v for k, v in settings.items()}
+    return entry
+
+
+def select(suite: Suite, labels: list[str] | None) -> Suite:
+    """The suite restricted to the strategies labelled `labels` (None: all)."""
+    if not labels:
+        return suite
+    known = [s.label for s in suite.config.strategies]
+    unknown = [label for label in labels if label not in known]
+    if unknown:
+        raise SuiteError(f"{suite.path}: no strategy labelled {_hints(unknown, known)}; the suite has: {', '.join(known)}")
+    chosen = tuple(s for s in suite.config.strategies if s.label in labels)
+    return replace(suite, config=replace(suite.config, strategies=chosen))
+
+
+def offline(config: RunConfig) -> RunConfig:
+    """The configuration with its LLM tables reading recorded responses only (CacheMiss otherwise)."""
+    changes = {key: {**getattr(config, key), "mode": "offline"} for key in ("summarizer", "judge") if getattr(config, key, None)}
+    return replace(config, **changes)
+
+
+def metric_table(out: Path, transcripts: pd.DataFrame) -> pd.DataFrame:
+    """`transcripts` (a run's transcript_summary) plus the per-kind preservation columns, from the
+    run directory's compaction rows."""
+    records = [{"transcript": v.transcript, "config": v.config, "column": v.metric, "score": v.value}
+               for v in compaction_values(run_compaction_rows(out)) if v.metric in KIND_METRICS]
+    table = transcripts.copy()
+    if records:
+        kinds = pd.DataFrame(records).pivot_table(index=["transcript", "config"], columns="column", values="score", aggfunc="mean")
+        table = table.join(kinds, on=["transcript", "config"])
+    for column in KIND_METRICS:
+        if column not in table:
+            table[column] = float("nan")
+    return table

@@ -1,0 +1,33 @@
+"""How many sessions of the bundled datasets (and the shared transcripts, when present) the built-in
+price table prices completely, and which models it lacks.
+
+    python -m compactlab.measure.measure_cost_coverage [FOLDER ...]
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+from compactlab.compaction.llm.prices import price_for
+from compactlab.transcripts.loading import load_inputs
+
+SHARED = Path("/work/shared/transcripts")
+
+
+def main(inputs: list[str]) -> None:
+    loaded = load_inputs(inputs or None, lenient=True)
+    with_calls = [t for t in loaded.transcripts if t.calls]
+    unpriced: Counter[str] = Counter()
+    priced = 0
+    for transcript in with_calls:
+        missing = {c.model or "(no model)" for c in transcript.calls if not c.model or price_for(c.model) is None}
+        priced += not missing
+        unpriced.update(missing)
+    print(f"{priced} of {len(with_calls)} sessions priced; unpriced models (sessions): {dict(unpriced.most_common())}")
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    main(args or ([] if not SHARED.exists() else [str(p) for p in sorted(SHARED.iterdir()) if p.is_dir()]))

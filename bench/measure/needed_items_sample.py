@@ -1,0 +1,62 @@
+"""Draw, refresh and score the labelled sample of next-step needed items (compactlab.measure.needed_sample).
+
+    python -m compactlab.measure.needed_items_sample draw [--seed 15] [--items 70] [--out FILE]
+    python -m compactlab.measure.needed_items_sample refresh [FILE]
+    python -m compactlab.measure.needed_items_sample score [FILE]
+
+`draw` writes a fresh sample with null labels, for relabelling by docs/needed-items-labelling.md
+(it refuses to overwrite a file). `refresh` adds to a sample what the current extractor now finds in
+its steps (new needed items get a null label: read them). `score` prints precision per source on
+what the extractor finds now, and recall on the steps read for it. FILE defaults to the committed
+sample; the shared transcripts are looked for where tests/conftest.py looks (--shared to change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from compactlab.measure.needed_sample import SOURCES, draw, needed_now, read_sample, refresh, scores, unlabelled, write_sample
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "tests" / "data" / "needed_items_sample.jsonl"
+SHARED = next((p for p in (REPO.parent / "shared" / "transcripts", REPO.parents[1] / "shared" / "transcripts") if p.is_dir()), REPO.parent / "shared" / "transcripts")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=("draw", "refresh", "score"))
+    parser.add_argument("file", nargs="?", type=Path, default=SAMPLE)
+    parser.add_argument("--out", type=Path, help="draw: where to write (default: FILE)")
+    parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument("--items", type=int, default=70, help="draw: needed items per source, at least")
+    parser.add_argument("--shared", type=Path, default=SHARED)
+    args = parser.parse_args(argv)
+    if args.action == "draw":
+        out = args.out or args.file
+        if out.exists():
+            parser.error(f"{out} exists; give --out for a fresh sample")
+        steps = draw(args.shared, args.seed, args.items, SOURCES)
+        write_sample(steps, out)
+        print(f"{out}: {len(steps)} steps, {sum(len(s.items) for s in steps)} needed items to label")
+        return 0
+    steps = read_sample(args.file)
+    if args.action == "refresh":
+        steps = refresh(steps, args.shared)
+        write_sample(steps, args.file)
+        print(f"{args.file}: {len(unlabelled(steps, needed_now(steps, args.shared)))} needed items to label")
+        return 0
+    needed = needed_now(steps, args.shared)
+    open_labels = unlabelled(steps, needed)
+    for step, item in open_labels:
+        print(f"no label (run refresh, then label it): {step.transcript} step {step.step}: {item.kind} {item.text!r}", file=sys.stderr)
+    print(f"{'source':22} {'steps':>5} {'items':>5} {'meaningful':>10} {'noise':>5} {'produced':>8} {'precision':>9} {'recall':>16}")
+    for score in scores(steps, needed).values():
+        precision = f"{score.precision:.1%}" if score.precision is not None else "-"
+        recall = f"{score.recall:.1%} ({score.recall_found}/{score.recall_found + score.recall_missed})" if score.recall is not None else "-"
+        print(f"{score.source:22} {score.steps:>5} {score.labelled:>5} {score.meaningful:>10} {score.noise:>5} {score.produced:>8} {precision:>9} {recall:>16}")
+    return 1 if open_labels else 0
+
+if __name__ == "__main__":
+    sys.exit(main())

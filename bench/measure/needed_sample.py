@@ -1,0 +1,242 @@
+"""A hand-labelled sample of next-step needed items, to measure the extractor's precision and recall.
+
+The labelling rule is docs/needed-items-labelling.md. The sample (tests/data/needed_items_sample.jsonl)
+holds whole steps, one JSON record per sampled assistant step, drawn with a fixed seed from every
+source of the shared real transcripts:
+
+    {"source", "transcript" (path under the shared folder), "step" (message index), "message"
+     (the step itself: role and parts), "items": [{"kind", "text", "context", "label"}],
+     "missed": [[kind, text], ...] or absent}
+
+`items` are the needed items of the step as compactlab.scoring.preservation computes them for k = 1 (what the
+extractor finds in the step that the history before it holds), with a short context. `label` is
+"meaningful", "noise" or "produced" (by the rule), or null until someone reads it. A record with
+`missed` was read for recall: `missed` lists the meaningful consumed items that the history holds
+and the extractor did not find. Labels of items the extractor no longer finds are kept (they no
+longer count), so a change can be undone without labelling again.
+
+Scoring recomputes the needed items from the shared transcripts with the current code; the stored
+step must still be the transcript's message there. A needed item that no record labels is an
+error to fix by labelling it (`python -m compactlab.measure.needed_items_sample refresh`), never skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from compactlab.transcripts.importers import load_file
+from compactlab.scoring.matching import Item, _searchable
+from compactlab.transcripts.model import Message, Transcript, part_from_dict, part_to_dict
+from compactlab.scoring.preservation import needed_items
+
+SOURCES = ("claude-code-log", "m-claude", "mini-swe-agent-pr816", "mini-swe-agent-v1", "codex-rollouts")
+LABELS = ("meaningful", "noise", "produced")
+TRANSCRIPT_SUFFIXES = (".jsonl", ".json")
+
+
+class SampleError(ValueError):
+    """A sample file that cannot be read: names the file, the line and what is wrong."""
+
+
+@dataclass(frozen=True)
+class SampledStep:
+    source: str
+    transcript: str
+    step: int
+    message: Message
+    items: tuple[dict, ...]  # {"kind", "text", "context", "label"}
+    missed: tuple[tuple[str, str], ...] | None  # None: not read for recall
+
+    def labels(self) -> dict[Item, str | None]:
+        return {Item(i["kind"], i["text"]): i["label"] for i in self.items}
+
+
+@dataclass(frozen=True)
+class SourceScore:
+    source: str
+    steps: int
+    labelled: int  # needed items found now that carry a label
+    meaningful: int
+    noise: int
+    produced: int
+    recall_steps: int
+    recall_found: int  # meaningful items found in the steps read for recall
+    recall_missed: int
+
+    @property
+    def precision(self) -> float | None:
+        return self.meaningful / self.labelled if self.labelled else None
+
+    @property
+    def recall(self) -> float | None:
+        total = self.recall_found + self.recall_missed
+        return self.recall_found / total if total else None
+
+
+# --- reading and writing -------------------------------------------------------------------------
+
+
+def message_to_dict(message: Message) -> dict:
+    return {"role": message.role, "parts": [part_to_dict(p) for p in message.parts]}
+
+
+def message_from_dict(data: dict) -> Message:
+    return Message(data["role"], tuple(part_from_dict(p) for p in data["parts"]))
+
+
+def step_to_dict(step: SampledStep) -> dict:
+    record = {
+        "source": step.source, "transcript": step.transcript, "step": step.step,
+        "items": list(step.items),
+    }
+    if step.missed is not None:
+        record["missed"] = [list(m) for m in step.missed]
+    record["message"] = message_to_dict(step.message)
+    return record
+
+
+def read_sample(path: Path) -> list[SampledStep]:
+    steps = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            items = tuple(data["items"])
+            for item in items:
+                if item.get("label") not in (*LABELS, None) or not {"kind", "text"} <= item.keys():
+                    raise ValueError(f"item {item.get('text')!r}: label must be one of {LABELS} or null")
+            missed = data.get("missed")
+            steps.append(SampledStep(
+                data["source"], data["transcript"], int(data["step"]), message_from_dict(data["message"]), items,
+                None if missed is None else tuple((k, t) for k, t in missed),
+            ))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SampleError(f"{path}:{number}: {type(exc).__name__}: {exc}") from exc
+    return steps
+
+
+def write_sample(steps: Iterable[SampledStep], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(step_to_dict(s), ensure_ascii=False) for s in steps]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# --- scoring -------------------------------------------------------------------------------------
+
+Needed = dict[tuple[str, int], tuple[Item, ...]]  # (transcript, step) -> what the step needs now
+
+
+def needed_now(steps: Sequence[SampledStep], shared: Path) -> Needed:
+    """The needed items of each sampled step by the current code, from the shared transcripts."""
+    loaded: dict[str, list[Transcript]] = {}
+    result = {}
+    for step in steps:
+        if step.transcript not in loaded:
+            loaded[step.transcript] = load_file(shared / step.transcript, lenient=True)
+        stored = message_to_dict(step.message)
+        transcript = next(
+            (t for t in loaded[step.transcript] if step.step < len(t.messages) and message_to_dict(t.messages[step.step]) == stored),
+            None,
+        )
+        if transcript is None:
+            raise SampleError(f"{shared / step.transcript}: message {step.step} is not the sampled step any more")
+        result[(step.transcript, step.step)] = (needed_items(transcript.messages, step.step, (1,))[1] or ())
+    return result
+
+
+def unlabelled(steps: Sequence[SampledStep], needed: Needed) -> list[tuple[SampledStep, Item]]:
+    """Needed items that no record labels (new to the sample, or with a null label)."""
+    return [
+        (step, item) for step in steps for item in needed[(step.transcript, step.step)]
+        if step.labels().get(item) is None
+    ]
+
+
+def scores(steps: Sequence[SampledStep], needed: Needed) -> dict[str, SourceScore]:
+    """Precision per source on what the extractor needs now; recall on the steps read for it."""
+    result = {}
+    for source in dict.fromkeys(s.source for s in steps):
+        counts = dict.fromkeys(LABELS, 0)
+        recall_steps = recall_found = recall_missed = 0
+        of_source = [s for s in steps if s.source == source]
+        for step in of_source:
+            labels = step.labels()
+            found = [labels[i] for i in needed[(step.transcript, step.step)] if labels.get(i) is not None]
+            for label in found:
+                counts[label] += 1
+            if step.missed is not None:
+                recall_steps += 1
+                recall_found += found.count("meaningful")
+                recall_missed += len(step.missed)
+        result[source] = SourceScore(
+            source, len(of_source), sum(counts.values()), counts["meaningful"], counts["noise"], counts["produced"],
+            recall_steps, recall_found, recall_missed,
+        )
+    return result
+
+
+# --- drawing from the shared transcripts ---------------------------------------------------------
+
+
+def transcript_files(shared: Path, source: str) -> list[Path]:
+    folder = shared / source
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such source folder of the shared transcripts")
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in TRANSCRIPT_SUFFIXES)
+
+
+def load_source(shared: Path, source: str) -> Iterator[tuple[str, Transcript]]:
+    """Each transcript of a source with its path under `shared` (damaged records skipped, as --lenient)."""
+    for path in transcript_files(shared, source):
+        for transcript in load_file(path, lenient=True):
+            yield path.relative_to(shared).as_posix(), transcript
+
+
+def context_of(message: Message, text: str, width: int = 60) -> str:
+    """The item's first occurrence in the step's text, with `width` characters either side, on one line."""
+    whole = "\n".join(_searchable(message))
+    at = whole.find(text)
+    if at == -1:
+        return ""
+    return " ".join(whole[max(0, at - width) : at + len(text) + width].split())
+
+
+def _item_record(message: Message, item: Item) -> dict:
+    return {"kind": item.kind, "text": item.text, "context": context_of(message, item.text), "label": None}
+
+
+def draw(shared: Path, seed: int, items_per_source: int, sources: Sequence[str] = SOURCES) -> list[SampledStep]:
+    """Random assistant steps of each source (uniform over steps that need something), whole, until
+    each source has at least `items_per_source` needed items. Labels are null: read them by the rule."""
+    sample = []
+    for source in sources:
+        transcripts = list(load_source(shared, source))
+        positions = [(t, i) for t, (_, tr) in enumerate(transcripts) for i, m in enumerate(tr.messages) if m.role == "assistant"]
+        random.Random(f"{seed}:{source}").shuffle(positions)
+        total = 0
+        for t, index in positions:
+            if total >= items_per_source:
+                break
+            name, transcript = transcripts[t]
+            needed = needed_items(transcript.messages, index, (1,))[1] or ()
+            if needed:
+                total += len(needed)
+                message = transcript.messages[index]
+                sample.append(SampledStep(source, name, index, message, tuple(_item_record(message, i) for i in needed), None))
+    return sample
+
+
+def refresh(steps: Sequence[SampledStep], shared: Path) -> list[SampledStep]:
+    """The steps with each item the current code needs and no record lists added, label null (to read)."""
+    needed = needed_now(steps, shared)
+    result = []
+    for step in steps:
+        known = step.labels()
+        new = [_item_record(step.message, i) for i in needed[(step.transcript, step.step)] if i not in known]
+        result.append(replace(step, items=(*step.items, *new)))
+    return result

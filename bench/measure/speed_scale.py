@@ -1,0 +1,157 @@
+"""Time and peak memory of `compactlab run` as the number of sessions grows.
+
+    python -m compactlab.measure.speed_scale [--sizes 100 1000 10000] [--settings 21] [--source PATH ...]
+                                [--corpus DIR] [--workers N]
+
+N sessions are built from real ones (the shared transcripts, else the bundled datasets): session
+i is real session i mod R (in a fixed shuffled order, so that every N mixes every source alike)
+with every message text changed for its copy number (a suffix), so no count cached for one copy
+serves another: each copy costs what a new session of that size would. The copies are written as
+canonical JSONL (gzipped, one session per file, as SWE-bench publishes a trajectory per task) to
+`--corpus` (default: a temporary folder), once per N and reused.
+
+Each N runs in a fresh process, as `compactlab run` would, replaying the first `--settings` of the
+default strategies; it reports the wall time from `compactlab.runs.runs.run` on (reading, replaying,
+metrics, the run directory) and its peak memory: the resident size of the run's process
+(getrusage RUSAGE_SELF maxrss) and of its largest worker (RUSAGE_CHILDREN maxrss), and their sum
+bound: the parent plus every worker at the largest one's peak (forked workers share pages with
+the parent, so the real total is lower). The ratios are against the smallest N: time should grow
+as N, memory not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from compactlab.transcripts.importers.canonical import transcript_lines
+from compactlab.transcripts.loading import load_inputs
+from compactlab.transcripts.model import TextPart, ThinkingPart, ToolResultPart, Transcript
+
+REPO = Path(__file__).resolve().parents[1]
+ONE_RUN = "--one-run"  # internal: time one run in this process and print it as JSON
+
+
+def sources() -> list[str]:
+    """The real sessions the copies are made of: the shared transcripts where they are, else the bundled datasets."""
+    # Beside the repository, or one folder further up for a worktree (as tests/conftest.py looks).
+    for candidate in (REPO.parent / "shared" / "transcripts", REPO.parents[1] / "shared" / "transcripts"):
+        if candidate.is_dir():
+            return [str(p) for p in sorted(candidate.iterdir()) if p.is_dir()]
+    return []  # load_inputs(None): every bundled dataset
+
+
+def real_sessions(arguments: list[str]) -> list[Transcript]:
+    transcripts = [t for t in load_inputs(arguments or None, lenient=True).transcripts if t.calls]
+    random.Random(19).shuffle(transcripts)
+    return transcripts
+
+
+def copy_of(transcript: Transcript, number: int, path: Path) -> Transcript:
+    """The session with every text part and tool output changed for copy `number` (and its own id and path)."""
+    mark = f" ~{number}"
+
+    def changed(part):
+        if isinstance(part, (TextPart, ThinkingPart)):
+            return replace(part, text=part.text + mark)
+        if isinstance(part, ToolResultPart):
+            return replace(part, content=part.content + mark)
+        return part
+
+    messages = tuple(replace(m, parts=tuple(map(changed, m.parts))) for m in transcript.messages)
+    return replace(transcript, id=f"{transcript.id}~{number}", source_path=str(path), messages=messages)
+
+
+def build_corpus(real: list[Transcript], size: int, folder: Path) -> Path:
+    """`size` sessions in `folder` (kept: a folder already holding them is used as it is)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    done = folder / ".complete"
+    if done.exists():
+        return folder
+    for index in range(size):
+        path = folder / f"session-{index:06d}.jsonl.gz"
+        lines = transcript_lines(copy_of(real[index % len(real)], index // len(real), path))
+        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+        path.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=1, mtime=0))
+    done.write_text(f"{size}\n")
+    return folder
+
+
+def one_run(corpus: str, settings: int, workers: int | None) -> dict:
+    """One run over `corpus` in this process: its time and peak memory."""
+    from compactlab.runs import runs
+    from compactlab.runs.run_config import RunConfig, default_strategies
+
+    config = RunConfig(datasets=(corpus,), strategies=default_strategies()[:settings])
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        result = runs.run(config, Path(out), workers=workers)
+        seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "sessions": int(result.transcripts["transcript"].nunique()),
+        "settings": settings,
+        "parent_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "worker_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    }
+
+
+def _run_in_fresh_process(corpus: Path, settings: int, workers: int | None) -> dict:
+    command = [sys.executable, "-m", "compactlab.measure.speed_scale", ONE_RUN, str(corpus), str(settings), str(workers or 0)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the measured run over {corpus} failed:\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def main(arguments: list[str]) -> None:
+    if arguments[:1] == [ONE_RUN]:
+        corpus, settings, workers = arguments[1], int(arguments[2]), int(arguments[3]) or None
+        print(json.dumps(one_run(corpus, settings, workers)))
+        return
+    parser = argparse.ArgumentParser(prog="python -m compactlab.measure.speed_scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[100, 1_000, 10_000], metavar="N", help="numbers of sessions")
+    parser.add_argument("--settings", type=int, default=21, help="how many of the default strategies each run replays (default: all 21)")
+    parser.add_argument("--source", nargs="+", metavar="PATH", help="real sessions to copy (default: the shared transcripts)")
+    parser.add_argument("--corpus", type=Path, help="folder for the built sessions, kept for the next call (default: temporary)")
+    parser.add_argument("--workers", type=int, help="worker processes (default: one per core)")
+    args = parser.parse_args(arguments)
+    bad = [n for n in args.sizes if n < 1]
+    if bad or args.settings < 1:
+        parser.error(f"--sizes and --settings are counts >= 1 (got sizes {args.sizes}, settings {args.settings})")
+    real = real_sessions(args.source or sources())
+    workers = args.workers or os.cpu_count() or 1
+    print(f"{len(real)} real sessions copied; {args.settings} settings; {workers} workers")
+    with tempfile.TemporaryDirectory() as temporary:
+        base = args.corpus or Path(temporary)
+        rows = []
+        for size in sorted(set(args.sizes)):
+            corpus = build_corpus(real, size, base / f"sessions-{size}")
+            measured = _run_in_fresh_process(corpus, args.settings, args.workers)
+            measured["bound_mb"] = measured["parent_mb"] + workers * measured["worker_mb"]
+            rows.append(measured)
+            print(_line(measured, rows[0]), flush=True)
+
+
+def _line(row: dict, first: dict) -> str:
+    return (
+        f"N={row['sessions']:>6,} × {row['settings']} settings: {row['seconds']:8.1f} s "
+        f"({1000 * row['seconds'] / row['sessions']:.0f} ms/session), peak parent {row['parent_mb']:6.0f} MB, "
+        f"worker {row['worker_mb']:5.0f} MB, bound {row['bound_mb']:6.0f} MB; "
+        f"× smallest N: sessions {row['sessions'] / first['sessions']:.0f}, time {row['seconds'] / first['seconds']:.2f}, "
+        f"parent memory {row['parent_mb'] / first['parent_mb']:.2f}, bound {row['bound_mb'] / first['bound_mb']:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

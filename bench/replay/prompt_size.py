@@ -1,0 +1,57 @@
+"""The size of a replayed prompt: one definition for every number a run reports.
+
+A replay knows the provider's count only for the prompts the source really sent: the whole history
+(until the production agent compacted). A strategy's compacted prompt was never sent, so its size is
+measured, and everything uses that one measure: the rows' `context_tokens`, the over-window count,
+the emergency compaction of a prompt over the window, a compaction's `tokens_before`/`tokens_after`,
+the hybrid trigger's last count, the cost model, the metrics and the report.
+
+The measure. At each recorded call the run's estimator has counted the history before it
+(`estimated`, the messages only) and the provider has counted the same history (`recorded`); a
+`fixed` part, the estimator's per-prompt framing and the per-session constant for what the file does
+not hold (system prompt, tool definitions), is already in provider tokens. Their ratio
+
+    ratio = (recorded - fixed) / estimated
+
+is what one estimated token of this session's messages costs in provider tokens at this call. A
+context is then `fixed + estimate of its messages × ratio`:
+- nothing removed: the estimate is the history's, and the size is the recorded count exactly;
+- the estimator's error is not carried over from what was removed (the old rule, recorded minus the
+  estimate of the removed part, put the whole error on the kept part: sizes grew with the session);
+- its error is only how far the kept messages' density differs from the session's average.
+`python -m compactlab.runs.prompt_size_check` measures that error on real sessions (sizes of prompts that
+keep the newest messages, whose true size the recorded counts give) and the drift of the
+uncompacted size after a production compaction (below); the README states the figures.
+
+After the production agent compacted, the recorded counts describe its compacted prompts, not the
+history: the history's size (`full_tokens`) is then its estimate with the last ratio measured
+before that compaction.
+
+What a trigger sees is a separate question (`compactlab.replay.walk`): an agent decides before its call, so
+the hybrid trigger adds the estimate of the new messages to the last prompt's measured size (as a
+real agent adds them to the provider's last count); an estimator without usage counts on its own,
+as the agent it models does, and its error is then the agent's.
+"""
+
+from __future__ import annotations
+
+
+def measured_ratio(recorded: int, fixed: float, estimated: float) -> float:
+    """Provider tokens per estimated token of a session's messages at one call (1 when either side
+    is empty: a first call with nothing before it, or a constant that takes the whole count)."""
+    if estimated > 0 and recorded > fixed:
+        return (recorded - fixed) / estimated
+    return 1.0
+
+
+def measured_size(fixed: float, estimated: float, ratio: float) -> int:
+    """The measured size of a prompt whose messages are estimated at `estimated`."""
+    return round(fixed + estimated * ratio)
+
+
+def hybrid_tokens(known: tuple[int, int], history_before: float, history: list[float]) -> int:
+    """The hybrid estimator's count before a call: the last prompt's size (and its output) plus the
+    estimate of the messages since. `known`: (index of the first message not covered, tokens);
+    `history`: running sums of the messages' estimates; `history_before`: the sum before the call."""
+    covered, tokens = known
+    return round(tokens + history_before - history[covered])

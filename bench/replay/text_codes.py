@@ -1,0 +1,67 @@
+"""Text columns as codes into their distinct values: cheap to send between processes and to group by.
+
+A transcript's call rows repeat a few texts (transcript, config, model) thousands of times; a run
+moves them as numbers and builds the frame's column from the distinct values once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+TextCodes = tuple[np.ndarray, list]  # a text column as codes into its distinct values
+
+
+def text_codes(values: list) -> TextCodes:
+    """A text column with few distinct values (transcript, config, model) as codes into them: cheap
+    to send between processes, and `coded_text` builds the frame's column from the distinct values."""
+    # Numbered in order of first appearance, as pd.factorize would number them (its set-up cost
+    # more than the numbering for a transcript's few thousand rows).
+    distinct: dict = {}
+    return _numbered(values, distinct), list(distinct)
+
+
+def joined_codes(parts: list[TextCodes]) -> TextCodes:
+    """The coded text columns of several replays, one after the other, as one coded column."""
+    distinct: dict = {}
+    codes = [_numbered(values, distinct)[part_codes] for part_codes, values in parts]
+    return np.concatenate(codes) if codes else np.zeros(0, dtype=np.intp), list(distinct)
+
+
+def _numbered(values: list, distinct: dict) -> np.ndarray:
+    """Each value's number in `distinct`, which numbers a value not in it yet next."""
+    return np.fromiter((distinct.setdefault(value, len(distinct)) for value in values), dtype=np.intp, count=len(values))
+
+
+def joined_text(parts: list[TextCodes]):
+    """The coded text columns of several replays, one after the other, as a frame's column."""
+    return coded_text(joined_codes(parts))
+
+
+def coded_text(coded: TextCodes):
+    """A coded text column stored as pandas would store the texts themselves (converting every
+    row's text took most of building a sweep's frame)."""
+    codes, distinct = coded
+    if not all(isinstance(value, str) for value in distinct):  # missing values: pandas decides as usual
+        return np.array(distinct, dtype=object)[codes]
+    return pd.Series(distinct).array.take(codes)
+
+
+def rows_of_each(coded: TextCodes) -> dict[str, np.ndarray]:
+    """Each text's row positions in a coded column (rows without a text, code -1 or None, in none)."""
+    codes, distinct = coded
+    return {value: np.flatnonzero(codes == code) for code, value in enumerate(distinct) if isinstance(value, str)}
+
+
+def summary_groups(transcripts: TextCodes, configs: TextCodes) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """Each row's transcript × config as a number, numbered in sorted order, and the pairs by number:
+    what `transcript_summary` groups by (grouping a sweep's rows by their two texts took most of it)."""
+    transcript_codes, transcript_names = transcripts
+    config_codes, config_names = configs
+    pairs, inverse = np.unique(transcript_codes * len(config_names) + config_codes, return_inverse=True)
+    named = [(transcript_names[p // len(config_names)], config_names[p % len(config_names)]) for p in pairs.tolist()]
+    order = sorted(range(len(named)), key=named.__getitem__)
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.reshape(-1)], [named[i] for i in order]

@@ -1,0 +1,146 @@
+"""The replay of a transcript without compaction: what every setting shares until it first compacts.
+
+Until a setting's trigger first fires, its replay is the recorded session itself: the context is
+the whole history, the strategy has not been called and the engine's state is untouched. So a
+sweep computes these rows once per transcript, estimator and window, and each setting copies the
+rows before its first compaction and walks on from there (`compactlab.replay.walk`). The numbers come from
+the same arithmetic in the same order as the walk's, so the copied rows equal walked ones.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from compactlab.tokens.estimators import Hybrid
+from compactlab.tokens.metering import Meter
+from compactlab.compaction.overflow import silent_overflow
+from compactlab.replay.prompt_size import hybrid_tokens, measured_ratio, measured_size
+
+# The per-call columns the uncompacted replay decides; `compactlab.replay.walk` adds the constant ones.
+COLUMNS = ("message_index", "model", "recorded_prompt_tokens", "output_tokens", "full_tokens", "context_tokens",
+           "prefix_tokens", "full_prefix_tokens", "over_window")
+
+
+@dataclass(frozen=True, eq=False)
+class Uncompacted:
+    meter: Meter
+    window: int
+    message_tokens: list[float]  # each message's estimate
+    history_tokens: list[float]  # running sum of message_tokens before each message (one more entry than messages)
+    known_usage: list[tuple[int, int] | None]  # the last prompt's size before each message: (messages it covers, tokens)
+    markers: list[int]  # message indexes of the recorded (production) compactions, sorted
+    trigger_tokens: list[int]  # what the engine measures before each call
+    columns: dict[str, list]  # the call rows (COLUMNS)
+    ratios: list[float]  # each call's measured ratio (`compactlab.replay.prompt_size.measured_ratio`)
+
+    @property
+    def positions(self) -> list[int]:
+        return self.columns["message_index"]
+
+    def calls_before(self, index: int) -> int:
+        """How many calls come before message `index`."""
+        return bisect_left(self.positions, index)
+
+    @cached_property
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The lists as arrays, for finding stops and rowing stretches of calls at once (`Walk.coast`)."""
+        return {
+            "tokens": np.array(self.message_tokens, dtype=float),
+            "history": np.array(self.history_tokens, dtype=float),
+            "positions": np.array(self.positions, dtype=np.int64),
+            "trigger": np.array(self.trigger_tokens, dtype=float),
+            "full": np.array(self.columns["full_tokens"], dtype=float),
+            "over": np.array(self.columns["over_window"], dtype=bool),
+            "ratios": np.array(self.ratios, dtype=float),
+            "outputs": np.array(self.columns["output_tokens"], dtype=float),
+        }
+
+    def first_stop(self, fires_from: float) -> int | None:
+        """The first call where a trigger that fires from `fires_from` tokens fires or the prompt
+        overflows: where a setting's replay starts to differ from this one."""
+        peaks, first_over = self._stops
+        stop = min(int(np.searchsorted(peaks, fires_from, side="left")), first_over)
+        return stop if stop < len(peaks) else None
+
+    @cached_property
+    def _stops(self) -> tuple[np.ndarray, int]:
+        """The largest trigger size up to each call, and the first call that overflows: every
+        setting of a sweep asks `first_stop`, which is then a binary search."""
+        over = np.flatnonzero(self.arrays["over"])
+        return np.maximum.accumulate(self.arrays["trigger"]), int(over[0]) if len(over) else len(self.arrays["over"])
+
+    def marker_between(self, after: int, before: int) -> bool:
+        """Whether a recorded compaction marker lies at an index in (after, before)."""
+        at = bisect_left(self.markers, after + 1)
+        return at < len(self.markers) and self.markers[at] < before
+
+
+_CACHE: dict[tuple[int, int], Uncompacted] = {}
+
+
+def uncompacted(meter: Meter, window: int) -> Uncompacted:
+    """The uncompacted replay of `meter.transcript` (kept for the few last transcripts asked for)."""
+    key = (id(meter), window)
+    found = _CACHE.get(key)
+    if found is not None and found.meter is meter:  # holding the meter keeps its id from being reused
+        return found
+    if len(_CACHE) >= 8:
+        _CACHE.clear()
+    found = _CACHE[key] = _compute(meter, window)
+    return found
+
+
+def _compute(meter: Meter, window: int) -> Uncompacted:
+    messages = meter.transcript.messages
+    markers = sorted({m.at_message for m in meter.transcript.compactions})
+    first_marker = markers[0] if markers else len(messages)
+    uses_usage = isinstance(meter.estimator, Hybrid)
+    prompt_overhead, offset = meter.local.prompt_overhead, meter.offset
+    overhead = prompt_overhead + offset
+    tokens = [meter.message_tokens(m) for m in messages]
+    history, known_before = [0.0], [None]
+    columns: dict[str, list] = {name: [] for name in COLUMNS}
+    trigger_tokens: list[int] = []
+    ratios: list[float] = []
+    running = 0.0
+    known: tuple[int, int] | None = None
+    marker_since_call = False
+    previous_full = 0
+    ratio = 1.0  # the last call's ratio before the first real compaction: it sizes the history after it
+    marker_set = set(markers)
+    for index, message in enumerate(messages):
+        marker_since_call = marker_since_call or index in marker_set
+        call = message.call
+        if call is not None:
+            real_compaction_seen = first_marker <= index
+            if known is None or not uses_usage:
+                trigger_tokens.append(round(running + prompt_overhead + offset))
+            else:  # hybrid: the last prompt's size plus the messages after it
+                trigger_tokens.append(hybrid_tokens(known, running, history))
+            # After the production agent compacted, the recorded count describes its compacted
+            # prompt, not this history: the history is sized with the last ratio measured before.
+            full = measured_size(overhead, running, ratio) if real_compaction_seen else call.prompt_tokens
+            if not real_compaction_seen:
+                ratio = measured_ratio(full, overhead, running)
+            first = not columns["full_tokens"]
+            columns["message_index"].append(index)
+            columns["model"].append(call.model)
+            columns["recorded_prompt_tokens"].append(call.prompt_tokens)
+            columns["output_tokens"].append(call.output_tokens)
+            columns["full_tokens"].append(full)
+            columns["context_tokens"].append(full)
+            columns["prefix_tokens"].append(0 if first else min(previous_full, full))
+            columns["full_prefix_tokens"].append(0 if first else min(offset if marker_since_call else previous_full, full))
+            columns["over_window"].append(silent_overflow(full, window))
+            ratios.append(ratio)
+            previous_full = full
+            marker_since_call = False
+            known = (index + 1, full + call.output_tokens)
+        running += tokens[index]
+        history.append(running)
+        known_before.append(known)
+    return Uncompacted(meter, window, tokens, history, known_before, markers, trigger_tokens, columns, ratios)

@@ -1,0 +1,375 @@
+"""The bookkeeping of one replay (`compactlab.replay.replay`): the agent's context beside the full history.
+
+A `Walk` holds what a replay knows between calls: the context (the last compaction's result
+followed by the transcript's later messages), the running estimate of the context, the last
+prompt's size (the hybrid trigger's anchor), and the rows written so far. Sizes follow
+`compactlab.replay.prompt_size`. `compactlab.replay.replay` drives it call by call and asks the engine when to compact; the
+token arithmetic is the same as the shared uncompacted replay's (`compactlab.replay.uncompacted`), in the
+same order, so the rows a setting copies from there equal the ones it would have walked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from compactlab.compaction.engine import CompactionEvent
+from compactlab.tokens.estimators import Hybrid
+from compactlab.transcripts.model import Message, Transcript
+from compactlab.compaction.overflow import silent_overflow
+from compactlab.scoring.preservation import preservation_at
+from compactlab.scoring.reacquisition import reacquisition_json
+from compactlab.scoring.summary_recall import recall_json, summary_recall_at
+from compactlab.replay.prompt_size import hybrid_tokens, measured_size
+from compactlab.replay.uncompacted import COLUMNS, Uncompacted
+from compactlab.contract import Context
+from compactlab.replay.strategy_config import StrategyConfig
+
+
+K_STEPS = (1, 5)
+
+# The per-call rows of a replay, as columns (one list per name; a replay has thousands of calls):
+#   transcript, config, call (number), message_index, model, window,
+#   recorded_prompt_tokens, output_tokens: what the source recorded for this call;
+#   full_tokens, context_tokens, prefix_tokens, full_prefix_tokens: see `compactlab.replay.replay`'s docstring;
+#   compactions_so_far; compacted_before: a compaction happened right before this call;
+#   noop_before: attempts right before this call whose strategy changed nothing (no compaction);
+#   over_window: the replayed prompt would still not fit.
+CALL_COLUMNS = ("transcript", "config", "call", "message_index", "model", "window", "recorded_prompt_tokens", "output_tokens",
+                "full_tokens", "context_tokens", "prefix_tokens", "full_prefix_tokens", "compactions_so_far", "compacted_before",
+                "noop_before", "over_window")
+CallColumns = dict[str, list]
+
+
+@dataclass(frozen=True)
+class CompactionRow:
+    transcript: str
+    config: str
+    call: int
+    message_index: int
+    reason: str
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    messages_removed: int
+    summarizer_input_tokens: int
+    summarizer_output_tokens: int
+    summarizer_cost_usd: float | None
+    prompt_hash: str | None
+    note: str
+    failed: str | None
+    stalled: bool
+    summary: str | None
+    preservation: dict = field(default_factory=dict)  # {"k1": {...}, "k5": {...}}
+    # For recorded compactions: the replay's predicted prompt of the next call vs the recorded one.
+    fidelity_predicted: int | None = None
+    fidelity_recorded: int | None = None
+    # For recorded compactions: what the agent re-acquired after it (`compactlab.scoring.reacquisition`).
+    reacquisition: dict | None = None
+
+
+class Walk:
+    """The bookkeeping of one replay: the agent's context beside the full history.
+
+    The context is `head` (the context the last compaction produced, or the empty one) followed
+    by the transcript's messages from `tail_start` on; its running estimate is kept in step with
+    the appends, and the message tuple is built only when a compaction or the cache model needs it
+    (building it at every call would make a replay quadratic in its length).
+    """
+
+    def __init__(self, transcript: Transcript, config: StrategyConfig, base: Uncompacted):
+        self.transcript = transcript
+        self.config = config
+        self.base = base
+        self.meter = base.meter
+        self.window = base.window
+        self.uses_usage = isinstance(base.meter.estimator, Hybrid)
+        self.overhead = base.meter.local.prompt_overhead + base.meter.offset  # the fixed part of every size
+        self.head = Context(messages=())
+        self.tail_start = 0
+        # The last prompt's size with its output: (index of the first transcript message it does not
+        # cover, tokens). The hybrid trigger adds the messages since; `context` gives it to strategies.
+        self.known: tuple[int, int] | None = None
+        self.context_sum = 0.0  # estimate of the context's messages
+        self.real_compaction_seen = False
+        self.compaction_marker_since_call = False
+        self.compacted_since_call = False
+        self.pending_fidelity: int | None = None  # index in self.compactions awaiting the next call
+        self.rows: dict[str, list] = {name: [] for name in COLUMNS}
+        self.compactions_so_far: list[int] = []
+        self.compacted_before: list[bool] = []
+        self.noop_before: list[int] = []
+        self.noops_since_call = 0
+        self.previous_prompt: tuple[tuple[Message, ...], int, int] = ((), 0, 0)  # (head, tail_start, end) at the last call
+        self.compactions: list[CompactionRow] = []
+        self.compacted: list[tuple[Message, ...]] = []
+        self.last_built: Context | None = None
+        # The last context the engine's meter counted anew (a compaction's result) with the running
+        # sums of its messages' estimates: the walk takes its size and the cache model its shared
+        # prefix from them instead of summing the same messages again.
+        self.counted: tuple[tuple[Message, ...], list[float]] = ((), [])
+        self.look_ahead = 16  # calls `coast` looks at
+        self.coast_from = 0  # message index before which `coast` is not tried again
+        self.backoff = 0  # calls to walk one by one after a `coast` that rowed none
+
+    def start_at(self, index: int) -> None:
+        """Take over the uncompacted replay's state before message `index` and its rows before it."""
+        base = self.base
+        calls = base.calls_before(index)
+        for name in COLUMNS:
+            self.rows[name] = base.columns[name][:calls]
+        self.compactions_so_far = [0] * calls
+        self.compacted_before = [False] * calls
+        self.noop_before = [0] * calls
+        previous = base.positions[calls - 1] if calls else -1
+        self.previous_prompt = ((), 0, max(previous, 0))
+        self.context_sum = base.history_tokens[index]
+        self.known = base.known_usage[index]
+        self.real_compaction_seen = bool(base.markers) and base.markers[0] < index
+        self.compaction_marker_since_call = base.marker_between(previous, index)
+
+    def context(self, index: int) -> Context:
+        """The agent's context before message `index`, as one Context (built only when asked)."""
+        head = self.head
+        known = None
+        if self.known is not None:  # in the context's terms: how many of its messages the count covers
+            known = (len(head.messages) + self.known[0] - self.tail_start, self.known[1])
+        if self.tail_start == index and known == head.known_usage:
+            built = head
+        else:
+            messages = head.messages + self.transcript.messages[self.tail_start : index]
+            built = Context(messages, head.summary, head.compactions, known, head.archives)
+        self.last_built = built
+        return built
+
+    def ratio(self) -> float:
+        """The measured ratio of the next call (`compactlab.replay.prompt_size`); the last call's after the last one."""
+        ratios = self.base.ratios
+        return ratios[min(len(self.rows["full_tokens"]), len(ratios) - 1)] if ratios else 1.0
+
+    def engine_meter(self, context: Context) -> int:
+        """The measured size of a context at the next call: what a compaction's before and after
+        are (the engine asks for both). The walk keeps a running sum of its own context, so only
+        another context (a fresh compaction's result) is counted anew."""
+        if self.last_built is not None and context.messages is self.last_built.messages:
+            return measured_size(self.overhead, self.context_sum, self.ratio())
+        self.counted = (context.messages, self.meter.running_sums(context.messages))
+        return measured_size(self.overhead, self._counted_sum(len(context.messages)), self.ratio())
+
+    def _counted_sum(self, count: int) -> float:
+        """The estimate of the first `count` messages of the last counted context (as `sum` adds them)."""
+        return self.counted[1][count - 1] if count else 0
+
+    def _own_estimate(self) -> int:
+        """The running estimate of the walk's context, as the engine's meter would count it."""
+        return round(self.context_sum + self.meter.local.prompt_overhead + self.meter.offset)
+
+    def trigger_tokens(self, index: int) -> int:
+        """What the engine's trigger sees before the call at `index` (`compactlab.replay.prompt_size`)."""
+        if self.known is None or not self.uses_usage:
+            return self._own_estimate()
+        return hybrid_tokens(self.known, self.base.history_tokens[index], self.base.history_tokens)
+
+    def append(self, index: int) -> None:
+        self.context_sum = self.context_sum + self.base.message_tokens[index]
+        call = self.transcript.messages[index].call
+        if call is not None:  # the call's prompt was measured (its row), so the trigger anchors on it
+            self.known = (index + 1, self.rows["context_tokens"][-1] + call.output_tokens)
+
+    def measure(self, index: int, message: Message) -> dict:
+        """The row of the call at `index` with the current context (no side effects)."""
+        call = message.call
+        overhead = self.overhead
+        number = len(self.rows["full_tokens"])
+        full_tokens = self.base.columns["full_tokens"][number]
+        context_tokens = measured_size(overhead, self.context_sum, self.ratio())
+        context_estimate = round(self.context_sum + overhead)
+        # What a prompt cache could serve: the part identical to the previous prompt. Append-only
+        # since the last call, that is the whole previous prompt, in the same anchored units as the
+        # baseline's (so an untouched session costs exactly what the baseline costs). After a
+        # compaction, the unchanged head's share of the estimate applied to the anchored size.
+        first = not self.rows["full_tokens"]
+        if first:
+            prefix_tokens = 0
+        elif self.compacted_since_call:
+            prompt = self.context(index).messages
+            head, tail_start, end = self.previous_prompt
+            shared = _shared_prefix(head + self.transcript.messages[tail_start:end], prompt)
+            if self.counted[0] is self.head.messages and shared <= len(self.head.messages):
+                shared_estimate = self._counted_sum(shared) + overhead
+            else:
+                shared_estimate = sum(self.meter.message_tokens(m) for m in prompt[:shared]) + overhead
+            prefix_tokens = round(context_tokens * shared_estimate / max(1, context_estimate))
+        else:
+            prefix_tokens = self.rows["context_tokens"][-1]
+        # Without compaction the previous prompt is a prefix of this one, unless the production
+        # agent compacted in between (then only the system prompt and tools stay cached).
+        previous_full = 0 if first else self.rows["full_tokens"][-1]
+        full_prefix = 0 if first else self.meter.offset if self.compaction_marker_since_call else previous_full
+        return {
+            "message_index": index, "model": call.model, "recorded_prompt_tokens": call.prompt_tokens,
+            "output_tokens": call.output_tokens, "full_tokens": full_tokens, "context_tokens": context_tokens,
+            "prefix_tokens": min(prefix_tokens, context_tokens), "full_prefix_tokens": min(full_prefix, full_tokens),
+            "over_window": silent_overflow(context_tokens, self.window),
+        }
+
+    def can_coast(self, index: int) -> bool:
+        """Whether the calls from message `index` on can be rowed in bulk (`coast`): nothing is
+        pending from a compaction and the provider's counts no longer describe the context."""
+        return (
+            index >= self.coast_from and bool(self.rows["full_tokens"]) and not self.compacted_since_call and self.pending_fidelity is None
+            and (self.known is not None or not self.uses_usage) and bool(self.head.compactions or self.real_compaction_seen)
+        )
+
+    def coast(self, index: int, fires_from: float, overflow_stops: bool = True) -> int:
+        """Row the calls from message `index` on that need no engine, append the messages before
+        the first one that does, and return its index (or, when none does within the look-ahead,
+        the index after the last call rowed; the transcript's length at its end).
+
+        A call needs the engine when the trigger fires there (the context reaches `fires_from`
+        tokens) or the prompt overflows the window (unless `overflow_stops` is false: the engine
+        would not try an emergency compaction). Most of a replay is such stretches between
+        compactions, and walking them call by call was a large share of a sweep's time. The
+        numbers are `measure`'s and `append`'s: the same additions in the same order, on arrays
+        (a cumulative sum adds one term at a time, as the running sum does)."""
+        base, arrays = self.base, self.base.arrays
+        first = base.calls_before(index)
+        # A look-ahead that grows while no call stops: right after a compaction the next stop is
+        # often near, and summing the whole rest of a long session each time would be quadratic.
+        positions = arrays["positions"][first : first + self.look_ahead]
+        more = first + len(positions) < len(arrays["positions"])
+        end = int(positions[-1]) + 1 if more else len(self.transcript.messages)
+        sums = np.cumsum(np.concatenate(([self.context_sum], arrays["tokens"][index:end])))
+        before = sums[positions - index]  # the context's estimate before each call
+        calls = slice(first, first + len(positions))
+        context = np.rint(self.overhead + before * arrays["ratios"][calls])  # as `measured_size`
+        if self.uses_usage and self.known is not None:  # as `hybrid_tokens`, anchored on the previous call's row
+            history = arrays["history"]
+            anchor = np.concatenate(([self.known[1]], context[:-1] + arrays["outputs"][calls][:-1]))
+            covered = np.concatenate(([self.known[0]], positions[:-1] + 1))
+            trigger = np.rint(anchor + history[positions] - history[covered])
+        else:
+            trigger = np.rint(before + self.meter.local.prompt_overhead + self.meter.offset)  # as `_own_estimate`
+        over = context > self.window
+        stops = np.flatnonzero((trigger >= fires_from) | over) if overflow_stops else np.flatnonzero(trigger >= fires_from)
+        count = int(stops[0]) if len(stops) else len(positions)
+        stop = int(positions[count]) if len(stops) else end
+        self.look_ahead = 16 if len(stops) else min(2 * self.look_ahead, 4096)
+        # Where every call stops (a prompt over the window at each call), rowing in bulk gains
+        # nothing and costs its set-up at every message: try again after 1, 2, 4, ... calls.
+        self.backoff = 0 if count else min(2 * self.backoff or 1, 64)
+        if self.backoff:
+            later = first + self.backoff
+            self.coast_from = int(arrays["positions"][later]) if later < len(arrays["positions"]) else end
+        if stop == index:
+            return index
+        if count:
+            self._row_coasted(first, count, context[:count].astype(np.int64).tolist(), over[:count].tolist())
+        # The production agent's compactions passed on the way, as the loop notes them.
+        last_call = int(positions[count - 1]) if count else index - 1
+        since_last_call = base.marker_between(last_call, stop)
+        self.compaction_marker_since_call = since_last_call or (self.compaction_marker_since_call and not count)
+        self.real_compaction_seen = self.real_compaction_seen or base.marker_between(index - 1, stop)
+        self.context_sum = float(sums[stop - index])
+        if count:  # as `append` after the last call rowed
+            self.known = (last_call + 1, self.rows["context_tokens"][-1] + base.columns["output_tokens"][first + count - 1])
+        return stop
+
+    def _row_coasted(self, first: int, count: int, context_tokens: list[int], over_window: list[bool]) -> None:
+        """The rows of `count` calls from call `first` on, with no compaction among them."""
+        rows, columns, end = self.rows, self.base.columns, first + count
+        for name in ("message_index", "model", "recorded_prompt_tokens", "output_tokens", "full_tokens", "full_prefix_tokens"):
+            rows[name] += columns[name][first:end]  # as the uncompacted replay's: they do not depend on the context
+        # Append-only between calls: the previous prompt is cached, as far as it reaches.
+        rows["prefix_tokens"] += map(min, [rows["context_tokens"][-1], *context_tokens[:-1]], context_tokens)
+        rows["context_tokens"] += context_tokens
+        rows["over_window"] += over_window
+        self.compactions_so_far += [self.head.compactions] * count
+        self.compacted_before += [False] * count
+        self.noop_before += [0] * count
+        self.previous_prompt = (self.head.messages, self.tail_start, columns["message_index"][end - 1])
+
+    def record(self, row: dict) -> None:
+        if self.pending_fidelity is not None:
+            pending = self.compactions[self.pending_fidelity]
+            self.compactions[self.pending_fidelity] = _with_fidelity(pending, row["context_tokens"], row["recorded_prompt_tokens"])
+            self.pending_fidelity = None
+        self.compactions_so_far.append(self.head.compactions)
+        self.compacted_before.append(self.compacted_since_call)
+        self.noop_before.append(self.noops_since_call)
+        self.noops_since_call = 0
+        self.previous_prompt = (self.head.messages, self.tail_start, row["message_index"])
+        self.compacted_since_call = False
+        self.compaction_marker_since_call = False
+        for name in COLUMNS:
+            self.rows[name].append(row[name])
+
+    def note_compaction(self, event: CompactionEvent | None, index: int, context: Context, fidelity_pending: bool = False) -> None:
+        """Take the engine's answer before message `index`: `context` is its result (unchanged when the
+        compaction failed or did not run)."""
+        if event is None:
+            return
+        if not event.changed:  # no compaction happened: nothing to row or score, only counted
+            self.noops_since_call += 1
+            return
+        before = self.last_built  # the context the engine was given (`context(index)` built it)
+        if context is not self.last_built:
+            if context.messages is not self.last_built.messages:  # else the running sum still holds
+                if context.messages is self.counted[0]:
+                    self.context_sum = self._counted_sum(len(context.messages))
+                else:
+                    self.context_sum = sum(self.meter.message_tokens(m) for m in context.messages)
+            self.head, self.tail_start, self.known = context, index, None
+            self.last_built = context
+        scores = {}
+        if not event.failed:
+            found = preservation_at(self.transcript.messages, index, context.messages, K_STEPS)
+            recalls = summary_recall_at(self.transcript.messages, index, before.messages, context.messages, K_STEPS)
+            scores = {f"k{k}": _score_json(score) | recall_json(recalls[k]) for k, score in found.items()}
+        # A real compaction (its fidelity is pending): the recorded continuation says what was really gone.
+        reacquired = reacquisition_json(self.transcript.messages, index, context.messages) if fidelity_pending and not event.failed else None
+        self.compactions.append(
+            CompactionRow(
+                transcript=self.transcript.id, config=self.config.label, call=len(self.rows["full_tokens"]), message_index=index,
+                summary=context.summary, preservation=scores, reacquisition=reacquired,
+                **{f.name: getattr(event, f.name) for f in fields(CompactionEvent) if f.name != "changed"},
+            )
+        )
+        self.compacted.append(context.messages)
+        if not event.failed:
+            self.compacted_since_call = True
+        if fidelity_pending:
+            self.pending_fidelity = len(self.compactions) - 1
+
+    def columns(self) -> CallColumns:
+        calls = len(self.rows["full_tokens"])
+        constant = {"transcript": self.transcript.id, "config": self.config.label, "window": self.window}
+        columns = {**self.rows, "call": list(range(calls)), "compactions_so_far": self.compactions_so_far, "compacted_before": self.compacted_before,
+                   "noop_before": self.noop_before}
+        return {name: [constant[name]] * calls if name in constant else columns[name] for name in CALL_COLUMNS}
+
+
+def _shared_prefix(previous: Sequence[Message], current: Sequence[Message]) -> int:
+    shared = 0
+    for a, b in zip(previous, current):
+        if a is not b and a != b:
+            break
+        shared += 1
+    return shared
+
+
+def _score_json(score) -> dict:
+    return {
+        "score": score.score,
+        "needed": [f"{i.kind}:{i.text}" for i in score.needed],
+        "lost": [f"{i.kind}:{i.text}" for i in score.lost],
+    }
+
+
+def _with_fidelity(row: CompactionRow, predicted: int, recorded: int) -> CompactionRow:
+    return replace(row, fidelity_predicted=predicted, fidelity_recorded=recorded)

@@ -1,0 +1,79 @@
+"""Writing the estimation benchmark: per-call table, summary JSON, HTML page."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+
+from compactlab.tokens.calibration import SHIPPED_FIT
+from compactlab.tokens.estimation import IN_SAMPLE, THRESHOLDS, EstimationResult, summarize
+from compactlab.results.leaderboard import json_records
+from compactlab.transcripts.neutralise import write_csv
+
+
+def summary_document(result: EstimationResult, settings: dict, summary: pd.DataFrame | None = None) -> dict:
+    """Everything a reader needs to trust the numbers: settings, what was left out, fits, summary."""
+    summary = summarize(result.calls) if summary is None else summary
+    return {
+        "settings": {**settings, "thresholds": list(THRESHOLDS)},
+        "transcripts": int(result.calls["transcript"].nunique()),
+        "calls": int(result.calls[["transcript", "call"]].drop_duplicates().shape[0]),
+        "left_out": {
+            "damaged_transcripts": list(result.damaged_transcripts),
+            "transcripts_without_calls": result.transcripts_without_calls,
+            "first_calls": int(result.calls.loc[result.calls["first_call"], ["transcript"]].drop_duplicates().shape[0]),
+        },
+        "calibration": [asdict(fit) for fit in result.fits.values()],
+        "uncalibrated_calls": result.uncalibrated_calls or {},
+        "summary": json_records(summary),
+    }
+
+
+def write_estimation(
+    result: EstimationResult, out: Path, settings: dict, table_format: str = "csv", summary: pd.DataFrame | None = None
+) -> list[Path]:
+    summary = summarize(result.calls) if summary is None else summary
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if table_format == "parquet":
+        try:
+            import pyarrow  # noqa: F401  (pandas needs it for parquet)
+        except ImportError as exc:
+            raise ValueError("--table parquet needs pyarrow: pip install pyarrow (or use --table csv)") from exc
+        calls_path = out / "calls.parquet"
+        result.calls.to_parquet(calls_path, index=False)
+    else:
+        calls_path = out / "calls.csv"
+        write_csv(result.calls, calls_path)  # ids and models come from transcripts: no formulas
+    written.append(calls_path)
+    summary_path = out / "summary.json"
+    summary_path.write_text(json.dumps(summary_document(result, settings, summary), indent=2) + "\n", encoding="utf-8")
+    written.append(summary_path)
+    from compactlab.report.estimation import write_estimation_report
+
+    written.append(write_estimation_report(result, summary, out / "estimation.html"))
+    return written
+
+
+def format_summary(result: EstimationResult, summary: pd.DataFrame | None = None) -> str:
+    summary = summarize(result.calls) if summary is None else summary
+    if summary.empty:
+        return "no recorded LLM calls to compare with"
+    columns = ["estimator", "family", "calls", "bias_pct", "mape_pct", "median_abs", "p95_abs", "under5_pct", "late_0.8", "early_0.8"]
+    table = summary[columns].round({"bias_pct": 1, "mape_pct": 1, "median_abs": 0, "p95_abs": 0, "under5_pct": 1, "late_0.8": 2, "early_0.8": 2})
+    lines = [table.to_string(index=False), ""]
+    for fit in result.fits.values():
+        lines.append(f"calibrated {fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f}  ({fit.train_calls} calls, {fit.train_transcripts} transcripts)")
+    if result.fits:
+        lines.append(f"calibrated: the shipped fit ({SHIPPED_FIT.name}); {IN_SAMPLE!r} is its error on the transcripts it was trained on, never its score")
+    for family, count in sorted((result.uncalibrated_calls or {}).items()):
+        lines.append(f"not calibrated: {count} calls of model family {family!r}, which has no shipped calibration")
+    if result.damaged_transcripts:
+        lines.append(f"left out: {len(result.damaged_transcripts)} transcripts with damaged records (a lost message would read as estimator error)")
+    if result.transcripts_without_calls:
+        lines.append(f"left out: {result.transcripts_without_calls} transcripts with no recorded LLM calls")
+    lines.append("first call of each session not scored: it sets the per-session constant for sources without the system prompt")
+    return "\n".join(lines)

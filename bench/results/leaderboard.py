@@ -1,0 +1,185 @@
+"""Strategy-level results: each setting's figures with bootstrap CIs, the recommendation, comparisons.
+
+`setting_figures` is the one computation of a setting's figures: every metric of
+`compactlab.results.catalogue.REPORTED` over the transcripts it replayed (means with 95% bootstrap intervals;
+transcripts are the unit, as calls of one session are not independent; sums where the catalogue
+says so). The CLI, summary.json, the sweep, the report and `compactlab diff` all read it, and
+`compactlab.results.recommendation.recommend` picks the setting to use from it.
+
+Significance: the recommended setting against each other setting, on the transcripts both have
+(paired bootstrap, 10,000 resamples, two-sided p), Holm-adjusted over those n − 1 tests per metric.
+Every pair of settings is compared only on request (`all_pairs`): Holm over all pairs of twenty
+settings (190 per metric) would hide real differences behind tests nobody asked for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+
+from compactlab.results.catalogue import REPORTED, metric
+from compactlab.results.metrics import compression_label, with_derived
+from compactlab.scoring.reacquisition import reacquisition_summary
+from compactlab.results.recommendation import Recommendation, Rule, recommend
+from compactlab.results.recorded_results import recorded_rows
+from compactlab.results.run_failures import INCOMPLETE, failure_ranks, failure_records
+from compactlab.results.same_by_construction import SameGroup, one_row_each
+from compactlab.scoring.statistics import pairwise_comparisons, summarize_by_strategy
+
+# How a row of settings identical by construction names them (`format_leaderboard`).
+SAME_NAMES = " = "
+# Not a strategy one can choose: the production agent's own compactions, scored where they happened.
+NOT_RANKED = frozenset({"recorded"})
+
+MEAN_COLUMNS = tuple(name for name in (*REPORTED, "total_cost", "cost_full") if metric(name).aggregate == "mean")
+SUM_COLUMNS = tuple(name for name in REPORTED if metric(name).aggregate == "sum")
+# The metrics the recommended setting is compared on: the two axes of the rule and of the Pareto plot.
+COMPARED = ("removed_share", "preservation_or_untouched")
+
+
+def ranked(transcripts: pd.DataFrame) -> pd.DataFrame:
+    """The rows statistics are computed on: choosable strategies on undamaged transcripts, leaving
+    out strategies whose compactions failed or fell back too often (bench/results/run_failures.py)."""
+    keep = ~transcripts["config"].isin(NOT_RANKED)
+    for flag in ("damaged", INCOMPLETE):
+        if flag in transcripts:
+            keep &= ~transcripts[flag].astype(bool)
+    return with_derived(transcripts[keep])
+
+
+def setting_figures(transcripts: pd.DataFrame, resamples: int = 10_000) -> pd.DataFrame:
+    """One row per setting, most tokens removed first: `<metric>_mean/_low/_high/_n` for the mean
+    metrics, `<metric>_total` for the summed ones, `transcripts`, `compacted_in` (sessions it
+    compacted) and `compression` ('3.7% removed, 1.04×'). Empty when nothing is ranked (e.g. a run
+    of `recorded` alone, or only damaged transcripts)."""
+    frame = ranked(transcripts)
+    if frame.empty:
+        return pd.DataFrame()
+    board = summarize_by_strategy(frame, MEAN_COLUMNS, strategy_col="config", resamples=resamples)
+    grouped = frame.groupby("config")
+    for name in SUM_COLUMNS:
+        board[f"{name}_total"] = board["config"].map(grouped[name].sum()).astype(int)
+    board["compacted_in"] = board["config"].map(grouped["compactions"].agg(lambda s: int((s > 0).sum())))
+    board["compression"] = board["removed_share_mean"].map(lambda s: compression_label(s) if not math.isnan(s) else "")
+    return board.sort_values(["removed_share_mean", "config"], ascending=[False, True]).reset_index(drop=True)
+
+
+# The leaderboard of a run is its settings' figures.
+leaderboard = setting_figures
+
+
+def comparisons(transcripts: pd.DataFrame, against: str | None, resamples: int = 10_000) -> dict[str, pd.DataFrame]:
+    """Paired comparisons of `against` (the recommended setting) with each other setting, per
+    compared metric, Holm-adjusted over those n − 1 tests; empty without a setting to compare against."""
+    frame = ranked(transcripts)
+    if against is None or against not in set(frame["config"]):
+        return {}
+    return {
+        column: pairwise_comparisons(frame, column, baseline=against, strategy_col="config", resamples=resamples)
+        for column in COMPARED
+    }
+
+
+def all_pair_comparisons(transcripts: pd.DataFrame, resamples: int = 10_000) -> dict[str, pd.DataFrame]:
+    """Every pair of settings, per compared metric, Holm-adjusted over all pairs (on request only)."""
+    frame = ranked(transcripts)
+    return {column: pairwise_comparisons(frame, column, strategy_col="config", resamples=resamples) for column in COMPARED}
+
+
+def comparisons_document(tables: dict[str, pd.DataFrame], against: str | None, family: str) -> dict:
+    return {"against": against, "family": family, "metrics": {k: json_records(v) for k, v in tables.items()}}
+
+
+def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_pairs: bool = False) -> dict:
+    """Everything `summary.json` holds: with `all_pairs`, every pair of settings compared too."""
+    transcripts = result.transcripts
+    document: dict = {
+        "transcripts": int(transcripts["transcript"].nunique()) if not transcripts.empty else 0,
+        "strategies": sorted(transcripts["config"].unique().tolist()) if not transcripts.empty else [],
+        "left_out": {
+            "files_not_read": [{"path": str(f.path), "error": f.error} for f in result.read.failed],
+            "transcripts_without_calls": sorted({t.id for t in result.read.transcripts if not t.call_count}),
+            "skipped_records": {t.id: len(t.skipped) for t in result.read.transcripts if t.skipped},
+            "not_ranked": "transcripts with skipped records are replayed but left out of the statistics; "
+            "'recorded' (the production agent's own compactions) is reported separately; so are strategies "
+            "with more failed or fallen-back compactions than max_failed_share allows (see failures)",
+        },
+        # Per strategy setting with failed or fallen-back compactions (bench/results/run_failures.py).
+        "failures": failure_records(transcripts, getattr(result, "max_failed_share", 0.0)),
+    }
+    document["complete"] = not failure_ranks(document, ranked=False)
+    if transcripts.empty:
+        return document
+    document["recorded"] = json_records(recorded_rows(transcripts))
+    figures = setting_figures(transcripts, resamples)
+    recommendation = recommend(figures, rule)
+    document["leaderboard"] = json_records(figures)
+    document["recommendation"] = recommendation.as_json()
+    against = recommendation.config
+    document["comparisons"] = comparisons_document(
+        comparisons(transcripts, against, resamples), against,
+        f"{against} against each other setting, Holm-adjusted over those {max(len(figures) - 1, 0)} tests per metric"
+        if against else "none: no setting is recommended",
+    )
+    if all_pairs:
+        document["all_pairs"] = comparisons_document(
+            all_pair_comparisons(transcripts, resamples), None, "every pair of settings, Holm-adjusted over all pairs per metric"
+        )
+    # Gathered transcript by transcript as the replays came in (compactlab.runs.run_results).
+    document["recorded_fidelity"] = json_records(result.recorded_fidelity)
+    # How far to trust the numbers: at the real compactions, was what the metric calls lost really gone?
+    document["trust"] = {"reacquisition": reacquisition_summary(result.compactions)}
+    document["cost_model_check"] = json_records(result.cost_model_check)
+    return document
+
+
+def json_records(frame: pd.DataFrame) -> list[dict]:
+    """A frame as JSON-ready rows: NaN (a metric that cannot be computed) becomes null, numpy
+    scalars plain Python values."""
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def format_leaderboard(board: pd.DataFrame, recommendation: Recommendation | None = None, same: Sequence[SameGroup] = ()) -> str:
+    """The figures of `REPORTED` under their catalogue labels, one row per setting; the intervals of
+    the two the recommendation weighs; ★ recommended, ◆ on the frontier, ✗ not recommendable.
+    Settings identical by construction (`same`, `compactlab.results.same_by_construction`) are one row naming them all."""
+    headers = ["setting"] + [metric(name).label for name in REPORTED]
+    board, merged = one_row_each(board, same, recommendation.config if recommendation is not None else None)
+    rows = []
+    for _, row in board.iterrows():
+        config, mark = row["config"], ""
+        labels = merged[config].labels if config in merged else (config,)
+        if recommendation is not None:
+            mark = " ★" if config == recommendation.config else " ◆" if set(labels) & set(recommendation.frontier) else (
+                " ✗" if config in recommendation.not_recommendable else "")
+        rows.append([f"{SAME_NAMES.join(labels)}{mark}"] + [_cell(row, name) for name in REPORTED])
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(text.ljust(w) if i == 0 else text.rjust(w) for i, (text, w) in enumerate(zip(r, widths))) for r in [headers, *rows]]
+    for group in merged.values():
+        lines.append(f"{SAME_NAMES.join(group.labels)}: one result under {len(group.labels)} names, {group.why}")
+    if recommendation is not None:
+        lines += ["", "★ recommended, ◆ on the Pareto frontier of recommendable settings, ✗ not recommendable; "
+                      "means over sessions, [95% bootstrap interval]", recommendation.summary()]
+        for config, why in recommendation.not_recommendable.items():
+            lines.append(f"  ✗ {config}: {why}")
+    return "\n".join(lines)
+
+
+def _cell(row: pd.Series, name: str) -> str:
+    entry = metric(name)
+    if entry.aggregate == "sum":
+        return entry.format(row.get(f"{name}_total"))
+    text = entry.format(row.get(f"{name}_mean"))
+    if name in COMPARED and text != "–":
+        text += f" [{entry.format(row.get(f'{name}_low'))}, {entry.format(row.get(f'{name}_high'))}]"
+    return text

@@ -1,0 +1,252 @@
+"""From replayed rows to metrics: tokens saved, cache-aware cost, next-step preservation.
+
+Everything is a pandas DataFrame, one row per call, per compaction, or per transcript × config.
+
+Cost model (per replayed call): the part of the prompt identical to the previous call's prompt is
+read from the provider's cache; the rest is new. Claude models bill new prompt tokens as cache
+writes (Claude Code marks the prompt for caching); other providers cache automatically and bill
+new tokens as plain input. A compaction changes the prompt from the summary on, so it pays for
+writing the compacted prompt again: the model charges that, which is why a compaction can cost
+more than it saves on a short remainder of a session. Output tokens are the recorded ones.
+The same model is applied to the uncompacted session (the baseline) and checked against what the
+source recorded where it recorded cache splits or costs (`cost_model_check`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+
+from compactlab.tokens.calibration import model_family
+from compactlab.scoring.drift import drift_counts
+from compactlab.compaction.llm.prices import PriceTable, price_for
+from compactlab.replay.replay import CallColumns, CompactionRow
+from compactlab.replay.text_codes import rows_of_each
+from compactlab.contract import fell_back
+
+
+def _dicts(rows: list) -> list[dict]:
+    # Rows come as dataclasses from a replay, or as dicts read back from a run's JSONL files.
+    return [r if isinstance(r, dict) else asdict(r) for r in rows]
+
+
+def calls_frame(
+    rows: CallColumns | dict[str, object] | list[dict], prices: PriceTable | None = None,
+    rows_by_model: dict[str, np.ndarray] | None = None,
+) -> pd.DataFrame:
+    """The call rows of replays (as `Replayed.calls` columns, as arrays with the text columns
+    joined by `coded_text`, or as dicts read back from a run). `rows_by_model`: each model's row
+    positions, when the caller has them (`rows_of_each`), else found from the model column."""
+    # No copy: the columns are made for this frame, and stacking a sweep's hundreds of thousands of
+    # rows into one block took a fifth of building it.
+    frame = pd.DataFrame(rows, copy=False)
+    if frame.empty:
+        return frame
+    frame["saved_tokens"] = frame["full_tokens"] - frame["context_tokens"]
+    if rows_by_model is None:
+        # Positions per model, on plain arrays, found once for both costs: selecting rows of the
+        # whole frame per model copied every column (hundreds of thousands of rows in a sweep).
+        rows_by_model = rows_of_each(pd.factorize(frame["model"].to_numpy()))  # a call without a model: no cost
+    frame["cost_full"] = _costs(frame, rows_by_model, "full_tokens", "full_prefix_tokens", prices)
+    frame["cost_context"] = _costs(frame, rows_by_model, "context_tokens", "prefix_tokens", prices)
+    return frame
+
+
+def _costs(
+    frame: pd.DataFrame, rows_by_model: dict[str, np.ndarray], prompt_column: str, cached_column: str, prices: PriceTable | None
+) -> pd.Series:
+    """Modelled cost per row, vectorised per model (a run has few models and many calls).
+
+    The same rules as `compactlab.compaction.llm.prices.cost_of`: a long-context tier replaces every price above
+    its threshold, and tokens of a kind the model has no price for make the cost unknown (NaN).
+    """
+    all_prompts = frame[prompt_column].to_numpy(dtype=float)
+    all_cached = np.minimum(frame[cached_column].to_numpy(dtype=float), all_prompts)
+    all_outputs = frame["output_tokens"].to_numpy(dtype=float)
+    costs = np.full(len(frame), np.nan)
+    for model, rows in rows_by_model.items():
+        price = price_for(model, prices)
+        if price is None:
+            continue
+        prompt, cached = all_prompts[rows], all_cached[rows]
+        new = prompt - cached
+        claude = model_family(model) == "claude"
+        parts = {"input": 0 * new if claude else new, "cache_read": cached, "cache_write": new if claude else 0 * new,
+                 "output": all_outputs[rows]}
+        total = _priced(price, parts)
+        if price.long_context is not None and price.long_context_threshold is not None:
+            total = np.where(prompt <= price.long_context_threshold, total, _priced(price.long_context, parts))
+        costs[rows] = total
+    return pd.Series(costs, index=frame.index)
+
+
+def _priced(price, parts: dict[str, np.ndarray]) -> np.ndarray:
+    total = 0 * parts["input"]
+    for kind, tokens in parts.items():
+        rate = getattr(price, kind)
+        if rate is None:
+            total = np.where(tokens == 0, total, np.nan)
+        else:
+            total = total + tokens * rate
+    return total / 1_000_000
+
+
+def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
+    records = []
+    rows = _dicts(rows)
+    for record, drift in zip(rows, drift_counts(rows)):
+        record = dict(record)
+        # Summary drift (compactlab.scoring.drift): facts the previous summary carried and this one dropped.
+        record["drift_carried"], record["drift_dropped"] = drift if drift is not None else (None, None)
+        scores = record.pop("preservation")
+        for key in ("k1", "k5"):
+            found = scores.get(key, {})
+            record[f"{key}_score"] = found.get("score")
+            record[f"{key}_needed"] = len(found.get("needed", []))
+            record[f"{key}_lost"] = found.get("lost", [])
+            record[f"{key}_recall"] = found.get("summary_recall")  # compactlab.scoring.summary_recall (absent in older runs)
+            record[f"{key}_summary_lost"] = found.get("summary_lost", [])
+        records.append(record)
+    frame = pd.DataFrame(records)
+    # None where not applicable: numbers with NaN, not objects (also in one transcript's rows, where every score may be None).
+    for column in ("k1_score", "k5_score", "k1_recall", "k5_recall", "drift_carried", "drift_dropped"):
+        if column in frame:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame
+
+
+def recorded_fidelity(compactions: pd.DataFrame) -> pd.DataFrame:
+    """Real compactions: the replay's predicted prompt of the first call after it vs the recorded one."""
+    if compactions.empty or "fidelity_recorded" not in compactions:
+        return pd.DataFrame()
+    rows = compactions[compactions["fidelity_recorded"].notna()]
+    frame = rows[["transcript", "config", "call", "fidelity_predicted", "fidelity_recorded"]].copy()
+    frame["relative_error"] = (frame["fidelity_predicted"] - frame["fidelity_recorded"]) / frame["fidelity_recorded"]
+    return frame.reset_index(drop=True)
+
+
+def transcript_summary(
+    calls: pd.DataFrame, compactions: pd.DataFrame, groups: tuple[np.ndarray, list[tuple[str, str]]] | None = None
+) -> pd.DataFrame:
+    """One row per transcript × config: the numbers the statistics and the report compare.
+    `groups`: the rows' transcript × config as `summary_groups` numbers them, when the caller has them."""
+    if calls.empty:
+        return pd.DataFrame()
+    if "noop_before" not in calls:  # rows of a run made before no-op attempts were counted
+        calls = calls.assign(noop_before=0)
+    grouped = calls.groupby(["transcript", "config"] if groups is None else groups[0], sort=True)
+    summary = grouped.agg(
+        calls=("call", "size"),
+        noop_compactions=("noop_before", "sum"),
+        peak_full=("full_tokens", "max"),
+        peak_context=("context_tokens", "max"),
+        billed_full=("full_tokens", "sum"),
+        billed_context=("context_tokens", "sum"),
+        over_window_calls=("over_window", "sum"),
+        cost_full=("cost_full", "sum"),
+        cost_context=("cost_context", "sum"),
+        cost_full_known=("cost_full", "count"),
+        cost_context_known=("cost_context", "count"),
+    )
+    if groups is not None:  # grouped by number: the index back to transcript × config
+        summary.index = pd.MultiIndex.from_tuples([groups[1][number] for number in summary.index], names=["transcript", "config"])
+    summary = summary.reset_index()
+    # A session's cost is unknown when any of its calls' is (a model without a price).
+    for column in ("cost_full", "cost_context"):
+        known = summary.pop(f"{column}_known")
+        summary[column] = summary[column].where(known == summary["calls"])
+    if not compactions.empty:
+        done = compactions[compactions["failed"].isna()]
+        per = done.groupby(["transcript", "config"]).agg(
+            compactions=("call", "size"),
+            summarizer_input_tokens=("summarizer_input_tokens", "sum"),
+            summarizer_output_tokens=("summarizer_output_tokens", "sum"),
+            summarizer_cost=("summarizer_cost_usd", "sum"),
+            summarizer_cost_known=("summarizer_cost_usd", "count"),
+            preservation_k1=("k1_score", "mean"),
+            preservation_k5=("k5_score", "mean"),
+            preservation_applicable=("k1_score", "count"),
+            summary_recall_k1=("k1_recall", "mean"),
+            summary_recall_k5=("k5_recall", "mean"),
+            summary_pairs=("drift_carried", "count"),
+            drift_carried=("drift_carried", "sum"),
+            drift_dropped=("drift_dropped", "sum"),
+        )
+        per["summary_drift"] = (per.pop("drift_dropped") / per.pop("drift_carried")).where(per["summary_pairs"] > 0)
+        # No LLM summarizer call with a price: the cost is unknown, not zero.
+        per["summarizer_cost"] = per["summarizer_cost"].where(per.pop("summarizer_cost_known") > 0)
+        failed = compactions[compactions["failed"].notna()].groupby(["transcript", "config"]).size().rename("failed_compactions")
+        # Done, but by a fallback after a step failed (compactlab.contract.FALLBACK_MARK): counted apart.
+        fallbacks = done[done["note"].map(fell_back)].groupby(["transcript", "config"]).size().rename("fallback_compactions")
+        summary = summary.join(per, on=["transcript", "config"]).join(failed, on=["transcript", "config"]).join(fallbacks, on=["transcript", "config"])
+    for column in ("compactions", "failed_compactions", "fallback_compactions", "summarizer_input_tokens", "summarizer_output_tokens", "summary_pairs"):
+        summary[column] = summary.get(column, pd.Series(0, index=summary.index)).fillna(0).astype(int)
+    for column in ("summarizer_cost", "preservation_k1", "preservation_k5", "summary_recall_k1", "summary_recall_k5", "summary_drift"):
+        if column not in summary:
+            summary[column] = float("nan")
+    summary["removed_share"] = 1 - summary["billed_context"] / summary["billed_full"]
+    summary["kept_ratio"] = summary["billed_full"] / summary["billed_context"]
+    summary["total_cost"] = summary["cost_context"] + summary["summarizer_cost"].fillna(0)
+    return with_derived(summary)
+
+
+def with_derived(summary: pd.DataFrame) -> pd.DataFrame:
+    """The per-session columns computed from the others (`compactlab.results.catalogue` describes each). Always
+    computed here, never read back: a table written by an earlier version (a committed reference
+    run) gets them too, and they cannot disagree with the columns they come from."""
+    derived = {
+        # A session the setting never compacted lost nothing: without this a setting that never
+        # fires would have no score at all, and could look best.
+        "preservation_or_untouched": lambda s: s["preservation_k1"].where(s["compactions"] > 0, 1.0),
+        "over_window_share": lambda s: s["over_window_calls"] / s["calls"],
+        "cost_change": lambda s: s["total_cost"] - s["cost_full"],
+    }
+    return summary.assign(**derived)
+
+
+def compression_label(removed_share: float) -> str:
+    """'98.6% removed, 71× smaller': the share removed, and how many times smaller the kept part is
+    where that helps (from 2×: '1.03× smaller' only restates '3% removed', less clearly)."""
+    if removed_share >= 1:
+        return "100% removed"
+    times = 1 / (1 - removed_share)
+    return f"{100 * removed_share:.1f}% removed" + (f", {times:.3g}× smaller" if times >= 2 else "")
+
+
+def cost_model_check(calls: pd.DataFrame, transcripts) -> pd.DataFrame:
+    """The cost model on the uncompacted session against what the source recorded.
+
+    Per transcript with recorded cache splits (Claude Code, mini-swe-agent/DeepSeek): the mean
+    absolute error of the modelled cache-read tokens relative to the prompt, and, where the source
+    recorded a cost per call, the relative error of the modelled total cost. `transcripts`: the
+    transcripts, or what a run kept of them (`compactlab.transcripts.loading.ReadTranscript`): their recorded calls.
+    """
+    rows = []
+    recorded = {t.id: list(t.calls) for t in transcripts}
+    baseline = calls.drop_duplicates(["transcript", "call"])
+    for transcript_id, group in baseline.groupby("transcript"):
+        real = recorded.get(transcript_id, [])
+        if len(real) != len(group):
+            continue
+        modelled_read = group["full_prefix_tokens"].to_numpy()
+        recorded_read = [c.cache_read_tokens for c in real]
+        prompts = [c.prompt_tokens for c in real]
+        read_error = sum(abs(m - r) / p for m, r, p in zip(modelled_read, recorded_read, prompts) if p) / len(real)
+        recorded_costs = [c.cost_usd for c in real]
+        modelled_costs = group["cost_full"].tolist()
+        cost_error = None
+        if all(c is not None for c in recorded_costs) and all(c is not None for c in modelled_costs) and sum(recorded_costs):
+            cost_error = (sum(modelled_costs) - sum(recorded_costs)) / sum(recorded_costs)
+        rows.append(
+            {
+                "transcript": transcript_id,
+                "calls": len(real),
+                "cache_read_mean_abs_error_share": read_error,
+                "recorded_cost": sum(recorded_costs) if cost_error is not None else None,
+                "modelled_cost": sum(modelled_costs) if cost_error is not None else None,
+                "cost_relative_error": cost_error,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,43 @@
+"""The `recorded` strategy's results: the production agent's own compactions, scored where they happened.
+
+They are not ranked against the strategies one can choose (`compactlab.results.leaderboard.NOT_RANKED`), so a
+run needs this separate account of them, also when `recorded` is the only strategy replayed.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+RECORDED = "recorded"
+COLUMNS = ("transcript", "compactions", "removed_share", "preservation_k1", "preservation_k5", "damaged")
+
+
+def recorded_rows(transcripts: pd.DataFrame) -> pd.DataFrame:
+    """One row per transcript with a real compaction, under the `recorded` strategy."""
+    if transcripts.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    rows = transcripts[(transcripts["config"] == RECORDED) & (transcripts["compactions"] > 0)]
+    return rows[[c for c in COLUMNS if c in rows]].reset_index(drop=True)
+
+
+def format_recorded(rows: list[dict], fidelity: list[dict], replayed: int, reacquisition: dict | None = None) -> str:
+    """The production compactions of a run, for the terminal; `reacquisition`: summary.json's
+    `trust.reacquisition` (`compactlab.scoring.reacquisition`)."""
+    lines = [f"production compactions (strategy {RECORDED}): {len(rows)} of {replayed} transcripts hold a real compaction"]
+    for row in rows:
+        kept = "n/a" if pd.isna(row.get("preservation_k1")) else f"{100 * row['preservation_k1']:.1f}%"
+        damaged = "  (damaged records: not ranked)" if row.get("damaged") else ""
+        lines.append(f"  {row['transcript']}: {row['compactions']} compactions, {100 * row['removed_share']:.1f}% of tokens removed, "
+                     f"next step kept (k=1) {kept}{damaged}")
+    for check in fidelity:
+        lines.append(f"  fidelity {check['transcript']} call {check['call']}: replay predicted {check['fidelity_predicted']:,.0f} tokens, "
+                     f"recorded {check['fidelity_recorded']:,.0f} ({100 * check['relative_error']:+.1f}%)")
+    if reacquisition and reacquisition["compactions"]:
+        lines.append(f"  re-acquired before use after the real compactions: {_share(reacquisition, 'lost')} of the items the metric "
+                     f"marks lost, {_share(reacquisition, 'kept')} of those it marks kept (a lost item really gone must come back)")
+    return "\n".join(lines)
+
+
+def _share(reacquisition: dict, side: str) -> str:
+    count, back = reacquisition[side], reacquisition[f"{side}_reacquired"]
+    return f"{back} of {count} ({100 * back / count:.0f}%)" if count else "0 of 0"

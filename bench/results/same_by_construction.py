@@ -1,0 +1,119 @@
+"""Settings that compact alike by construction: with a summarizer that reads no prompt, the
+settings that only choose a prompt change nothing.
+
+The extractive stand-in summarizer (the offline default) reads the messages, never the rendered
+prompt (`reads_prompt = False`), and merges an earlier summary the same way whether it is handed
+over as the update prompt's previous summary or as the first message. So two summarizing settings
+of the same strategy family, trigger and estimator whose other settings are equal make the same
+cuts and write the same summaries, whatever their prompt templates say, as long as the templates
+render the same file lists (their `files` macro is used without an LLM). Such settings are one
+result under several names: comparing their prompts needs an LLM `[summarizer]`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from compactlab.contract import Trigger
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.strategies.prompting import TEMPLATES, file_lists, renders_prompt, template_files
+from compactlab.strategies.registry import get_strategy
+from compactlab.strategies.summarize import Summarize
+
+# Settings that only choose which prompt is rendered (`iterative`: the update prompt or a fresh one).
+PROMPT_ONLY = ("template", "update_template", "turn_prefix_template", "iterative")
+_PROBE = (["src/read.py"], ["src/modified.py"])  # what a template's `files` macro is asked to render
+
+
+@dataclass(frozen=True)
+class SameGroup:
+    labels: tuple[str, ...]  # in the order given
+    prompts_not_rendered: tuple[str, ...]  # the templates none of them rendered
+
+    @property
+    def why(self) -> str:
+        return (f"identical by construction: the extractive stand-in summarizer reads no prompt, so "
+                f"{', '.join(self.prompts_not_rendered)} were never rendered and these settings differ only in them; "
+                "comparing summary prompts needs an LLM [summarizer]")
+
+    def as_json(self) -> dict:
+        return {"labels": list(self.labels), "prompts_not_rendered": list(self.prompts_not_rendered), "why": self.why}
+
+    @classmethod
+    def from_json(cls, record: dict) -> SameGroup:
+        return cls(tuple(record["labels"]), tuple(record["prompts_not_rendered"]))
+
+
+def construction_key(config: StrategyConfig) -> tuple | None:
+    """What decides a setting's compactions when its summarizer reads no prompt; None for settings
+    this rule does not cover (no summarizing strategy, or an LLM summarizer)."""
+    made = get_strategy(config.strategy, **dict(config.settings))
+    strategy = getattr(made, "strategy", made)  # a preset compacts with its strategy
+    if not isinstance(strategy, Summarize) or strategy.summarizer != "extractive":
+        return None
+    trigger = config.trigger or getattr(made, "trigger", None) or Trigger()
+    estimator = config.estimator or getattr(made, "estimator", None) or "hybrid"
+    others = tuple((f.name, getattr(strategy, f.name)) for f in dataclasses.fields(strategy) if f.name not in PROMPT_ONLY)
+    lists = tuple(file_lists(t, *_PROBE) for t in (strategy.template, strategy.update_template, strategy.turn_prefix_template))
+    return (others, trigger, estimator, lists if strategy.track_files else None)
+
+
+def prompts_of(config: StrategyConfig) -> tuple[str, ...]:
+    made = get_strategy(config.strategy, **dict(config.settings))
+    strategy = getattr(made, "strategy", made)
+    return tuple(dict.fromkeys((strategy.template, strategy.update_template, strategy.turn_prefix_template)))
+
+
+def same_groups(configs: Sequence[StrategyConfig]) -> list[SameGroup]:
+    """The groups of two or more settings identical by construction (see the module docstring)."""
+    by_key: dict[tuple, list[StrategyConfig]] = {}
+    for config in configs:
+        key = construction_key(config)
+        if key is not None:
+            by_key.setdefault(key, []).append(config)
+    groups = []
+    for members in by_key.values():
+        if len(members) > 1:
+            prompts = tuple(dict.fromkeys(p for config in members for p in prompts_of(config)))
+            groups.append(SameGroup(tuple(c.label for c in members), prompts))
+    return groups
+
+
+def one_row_each(board: pd.DataFrame, groups: Sequence[SameGroup], first: str | None = None) -> tuple[pd.DataFrame, dict[str, SameGroup]]:
+    """The settings' figures (`compactlab.results.leaderboard.setting_figures`) with one row per group of settings
+    identical by construction, and by the label of each such row the group it stands for.
+
+    A group's row is its member `first` (the recommended setting) when it is one, else its first
+    member on the board. Only members whose figures on the board equal that row's join it: the
+    rule says they must, and a member that differs is shown on its own rather than hidden."""
+    shown: dict[str, SameGroup] = {}
+    hidden: set[str] = set()
+    by_label = board.set_index("config", drop=False) if not board.empty else board
+    for group in groups:
+        present = [label for label in group.labels if label in by_label.index]
+        if len(present) < 2:
+            continue
+        head = first if first in present else present[0]
+        figures = by_label.loc[head].drop("config")
+        same = [label for label in present if label == head or by_label.loc[label].drop("config").equals(figures)]
+        if len(same) > 1:
+            shown[head] = SameGroup((head, *(label for label in same if label != head)), group.prompts_not_rendered)
+            hidden |= set(same) - {head}
+    rows = board[~board["config"].isin(hidden)].reset_index(drop=True) if hidden else board
+    return rows, shown
+
+
+def rendered_prompts(configs: Sequence[StrategyConfig]) -> set[str]:
+    """The file names of the prompt templates the settings' compactions render (the templates they
+    import and the system prompt's included)."""
+    names: set[str] = set()
+    for config in configs:
+        made = get_strategy(config.strategy, **dict(config.settings))
+        if renders_prompt(made):
+            inner = getattr(made, "strategy", made)
+            names |= {path.name for name in TEMPLATES if hasattr(inner, name) for path in template_files(getattr(inner, name))}
+    return names

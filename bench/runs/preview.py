@@ -1,0 +1,124 @@
+"""`compactlab compact`: run one strategy once on one transcript, to see exactly what it does."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.compaction.engine import CompactionEvent, Engine
+from compactlab.contract import Trigger
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.model import Message, Transcript, part_to_dict
+from compactlab.contract import Context, Summarizer
+from compactlab.strategies.prompting import renders_prompt
+from compactlab.strategies.registry import get_strategy
+
+
+@dataclass(frozen=True)
+class Preview:
+    transcript: str
+    strategy: str
+    call: int  # which recorded call (0-based) the context was taken before
+    chosen_by: str  # "--at" or "trigger" or "last call (trigger never fired)"
+    window: int
+    trigger: Trigger
+    estimator: str
+    before: Context
+    after: Context
+    event: CompactionEvent
+    prompt_rendered: bool = False  # the strategy's summarizer read its prompt (else its hash names no prompt used)
+
+
+def compact(
+    transcript: Transcript,
+    strategy_name: str,
+    at_call: int | None = None,
+    estimator: str | None = None,
+    windows: ContextWindows | None = None,
+    summarizer: Summarizer | None = None,
+) -> Preview:
+    strategy = get_strategy(strategy_name)
+    trigger = getattr(strategy, "trigger", Trigger())
+    estimator = estimator or getattr(strategy, "estimator", "hybrid")
+    positions = [i for i, m in enumerate(transcript.messages) if m.call is not None]
+    if not positions:
+        raise ValueError(f"{transcript.source_path}: no recorded LLM calls, so there is no context to compact")
+    model = transcript.messages[positions[0]].call.model
+    windows = (windows or ContextWindows()).with_table(getattr(strategy, "context_windows", ()))
+    window = windows.lookup(model, transcript.context_window).tokens
+    meter = Meter(transcript, estimator)
+    if at_call is not None:
+        if not 0 <= at_call < len(positions):
+            raise ValueError(f"--at {at_call}: the transcript has calls 0 to {len(positions) - 1}")
+        call, chosen_by = at_call, "--at"
+    else:
+        call, chosen_by = _first_firing(transcript, positions, meter, trigger, window)
+    context = _context_before(transcript, positions, call)
+    engine = Engine(strategy=strategy, window=window, meter=meter, count_tokens=meter.count, trigger=trigger, summarizer=summarizer)
+    after, event = engine.emergency(context, reason="manual") if chosen_by != "trigger" else engine.before_call(context)
+    assert event is not None  # a fresh engine always attempts the first compaction
+    return Preview(transcript.id, strategy_name, call, chosen_by, window, trigger, estimator, context, after, event, renders_prompt(strategy))
+
+
+def _context_before(transcript: Transcript, positions: list[int], call: int) -> Context:
+    index = positions[call]
+    known = None
+    # After a real compaction the recorded usage describes the production agent's compacted
+    # prompt, not this uncompacted history, so it cannot anchor the estimate.
+    compacted_before = any(marker.at_message <= index for marker in transcript.compactions)
+    if call > 0 and not compacted_before:
+        previous = transcript.messages[positions[call - 1]].call
+        known = (positions[call - 1] + 1, previous.prompt_tokens + previous.output_tokens)
+    return Context(messages=transcript.messages[:index], known_usage=known)
+
+
+def _first_firing(transcript: Transcript, positions: list[int], meter: Meter, trigger: Trigger, window: int) -> tuple[int, str]:
+    for call in range(len(positions)):
+        if trigger.check(meter(_context_before(transcript, positions, call)), window):
+            return call, "trigger"
+    return len(positions) - 1, "last call (the trigger never fired in this transcript)"
+
+
+def preview_json(result: Preview) -> dict:
+    return {
+        "transcript": result.transcript,
+        "strategy": result.strategy,
+        "call": result.call,
+        "chosen_by": result.chosen_by,
+        "window": result.window,
+        "trigger": asdict(result.trigger),
+        "estimator": result.estimator,
+        "event": asdict(result.event),
+        "prompt_rendered": result.prompt_rendered,
+        "context": [_message_json(m) for m in result.after.messages],
+        "summary": result.after.summary,
+    }
+
+
+def _message_json(message: Message) -> dict:
+    return {"role": message.role, "source_id": message.source_id, "parts": [part_to_dict(p) for p in message.parts]}
+
+
+def format_preview(result: Preview, width: int = 160) -> str:
+    e = result.event
+    head = f"{result.transcript}: {result.strategy} before call {result.call} ({result.chosen_by}); window {result.window:,}, estimator {result.estimator}"
+    if not e.changed:  # no compaction: one set of numbers, the context's size, and why
+        lines = [head, f"no compaction: {result.strategy} changed nothing ({e.note}); the context stays {e.tokens_before:,} tokens, "
+                       f"{e.messages_before} messages", "", "context (unchanged):"]
+    else:
+        lines = [
+            head,
+            f"event: reason={e.reason} tokens {e.tokens_before:,} → {e.tokens_after:,} ({100 * e.reduction:.1f}% removed), "
+            f"messages {e.messages_before} → {e.messages_after} (removed {e.messages_removed})"
+            + (f", prompt {e.prompt_hash}" if e.prompt_hash and result.prompt_rendered else "")
+            + (f", FAILED: {e.failed}" if e.failed else ""),
+            f"note: {e.note}",
+            "",
+            "compacted context:",
+        ]
+    for index, message in enumerate(result.after.messages):
+        text = " ".join(message.text().split())
+        lines.append(f"  [{index}] {message.role:9} {text[:width]}{'…' if len(text) > width else ''}")
+    if result.after.summary:
+        lines += ["", "summary:", result.after.summary]
+    return "\n".join(lines)

@@ -1,0 +1,199 @@
+"""Run configuration: TOML file, defaults, and command-line overrides.
+
+Every key, its type, default and meaning is in `bench/runs/config_schema.py` (the README's table and
+`compactlab init`'s commented compactlab.toml are made from it); loading checks a file against it.
+
+    datasets = ["m-claude", "mini-swe-agent-pr816"]   # names, files or folders; default: all bundled
+    window = 64000                                    # replay every model with this window; 0: real windows
+    max_failed_share = 0.0                            # share of a strategy's compactions that may fail or
+                                                      # fall back (e.g. LLM errors) and it is still ranked
+
+    [[strategy]]                                      # one table per setting to replay
+    name = "summarize"
+    label = "summarize-70"
+    trigger = { fraction = 0.7 }
+    settings = { keep_recent_tokens = 20000 }
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from compactlab.runs.config_schema import DEFAULT_WINDOW, check_table, unknown_keys
+from compactlab.contract import Trigger
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.strategies.registry import registered
+
+__all__ = ["DEFAULT_WINDOW", "RunConfig", "config_from_data", "load_config", "strategy_config", "windows_of"]
+
+# Registered entries that are parts of other designs rather than designs of their own.
+NOT_RUN_BY_DEFAULT = frozenset({"opencode-summary"})
+TRIGGER_FIELDS = {f.name for f in fields(Trigger)}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    datasets: tuple[str, ...] = ()
+    strategies: tuple[StrategyConfig, ...] = ()
+    estimator: str = "hybrid"
+    lenient: bool = False
+    window: int = DEFAULT_WINDOW
+    context_windows: dict = field(default_factory=dict)
+    prices: dict = field(default_factory=dict)
+    summarizer: dict = field(default_factory=dict)
+    judge: dict = field(default_factory=dict)  # empty: no model judge (the default, offline)
+    max_failed_share: float = 0.0  # see bench/results/run_failures.py
+    # What one invocation may spend on LLM calls (bench/compaction/llm/concurrency.py). Not part of config.json:
+    # it does not shape results, and a --resume may raise it.
+    max_cost_usd: float | None = None
+
+
+def default_strategies() -> tuple[StrategyConfig, ...]:
+    """Every built-in offline strategy and preset (none of them needs an LLM by default)."""
+    return tuple(StrategyConfig(label=name, strategy=name) for name in registered() if name not in NOT_RUN_BY_DEFAULT)
+
+
+def strategy_config(entry: object, where: str) -> StrategyConfig:
+    if isinstance(entry, str):
+        return StrategyConfig(label=entry, strategy=entry)
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        raise ValueError(f"{where}: a strategy is a name or a table with a `name`, got {entry!r}")
+    check_table(entry, "strategy", where)
+    trigger = entry.get("trigger")
+    if trigger is not None:
+        unknown_keys(trigger, TRIGGER_FIELDS, where, "trigger settings")
+        trigger = Trigger(**trigger)
+        _check_trigger(trigger, where)
+    settings = entry.get("settings", {})
+    if not isinstance(settings, dict):
+        raise ValueError(f"{where}: `settings` must be a table")
+    return StrategyConfig(
+        label=str(entry.get("label", entry["name"])),
+        strategy=entry["name"],
+        settings=tuple(sorted(settings.items())),
+        trigger=trigger,
+        estimator=entry.get("estimator"),
+    )
+
+
+def _check_trigger(trigger: Trigger, where: str) -> None:
+    for name in ("fraction", "warning", "critical", "target"):
+        value = getattr(trigger, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1):
+            raise ValueError(f"{where}: trigger `{name}` must be a fraction of the window in (0, 1], got {value!r}")
+    for name in ("absolute", "reserve_tokens"):
+        value = getattr(trigger, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{where}: trigger `{name}` must be a whole number of tokens >= 0, got {value!r}")
+
+
+def load_config(path: Path | None) -> RunConfig:
+    if path is None:
+        return RunConfig()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read configuration: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: invalid TOML: {exc}") from exc
+    return config_from_data(data, path)
+
+
+def config_from_data(data: dict, path: object) -> RunConfig:
+    """A run configuration from parsed TOML; `path` names it in errors (also used by gate suites)."""
+    check_table(data, "", path)
+    for table in ("summarizer", "judge"):
+        if table in data:
+            if not isinstance(data[table], dict):
+                raise ValueError(f"{path}: [{table}] must be a table")
+            check_table(data[table], table, f"{path}: [{table}]")
+    for table in ("context_windows", "prices"):
+        if table in data and not isinstance(data[table], dict):
+            raise ValueError(f"{path}: [{table}] must be a table")
+    if not isinstance(data.get("strategy", []), list):
+        raise ValueError(f"{path}: strategies to replay are [[strategy]] tables (double brackets), one per setting")
+    entries = [strategy_config(s, f"{path}: strategies[{i}]") for i, s in enumerate(data.get("strategies", []))]
+    entries += [strategy_config(s, f"{path}: [[strategy]] #{i + 1}") for i, s in enumerate(data.get("strategy", []))]
+    labels = [e.label for e in entries]
+    duplicates = sorted({label for label in labels if labels.count(label) > 1})
+    if duplicates:
+        raise ValueError(f"{path}: strategy labels must be unique; repeated: {duplicates} (set `label`)")
+    return RunConfig(
+        datasets=tuple(data.get("datasets", ())),
+        strategies=tuple(entries),
+        estimator=data.get("estimator", "hybrid"),
+        lenient=bool(data.get("lenient", False)),
+        window=_window(data.get("window", DEFAULT_WINDOW), path),
+        context_windows=dict(data.get("context_windows", {})),
+        prices=dict(data.get("prices", {})),
+        summarizer=dict(data.get("summarizer", {})),
+        judge=dict(data.get("judge", {})),
+        max_failed_share=_share(data.get("max_failed_share", 0.0), path),
+        max_cost_usd=_budget(data.get("max_cost_usd"), path),
+    )
+
+
+def _budget(value: object, where: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{where}: `max_cost_usd` must be a number of US dollars >= 0, got {value!r}")
+    return float(value)
+
+
+def _share(value: object, where: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{where}: `max_failed_share` must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def _window(value: object, where: object) -> int:
+    if not isinstance(value, int) or value < 0:
+        raise ValueError(f"{where}: `window` must be a whole number of tokens (0: each model's real window), got {value!r}")
+    return value
+
+
+def windows_of(config: RunConfig):
+    """The context windows a run uses: one simulated window for every model, or the real ones."""
+    from compactlab.tokens.context_windows import ContextWindows
+
+    overrides = dict(config.context_windows)
+    if config.window:
+        # The empty prefix matches every model name; a model's own override, a longer prefix, wins.
+        overrides = {"": config.window, **overrides}
+    return ContextWindows(overrides=overrides)
+
+
+def strategies_of_run(config: dict) -> tuple[StrategyConfig, ...]:
+    """A run's strategy settings, read back from its config.json (`config_json` writes unset
+    triggers and estimators as null, which a configuration file leaves out)."""
+    where = "config.json"
+    return tuple(
+        strategy_config({k: v for k, v in entry.items() if v is not None} if isinstance(entry, dict) else entry, f"{where}: strategies[{i}]")
+        for i, entry in enumerate(config.get("strategies", []))
+    )
+
+
+def config_json(config: RunConfig) -> dict:
+    return {
+        "datasets": list(config.datasets),
+        "strategies": [
+            {
+                "label": s.label, "name": s.strategy, "settings": dict(s.settings),
+                "trigger": None if s.trigger is None else {k: v for k, v in s.trigger.__dict__.items()},
+                "estimator": s.estimator,
+            }
+            for s in config.strategies
+        ],
+        "estimator": config.estimator,
+        "lenient": config.lenient,
+        "window": config.window,
+        "context_windows": config.context_windows,
+        "prices": config.prices,
+        "summarizer": {k: v for k, v in config.summarizer.items() if "key" not in k.lower()},
+        # Only when set, so the configuration of a run without a judge reads as before (--resume).
+        **({"judge": {k: v for k, v in config.judge.items() if "key" not in k.lower()}} if config.judge else {}),
+        **({"max_failed_share": config.max_failed_share} if config.max_failed_share else {}),
+    }

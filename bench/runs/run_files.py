@@ -1,0 +1,225 @@
+"""The files of a run directory, written so that an interruption never counts anything twice.
+
+- A transcript's rows are two Parquet parts (`rows/calls/`, `rows/compactions/`, see
+  `compactlab.runs.run_storage`), written whole under their own names by the process that replayed it, then
+  committed by one line of `done.jsonl` that records the transcript, its settings, the dataset
+  file and its hash, and names the parts. One line is all or nothing: cut off, it is not JSON and
+  commits nothing. A run that opens the directory again cuts done.jsonl back to its last whole
+  line and removes every part no line names, so rows of a unit that was cut off (by a kill, a full
+  disk) are dropped before the unit is replayed again.
+- Runs of earlier versions appended rows to `calls.jsonl` and `compactions.jsonl`, their done
+  lines recording where those files end: such a run is read (`finished_rows`), not resumed.
+- Everything else (config.json, meta.json, transcripts.csv, summary.json, report.html) is written
+  to a temporary file and renamed over the old one: a reader sees the old file or the new one.
+- `RunLock` holds an exclusive lock (`fcntl.flock` on `.lock`) while a process works in the
+  directory: a second run or `--resume` on it fails at once with a clear message instead of
+  writing between the first one's rows.
+- `WRITE_HOOK`, None but in tests, is called before each of these writes with the path, so a test
+  can fail or kill the process at every write point.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROW_FILES = ("calls.jsonl", "compactions.jsonl")
+DONE = "done.jsonl"
+LOCK = ".lock"
+ENDS = {"calls.jsonl": "calls_end", "compactions.jsonl": "compactions_end"}
+
+WRITE_HOOK: Callable[[Path], None] | None = None
+
+
+def before_write(path: Path) -> None:
+    if WRITE_HOOK is not None:
+        WRITE_HOOK(path)
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write `text` (UTF-8) to `path` through a temporary file in the same folder and a rename."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    before_write(path)
+    try:
+        with temporary.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path
+
+
+class RunDirectoryBusy(ValueError):
+    """Another process is working in the run directory."""
+
+
+_HELD: dict[Path, list[int]] = {}  # run directory -> [lock descriptor, how many holders in this process]
+
+
+class RunLock:
+    """An exclusive lock on a run directory for as long as the `with` block runs (reentrant
+    within a process: the CLI holds it over a run and the files it writes afterwards).
+
+    Where `fcntl` is missing (Windows) there is no lock."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = Path(out).resolve()
+
+    def __enter__(self) -> RunLock:
+        held = _HELD.get(self.out)
+        if held is not None:
+            held[1] += 1
+            return self
+        try:
+            import fcntl
+        except ImportError:
+            return self
+        self.out.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(self.out / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(descriptor)
+            raise RunDirectoryBusy(
+                f"{self.out} is in use by another compactlab run (process {holder}): wait for it to end, "
+                f"or give another --out"
+            ) from None
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+        _HELD[self.out] = [descriptor, 1]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        held = _HELD.get(self.out)
+        if held is None:
+            return
+        held[1] -= 1
+        if not held[1]:
+            del _HELD[self.out]
+            os.close(held[0])  # closing the descriptor releases the lock
+
+
+@dataclass(frozen=True)
+class DoneLog:
+    """What done.jsonl commits: the finished units, the dataset files they came from, and each
+    transcript's row parts (by kind, `compactlab.runs.run_storage`). `ends` (where the row files end) is set
+    for a log of an earlier version that appended JSONL row files, None for one without ends."""
+
+    units: frozenset[tuple[str, str]] = frozenset()
+    file_hashes: dict[str, str | None] = field(default_factory=dict)
+    parts: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # transcript -> its commits' parts, in order
+    ends: dict[str, int] | None = None
+    size: int = 0  # bytes of done.jsonl up to the end of its last whole line
+    legacy: bool = False  # written by a version that appended JSONL row files
+
+    def part_names(self, kind: str) -> list[str]:
+        """Every committed part of `kind`, in commit order."""
+        return [commit[kind] for commits in self.parts.values() for commit in commits]
+
+
+def read_done(path: Path) -> DoneLog:
+    """The commits in `path` (done.jsonl). A last line cut off by an interruption commits nothing."""
+    if not path.exists():
+        return DoneLog()
+    units: set[tuple[str, str]] = set()
+    hashes: dict[str, str | None] = {}
+    parts: dict[str, list[dict[str, str]]] = {}
+    ends: dict[str, int] | None = None
+    size, damaged, legacy = 0, None, False
+    # A commit is a whole line, newline included (written last): the piece after the last newline
+    # is empty, or a line cut off, which commits nothing.
+    *whole, _cut_off = path.read_bytes().split(b"\n")
+    for number, line in enumerate(whole, start=1):
+        size += len(line) + 1
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            damaged = damaged or number  # an older version went on after a cut-off line
+            continue
+        if "configs" in record:
+            units.update((record["transcript"], label) for label in record["configs"])
+            hashes[record["file"]] = record["file_sha256"]
+            if "parts" in record:
+                parts.setdefault(record["transcript"], []).append(record["parts"])
+            else:  # an earlier version's commit: where its JSONL row files end
+                legacy, ends = True, {name: record[key] for name, key in ENDS.items()}
+        else:  # a line of a version that committed no ends: one unit per line
+            units.add((record["transcript"], record["config"]))
+            legacy, ends = True, None
+    if damaged and not legacy:
+        raise ValueError(f"{path}:{damaged}: a damaged line in the middle of the log; this run directory cannot be resumed")
+    return DoneLog(frozenset(units), hashes, parts, ends, size, legacy)
+
+
+def commit_line(transcript: str, labels: list[str], file: str, file_hash: str | None, parts: dict[str, str]) -> str:
+    record = {"transcript": transcript, "configs": labels, "file": file, "file_sha256": file_hash, "parts": parts}
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+class Commits:
+    """done.jsonl, open for appending while a run works, cut back to `log`'s last whole line when
+    opened (see the module docstring); `remove_unnamed` then drops parts no line names.
+
+    Each line goes to the file at once (no buffer): a killed process loses nothing committed."""
+
+    def __init__(self, out: Path, log: DoneLog) -> None:
+        if log.legacy:
+            raise ValueError(
+                f"{out}: this run was written by an older compactlab (JSONL row files); it cannot be resumed: "
+                f"start it again (without --resume, or with another --out)"
+            )
+        self.out, self.log = out, log
+        self.descriptor = -1
+        # The parts done.jsonl names (those of `log`, then each commit's): all others are not the run's.
+        self.named = [name for commits in log.parts.values() for commit in commits for name in commit.values()]
+
+    def __enter__(self) -> Commits:
+        path = self.out / DONE
+        self.descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0), 0o666)
+        if os.fstat(self.descriptor).st_size > self.log.size:  # a done line cut off
+            os.ftruncate(self.descriptor, self.log.size)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        os.close(self.descriptor)
+
+    def commit(self, transcript: str, labels: list[str], file: str, file_hash: str | None, parts: dict[str, str]) -> None:
+        """Commit a transcript's parts (written already, under their names) with one done.jsonl line."""
+        before_write(self.out / DONE)
+        _write_all(self.descriptor, commit_line(transcript, labels, file, file_hash, parts).encode("utf-8"))
+        self.named += parts.values()
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+def finished_rows(out: Path, name: str) -> list[dict]:
+    """The committed rows of the JSONL row file `name` of a run an earlier version wrote (also of
+    one that was cut off: what follows the last commit is left out)."""
+    log, path = read_done(out / DONE), out / name
+    if not path.exists():
+        return []
+    with path.open("rb") as handle:
+        data = handle.read(log.ends[name]) if log.ends is not None else handle.read()
+    rows = []
+    for line in data.decode("utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:  # only in a log of an older version: a line cut off by a kill
+            continue
+        if (row.get("transcript"), row.get("config")) in log.units:
+            rows.append(row)
+    return rows

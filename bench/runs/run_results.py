@@ -1,0 +1,117 @@
+"""What a run keeps of each transcript's replays: a few small rows, so its memory does not grow
+with its rows.
+
+The process that replays a transcript turns its rows into `TranscriptResults` at once: its rows
+of transcripts.csv (`compactlab.results.metrics.transcript_summary`, one per setting), its real compactions'
+fidelity, its cost-model check and the models its calls name (for the cost coverage). Every one of
+these is computed per transcript × setting, or per transcript, so computing them a transcript at
+a time gives the rows the whole run's frames give (to the last bits of a float: pandas picks how
+it sums a group by the whole frame, so the report reads a run's rows back the same way,
+`results_from_rows`, and agrees with transcripts.csv to the bit). `RunTotals` gathers them as they arrive, in
+blocks, and hands back the run's tables; the rows themselves stay in the run directory
+(`compactlab.runs.run_storage`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import pandas as pd
+
+from pathlib import Path
+
+from compactlab.compaction.llm.prices import PriceTable
+from compactlab.runs.run_files import DONE, read_done
+from compactlab.runs.run_storage import part_calls, part_compaction_rows, run_calls, run_compaction_rows
+from compactlab.results.metrics import calls_frame, compactions_frame, cost_model_check, recorded_fidelity, transcript_summary
+from compactlab.replay.text_codes import coded_text, rows_of_each, summary_groups
+
+
+@dataclass(frozen=True)
+class TranscriptResults:
+    summary: pd.DataFrame  # transcripts.csv rows, one per setting
+    recorded_fidelity: pd.DataFrame  # compactlab.results.metrics.recorded_fidelity
+    cost_model_check: pd.DataFrame  # compactlab.results.metrics.cost_model_check
+    call_models: pd.DataFrame  # the (transcript, model) pairs its calls name, for compactlab.results.cost_coverage
+
+
+def transcript_results(calls: pd.DataFrame, compaction_rows: list[dict], transcripts, prices: PriceTable | None) -> TranscriptResults:
+    """The results of the call rows `calls` (a frame, or arrays with coded text columns as
+    `compactlab.replay.call_rows.call_arrays` makes them) and their compaction rows; `transcripts`: the
+    transcripts they replay, or what the run kept of them (their recorded calls)."""
+    rows_by_model = groups = None
+    if isinstance(calls, dict):  # arrays: group by the codes the text columns came as
+        rows_by_model = rows_of_each(calls["model"]) if len(calls["call"]) else None
+        groups = summary_groups(calls["transcript"], calls["config"]) if len(calls["call"]) else None
+        calls = {name: coded_text(values) if isinstance(values, tuple) else values for name, values in calls.items()}
+        calls = {} if not len(calls["call"]) else calls  # an empty array would make every column float
+    frame = calls_frame(calls, prices, rows_by_model)
+    compactions = compactions_frame(compaction_rows)
+    if frame.empty:  # a transcript without recorded calls is not replayed
+        return no_rows()
+    models = frame[["transcript", "model"]].drop_duplicates()
+    return TranscriptResults(
+        transcript_summary(frame, compactions, groups), recorded_fidelity(compactions), cost_model_check(frame, transcripts), models,
+    )
+
+
+BLOCK = 100  # transcripts' results joined into one frame at a time: a small frame costs more than its rows, so few are kept
+
+
+class RunTotals:
+    """The results of a run's transcripts, in the order they were added."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[str, list[pd.DataFrame]] = {f.name: [] for f in fields(TranscriptResults)}
+        self.pending: dict[str, list[pd.DataFrame]] = {f.name: [] for f in fields(TranscriptResults)}
+
+    def add(self, results: TranscriptResults) -> None:
+        for name, frames in self.pending.items():
+            frame = getattr(results, name)
+            if not frame.empty:
+                frames.append(frame)
+        if len(self.pending["summary"]) >= BLOCK:
+            self._join()
+
+    def _join(self) -> None:
+        for name, frames in self.pending.items():
+            if frames:
+                self.blocks[name].append(_concat(frames))
+                frames.clear()
+
+    def totals(self) -> TranscriptResults:
+        """The run's tables: transcripts.csv's rows sorted by transcript and setting, as one
+        frame of every row would group them; the others in the order the transcripts came."""
+        self._join()
+        tables = {name: _concat(blocks) for name, blocks in self.blocks.items()}
+        summary, check = tables["summary"], tables["cost_model_check"]
+        if not summary.empty:
+            summary = summary.sort_values(["transcript", "config"], kind="stable").reset_index(drop=True)
+        if not check.empty:  # by transcript, as cost_model_check orders a whole run's
+            check = check.sort_values("transcript", kind="stable").reset_index(drop=True)
+        return TranscriptResults(summary, tables["recorded_fidelity"], check, tables["call_models"])
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+
+
+def no_rows() -> TranscriptResults:
+    return TranscriptResults(*(pd.DataFrame() for _ in fields(TranscriptResults)))
+
+
+
+def results_from_rows(out: Path, read, prices: PriceTable | None) -> TranscriptResults:
+    """The results of every committed transcript of the run in `out`, read back one at a time;
+    `read`: what the run read (`compactlab.transcripts.loading.ReadInputs`: the transcripts' recorded calls)."""
+    log, totals = read_done(Path(out) / DONE), RunTotals()
+    kept = {t.id: t for t in read.transcripts}
+    if log.legacy:  # JSONL row files of an earlier version, whole
+        totals.add(transcript_results(run_calls(out), run_compaction_rows(out), list(kept.values()), prices))
+    for transcript, commits in log.parts.items():
+        calls = part_calls(out, [c["calls"] for c in commits])
+        rows = part_compaction_rows(out, [c["compactions"] for c in commits])
+        totals.add(transcript_results(calls, rows, [kept[transcript]] if transcript in kept else [], prices))
+    return totals.totals()

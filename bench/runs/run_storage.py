@@ -1,0 +1,196 @@
+"""A run's rows as Parquet: one part per transcript and kind, committed by its done.jsonl line.
+
+The process that replays a transcript writes its call rows and its compaction rows as two Parquet
+files under `rows/calls/` and `rows/compactions/` of the run directory (written to a temporary
+name and renamed, so a file under its own name is whole); the run's process then commits them
+with the transcript's line in done.jsonl, which names them (`compactlab.runs.run_files`). Only parts a done
+line names are part of the run: what a killed run left unnamed is removed when the run directory
+is opened again.
+
+Each part holds one row group per setting, so the row groups' statistics let a reader load one
+setting alone (`configs=`), and one transcript is its own file (`transcripts=`). Compaction rows
+carry nested values (the preservation scores, a judge's verdict): those columns are stored as JSON
+text, named in the file's metadata, and decoded when read, so a row reads back as the row the
+replay wrote. `export_jsonl` writes the rows as JSON lines, one row per line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from compactlab.replay.call_rows import json_line
+from compactlab.runs.run_files import DONE, before_write, finished_rows, read_done
+from compactlab.replay.walk import CALL_COLUMNS
+
+ROWS = "rows"
+KINDS = ("calls", "compactions")
+JSON_COLUMNS = b"compactlab.json_columns"  # file metadata: the columns stored as JSON text
+
+_TEXT = ("transcript", "config", "model")
+_FLAGS = ("compacted_before", "over_window")
+# One schema for every part, whatever a transcript's values are (a column that is empty in one
+# transcript must not get another type there): the files then read as one table.
+CALL_SCHEMA = pa.schema([
+    (name, pa.string() if name in _TEXT else pa.bool_() if name in _FLAGS else pa.int64()) for name in CALL_COLUMNS
+])
+
+
+def part_path(out: Path, name: str) -> Path:
+    return Path(out) / name
+
+
+def _new_name(kind: str) -> str:
+    # Random, not numbered: workers on other machines (Dask) and earlier processes of a resumed run
+    # write into the same folder.
+    return f"{ROWS}/{kind}/part-{uuid.uuid4().hex}.parquet"
+
+
+def write_part(out: Path, kind: str, table: pa.Table) -> str:
+    """Write `table` as a new part of `kind` (one row group per setting, in order); its name relative to `out`."""
+    name = _new_name(kind)
+    path = part_path(out, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    before_write(path)
+    configs = table.column("config").to_numpy(zero_copy_only=False) if table.num_rows else np.array([])
+    starts = [0, *np.flatnonzero(configs[1:] != configs[:-1]) + 1, len(configs)] if len(configs) else [0, 0]
+    try:
+        with pq.ParquetWriter(temporary, table.schema) as writer:
+            for start, end in zip(starts, starts[1:]):
+                writer.write_table(table.slice(start, end - start))
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return name
+
+
+def calls_table(columns: dict[str, np.ndarray | tuple[np.ndarray, list]]) -> pa.Table:
+    """A transcript's call rows (arrays; text columns as codes into their values, `compactlab.replay.text_codes.text_codes`)."""
+    arrays = []
+    for field in CALL_SCHEMA:
+        values = columns[field.name]
+        if isinstance(values, tuple):  # codes into the distinct texts
+            codes, distinct = values
+            array = pa.array(distinct, type=pa.string()).take(pa.array(codes, type=pa.int64())) if len(codes) else pa.array([], pa.string())
+        else:
+            array = pa.array(values.tolist() if values.dtype == object else values, type=field.type, from_pandas=True)
+        arrays.append(array)
+    return pa.Table.from_arrays(arrays, schema=CALL_SCHEMA)
+
+
+def compactions_table(rows: list[dict]) -> pa.Table:
+    """Compaction rows as written by a replay: nested values (dicts, lists) as JSON text."""
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    nested = [n for n in names if any(isinstance(row.get(n), (dict, list)) for row in rows)]
+    columns = {}
+    for name in names:
+        values = [row.get(name) for row in rows]
+        if name in nested:
+            values = [None if v is None else json.dumps(v, ensure_ascii=False) for v in values]
+        columns[name] = pa.array(values)
+    table = pa.table(columns) if columns else pa.table({"config": pa.array([], pa.string())})
+    return table.replace_schema_metadata({JSON_COLUMNS: json.dumps(nested).encode()})
+
+
+def _tables(out: Path, names: Iterable[str], configs: Iterable[str] | None) -> Iterator[pa.Table]:
+    filters = None if configs is None else [("config", "in", list(configs))]
+    for name in names:
+        yield pq.read_table(part_path(out, name), filters=filters)
+
+
+def _part_rows(table: pa.Table) -> list[dict]:
+    """A compaction part's rows as the replay wrote them (JSON text columns decoded)."""
+    nested = json.loads((table.schema.metadata or {}).get(JSON_COLUMNS, b"[]"))
+    rows = table.to_pylist()
+    for row in rows:
+        for name in nested:
+            if row.get(name) is not None:
+                row[name] = json.loads(row[name])
+    return rows
+
+
+def part_calls(out: Path, names: Iterable[str]) -> pd.DataFrame:
+    """The call rows of the parts `names`, in order, as one frame."""
+    tables = list(_tables(out, names, None))
+    return pa.concat_tables(tables).to_pandas() if tables else pd.DataFrame()
+
+
+def part_compaction_rows(out: Path, names: Iterable[str]) -> list[dict]:
+    """The compaction rows of the parts `names`, in order, as the replay wrote them."""
+    return [row for table in _tables(out, names, None) for row in _part_rows(table)]
+
+
+def _committed(out: Path, kind: str, transcripts: Iterable[str] | None) -> list[str]:
+    log = read_done(Path(out) / DONE)
+    if transcripts is None:
+        return log.part_names(kind)
+    return [commit[kind] for t in transcripts for commit in log.parts.get(t, [])]
+
+
+def run_calls(out: Path, configs: Iterable[str] | None = None, transcripts: Iterable[str] | None = None) -> pd.DataFrame:
+    """The committed call rows of the run in `out` (of `configs` and `transcripts` only, when given),
+    in commit order; of a run an earlier version wrote, its calls.jsonl rows."""
+    log = read_done(Path(out) / DONE)
+    if log.legacy:
+        rows = finished_rows(Path(out), "calls.jsonl")
+        return pd.DataFrame([r for r in rows if _wanted(r, configs, transcripts)])
+    tables = list(_tables(out, _committed(out, "calls", transcripts), configs))
+    frame = pa.concat_tables(tables).to_pandas() if tables else pd.DataFrame()
+    return frame if len(frame) else pd.DataFrame()
+
+
+def run_compaction_rows(out: Path, configs: Iterable[str] | None = None, transcripts: Iterable[str] | None = None) -> list[dict]:
+    """The committed compaction rows of the run in `out`, as the replay wrote them (see `run_calls`)."""
+    return list(iter_rows(out, "compactions", configs, transcripts))
+
+
+def iter_rows(out: Path, kind: str, configs: Iterable[str] | None = None, transcripts: Iterable[str] | None = None) -> Iterator[dict]:
+    """The committed rows of `kind` ("calls" or "compactions"), part by part, as dicts of plain values."""
+    if read_done(Path(out) / DONE).legacy:
+        yield from (r for r in finished_rows(Path(out), f"{kind}.jsonl") if _wanted(r, configs, transcripts))
+        return
+    for table in _tables(out, _committed(out, kind, transcripts), configs):
+        yield from _part_rows(table) if kind == "compactions" else table.to_pylist()
+
+
+def _wanted(row: dict, configs, transcripts) -> bool:
+    return (configs is None or row.get("config") in set(configs)) and (transcripts is None or row.get("transcript") in set(transcripts))
+
+
+def remove_unnamed(out: Path, named: Iterable[str]) -> None:
+    """Remove every part file (and temporary file) no done line names: a killed run's, never committed."""
+    keep = {part_path(out, name).resolve() for name in named}
+    for kind in KINDS:
+        folder = Path(out) / ROWS / kind
+        if folder.is_dir():
+            for path in folder.iterdir():
+                if path.resolve() not in keep:
+                    path.unlink(missing_ok=True)
+
+
+def export_jsonl(out: Path, kind: str, target: Path, configs: Iterable[str] | None = None) -> int:
+    """Write the run's committed rows of `kind` as JSON lines to `target`, part by part (renamed
+    into place when whole); how many rows."""
+    target = Path(target)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    count = 0
+    try:
+        with temporary.open("w", encoding="utf-8") as handle:
+            for row in iter_rows(out, kind, configs):
+                handle.write(json_line(row))
+                count += 1
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return count

@@ -1,0 +1,187 @@
+"""`compactlab sweep`: a grid of settings, its Pareto frontier, and a recommended setting.
+
+The grid is strategies × trigger thresholds × keep-recent budgets (the budget applies to
+strategies that have a `keep_recent_tokens` setting). Each point is replayed like any run, and its
+figures are those of any run (`compactlab.results.leaderboard.setting_figures`): tokens removed and next-step
+facts kept (k=1), averaged over transcripts, a transcript it never compacted counting as kept.
+The recommendation and the frontier are those of the one rule, `compactlab.results.recommendation` (with
+`--min-preservation` as its threshold), stated in full in the output and in sweep.json.
+
+A setting is labelled `strategy@F/keep=N`: it compacts when the context reaches F of the window
+and keeps N tokens of recent history verbatim. The recommended setting is also printed as a
+configuration (`compactlab.runs.config_toml`) that `compactlab run --config` replays to the same numbers, and
+a pick at the edge of the grid comes with the next grid to try, as the best may lie beyond it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from compactlab.runs.config_toml import run_config_toml
+from compactlab.contract import Trigger
+from compactlab.results.leaderboard import json_records
+from compactlab.results.recommendation import Recommendation
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs.run_config import RunConfig
+from compactlab.strategies.registry import settings_of
+
+DEFAULT_STRATEGIES = ("summarize", "iterative-merge", "observation-masking", "prune")
+DEFAULT_THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+DEFAULT_KEEP = (8_000, 16_000, 32_000)
+KEEP = "keep_recent_tokens"
+LABELS = "@F: compacts when the context reaches F of the window; keep=N: keeps the newest N tokens of history verbatim"
+
+
+def grid(strategies, thresholds, keep_budgets=None, strict_keep: bool = False) -> list[StrategyConfig]:
+    """The settings to replay. `keep_budgets` (None: the defaults) go to the strategies that have a
+    keep budget; with `strict_keep` (the user named the budgets), every strategy must have one: a
+    budget it would silently ignore is an error."""
+    bad = [t for t in thresholds if not 0 < t <= 1]
+    if bad:
+        raise ValueError(f"--thresholds: {', '.join(f'{t:g}' for t in bad)} out of range: a threshold is a fraction of the window in (0, 1]")
+    if keep_budgets is not None:
+        bad = [k for k in keep_budgets if k <= 0]
+        if bad:
+            raise ValueError(f"--keep: {', '.join(str(k) for k in bad)} out of range: a keep budget is a number of tokens > 0")
+        without = [name for name in strategies if KEEP not in settings_of(name)]
+        if without and strict_keep:
+            having = [name for name in strategies if name not in without]
+            raise ValueError(
+                f"--keep: {', '.join(without)} {'has' if len(without) == 1 else 'have'} no setting {KEEP!r}, so the budgets would be "
+                f"ignored for {'it' if len(without) == 1 else 'them'}; sweep "
+                + (f"--strategy {' '.join(having)} with --keep and the others without it" if having else "them without --keep")
+            )
+    configs = []
+    for name in dict.fromkeys(strategies):
+        has_keep = KEEP in settings_of(name)
+        budgets = (keep_budgets if keep_budgets is not None else DEFAULT_KEEP) if has_keep else (None,)
+        for threshold in dict.fromkeys(thresholds):
+            for keep in dict.fromkeys(budgets):
+                label = f"{name}@{threshold:g}" + (f"/keep={keep}" if keep is not None else "")
+                settings = ((KEEP, keep),) if keep is not None else ()
+                configs.append(StrategyConfig(label, name, settings, Trigger(fraction=threshold)))
+    return configs
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    points: pd.DataFrame  # the settings' figures, with their strategy, threshold and keep budget
+    recommendation: Recommendation
+    configs: tuple[StrategyConfig, ...] = ()
+    config: RunConfig | None = None  # the run configuration the grid was replayed with
+    edges: tuple[str, ...] = field(default=())  # warnings: the pick sits at the grid's edge
+
+    @property
+    def frontier(self) -> pd.DataFrame:
+        """The Pareto frontier of the recommendable settings, by tokens removed."""
+        order = {label: i for i, label in enumerate(self.recommendation.frontier)}
+        return self.points[self.points["config"].isin(order)].sort_values("config", key=lambda c: c.map(order))
+
+    @property
+    def recommended(self) -> StrategyConfig | None:
+        return next((c for c in self.configs if c.label == self.recommendation.config), None)
+
+    def recommended_toml(self) -> str | None:
+        """A run configuration replaying the recommended setting as the sweep did; None without one."""
+        if self.recommended is None or self.config is None:
+            return None
+        return run_config_toml(dataclasses.replace(self.config, strategies=(self.recommended,)))
+
+
+def analyse(figures: pd.DataFrame, configs: list[StrategyConfig], recommendation: Recommendation, config: RunConfig | None = None) -> SweepResult:
+    """The grid's settings' figures (`setting_figures`) labelled with what each setting is."""
+    by_label = {c.label: c for c in configs}
+    points = figures[figures["config"].isin(by_label)].copy()
+    points["strategy"] = points["config"].map(lambda label: by_label[label].strategy)
+    points["threshold"] = points["config"].map(lambda label: by_label[label].trigger.fraction)
+    points["keep_recent_tokens"] = points["config"].map(lambda label: dict(by_label[label].settings).get(KEEP))
+    picked = by_label.get(recommendation.config) if recommendation.config else None
+    return SweepResult(points.reset_index(drop=True), recommendation, tuple(configs), config, edge_warnings(picked, configs))
+
+
+def edge_warnings(picked: StrategyConfig | None, configs: list[StrategyConfig]) -> tuple[str, ...]:
+    """Where the pick is the smallest or largest value its strategy was swept at, the next grid to try."""
+    if picked is None:
+        return ()
+    same = [c for c in configs if c.strategy == picked.strategy]
+    thresholds = sorted({c.trigger.fraction for c in same})
+    budgets = sorted({dict(c.settings)[KEEP] for c in same if KEEP in dict(c.settings)})
+    threshold, keep = picked.trigger.fraction, dict(picked.settings).get(KEEP)
+    warnings = []
+    suggestion_t = _next_thresholds(threshold, thresholds)
+    suggestion_k = _next_budgets(keep, budgets) if keep is not None else None
+    if suggestion_t is not None or suggestion_k is not None:
+        where = []
+        if suggestion_t is not None:
+            where.append(f"threshold {threshold:g} is the {'lowest' if threshold == thresholds[0] else 'highest'} swept")
+        if suggestion_k is not None:
+            where.append(f"keep={keep} is the {'smallest' if keep == budgets[0] else 'largest'} swept")
+        command = f"compactlab sweep --strategy {picked.strategy} --thresholds {' '.join(f'{t:g}' for t in suggestion_t or [threshold])}"
+        if keep is not None:
+            command += f" --keep {' '.join(str(k) for k in suggestion_k or [keep])}"
+        warnings.append(f"the pick is at the edge of the grid ({'; '.join(where)}): a better setting may lie beyond it. Next grid: {command}")
+    return tuple(warnings)
+
+
+def _next_thresholds(value: float, swept: list[float]) -> list[float] | None:
+    if value == swept[0] and value > 0.1 + 1e-9:
+        return [round(t, 2) for t in (value - 0.3, value - 0.2, value - 0.1, value) if t > 0.05]
+    if value == swept[-1] and value < 1.0:
+        return sorted({round(value, 2), round((value + 1) / 2, 3), 1.0})
+    return None
+
+
+def _next_budgets(value: int, swept: list[int]) -> list[int] | None:
+    if value == swept[0] and value >= 1_000:
+        return [value // 4, value // 2, value]
+    if value == swept[-1]:
+        return [value, value * 2, value * 4]
+    return None
+
+
+def format_sweep(result: SweepResult) -> str:
+    """The frontier (identical settings on one line), what never compacted, the pick and its configuration."""
+    lines = [f"Pareto frontier of the recommendable settings (tokens removed vs next-step facts kept, k=1); {LABELS}:"]
+    frontier = result.frontier
+    moved = frontier[frontier["removed_share_mean"] > 0]
+    for labels, row in _identical(moved):
+        lines.append(f"  removed {100 * row['removed_share_mean']:5.1f}%  kept {100 * row['preservation_or_untouched_mean']:5.1f}%  "
+                     f"compactions {row['compactions_mean']:5.2f}  {', '.join(labels)}")
+    if frontier.empty:
+        lines.append("  (none: no setting is recommendable)")
+    idle = result.points[(result.points["removed_share_mean"].fillna(0) <= 0)]
+    if len(idle):
+        lines.append(f"  {len(idle)} of {len(result.points)} settings removed nothing at this window (no trigger fired, or nothing they may remove): "
+                     f"{', '.join(idle['config'].head(6))}{' …' if len(idle) > 6 else ''}")
+    lines += ["", result.recommendation.summary()]
+    lines += [f"  ✗ {config}: {why}" for config, why in result.recommendation.not_recommendable.items()]
+    lines += [f"warning: {text}" for text in result.edges]
+    toml = result.recommended_toml()
+    if toml:
+        lines += ["", "The recommended setting as a run configuration (`compactlab run --config FILE` replays it to the numbers above):",
+                  "", toml.rstrip()]
+    return "\n".join(lines)
+
+
+def _identical(frame: pd.DataFrame) -> list[tuple[list[str], pd.Series]]:
+    """Settings with the same figures (e.g. two summarizers writing the same offline summary) share a line."""
+    groups: dict[tuple, list[str]] = {}
+    rows: dict[tuple, pd.Series] = {}
+    for _, row in frame.iterrows():
+        key = (row["removed_share_mean"], row["preservation_or_untouched_mean"], row["compactions_mean"])
+        groups.setdefault(key, []).append(row["config"])
+        rows.setdefault(key, row)
+    return [(labels, rows[key]) for key, labels in groups.items()]
+
+
+def sweep_document(result: SweepResult) -> dict:
+    return {
+        "points": json_records(result.points),
+        "frontier": json_records(result.frontier),
+        "recommendation": result.recommendation.as_json(),
+        "recommended_config": result.recommended_toml(),
+        "warnings": list(result.edges),
+    }

@@ -1,0 +1,1 @@
+"""The scoring stage: what a step needs (extraction, matching), preservation, re-acquisition, the next-action judge, statistics."""

@@ -1,0 +1,385 @@
+"""What a next step relies on: the items next-step preservation (compactlab.scoring.preservation) scores.
+
+An item is something the step *consumes*, never something it produces, whatever wraps it. The
+reader's rule is docs/needed-items-labelling.md; the hand-labelled sample (compactlab.measure.needed_sample)
+measures precision and recall by it. Extraction reads only assistant steps, never tool results:
+  * tool calls: path-valued arguments (`file_path`, `path`, ...) and `url`s as they are; written
+    content (`new_string`, `content`, `todos`, ...) gives nothing; old text and search patterns
+    give their code-like names; numbers only from line/offset-like keys; other strings are read
+    like prose, one-word values are options. Tool-call ids and JSON keys are never read.
+  * shell commands (a `command` argument, Codex argv, or a ```bash block in text, as mini-swe-agent
+    v1 writes them): the first line, whitespace-normalised, without a leading `cd DIR &&`, as a
+    command item unless it opens a script (heredoc, unclosed quote) or is plain words and options
+    only (`git status -sb`); its paths, URLs, names and numbers, but not the programs it runs
+    (`apply_patch`), the module `-m` runs, a heredoc's delimiter or what `echo`/`printf` write into
+    a file. A heredoc's body is written content, except a patch's: for `apply_patch` and diffs,
+    the files updated and the removed and context lines are consumed, added lines produced.
+  * text and thinking: URLs; pytest node ids; paths (a known extension, absolute paths of 2+
+    components, `./` `../` `~/` paths, not right after a placeholder's `]`); error names;
+    identifiers: one token in backticks, or code-like tokens (snake_case, CamelCase with an inner
+    capital, dotted.names, `name(`); numbers with 3+ digits or a decimal point, but not option
+    values (`-n 200`), display limits (`'1,200p'`), the last group of `6,623`, or digits glued to names.
+  * never: keywords, builtins, names whose first part is a standard-library module
+    (`os.path.join`), protocol names (`__dict__`), redaction marks (`[REDACTED_IP]`).
+  * a prose word in upper camel case (`WhereNode`, `WireGuard`) is listed, and `step_items` marks
+    it: compactlab.scoring.preservation needs it only when the history uses it as code, and never a name of
+    one of the session's tools (`TodoWrite`).
+Known limits: extension-less relative paths (`src/app`), bare words (`asgiref`), commit hashes,
+2-digit numbers and file names with two dots (`pdl.schema.json`, found as a name) are missed;
+only a command's first line is read.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+import sys
+from functools import lru_cache
+from operator import itemgetter
+from collections.abc import Sequence
+
+from compactlab.memo import message_cache
+from compactlab.scoring.matching import Item, Kind
+from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart
+from compactlab.transcripts.messages import FILE_EXTENSIONS  # one list of "file extensions" for the whole project
+
+
+_URL = re.compile(r"https?://[^\s'\"<>`)\]}]+")
+_NODE_ID = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.py(?:::[\w\[\].-]+)+")
+_PATH = re.compile(
+    # absolute paths of 2+ components first, so `/a/b.py.backup` is one path, not `/a/b.py`; every
+    # kind holds a `.` or a `/`, which the lookahead asks for first (a plain word fails at once
+    # instead of after trying each way to split it)
+    rf"(?<![\w.$\]-])(?=[\w.@+~/-]*[./])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{FILE_EXTENSIONS})(?![\w/(])"
+    r"|(?:~|\.{1,2})/[\w.@+/-]+)"
+)
+# Error names: `(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b`,
+# written to start with the capital it needs, then to look behind it: Python's regular expressions
+# skip quickly to where a pattern's first character can match, but try every position of the
+# text when it starts by looking behind (four times slower here; the same matches).
+_ERROR = re.compile(
+    r"[A-Z](?:(?<![\w.][A-Z])\w*(?:Error|Exception|Warning)(?!\w)|(?<=\bS)topIteration\b|(?<=\bK)eyboardInterrupt\b|(?<=\bS)ystemExit\b)"
+)
+_TOKEN = re.compile(r"(?<![\w.$@/-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+# The tokens `_is_identifier` can accept, found without visiting every plain word in Python: a
+# `_`, or an ASCII capital after the first letter, in the first name; a dot; or a `(` after it.
+# The same token boundaries as _TOKEN (the lookahead only filters), so the same items are found.
+# (Read as `(?<![\w.$@-])(?=_|[A-Za-z]\w*?[_A-Z]|[A-Za-z]\w*\.[A-Za-z_]|[A-Za-z]\w*\()` + _TOKEN without its
+# lookbehind; written, like _ERROR above, to start with the token's first character.)
+_CANDIDATE = re.compile(r"[A-Za-z_](?<![\w.$@/-][A-Za-z_])(?:(?<=_)|(?=\w*?[_A-Z]|\w*\.[A-Za-z_]|\w*\())\w*(?:\.[A-Za-z_]\w*)*")
+_ERROR_WORDS = ("Error", "Exception", "Warning", "StopIteration", "KeyboardInterrupt", "SystemExit")
+# Numbers: `(?:(?<=\bv)|(?<![\w.]))(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|\.\d)`: not glued to a word or a
+# dot, except `v1.2`; a trailing `p` is allowed for sed ranges (`'670,690p'`), other glued letters
+# (`100px`) are not. Written, like _ERROR, to start with its first digit (five times faster).
+_NUMBER = re.compile(r"\d(?:(?<=\bv\d)|(?<![\w.]\d))(?:\d*(?:\.\d+)+|\d{2,})(?!(?!p\b)\w|\.\d)")
+_OPTION_BEFORE = re.compile(r"(?:^|\s)--?[A-Za-z][\w-]*[ =]$")  # `-n ` / `--lines=` just before
+_RANGE_FROM_START = re.compile(r"(?:^|[\s'\"])1,$")
+_THOUSANDS = re.compile(r"(?<![\d,.])\d{1,3},$")
+_BACKTICK = re.compile(r"`([^`\n]+)`")
+_FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.S)  # an unclosed fence runs to the end
+_CD_PREFIX = re.compile(r"^cd\s+\S+\s*&&\s*")
+# Text `shlex.split` accepts: every quote closed, no backslash left at the end. (A regular
+# expression, because shlex's character-by-character Python tokenizer was a fifth of extraction.)
+_SHELL_WORDS = re.compile(r"""(?:[^'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")*""", re.S)
+
+# Names every program knows without the session (docs/needed-items-labelling.md, "noise"): Python's
+# keywords and builtins, and any name whose first part is a standard-library module (`os.path.join`,
+# `zipfile.ZipFile`, `sys.exit`). The few words below are other languages' keywords and globals,
+# and product names written in lower camel case, which look like code to `_is_identifier`.
+_GENERAL_NAMES = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins)) | frozenset(sys.stdlib_module_names)
+_STOP = _GENERAL_NAMES | frozenset(
+    "self cls this null undefined true false def function const let var echo macOS iOS iPhone iPad".split()
+)
+PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "dir", "directory"})
+COMMAND_KEYS = frozenset({"command", "cmd"})
+URL_KEYS = frozenset({"url", "uri"})
+OLD_TEXT_KEYS = frozenset({"old_string", "old_str", "old_text"})
+PATTERN_KEYS = frozenset({"pattern", "regex", "query", "glob", "symbol"})
+# What a tool stores is produced by the step: file contents, new text, a todo list.
+WRITTEN_KEYS = frozenset({"new_string", "new_str", "new_text", "content", "file_text", "contents", "insert_text", "todos"})
+NUMBER_KEYS = frozenset({"offset", "line", "lines", "line_number", "start_line", "end_line", "view_range", "insert_line", "port"})
+SHELL_FENCES = frozenset({"bash", "sh", "shell", "zsh", "console"})
+# A prose word in upper camel case (`WhereNode`, but also `WireGuard`): kind "name" until the
+# history shows it used as code (compactlab.scoring.preservation); then it is an identifier.
+_NAME = "name"
+
+
+@lru_cache(maxsize=1 << 16)  # the same words recur in every step of a session
+def _is_identifier(token: str, followed_by: str) -> bool:
+    """Whether a word-like token is code-like enough to count (see the module docstring)."""
+    if token in _STOP or len(token) < 3 or token.split(".", 1)[0] in _GENERAL_NAMES:
+        return False
+    if token.startswith("__") and token.endswith("__"):  # a protocol name of the language (`__get__`)
+        return False
+    if followed_by == "(":
+        return True
+    if "." in token:
+        return len(token) >= 5 and not token.replace(".", "").isdigit()
+    stripped = token.strip("_")
+    if "_" in stripped:
+        return any(c.isalpha() for c in stripped)
+    # CamelCase with an inner capital (`applyFilters`, `WhereNode`), but not plurals like `URLs`.
+    return bool(re.search(r"[a-z]", token) and re.search(r"[A-Z]", token[1:]) and not re.fullmatch(r"[A-Z]+s", token))
+
+
+def _path_item(value: str) -> str | None:
+    """A path without `./` or a trailing `/`; None for a bare word like `test` (too common) or `/dev/null`."""
+    value = value.strip().removeprefix("./").rstrip("/")
+    if "\n" in value or value.startswith("/dev/") or ("/" not in value and "." not in value):
+        return None
+    return value
+
+
+def _scan(text: str, found: list[tuple[Kind, str]], *, numbers: bool = True, prose: bool = False) -> None:
+    """Append the items of one piece of prose or command text to `found`, in text order.
+
+    Higher-priority matches (URL, node id, path, error) are blanked out before the later rules run,
+    so that the parts of a path are not found again as identifiers or numbers.
+    """
+    hits: list[tuple[int, Kind, str]] = []
+
+    def take(pattern: re.Pattern[str], kind: Kind) -> None:
+        nonlocal text
+        matches = list(pattern.finditer(text))
+        if not matches:
+            return
+        for m in matches:
+            value = m.group(0).rstrip(".,:;!?'\"")
+            if kind == "path" and not (value := _path_item(value)):
+                continue
+            hits.append((m.start(), kind, value))
+            if kind == "identifier" and "::" in value:  # a node id also names its file
+                hits.append((m.start(), "path", value.split("::", 1)[0]))
+        text = _blanked(text, matches)
+
+    take(_URL, "url")
+    if ".py::" in text:  # every node id holds it; the pattern is slow on text without one
+        take(_NODE_ID, "identifier")
+    take(_PATH, "path")
+    if any(word in text for word in _ERROR_WORDS):  # likewise for error names
+        take(_ERROR, "error")
+    for m in _CANDIDATE.finditer(text):
+        end = m.end()
+        following = text[end : end + 3]
+        if following == "(s)":  # "file(s)" is English, not a call
+            continue
+        token = m.group()
+        start = m.start()
+        if start and text[start - 1] == "[" and following[:1] == "]" and token.isupper():
+            continue  # a placeholder or redaction mark (`[REDACTED_IP]`), not a name
+        if _is_identifier(token, following[:1]):
+            weak = prose and token[0].isupper() and following[:1] != "(" and "_" not in token and "." not in token
+            hits.append((start, _NAME if weak else "identifier", token))
+    if numbers:
+        for m in _NUMBER.finditer(text):
+            start = m.start()
+            before = text[max(0, start - 40) : start]
+            if before.endswith("-") and not before[-2:-1].isdigit():  # `-100`, `django-15213`
+                continue
+            if _RANGE_FROM_START.search(before):  # `sed -n '1,200p'`: how much to show, not a line
+                continue
+            if before.endswith(",") and _THOUSANDS.search(before) and text[m.end() : m.end() + 1] != "p":
+                continue  # the last group of `6,623`, not a number of its own (`670,690p` is a range)
+            if not _OPTION_BEFORE.search(before):
+                hits.append((start, "number", m.group()))
+    hits.sort(key=itemgetter(0))  # stable: a node id's path stays after the node id
+    found.extend((kind, value) for _, kind, value in hits)
+
+
+def _blanked(text: str, matches: list[re.Match[str]]) -> str:
+    """`text` with the matched spans replaced by as many spaces (what `pattern.sub` would give)."""
+    pieces, end = [], 0
+    for m in matches:
+        pieces += (text[end : m.start()], " " * (m.end() - m.start()))
+        end = m.end()
+    pieces.append(text[end:])
+    return "".join(pieces)
+
+
+def _scan_prose(text: str, found: list[tuple[Kind, str]]) -> None:
+    """Text or thinking: code blocks and backticked spans first, since the author marked them as code.
+
+    A shell block (```bash) is a command, read as a tool call's command is: mini-swe-agent v1 acts
+    by writing one, and a heredoc in it is content being written."""
+    if "```" in text:
+        for info, block in _FENCE.findall(text):
+            if info.strip().lower() in SHELL_FENCES:
+                _scan_command(block, found)
+            else:
+                _scan(block, found, numbers=False)
+        text = _FENCE.sub(" ", text)
+    for span in _BACKTICK.findall(text):
+        token = span.strip().removesuffix("()")
+        is_name = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", token) and not _PATH.fullmatch(token)
+        general = token.split(".", 1)[0] in _GENERAL_NAMES or (token.startswith("__") and token.endswith("__"))
+        if is_name and _ERROR.fullmatch(token):
+            found.append(("error", token))  # builtin error names too: the step reacts to one it saw
+        elif is_name and token not in _STOP and len(token) >= 3 and not general:
+            found.append(("identifier", token))  # `session_nav.html` stays a path
+        elif not is_name:
+            _scan(span, found)
+    _scan(_BACKTICK.sub(" ", text), found, prose=True)
+
+
+def _command_line(value: object) -> str | None:
+    """The first line of a shell command, whitespace-normalised, without a leading `cd DIR &&`."""
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        # Codex-style argv: ["bash", "-lc", "the command"] means the last element.
+        value = value[-1] if value[0] in ("bash", "sh", "zsh") and len(value) >= 3 else " ".join(value)
+    if not isinstance(value, str):
+        return None
+    line = " ".join(value.strip().split("\n", 1)[0].split())
+    return _CD_PREFIX.sub("", line) or None
+
+
+def _opens_script(line: str) -> bool:
+    """A first line that only opens a heredoc or a multi-line quoted script (`python -c "`): the
+    command is really the script, which is content being written, so the line is no command item."""
+    return "<<" in line or _SHELL_WORDS.fullmatch(line) is None  # no closing quotation on this line
+
+
+# A command of plain words and options only (`git status -sb`, `ls -la`, `pytest -q`): anyone runs
+# it without the session, so it is no command item (its words were never items either).
+_GENERAL_COMMAND = re.compile(r"(?:[A-Za-z][\w-]*|--?[\w-]+(?:=[\w,-]*)?)(?: (?:[A-Za-z][\w-]*|--?[\w-]+(?:=[\w,-]*)?))*")
+# What a command line holds that the step does not consume: the program run at the start of each
+# piece (a tool, not a fact: `apply_patch`, `sc_auth`; a path stays), a heredoc's delimiter, the
+# module `-m` runs, and the text `echo`/`printf` write into a file (produced).
+_NOT_CONSUMED = re.compile(
+    r"\b(?:echo|printf)\s+((?:[^|;&>]|&(?!&))*?)\s*(?=>|\|\s*tee\b)"
+    r"|\s-m\s+([\w.]+|\"[^\"]*\"|'[^']*')"
+    r"|<<-?\s*['\"]?\w+['\"]?"
+    r"|(?:^|&&|\|\|?|;)\s*(?:\w+=\S*\s+)*([\w+-]+(?:\.[\w+-]+)*)(?![\w./])"
+)
+_PATCH_START = "*** Begin Patch"
+
+
+def _scan_command(value: object, found: list[tuple[Kind, str]]) -> None:
+    """A shell command: its first line, and the consumed part of a patch it applies."""
+    if isinstance(value, list) and len(value) == 2 and value[0] == "apply_patch" and isinstance(value[1], str):
+        _scan_patch(value[1], found)  # Codex argv ["apply_patch", PATCH]
+        return
+    line = _command_line(value)
+    if not line:
+        return
+    if " " in line and not _opens_script(line) and not _GENERAL_COMMAND.fullmatch(line):
+        found.append(("command", line))
+    _scan(_NOT_CONSUMED.sub(_blank_groups, line), found)
+    if isinstance(value, list):
+        value = value[-1]
+    if isinstance(value, str) and (_PATCH_START in value or "\n--- " in value) and "\n" in value:
+        _scan_patch(value.split("\n", 1)[1], found)  # a patch given on standard input (`apply_patch <<EOF`)
+
+
+def _blank_groups(m: re.Match[str]) -> str:
+    """The match with what it does not consume blanked (see _NOT_CONSUMED); a program given by its path stays."""
+    if m.lastindex is None:  # a heredoc's operator and delimiter
+        return " " * len(m.group(0))
+    group = m.lastindex
+    if group == 3 and "/" in m.group(3):
+        return m.group(0)
+    start, end = m.start(group) - m.start(), m.end(group) - m.start()
+    text = m.group(0)
+    return text[:start] + " " * (end - start) + text[end:]
+
+
+def _scan_patch(patch: str, found: list[tuple[Kind, str]]) -> None:
+    """A patch (Codex's `*** Begin Patch` or a unified diff): the files it updates or deletes and
+    the text it removes or keeps as context are consumed; added lines and added files are produced."""
+    consumed = []
+    for line in patch.splitlines():
+        for marker in ("*** Update File:", "*** Delete File:", "--- a/", "--- "):
+            if line.startswith(marker):
+                if path := _path_item(line[len(marker) :]):
+                    found.append(("path", path))
+                break
+        else:
+            if line.startswith(("-", " ")):
+                consumed.append(line[1:])
+            elif line.startswith("@@"):
+                consumed.append(line.strip("@ "))
+    if consumed:
+        _scan("\n".join(consumed), found, numbers=False, prose=True)
+
+
+def _scan_arguments(value: object, key: str, found: list[tuple[Kind, str]]) -> None:
+    """Walk tool-call arguments by value; the key only decides how a value is read."""
+    if key in WRITTEN_KEYS:
+        return
+    if isinstance(value, dict):
+        for sub_key, sub_value in value.items():
+            _scan_arguments(sub_value, str(sub_key).lower(), found)
+    elif isinstance(value, list) and key not in COMMAND_KEYS:
+        for element in value:
+            _scan_arguments(element, key, found)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if key in NUMBER_KEYS and _NUMBER.fullmatch(str(value)):
+            found.append(("number", str(value)))
+    elif key in COMMAND_KEYS:
+        _scan_command(value, found)
+    elif not isinstance(value, str):
+        return
+    elif key in PATH_KEYS:
+        if path := _path_item(value):
+            found.append(("path", path))
+    elif key in URL_KEYS:
+        found.append(("url", value.strip()))
+    elif key in OLD_TEXT_KEYS or key in PATTERN_KEYS:
+        _scan(value, found, numbers=False, prose=True)  # old text may be prose too (a README's)
+    elif value.startswith(_PATCH_START):  # a patch as the whole input (`{"input": PATCH}`)
+        _scan_patch(value, found)
+    elif len(value.split()) > 1:  # prose (a description, a prompt); one word is an option value
+        _scan_prose(value, found)
+
+
+def extract_items(messages: Sequence[Message]) -> list[Item]:
+    """What these messages rely on, deduplicated by text (first kind wins), in order of appearance.
+
+    A prose word in upper camel case is listed as an identifier here; `step_items` says which
+    ones are only that, for a caller that can check the history for its use as code."""
+    return step_items(messages)[0]
+
+
+def step_items(messages: Sequence[Message]) -> tuple[list[Item], frozenset[str]]:
+    """`extract_items`, and the texts among them found only as prose words in upper camel case
+    (`WhereNode`, `WireGuard`): names of code or of products, which only the history can tell."""
+    seen: dict[str, Item] = {}
+    weak: set[str] = set()
+    strong: set[str] = set()
+    for message in messages:
+        for kind, text in _message_items(message):
+            if not text:
+                continue
+            (weak if kind == _NAME else strong).add(text)
+            if text not in seen:
+                seen[text] = Item("identifier" if kind == _NAME else kind, text)
+    return list(seen.values()), frozenset(weak - strong)
+
+
+# Each message's found items, in order, kept while the message lives: a sweep scores the same
+# next steps at the same compaction points under many settings. The entry holds the message so
+# its id cannot be reused by another object while the entry lives.
+_ITEMS: dict[int, tuple[Message, list[tuple[Kind, str]]]] = message_cache({})
+
+
+def _message_items(message: Message) -> list[tuple[Kind, str]]:
+    entry = _ITEMS.get(id(message))
+    if entry is None or entry[0] is not message:
+        if len(_ITEMS) > 100_000:
+            _ITEMS.clear()
+        found: list[tuple[Kind, str]] = []
+        for part in message.parts:
+            if isinstance(part, (TextPart, ThinkingPart)):
+                _scan_prose(part.text, found)
+            elif isinstance(part, ToolCallPart):
+                arguments = part.parsed_arguments()
+                if isinstance(arguments, (dict, list)):
+                    _scan_arguments(arguments, "", found)
+                elif str(arguments).startswith(_PATCH_START):  # raw text input: Codex's apply_patch
+                    _scan_patch(str(arguments), found)
+                else:  # other raw text input: read it like prose
+                    _scan_prose(str(arguments), found)
+        entry = _ITEMS[id(message)] = (message, found)
+    return entry[1]
+
+

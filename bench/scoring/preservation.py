@@ -1,0 +1,188 @@
+"""Next-step preservation: does the compacted context still hold what the agent does next needs?
+
+Replay is open-loop: after a compaction the recorded future is replayed unchanged. So we can look
+at the next k recorded assistant steps (k = 1 and 5), list what they rely on (file paths,
+identifiers, commands, URLs, error names, numbers), keep the items the history before the
+compaction already contained, and score the share still present in the compacted context:
+
+    score = len(kept) / len(needed)      (None when nothing is needed: "not applicable")
+
+Items that are absent from the history are new information the step found itself (e.g. a path it
+guessed or a name it invented) and no compaction could have kept them, so they are not needed.
+
+Extraction (`extract_items`, what a step consumes) lives in `compactlab.scoring.extraction`, with its rules.
+Matching (`present`, `Haystack`) lives in `compactlab.scoring.matching`.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from compactlab.memo import message_cache
+from compactlab.scoring.extraction import (
+    COMMAND_KEYS,
+    PATH_KEYS,
+    _command_line,
+    extract_items,
+    step_items,
+)  # noqa: F401 (re-exported)
+from compactlab.scoring.matching import Item, TranscriptText
+from compactlab.transcripts.model import Message, ToolCallPart
+
+@dataclass(frozen=True)
+class StepScore:
+    k: int
+    needed: tuple[Item, ...]
+    kept: tuple[Item, ...]
+    lost: tuple[Item, ...]
+    score: float | None  # None: the steps needed nothing from the history (not applicable)
+
+
+def preservation(
+    history_before: Sequence[Message], compacted: Sequence[Message], next_steps: Sequence[Message], k: int
+) -> StepScore:
+    """Score one compaction on the next `k` recorded assistant steps.
+
+    `next_steps` are the recorded messages after the compaction point; only the first `k` assistant
+    messages among them are read (fewer near the end of a session). `history_before` is the full
+    uncompacted history, `compacted` the context the strategy produced (including its summary).
+    """
+    messages = (*history_before, *next_steps)
+    return preservation_at(messages, len(history_before), compacted, (k,))[k]
+
+
+def preservation_at(
+    messages: Sequence[Message], index: int, compacted: Sequence[Message], ks: Sequence[int] = (1, 5)
+) -> dict[int, StepScore]:
+    """`preservation` for a compaction before `messages[index]`, for several k at once.
+
+    What the next steps need depends only on the session and the position, not on the strategy,
+    and where an item occurs in the session is the same for every compaction of it: a sweep that
+    compacts the same session many times extracts each step's items once and searches the
+    session's text once per item (`TranscriptText`, kept for the last few sessions).
+    """
+    key = (id(messages), index, id(compacted), tuple(ks))
+    found = _SCORES.get(key)
+    if found is not None and found[0] is messages and found[1] is compacted:
+        return found[2]
+    text = _transcript_text(messages)
+    needed_by_k = _needed_at(text, index, tuple(ks))
+    items = list(dict.fromkeys(i for needed in needed_by_k.values() if needed for i in needed))
+    found = dict(zip(items, text.in_context(items, compacted)))
+    scores = {}
+    for k, needed in needed_by_k.items():
+        if needed is None:
+            scores[k] = StepScore(k, (), (), (), None)
+            continue
+        kept = tuple(i for i in needed if found[i])
+        lost = tuple(i for i in needed if not found[i])
+        scores[k] = StepScore(k, needed, kept, lost, len(kept) / len(needed) if needed else None)
+    if len(_SCORES) > 256:
+        _SCORES.clear()
+    _SCORES[key] = (messages, compacted, scores)
+    return scores
+
+
+# The scores of the last compactions, by the identity of the session and the compacted context:
+# settings that share a compaction (compactlab.replay.shared_compactions) hand over the same context, scored
+# once. The entry holds both, so their ids cannot be reused while it lives.
+_SCORES: dict[tuple, tuple[Sequence[Message], Sequence[Message], dict[int, StepScore]]] = message_cache({})
+
+
+_TEXTS: dict[int, TranscriptText] = message_cache({})
+
+
+def _transcript_text(messages: Sequence[Message]) -> TranscriptText:
+    found = _TEXTS.get(id(messages))
+    if found is None or found.messages is not messages:  # it holds `messages`, so the id is not reused
+        if len(_TEXTS) >= 8:
+            _TEXTS.clear()
+        found = _TEXTS[id(messages)] = TranscriptText(messages)
+    return found
+
+
+_NEEDED: dict[tuple[int, int, tuple[int, ...]], tuple[TranscriptText, dict]] = message_cache({})
+
+
+def _needed_at(text: TranscriptText, index: int, ks: tuple[int, ...]) -> dict[int, tuple[Item, ...] | None]:
+    key = (id(text), index, ks)
+    found = _NEEDED.get(key)
+    if found is not None and found[0] is text:
+        return found[1]
+    steps = list(islice((m for m in text.messages[index:] if m.role == "assistant"), max(ks)))
+    result: dict[int, tuple[Item, ...] | None] = {}
+    for k in ks:
+        items, weak = step_items(steps[:k])
+        # Items absent from the history are what the step found itself: not needed (module docstring).
+        result[k] = tuple(i for i in items if text.in_history(i, index) and _consumed(text, i, index, weak)) if items else None
+    if len(_NEEDED) > 512:
+        _NEEDED.clear()
+    _NEEDED[key] = (text, result)
+    return result
+
+
+def needed_items(messages: Sequence[Message], index: int, ks: Sequence[int] = (1, 5)) -> dict[int, tuple[Item, ...] | None]:
+    """What the next k recorded assistant steps after `messages[index]` need from the history, for
+    each k (None: the steps use nothing at all), with the session's text (`TranscriptText`) that
+    `preservation_at` searches: for other scores of the same compaction (`compactlab.scoring.summary_recall`)."""
+    return _needed_at(_transcript_text(messages), index, tuple(ks))
+
+
+def transcript_text(messages: Sequence[Message]) -> TranscriptText:
+    """The searchable text of a session, shared with `preservation_at` (kept for the last few sessions)."""
+    return _transcript_text(messages)
+
+
+def _consumed(text: TranscriptText, item: Item, index: int, weak: frozenset[str]) -> bool:
+    """Not a name of one of the session's tools (`TodoWrite`), and a prose word in upper camel case
+    only when the history before it uses it as code (`class WhereNode`, `WhereNode(`), not only as
+    a product's name in English (`WireGuard`, `YubiKey`)."""
+    if item.kind != "identifier":
+        return True
+    if item.text in _tool_names(text):
+        return False
+    return item.text not in weak or _used_as_code(text, item.text, index)
+
+
+_TOOLS: dict[int, tuple[TranscriptText, frozenset[str]]] = message_cache({})
+
+
+def _tool_names(text: TranscriptText) -> frozenset[str]:
+    found = _TOOLS.get(id(text))
+    if found is None or found[0] is not text:
+        if len(_TOOLS) >= 8:
+            _TOOLS.clear()
+        names = frozenset(p.name for m in text.messages for p in m.parts if isinstance(p, ToolCallPart))
+        found = _TOOLS[id(text)] = (text, names)
+    return found[1]
+
+
+_CODE_BEFORE = (".", "::", "<", "class ", "import ", "new ", "def ", "fn ", "struct ", "interface ", "type ", "enum ")
+_CODE_AFTER = ("(", "::", "<", "[", "{")
+_FIRST_CODE_USE: dict[tuple[int, str], tuple[TranscriptText, int]] = message_cache({})
+
+
+def _used_as_code(text: TranscriptText, name: str, index: int) -> bool:
+    """Whether the session's text before message `index` uses `name` as code: declared, imported,
+    called, or reached by `.` or `::` (its first such use is found once per session and name)."""
+    key = (id(text), name)
+    found = _FIRST_CODE_USE.get(key)
+    if found is None or found[0] is not text:
+        if len(_FIRST_CODE_USE) > 100_000:
+            _FIRST_CODE_USE.clear()
+        found = _FIRST_CODE_USE[key] = (text, _first_code_use(text.text, name))
+    return 0 <= found[1] < text.starts[index]
+
+
+def _first_code_use(whole: str, name: str) -> int:
+    at = whole.find(name)
+    while at != -1:
+        end = at + len(name)
+        before, after = whole[max(0, at - 10) : at], whole[end : end + 2]
+        whole_word = not (at and (whole[at - 1].isalnum() or whole[at - 1] == "_")) and not (after[:1].isalnum() or after[:1] == "_")
+        if whole_word and (before.endswith(_CODE_BEFORE) or after.startswith(_CODE_AFTER) or (after[:1] == "." and after[1:2].isalpha())):
+            return at
+        at = whole.find(name, at + 1)
+    return -1

@@ -1,0 +1,1 @@
+"""The tokens stage: tokenizers, estimators, calibration, context windows and the estimation benchmark."""

@@ -1,0 +1,184 @@
+"""The estimation-error benchmark: every estimator against what the provider really billed.
+
+For each recorded LLM call, each estimator estimates the prompt that produced it (every message
+before the call, or, after a real compaction, the summary plus the messages since) and is
+compared with the recorded prompt tokens (input + cache reads + cache writes).
+
+Each estimate is made by the replay's own `Meter` (`compactlab.tokens.metering`), through the same two
+functions, so the benchmark measures exactly what a replay's trigger sees. Claude Code and Codex
+files hold neither the system prompt nor the tool definitions. For those sources every estimate
+carries a per-session constant: the difference between the recorded and the estimated prompt of
+the session's first call. The first call is then exact by construction, so the first call of
+every session is left out of the statistics (for every estimator alike). `hybrid` starts from the
+provider's last count; where there is none (the first call, the first call after a real
+compaction) it is its base estimator plus the constant, as in the replay. `calibrated` uses the
+fit shipped with the package; on the transcripts that fit was trained on its rows are labelled
+`calibrated (in-sample)` and never scored as `calibrated`. Replay is open-loop: the recorded
+messages are what the agent really sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from compactlab.tokens.calibration import Fit, in_sample, model_family, shipped_fits, transcript_family
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.tokens.estimators import LOCAL_ESTIMATORS, Tiktoken, get_estimator
+from compactlab.tokens.framing import framing_for
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.model import Message, TextPart, Transcript
+from compactlab.tokens.tokenizers import TokenCache
+
+DEFAULT_ESTIMATORS = (*LOCAL_ESTIMATORS, "hybrid", "calibrated")
+THRESHOLDS = (0.75, 0.8, 0.9)
+IN_SAMPLE = "calibrated (in-sample)"  # calibrated on the transcripts its fit was trained on
+
+
+@dataclass(frozen=True)
+class EstimationResult:
+    calls: pd.DataFrame  # one row per recorded call × estimator
+    fits: dict[str, Fit]  # the shipped calibration lines per model family
+    transcripts_without_calls: int  # e.g. condenser logs: nothing to compare with
+    # Transcripts with skipped (damaged) records are left out: a lost message would show up as
+    # estimator error. Their ids are kept so every output can say what was left out and why.
+    damaged_transcripts: tuple[str, ...] = ()
+    # Calls calibrated could not estimate, by model family: no shipped fit for it.
+    uncalibrated_calls: dict[str, int] | None = None
+
+
+def run_estimation(
+    transcripts: Sequence[Transcript],
+    estimators: Sequence[str] = DEFAULT_ESTIMATORS,
+    windows: ContextWindows | None = None,
+    progress: bool = False,
+    cache: TokenCache | None = None,
+) -> EstimationResult:
+    windows = windows or ContextWindows()
+    windows.check_overrides(call.model for t in transcripts for call in t.calls)
+    cache = cache or TokenCache()
+    for name in estimators:
+        get_estimator(name)  # fail early, with "did you mean", on a typo
+    rows: list[dict] = []
+    without_calls = 0
+    uncalibrated: dict[str, int] = {}
+    damaged = tuple(t.id for t in transcripts if t.skipped)
+    usable = [t for t in transcripts if not t.skipped]
+    _warm_cache(usable, estimators, cache)
+    for transcript in tqdm(usable, desc="estimating", unit="transcript", disable=not progress, leave=False):
+        if not transcript.calls:
+            without_calls += 1
+            continue
+        names = list(estimators)
+        if "calibrated" in names and transcript_family(transcript) not in shipped_fits():
+            names.remove("calibrated")
+            family = transcript_family(transcript)
+            uncalibrated[family] = uncalibrated.get(family, 0) + len(transcript.calls)
+        rows.extend(_transcript_rows(transcript, names, windows, cache))
+    calls = pd.DataFrame(rows, columns=ROW_COLUMNS)
+    calls["error"] = calls["estimate"] - calls["true_tokens"]
+    calls["rel_error"] = calls["error"] / calls["true_tokens"]
+    fits = shipped_fits() if "calibrated" in estimators else {}
+    return EstimationResult(calls, fits, without_calls, damaged, uncalibrated)
+
+
+ROW_COLUMNS = [
+    "transcript", "source_format", "model", "family", "call", "message_index", "true_tokens",
+    "window", "window_known", "first_call", "split", "estimator", "estimate",
+]
+
+
+def _warm_cache(transcripts: Sequence[Transcript], estimators: Sequence[str], cache: TokenCache) -> None:
+    bases = [getattr(get_estimator(name), "base", name) for name in estimators]
+    encodings = {e.encoding for e in map(get_estimator, [*estimators, *bases]) if isinstance(e, Tiktoken)}
+    for encoding in sorted(encodings):
+        for transcript in transcripts:
+            framing = framing_for(transcript.source_format)
+            cache.warm(encoding, (text for m in transcript.messages for text in framing.texts(m)))
+            cache.warm(encoding, (m.summary for m in transcript.compactions))
+
+
+def _transcript_rows(transcript: Transcript, estimators: Sequence[str], windows: ContextWindows, cache: TokenCache) -> list[dict]:
+    # The split is the shipped calibration's: "train" for the transcripts its fit was trained on.
+    sampled = "calibrated" in estimators and in_sample(transcript.id, transcript_family(transcript))
+    split = "train" if sampled else "test"
+    bases = []
+    for number, (index, call) in enumerate((i, m.call) for i, m in enumerate(transcript.messages) if m.call is not None):
+        window = windows.lookup(call.model, transcript.context_window)
+        bases.append({
+            "transcript": transcript.id, "source_format": transcript.source_format, "model": call.model,
+            "family": model_family(call.model), "call": number, "message_index": index,
+            "true_tokens": call.prompt_tokens, "window": window.tokens, "window_known": window.known,
+            "first_call": number == 0, "split": split,
+        })
+    rows = []
+    for name in estimators:
+        label = IN_SAMPLE if name == "calibrated" and sampled else name
+        for base, estimate in zip(bases, recorded_prompt_estimates(Meter(transcript, name, cache)), strict=True):
+            rows.append({**base, "estimator": label, "estimate": estimate})
+    return rows
+
+
+def recorded_prompt_estimates(meter: Meter) -> list[int]:
+    """The meter's estimate of each recorded call's prompt, in order, as the agent really sent it:
+    the history before the call, or after a real compaction the summary and what follows it.
+
+    Running sums keep it linear in the session's length; each estimate is the meter's own
+    (`Meter.from_sum` / `Meter.from_usage`, the functions its `__call__` uses).
+    """
+    transcript = meter.transcript
+    summaries = {m.at_message: Message(role="user", parts=(TextPart(m.summary),)) for m in transcript.compactions}
+    running = 0.0
+    usage: tuple[int, float] | None = None  # the provider's last count and the estimates added since
+    estimates = []
+    for index, message in enumerate(transcript.messages):
+        if index in summaries:
+            # A real compaction: the next prompt is the summary plus what follows it, and the
+            # provider's last count no longer describes it.
+            running, usage = meter.message_tokens(summaries[index]), None
+        call = message.call
+        if call is not None:
+            estimates.append(meter.from_usage(*usage) if meter.uses_usage and usage is not None else meter.from_sum(running))
+        tokens = meter.message_tokens(message)
+        running += tokens
+        if usage is not None:
+            usage = (usage[0], usage[1] + tokens)
+        if call is not None:
+            usage = (call.prompt_tokens + call.output_tokens, 0.0)
+    return estimates
+
+
+def summarize(calls: pd.DataFrame) -> pd.DataFrame:
+    """Error statistics per estimator × model family, over every call but each session's first.
+
+    bias_pct: signed mean relative error (negative: the estimator runs low, risking overflow).
+    mape_pct: mean absolute percentage error. median_abs / p95_abs: absolute error in tokens.
+    under5_pct: share of calls underestimated by more than 5%.
+    late_T / early_T: share of calls where, at threshold T of the window, the estimate would fire a
+    compaction too late (true count over T, estimate under: danger) or too early (waste).
+    over_T: share of calls whose true count is over T, for scale.
+    """
+    rows = []
+    scored = calls[~calls["first_call"].astype(bool)]
+    for (estimator, family), group in scored.groupby(["estimator", "family"], sort=True):
+        rel = group["rel_error"].to_numpy(float)
+        absolute = group["error"].abs().to_numpy(float)
+        row = {
+            "estimator": estimator, "family": family, "calls": len(group), "transcripts": group["transcript"].nunique(),
+            "bias_pct": 100 * rel.mean(), "bias_tokens": group["error"].mean(), "mape_pct": 100 * np.abs(rel).mean(),
+            "median_abs": float(np.median(absolute)), "p95_abs": float(np.percentile(absolute, 95)),
+            "under5_pct": 100 * (rel < -0.05).mean(),
+        }
+        for threshold in THRESHOLDS:
+            limit = threshold * group["window"]
+            true_over = group["true_tokens"] >= limit
+            estimate_over = group["estimate"] >= limit
+            row[f"late_{threshold}"] = 100 * (true_over & ~estimate_over).mean()
+            row[f"early_{threshold}"] = 100 * (estimate_over & ~true_over).mean()
+            row[f"over_{threshold}"] = 100 * true_over.mean()
+        rows.append(row)
+    return pd.DataFrame(rows)

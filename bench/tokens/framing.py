@@ -1,0 +1,92 @@
+"""How a provider sees a message: which text counts, and what framing and images add.
+
+Every estimator counts the same view of a message, so estimators differ only in how they turn
+text into tokens. What is publicly documented is applied; what is not is stated here and left out
+rather than guessed:
+
+- OpenAI chat framing (OpenAI cookbook, "How to count tokens with tiktoken"): 3 tokens per
+  message for the role markers, 3 more to prime the reply. Applied by the tiktoken estimators.
+  How tool-call JSON and tool definitions are framed is not documented: a tool call counts as its
+  name plus its arguments text, a tool result as its content. A call read from the message's own
+  text (`from_text`, mini-swe-agent v1) counts nothing: the text holds it already.
+- Anthropic publishes no tokenizer and no per-message framing; nothing is added for it beyond the
+  text. Images: ≈ width·height/750 tokens after scaling the long edge to at most 1568 px
+  (Anthropic vision docs); with unknown size, the documented maximum of about 1600.
+- OpenAI images (high detail): 85 + 170 per 512-px tile after fitting in 2048 px and scaling the
+  short side to 768 (OpenAI vision docs); with unknown size, 765 (a 1024×1024 image).
+- Thinking: Anthropic drops thinking blocks of earlier turns from later prompts (extended-thinking
+  docs), so Claude Code thinking is not counted (the current tool loop's thinking, which is kept,
+  is a known small undercount). DeepSeek reasoner runs recorded by mini-swe-agent resent their
+  reasoning (each prompt exceeds the previous prompt plus output), so it is counted there. Codex
+  keeps only encrypted reasoning in the prompt, which is not in the file: its summaries are not counted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from compactlab.transcripts.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+
+OPENAI_TOKENS_PER_MESSAGE = 3
+OPENAI_REPLY_PRIMING = 3
+
+# Source formats whose files hold neither the system prompt nor the tool definitions.
+MISSING_SYSTEM_PROMPT = frozenset({"claude-code", "codex-rollout"})
+# Source formats whose recorded thinking is not part of later prompts (see above).
+THINKING_NOT_RESENT = frozenset({"claude-code", "codex-rollout", "anthropic-messages"})
+ANTHROPIC_FORMATS = frozenset({"claude-code", "anthropic-messages"})
+
+
+@dataclass(frozen=True)
+class Framing:
+    """The view of messages for one source format."""
+
+    count_thinking: bool = True
+    anthropic_images: bool = False
+
+    def texts(self, message: Message) -> list[str]:
+        """The texts of a message that reach the model's prompt."""
+        texts: list[str] = []
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                texts.append(part.text)
+            elif isinstance(part, ThinkingPart):
+                if self.count_thinking:
+                    texts.append(part.text)
+            elif isinstance(part, ToolCallPart) and not part.from_text:  # else its text holds it
+                texts.append(part.name)
+                texts.append(part.arguments)
+            elif isinstance(part, ToolResultPart):
+                texts.append(part.content)
+        return texts
+
+    def image_tokens(self, message: Message) -> int:
+        images = [p for p in message.parts if isinstance(p, ImagePart)]
+        estimate = anthropic_image_tokens if self.anthropic_images else openai_image_tokens
+        return sum(estimate(image) for image in images)
+
+
+def framing_for(source_format: str) -> Framing:
+    return Framing(
+        count_thinking=source_format not in THINKING_NOT_RESENT,
+        anthropic_images=source_format in ANTHROPIC_FORMATS,
+    )
+
+
+def anthropic_image_tokens(image: ImagePart) -> int:
+    if not image.width or not image.height:
+        return 1600
+    scale = min(1.0, 1568 / max(image.width, image.height))
+    return math.ceil(image.width * scale * image.height * scale / 750)
+
+
+def openai_image_tokens(image: ImagePart) -> int:
+    if not image.width or not image.height:
+        return 765
+    width, height = float(image.width), float(image.height)
+    fit = min(1.0, 2048 / max(width, height))
+    width, height = width * fit, height * fit
+    short = min(1.0, 768 / min(width, height))
+    width, height = width * short, height * short
+    return 85 + 170 * math.ceil(width / 512) * math.ceil(height / 512)

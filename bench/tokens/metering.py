@@ -1,0 +1,102 @@
+"""Binding an estimator to one transcript: the token counts the engine and strategies use.
+
+A `Meter` counts a message list with the run's estimator and the transcript's framing, adding
+the per-session constant for sources whose files lack the system prompt (see
+`compactlab.tokens.estimation`), and, for `hybrid`, starting from the provider's last reported count when the
+context still holds the prefix that count covered. `calibrated` uses the fit shipped for the
+transcript's model family (`compactlab.tokens.calibration`).
+
+`from_sum` and `from_usage` are the two ways a whole prompt's estimate is made: the replay's
+`__call__` and the estimation benchmark (`compactlab.tokens.estimation`) both go through them, so the two
+cannot disagree on what a prompt is estimated at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+from compactlab.tokens.calibration import calibrated_for
+from compactlab.tokens.estimators import Calibrated, Hybrid, get_estimator
+from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
+from compactlab.transcripts.model import Message, Transcript
+from compactlab.tokens.tokenizers import TokenCache
+from compactlab.contract import Context
+
+
+@dataclass
+class Meter:
+    transcript: Transcript
+    estimator_name: str = "hybrid"
+    cache: TokenCache = field(default_factory=TokenCache)
+    offset: int = 0  # the per-session constant (system prompt and tools the file does not hold)
+
+    def __post_init__(self) -> None:
+        self._memo: dict[int, tuple[Message, float]] = {}
+        self._sums: dict[int, tuple[tuple[Message, ...], list[float]]] = {}
+        self.estimator = get_estimator(self.estimator_name)
+        if isinstance(self.estimator, Calibrated) and self.estimator.family is None:
+            self.estimator = calibrated_for(self.transcript)
+        self.framing = framing_for(self.transcript.source_format)
+        # Strategies count pieces of the context (a message, a kept tail) with the base of a hybrid
+        # estimator: provider usage only ever describes a whole prompt.
+        self.local = get_estimator(self.estimator.base) if isinstance(self.estimator, Hybrid) else self.estimator
+        if self.transcript.source_format in MISSING_SYSTEM_PROMPT:
+            self.offset = self._first_call_offset()
+
+    def _first_call_offset(self) -> int:
+        for index, message in enumerate(self.transcript.messages):
+            if message.call is not None:
+                return message.call.prompt_tokens - self.count(self.transcript.messages[:index])
+        return 0
+
+    def count(self, messages: Sequence[Message]) -> int:
+        """A local estimate of `messages` (no constant, no provider usage)."""
+        return round(self.local.prompt_overhead + sum(self.message_tokens(m) for m in messages))
+
+    def message_tokens(self, message: Message) -> float:
+        """One message's estimate, computed once per message object however often it is asked for.
+
+        A replay asks for every message in every later prompt; the memo holds the message itself
+        so its id cannot be reused by another object while the entry lives.
+        """
+        found = self._memo.get(id(message))
+        if found is None or found[0] is not message:
+            found = (message, self.local.message_tokens(message, self.framing, self.cache))
+            self._memo[id(message)] = found
+        return found[1]
+
+    def running_sums(self, messages: tuple[Message, ...]) -> list[float]:
+        """The estimates of `messages`, summed one by one as `sum` adds them (the last is their total).
+
+        Kept for the last few message tuples: settings that share a compaction's result
+        (`compactlab.replay.shared_compactions`) count it once. The entry holds the tuple, so its id is not reused."""
+        found = self._sums.get(id(messages))
+        if found is None or found[0] is not messages:
+            if len(self._sums) >= 64:
+                self._sums.clear()
+            found = self._sums[id(messages)] = (messages, list(accumulate(map(self.message_tokens, messages))))
+        return found[1]
+
+    @property
+    def uses_usage(self) -> bool:
+        """Whether the estimator starts from the provider's last reported count when there is one."""
+        return isinstance(self.estimator, Hybrid)
+
+    def from_sum(self, messages_sum: float) -> int:
+        """A whole prompt's estimate from the sum of its messages' estimates (added in order from 0,
+        as `sum` adds them): the local estimate plus the per-session constant."""
+        return round(self.local.prompt_overhead + messages_sum) + self.offset
+
+    def from_usage(self, reported: int, newer_sum: float) -> int:
+        """A whole prompt's estimate from the provider's count of its prefix (prompt + output of the
+        last call) and the summed estimates of the messages after that prefix."""
+        return round(reported + newer_sum)
+
+    def __call__(self, context: Context) -> int:
+        """The estimated prompt tokens of the whole context, as the trigger sees it."""
+        if self.uses_usage and context.known_usage is not None:
+            upto, reported = context.known_usage
+            return self.from_usage(reported, sum(self.message_tokens(m) for m in context.messages[upto:]))
+        return self.from_sum(sum(self.message_tokens(m) for m in context.messages))

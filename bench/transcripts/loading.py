@@ -1,0 +1,231 @@
+"""Load every transcript named on a command line, with progress and an account of what failed.
+
+Strict mode (the default) stops at the first problem with an error naming file and line.
+Lenient mode skips damaged records (counted on each transcript) and, when a whole file cannot be
+read (empty, unknown format, not JSON at all), records the file in `Loaded.failed` and goes on.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing as mp
+import os
+from collections import deque
+from collections.abc import Callable, Collection, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import closing
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tqdm import tqdm
+
+from compactlab.transcripts.datasets import resolve_inputs
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.model import LLMCall, SkippedRecord, Transcript
+from compactlab.transcripts.parent_exit import exit_with_parent
+from compactlab.transcripts.source import TranscriptError
+
+
+@dataclass(frozen=True)
+class FailedFile:
+    path: Path
+    error: str
+
+
+@dataclass(frozen=True)
+class Loaded:
+    transcripts: tuple[Transcript, ...]
+    failed: tuple[FailedFile, ...] = ()
+    # Files in given folders that are not transcripts by name (README, LICENSE, ...).
+    passed_over: tuple[Path, ...] = ()
+
+
+def load_inputs(
+    arguments: list[str] | None,
+    *,
+    lenient: bool = False,
+    format: str | None = None,
+    progress: bool = False,
+    workers: int | None = None,
+) -> Loaded:
+    """Transcripts of every file, folder or dataset name in `arguments` (none: all bundled datasets)."""
+    inputs = resolve_inputs(arguments)
+    transcripts: list[Transcript] = []
+    failed: list[FailedFile] = []
+    with closing(read_files(inputs.files, inputs.lenient_files, lenient=lenient, format=format, workers=workers)) as reads:
+        for read in tqdm(reads, total=len(inputs.files), desc="reading transcripts", unit="file", disable=not progress, leave=False):
+            if read.error is not None:
+                if not read.lenient:
+                    raise read.error
+                failed.append(FailedFile(path=read.path, error=str(read.error)))
+            transcripts.extend(read.transcripts)
+    return Loaded(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
+
+
+@dataclass(frozen=True)
+class ReadTranscript:
+    """What is kept of a transcript once it is replayed: which it is, where it came from, what
+    reading it skipped, how many calls it recorded with which models, and (`of`) its recorded
+    calls. The messages stay in the process that replayed them, so memory does not grow with the
+    datasets (and they are not sent back); a run keeps no recorded calls either (`counted`): what
+    it needs of them is computed where the transcript was replayed (bench/runs/run_results.py)."""
+
+    id: str
+    source_format: str
+    source_path: str
+    calls: tuple[LLMCall, ...]
+    skipped: tuple[SkippedRecord, ...] = ()
+    call_count: int = 0
+    models: tuple[str, ...] = ()  # the recorded calls' models, each once
+
+    @classmethod
+    def of(cls, transcript: Transcript) -> ReadTranscript:
+        return replace(cls.counted(transcript), calls=tuple(transcript.calls))
+
+    @classmethod
+    def counted(cls, transcript: Transcript) -> ReadTranscript:
+        models = tuple(dict.fromkeys(call.model for call in transcript.calls))
+        return cls(transcript.id, transcript.source_format, transcript.source_path, (), transcript.skipped, len(transcript.calls), models)
+
+
+@dataclass(frozen=True)
+class ReadInputs:
+    """What a run read: `ReadTranscript`s, and, as in `Loaded`, the files it could not read or passed over."""
+
+    transcripts: tuple[ReadTranscript, ...]
+    failed: tuple[FailedFile, ...] = ()
+    passed_over: tuple[Path, ...] = ()
+
+    @classmethod
+    def of(cls, loaded: Loaded) -> ReadInputs:
+        return cls(tuple(map(ReadTranscript.of, loaded.transcripts)), loaded.failed, loaded.passed_over)
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """One file read: its transcripts (or what `keep` kept of them), or the error that stopped it;
+    and what `then` made of them."""
+
+    path: Path
+    lenient: bool
+    transcripts: tuple = ()
+    error: TranscriptError | None = None
+    then: object = None
+
+
+def read_files(
+    files: Sequence[Path],
+    lenient_files: Collection[Path] = (),
+    *,
+    lenient: bool = False,
+    format: str | None = None,
+    workers: int | None = None,
+    then: Callable[[tuple[Transcript, ...]], object] | None = None,
+    keep: Callable[[Transcript], object] | None = None,
+    executor: Callable[[Callable, tuple, int], Iterator[FileRead]] | None = None,
+) -> Iterator[FileRead]:
+    """Read `files` in order, in a pool of forked processes when there are several files and cores
+    (default: one per core); `then`, when given, runs on each file's transcripts in the process that
+    read them, so a run replays a file while the next ones are being read. `keep`, when given, is
+    what of each transcript the reads hand back (a run keeps a `ReadTranscript`). `executor`, when
+    given, runs the reads elsewhere (`compactlab.runs.executors`): called with `read_job`, the job and the
+    number of files, it yields each file's `read_job(job, index)` in file order.
+
+    Use it under `contextlib.closing`: a caller that stops early (an error in a file) must close
+    the generator then, so its worker pool ends as soon as the files being read are done, not
+    whenever the generator is collected."""
+    global _JOB
+    qualifiers = _qualifiers(files)
+    jobs = [(path, lenient or path in lenient_files, format, qualifiers.get(path)) for path in files]
+    workers = min(workers if workers is not None else (os.cpu_count() or 1), len(jobs))
+    _JOB = (jobs, then, keep)
+    try:
+        ids = _UniqueIds()
+        if executor is not None:
+            yield from map(ids.check, executor(read_job, _JOB, len(jobs)))
+            return
+        if workers <= 1 or "fork" not in mp.get_all_start_methods():
+            yield from map(ids.check, map(_read_one, range(len(jobs))))
+            return
+        # The forks inherit _JOB: nothing is pickled to them.
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_start_worker, initargs=(os.getpid(),))
+        try:
+            # Each result is let go once handed on: a list of every future would keep every file's
+            # result (a run's replay results) alive to the end of the run.
+            futures = deque(pool.submit(_read_one, index) for index in range(len(jobs)))
+            while futures:
+                yield ids.check(futures.popleft().result())
+        finally:
+            # Reads not started are cancelled and running ones finish. (multiprocessing.Pool's
+            # terminate could kill a worker in the middle of handing back a result, which left the
+            # pool's result channel locked and the run hanging.)
+            pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        _JOB = None
+
+
+def _qualifiers(files: Sequence[Path]) -> dict[Path, str]:
+    """For files of one name in several folders (whose transcripts would get one id), the folder
+    that tells each apart, relative to the folder they share: its transcripts' ids start with it."""
+    by_name: dict[str, list[Path]] = {}
+    for path in files:
+        by_name.setdefault(path.name.removesuffix(".gz"), []).append(path)
+    qualifiers: dict[Path, str] = {}
+    for group in (g for g in by_name.values() if len(g) > 1):
+        folders = [os.path.abspath(p.parent) for p in group]
+        shared = os.path.commonpath(folders)
+        names = [Path(os.path.relpath(f, shared)).as_posix() for f in folders]
+        if len(set(names)) < len(names):  # x.jsonl beside x.jsonl.gz: the file names tell them apart
+            names = [Path(os.path.relpath(os.path.abspath(p), shared)).as_posix() for p in group]
+        qualifiers.update(zip(group, names))
+    return qualifiers
+
+
+class _UniqueIds:
+    """Transcript ids key every result of a run, so two transcripts with one id (the same session
+    copied under two names, say) would merge: the second file is an error (counted with --lenient)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, Path] = {}
+
+    def check(self, read: FileRead) -> FileRead:
+        ids = [t.id for t in read.transcripts]
+        taken = next((i for i in ids if i in self.files), None)
+        if taken is not None:
+            what = f"transcript id {taken!r} is already the id of a transcript in {self.files[taken]} (the same session twice?)"
+            return FileRead(read.path, read.lenient, error=TranscriptError(read.path, None, what))
+        self.files.update((i, read.path) for i in ids)
+        return read
+
+
+_JOB: tuple | None = None
+YOUNG_THRESHOLD = 50_000  # a worker's collector runs after this many new objects (Python's default: 700)
+
+
+def _start_worker(parent: int) -> None:
+    """Each worker ends with the run's process (bench/transcripts/parent_exit.py), freezes what it inherited,
+    so its collector never walks the parent's objects again (the use Python's gc.freeze docs
+    give), and collects young objects less often: reading and replaying make millions of
+    short-lived objects and few cycles (the collector's time in a sweep's workers halves)."""
+    exit_with_parent(parent)
+    gc.freeze()
+    young, *older = gc.get_threshold()
+    gc.set_threshold(max(YOUNG_THRESHOLD, young), *older)
+
+
+def _read_one(index: int) -> FileRead:
+    return read_job(_JOB, index)
+
+
+def read_job(job: tuple, index: int) -> FileRead:
+    """Read file `index` of `job` (the files, `then` and `keep` of `read_files`)."""
+    jobs, then, keep = job
+    path, lenient, format, qualifier = jobs[index]
+    try:
+        transcripts = tuple(load_file(path, lenient=lenient, format=format))
+    except TranscriptError as exc:
+        return FileRead(path, lenient, error=exc)
+    if qualifier is not None:
+        transcripts = tuple(replace(t, id=f"{qualifier}/{t.id}") for t in transcripts)
+    made = then(transcripts) if then is not None else None
+    return FileRead(path, lenient, tuple(map(keep, transcripts)) if keep is not None else transcripts, then=made)
