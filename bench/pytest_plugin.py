@@ -94,7 +94,9 @@ class ReplayResult:
                 f"compactlab: {value.name} has no value on any of {self.transcripts} transcripts "
                 f"(did the strategy compact at all? compactions: {len(self.compactions)})\n  replay: {self.description}"
             )
-        end = "" if on == "mean" else f": the {'lower' if on == 'low' else 'upper'} end of its interval, {getattr(value, on):.4g},"
+        end = (
+            "" if on == "mean" else f": the {'lower' if on == 'low' else 'upper'} end of its interval, {getattr(value, on):.4g},"
+        )
         lines = [f"compactlab: {value}{end} is not {op} {threshold:g}", f"  replay: {self.description}"]
         higher_wanted = op in (">=", ">") or (op == "==" and getattr(value, on) < threshold)
         ranked = sorted(self.values(value.name).items(), key=lambda item: item[1], reverse=not higher_wanted)
@@ -127,7 +129,11 @@ def _known(name: str) -> None:
         import difflib
 
         close = difflib.get_close_matches(name, KNOWN_METRICS, n=1)
-        raise KeyError(f"unknown metric {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "") + f"; known: {', '.join(KNOWN_METRICS)}")
+        raise KeyError(
+            f"unknown metric {name!r}"
+            + (f" (did you mean {close[0]!r}?)" if close else "")
+            + f"; known: {', '.join(KNOWN_METRICS)}"
+        )
 
 
 def replay(
@@ -148,10 +154,10 @@ def replay(
     template, a `file.py:Name` strategy) are looked up in `base` first, then as given."""
     from dataclasses import replace
 
+    from compactlab.gate.suite import metric_table
     from compactlab.runs import runs
     from compactlab.runs.llm_config import make_run_summarizer
     from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, strategy_config
-    from compactlab.gate.suite import metric_table
 
     def local(value):
         value = str(value)
@@ -166,7 +172,12 @@ def replay(
     if ":" in strategy:
         file, _, attribute = strategy.rpartition(":")
         strategy = f"{local(file)}:{attribute}"
-    entry = {"name": strategy, "settings": settings, **({"trigger": trigger} if trigger else {}), **({"estimator": estimator} if estimator else {})}
+    entry = {
+        "name": strategy,
+        "settings": settings,
+        **({"trigger": trigger} if trigger else {}),
+        **({"estimator": estimator} if estimator else {}),
+    }
     config = RunConfig(
         datasets=tuple(local(n) for n in names),
         strategies=(strategy_config(entry, "compactlab_replay"),),
@@ -178,7 +189,9 @@ def replay(
         config = replace(config, summarizer={**config.summarizer, "cache_dir": local(config.summarizer["cache_dir"])})
     result = runs.run(config, out, summarizer=make_run_summarizer(config))
     table = metric_table(out, result.transcripts) if not result.transcripts.empty else result.transcripts
-    description = f"{strategy} {json.dumps(settings, default=str)} on {', '.join(map(str, names))}, window {config.window or 'real'}"
+    description = (
+        f"{strategy} {json.dumps(settings, default=str)} on {', '.join(map(str, names))}, window {config.window or 'real'}"
+    )
     return ReplayResult(description, table, result.compactions, len(result.read.transcripts))
 
 
@@ -195,7 +208,9 @@ def compactlab_replay(request, tmp_path_factory, _compactlab_replays):
     def run(inputs, strategy: str, **options) -> ReplayResult:
         key = json.dumps([str(base), inputs, strategy, options], sort_keys=True, default=str)
         if key not in _compactlab_replays:
-            _compactlab_replays[key] = replay(inputs, strategy, base=base, out=tmp_path_factory.mktemp("compactlab-replay"), **options)
+            _compactlab_replays[key] = replay(
+                inputs, strategy, base=base, out=tmp_path_factory.mktemp("compactlab-replay"), **options
+            )
         return _compactlab_replays[key]
 
     return run

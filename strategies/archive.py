@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from compactlab.transcripts.model import TextPart
 from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy
-from compactlab.transcripts.messages import is_summary
 from compactlab.strategies.base import setting
+from compactlab.transcripts.messages import is_summary
+from compactlab.transcripts.model import TextPart
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,9 @@ class Parameter:
 def parameters_of(strategy: object) -> list[Parameter]:
     from dataclasses import fields
 
-    return [Parameter(f.name, getattr(strategy, f.name), f.metadata.get("help", "")) for f in fields(strategy) if f.name != "name"]
+    return [
+        Parameter(f.name, getattr(strategy, f.name), f.metadata.get("help", "")) for f in fields(strategy) if f.name != "name"
+    ]
 
 
 def setting(default: object, help: str) -> object:

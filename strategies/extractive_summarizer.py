@@ -10,15 +10,15 @@ only keeps literal pieces of it, which is what the next-step metrics then test.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
-from compactlab.memo import message_cache
-from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart, parsed_arguments
 from compactlab.contract import SummaryRequest, SummaryResponse
+from compactlab.memo import message_cache
 from compactlab.transcripts.messages import file_activity, is_summary, is_user_turn_start, summary_text
+from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart, parsed_arguments
 
 # A line that starts like an error report (not any line mentioning "error", such as source code
 # shown by a file read).

@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from compactlab.memo import message_cache
-from compactlab.transcripts.model import Message, ToolResultPart
 from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.memo import message_cache
 from compactlab.strategies.base import setting
+from compactlab.transcripts.model import Message, ToolResultPart
 
 # The wording of SWE-agent's LastNObservations history processor, which "The Complexity Trap"
 # (Lindenbauer et al., 2025, arXiv:2508.21433) used as its observation-masking strategy with n = 10
@@ -76,7 +76,6 @@ class ObservationMasking:
             return CompactionResult(context=context, messages_removed=0, note=f"nothing to do: {counts}")
         new = replace(context, messages=tuple(new_messages), known_usage=None)
         return CompactionResult(context=new, messages_removed=0, note=f"masked {masked} older tool outputs ({counts})")
-
 
     def _masked(self, request: CompactionRequest, message: Message, index: int) -> Message | None:
         """`message` with its part at `index` masked; None when the placeholder would not be smaller.

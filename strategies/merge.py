@@ -21,5 +21,7 @@ class IterativeMerge(Summarize):
     """Summarize the newly dropped span and merge it into the earlier summary."""
 
     name: ClassVar[str] = "iterative-merge"
-    source: ClassVar[str] = "seed 004 (Opal); Factory.ai 'Compressing Context' (anchored summaries); pi UPDATE_SUMMARIZATION_PROMPT"
+    source: ClassVar[str] = (
+        "seed 004 (Opal); Factory.ai 'Compressing Context' (anchored summaries); pi UPDATE_SUMMARIZATION_PROMPT"
+    )
     iterative: bool = setting(True, "update the earlier summary instead of summarizing from scratch")

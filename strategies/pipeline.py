@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from compactlab.transcripts.model import LLMCall
 from compactlab.contract import CompactionFailed, CompactionRequest, CompactionResult, Context, Strategy, fallback_note
 from compactlab.strategies.base import setting
+from compactlab.transcripts.model import LLMCall
 
 
 @dataclass(frozen=True)

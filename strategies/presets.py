@@ -14,9 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from compactlab.contract import Trigger
-from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy
-
+from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy, Trigger
 
 SEEDS = "../shared/seeds/"  # the seed documents, next to the repository (see their README.md)
 
@@ -45,8 +43,13 @@ class Preset:
 
 # Seed 000's "built-in mapping table" (Token Threshold > Context Window Sizes); unknown models: 128,000.
 SEED_000_WINDOWS = (
-    ("gpt-4o", 128_000), ("gpt-4o-mini", 128_000), ("gpt-4.1", 1_000_000), ("gpt-4.1-mini", 1_000_000),
-    ("claude-sonnet-4-20250514", 200_000), ("claude-opus-4-20250514", 200_000), ("claude-haiku-3-20250307", 200_000),
+    ("gpt-4o", 128_000),
+    ("gpt-4o-mini", 128_000),
+    ("gpt-4.1", 1_000_000),
+    ("gpt-4.1-mini", 1_000_000),
+    ("claude-sonnet-4-20250514", 200_000),
+    ("claude-opus-4-20250514", 200_000),
+    ("claude-haiku-3-20250307", 200_000),
 )
 
 
@@ -57,7 +60,10 @@ def seed_000() -> Preset:
 
     summary_only = Summarize(keep_recent_tokens=0, track_files=False, append_last_request=False)
     return Preset(
-        "seed-000", Archive(inner=summary_only), Trigger(fraction=0.8), "hybrid-chars/3.5",
+        "seed-000",
+        Archive(inner=summary_only),
+        Trigger(fraction=0.8),
+        "hybrid-chars/3.5",
         f"{SEEDS}000_c0c9f436ae78c850.txt: Trigger Strategy (lastPromptTokens + len/3.5 of new messages, > window × "
         "compactThreshold 0.8), Context Window Sizes (model table, unknown → 128,000), Compact Flow (the new session is "
         "the summary message alone, the old one archived), Archive Retrieval",
@@ -76,7 +82,8 @@ def seed_001() -> Preset:
     return Preset(
         "seed-001",
         Summarize(keep_recent_tokens=0, template="seed_001.j2", track_files=False, append_last_request=True),
-        Trigger(fraction=math.inf, absolute=200_000), "hybrid",
+        Trigger(fraction=math.inf, absolute=200_000),
+        "hybrid",
         f"{SEEDS}001_6f6926ea13a9a167.txt: 2 Trigger (DefaultCompactThreshold 200,000, ContextTokens = prompt + completion "
         "of the last call), 3 Compaction Process (history = [system, summary + last request]), 4 Summarization Prompt, "
         "6 Message Cleaning (missing tool results filled)",
@@ -95,7 +102,10 @@ def seed_002() -> Preset:
     prune = Prune(protect_turns=0, protected_prefixes=("tool-",), stop_at_pruned=False, max_part_tokens=50_000)
     summary = Summarize(keep_recent_tokens=40_000, track_files=False, append_last_request=False)
     return Preset(
-        "seed-002", Pipeline(stages=(summary, prune), stop_when_under_target=False), Trigger(fraction=1.0), "hybrid",
+        "seed-002",
+        Pipeline(stages=(summary, prune), stop_when_under_target=False),
+        Trigger(fraction=1.0),
+        "hybrid",
         f"{SEEDS}002_7e9a5fe4ad2ef376.txt: Compaction (input + cache.read + output > limit; summary), Pruning "
         "(PRUNE_PROTECT 40,000, PRUNE_MINIMUM 20,000, MAX_TOKENS_PER_PART 50,000), Protected Tools (skill; 'tool-' "
         "prefix; compactedAt), Token Estimation (ceil(len/4))",
@@ -112,13 +122,15 @@ def seed_003() -> Preset:
     from compactlab.strategies.priority import PriorityPrune
 
     return Preset(
-        "seed-003", PriorityPrune(), Trigger(warning=0.75, critical=0.9, target=0.6), "words",
+        "seed-003",
+        PriorityPrune(),
+        Trigger(warning=0.75, critical=0.9, target=0.6),
+        "words",
         f"{SEEDS}003_4702767c5c832fea.txt: Warning Level (75%), Critical Level (90%, target 60% of max), Message "
         "Preservation Strategy (HistoryPruner's priority order; SummaryGenerator), Token Estimation Algorithm (+50)",
         seed_003.__doc__,
         "the task statement stays verbatim, as with every strategy",
-        "WARNING's target (only CRITICAL's is stated): 70% of the window; max_context_tokens (default 8,000): the "
-        "model's window",
+        "WARNING's target (only CRITICAL's is stated): 70% of the window; max_context_tokens (default 8,000): the model's window",
     )
 
 
@@ -128,8 +140,10 @@ def seed_004() -> Preset:
     from compactlab.strategies.summarize import NOTE_FALLBACK
 
     return Preset(
-        "seed-004", IterativeMerge(emergency_keep_share=0.2, force_on_overflow=True, fallback=NOTE_FALLBACK),
-        Trigger(fraction=0.8), "hybrid",
+        "seed-004",
+        IterativeMerge(emergency_keep_share=0.2, force_on_overflow=True, fallback=NOTE_FALLBACK),
+        Trigger(fraction=0.8),
+        "hybrid",
         f"{SEEDS}004_23e9301035d8b3fa.txt: Auto-Compaction (80%, hybrid ~4 chars/token, keep_recent_tokens = window/4), "
         "Compaction Algorithm 1-5 (cut at a user boundary, split turns of 5+ messages, :summarize / :truncate "
         "'[Compacted N messages: ...]', iterative update, cumulative file ops), Overflow Recovery (window/5, force: "
@@ -147,7 +161,8 @@ def pi() -> Preset:
     return Preset(
         "pi",
         IterativeMerge(keep_recent_tokens=20_000, max_summary_tokens=13_107, split_turn_min_messages=1),
-        Trigger(fraction=1.0, reserve_tokens=16_384), "hybrid",
+        Trigger(fraction=1.0, reserve_tokens=16_384),
+        "hybrid",
         "badlogic/pi-mono packages/coding-agent/src/core/compaction/compaction.ts: DEFAULT_COMPACTION_SETTINGS "
         "(reserveTokens 16384, keepRecentTokens 20000), shouldCompact (contextTokens > contextWindow − reserveTokens), "
         "estimateTokens (chars/4) over the last usage (calculateContextTokens), findCutPoint (any user or assistant "
@@ -163,7 +178,10 @@ def opencode() -> Preset:
     from compactlab.strategies.pipeline import Pipeline
 
     return Preset(
-        "opencode", Pipeline(stages=("prune", "opencode-summary")), Trigger(fraction=1.0, reserve_tokens=52_000), "hybrid",
+        "opencode",
+        Pipeline(stages=("prune", "opencode-summary")),
+        Trigger(fraction=1.0, reserve_tokens=52_000),
+        "hybrid",
         "sst/opencode packages/opencode/src/session/compaction.ts and overflow.ts (PRUNE_PROTECT 40000, PRUNE_MINIMUM 20000, "
         "reserved min(20000, max output), preserve_recent clamp(usable·0.25, 2000, 15000)); prompt compaction-suffix.ts",
         opencode.__doc__,
@@ -175,7 +193,9 @@ def opencode_summary():
     """opencode's summary stage: anchored summary prompt, 15,000 recent tokens kept, prior summary updated."""
     from compactlab.strategies.merge import IterativeMerge
 
-    return IterativeMerge(keep_recent_tokens=15_000, template="opencode.j2", update_template="opencode.j2", max_summary_tokens=4_096)
+    return IterativeMerge(
+        keep_recent_tokens=15_000, template="opencode.j2", update_template="opencode.j2", max_summary_tokens=4_096
+    )
 
 
 def codex() -> Preset:
@@ -184,9 +204,15 @@ def codex() -> Preset:
 
     return Preset(
         "codex",
-        Summarize(keep_recent_tokens=0, keep_user_message_tokens=20_000, template="codex.j2", track_files=False,
-                  append_last_request=False),
-        Trigger(fraction=0.9), "hybrid",
+        Summarize(
+            keep_recent_tokens=0,
+            keep_user_message_tokens=20_000,
+            template="codex.j2",
+            track_files=False,
+            append_last_request=False,
+        ),
+        Trigger(fraction=0.9),
+        "hybrid",
         "openai/codex codex-rs/core/src/compact.rs: run_compact_task_inner (the whole history summarized), "
         "collect_user_messages and build_compacted_history_with_limit (COMPACT_USER_MESSAGE_MAX_TOKENS 20,000 of the "
         "newest user messages, the one over the budget truncated, then the summary, SUMMARY_PREFIX), "
@@ -205,8 +231,10 @@ def claude_code() -> Preset:
     from compactlab.strategies.summarize import Summarize
 
     return Preset(
-        "claude-code", WithReattachments(Summarize(keep_recent_tokens=0, template="claude_code.j2")),
-        Trigger(fraction=0.95), "hybrid",
+        "claude-code",
+        WithReattachments(Summarize(keep_recent_tokens=0, template="claude_code.j2")),
+        Trigger(fraction=0.95),
+        "hybrid",
         "Claude Code docs (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: 'approximately 95% capacity'); summary sections from real "
         "compact summaries in datasets/m-claude and public prompt copies",
         claude_code.__doc__,
@@ -221,8 +249,10 @@ def openhands() -> Preset:
     from compactlab.strategies.merge import IterativeMerge
 
     return Preset(
-        "openhands", IterativeMerge(template="openhands.j2", update_template="openhands.j2"),
-        Trigger(fraction=0.8), "hybrid",
+        "openhands",
+        IterativeMerge(template="openhands.j2", update_template="openhands.j2"),
+        Trigger(fraction=0.8),
+        "hybrid",
         "All-Hands-AI/OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py: condense (over max_size "
         "events: keep_first events, the summary event, the newest max_size // 2 − keep_first events; the earlier "
         "summary and the forgotten events summarized together), the STATE/TESTS/CHANGES/DEPS/INTENT prompt; "
@@ -238,7 +268,10 @@ def masking() -> Preset:
     from compactlab.strategies.masking import ObservationMasking
 
     return Preset(
-        "jetbrains-masking", ObservationMasking(keep_last=10), Trigger(fraction=0.8), "hybrid",
+        "jetbrains-masking",
+        ObservationMasking(keep_last=10),
+        Trigger(fraction=0.8),
+        "hybrid",
         "Lindenbauer et al., 'The Complexity Trap' (arXiv 2508.21433), section 3 (observation masking: the last 10 "
         "observations kept, older ones replaced by a placeholder); its config default_no_demo_N=1_M=10.yaml "
         "(history_processors: last_n_observations, n 10); SWE-agent sweagent/agent/history_processors.py "

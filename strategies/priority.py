@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
 from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.strategies.base import setting
 from compactlab.transcripts.messages import (
     is_summary,
     is_user_turn_start,
@@ -33,7 +33,7 @@ from compactlab.transcripts.messages import (
     summary_message,
     summary_text,
 )
-from compactlab.strategies.base import setting
+from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
 
 PLACEHOLDER = "[Old tool output removed by compaction: see the summary]"
 
@@ -82,7 +82,11 @@ class PriorityPrune:
         over = ""
         if size > budget:
             only_must = len(full) + len(thin) == len(must)
-            over = ", over: the messages seed 003 always keeps do not fit" if only_must else ", over: the summary outgrew the room left"
+            over = (
+                ", over: the messages seed 003 always keeps do not fit"
+                if only_must
+                else ", over: the summary outgrew the room left"
+            )
         note = (
             f"kept {len(full)} messages whole and {len(thin)} with their tool outputs cleared, summarized {removed} removed "
             f"({size:,} of {budget:,} tokens{over})"
@@ -95,7 +99,11 @@ class PriorityPrune:
         keep = set(pinned_indexes(messages))
         user = next((i for i in range(len(messages) - 1, -1, -1) if is_user_turn_start(messages[i])), None)
         assistant = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"), None)
-        tools = [i for i, m in enumerate(messages) if _is_tool_message(m)][-self.recent_tool_messages :] if self.recent_tool_messages else []
+        tools = (
+            [i for i, m in enumerate(messages) if _is_tool_message(m)][-self.recent_tool_messages :]
+            if self.recent_tool_messages
+            else []
+        )
         for index in (user, assistant, *tools):
             if index is not None:
                 keep |= units[index]
@@ -116,8 +124,14 @@ class PriorityPrune:
         dropped = [m for i, m in enumerate(messages) if i not in full and i not in thin and not is_summary(m)]
         # A cleared output is removed content too: its message goes to the summarizer whole.
         summarized = [m for i, m in enumerate(messages) if i not in full and not is_summary(m)]
-        writer = Summarize(summarizer=self.summarizer, template=self.template, max_summary_tokens=self.max_summary_tokens,
-                           track_files=False, append_last_request=False, fallback="")
+        writer = Summarize(
+            summarizer=self.summarizer,
+            template=self.template,
+            max_summary_tokens=self.max_summary_tokens,
+            track_files=False,
+            append_last_request=False,
+            fallback="",
+        )
         text, calls, prompt_hash = writer.summary_of(summarized, previous, request, messages)
         head = pinned_head(messages)
         kept = [messages[i] if i in full else lean[i] for i in range(head, len(messages)) if i in full or i in thin]

@@ -211,7 +211,9 @@ def serialize(messages: Sequence[Message]) -> str:
             elif isinstance(part, ToolResultPart):
                 content = part.content
                 if len(content) > TOOL_RESULT_MAX_CHARS:
-                    content = content[:TOOL_RESULT_MAX_CHARS] + f"\n[... {len(part.content) - TOOL_RESULT_MAX_CHARS} more characters]"
+                    content = (
+                        content[:TOOL_RESULT_MAX_CHARS] + f"\n[... {len(part.content) - TOOL_RESULT_MAX_CHARS} more characters]"
+                    )
                 blocks.append(f"[Tool result{' (error)' if part.is_error else ''}]: {content}")
             elif isinstance(part, ImagePart):
                 blocks.append(f"[Image: {part.media_type}]")

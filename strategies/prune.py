@@ -6,10 +6,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
 from compactlab.contract import CompactionRequest, CompactionResult, Context
-from compactlab.transcripts.messages import is_summary, turn_boundaries
 from compactlab.strategies.base import setting
+from compactlab.transcripts.messages import is_summary, turn_boundaries
+from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
 
 # opencode's replacement text for a pruned tool output (sst/opencode,
 # packages/opencode/src/session/compaction.ts: `part.state.time.compacted ? "[Old tool result
@@ -37,11 +37,17 @@ class Prune:
 
     protect_tokens: int = setting(40_000, "newest tool-output tokens never cleared (opencode PRUNE_PROTECT)")
     minimum_tokens: int = setting(20_000, "clear only if more than this many tokens would be cleared (opencode PRUNE_MINIMUM)")
-    protected_tools: tuple[str, ...] = setting(("skill",), "tools whose output is never cleared, case-insensitive (opencode PRUNE_PROTECTED_TOOLS)")
+    protected_tools: tuple[str, ...] = setting(
+        ("skill",), "tools whose output is never cleared, case-insensitive (opencode PRUNE_PROTECTED_TOOLS)"
+    )
     protect_turns: int = setting(2, "the last N user turns are skipped entirely (opencode: `if (turns < 2) continue`)")
     placeholder: str = setting(PLACEHOLDER, "text that replaces a cleared tool output (and marks it as pruned)")
-    protected_prefixes: tuple[str, ...] = setting((), "tools whose name starts with one of these are never pruned (seed 002: 'tool-')")
-    stop_at_pruned: bool = setting(True, "stop at an already pruned output (opencode); False: skip it and go on (seed 002's compactedAt marker)")
+    protected_prefixes: tuple[str, ...] = setting(
+        (), "tools whose name starts with one of these are never pruned (seed 002: 'tool-')"
+    )
+    stop_at_pruned: bool = setting(
+        True, "stop at an already pruned output (opencode); False: skip it and go on (seed 002's compactedAt marker)"
+    )
     max_part_tokens: int = setting(0, "cap on one output's estimate (seed 002: MAX_TOKENS_PER_PART 50,000); 0 = no cap")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:

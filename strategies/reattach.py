@@ -44,10 +44,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart
 from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy
-from compactlab.transcripts.messages import leading_system
 from compactlab.strategies.base import setting
+from compactlab.transcripts.messages import leading_system
+from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 MAX_FILES = 5
 MAX_TOKENS_PER_FILE = 5_000
@@ -120,14 +120,17 @@ class WithReattachments:
         if not result.messages_removed:
             return result
         kept = file_states(result.context.messages)
-        extra = reattach(context.messages[leading_system(context.messages):], provider_tokens(request), skip=frozenset(kept))
+        extra = reattach(context.messages[leading_system(context.messages) :], provider_tokens(request), skip=frozenset(kept))
         if not extra.messages:
             return result
         messages = (*result.context.messages, *extra.messages)
         note = f"{result.note}; {extra.note()}" if result.note else extra.note()
         return CompactionResult(
             replace(result.context, messages=messages),
-            result.messages_removed, result.summarizer_calls, result.prompt_hash, note,
+            result.messages_removed,
+            result.summarizer_calls,
+            result.prompt_hash,
+            note,
         )
 
 
@@ -147,7 +150,8 @@ def reattach(
     states = file_states(messages)
     candidates = sorted(
         (s for s in states.values() if _restorable(s.path) and s.path not in skip and (created or s.was_read)),
-        key=lambda s: s.order, reverse=True,
+        key=lambda s: s.order,
+        reverse=True,
     )[:MAX_FILES]
     restored: list[Message] = []
     files: list[str] = []
@@ -171,9 +175,13 @@ def reattach(
         restored.append(_attachment("todo", "Here are the latest contents of your todo list:\n\n" + json.dumps(todos)))
     plan = next((s for s in sorted(states.values(), key=lambda s: -s.order) if PLAN_FOLDER in s.path), None)
     if plan is not None:
-        restored.append(_attachment("plan", f"A plan file exists from plan mode at {plan.path}:\n\n{plan.raw or _unnumbered(plan.shown)}"))
+        restored.append(
+            _attachment("plan", f"A plan file exists from plan mode at {plan.path}:\n\n{plan.raw or _unnumbered(plan.shown)}")
+        )
     partial = tuple(p for p in files if states[p].partial)
-    return Reattachment(tuple(restored), tuple(files), partial, tuple(over_limit), tuple(over_budget), len(todos), plan.path if plan else None)
+    return Reattachment(
+        tuple(restored), tuple(files), partial, tuple(over_limit), tuple(over_budget), len(todos), plan.path if plan else None
+    )
 
 
 def file_states(messages: Sequence[Message]) -> dict[str, FileState]:

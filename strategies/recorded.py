@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
-from compactlab.transcripts.messages import leading_system, summary_message
 from compactlab.strategies.base import setting
 from compactlab.strategies.reattach import provider_tokens, reattach
+from compactlab.transcripts.messages import leading_system, summary_message
 
 
 @dataclass(frozen=True)

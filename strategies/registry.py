@@ -142,7 +142,10 @@ def _parameters(strategy: object) -> dict:
 
 def _plain(value: object) -> object:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {"strategy": getattr(value, "name", type(value).__name__), **{p.name: _plain(p.default) for p in parameters_of(value)}}
+        return {
+            "strategy": getattr(value, "name", type(value).__name__),
+            **{p.name: _plain(p.default) for p in parameters_of(value)},
+        }
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     return value

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from compactlab.transcripts.model import Message, TextPart
 from compactlab.contract import (
     CompactionFailed,
     CompactionRequest,
@@ -28,9 +27,12 @@ from compactlab.contract import (
     SummaryRequest,
     fallback_note,
 )
+from compactlab.strategies.base import setting
+from compactlab.strategies.extractive_summarizer import ExtractiveSummarizer
+from compactlab.strategies.prompting import Prompt, file_lists, fill_missing_results, prompt_set_hash, render, serialize
 from compactlab.transcripts.messages import (
-    file_activity,
     FileActivity,
+    file_activity,
     is_summary,
     is_user_turn_start,
     last_user_request,
@@ -40,9 +42,7 @@ from compactlab.transcripts.messages import (
     summary_message,
     summary_text,
 )
-from compactlab.strategies.base import setting
-from compactlab.strategies.extractive_summarizer import ExtractiveSummarizer
-from compactlab.strategies.prompting import Prompt, file_lists, fill_missing_results, prompt_set_hash, render, serialize
+from compactlab.transcripts.model import Message, TextPart
 
 NOTE_FALLBACK = "note"  # seed 004's truncate fallback: a count of the messages replaced, no LLM
 TURN_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"  # pi's separator
@@ -54,9 +54,13 @@ class Summarize:
     """Summarize the history before a turn-boundary cut and keep the recent part verbatim."""
 
     name: ClassVar[str] = "summarize"
-    source: ClassVar[str] = "seed 001 (Go middleware), seed 004 (Opal), pi (packages/coding-agent/src/core/compaction/compaction.ts)"
+    source: ClassVar[str] = (
+        "seed 001 (Go middleware), seed 004 (Opal), pi (packages/coding-agent/src/core/compaction/compaction.ts)"
+    )
 
-    keep_recent_tokens: int | None = setting(None, "tokens of recent history kept verbatim; None = a quarter of the window (seed 004)")
+    keep_recent_tokens: int | None = setting(
+        None, "tokens of recent history kept verbatim; None = a quarter of the window (seed 004)"
+    )
     summarizer: str = setting("extractive", "'extractive' (deterministic, no LLM) or 'llm' (the run's configured LLM summarizer)")
     template: str = setting("summary.j2", "prompt template for the history summary (name in strategies/prompts or a path)")
     update_template: str = setting("update.j2", "prompt template used to update an earlier summary (iterative merge)")
@@ -64,16 +68,24 @@ class Summarize:
     split_turn_min_messages: int = setting(5, "a turn this long is split rather than kept whole when the cut falls inside it")
     max_summary_tokens: int = setting(4096, "output budget of each summary call")
     iterative: bool = setting(False, "update the earlier summary with the dropped span instead of summarizing from scratch")
-    track_files: bool = setting(True, "append cumulative <read-files>/<modified-files> lists (seed 004) through the template's `files` macro")
+    track_files: bool = setting(
+        True, "append cumulative <read-files>/<modified-files> lists (seed 004) through the template's `files` macro"
+    )
     append_last_request: bool = setting(True, "append 'Last request from user was: ...' (seed 001)")
     fallback: str = setting(
-        "truncate", "strategy used when the summarizer fails ('' to let the failure through; 'note': seed 004's '[Compacted N messages: ...]')"
+        "truncate",
+        "strategy used when the summarizer fails ('' to let the failure through; 'note': seed 004's '[Compacted N messages: ...]')",
     )
     keep_user_message_tokens: int = setting(
-        0, "the newest user messages of the summarized span, up to this many tokens, are kept verbatim before the summary (Codex: 20,000)"
+        0,
+        "the newest user messages of the summarized span, up to this many tokens, are kept verbatim before the summary (Codex: 20,000)",
     )
-    emergency_keep_share: float = setting(0.0, "on an overflow compaction, keep this share of the window instead (seed 004: 1/5; 0 = as usual)")
-    force_on_overflow: bool = setting(False, "on an overflow compaction with nothing old enough, summarize all but the last 2 messages (seed 004)")
+    emergency_keep_share: float = setting(
+        0.0, "on an overflow compaction, keep this share of the window instead (seed 004: 1/5; 0 = as usual)"
+    )
+    force_on_overflow: bool = setting(
+        False, "on an overflow compaction with nothing old enough, summarize all but the last 2 messages (seed 004)"
+    )
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         messages = context.messages
@@ -103,7 +115,9 @@ class Summarize:
                 text = compacted_note(history[:cut], previous_text)
                 new_messages = (*messages[:head], *kept, summary_message(text), *history[cut:])
                 note = f"summarizer failed ({failure}); {NOTE_FALLBACK}: {cut - len(kept)} messages replaced by a count"
-                return CompactionResult(replace(context, messages=new_messages, summary=text), cut - len(kept) + (previous is not None), note=note)
+                return CompactionResult(
+                    replace(context, messages=new_messages, summary=text), cut - len(kept) + (previous is not None), note=note
+                )
             from compactlab.strategies.registry import get_strategy
 
             result = get_strategy(self.fallback).compact(context, request)
@@ -112,7 +126,11 @@ class Summarize:
         users = self._kept_user_messages(history[:cut], kept, request)
         new_messages = (*messages[:head], *kept, *users, summary_message(text), *history[cut:])
         removed = cut - len(kept) - len(users) + (previous is not None)
-        note = f"summarized {cut - len(kept)} messages" + (" (split turn)" if turn_start is not None else "") + f", kept {len(history) - cut}"
+        note = (
+            f"summarized {cut - len(kept)} messages"
+            + (" (split turn)" if turn_start is not None else "")
+            + f", kept {len(history) - cut}"
+        )
         return CompactionResult(replace(context, messages=new_messages, summary=text), removed, tuple(calls), prompt_hash, note)
 
     def summary_of(
@@ -169,7 +187,9 @@ class Summarize:
             if purpose == "history" and not span and previous_text is None:
                 continue
             update = purpose == "history" and self.iterative and previous_text is not None
-            template = self.turn_prefix_template if purpose == "turn_prefix" else self.update_template if update else self.template
+            template = (
+                self.turn_prefix_template if purpose == "turn_prefix" else self.update_template if update else self.template
+            )
             if purpose == "history":
                 history_template = template
             span_messages = [m for m in span if not any(m is k for k in kept)]
@@ -180,15 +200,24 @@ class Summarize:
                 prompt = render(template, conversation=serialize(cleaned), previous_summary=previous_text if update else None)
             else:
                 prompt = Prompt(system="", text="", hash="")  # no prompt was rendered
-            requests.append(SummaryRequest(
-                messages=tuple(cleaned), prompt=prompt.text, system=prompt.system, prompt_hash=prompt.hash,
-                max_output_tokens=self.max_summary_tokens, purpose="update" if update else purpose,
-                previous_summary=previous_text if update else None, files_tracked=self.track_files,
-            ))
+            requests.append(
+                SummaryRequest(
+                    messages=tuple(cleaned),
+                    prompt=prompt.text,
+                    system=prompt.system,
+                    prompt_hash=prompt.hash,
+                    max_output_tokens=self.max_summary_tokens,
+                    purpose="update" if update else purpose,
+                    previous_summary=previous_text if update else None,
+                    files_tracked=self.track_files,
+                )
+            )
         # The history's and the turn prefix's summaries are independent: a summarizer that can
         # make several at once (an LLM's calls, as pi makes them) does.
         together = getattr(summarizer, "summarize_all", None)
-        responses = together(requests) if together is not None and len(requests) > 1 else [summarizer.summarize(r) for r in requests]
+        responses = (
+            together(requests) if together is not None and len(requests) > 1 else [summarizer.summarize(r) for r in requests]
+        )
         texts = []
         for response in responses:
             texts.append(response.text.strip())

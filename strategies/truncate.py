@@ -6,8 +6,8 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
-from compactlab.transcripts.messages import is_summary, pinned_head, pinned_in, safe_cut_points, turn_boundaries
 from compactlab.strategies.base import setting
+from compactlab.transcripts.messages import is_summary, pinned_head, pinned_in, safe_cut_points, turn_boundaries
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,9 @@ class Truncate:
         kept = _kept(messages, head, head_end, cut)
         size = request.prompt_size(kept)
         if size <= budget:
-            note = f"dropped {cut - head_end - len(moved)} messages before the turn at message {cut} ({size:,} of {budget:,} tokens)"
+            note = (
+                f"dropped {cut - head_end - len(moved)} messages before the turn at message {cut} ({size:,} of {budget:,} tokens)"
+            )
         else:  # not even the last turn fits: keep it whole anyway
             last = "the last turn" if cut == boundaries[-1] else f"the turn at message {cut}"
             note = (

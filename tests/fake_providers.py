@@ -57,8 +57,10 @@ def summarizing() -> Behaviour:
 # What a prompt may ask a summary to keep exactly, and how this fake finds each kind in the conversation.
 _ASKED = {
     "path": (re.compile(r"file paths?", re.I), re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,5}(?![\w/])")),
-    "identifier": (re.compile(r"function names?|identifiers?", re.I),
-                   re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:_\w+|[a-z][A-Z]\w*|(?:\.[A-Za-z_]\w*)+)")),
+    "identifier": (
+        re.compile(r"function names?|identifiers?", re.I),
+        re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:_\w+|[a-z][A-Z]\w*|(?:\.[A-Za-z_]\w*)+)"),
+    ),
     "error": (re.compile(r"error messages?|errors", re.I), re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")),
     "url": (re.compile(r"\bURLs?\b"), re.compile(r"https?://[^\s'\"<>`)]+")),
     "command": (re.compile(r"\bcommands?\b", re.I), re.compile(r"^```(?:bash|sh)?\n(.+)$", re.M)),
@@ -82,7 +84,9 @@ def following_summary(prompt: str, max_chars: int) -> str:
     else:
         start = next((m.start() for m in _FIRST_MESSAGE.finditer(prompt)), 0)
         conversation, instructions = prompt[start:], prompt[:start] + "\n" + prompt.rstrip().rsplit("\n", 1)[-1]
-    first_request = next((block[len("[User]: "):].split("\n", 1)[0] for block in conversation.split("\n\n") if block.startswith("[User]: ")), "")
+    first_request = next(
+        (block[len("[User]: ") :].split("\n", 1)[0] for block in conversation.split("\n\n") if block.startswith("[User]: ")), ""
+    )
     brief = f"The agent worked on the user's request ({first_request[:80]}) and made progress."
     if not re.search(r"\bexact|\bpreserve", instructions, re.I):
         return brief
@@ -123,23 +127,50 @@ def rate_limited(retry_after: str = "0", retry_after_ms: str | None = None) -> B
         status=429,
         headers=tuple(headers),
         bodies=(
-            {"error": {"message": "Rate limit reached for requests", "type": "requests", "param": None, "code": "rate_limit_exceeded"}},
-            {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of request tokens has exceeded your per-minute rate limit"}, "request_id": "req_fake_429"},
+            {
+                "error": {
+                    "message": "Rate limit reached for requests",
+                    "type": "requests",
+                    "param": None,
+                    "code": "rate_limit_exceeded",
+                }
+            },
+            {
+                "type": "error",
+                "error": {
+                    "type": "rate_limit_error",
+                    "message": "Number of request tokens has exceeded your per-minute rate limit",
+                },
+                "request_id": "req_fake_429",
+            },
         ),
     )
 
 
 def server_error(status: int = 500) -> Behaviour:
     """500 (both), 503, or Anthropic's 529 overloaded_error."""
-    anthropic_type, anthropic_message = ("overloaded_error", "Overloaded") if status == 529 else ("api_error", "Internal server error")
+    anthropic_type, anthropic_message = (
+        ("overloaded_error", "Overloaded") if status == 529 else ("api_error", "Internal server error")
+    )
     return Behaviour(
         "error",
         status=status,
         # A tiny server hint keeps the SDKs' backoff (0.5 s and up otherwise) out of test time.
         headers=(("retry-after-ms", "10"),),
         bodies=(
-            {"error": {"message": "The server had an error while processing your request. Sorry about that!", "type": "server_error", "param": None, "code": None}},
-            {"type": "error", "error": {"type": anthropic_type, "message": anthropic_message}, "request_id": f"req_fake_{status}"},
+            {
+                "error": {
+                    "message": "The server had an error while processing your request. Sorry about that!",
+                    "type": "server_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+            {
+                "type": "error",
+                "error": {"type": anthropic_type, "message": anthropic_message},
+                "request_id": f"req_fake_{status}",
+            },
         ),
     )
 
@@ -163,7 +194,11 @@ def context_overflow(tokens: int = 210_000, limit: int = 200_000) -> Behaviour:
                     "code": "context_length_exceeded",
                 }
             },
-            {"type": "error", "error": {"type": "invalid_request_error", "message": f"prompt is too long: {tokens} tokens > {limit} maximum"}, "request_id": "req_fake_400"},
+            {
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": f"prompt is too long: {tokens} tokens > {limit} maximum"},
+                "request_id": "req_fake_400",
+            },
         ),
     )
 
@@ -234,13 +269,20 @@ def _answer_text(body: dict, behaviour: Behaviour) -> str:
     messages = body.get("messages") or [{}]
     content = messages[-1].get("content", "")
     if behaviour.kind == "summarize":
-        prompt = content if isinstance(content, str) else " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        prompt = (
+            content if isinstance(content, str) else " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        )
         return following_summary(prompt, 4 * int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024))
     return f"Summary of: {content[:60] if isinstance(content, str) else '?'}"
 
 
 def _openai_response(body: dict, behaviour: Behaviour, n: int) -> dict:
-    usage = behaviour.usage or {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150, "prompt_tokens_details": {"cached_tokens": 0}}
+    usage = behaviour.usage or {
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "total_tokens": 150,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
     return {
         "id": f"chatcmpl-fake{n}",
         "object": "chat.completion",
@@ -248,14 +290,24 @@ def _openai_response(body: dict, behaviour: Behaviour, n: int) -> dict:
         "model": body.get("model", "unknown"),
         "system_fingerprint": "fp_fake",
         "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": _answer_text(body, behaviour), "refusal": None}, "logprobs": None, "finish_reason": "stop"}
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": _answer_text(body, behaviour), "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
         ],
         "usage": usage,
     }
 
 
 def _anthropic_response(body: dict, behaviour: Behaviour, n: int) -> dict:
-    usage = behaviour.usage or {"input_tokens": 120, "output_tokens": 30, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    usage = behaviour.usage or {
+        "input_tokens": 120,
+        "output_tokens": 30,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
     return {
         "id": f"msg_fake{n}",
         "type": "message",
@@ -317,7 +369,11 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 payload = (
                     {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}
                     if is_openai
-                    else {"type": "error", "error": {"type": "authentication_error", "message": message}, "request_id": "req_fake_401"}
+                    else {
+                        "type": "error",
+                        "error": {"type": "authentication_error", "message": message},
+                        "request_id": "req_fake_401",
+                    }
                 )
                 return self._send(401, payload)
             if behaviour.kind == "error":
@@ -382,4 +438,3 @@ def serve() -> Iterator[FakeProvider]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
-

@@ -33,7 +33,9 @@ def measure(out: Path, metrics: dict[str, float]) -> dict[str, int]:
         assert main(["baseline", "--suite", str(suite), "--baseline", str(baseline)]) == 0
         for name, text in (("near-empty", NEAR_EMPTY), ("original", original)):
             template.write_text(text, encoding="utf-8")
-            codes[name] = main(["check", "--suite", str(suite), "--baseline", str(baseline), "--markdown-out", str(out / f"{name}.md")])
+            codes[name] = main(
+                ["check", "--suite", str(suite), "--baseline", str(baseline), "--markdown-out", str(out / f"{name}.md")]
+            )
     return codes
 
 

@@ -53,8 +53,12 @@ def measure(path: Path, out: Path, strategies: list[str]) -> dict:
     measured = subprocess.run([sys.executable, "-c", wrapper, *command], capture_output=True, text=True, cwd=Path.cwd())
     status, seconds, peak_kib, said = json.loads(measured.stdout)
     return {
-        "file": path.name, "bytes": path.stat().st_size, "exit": status, "seconds": round(seconds, 1),
-        "peak_rss_mb": round(peak_kib / 1024), "said": said,
+        "file": path.name,
+        "bytes": path.stat().st_size,
+        "exit": status,
+        "seconds": round(seconds, 1),
+        "peak_rss_mb": round(peak_kib / 1024),
+        "said": said,
     }
 
 

@@ -44,7 +44,10 @@ LIMIT = 2**53
 # (format, file): small real files of every format read by compactlab. The canonical sample is
 # made from the first one by exporting it.
 SAMPLES = (
-    ("claude-code", "datasets/claude-code-log/transcripts/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl.gz"),
+    (
+        "claude-code",
+        "datasets/claude-code-log/transcripts/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl.gz",
+    ),
     ("claude-code", "datasets/m-claude/transcripts/91b751c5-d980-47ef-bfae-1daff58e4470.jsonl.gz"),
     ("mini-swe-agent", "tests/fixtures/mini_swe_agent/v1_modelled_django__django-11099.traj.json"),
     ("condenser-log", "datasets/condenser-pairs-gpt5mini/transcripts/astropy__astropy-14096_20251014_175213.jsonl.gz"),
@@ -54,7 +57,7 @@ SAMPLES = (
     ("anthropic-messages", "tests/fixtures/json_chat/real_anthropic_tool_with_thinking.json"),
 )
 # Values that a damaged or hostile file may hold where another type belongs.
-HOSTILE = ("5", True, False, 1.5, -1, 1e30, math.nan, math.inf, -math.inf, [], {}, ["user"], 2**63, "=HYPERLINK(\"x\")")
+HOSTILE = ("5", True, False, 1.5, -1, 1e30, math.nan, math.inf, -math.inf, [], {}, ["user"], 2**63, '=HYPERLINK("x")')
 COUNT_HINTS = ("tokens", "cost", "byte_size", "at_message", "preTokens", "summary")
 KINDS = ("truncate", "flip", "delete_line", "duplicate_line", "retype", "nest", "valid")
 # Kinds whose damage compactlab must notice (an error or a counted skip) when it changes the result.
@@ -251,10 +254,13 @@ def _two_members(data: bytes) -> bytes:
 def fingerprint(transcripts) -> tuple:
     """What must not change silently: ids, message counts and every recorded LLM call."""
     return tuple(
-        (t.id, len(t.messages), tuple(
-            (c.model, c.input_tokens, c.cache_read_tokens, c.cache_write_tokens, c.output_tokens, c.cost_usd)
-            for c in t.calls
-        ))
+        (
+            t.id,
+            len(t.messages),
+            tuple(
+                (c.model, c.input_tokens, c.cache_read_tokens, c.cache_write_tokens, c.output_tokens, c.cost_usd) for c in t.calls
+            ),
+        )
         for t in transcripts
     )
 

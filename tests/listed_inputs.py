@@ -72,12 +72,25 @@ def listed_cases(folder: Path) -> Iterator[Case]:
     listed = json.loads(json.dumps(openai))
     listed["messages"][0]["role"] = ["user"]
     yield Case('"role": ["user"]', (file("role-list.json", json.dumps(listed).encode()),))
-    for label, value in (("Infinity", "Infinity"), ("NaN", "NaN"), ("10^30", "1e30"), ("-1", "-1"), ("1.5", "1.5"), ("true", "true")):
+    for label, value in (
+        ("Infinity", "Infinity"),
+        ("NaN", "NaN"),
+        ("10^30", "1e30"),
+        ("-1", "-1"),
+        ("1.5", "1.5"),
+        ("true", "true"),
+    ):
         changed = json.loads(json.dumps(openai))
-        usage = next(m for m in changed["messages"] if m.get("usage"))["usage"] if any(
-            isinstance(m, dict) and m.get("usage") for m in changed["messages"]) else changed["usage"][0]
+        usage = (
+            next(m for m in changed["messages"] if m.get("usage"))["usage"]
+            if any(isinstance(m, dict) and m.get("usage") for m in changed["messages"])
+            else changed["usage"][0]
+        )
         usage["prompt_tokens"] = "VALUE"
-        yield Case(f"openai prompt_tokens {label}", (file(f"openai-{label}.json", json.dumps(changed).replace('"VALUE"', value).encode()),))
+        yield Case(
+            f"openai prompt_tokens {label}",
+            (file(f"openai-{label}.json", json.dumps(changed).replace('"VALUE"', value).encode()),),
+        )
 
     for label, value in (("true", True), ("10^30", 10**30), ("-5", -5), ("list", [])):
         changed = [json.loads(json.dumps(r)) for r in lines]
@@ -86,16 +99,21 @@ def listed_cases(folder: Path) -> Iterator[Case]:
     for label, value in (("Infinity", "Infinity"), ("NaN", "NaN")):
         changed = [json.loads(json.dumps(r)) for r in lines]
         changed[first]["message"]["usage"]["input_tokens"] = "VALUE"
-        yield Case(f"claude-code input_tokens {label}", (file(f"claude-{label}.jsonl", jsonl(changed).replace(b'"VALUE"', value.encode())),))
+        yield Case(
+            f"claude-code input_tokens {label}",
+            (file(f"claude-{label}.jsonl", jsonl(changed).replace(b'"VALUE"', value.encode())),),
+        )
 
     canonical = write_canonical(load_file(CLAUDE), folder / "canonical-source.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in canonical]
     with_call = next(i for i, r in enumerate(records) if r.get("call"))
-    for number, (label, edit) in enumerate((
-        ("cache_write_tokens \"5\"", lambda r: r["call"].__setitem__("cache_write_tokens", "5")),
-        ("cost_usd NaN", lambda r: r["call"].__setitem__("cost_usd", float("nan"))),
-        ("text part a number", lambda r: r["parts"][0].__setitem__("text", 5)),
-    )):
+    for number, (label, edit) in enumerate(
+        (
+            ('cache_write_tokens "5"', lambda r: r["call"].__setitem__("cache_write_tokens", "5")),
+            ("cost_usd NaN", lambda r: r["call"].__setitem__("cost_usd", float("nan"))),
+            ("text part a number", lambda r: r["parts"][0].__setitem__("text", 5)),
+        )
+    ):
         changed = [json.loads(json.dumps(r)) for r in records]
         edit(changed[with_call])
         yield Case(f"canonical {label}", (file(f"canonical-{number}.jsonl", "\n".join(json.dumps(r) for r in changed).encode()),))

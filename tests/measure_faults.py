@@ -189,10 +189,12 @@ def measure_runs(work: Path) -> None:
             shutil.rmtree(out)
         duplicated = [r for r in results if isinstance(r, int)]
         failures = [r for r in results if not isinstance(r, int)]
-        print(f"{mode} at each of {points} writes, then --resume: duplicated rows per point "
-              f"min {min(duplicated, default=0)} max {max(duplicated, default=0)} total {sum(duplicated)}; "
-              f"points with a duplicate: {sum(1 for r in duplicated if r)}; other outcomes: {failures}; "
-              f"resumes that failed: {len(failed_resumes)} {sorted(set(failed_resumes))[:2]}")
+        print(
+            f"{mode} at each of {points} writes, then --resume: duplicated rows per point "
+            f"min {min(duplicated, default=0)} max {max(duplicated, default=0)} total {sum(duplicated)}; "
+            f"points with a duplicate: {sum(1 for r in duplicated if r)}; other outcomes: {failures}; "
+            f"resumes that failed: {len(failed_resumes)} {sorted(set(failed_resumes))[:2]}"
+        )
         if mode == "kill":
             print(f"worker processes still running after their run was killed: {ORPHANS['kill']}")
     out = work / "concurrent"
@@ -205,13 +207,24 @@ def measure_runs(work: Path) -> None:
     second_code, _, second_err = child("count", 0, out, work / "unused", run_arguments(data, out, resume=True))
     Path(f"{gate}.go").touch()
     first.wait()
-    print(f"concurrent --resume while a run waits at write {nth}: the resume exited {second_code} "
-          f"({(second_err.strip().splitlines() or [''])[-1][:140]}); the first run exited {first.returncode}; "
-          f"duplicated rows: {extra_rows(out, clean)}")
+    print(
+        f"concurrent --resume while a run waits at write {nth}: the resume exited {second_code} "
+        f"({(second_err.strip().splitlines() or [''])[-1][:140]}); the first run exited {first.returncode}; "
+        f"duplicated rows: {extra_rows(out, clean)}"
+    )
 
 
 def measure_llm(work: Path) -> None:
-    from tests.fake_providers import context_overflow, empty_answer, fault_mix, rate_limited, serve, server_error, stall, truncated_body
+    from tests.fake_providers import (
+        context_overflow,
+        empty_answer,
+        fault_mix,
+        rate_limited,
+        serve,
+        server_error,
+        stall,
+        truncated_body,
+    )
 
     def config(base_url: str, name: str) -> Path:
         path = work / f"{name}.toml"
@@ -227,7 +240,10 @@ def measure_llm(work: Path) -> None:
         out = work / name
         result = subprocess.run(
             [sys.executable, "-m", "compactlab.cli.main", "run", "--config", str(config(base_url, name)), "--out", str(out)],
-            cwd=ROOT, capture_output=True, text=True, env={**os.environ, "OPENAI_API_KEY": ""},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "OPENAI_API_KEY": ""},
         )
         return result.returncode, result.stdout + result.stderr, out
 
@@ -236,11 +252,17 @@ def measure_llm(work: Path) -> None:
         bad = [r for r in rows if r.get("failed") or "summarizer failed" in (r.get("note") or "")]
         summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
         counted = sum(f.get("failed", 0) + f.get("fell_back", 0) for f in summary.get("failures", []))
-        return f"{len(bad)} of {len(rows)} compactions failed or fell back; {max(len(bad) - counted, 0)} not counted in summary.json"
+        return (
+            f"{len(bad)} of {len(rows)} compactions failed or fell back; {max(len(bad) - counted, 0)} not counted in summary.json"
+        )
 
     mix = {
-        lambda: rate_limited(retry_after_ms="10"): 0.15, lambda: server_error(500): 0.15, lambda: stall(2.0): 0.05,
-        context_overflow: 0.05, empty_answer: 0.10, truncated_body: 0.05,
+        lambda: rate_limited(retry_after_ms="10"): 0.15,
+        lambda: server_error(500): 0.15,
+        lambda: stall(2.0): 0.05,
+        context_overflow: 0.05,
+        empty_answer: 0.10,
+        truncated_body: 0.05,
     }
     with serve() as server:
         server.otherwise = fault_mix(16, mix)

@@ -43,13 +43,17 @@ def hostile_file(folder: Path) -> Path:
     [transcript] = load_file(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9"))
     messages = list(transcript.messages)
     user = next(i for i, m in enumerate(messages) if m.role == "user" and any(isinstance(p, TextPart) for p in m.parts))
-    messages[user] = replace(messages[user], parts=tuple(
-        replace(p, text=f"{HOSTILE} {p.text}") if isinstance(p, TextPart) else p for p in messages[user].parts
-    ))
+    messages[user] = replace(
+        messages[user],
+        parts=tuple(replace(p, text=f"{HOSTILE} {p.text}") if isinstance(p, TextPart) else p for p in messages[user].parts),
+    )
     tool = next(i for i, m in enumerate(messages) if any(isinstance(p, ToolResultPart) for p in m.parts))
-    messages[tool] = replace(messages[tool], parts=tuple(
-        replace(p, content=f"{HOSTILE}\n{p.content}") if isinstance(p, ToolResultPart) else p for p in messages[tool].parts
-    ))
+    messages[tool] = replace(
+        messages[tool],
+        parts=tuple(
+            replace(p, content=f"{HOSTILE}\n{p.content}") if isinstance(p, ToolResultPart) else p for p in messages[tool].parts
+        ),
+    )
     at = next(i for i in range(2 * len(messages) // 3, len(messages)) if messages[i].role == "user")
     marker = CompactionMarker(at_message=at, trigger="auto", pre_tokens=None, summary=f"Production summary. {HOSTILE}")
     hostile = replace(transcript, id=f"hostile {HOSTILE}", messages=tuple(messages), compactions=(marker,))

@@ -27,10 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from compactlab.runs import runs
 from compactlab.contract import Trigger
-from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs import runs
+from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import RunConfig
 from tests.fake_providers import Behaviour, FakeProvider, serve
 
@@ -43,14 +43,22 @@ TARGET = 1.25
 
 def _llm(server: FakeProvider, cache: Path) -> dict:
     return {
-        "provider": "openai", "model": "gpt-4o-mini", "base_url": server.openai_base_url, "api_key_env": KEY_ENV,
-        "cache_dir": str(cache), "max_in_flight": MAX_IN_FLIGHT, "max_retries": 0, "timeout": 30.0,
+        "provider": "openai",
+        "model": "gpt-4o-mini",
+        "base_url": server.openai_base_url,
+        "api_key_env": KEY_ENV,
+        "cache_dir": str(cache),
+        "max_in_flight": MAX_IN_FLIGHT,
+        "max_retries": 0,
+        "timeout": 30.0,
     }
 
 
 def _settings(summarizer: str, thresholds: tuple[float, ...]) -> tuple[StrategyConfig, ...]:
     return tuple(
-        StrategyConfig(label=f"summarize@{f}", strategy="summarize", settings=(("summarizer", summarizer),), trigger=Trigger(fraction=f))
+        StrategyConfig(
+            label=f"summarize@{f}", strategy="summarize", settings=(("summarizer", summarizer),), trigger=Trigger(fraction=f)
+        )
         for f in thresholds
     )
 
@@ -59,7 +67,8 @@ WORKLOADS = {
     "summaries": lambda llm: RunConfig(datasets=(DATASET,), strategies=_settings("llm", (0.55, 0.8)), summarizer=llm),
     "judge": lambda llm: RunConfig(datasets=(DATASET,), strategies=_settings("extractive", (0.6, 0.8)), judge=llm),
     "probes": lambda llm: RunConfig(
-        datasets=(DATASET,), strategies=_settings("extractive", (0.9,)),
+        datasets=(DATASET,),
+        strategies=_settings("extractive", (0.9,)),
         judge={**llm, "probes": ["recall", "continuation", "decision"]},
     ),
 }
@@ -88,9 +97,12 @@ def measure(workload: str) -> float:
         raise RuntimeError(f"{workload}: {calls} calls with an instant server, {slow_calls} with latency: the runs differ")
     ideal = math.ceil(calls / MAX_IN_FLIGHT) * LATENCY
     ratio = (slow - instant) / ideal
-    print(f"{workload}: {calls} calls, {LATENCY:g} s latency, max_in_flight {MAX_IN_FLIGHT}: run {slow:.2f} s, "
-          f"instant server {instant:.2f} s, extra {slow - instant:.2f} s against the ideal {ideal:.0f} s: "
-          f"ratio {ratio:.2f} (target <= {TARGET})", flush=True)
+    print(
+        f"{workload}: {calls} calls, {LATENCY:g} s latency, max_in_flight {MAX_IN_FLIGHT}: run {slow:.2f} s, "
+        f"instant server {instant:.2f} s, extra {slow - instant:.2f} s against the ideal {ideal:.0f} s: "
+        f"ratio {ratio:.2f} (target <= {TARGET})",
+        flush=True,
+    )
     return ratio
 
 

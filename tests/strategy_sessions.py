@@ -12,17 +12,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import cache
 
-from compactlab.tokens.estimators import estimate, get_estimator
-from compactlab.tokens.framing import framing_for
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart, Transcript
-from compactlab.tokens.tokenizers import TokenCache
 from compactlab.contract import CompactionRequest, CompactionResult, Context
-from compactlab.transcripts.messages import turn_starts
 from compactlab.strategies.masking import ObservationMasking
 from compactlab.strategies.pipeline import Pipeline
 from compactlab.strategies.prune import Prune
 from compactlab.strategies.truncate import Truncate
+from compactlab.tokens.estimators import estimate, get_estimator
+from compactlab.tokens.framing import framing_for
+from compactlab.tokens.tokenizers import TokenCache
+from compactlab.transcripts.loading import load_inputs
+from compactlab.transcripts.messages import turn_starts
+from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart, Transcript
 
 DATASETS = ("claude-code-log", "m-claude", "mini-swe-agent-pr816")
 PER_DATASET = 4
@@ -80,7 +80,9 @@ def counter(transcript: Transcript) -> Callable[[Sequence[Message]], int]:
     return lambda messages: estimate(estimator, messages, framing, _TOKENS)
 
 
-def request_for(transcript: Transcript, messages: Sequence[Message] | None = None, target: int | None = None) -> CompactionRequest:
+def request_for(
+    transcript: Transcript, messages: Sequence[Message] | None = None, target: int | None = None
+) -> CompactionRequest:
     count = counter(transcript)
     messages = transcript.messages if messages is None else messages
     if target is None:
@@ -88,7 +90,9 @@ def request_for(transcript: Transcript, messages: Sequence[Message] | None = Non
     return CompactionRequest(reason="threshold", window=200_000, target_tokens=target, count_tokens=count)
 
 
-def run(strategy, transcript: Transcript, messages: Sequence[Message] | None = None, target: int | None = None) -> CompactionResult:
+def run(
+    strategy, transcript: Transcript, messages: Sequence[Message] | None = None, target: int | None = None
+) -> CompactionResult:
     messages = tuple(transcript.messages if messages is None else messages)
     return strategy.compact(Context(messages=messages), request_for(transcript, messages, target))
 
@@ -105,7 +109,6 @@ STRATEGIES = {
     "observation-masking": ObservationMasking(),
     "pipeline": Pipeline(stages=("prune", "observation-masking", "truncate")),
 }
-
 
 
 def assert_no_orphans(messages: Sequence[Message]) -> None:

@@ -3,12 +3,12 @@ per rule, on a real session where the rule acts. Each preset's `source` names th
 
 from __future__ import annotations
 
-from compactlab.tokens.metering import Meter
-from compactlab.transcripts.model import ToolResultPart
-from compactlab.transcripts.messages import is_summary, is_user_turn_start, pinned_head
 from compactlab.strategies.registry import get_strategy
 from compactlab.strategies.summarize import choose_cut
+from compactlab.tokens.metering import Meter
 from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.messages import is_summary, is_user_turn_start, pinned_head
+from compactlab.transcripts.model import ToolResultPart
 from tests.conftest import bundled
 from tests.test_seed_rules import LONG_CODEX, MANIFEST, ME_NEXT, compact
 
@@ -26,8 +26,7 @@ def test_pi_cuts_mid_turn_where_seed_004_keeps_a_short_turn_whole() -> None:
     count = Meter(SHORT_TURNS, "chars/4").count
     history = SHORT_TURNS.messages
     differing = [
-        keep for keep in range(1_000, 30_000, 1_000)
-        if choose_cut(history, keep, count, 1) != choose_cut(history, keep, count, 5)
+        keep for keep in range(1_000, 30_000, 1_000) if choose_cut(history, keep, count, 1) != choose_cut(history, keep, count, 5)
     ]
     assert differing, "somewhere on this session pi splits a turn seed 004 keeps whole"
     cut, split = choose_cut(history, differing[0], count, get_strategy("pi").strategy.split_turn_min_messages)
@@ -60,7 +59,7 @@ def test_codex_keeps_the_newest_user_messages_then_the_summary_alone() -> None:
 def test_codex_cuts_the_user_message_that_crosses_the_budget() -> None:
     codex = get_strategy("codex", keep_user_message_tokens=300)
     after = compact(codex, LONG_CODEX, window=272_000).context.messages
-    users = after[pinned_head(LONG_CODEX.messages):-1]
+    users = after[pinned_head(LONG_CODEX.messages) : -1]
     assert "tokens truncated" in users[0].text() and "tokens truncated" not in "".join(m.text() for m in users[1:])
 
 

@@ -159,7 +159,9 @@ def test_unknown_format_name_suggests_the_closest() -> None:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_damaged_file_among_good_ones_names_file_and_line_with_or_without_worker_processes(tmp_path: Path, workers: int) -> None:
+def test_a_damaged_file_among_good_ones_names_file_and_line_with_or_without_worker_processes(
+    tmp_path: Path, workers: int
+) -> None:
     lines = real_lines()
     write(tmp_path, "a_good.jsonl", b"".join(lines))
     write(tmp_path, "b_bad.jsonl", b"".join(lines[:3] + [b'{"type": "assistant", "message": \n'] + lines[3:]))
@@ -186,7 +188,9 @@ def test_worker_processes_freeze_what_they_inherit_collect_less_often_and_the_ca
     from compactlab.transcripts.loading import read_files
 
     files = resolve_inputs(["condenser-pairs-gpt5mini"]).files
-    seen = [read.then for read in read_files(files, workers=2, then=lambda transcripts: (gc.get_freeze_count(), gc.get_threshold()))]
+    seen = [
+        read.then for read in read_files(files, workers=2, then=lambda transcripts: (gc.get_freeze_count(), gc.get_threshold()))
+    ]
     assert len(seen) == len(files) > 1 and min(frozen for frozen, _ in seen) > 10_000  # the collector skips the parent's objects
     assert all(threshold[0] >= 50_000 for _, threshold in seen)  # and runs less often
     assert gc.get_freeze_count() == 0 and gc.isenabled() and gc.get_threshold()[0] < 50_000

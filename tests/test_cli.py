@@ -58,7 +58,12 @@ def test_datasets_lists_counts(capsys) -> None:
     assert code == 0
     rows = {row["name"]: row for row in json.loads(out)}
     assert set(rows) == {
-        "claude-code-log", "m-claude", "mini-swe-agent-pr816", "mini-swe-agent-v1", "codex-rollouts", "condenser-pairs-gpt5mini",
+        "claude-code-log",
+        "m-claude",
+        "mini-swe-agent-pr816",
+        "mini-swe-agent-v1",
+        "codex-rollouts",
+        "condenser-pairs-gpt5mini",
     }
     assert rows["m-claude"]["compactions"] == 2
     assert rows["condenser-pairs-gpt5mini"]["compactions"] == 10

@@ -12,13 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compactlab.runs import runs
-from compactlab.runs.run_storage import export_jsonl, run_compaction_rows
-from compactlab.cli.main import main
 from compactlab.cli.cli_runs import BUDGET_EXIT
+from compactlab.cli.main import main
 from compactlab.compaction.llm.concurrency import CallAccount, Limits, _Bucket, shared_gates
+from compactlab.runs import runs
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import load_config
+from compactlab.runs.run_storage import export_jsonl, run_compaction_rows
 from tests.conftest import bundled
 from tests.fake_providers import Behaviour, FakeProvider, rate_limited, serve
 
@@ -43,15 +43,19 @@ def server() -> FakeProvider:
         yield state
 
 
-def _config(tmp_path: Path, server: FakeProvider, name: str, llm: str = "", top: str = "", judge: bool = True, window: int = 20000) -> Path:
+def _config(
+    tmp_path: Path, server: FakeProvider, name: str, llm: str = "", top: str = "", judge: bool = True, window: int = 20000
+) -> Path:
     """Two settings of `summarize` on the LLM summarizer that share compactions (the same strategy,
     two triggers), `truncate`, and a judge with probes on every compaction."""
     datasets = ", ".join(f'"{p}"' for p in SESSIONS)
-    table = (f'provider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "{server.openai_base_url}"\napi_key_env = "{KEY_ENV}"\n'
-             f'max_retries = 0\ntimeout = 10.0\n{llm}')
+    table = (
+        f'provider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "{server.openai_base_url}"\napi_key_env = "{KEY_ENV}"\n'
+        f"max_retries = 0\ntimeout = 10.0\n{llm}"
+    )
     path = tmp_path / f"{name}.toml"
     path.write_text(
-        f'datasets = [{datasets}]\nwindow = {window}\n{top}\n'
+        f"datasets = [{datasets}]\nwindow = {window}\n{top}\n"
         '[[strategy]]\nname = "summarize"\nlabel = "summarize-70"\ntrigger = { fraction = 0.7 }\nsettings = { summarizer = "llm" }\n\n'
         '[[strategy]]\nname = "summarize"\nlabel = "summarize-75"\ntrigger = { fraction = 0.75 }\nsettings = { summarizer = "llm" }\n\n'
         '[[strategy]]\nname = "truncate"\n\n'
@@ -72,10 +76,14 @@ def _run(config_path: Path, out: Path, **options) -> runs.RunResult:
 
 def test_concurrent_and_serial_runs_write_the_same_rows(server: FakeProvider, tmp_path: Path) -> None:
     server.otherwise = Behaviour("summarize", delay=0.01)
-    serial = _run(_config(tmp_path, server, "serial", llm="max_in_flight = 1\n", window=40000), tmp_path / "serial-run", replay_threads=1)
+    serial = _run(
+        _config(tmp_path, server, "serial", llm="max_in_flight = 1\n", window=40000), tmp_path / "serial-run", replay_threads=1
+    )
     assert server.max_in_flight == 1
     sent_serially, server.max_in_flight = server.count(), 0
-    concurrent = _run(_config(tmp_path, server, "concurrent", llm="max_in_flight = 6\n", window=40000), tmp_path / "concurrent-run")
+    concurrent = _run(
+        _config(tmp_path, server, "concurrent", llm="max_in_flight = 6\n", window=40000), tmp_path / "concurrent-run"
+    )
     assert 1 < server.max_in_flight <= 6  # side by side, never beyond the bound (summarizer and judge share it)
     assert server.count() - sent_serially == sent_serially  # every call sent once in each run (fresh caches)
     compactions = serial.compactions
@@ -85,7 +93,9 @@ def test_concurrent_and_serial_runs_write_the_same_rows(server: FakeProvider, tm
         for run in ("concurrent", "serial"):
             export_jsonl(tmp_path / f"{run}-run", kind, tmp_path / f"{run}-{kind}.jsonl")
         assert (tmp_path / f"concurrent-{kind}.jsonl").read_bytes() == (tmp_path / f"serial-{kind}.jsonl").read_bytes(), kind
-    assert (tmp_path / "concurrent-run" / "transcripts.csv").read_bytes() == (tmp_path / "serial-run" / "transcripts.csv").read_bytes()
+    assert (tmp_path / "concurrent-run" / "transcripts.csv").read_bytes() == (
+        tmp_path / "serial-run" / "transcripts.csv"
+    ).read_bytes()
     assert "0 failed" in concurrent.llm_calls and f"{sent_serially} done" in serial.llm_calls, (sent_serially, serial.llm_calls)
 
 
@@ -100,10 +110,14 @@ def test_a_burst_of_429s_slows_the_run_and_never_fails_it(server: FakeProvider, 
     assert rows and not any(r["failed"] or "[fell back]" in r["note"] for r in rows)
 
 
-def test_the_cost_budget_stops_the_run_before_passing_it_and_resume_continues(server: FakeProvider, tmp_path: Path, capsys) -> None:
+def test_the_cost_budget_stops_the_run_before_passing_it_and_resume_continues(
+    server: FakeProvider, tmp_path: Path, capsys
+) -> None:
     # Each answer costs 0.001 USD (1,000 output tokens at 1 USD per million); each call is estimated
     # at its output budget, 4,096 tokens: 0.004 USD.
-    server.otherwise = Behaviour("summarize", delay=0.02, usage={"prompt_tokens": 1000, "completion_tokens": 1000, "total_tokens": 2000})
+    server.otherwise = Behaviour(
+        "summarize", delay=0.02, usage={"prompt_tokens": 1000, "completion_tokens": 1000, "total_tokens": 2000}
+    )
     prices = '[prices."gpt-4o-mini"]\ninput = 0.0\noutput = 1.0\n'
     budget = 0.02
     config = _config(tmp_path, server, "budget", top=f"max_cost_usd = {budget}\n{prices}", judge=False)
@@ -121,7 +135,9 @@ def test_the_cost_budget_stops_the_run_before_passing_it_and_resume_continues(se
     assert main(["run", "--config", str(config), "--out", str(out), "--resume"]) == 0
     whole = tmp_path / "whole"
     assert main(["run", "--config", str(_config(tmp_path, server, "whole", top=prices, judge=False)), "--out", str(whole)]) == 0
-    resumed, fresh = (pd.read_csv(d / "transcripts.csv").sort_values(["transcript", "config"], ignore_index=True) for d in (out, whole))
+    resumed, fresh = (
+        pd.read_csv(d / "transcripts.csv").sort_values(["transcript", "config"], ignore_index=True) for d in (out, whole)
+    )
     pd.testing.assert_frame_equal(resumed, fresh)
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from compactlab.cli.main import main
+from compactlab.runs.run_config import RunConfig, windows_of
 from compactlab.tokens.estimation import run_estimation
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.model import Transcript
-from compactlab.runs.run_config import RunConfig, windows_of
 from tests.conftest import bundled
 
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
@@ -24,7 +24,9 @@ def as_model(transcript: Transcript, model: str) -> Transcript:
     return replace(transcript, messages=messages, models=(model,))
 
 
-@pytest.mark.parametrize("key", ["google/gemini-3-pro-preview", "gemini-3-pro-preview", "gemini-3", "GOOGLE/Gemini-3-Pro-Preview"])
+@pytest.mark.parametrize(
+    "key", ["google/gemini-3-pro-preview", "gemini-3-pro-preview", "gemini-3", "GOOGLE/Gemini-3-Pro-Preview"]
+)
 @pytest.mark.parametrize("model", ["google/gemini-3-pro-preview", "gemini-3-pro-preview"])
 def test_prefixed_and_bare_keys_apply_to_prefixed_and_bare_models(key: str, model: str) -> None:
     from compactlab.tokens.context_windows import ContextWindows
@@ -50,7 +52,18 @@ def test_run_applies_a_models_own_window_over_the_simulated_one() -> None:
 
 
 def test_run_refuses_an_override_that_matches_no_model(tmp_path: Path, capsys) -> None:
-    code = main(["run", "--dataset", str(MINI_PATH), "--strategy", "truncate", "--out", str(tmp_path / "run"),
-                 "--context-window", "google/gemini-3-pro-preview=64000"])
+    code = main(
+        [
+            "run",
+            "--dataset",
+            str(MINI_PATH),
+            "--strategy",
+            "truncate",
+            "--out",
+            str(tmp_path / "run"),
+            "--context-window",
+            "google/gemini-3-pro-preview=64000",
+        ]
+    )
     assert code == 2
     assert "models seen: deepseek-reasoner" in capsys.readouterr().err

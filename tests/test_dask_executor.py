@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compactlab.runs import runs
 from compactlab.contract import Trigger
-from compactlab.runs.executors import dask_executor, executor_for
 from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs import runs
+from compactlab.runs.executors import dask_executor, executor_for
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_storage import run_calls, run_compaction_rows
 from tests.conftest import bundled
@@ -24,7 +24,10 @@ SESSIONS = (
     bundled("claude-code-log", "-src-deep-manifest__a7da6a22"),
     bundled("mini-swe-agent-v1", "nano-output__django__django-11848"),
 )
-STRATEGIES = (StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.3)), StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.3)))
+STRATEGIES = (
+    StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.3)),
+    StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.3)),
+)
 KEY = ["transcript", "config", "call"]
 
 
@@ -40,7 +43,9 @@ def test_a_run_on_a_two_worker_local_cluster_equals_the_local_run(tmp_path: Path
     assert len(local.transcripts) == len(SESSIONS) * len(STRATEGIES)
     calls = [run_calls(run.out).sort_values(KEY).reset_index(drop=True) for run in (local, on_dask)]
     pd.testing.assert_frame_equal(*calls)
-    compactions = [sorted(run_compaction_rows(run.out), key=lambda r: (r["transcript"], r["config"], r["call"])) for run in (local, on_dask)]
+    compactions = [
+        sorted(run_compaction_rows(run.out), key=lambda r: (r["transcript"], r["config"], r["call"])) for run in (local, on_dask)
+    ]
     assert compactions[0] == compactions[1] and compactions[0]
     pd.testing.assert_frame_equal(on_dask.cost_model_check, local.cost_model_check)
 

@@ -6,12 +6,12 @@ from dataclasses import asdict
 
 import pytest
 
-from compactlab.tokens.context_windows import ContextWindows
-from compactlab.scoring.drift import drift_counts
-from compactlab.scoring.matching import Item, present
-from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
+from compactlab.scoring.drift import drift_counts
+from compactlab.scoring.matching import Item, present
+from compactlab.tokens.context_windows import ContextWindows
 from tests.test_seed_rules import MANIFEST
 
 WINDOW = ContextWindows(overrides={"": 64_000})

@@ -8,13 +8,12 @@ import pytest
 
 from compactlab.cli.main import main
 from compactlab.compaction.engine import Engine
-from compactlab.contract import Trigger
-from compactlab.transcripts.importers import load_file
-from compactlab.tokens.metering import Meter
 from compactlab.compaction.overflow import classify_overflow, silent_overflow
+from compactlab.contract import CompactionFailed, CompactionResult, Context, Trigger
 from compactlab.runs.preview import compact
-from compactlab.contract import CompactionFailed, CompactionResult, Context
 from compactlab.strategies.registry import get_strategy
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 SESSION = load_file(bundled("claude-code-log", "-src-deep-manifest__a7da6a22"))[0]
@@ -83,7 +82,7 @@ def test_loop_guard_stops_after_an_ineffective_compaction() -> None:
 def test_failure_breaker_opens_after_repeated_failures() -> None:
     engine, _ = engine_for(AlwaysFails(), trigger=Trigger())
     context = Context(messages=SESSION.messages)
-    for attempt in range(3):
+    for _ in range(3):
         _, event = engine.before_call(context)
         assert event.failed == "summarizer unreachable"
     assert engine.breaker_open
@@ -93,13 +92,33 @@ def test_failure_breaker_opens_after_repeated_failures() -> None:
 @pytest.mark.parametrize(
     ("message", "provider", "tokens", "limit"),
     [
-        ("This model's maximum context length is 128000 tokens. However, your messages resulted in 130532 tokens. Please reduce the length of the messages.", "openai", 130532, 128000),
+        (
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in 130532 tokens. Please reduce the length of the messages.",
+            "openai",
+            130532,
+            128000,
+        ),
         ("prompt is too long: 210843 tokens > 200000 maximum", "anthropic", 210843, 200000),
-        ("input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again", "anthropic", 188240, 200000),
+        (
+            "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again",
+            "anthropic",
+            188240,
+            200000,
+        ),
         ("The input token count (1196265) exceeds the maximum number of tokens allowed (1048576).", "google", 1196265, 1048576),
-        ("This model's maximum context length is 32768 tokens. However, you requested 33000 tokens (31000 in the messages, 2000 in the completion).", "openai", 33000, 32768),
+        (
+            "This model's maximum context length is 32768 tokens. However, you requested 33000 tokens (31000 in the messages, 2000 in the completion).",
+            "openai",
+            33000,
+            32768,
+        ),
         ("the request exceeds the available context size, try increasing it", "llama.cpp", None, None),
-        ("This endpoint's maximum context length is 163840 tokens. However, you requested about 170926 tokens (154542 of text input, 16384 in the output).", "openrouter", 170926, 163840),
+        (
+            "This endpoint's maximum context length is 163840 tokens. However, you requested about 170926 tokens (154542 of text input, 16384 in the output).",
+            "openrouter",
+            170926,
+            163840,
+        ),
     ],
 )
 def test_overflow_messages_of_each_provider(message: str, provider: str, tokens, limit) -> None:
@@ -109,7 +128,12 @@ def test_overflow_messages_of_each_provider(message: str, provider: str, tokens,
 
 @pytest.mark.parametrize(
     "message",
-    ["Rate limit reached for gpt-4o: 30000 tokens per min", "Overloaded", "max_tokens: 64000 > 32000, which is the maximum allowed", "context canceled"],
+    [
+        "Rate limit reached for gpt-4o: 30000 tokens per min",
+        "Overloaded",
+        "max_tokens: 64000 > 32000, which is the maximum allowed",
+        "context canceled",
+    ],
 )
 def test_other_errors_are_not_overflow(message: str) -> None:
     assert classify_overflow(message) is None
@@ -124,7 +148,9 @@ def test_preview_compacts_where_the_trigger_first_fires(capsys) -> None:
     assert result.chosen_by in ("trigger", "last call (the trigger never fired in this transcript)")
     at = compact(SESSION, "prune", at_call=50)
     assert at.call == 50 and at.chosen_by == "--at"
-    assert main(["compact", str(bundled("claude-code-log", "-src-deep-manifest__a7da6a22")), "--strategy", "pi", "--at", "80"]) == 0
+    assert (
+        main(["compact", str(bundled("claude-code-log", "-src-deep-manifest__a7da6a22")), "--strategy", "pi", "--at", "80"]) == 0
+    )
     out = capsys.readouterr().out
     assert "event: reason=manual" in out and "compacted context:" in out
     assert main(["compact", str(bundled("claude-code-log", "-src-deep-manifest__a7da6a22")), "--strategy", "summarise"]) == 2
@@ -136,6 +162,15 @@ def test_strategies_command_lists_everything(capsys) -> None:
 
     assert main(["strategies", "--json"]) == 0
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
-    assert {"truncate", "prune", "observation-masking", "summarize", "iterative-merge", "extractive", "pipeline", "archive"} <= set(rows)
+    assert {
+        "truncate",
+        "prune",
+        "observation-masking",
+        "summarize",
+        "iterative-merge",
+        "extractive",
+        "pipeline",
+        "archive",
+    } <= set(rows)
     assert rows["prune"]["parameters"]["protect_tokens"] == 40_000
     assert rows["pi"]["parameters"]["trigger"]["reserve_tokens"] == 16_384

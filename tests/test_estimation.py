@@ -9,12 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compactlab.tokens.calibration import is_training, model_family
 from compactlab.cli.main import main
+from compactlab.tokens.calibration import model_family
 from compactlab.tokens.estimation import run_estimation, summarize
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
 from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.loading import load_inputs
 from tests.conftest import DATASETS, bundled
 
 MINI = load_file(bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"))[0]
@@ -69,7 +68,10 @@ def test_per_session_constant_for_sources_without_system_prompt() -> None:
         assert bool(calls.loc[0, "first_call"]) and not calls["first_call"][1:].any()
     # Without the constant the Claude Code estimate would miss the ~15-25k-token system prompt.
     o200k = rows(result, "tiktoken-o200k")
-    constant = o200k.loc[0, "true_tokens"] - rows(run_estimation([_as_mini(CLAUDE)], ["tiktoken-o200k"]), "tiktoken-o200k").loc[0, "estimate"]
+    constant = (
+        o200k.loc[0, "true_tokens"]
+        - rows(run_estimation([_as_mini(CLAUDE)], ["tiktoken-o200k"]), "tiktoken-o200k").loc[0, "estimate"]
+    )
     assert 10_000 < constant < 30_000
 
 
@@ -99,9 +101,13 @@ def test_real_compaction_resets_the_prompt() -> None:
 def test_summary_metrics_on_known_numbers() -> None:
     frame = pd.DataFrame(
         {
-            "transcript": ["a"] * 5, "family": ["x"] * 5, "estimator": ["e"] * 5,
-            "first_call": [True, False, False, False, False], "window": [100] * 5,
-            "true_tokens": [50, 100, 70, 85, 60], "estimate": [50, 90, 82, 70, 60],
+            "transcript": ["a"] * 5,
+            "family": ["x"] * 5,
+            "estimator": ["e"] * 5,
+            "first_call": [True, False, False, False, False],
+            "window": [100] * 5,
+            "true_tokens": [50, 100, 70, 85, 60],
+            "estimate": [50, 90, 82, 70, 60],
         }
     )
     frame["error"] = frame["estimate"] - frame["true_tokens"]
@@ -117,8 +123,14 @@ def test_summary_metrics_on_known_numbers() -> None:
 
 
 def test_model_families() -> None:
-    assert [model_family(m) for m in ("claude-opus-4-7", "deepseek-reasoner", "gpt-5-mini", "google/gemini-3-pro-preview", "x")] == [
-        "claude", "deepseek", "gpt", "gemini", "other",
+    assert [
+        model_family(m) for m in ("claude-opus-4-7", "deepseek-reasoner", "gpt-5-mini", "google/gemini-3-pro-preview", "x")
+    ] == [
+        "claude",
+        "deepseek",
+        "gpt",
+        "gemini",
+        "other",
     ]
 
 

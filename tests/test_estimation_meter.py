@@ -13,15 +13,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from compactlab.contract import Context
 from compactlab.tokens.calibration import SHIPPED_FIT, fit_families, is_training, shipped_fits, transcript_family
 from compactlab.tokens.estimation import IN_SAMPLE, run_estimation, summarize
 from compactlab.tokens.estimators import get_estimator
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT
+from compactlab.tokens.metering import Meter
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.loading import load_inputs
-from compactlab.tokens.metering import Meter
 from compactlab.transcripts.model import Message, TextPart
-from compactlab.contract import Context
 from tests.conftest import bundled
 
 [_COMPACTED] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
@@ -88,7 +88,11 @@ def test_calibrated_scales_only_the_growth_past_the_first_call(bundled_calls) ->
     transcripts, calls = bundled_calls
     claude = next(t for t in transcripts if t.source_format == "claude-code" and len(t.calls) > 20)
     slope = shipped_fits()["claude"].slope
-    o200k = calls[(calls["transcript"] == claude.id) & (calls["estimator"] == "tiktoken-o200k")].sort_values("call")["estimate"].to_numpy(float)
+    o200k = (
+        calls[(calls["transcript"] == claude.id) & (calls["estimator"] == "tiktoken-o200k")]
+        .sort_values("call")["estimate"]
+        .to_numpy(float)
+    )
     meter = Meter(claude, "calibrated")
     first_true = claude.calls[0].prompt_tokens
     ours = np.array([meter(c) for c in _history_contexts(claude)], dtype=float)

@@ -12,8 +12,8 @@ from compactlab.tokens import tokenizers
 from compactlab.tokens.context_windows import ContextWindows, parse_override
 from compactlab.tokens.estimators import KnownUsage, estimate, get_estimator
 from compactlab.tokens.framing import Framing, anthropic_image_tokens, framing_for, openai_image_tokens
-from compactlab.transcripts.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from compactlab.tokens.tokenizers import EncodingUnavailable, TokenCache, get_encoding
+from compactlab.transcripts.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 PLAIN = Framing()
 
@@ -149,29 +149,43 @@ def test_context_windows() -> None:
 # and "/", a text ending at a newline, contractions and numbers after newlines, separators Python
 # calls whitespace, special-token text, lone surrogates.
 BLOCK_EDGES = [
-    "a.\n/b/c.py\nnext", "x  \n\nfoo\n  bar\n\tbaz\n", "end:\n", "\n\n\nlead", "say:\n'll go\n's\n123456\n7",
-    "path:\n/usr/bin\n./x\n", "a\r\nb\r\n\r\nc", "info\x1c\nsep\x1d\n\x1eword", "nbsp\n\u00a0x\n\u2028y\n\u3000z",
-    "tok\n<|endoftext|>\nafter", "lone \ud800\nsurrogate\n\udc00x", "日本語\n中文\nक्षि\n", "",
+    "a.\n/b/c.py\nnext",
+    "x  \n\nfoo\n  bar\n\tbaz\n",
+    "end:\n",
+    "\n\n\nlead",
+    "say:\n'll go\n's\n123456\n7",
+    "path:\n/usr/bin\n./x\n",
+    "a\r\nb\r\n\r\nc",
+    "info\x1c\nsep\x1d\n\x1eword",
+    "nbsp\n\u00a0x\n\u2028y\n\u3000z",
+    "tok\n<|endoftext|>\nafter",
+    "lone \ud800\nsurrogate\n\udc00x",
+    "日本語\n中文\nक्षि\n",
+    "",
 ]
 
 
 def test_a_text_counts_as_the_sum_of_its_blocks_on_real_texts_and_summaries() -> None:
-    from compactlab.transcripts.importers import load_file
-    from compactlab.tokens.metering import Meter
     from compactlab.contract import CompactionRequest, Context
-    from compactlab.transcripts.messages import is_summary
     from compactlab.strategies.registry import get_strategy
+    from compactlab.tokens.metering import Meter
+    from compactlab.transcripts.importers import load_file
+    from compactlab.transcripts.messages import is_summary
     from tests.conftest import bundled
 
     texts = list(BLOCK_EDGES)
-    for dataset, name in (("claude-code-log", "-Users-dain-workspace-danieldemmel-me-next__9e953218"),
-                          ("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")):
+    for dataset, name in (
+        ("claude-code-log", "-Users-dain-workspace-danieldemmel-me-next__9e953218"),
+        ("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"),
+    ):
         transcript = load_file(bundled(dataset, name))[0]
         texts += [t for m in transcript.messages for t in PLAIN.texts(m)]
         meter = Meter(transcript, "chars/4")
         request = CompactionRequest(reason="threshold", window=20_000, target_tokens=10_000, count_tokens=meter.count)
         for end in range(40, len(transcript.messages), 25):  # summaries as a sweep writes them, one after another
-            context = get_strategy("summarize", keep_recent_tokens=4000).compact(Context(transcript.messages[:end]), request).context
+            context = (
+                get_strategy("summarize", keep_recent_tokens=4000).compact(Context(transcript.messages[:end]), request).context
+            )
             texts += [m.text() for m in context.messages if is_summary(m)]
     for encoding in ("cl100k_base", "o200k_base"):
         whole, blocks = TokenCache(), TokenCache()
@@ -184,4 +198,6 @@ def test_a_bounded_cache_starts_afresh_and_counts_the_same() -> None:
     bounded, whole = TokenCache(max_chars=2_000), TokenCache()
     assert [bounded.count("o200k_base", t) for t in texts] == [whole.count("o200k_base", t) for t in texts]
     assert 0 < bounded.encoded_texts("o200k_base") < whole.encoded_texts("o200k_base") == 200
-    assert [bounded.count_blocks("o200k_base", "a\n" + t) for t in texts[:50]] == [whole.count("o200k_base", "a\n" + t) for t in texts[:50]]
+    assert [bounded.count_blocks("o200k_base", "a\n" + t) for t in texts[:50]] == [
+        whole.count("o200k_base", "a\n" + t) for t in texts[:50]
+    ]

@@ -16,17 +16,16 @@ import io
 import json
 import math
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from compactlab.results.catalogue import REPORTED, metric
 from compactlab.cli.main import main
-from compactlab.results.leaderboard import setting_figures
-from compactlab.results.recommendation import Rule
 from compactlab.report.diff import diff_runs, format_diff
 from compactlab.report.run_data import load_light
+from compactlab.results.catalogue import REPORTED, metric
+from compactlab.results.leaderboard import setting_figures
+from compactlab.results.recommendation import Rule
 from tests.conftest import bundled
 
 FILES = (("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9"), ("m-claude", "97b0ffde"))
@@ -49,8 +48,14 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert code == 0, printed
     summary = json.loads((folder / "run" / "summary.json").read_text())
     assert not summary["left_out"]["skipped_records"]  # every surface averages over the same sessions
-    return {"folder": folder, "dir": folder / "run", "files": files, "printed": printed, "summary": summary,
-            "figures": {row["config"]: row for row in summary["leaderboard"]}}
+    return {
+        "folder": folder,
+        "dir": folder / "run",
+        "files": files,
+        "printed": printed,
+        "summary": summary,
+        "figures": {row["config"]: row for row in summary["leaderboard"]},
+    }
 
 
 def figure(row: dict, name: str) -> float:
@@ -68,7 +73,9 @@ def test_summary_json_holds_the_one_computation_and_the_rule(run: dict) -> None:
     again = setting_figures(load_light(run["dir"]).transcripts).set_index("config")
     for config, row in run["figures"].items():
         for name in REPORTED:
-            assert figure(row, name) == pytest.approx(again.loc[config, f"{name}_total" if metric(name).aggregate == "sum" else f"{name}_mean"], nan_ok=True)
+            assert figure(row, name) == pytest.approx(
+                again.loc[config, f"{name}_total" if metric(name).aggregate == "sum" else f"{name}_mean"], nan_ok=True
+            )
     recommendation = summary["recommendation"]
     assert recommendation["rule"] == Rule().text and recommendation["reason"]
     assert set(recommendation["not_recommendable"]) | set(recommendation["frontier"]) <= set(run["figures"])
@@ -78,10 +85,12 @@ def test_summary_json_holds_the_one_computation_and_the_rule(run: dict) -> None:
         # No recommendable setting is better on both axes of the plot.
         for config, row in run["figures"].items():
             if config not in recommendation["not_recommendable"] and config != recommendation["config"]:
-                assert not (row["removed_share_mean"] >= best["removed_share_mean"]
-                            and row["preservation_or_untouched_mean"] >= best["preservation_or_untouched_mean"]
-                            and (row["removed_share_mean"], row["preservation_or_untouched_mean"])
-                            != (best["removed_share_mean"], best["preservation_or_untouched_mean"]))
+                assert not (
+                    row["removed_share_mean"] >= best["removed_share_mean"]
+                    and row["preservation_or_untouched_mean"] >= best["preservation_or_untouched_mean"]
+                    and (row["removed_share_mean"], row["preservation_or_untouched_mean"])
+                    != (best["removed_share_mean"], best["preservation_or_untouched_mean"])
+                )
     for config, why in recommendation["not_recommendable"].items():
         row = run["figures"][config]
         assert ("over the context window" in why) == (row["over_window_calls_total"] > 0)
@@ -100,8 +109,12 @@ def test_the_cli_table_shows_the_figures_under_the_catalogue_labels(run: dict) -
             for name, cell in zip(REPORTED, cells[1:], strict=True):
                 assert cell.split(" [")[0] == metric(name).format(figure(run["figures"][config], name)), (config, name)
     assert SAME in shown and set().union(*shown) == set(run["figures"]) and sum(map(len, shown)) == len(run["figures"])
-    assert re.search(r"^(summarize = openhands|openhands = summarize): one result under 2 names, identical by construction: .*"
-                     r"openhands\.j2.* were never rendered.*comparing summary prompts needs an LLM \[summarizer\]", run["printed"], re.M)
+    assert re.search(
+        r"^(summarize = openhands|openhands = summarize): one result under 2 names, identical by construction: .*"
+        r"openhands\.j2.* were never rendered.*comparing summary prompts needs an LLM \[summarizer\]",
+        run["printed"],
+        re.M,
+    )
     assert f"rule: {Rule().text}" in run["printed"]
 
 
@@ -119,10 +132,15 @@ def test_the_report_shows_the_same_figures_labels_and_recommendation(run: dict) 
             for name, cell in zip(REPORTED, cells, strict=True):
                 assert plain(cell) == plain(metric(name).format(figure(run["figures"][config], name))), (config, name)
         if len(labels) > 1:
-            assert set(re.search(r"<td>([^<]*)", body).group(1).strip().split(" = ")) == labels and "identical by construction" in body
+            assert (
+                set(re.search(r"<td>([^<]*)", body).group(1).strip().split(" = ")) == labels
+                and "identical by construction" in body
+            )
     assert "comparing summary prompts needs an LLM [summarizer]" in html.unescape(page)
     # Offline no compaction rendered a prompt: the metadata names the templates without a hash.
-    assert "prompt: <code>" not in page and re.search(r"Not rendered by any compaction of this run, so no hash is shown:.*summary\.j2", page, re.S)
+    assert "prompt: <code>" not in page and re.search(
+        r"Not rendered by any compaction of this run, so no hash is shown:.*summary\.j2", page, re.S
+    )
     headline = html.unescape(re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1))
     recommendation = run["summary"]["recommendation"]
     assert recommendation["rule"] in headline
@@ -132,8 +150,10 @@ def test_the_report_shows_the_same_figures_labels_and_recommendation(run: dict) 
         best = run["figures"][recommendation["config"]]
         assert f"Use <strong>{recommendation['config']}</strong>" in headline
         for name in ("removed_share", "preservation_or_untouched", "over_window_share", "preservation_k1"):
-            assert f"{metric(name).label} <strong>{metric(name).format(figure(best, name))}" in headline or \
-                f"{metric(name).label}: {metric(name).format(figure(best, name))}" in headline, name
+            assert (
+                f"{metric(name).label} <strong>{metric(name).format(figure(best, name))}" in headline
+                or f"{metric(name).label}: {metric(name).format(figure(best, name))}" in headline
+            ), name
 
 
 def test_diff_shows_the_same_figures_under_the_same_labels(run: dict) -> None:
@@ -147,7 +167,10 @@ def test_diff_shows_the_same_figures_under_the_same_labels(run: dict) -> None:
         expected = figure(run["figures"][row.label], name)
         assert row.a == pytest.approx(expected, nan_ok=True), (row.label, name)
         shown = metric(name).format(expected).replace("-", "−")
-        assert re.search(rf"^{re.escape(row.label)}\s+{re.escape(row.metric)}\s+{re.escape(shown)}\s", text, re.M), (row.label, name)
+        assert re.search(rf"^{re.escape(row.label)}\s+{re.escape(row.metric)}\s+{re.escape(shown)}\s", text, re.M), (
+            row.label,
+            name,
+        )
 
 
 def test_the_gate_guards_the_same_figures_under_the_same_labels(run: dict) -> None:
@@ -156,9 +179,16 @@ def test_the_gate_guards_the_same_figures_under_the_same_labels(run: dict) -> No
     # compacted) guards nothing for it: the gate refuses it (exit 2), so only the measurable ones are guarded.
     measurable = [name for name in REPORTED if all(not math.isnan(figure(run["figures"][c], name)) for c in STRATEGIES)]
     # Defined for every setting on every session: what tokens, windows, compactions and costs give.
-    assert {"removed_share", "preservation_or_untouched", "over_window_share", "over_window_calls", "compactions", "cost_change"} <= set(measurable)
+    assert {
+        "removed_share",
+        "preservation_or_untouched",
+        "over_window_share",
+        "over_window_calls",
+        "compactions",
+        "cost_change",
+    } <= set(measurable)
     guarded = "\n".join(
-        f'[metrics.{name}]' + ('\ndirection = "lower"' if metric(name).direction == "neither" else "") for name in measurable
+        f"[metrics.{name}]" + ('\ndirection = "lower"' if metric(name).direction == "neither" else "") for name in measurable
     )
     suite = folder / "suite.toml"
     datasets = ", ".join(json.dumps(f) for f in run["files"])

@@ -22,7 +22,10 @@ FILES_IMPORT = '{%- from "files.j2" import files -%}'
 def copy_suite(tmp_path: Path, template: str) -> Path:
     """The repository's suite in tmp_path, its `summarize` strategy using `template` (next to it)."""
     text = SUITE.read_text(encoding="utf-8").replace('"../../datasets/', f'"{(REPO / "datasets").as_posix()}/')
-    text = text.replace('settings = { keep_recent_tokens = 4000, template = "summary.j2" }', f'settings = {{ keep_recent_tokens = 4000, template = "{template}" }}')
+    text = text.replace(
+        'settings = { keep_recent_tokens = 4000, template = "summary.j2" }',
+        f'settings = {{ keep_recent_tokens = 4000, template = "{template}" }}',
+    )
     assert f'template = "{template}"' in text
     path = tmp_path / "suite.toml"
     path.write_text(text, encoding="utf-8")
@@ -32,7 +35,9 @@ def copy_suite(tmp_path: Path, template: str) -> Path:
 def tiny_suite(tmp_path: Path, strategy: str = 'name = "summarize"', extra: str = "", metrics: str | None = None) -> Path:
     metrics = metrics if metrics is not None else '[metrics.preservation_k5]\ndirection = "higher"\ntolerance = 0.01\n'
     path = tmp_path / "suite.toml"
-    path.write_text(f'datasets = ["{MINI.as_posix()}"]\nwindow = 20000\n{extra}\n[[strategy]]\n{strategy}\n\n{metrics}', encoding="utf-8")
+    path.write_text(
+        f'datasets = ["{MINI.as_posix()}"]\nwindow = 20000\n{extra}\n[[strategy]]\n{strategy}\n\n{metrics}', encoding="utf-8"
+    )
     return path
 
 
@@ -64,18 +69,30 @@ def test_a_template_without_the_file_list_fails_and_restoring_it_passes(tmp_path
     # Without file lists the summaries lose file paths (and, with them, some of the next steps' facts and of
     # the dropped facts the summaries carried).
     assert re.match(r"## compactlab check: ❌ [1-3] regressions?\n", out)
-    [headline] = [line for line in out.splitlines()[:5] if "`summarize` · next five steps' path items kept where compacted (k=5) (`preservation_k5_path`)" in line]
+    [headline] = [
+        line
+        for line in out.splitlines()[:5]
+        if "`summarize` · next five steps' path items kept where compacted (k=5) (`preservation_k5_path`)" in line
+    ]
     change, low, high = (float(x) for x in re.search(r": ([-+.\de]+) \[([-+.\de]+), ([-+.\de]+)\]", headline).groups())
     assert low <= change <= high < -0.02  # the whole interval is worse than the tolerance
-    assert "| next five steps' path items kept where compacted (k=5) (`preservation_k5_path`) | higher | 0.02 |" in out and "**❌ regression** |" in out
+    assert (
+        "| next five steps' path items kept where compacted (k=5) (`preservation_k5_path`) | higher | 0.02 |" in out
+        and "**❌ regression** |" in out
+    )
     assert "prompt templates changed" in out and "settings.template" in out
-    assert "**`summarize` · next five steps' path items kept where compacted (k=5) (`preservation_k5_path`):" in out  # its flipped transcripts, not folded
+    assert (
+        "**`summarize` · next five steps' path items kept where compacted (k=5) (`preservation_k5_path`):" in out
+    )  # its flipped transcripts, not folded
 
     (prompts / "summary.j2").write_text(source, encoding="utf-8")  # restored
     code = main(["check", "--suite", str(suite), "--baseline", str(BASELINE), "--only", "summarize"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "✅ no regression" in out and "| next five steps' path items kept where compacted (k=5) (`preservation_k5_path`) | higher | 0.02 | " in out
+    assert (
+        "✅ no regression" in out
+        and "| next five steps' path items kept where compacted (k=5) (`preservation_k5_path`) | higher | 0.02 | " in out
+    )
     assert "prompt templates changed" not in out  # the same text: the same prompt hash
 
 
@@ -99,10 +116,14 @@ def test_configuration_errors_exit_2_with_a_clear_message(tmp_path, capsys) -> N
     assert "unknown metric 'preservaton_k5' (did you mean 'preservation_k5'?)" in err
 
     direction = tiny_suite(tmp_path, metrics='[metrics.total_cost]\ndirection = "up"\n')
-    assert '`direction` must be "higher" or "lower"' in run_error(capsys, "check", "--suite", str(direction), "--baseline", str(BASELINE))
+    assert '`direction` must be "higher" or "lower"' in run_error(
+        capsys, "check", "--suite", str(direction), "--baseline", str(BASELINE)
+    )
 
     no_metrics = tiny_suite(tmp_path, metrics="")
-    assert "a suite needs a [metrics] table" in run_error(capsys, "baseline", "--suite", str(no_metrics), "--baseline", str(tmp_path / "b.json"))
+    assert "a suite needs a [metrics] table" in run_error(
+        capsys, "baseline", "--suite", str(no_metrics), "--baseline", str(tmp_path / "b.json")
+    )
 
     missing = tmp_path / "missing.json"
     err = run_error(capsys, "check", "--suite", str(SUITE), "--baseline", str(missing))
@@ -112,12 +133,15 @@ def test_configuration_errors_exit_2_with_a_clear_message(tmp_path, capsys) -> N
     err = run_error(capsys, "check", "--suite", str(other), "--baseline", str(BASELINE))
     assert "the baseline has no strategy 'truncate'" in err and "--update" in err
 
-    assert "no strategy labelled 'sumarize'" in run_error(capsys, "check", "--suite", str(SUITE), "--baseline", str(BASELINE), "--only", "sumarize")
+    assert "no strategy labelled 'sumarize'" in run_error(
+        capsys, "check", "--suite", str(SUITE), "--baseline", str(BASELINE), "--only", "sumarize"
+    )
 
 
 def test_a_missing_recording_in_offline_mode_is_an_error_not_a_skip(tmp_path, capsys) -> None:
     suite = tiny_suite(
-        tmp_path, strategy='name = "summarize"\nsettings = { summarizer = "llm", fallback = "" }',
+        tmp_path,
+        strategy='name = "summarize"\nsettings = { summarizer = "llm", fallback = "" }',
         extra='[summarizer]\nprovider = "recorded"\nmodel = "gpt-4o-mini"\ncache_dir = "llm-cache"\n',
     )
     err = run_error(capsys, "baseline", "--suite", str(suite), "--baseline", str(tmp_path / "baseline.json"))
@@ -161,7 +185,8 @@ def test_record_once_with_a_provider_then_replay_offline_without_one(tmp_path, c
     baseline = tmp_path / "baseline.json"
     with serve() as server:
         suite = tiny_suite(
-            tmp_path, strategy='name = "summarize"\nsettings = { summarizer = "llm", fallback = "" }',
+            tmp_path,
+            strategy='name = "summarize"\nsettings = { summarizer = "llm", fallback = "" }',
             extra=f'[summarizer]\nprovider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "{server.openai_base_url}"\n'
             'api_key_env = "COMPACTLAB_TEST_GATE_KEY"\ncache_dir = "llm-cache"\nmax_retries = 0\n',
         )
@@ -175,6 +200,9 @@ def test_record_once_with_a_provider_then_replay_offline_without_one(tmp_path, c
     # A prompt that was never recorded: offline, that is an error naming the cache, not a skip.
     template = tmp_path / "summary.j2"
     template.write_text((PROMPTS_DIR / "summary.j2").read_text(encoding="utf-8") + "\nBe brief.\n", encoding="utf-8")
-    suite.write_text(suite.read_text(encoding="utf-8").replace('summarizer = "llm"', 'summarizer = "llm", template = "summary.j2"'), encoding="utf-8")
+    suite.write_text(
+        suite.read_text(encoding="utf-8").replace('summarizer = "llm"', 'summarizer = "llm", template = "summary.j2"'),
+        encoding="utf-8",
+    )
     err = run_error(capsys, "check", "--suite", str(suite), "--baseline", str(baseline), "--offline")
     assert "no recorded LLM response" in err and "This run is offline" in err

@@ -16,19 +16,24 @@ import pandas as pd
 import pytest
 
 from compactlab.cli.main import main
-from compactlab.results.compaction_values import CompactionValue
 from compactlab.gate.gate import compare
 from compactlab.gate.suite import load_suite
+from compactlab.results.compaction_values import CompactionValue
 from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.conftest import bundled
 from tests.fake_providers import FakeProvider, serve, summarizing
 
 SESSIONS = (
-    "deepseek_chat_dev_pvlib__pvlib-python-1707", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333",
-    "deepseek_chat_dev_rerun_pvlib__pvlib-python-1154", "deepseek_chat_dev_rerun_sqlfluff__sqlfluff-1517",
-    "deepseek_chat_dev_rerun_sqlfluff__sqlfluff-1733", "deepseek_chat_test_1-100_astropy__astropy-14182",
-    "deepseek_chat_test_1-100_django__django-11422", "deepseek_chat_test_1-100_django__django-12113",
-    "deepseek_chat_test_1-100_django__django-15213", "deepseek_chat_test_1-100_django__django-15400",
+    "deepseek_chat_dev_pvlib__pvlib-python-1707",
+    "deepseek_chat_dev_rerun_pylint-dev__astroid-1333",
+    "deepseek_chat_dev_rerun_pvlib__pvlib-python-1154",
+    "deepseek_chat_dev_rerun_sqlfluff__sqlfluff-1517",
+    "deepseek_chat_dev_rerun_sqlfluff__sqlfluff-1733",
+    "deepseek_chat_test_1-100_astropy__astropy-14182",
+    "deepseek_chat_test_1-100_django__django-11422",
+    "deepseek_chat_test_1-100_django__django-12113",
+    "deepseek_chat_test_1-100_django__django-15213",
+    "deepseek_chat_test_1-100_django__django-15400",
 )
 NEAR_EMPTY = "{{ conversation }} Summarize briefly.\n"
 KEY_ENV = "COMPACTLAB_TEST_SUMMARY_KEY"
@@ -39,7 +44,9 @@ def write_suite(folder: Path, server: FakeProvider, metrics: dict[str, float] = 
     """A suite of the ten sessions with `summarize` on the LLM summarizer, its prompt at prompts/summary.j2
     (for the history and for the first part of a split turn: these single-task sessions are one long turn)."""
     datasets = ", ".join(f'"{bundled("mini-swe-agent-pr816", stem).as_posix()}"' for stem in SESSIONS)
-    tables = "".join(f'[metrics.{name}]\ndirection = "higher"\ntolerance = {tolerance}\n\n' for name, tolerance in metrics.items())
+    tables = "".join(
+        f'[metrics.{name}]\ndirection = "higher"\ntolerance = {tolerance}\n\n' for name, tolerance in metrics.items()
+    )
     path = folder / "suite.toml"
     path.write_text(
         f"datasets = [{datasets}]\nwindow = 20000\n\n"
@@ -99,7 +106,9 @@ def test_a_near_empty_summary_prompt_fails_the_gate_and_the_original_passes(reco
     code, out = check(capsys, recorded.suite, recorded.baseline)
     assert code == 1, out
     assert out.startswith("## compactlab check: ❌")
-    row = next(line for line in out.splitlines() if line.startswith("| dropped facts the summary kept (k=5) (`summary_recall_k5`)"))
+    row = next(
+        line for line in out.splitlines() if line.startswith("| dropped facts the summary kept (k=5) (`summary_recall_k5`)")
+    )
     assert "**❌ regression**" in row
     change = float(re.search(r"\| higher \| 0\.05 \| [\d.]+ \| [\d.]+ \| ([-+.\de]+) \[", row).group(1))
     assert change < -0.3  # the one-line summaries carry almost none of the dropped facts
@@ -128,7 +137,13 @@ def test_a_loss_confined_to_a_few_long_sessions_fails_once_compactions_are_resam
     values, rows = [], []
     for transcript in points:
         source = after if transcript in longest else before
-        rows.append({"transcript": transcript, "config": "summarize", **{m: source["values"]["summarize"][m].get(transcript) for m in METRICS}})
+        rows.append(
+            {
+                "transcript": transcript,
+                "config": "summarize",
+                **{m: source["values"]["summarize"][m].get(transcript) for m in METRICS},
+            }
+        )
         for name in METRICS:
             for at, value, lost in source["compactions"]["summarize"][name].get(transcript, []):
                 values.append(CompactionValue(transcript, "summarize", at, name, value, tuple(lost)))

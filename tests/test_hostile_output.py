@@ -11,12 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compactlab.report.run_data import load_light
-
 from compactlab.cli.main import main
+from compactlab.report.run_data import load_light
+from compactlab.transcripts.importers import MESSAGE_BUDGET_VARIABLE, load_file
 from compactlab.transcripts.neutralise import csv_frame, read_csv, terminal_text, write_csv
 from compactlab.transcripts.source import GUNZIP_LIMIT_VARIABLE, TranscriptError
-from compactlab.transcripts.importers import MESSAGE_BUDGET_VARIABLE, load_file
 from tests.listed_inputs import CLAUDE, claude_lines, jsonl
 
 ESCAPES = "\x1b[2J\x1b]0;owned\x07\x1b]52;c;ZWNobyBoaQ==\x07\x9b31m\r"
@@ -64,7 +63,9 @@ def test_escape_sequences_in_an_error_message_do_not_reach_the_terminal(tmp_path
 
 
 def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised_and_read_back(tmp_path: Path) -> None:
-    frame = pd.DataFrame({"id": ["=HYPERLINK(1)", "+1", "-Users-x", "@SUM(A1)", "\tx", "'quoted", "plain"], "tokens": [-5, 1, 2, 3, 4, 5, 6]})
+    frame = pd.DataFrame(
+        {"id": ["=HYPERLINK(1)", "+1", "-Users-x", "@SUM(A1)", "\tx", "'quoted", "plain"], "tokens": [-5, 1, 2, 3, 4, 5, 6]}
+    )
     written = csv_frame(frame)
     assert list(written["id"]) == ["'=HYPERLINK(1)", "'+1", "'-Users-x", "'@SUM(A1)", "'\tx", "''quoted", "plain"]
     assert list(written["tokens"]) == [-5, 1, 2, 3, 4, 5, 6]

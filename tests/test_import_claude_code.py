@@ -30,7 +30,9 @@ def independent_count(path: Path) -> tuple[int, int]:
         if line.get("type") != "assistant" or line["message"].get("model") == "<synthetic>":
             continue
         u = line["message"]["usage"]
-        prompts[line["message"]["id"]] = u["input_tokens"] + u.get("cache_creation_input_tokens", 0) + u.get("cache_read_input_tokens", 0)
+        prompts[line["message"]["id"]] = (
+            u["input_tokens"] + u.get("cache_creation_input_tokens", 0) + u.get("cache_read_input_tokens", 0)
+        )
     return len(prompts), max(prompts.values())
 
 

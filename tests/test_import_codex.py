@@ -20,8 +20,14 @@ LEGACY = FIXTURES / "legacy-2025-05.jsonl"
 
 # last_token_usage of the 8 calls in the real file, counted by hand: (input incl. cached, cached, output)
 REAL_CALLS = [
-    (10128, 0, 37), (10334, 0, 43), (11862, 10240, 109), (12496, 9216, 52),
-    (13982, 12416, 52), (15645, 13952, 46), (16347, 15616, 52), (18325, 16256, 52),
+    (10128, 0, 37),
+    (10334, 0, 43),
+    (11862, 10240, 109),
+    (12496, 9216, 52),
+    (13982, 12416, 52),
+    (15645, 13952, 46),
+    (16347, 15616, 52),
+    (18325, 16256, 52),
 ]
 
 
@@ -104,8 +110,20 @@ def test_reasoning_summary_becomes_thinking_and_encrypted_content_is_noted():
 def test_streaming_order_usage_after_items_and_compaction():
     transcript = load(STREAMING)
     roles = [m.role for m in transcript.messages]
-    assert roles == ["system", "system", "user", "user", "user", "assistant", "tool", "assistant", "tool",
-                     "assistant", "user", "assistant"]
+    assert roles == [
+        "system",
+        "system",
+        "user",
+        "user",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     assert transcript.messages[0].text().startswith("You are Codex")  # base_instructions
     assert "<permissions instructions>" in transcript.messages[1].text()  # developer message
     assert [c.prompt_tokens for c in transcript.calls] == [9000, 9600, 10200, 2600]
@@ -181,12 +199,30 @@ def test_usage_without_assistant_output_is_reported_not_dropped(tmp_path):
 
 
 def test_estimates_and_rate_limit_refreshes_are_not_calls(tmp_path):
-    full = {"type": "event_msg", "payload": {"type": "token_count", "info": {
-        # set_total_tokens_full after a context-window error: an estimate, no input tokens.
-        "total_token_usage": usage(0, 0, 0) | {"total_tokens": 400000},
-        "last_token_usage": usage(0, 0, 0) | {"total_tokens": 399000}, "model_context_window": 400000}}}
-    records = [META, CONTEXT, USER, ANSWER, token_count((1000, 0, 10), (1000, 0, 10)),
-               token_count((1000, 0, 10), (1000, 0, 10)), full, USER, ANSWER, token_count((2000, 0, 20), (1000, 900, 10))]
+    full = {
+        "type": "event_msg",
+        "payload": {
+            "type": "token_count",
+            "info": {
+                # set_total_tokens_full after a context-window error: an estimate, no input tokens.
+                "total_token_usage": usage(0, 0, 0) | {"total_tokens": 400000},
+                "last_token_usage": usage(0, 0, 0) | {"total_tokens": 399000},
+                "model_context_window": 400000,
+            },
+        },
+    }
+    records = [
+        META,
+        CONTEXT,
+        USER,
+        ANSWER,
+        token_count((1000, 0, 10), (1000, 0, 10)),
+        token_count((1000, 0, 10), (1000, 0, 10)),
+        full,
+        USER,
+        ANSWER,
+        token_count((2000, 0, 20), (1000, 900, 10)),
+    ]
     transcript = load(write_jsonl(tmp_path / "r.jsonl", records))
     assert [(c.input_tokens, c.cache_read_tokens) for c in transcript.calls] == [(1000, 0), (100, 900)]
     assert dict(transcript.ignored)["token_count estimate (no model call)"] == 1

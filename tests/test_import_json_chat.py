@@ -44,7 +44,17 @@ def test_openai_full_fixture_structure() -> None:
     t = load(OPENAI, FIXTURES / "openai_full.json")
     assert t.id == "openai_full" and t.source_format == "openai-chat"
     assert [m.role for m in t.messages] == [
-        "system", "system", "user", "assistant", "tool", "tool", "assistant", "user", "assistant", "tool", "assistant",
+        "system",
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
     ]
     assert [m.source_id for m in t.messages] == [f"messages[{i}]" for i in range(11)]
     assert all(m.line is None for m in t.messages)
@@ -113,8 +123,11 @@ def test_openai_bare_array_and_plain_strings() -> None:
 
 
 def test_openai_gz_and_empty_assistant_keeps_its_call(tmp_path: Path) -> None:
-    data = {"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None}],
-            "usage": [{"prompt_tokens": 7, "completion_tokens": 0}]}
+    data = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None}],
+        "usage": [{"prompt_tokens": 7, "completion_tokens": 0}],
+    }
     path = tmp_path / "conv.json.gz"
     path.write_bytes(gzip.compress(json.dumps(data).encode()))
     t = load(OPENAI, path)
@@ -129,7 +142,15 @@ def test_anthropic_full_fixture_structure() -> None:
     t = load(ANTHROPIC, FIXTURES / "anthropic_full.json")
     assert t.source_format == "anthropic-messages" and t.skipped == ()
     assert [m.role for m in t.messages] == [
-        "system", "user", "assistant", "tool", "tool", "user", "assistant", "user", "assistant",
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
     ]
     assert t.messages[0].source_id == "system" and t.messages[0].text() == "You are Claude Code."
     assert t.models == ("claude-opus-4-1", "claude-sonnet-4-5")
@@ -187,13 +208,25 @@ def test_anthropic_real_recorded_exchange() -> None:
 # --- Orphans and damage -----------------------------------------------------------------------
 
 ORPHANS = {
-    "openai": (OPENAI, {"messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "tool", "tool_call_id": "call_missing", "content": "lost"},
-        {"role": "assistant", "content": "ok"}]}),
-    "anthropic": (ANTHROPIC, {"messages": [
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_missing", "content": "lost"}]},
-        {"role": "assistant", "content": "ok"}]}),
+    "openai": (
+        OPENAI,
+        {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "tool", "tool_call_id": "call_missing", "content": "lost"},
+                {"role": "assistant", "content": "ok"},
+            ]
+        },
+    ),
+    "anthropic": (
+        ANTHROPIC,
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_missing", "content": "lost"}]},
+                {"role": "assistant", "content": "ok"},
+            ]
+        },
+    ),
 }
 
 
@@ -218,24 +251,71 @@ DAMAGE = [
     (OPENAI, {"messages": [{"role": "user", "content": 5}, OK_USER]}, "messages[0].content must be a string", 1),
     (OPENAI, {"messages": [{"role": "robot", "content": "x"}, OK_USER]}, "unknown role 'robot'", 1),
     (OPENAI, {"messages": [{"role": "tool", "content": "x"}, OK_USER]}, "has no string `tool_call_id`", 1),
-    (OPENAI, {"messages": [{"role": "user", "content": ["bare", {"type": "text", "text": "ok"}]}]},
-     "messages[0].content[0] must be an object with a string `type`, got string", 1),
-    (OPENAI, {"messages": [OK_USER, {"role": "assistant", "content": "a", "tool_calls": {"id": "x"}}]}, "tool_calls must be an array", 2),
-    (OPENAI, {"messages": [OK_USER, {"role": "assistant", "content": "a", "usage": {"prompt_tokens": "many"}}]},
-     "messages[1].usage: usage `prompt_tokens` must be a non-negative integer", 2),
-    (OPENAI, {"messages": [OK_USER, {"role": "assistant", "content": "a"}], "usage": [{"prompt_tokens": 1}, {"prompt_tokens": 2}]},
-     "top-level `usage` has 2 entries but `messages` has 1 assistant", 2),
-    (OPENAI, {"messages": [OK_USER, {"role": "assistant", "content": "a", "usage": {
-        "prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 9}}}]}, "exceed prompt_tokens (5)", 2),
+    (
+        OPENAI,
+        {"messages": [{"role": "user", "content": ["bare", {"type": "text", "text": "ok"}]}]},
+        "messages[0].content[0] must be an object with a string `type`, got string",
+        1,
+    ),
+    (
+        OPENAI,
+        {"messages": [OK_USER, {"role": "assistant", "content": "a", "tool_calls": {"id": "x"}}]},
+        "tool_calls must be an array",
+        2,
+    ),
+    (
+        OPENAI,
+        {"messages": [OK_USER, {"role": "assistant", "content": "a", "usage": {"prompt_tokens": "many"}}]},
+        "messages[1].usage: usage `prompt_tokens` must be a non-negative integer",
+        2,
+    ),
+    (
+        OPENAI,
+        {"messages": [OK_USER, {"role": "assistant", "content": "a"}], "usage": [{"prompt_tokens": 1}, {"prompt_tokens": 2}]},
+        "top-level `usage` has 2 entries but `messages` has 1 assistant",
+        2,
+    ),
+    (
+        OPENAI,
+        {
+            "messages": [
+                OK_USER,
+                {
+                    "role": "assistant",
+                    "content": "a",
+                    "usage": {"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 9}},
+                },
+            ]
+        },
+        "exceed prompt_tokens (5)",
+        2,
+    ),
     (ANTHROPIC, {"messages": [{"role": "user", "content": 5}, OK_USER]}, "messages[0].content must be a string or an array", 1),
     (ANTHROPIC, {"system": 7, "messages": [OK_USER]}, "top-level `system` must be a string", 1),
     (ANTHROPIC, {"messages": [{"role": "tool", "content": "x"}, OK_USER]}, "unknown role 'tool'", 1),
-    (ANTHROPIC, {"messages": [OK_USER, {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "t1", "name": "Bash", "input": "ls"}]}]}, "`input` must be an object, got string", 2),
-    (ANTHROPIC, {"messages": [{"role": "user", "content": [{"type": "tool_result", "content": "x"}, {"type": "text", "text": "y"}]}]},
-     "has no string `tool_use_id`", 1),
-    (ANTHROPIC, {"messages": [OK_USER, {"role": "assistant", "content": "a", "usage": {"output_tokens": 3}}]},
-     "usage has no `input_tokens`", 2),
+    (
+        ANTHROPIC,
+        {
+            "messages": [
+                OK_USER,
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": "ls"}]},
+            ]
+        },
+        "`input` must be an object, got string",
+        2,
+    ),
+    (
+        ANTHROPIC,
+        {"messages": [{"role": "user", "content": [{"type": "tool_result", "content": "x"}, {"type": "text", "text": "y"}]}]},
+        "has no string `tool_use_id`",
+        1,
+    ),
+    (
+        ANTHROPIC,
+        {"messages": [OK_USER, {"role": "assistant", "content": "a", "usage": {"output_tokens": 3}}]},
+        "usage has no `input_tokens`",
+        2,
+    ),
 ]
 
 

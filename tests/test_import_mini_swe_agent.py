@@ -15,8 +15,8 @@ import pytest
 from compactlab.transcripts.importers.mini_swe_agent import MiniSweAgentImporter
 from compactlab.transcripts.model import TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from compactlab.transcripts.source import RecordIssues, Source, TranscriptError
-
 from tests.conftest import SHARED
+
 V2_DIR = SHARED / "mini-swe-agent-pr816"
 V1_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "mini_swe_agent" / "v1_modelled_django__django-11099.traj.json"
 ALL_V2 = sorted(V2_DIR.glob("*.traj.json"))
@@ -255,7 +255,9 @@ def responses_api_v2() -> dict:
     doc = minimal_v2()
     doc["messages"][2:4] = [
         {
-            "object": "response", "id": "resp_1", "model": "gpt-5-mini",
+            "object": "response",
+            "id": "resp_1",
+            "model": "gpt-5-mini",
             "output": [
                 {"type": "reasoning", "summary": [{"type": "summary_text", "text": "look first"}]},
                 {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Listing."}]},
@@ -324,7 +326,11 @@ def test_rejected_response_is_counted_not_replayed(tmp_path):
     """Newer v2 keeps a rejected response on its FormatError message: billed, but never in the history."""
     doc = minimal_v2()
     usage = {"prompt_tokens": 130, "completion_tokens": 9}
-    note = {"role": "user", "content": "No tool calls found", "extra": {"interrupt_type": "FormatError", "response": {"usage": usage}}}
+    note = {
+        "role": "user",
+        "content": "No tool calls found",
+        "extra": {"interrupt_type": "FormatError", "response": {"usage": usage}},
+    }
     doc["messages"].insert(4, note)
     transcript = load(write(tmp_path, doc))
     assert transcript.ignored == (("exit", 1), ("rejected_response_call", 1))

@@ -57,8 +57,13 @@ def test_a_lenient_read_of_many_files_counts_each_bad_one_and_goes_on(tmp_path: 
     cases = {case.name: case for case in listed_cases(tmp_path / "cases")}
     folder = tmp_path / "many"
     folder.mkdir()
-    names = ("100,000 nested [", '"role": ["user"]', "openai prompt_tokens Infinity", "codex reasoning summary -1",
-             "canonical cache_write_tokens \"5\"")
+    names = (
+        "100,000 nested [",
+        '"role": ["user"]',
+        "openai prompt_tokens Infinity",
+        "codex reasoning summary -1",
+        'canonical cache_write_tokens "5"',
+    )
     for number, name in enumerate(names):
         source = Path(cases[name].inputs[0])
         (folder / f"{number}-{source.name}").write_bytes(source.read_bytes())

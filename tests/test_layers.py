@@ -129,7 +129,13 @@ def test_nothing_names_the_old_top_level_packages():
         if isinstance(node, ast.ImportFrom | ast.Import)
         and any(
             name.split(".")[0] in ("bench", "strategies")
-            for name in ([node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
         )
     ]
     assert old == []

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from compactlab.measure.needed_sample import SOURCES, LABELS, needed_now, read_sample, scores, unlabelled
+from compactlab.measure.needed_sample import LABELS, SOURCES, needed_now, read_sample, scores, unlabelled
 
 SAMPLE = Path(__file__).parent / "data" / "needed_items_sample.jsonl"
 
@@ -22,7 +20,9 @@ def test_every_item_the_extractor_needs_in_the_sample_is_labelled(shared: Path) 
     steps = read_sample(SAMPLE)
     missing = unlabelled(steps, needed_now(steps, shared))
     listing = "\n".join(f"  {s.transcript} step {s.step}: {i.kind} {i.text!r}" for s, i in missing)
-    assert not missing, f"label these by docs/needed-items-labelling.md (bench/measure/needed_items_sample.py refresh):\n{listing}"
+    assert not missing, (
+        f"label these by docs/needed-items-labelling.md (bench/measure/needed_items_sample.py refresh):\n{listing}"
+    )
 
 
 def test_precision_is_at_least_90_percent_per_source(shared: Path) -> None:

@@ -10,14 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from compactlab.runs.run_storage import run_compaction_rows
-from compactlab.runs import runs
-from compactlab.tokens.context_windows import ContextWindows
-from compactlab.contract import Trigger
-from compactlab.transcripts.importers import load_file
 from compactlab.compaction.llm import CacheMiss, make_summarizer
+from compactlab.contract import Trigger
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs import runs
 from compactlab.runs.llm_config import make_run_judge
+from compactlab.runs.run_config import RunConfig, config_json, load_config
+from compactlab.runs.run_storage import run_compaction_rows
 from compactlab.scoring.actions import Action, agree, argument_similarity
+from compactlab.scoring.judge import score_compactions
 from compactlab.scoring.next_action import (
     Judge,
     aggregate,
@@ -28,11 +30,9 @@ from compactlab.scoring.next_action import (
     recorded_actions,
     tools_hint,
 )
-from compactlab.scoring.judge import score_compactions
 from compactlab.scoring.probes import probe, probe_questions
-from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
-from compactlab.runs.run_config import RunConfig, config_json, load_config
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 from tests.fake_providers import ANTHROPIC_PATH, OPENAI_PATH, FakeProvider, bad_request, ok, serve
 
@@ -59,8 +59,16 @@ def server():
 
 def completer(server: FakeProvider, cache_dir: Path | None, provider: str = "openai", mode: str = "use"):
     base_url = server.openai_base_url if provider == "openai" else server.base_url
-    return make_summarizer(provider, "gpt-4o-mini" if provider == "openai" else "claude-haiku-4-5", base_url=base_url,
-                           cache_dir=cache_dir, mode=mode, api_key_env=KEY_ENV, max_retries=0, timeout=5.0)  # type: ignore[arg-type]
+    return make_summarizer(
+        provider,
+        "gpt-4o-mini" if provider == "openai" else "claude-haiku-4-5",
+        base_url=base_url,
+        cache_dir=cache_dir,
+        mode=mode,
+        api_key_env=KEY_ENV,
+        max_retries=0,
+        timeout=5.0,
+    )  # type: ignore[arg-type]
 
 
 def answer(action: Action | dict) -> str:
@@ -110,7 +118,11 @@ def test_mini_swe_agent_bash_step() -> None:
     ]
     for arguments in same:
         assert agree(Action("BASH", arguments), recorded), arguments
-    for tool, arguments in [("bash", {"command": "cat reproduce.py"}), ("bash", {"command": "pytest tests/"}), ("python", {"command": "python reproduce.py 2>&1"})]:
+    for tool, arguments in [
+        ("bash", {"command": "cat reproduce.py"}),
+        ("bash", {"command": "pytest tests/"}),
+        ("python", {"command": "python reproduce.py 2>&1"}),
+    ]:
         assert not agree(Action(tool, arguments), recorded), (tool, arguments)
 
 
@@ -152,7 +164,7 @@ def mini_replay():
     rows = [asdict(r) for r in replayed.compactions]
     assert len(rows) == len(replayed.compacted) >= 2
     rows, contexts = rows[:2], replayed.compacted[:2]  # the first two: what the tests below script answers for
-    recorded = [recorded_actions(MINI.messages[r["message_index"]:])[0] for r in rows]
+    recorded = [recorded_actions(MINI.messages[r["message_index"] :])[0] for r in rows]
     return rows, contexts, recorded
 
 
@@ -223,7 +235,9 @@ def test_a_failed_call_is_an_error_row_left_out_of_the_counts(server: FakeProvid
 def test_anthropic_wire_format(server: FakeProvider, tmp_path: Path) -> None:
     [recorded] = recorded_actions(CLAUDE.messages[26:])
     server.queue(ok('{"tool": "Read", "arguments": {"file_path": "CLAUDE.md"}}'), ok('{"tool": null, "text": "All committed."}'))
-    score = next_action_preservation(completer(server, tmp_path, "anthropic"), CLAUDE.messages[:26], CLAUDE.messages[:2], CLAUDE.messages[26])
+    score = next_action_preservation(
+        completer(server, tmp_path, "anthropic"), CLAUDE.messages[:26], CLAUDE.messages[:2], CLAUDE.messages[26]
+    )
     assert server.count(ANTHROPIC_PATH) == 2
     assert (score.full_agrees, score.compacted_agrees, score.recorded) == (False, True, (recorded,))
     # The same question again is answered from the cache.
@@ -280,7 +294,14 @@ def test_judge_table_in_a_run(server: FakeProvider, tmp_path: Path) -> None:
     rows = run_compaction_rows(tmp_path / "judged")
     assert rows and all(r["model_next_action"] is not None for r in rows)
     assert server.count() == 2 * len(rows)  # the default fake answer is no JSON: a disagreement
-    assert aggregate_rows(rows)["summarize"] == {"n": len(rows), "compacted_agree": 0, "full_agree": 0, "both": 0, "errors": 0, "score": None}
+    assert aggregate_rows(rows)["summarize"] == {
+        "n": len(rows),
+        "compacted_agree": 0,
+        "full_agree": 0,
+        "both": 0,
+        "errors": 0,
+        "score": None,
+    }
     # Without a [judge] table nothing changes: no field, no call, no key in config.json.
     plain = RunConfig(datasets=(str(MINI_PATH),), strategies=(StrategyConfig("summarize", "summarize"),), window=20_000)
     runs.run(plain, tmp_path / "plain")

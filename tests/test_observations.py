@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from compactlab.contract import CompactionRequest, Context
+from compactlab.runs.run_config import default_strategies
+from compactlab.strategies.masking import ObservationMasking
+from compactlab.strategies.prune import PLACEHOLDER as PRUNED
+from compactlab.strategies.prune import Prune
+from compactlab.strategies.registry import get_strategy
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.importers.canonical import write_canonical
-from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart, Transcript
-from compactlab.runs.run_config import default_strategies
-from compactlab.contract import CompactionRequest, Context
 from compactlab.transcripts.messages import is_instruction, is_summary, pinned_indexes, task_index
-from compactlab.strategies.masking import ObservationMasking
-from compactlab.strategies.prune import PLACEHOLDER as PRUNED, Prune
-from compactlab.strategies.registry import get_strategy
+from compactlab.transcripts.model import Message, TextPart, ToolCallPart, Transcript
 from tests.conftest import bundled
 from tests.strategy_sessions import counter
 
@@ -127,8 +128,20 @@ def test_the_task_statement_survives_every_compaction(name: str) -> None:
     assert compactions, f"{name} never compacted these sessions"
 
 
-SUMMARIZING = ["summarize", "extractive", "iterative-merge", "archive", "pipeline", "seed-001", "seed-004", "codex",
-               "claude-code", "openhands", "pi", "opencode"]
+SUMMARIZING = [
+    "summarize",
+    "extractive",
+    "iterative-merge",
+    "archive",
+    "pipeline",
+    "seed-001",
+    "seed-004",
+    "codex",
+    "claude-code",
+    "openhands",
+    "pi",
+    "opencode",
+]
 
 
 @pytest.mark.parametrize("name", SUMMARIZING)

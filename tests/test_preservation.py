@@ -7,13 +7,12 @@ from collections.abc import Sequence
 
 import pytest
 
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from compactlab.scoring.extraction import extract_items, step_items
 from compactlab.scoring.matching import Haystack, Item, TranscriptText, present
-from compactlab.scoring.extraction import step_items
-from compactlab.scoring.preservation import extract_items, preservation
+from compactlab.scoring.preservation import preservation
+from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.messages import FILE_EXTENSIONS, leading_system, summary_message
-
+from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from tests.conftest import bundled
 
 _calls = iter(range(10_000))
@@ -83,7 +82,11 @@ def test_a_step_with_nothing_to_rely_on_is_not_applicable() -> None:
 def test_items_absent_from_the_history_are_not_needed() -> None:
     # The step invents a new file and names a function nobody mentioned: nothing to preserve.
     step = bash("touch /testbed/src/pkg/new_module.py", "I'll add `build_index` in a new module.")
-    assert texts(extract_items([step])) == ["build_index", "touch /testbed/src/pkg/new_module.py", "/testbed/src/pkg/new_module.py"]
+    assert texts(extract_items([step])) == [
+        "build_index",
+        "touch /testbed/src/pkg/new_module.py",
+        "/testbed/src/pkg/new_module.py",
+    ]
     assert preservation(HISTORY, HISTORY[:1], [step], k=1).score is None
     # Mixed: only the part the history knows is needed.
     mixed = bash("diff /testbed/src/pkg/headers.py /testbed/src/pkg/new_module.py")
@@ -107,7 +110,11 @@ def test_k_aggregates_the_next_k_assistant_steps_and_ignores_tool_results() -> N
 def test_tool_call_ids_and_json_keys_are_never_items() -> None:
     step = Message(
         "assistant",
-        (ToolCallPart("toolu_01ABCdefGHI_jkl", "Read", json.dumps({"file_path": "/repo/app/main.py", "offset": 670, "limit": 200})),),
+        (
+            ToolCallPart(
+                "toolu_01ABCdefGHI_jkl", "Read", json.dumps({"file_path": "/repo/app/main.py", "offset": 670, "limit": 200})
+            ),
+        ),
     )
     history = [user("toolu_01ABCdefGHI_jkl file_path offset limit /repo/app/main.py 670 200")]
     items = extract_items([step])
@@ -134,7 +141,9 @@ def test_error_names_and_urls() -> None:
 
 
 def test_numbers_line_ranges_versions_and_what_is_not_a_number() -> None:
-    step = bash("sed -n '670,690p' src/app.py | head -100 && tail -n 250 log.txt", "Lines 670-690 (see #4312, Python 3.11, v2.0.1).")
+    step = bash(
+        "sed -n '670,690p' src/app.py | head -100 && tail -n 250 log.txt", "Lines 670-690 (see #4312, Python 3.11, v2.0.1)."
+    )
     numbers = texts(extract_items([step]), "number")
     assert numbers == ["670", "690", "4312", "3.11", "2.0.1"]  # not head -100, tail -n 250, or 2-digit numbers
     assert texts(extract_items([bash("git log -n 500 --timeout=300 ticket-9876")]), "number") == []
@@ -182,7 +191,13 @@ def test_identifiers_are_code_like_and_common_words_are_not() -> None:
     # Standard-library and protocol names are general knowledge (os.path.join, __dict__); upper
     # camel case prose words need the history to show them as code (below).
     assert texts(items) == [
-        "helpers", "GitHub", "JavaScript", "resolve_expression", "WhereNode", "compiler.compile", "applyFilters",
+        "helpers",
+        "GitHub",
+        "JavaScript",
+        "resolve_expression",
+        "WhereNode",
+        "compiler.compile",
+        "applyFilters",
     ]
     assert weak == {"GitHub", "JavaScript", "WhereNode"}
 
@@ -215,14 +230,22 @@ def test_what_a_step_writes_is_never_needed_whatever_wraps_it() -> None:
 def test_general_commands_placeholders_and_display_limits_are_not_items() -> None:
     history = [user("git status -sb, pytest -q, [REDACTED_IP], 200 lines, 623 messages, sed -n '1,200p' a.py")]
     steps = [
-        bash("git status -sb"), bash("pytest -q"), bash('ssh root@[REDACTED_IP] "uptime"'),
-        bash("sed -n '1,200p' a.py"), say("There are 6,623 messages and `[REDACTED_IP]` hosts."),
+        bash("git status -sb"),
+        bash("pytest -q"),
+        bash('ssh root@[REDACTED_IP] "uptime"'),
+        bash("sed -n '1,200p' a.py"),
+        say("There are 6,623 messages and `[REDACTED_IP]` hosts."),
     ]
     assert [texts(preservation(history, [], [s], 1).needed) for s in steps] == [[], [], [], ["sed -n '1,200p' a.py", "a.py"], []]
 
 
 def test_edits_give_the_old_text_and_not_the_new_one() -> None:
-    step = call("Edit", file_path="/r/app.py", old_string="def load_config(path):\n    return Config(path)", new_string="def read_settings(): ...")
+    step = call(
+        "Edit",
+        file_path="/r/app.py",
+        old_string="def load_config(path):\n    return Config(path)",
+        new_string="def read_settings(): ...",
+    )
     assert texts(extract_items([step])) == ["/r/app.py", "load_config", "Config"]
 
 
@@ -293,7 +316,8 @@ def test_real_sessions_full_history_keeps_everything_and_system_prompt_alone_los
     assert len(bare_scores) >= 10
     assert sum(bare_scores) / len(bare_scores) < 0.5  # the system prompt alone keeps little
     middle = next(
-        c for c in range(len(messages) // 2, len(messages))
+        c
+        for c in range(len(messages) // 2, len(messages))
         if messages[c].role == "assistant" and preservation(messages[:c], messages[:c], messages[c:], 5).score
     )
     lost = preservation(messages[:middle], system_only, messages[middle:], 5)
@@ -343,7 +367,9 @@ def test_the_identifier_prefilter_finds_every_token_the_full_scan_accepts(sessio
     from compactlab.scoring.extraction import _CANDIDATE, _TOKEN, _is_identifier
 
     def accepted(pattern, text: str) -> list[tuple[int, str]]:
-        return [(m.start(), m.group(0)) for m in pattern.finditer(text) if _is_identifier(m.group(0), text[m.end() : m.end() + 1])]
+        return [
+            (m.start(), m.group(0)) for m in pattern.finditer(text) if _is_identifier(m.group(0), text[m.end() : m.end() + 1])
+        ]
 
     texts = _assistant_texts(request.getfixturevalue(session))
     texts += ["self.x_y CamelCase call( __init__ _private a.b.c e.g. URLs plain words ünïcode_x Ärger fooBar"]
@@ -370,7 +396,9 @@ def test_the_open_quote_check_agrees_with_shlex_on_real_commands(session: str, r
 
     lines = [
         _command_line(arguments["command"])
-        for m in request.getfixturevalue(session) for p in m.parts if isinstance(p, ToolCallPart)
+        for m in request.getfixturevalue(session)
+        for p in m.parts
+        if isinstance(p, ToolCallPart)
         if isinstance(arguments := p.parsed_arguments(), dict) and isinstance(arguments.get("command"), str)
     ]
     lines += ['python -c "import os', "echo 'it''s'", 'echo "a \\" b"', "echo a\\", "echo 'a\\' b", 'grep -n "x\\\\" f']
@@ -385,21 +413,31 @@ READABLE_NUMBER = r"(?:(?<=\bv)|(?<![\w.]))(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|
 READABLE_ERROR = r"(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b"
 READABLE_CANDIDATE = r"(?<![\w.$@/-])(?=_|[A-Za-z]\w*?[_A-Z]|[A-Za-z]\w*\.[A-Za-z_]|[A-Za-z]\w*\()[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 READABLE_PATH = (  # without the lookahead for a `.` or `/` that every kind of path holds
-    r"(?<![\w.$\]-])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{1,2})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:" + FILE_EXTENSIONS + r")(?![\w/(])"
+    r"(?<![\w.$\]-])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{1,2})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:"
+    + FILE_EXTENSIONS
+    + r")(?![\w/(])"
     r"|(?:~|\.{1,2})/[\w.@+/-]+)"
 )
 CRAFTED = [
     "v1.2 av1.2 v12 1.2.3 3.11 3.11.2 956 1956 django-15213 100px 670,690p 12 .123 x.123 a123 _123 ٣٤٥ 1.2.",
     "ValueError x.ValueError _ValueError MyError2 StopIteration xStopIteration StopIterationX KeyboardInterrupt",
     "SystemExit: a.SystemExit (SystemExit) ErrorError Error Exception Warning UserWarning é.RuntimeError",
-    "9", "", "v", "1234", "Error", "StopIteration",
+    "9",
+    "",
+    "v",
+    "1234",
+    "Error",
+    "StopIteration",
     "_x a_b aB ab.cd ab( abc ab.1 $ab @ab -ab x.ab é_b _ __init__ A a.b.c() file(s) src/x.py ~/a.txt ../b /a/b /dev/null a/b.c",
 ]
 
 
 def _real_texts() -> list[str]:
     texts = list(CRAFTED)
-    for dataset, stem in (("claude-code-log", "-src-deep-manifest__a7da6a22"), ("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_")):
+    for dataset, stem in (
+        ("claude-code-log", "-src-deep-manifest__a7da6a22"),
+        ("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"),
+    ):
         for transcript in load_file(bundled(dataset, stem)):
             for message in transcript.messages:
                 for part in message.parts:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from compactlab.transcripts.importers import load_file
-from compactlab.tokens.metering import Meter
 from compactlab.contract import CompactionRequest, Context
 from compactlab.strategies.prompting import PROMPTS_DIR, file_lists, fixed_templates, prompt_set_hash, render
 from compactlab.strategies.registry import get_strategy
 from compactlab.strategies.summarize import files_in
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 SESSION = load_file(bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"))[0]
@@ -36,7 +36,9 @@ def without_file_lists(tmp_path: Path) -> str:
 
 @pytest.mark.parametrize("name", sorted(p.name for p in PROMPTS_DIR.glob("*.j2") if p.name not in ("system.j2", "files.j2")))
 def test_every_bundled_summary_template_carries_the_file_lists(name: str) -> None:
-    assert file_lists(name, ["a.py"], ["b.py"]) == "<read-files>\na.py\n</read-files>\n\n<modified-files>\nb.py\n</modified-files>"
+    assert (
+        file_lists(name, ["a.py"], ["b.py"]) == "<read-files>\na.py\n</read-files>\n\n<modified-files>\nb.py\n</modified-files>"
+    )
     assert file_lists(name, [], []) == ""
 
 

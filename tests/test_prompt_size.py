@@ -5,20 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from compactlab.cli.main import main
-from compactlab.tokens.context_windows import ContextWindows
 from compactlab.compaction.engine import Engine
-from compactlab.contract import Trigger
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.loading import load_inputs
-from compactlab.tokens.metering import Meter
-from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
+from compactlab.contract import Context, Trigger
 from compactlab.replay.prompt_size import measured_size
-from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.replay.uncompacted import uncompacted
-from compactlab.contract import Context
+from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
+from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
 from compactlab.strategies.registry import get_strategy
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.loading import load_inputs
 from tests.conftest import bundled
 
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
@@ -68,7 +67,9 @@ def test_the_hybrid_trigger_sees_the_measured_size_after_a_compaction() -> None:
     # own lag: it adds the plain estimate of the messages since the last call, as a real agent does.
     line, after, lagging = 0.8 * 64_000, 0, 0
     for transcript in load_inputs(["m-claude"], lenient=True).transcripts:
-        replayed = replay(transcript, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.8)), ContextWindows(overrides={"": 64_000}))
+        replayed = replay(
+            transcript, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.8)), ContextWindows(overrides={"": 64_000})
+        )
         stalls = {row.call for row in replayed.compactions if row.stalled}  # a compaction that removed under 5%
         guard_holds = False
         for row in calls_frame(replayed.calls).itertuples():
@@ -131,10 +132,28 @@ def test_the_consistency_check_reads_a_run_as_it_is_stored(tmp_path) -> None:
     from compactlab.runs.prompt_size_check import run_consistency
 
     out = tmp_path / "run"
-    assert main(["run", "--dataset", str(bundled("m-claude", "21037e11")), "--strategy", "summarize", "prune", "--lenient", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--dataset",
+                str(bundled("m-claude", "21037e11")),
+                "--strategy",
+                "summarize",
+                "prune",
+                "--lenient",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     found = run_consistency(out)
-    replayed = replay(load_file(bundled("m-claude", "21037e11"), lenient=True)[0], StrategyConfig("summarize", "summarize"),
-                      ContextWindows(overrides={"": 64_000}))
+    replayed = replay(
+        load_file(bundled("m-claude", "21037e11"), lenient=True)[0],
+        StrategyConfig("summarize", "summarize"),
+        ContextWindows(overrides={"": 64_000}),
+    )
     summarize_compactions = len(replayed.compactions)
     assert found["compactions"] >= summarize_compactions > 0
     assert found["noop_attempts"] >= sum(replayed.calls["noop_before"])

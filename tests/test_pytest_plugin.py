@@ -16,7 +16,7 @@ from tests.conftest import bundled
 MINI = bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pvlib__pvlib-python-1707")
 FILES_IMPORT = '{%- from "files.j2" import files -%}'
 
-TEAM_TESTS = f'''
+TEAM_TESTS = f"""
 TRANSCRIPT = {str(MINI)!r}
 OPTIONS = dict(settings={{"keep_recent_tokens": 4000}}, window=32000)
 
@@ -31,16 +31,16 @@ def test_our_prompt_keeps_file_paths(compactlab_replay):
 def test_a_prompt_without_the_file_list(compactlab_replay):
     result = compactlab_replay(TRANSCRIPT, strategy="summarize", template="prompts/no_files.j2", **OPTIONS)
     result.assert_metric("preservation_k5_path", ">=", 0.9)
-'''
+"""
 
 # Collected and run before test_team.py (file order): the plugin is loaded, no replay has run yet.
-UNRELATED_TESTS = '''
+UNRELATED_TESTS = """
 import sys
 
 
 def test_unrelated_tests_do_not_load_compactlab():
     assert "compactlab.runs.runs" not in sys.modules and "pandas" not in sys.modules
-'''
+"""
 
 
 def make_project(root: Path) -> Path:
@@ -59,7 +59,11 @@ def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, "tests"],
-        cwd=project, env=env, capture_output=True, text=True, timeout=300,
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.scoring.reacquisition import reacquisition_at
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart
-from compactlab.scoring.reacquisition import reacquisition_at
-from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
 from tests.conftest import bundled
 
 
@@ -29,7 +29,9 @@ def test_an_item_is_reacquired_only_before_the_step_that_uses_it() -> None:
         Message("assistant", (TextPart("ok"),)),
     )
     after = (
-        Message("assistant", (ToolCallPart("1", "Read", '{"file_path": "src/app.py"}'),)),  # uses src/app.py: no re-acquisition before
+        Message(
+            "assistant", (ToolCallPart("1", "Read", '{"file_path": "src/app.py"}'),)
+        ),  # uses src/app.py: no re-acquisition before
         Message("tool", (ToolResultPart("1", "import settings_module"),)),  # settings_module arrives again
         Message("assistant", (TextPart("`settings_module` is imported"),)),
     )

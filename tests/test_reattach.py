@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 
-from compactlab.transcripts.context_readings import context_reading
-from compactlab.tokens.context_windows import ContextWindows
-from compactlab.transcripts.importers import load_file
-from compactlab.results.metrics import recorded_fidelity
-from compactlab.tokens.metering import Meter
-from compactlab.results.metrics import compactions_frame
-from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart
+from compactlab.contract import CompactionRequest, Context
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
-from compactlab.contract import CompactionRequest, Context
+from compactlab.results.metrics import compactions_frame, recorded_fidelity
 from compactlab.strategies.reattach import MAX_FILES, file_states, latest_todos, reattach
 from compactlab.strategies.registry import get_strategy
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.context_readings import context_reading
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart
 from tests.conftest import bundled
 
 AUTO = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)[0]
@@ -23,7 +22,9 @@ MANUAL = load_file(bundled("m-claude", "97b0ffde"), lenient=True)[0]
 
 
 def fidelity(transcript) -> float:
-    frame = recorded_fidelity(compactions_frame(replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows()).compactions))
+    frame = recorded_fidelity(
+        compactions_frame(replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows()).compactions)
+    )
     assert len(frame) == 1
     return float(frame.loc[0, "relative_error"])
 
@@ -31,10 +32,21 @@ def fidelity(transcript) -> float:
 def test_the_auto_compaction_gets_the_newest_read_files_and_the_todo_list() -> None:
     history = AUTO.messages[: AUTO.compactions[0].at_message]
     extra = reattach(history, lambda text: len(text) / 4)
-    assert [f.rsplit("/", 1)[-1] for f in extra.files] == ["pre-commit", ".gitleaks.toml", ".gitignore", "test.yml", "b9dd1a1.output"]
+    assert [f.rsplit("/", 1)[-1] for f in extra.files] == [
+        "pre-commit",
+        ".gitleaks.toml",
+        ".gitignore",
+        "test.yml",
+        "b9dd1a1.output",
+    ]
     assert len(extra.files) == MAX_FILES and extra.partial == (extra.files[3],)  # test.yml was read with limit=30
     # The todo list is the last TodoWrite's, the one the agent's first step after the compaction updates.
-    last = next(json.loads(p.arguments)["todos"] for m in reversed(history) for p in m.parts if isinstance(p, ToolCallPart) and p.name == "TodoWrite")
+    last = next(
+        json.loads(p.arguments)["todos"]
+        for m in reversed(history)
+        for p in m.parts
+        if isinstance(p, ToolCallPart) and p.name == "TodoWrite"
+    )
     assert extra.todos == len(last) == 8
     assert json.dumps(last) in extra.messages[-1].text()
     # The re-attached .gitleaks.toml is the content the session last wrote, as the Read tool shows it.
@@ -54,7 +66,7 @@ def test_the_bundled_real_compactions_are_predicted_within_five_percent() -> Non
 
 
 def test_context_reading_sums_the_parts_of_the_prompt() -> None:
-    [message] = [m for m in MANUAL.messages[MANUAL.compactions[0].at_message:] if "Context Usage" in m.text()]
+    [message] = [m for m in MANUAL.messages[MANUAL.compactions[0].at_message :] if "Context Usage" in m.text()]
     assert context_reading(message.text()) == 2_900 + 15_100 + 1_500  # free space is not in the prompt
     assert context_reading("Context Usage, but no parts") is None and context_reading("hello") is None
 
@@ -66,7 +78,9 @@ def read(path: str, content: str, call_id: str, **arguments) -> tuple[Message, M
 
 
 def tool(name: str, call_id: str, result: str = "ok", is_error: bool = False, **arguments) -> tuple[Message, Message]:
-    return Message("assistant", (ToolCallPart(call_id, name, json.dumps(arguments)),)), Message("tool", (ToolResultPart(call_id, result, is_error),))
+    return Message("assistant", (ToolCallPart(call_id, name, json.dumps(arguments)),)), Message(
+        "tool", (ToolResultPart(call_id, result, is_error),)
+    )
 
 
 def test_edits_limits_exclusions_and_a_second_compaction() -> None:
@@ -78,9 +92,18 @@ def test_edits_limits_exclusions_and_a_second_compaction() -> None:
         *read("/p/CLAUDE.md", "rules", "5"),
         *tool("Write", "6", file_path="/p/new.md", content="created here"),
         *read("/p/empty.py", "", "7"),
-        *tool("Read", "7b", result="<tool_use_error>File does not exist.</tool_use_error>", is_error=True, file_path="/p/gone.py"),
-        *tool("Edit", "8", result="<tool_use_error>String to replace not found</tool_use_error>", is_error=True,
-              file_path="/p/a.py", old_string="nope", new_string="never"),
+        *tool(
+            "Read", "7b", result="<tool_use_error>File does not exist.</tool_use_error>", is_error=True, file_path="/p/gone.py"
+        ),
+        *tool(
+            "Edit",
+            "8",
+            result="<tool_use_error>String to replace not found</tool_use_error>",
+            is_error=True,
+            file_path="/p/a.py",
+            old_string="nope",
+            new_string="never",
+        ),
         *tool("TodoWrite", "9", todos=[{"content": "ship", "status": "pending"}]),
         *tool("TodoWrite", "10", result="failed", is_error=True, todos=[]),
     )

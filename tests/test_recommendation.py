@@ -15,8 +15,16 @@ from tests.conftest import bundled
 
 def figures(*rows: tuple[str, float, float, float, int]) -> pd.DataFrame:
     """(label, tokens removed, facts kept over all sessions, facts kept where compacted, over-window calls)."""
-    return pd.DataFrame(rows, columns=["config", "removed_share_mean", "preservation_or_untouched_mean",
-                                       "preservation_k1_mean", "over_window_calls_total"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "config",
+            "removed_share_mean",
+            "preservation_or_untouched_mean",
+            "preservation_k1_mean",
+            "over_window_calls_total",
+        ],
+    )
 
 
 def test_a_setting_with_calls_over_the_window_is_never_recommended_even_when_it_dominates() -> None:
@@ -30,7 +38,10 @@ def test_facts_kept_where_compacted_is_part_of_the_stated_rule() -> None:
     picked = recommend(figures(("rare", 0.20, 0.95, 0.60, 0), ("steady", 0.12, 0.96, 0.92, 0)))
     assert picked.config == "steady"
     assert picked.not_recommendable["rare"] == "keeps 60.0% of the next step's facts where it compacted (under 90%)"
-    assert "over the sessions where it compacted" in picked.rule.text and "over-window request fails in production" in picked.rule.text
+    assert (
+        "over the sessions where it compacted" in picked.rule.text
+        and "over-window request fails in production" in picked.rule.text
+    )
 
 
 def test_ties_go_to_more_facts_kept_then_the_label() -> None:
@@ -41,7 +52,9 @@ def test_ties_go_to_more_facts_kept_then_the_label() -> None:
 def test_when_nothing_is_recommendable_the_reason_says_why() -> None:
     picked = recommend(figures(("x", 0.3, 0.99, 0.99, 12), ("y", 0.2, 0.80, 0.70, 5), ("z", 0.1, 0.85, 0.85, 0)), Rule(0.95))
     assert picked.config is None and picked.frontier == ()
-    assert picked.reason.startswith("no setting meets the rule: 2 of 3 settings let calls exceed the context window (fewest: y, 5 calls)")
+    assert picked.reason.startswith(
+        "no setting meets the rule: 2 of 3 settings let calls exceed the context window (fewest: y, 5 calls)"
+    )
     assert "2 keep less than 95%" in picked.reason and "95%" in picked.rule.text
     assert json.loads(json.dumps(picked.as_json()))["config"] is None
 
@@ -49,10 +62,27 @@ def test_when_nothing_is_recommendable_the_reason_says_why() -> None:
 def test_the_sweep_recommends_by_the_rule_on_real_sessions(tmp_path: Path, capsys) -> None:
     # A session that compacts at a 64k window and one that never reaches it; prune cannot keep the
     # first under the window, summarize can.
-    files = [str(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9")), str(bundled("m-claude", "97b0ffde"))]
+    files = [
+        str(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9")),
+        str(bundled("m-claude", "97b0ffde")),
+    ]
     # prune has no keep budget: the default budgets apply to summarize only (an explicit --keep would be an error).
-    code = main(["sweep", "--dataset", *files, "--strategy", "summarize", "prune", "--thresholds", "0.7", "0.9",
-                 "--out", str(tmp_path / "sweep"), "--no-report"])
+    code = main(
+        [
+            "sweep",
+            "--dataset",
+            *files,
+            "--strategy",
+            "summarize",
+            "prune",
+            "--thresholds",
+            "0.7",
+            "0.9",
+            "--out",
+            str(tmp_path / "sweep"),
+            "--no-report",
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     document = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
@@ -61,8 +91,10 @@ def test_the_sweep_recommends_by_the_rule_on_real_sessions(tmp_path: Path, capsy
     assert recommendation["rule"] in printed
     for label, point in points.items():
         assert (label in recommendation["not_recommendable"]) == bool(
-            point["over_window_calls_total"] or point["preservation_or_untouched_mean"] < 0.9
-            or (point["preservation_k1_mean"] is not None and point["preservation_k1_mean"] < 0.9))
+            point["over_window_calls_total"]
+            or point["preservation_or_untouched_mean"] < 0.9
+            or (point["preservation_k1_mean"] is not None and point["preservation_k1_mean"] < 0.9)
+        )
     eligible = {k: v for k, v in points.items() if k not in recommendation["not_recommendable"]}
     assert [p["config"] for p in document["frontier"]] == list(recommendation["frontier"])
     if eligible:
@@ -72,7 +104,7 @@ def test_the_sweep_recommends_by_the_rule_on_real_sessions(tmp_path: Path, capsy
     else:
         assert recommendation["config"] is None and "no recommendation:" in printed
     # The report of the sweep shows the same pick and the same frontier.
-    page = (tmp_path / "sweep" / "report.html")
+    page = tmp_path / "sweep" / "report.html"
     assert main(["report", str(tmp_path / "sweep"), "--out", str(page)]) == 0
     text = page.read_text(encoding="utf-8")
     if recommendation["config"]:

@@ -11,19 +11,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compactlab.runs import runs
-from compactlab.runs.run_files import read_done
 from compactlab.cli.main import main
-from compactlab.tokens.context_windows import ContextWindows
 from compactlab.contract import Trigger
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.loading import ReadTranscript, load_inputs
-from compactlab.results.metrics import recorded_fidelity
-from compactlab.transcripts.model import CompactionMarker
-from compactlab.results.metrics import calls_frame, compactions_frame, compression_label, transcript_summary
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.results.metrics import calls_frame, compactions_frame, compression_label, recorded_fidelity, transcript_summary
+from compactlab.runs import runs
 from compactlab.runs.run_config import RunConfig, load_config
+from compactlab.runs.run_files import read_done
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.loading import ReadTranscript, load_inputs
+from compactlab.transcripts.model import CompactionMarker
 from tests.conftest import bundled
 
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
@@ -49,7 +48,9 @@ def test_without_compaction_the_replay_is_the_recording() -> None:
 
 def test_compaction_saves_tokens_from_the_compaction_on() -> None:
     window = 20_000
-    replayed = replay(MINI, StrategyConfig("summarize", "summarize", trigger=Trigger(fraction=0.8)), ContextWindows(overrides={"": window}))
+    replayed = replay(
+        MINI, StrategyConfig("summarize", "summarize", trigger=Trigger(fraction=0.8)), ContextWindows(overrides={"": window})
+    )
     calls = calls_frame(replayed.calls)
     compactions = compactions_frame(replayed.compactions)
     first = compactions.iloc[0]
@@ -115,13 +116,31 @@ COASTING_CASES = [
     # (transcript, setting, window): many compactions; the hybrid estimator and the production
     # agent's compaction markers (3af9b1a7); windows so small that prompts overflow.
     (MINI, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.5), estimator="tiktoken-o200k"), 12_000),
-    (MINI, StrategyConfig("m", "observation-masking", settings=(("keep_last", 2),), trigger=Trigger(fraction=0.3), estimator="chars/4"), 10_000),
+    (
+        MINI,
+        StrategyConfig(
+            "m", "observation-masking", settings=(("keep_last", 2),), trigger=Trigger(fraction=0.3), estimator="chars/4"
+        ),
+        10_000,
+    ),
     ("3af9b1a7", StrategyConfig("x", "extractive", trigger=Trigger(fraction=0.9)), 30_000),
-    (MINI, StrategyConfig("p", "prune", settings=(("protect_turns", 0), ("protect_tokens", 1_000), ("minimum_tokens", 500)),
-                          trigger=Trigger(reserve_tokens=2_000)), 9_000),
+    (
+        MINI,
+        StrategyConfig(
+            "p",
+            "prune",
+            settings=(("protect_turns", 0), ("protect_tokens", 1_000), ("minimum_tokens", 500)),
+            trigger=Trigger(reserve_tokens=2_000),
+        ),
+        9_000,
+    ),
     ("markers", StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.5)), 12_000),
     ("3af9b1a7", StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.6)), 40_000),
-    ("3af9b1a7", StrategyConfig("m", "observation-masking", settings=(("keep_last", 3),), trigger=Trigger(warning=0.5, critical=0.7)), 30_000),
+    (
+        "3af9b1a7",
+        StrategyConfig("m", "observation-masking", settings=(("keep_last", 3),), trigger=Trigger(warning=0.5, critical=0.7)),
+        30_000,
+    ),
 ]
 
 
@@ -147,13 +166,23 @@ def test_stretches_rowed_in_bulk_equal_walking_call_by_call(transcript, config: 
 
 def test_trigger_fires_from_its_lowest_level() -> None:
     # Replays find the first call a trigger fires at from this one number.
-    triggers = [Trigger(), Trigger(fraction=0.55), Trigger(absolute=30_000), Trigger(reserve_tokens=8_192),
-                Trigger(fraction=0.9, reserve_tokens=30_000), Trigger(warning=0.75, critical=0.9), Trigger(critical=0.95, absolute=50_000)]
+    triggers = [
+        Trigger(),
+        Trigger(fraction=0.55),
+        Trigger(absolute=30_000),
+        Trigger(reserve_tokens=8_192),
+        Trigger(fraction=0.9, reserve_tokens=30_000),
+        Trigger(warning=0.75, critical=0.9),
+        Trigger(critical=0.95, absolute=50_000),
+    ]
     for trigger in triggers:
         for window in (64_000, 128_000, 200_000, 131_071):
             level = trigger.fires_from(window)
             around = range(int(level) - 3, int(level) + 4)
-            assert all((trigger.check(t, window) is not None) == (t >= level) for t in (*around, 0, window, 2 * window)), (trigger, window)
+            assert all((trigger.check(t, window) is not None) == (t >= level) for t in (*around, 0, window, 2 * window)), (
+                trigger,
+                window,
+            )
 
 
 def _config(tmp_path: Path) -> RunConfig:
@@ -203,8 +232,21 @@ def test_run_directory_and_resume_after_interruption(tmp_path: Path, monkeypatch
 
 def test_run_command_writes_summary_with_confidence_intervals(tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
-    code = main(["run", "--dataset", "claude-code-log", "--strategy", "summarize", "observation-masking", "--window", "40000",
-                 "--all-pairs", "--out", str(out)])
+    code = main(
+        [
+            "run",
+            "--dataset",
+            "claude-code-log",
+            "--strategy",
+            "summarize",
+            "observation-masking",
+            "--window",
+            "40000",
+            "--all-pairs",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "tokens removed" in printed and "summarize" in printed and "rule: A setting is recommendable" in printed
@@ -224,10 +266,24 @@ def test_run_command_writes_summary_with_confidence_intervals(tmp_path: Path, ca
 
 
 def test_sweep_finds_a_frontier_and_recommends(tmp_path: Path, capsys) -> None:
-    code = main([
-        "sweep", "--dataset", "claude-code-log", "--strategy", "summarize", "observation-masking",
-        "--thresholds", "0.6", "0.9", "--window", "40000", "--out", str(tmp_path / "sweep"), "--no-report",
-    ])
+    code = main(
+        [
+            "sweep",
+            "--dataset",
+            "claude-code-log",
+            "--strategy",
+            "summarize",
+            "observation-masking",
+            "--thresholds",
+            "0.6",
+            "0.9",
+            "--window",
+            "40000",
+            "--out",
+            str(tmp_path / "sweep"),
+            "--no-report",
+        ]
+    )
     assert code == 0
     document = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
     summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
@@ -263,7 +319,10 @@ def test_run_on_real_transcripts_the_repository_does_not_contain(shared: Path, t
     for path in others:
         (folder / path.name).write_bytes(path.read_bytes())
     out = tmp_path / "run"
-    assert main(["run", "--dataset", str(folder), "--strategy", "pi", "observation-masking", "--window", "32000", "--out", str(out)]) == 0
+    assert (
+        main(["run", "--dataset", str(folder), "--strategy", "pi", "observation-masking", "--window", "32000", "--out", str(out)])
+        == 0
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["transcripts"] == 6
     board = {row["config"]: row for row in summary["leaderboard"]}
@@ -276,7 +335,17 @@ def test_default_run_directory_is_replaced_but_an_explicit_one_is_not(tmp_path: 
     assert main(arguments) == 0
     assert main(arguments) == 0  # the README's main command can be run again
     assert len(read_done(tmp_path / "reports" / "run" / "done.jsonl").units) == 38
-    explicit = ["run", "--dataset", "claude-code-log", "--strategy", "truncate", "--window", "40000", "--out", str(tmp_path / "mine")]
+    explicit = [
+        "run",
+        "--dataset",
+        "claude-code-log",
+        "--strategy",
+        "truncate",
+        "--window",
+        "40000",
+        "--out",
+        str(tmp_path / "mine"),
+    ]
     assert main(explicit) == 0
     assert main(explicit) == 2
     assert "already holds a run" in capsys.readouterr().err
@@ -285,7 +354,9 @@ def test_default_run_directory_is_replaced_but_an_explicit_one_is_not(tmp_path: 
 def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes_it(tmp_path: Path) -> None:
     # Worker processes write each transcript's rows as parts; none but the committed ones may be
     # left behind, and those stay for --resume.
-    lines = gzip.decompress(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__07f2e15c").read_bytes()).splitlines(keepends=True)
+    lines = gzip.decompress(
+        bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__07f2e15c").read_bytes()
+    ).splitlines(keepends=True)
     folder = tmp_path / "sessions"
     folder.mkdir()
     for name in ("a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"):
@@ -305,7 +376,9 @@ def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes
     assert len(list((out / "rows" / "calls").iterdir())) == 4  # one part per transcript, each committed
     whole = runs.run(config, tmp_path / "whole", workers=1)
     key = ["transcript", "config", "call"]
-    pd.testing.assert_frame_equal(resumed.calls.sort_values(key).reset_index(drop=True), whole.calls.sort_values(key).reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        resumed.calls.sort_values(key).reset_index(drop=True), whole.calls.sort_values(key).reset_index(drop=True)
+    )
 
 
 def test_a_process_counts_each_distinct_text_once_across_transcripts_and_settings(tmp_path: Path, monkeypatch) -> None:
@@ -322,7 +395,10 @@ def test_a_process_counts_each_distinct_text_once_across_transcripts_and_setting
             return encoding.encode(text, **options)
 
     monkeypatch.setattr(tokenizers, "get_encoding", lambda name: Counting())
-    settings = tuple(StrategyConfig(f"m{f}", "observation-masking", trigger=Trigger(fraction=f), estimator="tiktoken-o200k") for f in (0.3, 0.6))
+    settings = tuple(
+        StrategyConfig(f"m{f}", "observation-masking", trigger=Trigger(fraction=f), estimator="tiktoken-o200k")
+        for f in (0.3, 0.6)
+    )
     result = runs.run(RunConfig(datasets=("mini-swe-agent-pr816",), strategies=settings), tmp_path / "run", workers=1)
     assert len(result.read.transcripts) > 30 and result.compactions["config"].nunique() == 2
     assert len(encoded) == len(set(encoded))
@@ -337,14 +413,19 @@ def test_a_run_keeps_of_each_transcript_its_identity_skips_and_recorded_call_cou
     assert result.read.transcripts == tuple(ReadTranscript.counted(t) for t in loaded)
     assert any(t.skipped for t in result.read.transcripts)  # m-claude has damaged records
     # Not the recorded calls themselves: a run's memory must not grow with its transcripts.
-    assert all(kept.call_count == len(t.calls) and kept.models == tuple(dict.fromkeys(c.model for c in t.calls)) and not kept.calls
-               for kept, t in zip(result.read.transcripts, loaded))
+    assert all(
+        kept.call_count == len(t.calls) and kept.models == tuple(dict.fromkeys(c.model for c in t.calls)) and not kept.calls
+        for kept, t in zip(result.read.transcripts, loaded)
+    )
 
 
 def test_text_columns_sent_as_codes_join_into_the_frame_the_texts_make() -> None:
     from compactlab.replay.text_codes import joined_text, text_codes
 
-    replays = [replay(MINI, StrategyConfig(label, "truncate", trigger=Trigger(fraction=f))).calls for label, f in (("a", 0.3), ("b", 0.9))]
+    replays = [
+        replay(MINI, StrategyConfig(label, "truncate", trigger=Trigger(fraction=f))).calls
+        for label, f in (("a", 0.3), ("b", 0.9))
+    ]
     texts = {name: [v for r in replays for v in r[name]] for name in ("transcript", "config", "model")}
     joined = {name: joined_text([text_codes(r[name]) for r in replays]) for name in texts}
     pd.testing.assert_frame_equal(pd.DataFrame(joined), pd.DataFrame(texts))
@@ -355,8 +436,8 @@ def test_text_columns_sent_as_codes_join_into_the_frame_the_texts_make() -> None
 
 
 def test_first_stop_is_the_first_call_where_the_trigger_fires_or_the_prompt_overflows() -> None:
-    from compactlab.tokens.metering import Meter
     from compactlab.replay.uncompacted import uncompacted
+    from compactlab.tokens.metering import Meter
 
     overflowing = []
     for transcript in (MINI, load_file(bundled("m-claude", "21e3c711"), lenient=True)[0]):
@@ -365,7 +446,12 @@ def test_first_stop_is_the_first_call_where_the_trigger_fires_or_the_prompt_over
             trigger, over = base.arrays["trigger"], base.arrays["over"]
             overflowing.append(over.any() and not over.all())
             sizes = sorted(set(trigger.tolist()))
-            for fires_from in [0, float("inf"), *sizes[:: max(1, len(sizes) // 40)], *(s + 0.5 for s in sizes[:: max(1, len(sizes) // 40)])]:
+            for fires_from in [
+                0,
+                float("inf"),
+                *sizes[:: max(1, len(sizes) // 40)],
+                *(s + 0.5 for s in sizes[:: max(1, len(sizes) // 40)]),
+            ]:
                 stops = np.flatnonzero((trigger >= fires_from) | over)
                 assert base.first_stop(fires_from) == (int(stops[0]) if len(stops) else None)
     assert any(overflowing)  # a small window overflows somewhere, not everywhere
@@ -379,7 +465,10 @@ def test_a_run_makes_each_settings_strategy_once_not_per_transcript(tmp_path: Pa
         f"with open({str(counter)!r}, 'a') as f:\n    f.write('x')\n"
         "class Mine(Truncate):\n    pass\n"
     )
-    config = RunConfig(datasets=("claude-code-log",), strategies=(StrategyConfig("mine", f"{tmp_path / 'mine.py'}:Mine", trigger=Trigger(fraction=0.3)),))
+    config = RunConfig(
+        datasets=("claude-code-log",),
+        strategies=(StrategyConfig("mine", f"{tmp_path / 'mine.py'}:Mine", trigger=Trigger(fraction=0.3)),),
+    )
     result = runs.run(config, tmp_path / "run", workers=1)
     assert len(result.read.transcripts) > 30 and not result.compactions.empty
     assert len(counter.read_text()) == 1  # made once, when the run starts
@@ -388,7 +477,10 @@ def test_a_run_makes_each_settings_strategy_once_not_per_transcript(tmp_path: Pa
 def test_a_fresh_run_groups_its_rows_by_codes_as_a_run_read_back_groups_its_texts(tmp_path: Path) -> None:
     # finish groups a fresh run's rows by the codes its text columns travelled as (models for the
     # costs, transcript x config for the summary); reading the rows back groups the texts themselves.
-    strategies = (StrategyConfig("trunc", "truncate", trigger=Trigger(fraction=0.5)), StrategyConfig("mask", "observation-masking"))
+    strategies = (
+        StrategyConfig("trunc", "truncate", trigger=Trigger(fraction=0.5)),
+        StrategyConfig("mask", "observation-masking"),
+    )
     config = RunConfig(datasets=("claude-code-log", "mini-swe-agent-pr816"), strategies=strategies)
     fresh = runs.run(config, tmp_path / "run", workers=2)
     assert fresh.calls["model"].nunique() > 1 and fresh.transcripts["config"].nunique() == 2

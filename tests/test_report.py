@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import base64
-import html
 import hashlib
+import html
 import json
 import re
 import shutil
@@ -105,7 +105,10 @@ def test_overview_answers_which_strategy_and_what_it_costs(run_dir: Path, page: 
     headline = re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1)
     assert f"Use <strong>{choice.config}</strong>" in headline and choice.rule.text in html.unescape(headline)
     row = figures.set_index("config").loc[choice.config]
-    assert f"{100 * row['removed_share_mean']:.1f}%" in headline and f"{100 * row['preservation_or_untouched_mean']:.1f}%" in headline
+    assert (
+        f"{100 * row['removed_share_mean']:.1f}%" in headline
+        and f"{100 * row['preservation_or_untouched_mean']:.1f}%" in headline
+    )
     assert "per session" in headline and "$" in headline
     # The leaderboard: one row per ranked strategy ('recorded' is the production agent's, not a choice).
     table = re.search(r'<table class="sortable" id="leaderboard-table">(.*?)</table>', page, re.S).group(1)
@@ -141,17 +144,20 @@ def test_every_session_shown_has_its_saw_tooth_and_drill_down(run_dir: Path, pag
     run = load_run(run_dir, reload_transcripts=False)
     shown = select_transcripts(run)
     assert REAL_COMPACTION in shown and len(shown) <= SHOWN_TRANSCRIPTS + 2
-    section = page[page.index('<section id="transcripts">'):page.index('<section id="real-compactions">')]
+    section = page[page.index('<section id="transcripts">') : page.index('<section id="real-compactions">')]
     assert section.count("<svg") == len(shown)
-    compacted = sum(1 for r in run.compaction_rows if r["transcript"] in shown and not r["failed"]
-                    and not (r["note"].startswith("nothing") and not r["messages_removed"]))
+    compacted = sum(
+        1
+        for r in run.compaction_rows
+        if r["transcript"] in shown and not r["failed"] and not (r["note"].startswith("nothing") and not r["messages_removed"])
+    )
     assert section.count('<details class="compaction">') == compacted
     assert '<pre class="text">' in section and "lost:" not in section  # lost/kept labels come from CSS, not text
     assert "production compaction" in section
 
 
 def test_real_compaction_side_by_side(run_dir: Path, page: str) -> None:
-    section = page[page.index('<section id="real-compactions">'):page.index('<section id="metadata">')]
+    section = page[page.index('<section id="real-compactions">') : page.index('<section id="metadata">')]
     assert f"<code>{REAL_COMPACTION}</code>, call 103" in section
     assert "This session is being continued from a previous conversation" in section  # the production summary
     assert section.count('<div class="card">') >= 1 and "calls before the production compaction" in section
@@ -160,7 +166,7 @@ def test_real_compaction_side_by_side(run_dir: Path, page: str) -> None:
 
 
 def test_metadata_says_what_was_left_out(page: str) -> None:
-    section = page[page.index('<section id="metadata">'):]
+    section = page[page.index('<section id="metadata">') :]
     assert "2 sessions have no recorded LLM calls" in section
     assert "damaged records skipped" in section and REAL_COMPACTION in section
     assert "compactlab 0.1.0" in section and "Content-Security-Policy" not in section
@@ -232,8 +238,12 @@ def test_strategy_labels_in_charts_are_escaped(run_dir: Path) -> None:
     hostile = {label: f"{label}{SCRIPT}" for label in run.labels}
     figures, choice = figures_and_recommendation(run)
     figures = figures.assign(config=lambda f: f["config"].map(hostile))
-    choice = replace(choice, config=hostile[choice.config], frontier=tuple(map(hostile.get, choice.frontier)),
-                     not_recommendable={hostile[k]: v for k, v in choice.not_recommendable.items()})
+    choice = replace(
+        choice,
+        config=hostile[choice.config],
+        frontier=tuple(map(hostile.get, choice.frontier)),
+        not_recommendable={hostile[k]: v for k, v in choice.not_recommendable.items()},
+    )
     colours = colours_for(hostile.values())
     svg, _ = pareto_chart(figures, choice, colours)
     calls = run.calls[run.calls["transcript"] == REAL_COMPACTION].assign(config=lambda f: f["config"].map(hostile))

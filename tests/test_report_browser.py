@@ -40,9 +40,20 @@ if not CHROMIUM.exists():
 
 def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
     command = [
-        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--no-default-browser-check",
-        "--hide-scrollbars", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *args,
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -139,8 +150,8 @@ def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:
     assert (width, height) == (1280, 1600)
     # A blank page is one colour; the report has text, tables and a headline box.
     values = bytes(pixels)
-    assert len(set(values[i:i + 3] for i in range(0, len(values), 3 * 97))) > 20
-    dark = sum(1 for i in range(0, len(values), 3 * 11) if sum(values[i:i + 3]) < 300)
+    assert len(set(values[i : i + 3] for i in range(0, len(values), 3 * 97))) > 20
+    dark = sum(1 for i in range(0, len(values), 3 * 11) if sum(values[i : i + 3]) < 300)
     assert dark > 500, "almost no dark (text) pixels"
 
 
@@ -149,8 +160,8 @@ def decode_png(data: bytes) -> tuple[int, int, bytearray]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     position, chunks, header = 8, [], None
     while position < len(data):
-        length, kind = struct.unpack(">I4s", data[position:position + 8])
-        body = data[position + 8:position + 8 + length]
+        length, kind = struct.unpack(">I4s", data[position : position + 8])
+        body = data[position + 8 : position + 8 + length]
         position += 12 + length
         if kind == b"IHDR":
             header = struct.unpack(">IIBBBBB", body)
@@ -165,7 +176,7 @@ def decode_png(data: bytes) -> tuple[int, int, bytearray]:
     rgb = bytearray()
     for row in range(height):
         start = row * (stride + 1)
-        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
         if kind == 1:
             for i in range(channels, stride):
                 line[i] = (line[i] + line[i - channels]) & 0xFF
@@ -187,7 +198,7 @@ def decode_png(data: bytes) -> tuple[int, int, bytearray]:
             rgb += line
         else:
             for i in range(0, stride, 4):
-                rgb += line[i:i + 3]
+                rgb += line[i : i + 3]
     return width, height, rgb
 
 

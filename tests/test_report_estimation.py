@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from compactlab.report.estimation import estimation_context, render_estimation_page, write_estimation_report
 from compactlab.tokens.estimation import EstimationResult, run_estimation, summarize
 from compactlab.transcripts.loading import load_inputs
-from compactlab.report.estimation import estimation_context, render_estimation_page, write_estimation_report
 
 PAYLOAD = "<script>alert(1)</script>"
 # HTML elements that never have a closing tag.

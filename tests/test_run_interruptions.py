@@ -9,8 +9,8 @@ the Nth write), never with sleeps. Real bundled sessions throughout.
 from __future__ import annotations
 
 import errno
-import json
 import gzip
+import json
 import os
 import shutil
 import signal
@@ -22,9 +22,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compactlab.runs import run_files, runs
 from compactlab.contract import Trigger
 from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs import run_files, runs
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import DONE, RunDirectoryBusy, read_done, write_atomic
 from compactlab.runs.run_storage import KINDS, ROWS, iter_rows
@@ -36,7 +36,10 @@ SESSIONS = (
     bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"),
     bundled("claude-code-log", "-src-deep-manifest__a7da6a22"),
 )
-STRATEGIES = (StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.3)), StrategyConfig("m", "observation-masking", trigger=Trigger(fraction=0.3)))
+STRATEGIES = (
+    StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.3)),
+    StrategyConfig("m", "observation-masking", trigger=Trigger(fraction=0.3)),
+)
 KEY = ["transcript", "config", "call"]
 
 
@@ -148,8 +151,16 @@ def test_a_second_process_cannot_work_in_a_run_directory(tmp_path: Path) -> None
     folder = _folder(tmp_path)
     out = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from compactlab.runs.run_files import RunLock\nwith RunLock(sys.argv[1]):\n print('held', flush=True); sys.stdin.read()", str(out)],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from compactlab.runs.run_files import RunLock\nwith RunLock(sys.argv[1]):\n print('held', flush=True); sys.stdin.read()",
+            str(out),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -206,7 +217,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_workers_end_with_the_run_process(tmp_path: Path) -> None:
-    parent = f"""
+    parent = """
 import os, sys, threading
 from pathlib import Path
 from compactlab.transcripts.loading import read_files
@@ -216,7 +227,9 @@ def replay(transcripts):
 for read in read_files([Path(p) for p in sys.argv[1:]], workers=2, then=replay):
     pass
 """
-    process = subprocess.Popen([sys.executable, "-c", parent, *map(str, SESSIONS[:2])], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", parent, *map(str, SESSIONS[:2])], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     workers = [int(process.stdout.readline()) for _ in range(2)]
     try:
         assert all(map(_alive, workers))

@@ -12,12 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from compactlab.runs.run_storage import run_compaction_rows
 from compactlab.cli.main import main
 from compactlab.results.run_failures import INCOMPLETE_EXIT
+from compactlab.runs.run_storage import run_compaction_rows
 from tests.conftest import bundled
 from tests.fake_providers import (
-    FakeProvider, context_overflow, echo_credentials, empty_answer, fault_mix, rate_limited, serve, server_error, truncated_body,
+    FakeProvider,
+    context_overflow,
+    echo_credentials,
+    empty_answer,
+    fault_mix,
+    rate_limited,
+    serve,
+    server_error,
+    truncated_body,
 )
 from tests.llm.support import KEY_ENV
 
@@ -42,7 +50,7 @@ def _config(tmp_path: Path, base_url: str, extra: str = "") -> Path:
     path = tmp_path / "run.toml"
     datasets = ", ".join(f'"{p}"' for p in SESSIONS)
     path.write_text(
-        f'datasets = [{datasets}]\nwindow = 20000\n{extra}\n'
+        f"datasets = [{datasets}]\nwindow = 20000\n{extra}\n"
         '[[strategy]]\nname = "summarize"\nlabel = "summarize-llm"\nsettings = { summarizer = "llm" }\n\n'
         '[[strategy]]\nname = "truncate"\n\n'
         f'[summarizer]\nprovider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "{base_url}"\napi_key_env = "{KEY_ENV}"\n'
@@ -88,10 +96,16 @@ def test_a_share_of_failures_can_be_allowed(server: FakeProvider, tmp_path: Path
 
 
 def test_a_mix_of_faults_finishes_and_every_bad_compaction_is_counted(server: FakeProvider, tmp_path: Path) -> None:
-    server.otherwise = fault_mix(16, {
-        lambda: rate_limited(retry_after_ms="10"): 0.15, lambda: server_error(500): 0.15, context_overflow: 0.05,
-        empty_answer: 0.10, truncated_body: 0.05,
-    })
+    server.otherwise = fault_mix(
+        16,
+        {
+            lambda: rate_limited(retry_after_ms="10"): 0.15,
+            lambda: server_error(500): 0.15,
+            context_overflow: 0.05,
+            empty_answer: 0.10,
+            truncated_body: 0.05,
+        },
+    )
     out = tmp_path / "run"
     code = main(["run", "--config", str(_config(tmp_path, server.openai_base_url)), "--out", str(out)])
     failed, fell_back = _bad_rows(out)

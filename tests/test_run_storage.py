@@ -7,16 +7,19 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from compactlab.runs import runs
 from compactlab.cli.main import main
 from compactlab.contract import Trigger
-from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
 from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
+from compactlab.runs import runs
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import DONE, read_done
 from compactlab.runs.run_storage import export_jsonl, iter_rows, run_calls, run_compaction_rows
 
-STRATEGIES = (StrategyConfig("trunc", "truncate", trigger=Trigger(fraction=0.5)), StrategyConfig("sum", "summarize", trigger=Trigger(fraction=0.5)))
+STRATEGIES = (
+    StrategyConfig("trunc", "truncate", trigger=Trigger(fraction=0.5)),
+    StrategyConfig("sum", "summarize", trigger=Trigger(fraction=0.5)),
+)
 
 
 def _run(tmp_path: Path):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from compactlab.transcripts.importers import load_file
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
-from compactlab.runs.preview import compact, format_preview
 from compactlab.results.same_by_construction import rendered_prompts, same_groups
+from compactlab.runs.preview import compact, format_preview
+from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 SAME = ("summarize", "iterative-merge", "openhands")
@@ -30,7 +30,9 @@ def configs() -> list[StrategyConfig]:
 
 def test_the_rule_groups_settings_that_differ_only_in_prompts() -> None:
     [group] = same_groups(configs())
-    assert group.labels == SAME  # not archive (seed-000), seed-004 (its emergency rule), pi (its own cut), another cut, an LLM summarizer
+    assert (
+        group.labels == SAME
+    )  # not archive (seed-000), seed-004 (its emergency rule), pi (its own cut), another cut, an LLM summarizer
     assert {"summary.j2", "update.j2", "openhands.j2", "turn_prefix.j2"} <= set(group.prompts_not_rendered)
     assert "needs an LLM [summarizer]" in group.why
 
@@ -44,7 +46,10 @@ def test_settings_the_rule_groups_make_the_same_compactions_on_real_sessions() -
         rows = {}
         for name in (*SAME, "seed-000"):
             done = replay(transcript, StrategyConfig(name, name))
-            rows[name] = [(c.message_index, c.tokens_before, c.tokens_after, c.messages_after, c.summary, c.preservation) for c in done.compactions]
+            rows[name] = [
+                (c.message_index, c.tokens_before, c.tokens_after, c.messages_after, c.summary, c.preservation)
+                for c in done.compactions
+            ]
             compared += len(done.compactions)
         assert rows["summarize"], stem
         assert all(rows[name] == rows["summarize"] for name in SAME), stem

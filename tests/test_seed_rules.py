@@ -8,19 +8,20 @@ from dataclasses import replace
 
 import pytest
 
-from compactlab.tokens.context_windows import ContextWindows
-from compactlab.tokens.estimators import get_estimator
-from compactlab.transcripts.importers import load_file
-from compactlab.tokens.metering import Meter
-from compactlab.transcripts.model import ToolCallPart, ToolResultPart
+from compactlab.contract import CompactionRequest, Context
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
-from compactlab.contract import CompactionRequest, Context
-from compactlab.transcripts.messages import is_summary, is_user_turn_start, last_user_request, pinned_head
 from compactlab.strategies.pipeline import Pipeline
 from compactlab.strategies.priority import PLACEHOLDER, PriorityPrune
-from compactlab.strategies.prune import PLACEHOLDER as PRUNED, Prune
+from compactlab.strategies.prune import PLACEHOLDER as PRUNED
+from compactlab.strategies.prune import Prune
 from compactlab.strategies.registry import get_strategy
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.tokens.estimators import get_estimator
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.messages import is_summary, is_user_turn_start, last_user_request, pinned_head
+from compactlab.transcripts.model import ToolCallPart, ToolResultPart
 from tests.conftest import bundled
 from tests.strategy_sessions import assert_no_orphans
 
@@ -33,7 +34,9 @@ LONG_CODEX = load_file(bundled("codex-rollouts", "Monotoba__OpenPrintKit"))[0]
 def request(transcript, reason="threshold", window=40_000, target=None, estimator="chars/4") -> CompactionRequest:
     meter = Meter(transcript, estimator)
     target = window // 2 if target is None else target
-    return CompactionRequest(reason=reason, window=window, target_tokens=target, count_tokens=meter.count, prompt_tokens=meter.count)
+    return CompactionRequest(
+        reason=reason, window=window, target_tokens=target, count_tokens=meter.count, prompt_tokens=meter.count
+    )
 
 
 def compact(name_or_strategy, transcript, **kw):
@@ -124,13 +127,18 @@ def test_seed_002_skips_parts_marked_pruned_and_goes_on() -> None:
     messages = list(MANIFEST.messages)
     middle = [i for i, m in enumerate(messages) if any(isinstance(p, ToolResultPart) for p in m.parts)]
     index = middle[len(middle) // 2]
-    messages[index] = replace(messages[index], parts=tuple(
-        replace(p, content=PRUNED) if isinstance(p, ToolResultPart) else p for p in messages[index].parts))
+    messages[index] = replace(
+        messages[index],
+        parts=tuple(replace(p, content=PRUNED) if isinstance(p, ToolResultPart) else p for p in messages[index].parts),
+    )
     marked = replace(MANIFEST, messages=tuple(messages))
     stops = Prune(protect_tokens=1_000, minimum_tokens=500, protect_turns=0)
     skips = replace(stops, stop_at_pruned=False)
     stopped, went_on = compact(stops, marked), compact(skips, marked)
-    cleared = lambda r: sum(p.content == PRUNED for m in r.context.messages for p in m.parts if isinstance(p, ToolResultPart))
+
+    def cleared(result):
+        return sum(p.content == PRUNED for m in result.context.messages for p in m.parts if isinstance(p, ToolResultPart))
+
     assert "stopped at an earlier prune" in stopped.note and cleared(went_on) > cleared(stopped)
     assert get_strategy("seed-002").strategy.stages[1].stop_at_pruned is False
 
@@ -141,7 +149,10 @@ def test_seed_002_caps_one_outputs_estimate() -> None:
     uncapped = Prune(protect_tokens=1_000, minimum_tokens=0, protect_turns=0)
     capped = replace(uncapped, max_part_tokens=200)
     first, second = compact(uncapped, MANIFEST), compact(capped, MANIFEST)
-    tokens = lambda note: int(note.split("(")[1].split(" tokens")[0].replace(",", ""))
+
+    def tokens(note):
+        return int(note.split("(")[1].split(" tokens")[0].replace(",", ""))
+
     assert tokens(second.note) < tokens(first.note)
 
 
@@ -177,10 +188,15 @@ def test_seed_003_fills_the_budget_with_older_exchanges_tool_outputs_last() -> N
 def test_seed_003_critical_compacts_harder_than_warning() -> None:
     preset = get_strategy("seed-003")
     window = Meter(MANIFEST, "words").count(MANIFEST.messages)
-    assert preset.trigger.check(int(0.76 * window), window) == "warning" and preset.trigger.check(int(0.91 * window), window) == "critical"
+    assert (
+        preset.trigger.check(int(0.76 * window), window) == "warning"
+        and preset.trigger.check(int(0.91 * window), window) == "critical"
+    )
     sizes = {}
     for reason in ("warning", "critical"):
-        result = compact(preset, MANIFEST, reason=reason, window=window, target=preset.trigger.target_tokens(window), estimator="words")
+        result = compact(
+            preset, MANIFEST, reason=reason, window=window, target=preset.trigger.target_tokens(window), estimator="words"
+        )
         sizes[reason] = Meter(MANIFEST, "words").count(result.context.messages)
     assert sizes["critical"] <= 0.6 * window and sizes["warning"] <= 0.7 * window and sizes["critical"] < sizes["warning"]
 

@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from compactlab.transcripts.importers import load_file
-from compactlab.tokens.metering import Meter
-from compactlab.replay.replay import replay
-from compactlab.runs.run_config import RunConfig, windows_of
-from compactlab.replay.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.measure.speed_sweep import THRESHOLDS
+from compactlab.replay.replay import replay
+from compactlab.replay.shared_compactions import SharedCompactions, shared_by_setting
+from compactlab.runs.run_config import RunConfig, windows_of
 from compactlab.runs.sweep import grid
 from compactlab.strategies.registry import get_strategy
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 # A Claude Code sub-agent session whose context jumps past several thresholds at one call.
@@ -52,6 +52,8 @@ def test_shared_compactions_change_no_row_and_are_made_once(name: str) -> None:
 
 
 def test_strategies_with_other_settings_do_not_share() -> None:
-    sharing = shared_by_setting({"a": get_strategy("summarize"), "b": get_strategy("summarize", keep_recent_tokens=8000), "c": get_strategy("summarize")})
+    sharing = shared_by_setting(
+        {"a": get_strategy("summarize"), "b": get_strategy("summarize", keep_recent_tokens=8000), "c": get_strategy("summarize")}
+    )
     assert sharing["a"] is sharing["c"] and sharing["a"] is not sharing["b"]
     assert isinstance(sharing["a"], SharedCompactions) and sharing["a"].name == "summarize"

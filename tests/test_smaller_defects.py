@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from compactlab.runs.run_storage import run_compaction_rows
 from compactlab.cli.main import main
-from compactlab.transcripts.importers import load_file
-from compactlab.tokens.metering import Meter
-from compactlab.transcripts.messages import CONTINUATION, is_summary
 from compactlab.contract import CompactionRequest, Context
+from compactlab.runs.run_storage import run_compaction_rows
 from compactlab.strategies.registry import get_strategy
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.messages import CONTINUATION, is_summary
 from tests.conftest import bundled
 
 COMPACTED_FILE = bundled("m-claude", "3af9b1a7")  # a real Claude Code compaction (two damaged lines)
@@ -24,7 +24,9 @@ LONG_FILE = bundled("claude-code-log", "-src-deep-manifest__a7da6a22")  # peaks 
 
 def test_run_of_recorded_alone_runs_and_reports(tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
-    code = main(["run", "--dataset", str(COMPACTED_FILE), str(MANUAL_FILE), "--strategy", "recorded", "--lenient", "--out", str(out)])
+    code = main(
+        ["run", "--dataset", str(COMPACTED_FILE), str(MANUAL_FILE), "--strategy", "recorded", "--lenient", "--out", str(out)]
+    )
     printed = capsys.readouterr().out
     assert code == 0
     assert "production compactions (strategy recorded): 2 of 2 transcripts hold a real compaction" in printed
@@ -57,7 +59,10 @@ def test_compact_shows_the_compaction_run_replays_at_the_same_window(tmp_path: P
     shown = json.loads(capsys.readouterr().out)
     assert shown["window"] == 64_000
     assert shown["call"] == first["call"]
-    assert (shown["event"]["messages_before"], shown["event"]["messages_after"]) == (first["messages_before"], first["messages_after"])
+    assert (shown["event"]["messages_before"], shown["event"]["messages_after"]) == (
+        first["messages_before"],
+        first["messages_after"],
+    )
     # At the model's real window (0) the trigger fires later or not at all.
     assert main(["compact", str(LONG_FILE), "--strategy", "summarize", "--window", "0", "--json"]) == 0
     real = json.loads(capsys.readouterr().out)

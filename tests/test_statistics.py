@@ -128,8 +128,10 @@ def _long_frame() -> pd.DataFrame:
                 continue  # 'same' ran on fewer transcripts
             value = difficulty[t] + shift + rng.normal(scale=0.1)
             # Two events per transcript: the mean of the two is the transcript's value.
-            rows += [{"strategy": strategy, "transcript": f"t{t}", "score": value - 0.05, "cost": 1.0},
-                     {"strategy": strategy, "transcript": f"t{t}", "score": value + 0.05, "cost": 1.0}]
+            rows += [
+                {"strategy": strategy, "transcript": f"t{t}", "score": value - 0.05, "cost": 1.0},
+                {"strategy": strategy, "transcript": f"t{t}", "score": value + 0.05, "cost": 1.0},
+            ]
     return pd.DataFrame(rows)
 
 

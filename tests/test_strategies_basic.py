@@ -7,7 +7,6 @@ last call, towards a small target (30% of its chars/4 size). The checks are the 
 provider and a replay rely on, plus each strategy's documented numbers.
 """
 
-
 from __future__ import annotations
 
 import re
@@ -16,24 +15,23 @@ from dataclasses import replace
 
 import pytest
 
-from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart, Transcript
 from compactlab.contract import CompactionRequest, Context
+from compactlab.strategies.masking import ObservationMasking
+from compactlab.strategies.prune import PLACEHOLDER, Prune
+from compactlab.strategies.registry import get_strategy
+from compactlab.strategies.truncate import Truncate
 from compactlab.transcripts.messages import (
-    is_summary,
     is_user_turn_start,
     leading_system,
     pinned_head,
     pinned_in,
     pinned_indexes,
     safe_cut_points,
-    turn_boundaries,
     summary_message,
+    turn_boundaries,
     turn_starts,
 )
-from compactlab.strategies.masking import ObservationMasking
-from compactlab.strategies.prune import PLACEHOLDER, Prune
-from compactlab.strategies.registry import get_strategy
-from compactlab.strategies.truncate import Truncate
+from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart, Transcript
 from tests.strategy_sessions import (
     DATASETS,
     STRATEGIES,
@@ -49,7 +47,6 @@ from tests.strategy_sessions import (
     sample,
     transcripts,
 )
-
 
 # --- invariants every strategy keeps -------------------------------------------------------------
 
@@ -195,7 +192,10 @@ def test_prune_clears_old_outputs_beyond_the_newest_40k() -> None:
     region = prunable_region(before)
     assert after[region:] == before[region:], "the last two user turns are untouched"
     cleared = [
-        (i, j) for i, m in enumerate(after) for j, p in enumerate(m.parts) if isinstance(p, ToolResultPart) and p.content == PLACEHOLDER
+        (i, j)
+        for i, m in enumerate(after)
+        for j, p in enumerate(m.parts)
+        if isinstance(p, ToolResultPart) and p.content == PLACEHOLDER
     ]
     assert cleared, result.note
     cleared_tokens = sum(part_tokens(transcript, before[i], before[i].parts[j]) for i, j in cleared)
@@ -247,7 +247,8 @@ def test_prune_is_idempotent() -> None:
 def test_prune_never_touches_protected_tools() -> None:
     # The one bundled session that called Claude Code's Skill tool.
     [transcript] = [
-        t for t in transcripts("m-claude") + transcripts("claude-code-log")
+        t
+        for t in transcripts("m-claude") + transcripts("claude-code-log")
         if any(isinstance(p, ToolCallPart) and p.name == "Skill" for m in t.messages for p in m.parts)
     ][:1]
     skill_calls = {p.id for m in transcript.messages for p in m.parts if isinstance(p, ToolCallPart) and p.name == "Skill"}

@@ -12,7 +12,6 @@ from compactlab.strategies.prune import Prune
 from compactlab.strategies.registry import describe_all, get_strategy
 from tests.strategy_sessions import STRATEGIES, assert_no_orphans, by_id, counter, request_for, run, sample
 
-
 # --- pipeline -----------------------------------------------------------------------------------
 
 
@@ -68,7 +67,9 @@ def test_pipeline_goes_on_after_a_failed_stage() -> None:
     transcript = by_id("m-claude", "3af9b1a7")
     result = run(Pipeline(stages=(_Failing(), "truncate")), transcript)
     # The run counts it as a fallback (bench/results/run_failures.py), not as the pipeline's own result.
-    assert result.note.startswith("[fell back] failing failed (summarizer unavailable); went on to the next stage; truncate: dropped")
+    assert result.note.startswith(
+        "[fell back] failing failed (summarizer unavailable); went on to the next stage; truncate: dropped"
+    )
     assert fell_back(result.note)
     with pytest.raises(CompactionFailed):
         run(Pipeline(stages=(_Failing(), "truncate"), skip_failed_stages=False), transcript)

@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from compactlab.transcripts.importers import load_file
-from compactlab.tokens.metering import Meter
-from compactlab.transcripts.model import ToolCallPart, ToolResultPart
-from compactlab.contract import fell_back, CompactionFailed, CompactionRequest, Context, SummaryResponse
-from compactlab.transcripts.messages import is_summary, is_user_turn_start, last_user_request
+from compactlab.contract import CompactionFailed, CompactionRequest, Context, SummaryResponse, fell_back
 from compactlab.strategies.prompting import prompt_set_hash, render
 from compactlab.strategies.registry import describe_all, get_strategy, registered
 from compactlab.strategies.summarize import TURN_SEPARATOR, choose_cut, files_in
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.messages import is_summary, is_user_turn_start, last_user_request
+from compactlab.transcripts.model import ToolCallPart, ToolResultPart
 from tests.conftest import bundled
 
 SESSIONS = [
@@ -152,7 +152,9 @@ def test_llm_summarizer_gets_the_rendered_prompt() -> None:
 
     transcript = SESSIONS[1]
     request, _ = request_for(transcript)
-    result = get_strategy("summarize", summarizer="llm").compact(Context(messages=transcript.messages), replace(request, summarizer=Recording()))
+    result = get_strategy("summarize", summarizer="llm").compact(
+        Context(messages=transcript.messages), replace(request, summarizer=Recording())
+    )
     assert seen and "<conversation>" in seen[0].prompt and "Do NOT continue the conversation" in seen[0].system
     assert "[Assistant tool call]: " in seen[0].prompt
     assert result.context.summary.startswith("## Goal\n- recorded")
@@ -174,7 +176,9 @@ def test_a_summarizer_that_reads_no_prompt_gets_none_and_writes_the_same_summary
     transcript = SESSIONS[1]
     request, _ = request_for(transcript)
     strategy = get_strategy("summarize", summarizer="llm")
-    results = [strategy.compact(Context(messages=transcript.messages), replace(request, summarizer=s())) for s in (Recording, NoPrompt)]
+    results = [
+        strategy.compact(Context(messages=transcript.messages), replace(request, summarizer=s())) for s in (Recording, NoPrompt)
+    ]
     half = len(seen) // 2  # one request per summarized span (two for a split turn)
     for rendered, skipped in zip(seen[:half], seen[half:], strict=True):
         assert "<conversation>" in rendered.prompt and rendered.system and rendered.prompt_hash
@@ -193,12 +197,29 @@ def test_archive_keeps_the_full_history() -> None:
 
 def test_presets_state_source_and_documented_numbers() -> None:
     rows = {row["name"]: row for row in describe_all()}
-    for name in ("seed-000", "seed-001", "seed-002", "seed-003", "seed-004", "pi", "opencode", "codex", "claude-code", "openhands", "jetbrains-masking"):
+    for name in (
+        "seed-000",
+        "seed-001",
+        "seed-002",
+        "seed-003",
+        "seed-004",
+        "pi",
+        "opencode",
+        "codex",
+        "claude-code",
+        "openhands",
+        "jetbrains-masking",
+    ):
         assert rows[name]["kind"] == "preset" and rows[name]["source"], name
     pi = get_strategy("pi")
     assert (pi.trigger.reserve_tokens, pi.strategy.keep_recent_tokens) == (16_384, 20_000)
     seed_003 = get_strategy("seed-003")
-    assert (seed_003.trigger.warning, seed_003.trigger.critical, seed_003.trigger.target, seed_003.estimator) == (0.75, 0.9, 0.6, "words")
+    assert (seed_003.trigger.warning, seed_003.trigger.critical, seed_003.trigger.target, seed_003.estimator) == (
+        0.75,
+        0.9,
+        0.6,
+        "words",
+    )
     prune = get_strategy("seed-002").strategy.stages[1]  # seed 002 summarizes, then prunes
     assert (prune.protect_tokens, prune.minimum_tokens, prune.max_part_tokens) == (40_000, 20_000, 50_000)
     assert get_strategy("seed-004").strategy.keep_recent_tokens is None  # window / 4
@@ -241,11 +262,33 @@ def test_shell_patterns_find_what_they_read_as() -> None:
     readable_path = re.compile(base._SHELL_PATH.pattern.replace(r"(?=[\w.@+~/-]*\.)", "", 1))
     assert readable_path.pattern != base._SHELL_PATH.pattern
     lines = [
-        "sed -i s/a/b/ x.py", "xsed -i", "used -i", "echo hi > out.txt", "a>b", "tee log.md", "attee", "patch -p1",
-        "git  apply d.patch", "touch a.py", "mvx", "cp a.py b.py", "scp a b", "cat ./src/a.py ~/b.txt ../c.md",
-        "ls dir/", "python -m x.y", "vim a.pyx", "rm -rf build", "", "x=1.py", "<a.py", "a.b.py(",
+        "sed -i s/a/b/ x.py",
+        "xsed -i",
+        "used -i",
+        "echo hi > out.txt",
+        "a>b",
+        "tee log.md",
+        "attee",
+        "patch -p1",
+        "git  apply d.patch",
+        "touch a.py",
+        "mvx",
+        "cp a.py b.py",
+        "scp a b",
+        "cat ./src/a.py ~/b.txt ../c.md",
+        "ls dir/",
+        "python -m x.y",
+        "vim a.pyx",
+        "rm -rf build",
+        "",
+        "x=1.py",
+        "<a.py",
+        "a.b.py(",
     ]
-    for dataset, stem in (("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"), ("claude-code-log", "-src-deep-manifest__a7da6a22")):
+    for dataset, stem in (
+        ("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"),
+        ("claude-code-log", "-src-deep-manifest__a7da6a22"),
+    ):
         for transcript in load_file(bundled(dataset, stem)):
             for message in transcript.messages:
                 for part in message.parts:
@@ -253,6 +296,8 @@ def test_shell_patterns_find_what_they_read_as() -> None:
                     if isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
                         lines.append(arguments["command"].split("\n", 1)[0])
     assert len(lines) > 100
-    assert [bool(base._SHELL_WRITES.search(line)) for line in lines] == [bool(re.search(READABLE_SHELL_WRITES, line)) for line in lines]
+    assert [bool(base._SHELL_WRITES.search(line)) for line in lines] == [
+        bool(re.search(READABLE_SHELL_WRITES, line)) for line in lines
+    ]
     assert [base._SHELL_PATH.findall(line) for line in lines] == [readable_path.findall(line) for line in lines]
     assert any(base._SHELL_WRITES.search(line) for line in lines) and any(base._SHELL_PATH.findall(line) for line in lines)

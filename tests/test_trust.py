@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from compactlab.cli.main import main
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
+from compactlab.scoring.reacquisition import reacquisition_at
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.estimation import run_estimation
 from compactlab.transcripts.importers import load_file
-from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
-from compactlab.scoring.reacquisition import reacquisition_at
-from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
 from tests.conftest import bundled
 
 REAL = (("m-claude", "3af9b1a7"), ("m-claude", "97b0ffde"))
@@ -37,14 +37,22 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert code == 0, printed.getvalue()
     page = html.unescape((out / "report.html").read_text(encoding="utf-8"))
     section = re.search(r'<section id="trust">(.*?)</section>', page, re.S).group(1)
-    return {"summary": json.loads((out / "summary.json").read_text()), "page": page, "section": section,
-            "printed": printed.getvalue(), "files": files}
+    return {
+        "summary": json.loads((out / "summary.json").read_text()),
+        "page": page,
+        "section": section,
+        "printed": printed.getvalue(),
+        "files": files,
+    }
 
 
 def test_summary_json_holds_the_reacquisition_at_every_real_compaction(run: dict) -> None:
     found = run["summary"]["trust"]["reacquisition"]
     by_transcript = {row["transcript"][:8]: row for row in found["compactions"]}
-    assert set(by_transcript) == {"3af9b1a7", "97b0ffde"}  # one row per real compaction, nothing for the session that never compacted
+    assert set(by_transcript) == {
+        "3af9b1a7",
+        "97b0ffde",
+    }  # one row per real compaction, nothing for the session that never compacted
     for dataset, stem in REAL:
         [transcript] = load_file(bundled(dataset, stem), lenient=True)
         replayed = replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows())
@@ -52,7 +60,12 @@ def test_summary_json_holds_the_reacquisition_at_every_real_compaction(run: dict
         expected = reacquisition_at(transcript.messages, row.message_index, compacted)
         got = by_transcript[stem]
         assert (got["call"], got["lost"], got["lost_reacquired"], got["kept"], got["kept_reacquired"]) == (
-            row.call, expected.lost, expected.lost_reacquired, expected.kept, expected.kept_reacquired)
+            row.call,
+            expected.lost,
+            expected.lost_reacquired,
+            expected.kept,
+            expected.kept_reacquired,
+        )
         assert got["lost_not_reacquired"] == list(expected.lost_not_reacquired)
     # The auto compaction: both lost items are files Claude Code re-attached unseen (tests/test_reacquisition.py).
     assert (found["lost"], found["lost_reacquired"], found["kept"], found["kept_reacquired"]) == (2, 0, 9, 4)
@@ -65,7 +78,9 @@ def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
     assert 'href="#trust"' in page and "How far to trust these numbers" in page
     fidelity = re.search(r'id="trust-fidelity-table">(.*?)</table>', section, re.S).group(1)
     for check in run["summary"]["recorded_fidelity"]:
-        row = re.search(rf"{check['transcript']}</code></td><td class=\"num\">{check['call']}</td>(.*?)</tr>", fidelity, re.S).group(1)
+        row = re.search(
+            rf"{check['transcript']}</code></td><td class=\"num\">{check['call']}</td>(.*?)</tr>", fidelity, re.S
+        ).group(1)
         assert f"{check['fidelity_predicted']:,.0f}" in row and f"{check['fidelity_recorded']:,.0f}" in row
         assert f"{100 * check['relative_error']:+.1f}%".replace("-", "−") in row
     assert "Lost items re-acquired before use: 0 of 2 (0%)" in section and "kept items re-acquired: 4 of 9 (44%)" in section

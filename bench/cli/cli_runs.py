@@ -10,68 +10,116 @@ from pathlib import Path
 
 import pandas as pd
 
-from compactlab.runs import runs
-from compactlab.tokens.context_windows import parse_override
-from compactlab.results.cost_coverage import cost_coverage, format_cost_coverage
-from compactlab.runs.executors import EXECUTORS, executor_for
-from compactlab.results.leaderboard import format_leaderboard, summary_document
 from compactlab.compaction.llm.prices import resolve_prices
-from compactlab.runs.llm_config import make_run_summarizer
+from compactlab.report.run_report import write_run_report
+from compactlab.results.cost_coverage import cost_coverage, format_cost_coverage
+from compactlab.results.leaderboard import format_leaderboard, summary_document
 from compactlab.results.recommendation import Recommendation, Rule
 from compactlab.results.recorded_results import format_recorded
-from compactlab.report.run_report import write_run_report
-from compactlab.runs.run_config import DEFAULT_WINDOW, load_config, strategy_config
 from compactlab.results.run_failures import INCOMPLETE_EXIT, failure_ranks, format_failures
 from compactlab.results.same_by_construction import SameGroup, same_groups
+from compactlab.runs import runs
+from compactlab.runs.executors import EXECUTORS, executor_for
+from compactlab.runs.llm_config import make_run_summarizer
+from compactlab.runs.run_config import DEFAULT_WINDOW, load_config, strategy_config
 from compactlab.runs.run_files import RunLock, write_atomic
 from compactlab.runs.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, LABELS, analyse, format_sweep, sweep_document
 from compactlab.runs.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
 from compactlab.runs.sweep import grid as sweep_grid
+from compactlab.tokens.context_windows import parse_override
 
 BUDGET_EXIT = 4  # stopped before passing max_cost_usd
-EXIT_CODES = (f"exit codes: 0 done; 2 bad input or configuration (the message names the file and what is wrong), or an LLM "
-              f"provider that refuses the key or cannot be reached; {INCOMPLETE_EXIT} done, but a strategy's compactions failed or "
-              f"fell back beyond `max_failed_share`, so it is not ranked; {BUDGET_EXIT} stopped before passing `max_cost_usd` "
-              f"(--resume continues)")
+EXIT_CODES = (
+    f"exit codes: 0 done; 2 bad input or configuration (the message names the file and what is wrong), or an LLM "
+    f"provider that refuses the key or cannot be reached; {INCOMPLETE_EXIT} done, but a strategy's compactions failed or "
+    f"fell back beyond `max_failed_share`, so it is not ranked; {BUDGET_EXIT} stopped before passing `max_cost_usd` "
+    f"(--resume continues)"
+)
 
 
 def add_run_commands(commands, command) -> None:
     run = command(commands, "run", "replay datasets through strategies: the main job", EXIT_CODES)
     _add_run_arguments(run)
-    run.add_argument("--strategy", nargs="+", metavar="NAME", help="strategies or presets to replay (default: every built-in offline one)")
-    run.add_argument("--all-pairs", action="store_true", help="also compare every pair of settings (summary.json's all_pairs, the report)")
+    run.add_argument(
+        "--strategy", nargs="+", metavar="NAME", help="strategies or presets to replay (default: every built-in offline one)"
+    )
+    run.add_argument(
+        "--all-pairs", action="store_true", help="also compare every pair of settings (summary.json's all_pairs, the report)"
+    )
     run.set_defaults(run=run_run)
 
-    sweep = command(commands, "sweep", "a grid of thresholds × keep budgets × strategies, its Pareto frontier and a recommendation",
-                    f"Settings are labelled STRATEGY@F/keep=N ({LABELS}).\n"
-                    "The recommended setting is printed (and written to OUT/recommended.toml) as a run configuration that "
-                    "`compactlab run --config` replays to the same numbers; the report is written to OUT/report.html.\n"
-                    + EXIT_CODES)
+    sweep = command(
+        commands,
+        "sweep",
+        "a grid of thresholds × keep budgets × strategies, its Pareto frontier and a recommendation",
+        f"Settings are labelled STRATEGY@F/keep=N ({LABELS}).\n"
+        "The recommended setting is printed (and written to OUT/recommended.toml) as a run configuration that "
+        "`compactlab run --config` replays to the same numbers; the report is written to OUT/report.html.\n" + EXIT_CODES,
+    )
     _add_run_arguments(sweep)
-    sweep.add_argument("--strategy", nargs="+", metavar="NAME", default=list(DEFAULT_SWEEP_STRATEGIES), help="strategies in the grid")
-    sweep.add_argument("--thresholds", nargs="+", type=float, default=list(DEFAULT_THRESHOLDS), metavar="F",
-                       help="trigger fractions of the window, each in (0, 1]")
-    sweep.add_argument("--keep", nargs="+", type=int, metavar="TOKENS",
-                       help=f"keep-recent budgets (> 0), for strategies that have one; given, every swept strategy must have one "
-                            f"(default: {' '.join(map(str, DEFAULT_KEEP))} where a strategy has one)")
-    sweep.add_argument("--min-preservation", type=float, default=0.9, help="the recommendation keeps at least this share of needed facts")
+    sweep.add_argument(
+        "--strategy", nargs="+", metavar="NAME", default=list(DEFAULT_SWEEP_STRATEGIES), help="strategies in the grid"
+    )
+    sweep.add_argument(
+        "--thresholds",
+        nargs="+",
+        type=float,
+        default=list(DEFAULT_THRESHOLDS),
+        metavar="F",
+        help="trigger fractions of the window, each in (0, 1]",
+    )
+    sweep.add_argument(
+        "--keep",
+        nargs="+",
+        type=int,
+        metavar="TOKENS",
+        help=f"keep-recent budgets (> 0), for strategies that have one; given, every swept strategy must have one "
+        f"(default: {' '.join(map(str, DEFAULT_KEEP))} where a strategy has one)",
+    )
+    sweep.add_argument(
+        "--min-preservation", type=float, default=0.9, help="the recommendation keeps at least this share of needed facts"
+    )
     sweep.add_argument("--no-report", action="store_true", help="do not write OUT/report.html")
     sweep.set_defaults(run=run_sweep)
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="TOML configuration (command-line flags override it; `compactlab init` writes one)")
-    parser.add_argument("--dataset", nargs="+", metavar="NAME|PATH", help="datasets, files or folders (default: all bundled datasets)")
-    parser.add_argument("--out", type=Path, help="run directory (default: reports/run, or reports/sweep for sweeps, replaced by each new run; an explicit --out is never overwritten)")
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out without repeating finished work")
-    parser.add_argument("--window", type=int, help=f"replay every model with this context window (default {DEFAULT_WINDOW}; 0: real windows)")
+    parser.add_argument(
+        "--config", type=Path, help="TOML configuration (command-line flags override it; `compactlab init` writes one)"
+    )
+    parser.add_argument(
+        "--dataset", nargs="+", metavar="NAME|PATH", help="datasets, files or folders (default: all bundled datasets)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="run directory (default: reports/run, or reports/sweep for sweeps, replaced by each new run; an explicit --out is never overwritten)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue an interrupted run in --out without repeating finished work"
+    )
+    parser.add_argument(
+        "--window", type=int, help=f"replay every model with this context window (default {DEFAULT_WINDOW}; 0: real windows)"
+    )
     parser.add_argument("--estimator", help="token estimator for strategies that do not set one (default: hybrid)")
-    parser.add_argument("--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="one model's window, over --window too (repeatable)")
+    parser.add_argument(
+        "--context-window",
+        action="append",
+        default=[],
+        metavar="MODEL=TOKENS",
+        help="one model's window, over --window too (repeatable)",
+    )
     parser.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
     parser.add_argument("--json", action="store_true", help="print the summary (the recommendation included) as one JSON object")
-    parser.add_argument("--executor", choices=EXECUTORS, default="local",
-                        help="where files are replayed: worker processes here (local), or a Dask cluster (dask; needs compactlab[dask])")
-    parser.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: a running Dask scheduler (default: a LocalCluster here)")
+    parser.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="where files are replayed: worker processes here (local), or a Dask cluster (dask; needs compactlab[dask])",
+    )
+    parser.add_argument(
+        "--scheduler", metavar="ADDRESS", help="with --executor dask: a running Dask scheduler (default: a LocalCluster here)"
+    )
 
 
 def _run_config(args: argparse.Namespace, strategies=None):
@@ -85,7 +133,9 @@ def _run_config(args: argparse.Namespace, strategies=None):
         changes["strategies"] = tuple(strategy_config(name, "--strategy") for name in args.strategy)
     if args.window is not None:
         if args.window < 0:
-            raise ValueError(f"--window: {args.window} out of range: a window is a number of tokens > 0 (0: each model's real window)")
+            raise ValueError(
+                f"--window: {args.window} out of range: a window is a number of tokens > 0 (0: each model's real window)"
+            )
         changes["window"] = args.window
     if args.estimator:
         changes["estimator"] = args.estimator
@@ -97,14 +147,23 @@ def _run_config(args: argparse.Namespace, strategies=None):
 
 
 def _replay(config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), all_pairs: bool = False) -> tuple[object, dict]:
-    result = runs.run(config, out, resume=args.resume, overwrite=args.out is None, progress=sys.stderr.isatty(),
-                      summarizer=make_run_summarizer(config), executor=executor_for(args.executor, args.scheduler, None))
+    result = runs.run(
+        config,
+        out,
+        resume=args.resume,
+        overwrite=args.out is None,
+        progress=sys.stderr.isatty(),
+        summarizer=make_run_summarizer(config),
+        executor=executor_for(args.executor, args.scheduler, None),
+    )
     if result.llm_calls is not None:
         print(result.llm_calls, file=sys.stderr)
     document = summary_document(result, rule=rule, all_pairs=all_pairs)
     # Settings identical by construction: one result under several names (every label keeps its figures above).
     document["same_by_construction"] = [g.as_json() for g in same_groups(runs.resolve(config)[0].strategies)]
-    document["cost_coverage"] = cost_coverage(result.transcripts, result.call_models, resolve_prices(config.prices) if config.prices else None)
+    document["cost_coverage"] = cost_coverage(
+        result.transcripts, result.call_models, resolve_prices(config.prices) if config.prices else None
+    )
     write_atomic(out / "summary.json", json.dumps(document, indent=2, default=str) + "\n")
     return result, document
 
@@ -123,8 +182,14 @@ def run_run(args: argparse.Namespace) -> int:
         same = [SameGroup.from_json(g) for g in document["same_by_construction"]]
         print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan")), recommendation, same))
     if "recorded" in document["strategies"]:
-        print(format_recorded(document["recorded"], document["recorded_fidelity"], document["transcripts"],
-                              document.get("trust", {}).get("reacquisition")))
+        print(
+            format_recorded(
+                document["recorded"],
+                document["recorded_fidelity"],
+                document["transcripts"],
+                document.get("trust", {}).get("reacquisition"),
+            )
+        )
     print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
     print(format_cost_coverage(document["cost_coverage"]))
     _print_left_out(document)
@@ -145,8 +210,11 @@ def _incomplete_exit(failures: list[dict], quiet: bool = False) -> int:
     left_out = failure_ranks({"failures": failures}, ranked=False)
     if not left_out:
         return 0
-    print(f"compactlab: results incomplete: {', '.join(left_out)} not ranked (their compactions failed or fell back; "
-          f"`max_failed_share` in the configuration allows a share)", file=sys.stderr)
+    print(
+        f"compactlab: results incomplete: {', '.join(left_out)} not ranked (their compactions failed or fell back; "
+        f"`max_failed_share` in the configuration allows a share)",
+        file=sys.stderr,
+    )
     return INCOMPLETE_EXIT
 
 
@@ -190,7 +258,9 @@ def run_sweep(args: argparse.Namespace) -> int:
 def _print_left_out(document: dict) -> None:
     left = document["left_out"]
     if left["skipped_records"]:
-        print(f"  {sum(left['skipped_records'].values())} damaged records skipped in {len(left['skipped_records'])} transcripts (see summary.json)")
+        print(
+            f"  {sum(left['skipped_records'].values())} damaged records skipped in {len(left['skipped_records'])} transcripts (see summary.json)"
+        )
     if left["transcripts_without_calls"]:
         print(f"  {len(left['transcripts_without_calls'])} transcripts have no recorded LLM calls and were not replayed")
     for failed in left["files_not_read"]:

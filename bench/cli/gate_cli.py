@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from compactlab.results.catalogue import label
+from compactlab.compaction.llm import CacheMiss
 from compactlab.gate.gate import (
     MAX_FLIPS_SHOWN,
     Comparison,
@@ -34,8 +34,8 @@ from compactlab.gate.gate import (
     stale_strategies,
     write_baseline,
 )
-from compactlab.compaction.llm import CacheMiss
 from compactlab.gate.suite import MetricSpec, Suite, SuiteError, load_suite, select
+from compactlab.results.catalogue import label as metric_label
 from compactlab.strategies.prompting import renders_prompt
 from compactlab.strategies.registry import get_strategy
 
@@ -57,13 +57,21 @@ def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
         old_hashes, new_hashes = before.get("prompt_hashes", []), prompt_hashes(result.compactions, strategy.label)
         if old_hashes != new_hashes:
             # On the extractive stand-in the templates give the file lists only: no prompt was rendered.
-            used = "" if renders_prompt(get_strategy(strategy.strategy, **dict(strategy.settings))) else " (their file lists only: no prompt was rendered)"
-            notes.append(f"`{strategy.label}`: prompt templates changed ({', '.join(old_hashes) or 'none'} → {', '.join(new_hashes) or 'none'}){used}")
+            used = (
+                ""
+                if renders_prompt(get_strategy(strategy.strategy, **dict(strategy.settings)))
+                else " (their file lists only: no prompt was rendered)"
+            )
+            notes.append(
+                f"`{strategy.label}`: prompt templates changed ({', '.join(old_hashes) or 'none'} → {', '.join(new_hashes) or 'none'}){used}"
+            )
     old_files = baseline.get("transcripts", {})
     new_files = {t.id: file_hash(t.source_path) for t in result.read.transcripts}
     changed = sorted(t for t in set(old_files) & set(new_files) if old_files[t].get("sha256") != new_files[t])
     if changed:
-        notes.append(f"{len(changed)} transcript files changed since the baseline: {', '.join(changed[:5])}{' …' if len(changed) > 5 else ''}")
+        notes.append(
+            f"{len(changed)} transcript files changed since the baseline: {', '.join(changed[:5])}{' …' if len(changed) > 5 else ''}"
+        )
     gone, added = sorted(set(old_files) - set(new_files)), sorted(set(new_files) - set(old_files))
     if gone:
         notes.append(f"{len(gone)} baseline transcripts are not in this run (left out of the comparison)")
@@ -71,7 +79,11 @@ def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
         notes.append(f"{len(added)} transcripts have no baseline values (left out of the comparison)")
     for name, spec in baseline.get("metrics", {}).items():
         now = next((m for m in suite.metrics if m.name == name), None)
-        if now is not None and (spec.get("direction"), spec.get("tolerance"), spec.get("relative")) != (now.direction, now.tolerance, now.relative):
+        if now is not None and (spec.get("direction"), spec.get("tolerance"), spec.get("relative")) != (
+            now.direction,
+            now.tolerance,
+            now.relative,
+        ):
             notes.append(f"`{name}`: direction/tolerance changed since the baseline; the suite's are used")
     return notes
 
@@ -79,8 +91,14 @@ def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
 # --- the markdown summary -----------------------------------------------------------------------------
 
 VERDICT = {
-    "regression": "❌ regression", "no values": "❌ no values left", "worse": "worse, within tolerance",
-    "better": "better, within tolerance", "improved": "✅ improved", "ok": "ok (no clear change)", "unchanged": "unchanged", "n/a": "n/a",
+    "regression": "❌ regression",
+    "no values": "❌ no values left",
+    "worse": "worse, within tolerance",
+    "better": "better, within tolerance",
+    "improved": "✅ improved",
+    "ok": "ok (no clear change)",
+    "unchanged": "unchanged",
+    "n/a": "n/a",
 }
 
 
@@ -88,9 +106,16 @@ def markdown(report: Report, confidence: float) -> str:
     """The summary for a CI job page or a pull-request comment (GitHub-flavoured markdown)."""
     failed = report.regressions
     pct = f"{confidence:.0%}"
-    lines = ["## compactlab check: " + (f"❌ {len(failed)} regression{'s' if len(failed) != 1 else ''}" if failed else "✅ no regression"), ""]
+    lines = [
+        "## compactlab check: "
+        + (f"❌ {len(failed)} regression{'s' if len(failed) != 1 else ''}" if failed else "✅ no regression"),
+        "",
+    ]
     for c in failed:
-        lines.append(f"- **`{c.label}` · {_name(c.metric)}**: {_change(c)}" + (f" (tolerance {_tolerance(c.metric)})" if c.n else ": no values in this run"))
+        lines.append(
+            f"- **`{c.label}` · {_name(c.metric)}**: {_change(c)}"
+            + (f" (tolerance {_tolerance(c.metric)})" if c.n else ": no values in this run")
+        )
     if failed:
         lines.append("")
     lines.append(
@@ -117,10 +142,14 @@ def markdown(report: Report, confidence: float) -> str:
         lines += ["", "None."]
     for c in sorted(flipped, key=lambda c: c not in failed):  # stable: regressions first, then suite order
         worse = sum(f.worse for f in c.flips)
-        head = f"`{c.label}` · {_name(c.metric)}: {worse} worse, {len(c.flips) - worse} better" + (f", {c.missing} lost their value" if c.missing else "")
+        head = f"`{c.label}` · {_name(c.metric)}: {worse} worse, {len(c.flips) - worse} better" + (
+            f", {c.missing} lost their value" if c.missing else ""
+        )
         table = ["| transcript | baseline | new | change |", "|---|---|---|---|"] if c.flips else []
         for f in c.flips[:MAX_FLIPS_SHOWN]:
-            table.append(f"| `{f.transcript}` | {fmt(f.baseline)} | {fmt(f.new)} | {f.new - f.baseline:+.4g} ({'worse' if f.worse else 'better'}) |")
+            table.append(
+                f"| `{f.transcript}` | {fmt(f.baseline)} | {fmt(f.new)} | {f.new - f.baseline:+.4g} ({'worse' if f.worse else 'better'}) |"
+            )
         if len(c.flips) > MAX_FLIPS_SHOWN:
             table.append(f"| … and {len(c.flips) - MAX_FLIPS_SHOWN} more | | | |")
         if c.lost_facts:
@@ -135,7 +164,7 @@ def markdown(report: Report, confidence: float) -> str:
 
 def _name(spec: MetricSpec) -> str:
     """The metric under its catalogue label, with the column name a suite uses."""
-    return f"{label(spec.name)} (`{spec.name}`)"
+    return f"{metric_label(spec.name)} (`{spec.name}`)"
 
 
 def _change(c: Comparison) -> str:
@@ -159,21 +188,31 @@ def _tolerance(metric: MetricSpec) -> str:
 # --- commands ----------------------------------------------------------------------------------------
 
 
-CHECK_EXITS = ("exit codes: 0 no regression; 1 a regression (or a metric that lost its values); 2 usage or configuration "
-               "error: a bad suite or baseline, a missing recording offline, or a guarded metric this run cannot measure")
-BASELINE_EXITS = ("exit codes: 0 written; 2 usage or configuration error: a bad suite, an existing baseline without --update, "
-                  "or a guarded metric this run cannot measure")
+CHECK_EXITS = (
+    "exit codes: 0 no regression; 1 a regression (or a metric that lost its values); 2 usage or configuration "
+    "error: a bad suite or baseline, a missing recording offline, or a guarded metric this run cannot measure"
+)
+BASELINE_EXITS = (
+    "exit codes: 0 written; 2 usage or configuration error: a bad suite, an existing baseline without --update, "
+    "or a guarded metric this run cannot measure"
+)
 
 
 def add_commands(commands, command) -> None:
     """Register `check` and `baseline` on the `compactlab` sub-command parser (`command` adds one with its exit codes)."""
     check = command(commands, "check", "run a regression suite and compare it with its baseline", CHECK_EXITS)
     _common(check)
-    check.add_argument("--markdown-out", type=Path, metavar="FILE", help="also write the markdown summary here (e.g. for a PR comment)")
+    check.add_argument(
+        "--markdown-out", type=Path, metavar="FILE", help="also write the markdown summary here (e.g. for a PR comment)"
+    )
     check.add_argument("--only", nargs="+", metavar="LABEL", help="check only these strategy labels of the suite")
-    check.add_argument("--json", action="store_true", help="print the verdict and every comparison as one JSON object instead of markdown")
+    check.add_argument(
+        "--json", action="store_true", help="print the verdict and every comparison as one JSON object instead of markdown"
+    )
     check.set_defaults(run=run_check)
-    baseline = command(commands, "baseline", "run a regression suite and write its baseline file (never silently)", BASELINE_EXITS)
+    baseline = command(
+        commands, "baseline", "run a regression suite and write its baseline file (never silently)", BASELINE_EXITS
+    )
     _common(baseline)
     baseline.add_argument("--update", action="store_true", help="replace an existing baseline (prints what changed)")
     baseline.set_defaults(run=run_baseline)
@@ -183,7 +222,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite", type=Path, required=True, help="suite TOML: run configuration plus [metrics]")
     parser.add_argument("--baseline", type=Path, required=True, help="baseline JSON file")
     parser.add_argument("--out", type=Path, help="keep the run directory here (default: a temporary directory)")
-    parser.add_argument("--offline", action="store_true", help="LLM summaries only from the recorded cache; a missing recording is an error")
+    parser.add_argument(
+        "--offline", action="store_true", help="LLM summaries only from the recorded cache; a missing recording is an error"
+    )
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -219,13 +260,22 @@ def run_baseline(args: argparse.Namespace) -> int:
         previous = read_baseline(args.baseline, args.suite) if args.baseline.exists() else None
         result, table, values = _run(suite, args)
         document = baseline_document(suite, result, table, values)
-        unmeasurable_metrics([(label, m, values) for label, per in document["values"].items()
-                              for m in suite.metrics for values in [per.get(m.name, {})]], table)
+        unmeasurable_metrics(
+            [
+                (label, m, values)
+                for label, per in document["values"].items()
+                for m in suite.metrics
+                for values in [per.get(m.name, {})]
+            ],
+            table,
+        )
     except (SuiteError, CacheMiss) as exc:
         return _usage_error(exc)
     write_baseline(args.baseline, document)
     if previous is None:
-        print(f"wrote {args.baseline}: {len(document['values'])} strategies × {len(suite.metrics)} metrics, {len(document['transcripts'])} transcripts")
+        print(
+            f"wrote {args.baseline}: {len(document['values'])} strategies × {len(suite.metrics)} metrics, {len(document['transcripts'])} transcripts"
+        )
     else:
         print(f"updated {args.baseline}")
         print("\n".join(f"  {line}" for line in baseline_changes(previous, document)) or "  nothing changed")
@@ -269,32 +319,57 @@ def unmeasurable_metrics(items, table) -> None:
             empty.append((item[0], item[1]))
     if not empty:
         return
-    why = {"total_cost": "no model of these transcripts has a price: add [prices.\"MODEL\"] tables",
-           "cost_full": "no model of these transcripts has a price: add [prices.\"MODEL\"] tables",
-           "cost_change": "no model of these transcripts has a price: add [prices.\"MODEL\"] tables",
-           "summarizer_cost": "no priced LLM summarizer ran: configure [summarizer] and its model's price"}
-    lines = [f"`{label}` · {_name(metric)}: {why.get(metric.name, 'no transcript has a value (e.g. the strategy never compacted at this window)')}"
-             for label, metric in empty]
-    raise SuiteError("these guarded metrics cannot be measured on this run, so they would guard nothing:\n  " + "\n  ".join(lines)
-                     + "\nremove them from [metrics] or make them measurable")
+    why = {
+        "total_cost": 'no model of these transcripts has a price: add [prices."MODEL"] tables',
+        "cost_full": 'no model of these transcripts has a price: add [prices."MODEL"] tables',
+        "cost_change": 'no model of these transcripts has a price: add [prices."MODEL"] tables',
+        "summarizer_cost": "no priced LLM summarizer ran: configure [summarizer] and its model's price",
+    }
+    lines = [
+        f"`{label}` · {_name(metric)}: {why.get(metric.name, 'no transcript has a value (e.g. the strategy never compacted at this window)')}"
+        for label, metric in empty
+    ]
+    raise SuiteError(
+        "these guarded metrics cannot be measured on this run, so they would guard nothing:\n  "
+        + "\n  ".join(lines)
+        + "\nremove them from [metrics] or make them measurable"
+    )
 
 
 def report_json(report: Report) -> dict:
     """The check as a script reads it: the verdict, the regressions and every comparison."""
+
     def number(value: float) -> float | None:
         return None if value is None or value != value else float(value)
 
-    rows = [{
-        "label": c.label, "metric": c.metric.name, "direction": c.metric.direction, "tolerance": c.metric.tolerance,
-        "relative": c.metric.relative, "baseline": number(c.baseline), "new": number(c.new), "change": number(c.change),
-        "low": number(c.low), "high": number(c.high), "n": c.n, "verdict": c.verdict, "missing": c.missing,
-        "flips": [{"transcript": f.transcript, "baseline": f.baseline, "new": f.new, "worse": f.worse} for f in c.flips],
-    } for c in report.comparisons]
+    rows = [
+        {
+            "label": c.label,
+            "metric": c.metric.name,
+            "direction": c.metric.direction,
+            "tolerance": c.metric.tolerance,
+            "relative": c.metric.relative,
+            "baseline": number(c.baseline),
+            "new": number(c.new),
+            "change": number(c.change),
+            "low": number(c.low),
+            "high": number(c.high),
+            "n": c.n,
+            "verdict": c.verdict,
+            "missing": c.missing,
+            "flips": [{"transcript": f.transcript, "baseline": f.baseline, "new": f.new, "worse": f.worse} for f in c.flips],
+        }
+        for c in report.comparisons
+    ]
     failed = report.regressions
     return {
-        "verdict": "regression" if failed else "pass", "suite": report.suite, "baseline": report.baseline,
-        "transcripts": report.transcripts, "regressions": [r for r, c in zip(rows, report.comparisons) if c in failed],
-        "comparisons": rows, "notes": report.notes,
+        "verdict": "regression" if failed else "pass",
+        "suite": report.suite,
+        "baseline": report.baseline,
+        "transcripts": report.transcripts,
+        "regressions": [r for r, c in zip(rows, report.comparisons) if c in failed],
+        "comparisons": rows,
+        "notes": report.notes,
     }
 
 

@@ -77,8 +77,12 @@ def config_text() -> str:
     for key in keys_of("strategy"):
         lines += _line(key, key.enabled)
     lines += ["", "[[strategy]]", 'name = "codex"                   # a preset: a real agent\'s design, trigger and estimator']
-    for table, header in (("context_windows", "[context_windows]"), ("prices.MODEL", '[prices."my-model"]'),
-                          ("summarizer", "[summarizer]"), ("judge", "[judge]")):
+    for table, header in (
+        ("context_windows", "[context_windows]"),
+        ("prices.MODEL", '[prices."my-model"]'),
+        ("summarizer", "[summarizer]"),
+        ("judge", "[judge]"),
+    ):
         lines += ["", f"# {TABLE_HELP[table]}", f"# {header}"]
         for key in keys_of(table):
             lines += _line(key, False)
@@ -90,8 +94,10 @@ def write_init(folder: Path, force: bool = False) -> list[Path]:
     targets = {Path(folder) / CONFIG_NAME: config_text(), Path(folder) / SUITE_NAME: _SUITE}
     existing = [path for path in targets if path.exists()]
     if existing and not force:
-        raise ValueError(f"{', '.join(map(str, existing))} exist{'s' if len(existing) == 1 else ''}: "
-                         "pass --force to replace, or choose another folder")
+        raise ValueError(
+            f"{', '.join(map(str, existing))} exist{'s' if len(existing) == 1 else ''}: "
+            "pass --force to replace, or choose another folder"
+        )
     for path, text in targets.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

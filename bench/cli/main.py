@@ -12,28 +12,28 @@ from pathlib import Path
 import pandas as pd
 
 from compactlab.cli.cli_runs import BUDGET_EXIT, EXIT_CODES, add_run_commands
-from compactlab.tokens.context_windows import ContextWindows, load_overrides, parse_override
-from compactlab.transcripts.datasets import datasets_dir, list_datasets
-from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, run_estimation
-from compactlab.tokens.estimation import summarize as summarize_estimation
-from compactlab.report.estimation_output import format_summary, write_estimation
-from compactlab.transcripts.importers import importers, load_file
-from compactlab.transcripts.importers.canonical import write_canonical
 from compactlab.cli.init_config import write_init
 from compactlab.compaction.llm.clients import LLMUnavailable
 from compactlab.compaction.llm.concurrency import BudgetExhausted
+from compactlab.report.diff import write_diff
+from compactlab.report.estimation_output import format_summary, write_estimation
+from compactlab.report.run_report import write_run_report
+from compactlab.runs.preview import compact, format_preview, preview_json
+from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, windows_of
+from compactlab.runs.run_files import DONE
+from compactlab.runs.run_storage import KINDS, export_jsonl
+from compactlab.strategies.registry import describe_all
+from compactlab.tokens.context_windows import ContextWindows, load_overrides, parse_override
+from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, run_estimation
+from compactlab.tokens.estimation import summarize as summarize_estimation
+from compactlab.transcripts.datasets import datasets_dir, list_datasets
+from compactlab.transcripts.importers import importers, load_file
+from compactlab.transcripts.importers.canonical import write_canonical
 from compactlab.transcripts.loading import Loaded, load_inputs
 from compactlab.transcripts.neutralise import TerminalSafe, terminal_text
 from compactlab.transcripts.overview import overview_frame, summarize
-from compactlab.runs.preview import compact, format_preview, preview_json
-from compactlab.report.diff import write_diff
-from compactlab.report.run_report import write_run_report
-from compactlab.runs.run_files import DONE
-from compactlab.runs.run_storage import KINDS, export_jsonl
-from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, windows_of
 from compactlab.transcripts.source import TranscriptError
 from compactlab.version import compactlab_version
-from compactlab.strategies.registry import describe_all
 
 INPUTS_HELP = "transcript files, folders (searched recursively) or bundled dataset names; none: all bundled datasets"
 # A reader that stops early (`compactlab strategies | head`) is not an error of ours: exit quietly,
@@ -50,12 +50,18 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 return args.run(args)
             except BudgetExhausted as exc:
-                print(f"compactlab: stopped: {terminal_text(str(exc))}. The transcripts replayed before are kept; continue with "
-                      "--resume (the calls already paid for are replayed from the call cache)", file=sys.stderr)
+                print(
+                    f"compactlab: stopped: {terminal_text(str(exc))}. The transcripts replayed before are kept; continue with "
+                    "--resume (the calls already paid for are replayed from the call cache)",
+                    file=sys.stderr,
+                )
                 return BUDGET_EXIT
             except LLMUnavailable as exc:
-                print(f"compactlab: error: {terminal_text(str(exc))}; the run stopped at this call "
-                      "(continue it with --resume once the provider answers)", file=sys.stderr)
+                print(
+                    f"compactlab: error: {terminal_text(str(exc))}; the run stopped at this call "
+                    "(continue it with --resume once the provider answers)",
+                    file=sys.stderr,
+                )
                 return 2
             except (TranscriptError, KeyError, ValueError, OSError) as exc:
                 if isinstance(exc, BrokenPipeError):
@@ -82,20 +88,27 @@ def error_message(exc: Exception) -> str:
 
 def _command(commands, name: str, help: str, exits: str = EXIT_CODES) -> argparse.ArgumentParser:
     """A sub-command whose help ends with its exit codes."""
-    return commands.add_parser(name, help=help, description=help, epilog=exits, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return commands.add_parser(
+        name, help=help, description=help, epilog=exits, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="compactlab", description="Measure context-compaction strategies on real agent transcripts.",
+        prog="compactlab",
+        description="Measure context-compaction strategies on real agent transcripts.",
         epilog="Every command exits 0 when done and 2 on bad input or configuration; `check` exits 1 on a regression. "
-               "A reader that closes the output early (| head) ends it quietly with 141.",
+        "A reader that closes the output early (| head) ends it quietly with 141.",
     )
     parser.add_argument("--version", action="version", version=f"compactlab {compactlab_version() or 'unknown (not installed)'}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    init = _command(commands, "init", "write a commented compactlab.toml and a CI suite skeleton to start from",
-                    "exit codes: 0 written; 2 a file exists (pass --force to replace it) or cannot be written")
+    init = _command(
+        commands,
+        "init",
+        "write a commented compactlab.toml and a CI suite skeleton to start from",
+        "exit codes: 0 written; 2 a file exists (pass --force to replace it) or cannot be written",
+    )
     init.add_argument("folder", nargs="?", type=Path, default=Path("."), help="where to write them (default: here)")
     init.add_argument("--force", action="store_true", help="replace existing files")
     init.set_defaults(run=run_init)
@@ -111,23 +124,37 @@ def build_parser() -> argparse.ArgumentParser:
 
     estimate = _command(commands, "estimate", "measure token estimators against the prompt tokens providers billed")
     _add_input_arguments(estimate)
-    estimate.add_argument("--estimators", nargs="+", default=list(DEFAULT_ESTIMATORS), metavar="NAME", help=f"default: {' '.join(DEFAULT_ESTIMATORS)}")
+    estimate.add_argument(
+        "--estimators",
+        nargs="+",
+        default=list(DEFAULT_ESTIMATORS),
+        metavar="NAME",
+        help=f"default: {' '.join(DEFAULT_ESTIMATORS)}",
+    )
     estimate.add_argument("--out", type=Path, help="write calls.csv, summary.json and estimation.html here")
     estimate.add_argument("--table", choices=("csv", "parquet"), default="csv", help="format of the per-call table")
-    estimate.add_argument("--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="override a model's window (repeatable)")
+    estimate.add_argument(
+        "--context-window", action="append", default=[], metavar="MODEL=TOKENS", help="override a model's window (repeatable)"
+    )
     estimate.add_argument("--config", type=Path, help="TOML file; its [context_windows] table overrides windows")
     estimate.set_defaults(run=run_estimate)
 
     add_run_commands(commands, _command)
 
     report = _command(commands, "report", "write the HTML report of a run directory")
-    report.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a directory written by `compactlab run` or `compactlab sweep`")
+    report.add_argument(
+        "run_dir", type=Path, metavar="RUN_DIR", help="a directory written by `compactlab run` or `compactlab sweep`"
+    )
     report.add_argument("--out", type=Path, help="HTML file to write (default: RUN_DIR/report.html)")
     report.add_argument("--all-pairs", action="store_true", help="also compare every pair of settings (Holm over all pairs)")
     report.set_defaults(run=run_report)
 
-    diff = _command(commands, "diff", "what got better or worse between two runs, per metric and per transcript",
-                    "exit codes: 0 compared (whatever changed: the page says what); 2 a run directory is missing or unfinished")
+    diff = _command(
+        commands,
+        "diff",
+        "what got better or worse between two runs, per metric and per transcript",
+        "exit codes: 0 compared (whatever changed: the page says what); 2 a run directory is missing or unfinished",
+    )
     diff.add_argument("run_a", type=Path, metavar="RUN_A", help="the earlier run directory")
     diff.add_argument("run_b", type=Path, metavar="RUN_B", help="the later run directory")
     diff.add_argument("--out", type=Path, help="HTML page to write (default: RUN_B/diff.html)")
@@ -140,9 +167,19 @@ def build_parser() -> argparse.ArgumentParser:
     compact = _command(commands, "compact", "compact one transcript once with a strategy and show the result")
     compact.add_argument("path", metavar="PATH", help="a transcript file")
     compact.add_argument("--strategy", required=True, help="strategy or preset name, or path/to/file.py:Name")
-    compact.add_argument("--at", type=int, metavar="CALL", help="compact the context before this recorded call (0-based); default: where the trigger first fires")
+    compact.add_argument(
+        "--at",
+        type=int,
+        metavar="CALL",
+        help="compact the context before this recorded call (0-based); default: where the trigger first fires",
+    )
     compact.add_argument("--estimator", help="token estimator (default: the preset's, else hybrid)")
-    compact.add_argument("--window", type=int, default=DEFAULT_WINDOW, help=f"context window, as `run` replays it (default {DEFAULT_WINDOW}; 0: the model's real window)")
+    compact.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULT_WINDOW,
+        help=f"context window, as `run` replays it (default {DEFAULT_WINDOW}; 0: the model's real window)",
+    )
     compact.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
     compact.add_argument("--json", action="store_true", help="print the compacted context and the event as JSON")
     compact.set_defaults(run=run_compact)
@@ -220,7 +257,10 @@ def format_overview(loaded: Loaded) -> str:
 def run_datasets(args: argparse.Namespace) -> int:
     datasets = list_datasets()
     if not datasets:
-        print(f"no datasets in {datasets_dir()} (no */dataset.toml there): set COMPACTLAB_DATASETS to a folder of datasets", file=sys.stderr)
+        print(
+            f"no datasets in {datasets_dir()} (no */dataset.toml there): set COMPACTLAB_DATASETS to a folder of datasets",
+            file=sys.stderr,
+        )
         return 2
     rows = []
     for dataset in datasets:
@@ -316,7 +356,9 @@ def run_formats(args: argparse.Namespace) -> int:
 
 def run_export_rows(args: argparse.Namespace) -> int:
     if not (args.run_dir / DONE).exists():
-        raise ValueError(f"{args.run_dir} is not a run directory (no done.jsonl): run `compactlab run --out {args.run_dir}` first")
+        raise ValueError(
+            f"{args.run_dir} is not a run directory (no done.jsonl): run `compactlab run --out {args.run_dir}` first"
+        )
     target = args.out or args.run_dir / f"{args.kind}.jsonl"
     count = export_jsonl(args.run_dir, args.kind, target, args.strategy)
     print(f"{count:,} {args.kind} rows: {target}")

@@ -28,8 +28,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from compactlab.transcripts.model import Message
 from compactlab.contract import CompactionFailed, CompactionRequest, Context, Reason, Strategy, Summarizer, Trigger
+from compactlab.transcripts.model import Message
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,9 @@ class Engine:
         except CompactionFailed as exc:
             self.failures += 1
             tokens = self.size(context)
-            event = CompactionEvent(reason, name, tokens, tokens, len(context.messages), len(context.messages), 0, failed=str(exc))
+            event = CompactionEvent(
+                reason, name, tokens, tokens, len(context.messages), len(context.messages), 0, failed=str(exc)
+            )
             return context, event
         self.failures = 0
         tokens = self.size(context)
@@ -147,8 +149,18 @@ class Engine:
             # call would find the same nothing, so the guard holds for this kind of attempt.
             if reason in ("threshold", "warning", "critical"):  # `emergency` holds its own kind itself
                 self.stalled = True
-            event = CompactionEvent(reason, name, tokens, tokens, len(context.messages), len(context.messages), 0,
-                                    note=result.note or "nothing to remove", changed=False, stalled=self.stalled)
+            event = CompactionEvent(
+                reason,
+                name,
+                tokens,
+                tokens,
+                len(context.messages),
+                len(context.messages),
+                0,
+                note=result.note or "nothing to remove",
+                changed=False,
+                stalled=self.stalled,
+            )
             return context, event
         compacted = replace(result.context, compactions=context.compactions + 1, known_usage=None)
         after = self.meter(compacted)

@@ -15,7 +15,14 @@ _NUMBER = r"(\d[\d,]*)"
 # (provider, pattern, group of the requested tokens or None, group of the limit or None)
 PATTERNS: tuple[tuple[str, re.Pattern[str], int | None, int | None], ...] = (
     # OpenAI Chat Completions: code context_length_exceeded.
-    ("openai", re.compile(rf"This model's maximum context length is {_NUMBER} tokens\. However, (?:your messages resulted in|you requested) {_NUMBER} tokens"), 2, 1),
+    (
+        "openai",
+        re.compile(
+            rf"This model's maximum context length is {_NUMBER} tokens\. However, (?:your messages resulted in|you requested) {_NUMBER} tokens"
+        ),
+        2,
+        1,
+    ),
     # OpenAI Responses API (gpt-5 family).
     ("openai", re.compile(r"Your input exceeds the context window of this model"), None, None),
     ("openai", re.compile(rf"Input tokens exceed the configured limit of {_NUMBER} tokens"), None, 1),
@@ -23,12 +30,29 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], int | None, int | None], ...] = (
     ("anthropic", re.compile(rf"prompt is too long: {_NUMBER} tokens > {_NUMBER} maximum"), 1, 2),
     ("anthropic", re.compile(rf"input length and `max_tokens` exceed context limit: {_NUMBER} \+ {_NUMBER} > {_NUMBER}"), 1, 3),
     # Google Gemini API: INVALID_ARGUMENT.
-    ("google", re.compile(rf"The input token count \(?{_NUMBER}\)? exceeds the maximum number of tokens allowed \(?{_NUMBER}\)?"), 1, 2),
+    (
+        "google",
+        re.compile(rf"The input token count \(?{_NUMBER}\)? exceeds the maximum number of tokens allowed \(?{_NUMBER}\)?"),
+        1,
+        2,
+    ),
     # OpenAI-compatible servers.
     ("vllm", re.compile(rf"maximum context length is {_NUMBER} tokens\. However, you requested {_NUMBER} tokens"), 2, 1),
     ("llama.cpp", re.compile(r"the request exceeds the available context size"), None, None),
-    ("ollama", re.compile(r"input length exceeds the context length|prompt too long; exceeded (?:max )?context length"), None, None),
-    ("openrouter", re.compile(rf"This endpoint's maximum context length is {_NUMBER} tokens\. However, you requested about {_NUMBER} tokens"), 2, 1),
+    (
+        "ollama",
+        re.compile(r"input length exceeds the context length|prompt too long; exceeded (?:max )?context length"),
+        None,
+        None,
+    ),
+    (
+        "openrouter",
+        re.compile(
+            rf"This endpoint's maximum context length is {_NUMBER} tokens\. However, you requested about {_NUMBER} tokens"
+        ),
+        2,
+        1,
+    ),
 )
 
 

@@ -50,13 +50,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from compactlab.runs import runs
-from compactlab.results.catalogue import BY_NAME
-from compactlab.runs.llm_config import make_run_summarizer
-from compactlab.results.compaction_values import CompactionValue, compaction_values
-from compactlab.scoring.statistics import SessionValues, paired_bootstrap, two_level_bootstrap
-from compactlab.runs.run_storage import run_compaction_rows
 from compactlab.gate.suite import MetricSpec, Suite, SuiteError, metric_table, offline
+from compactlab.results.catalogue import BY_NAME
+from compactlab.results.compaction_values import CompactionValue, compaction_values
+from compactlab.runs import runs
+from compactlab.runs.llm_config import make_run_summarizer
+from compactlab.runs.run_storage import run_compaction_rows
+from compactlab.scoring.statistics import SessionValues, paired_bootstrap, two_level_bootstrap
 
 FORMAT = 1
 MAX_FLIPS_SHOWN = 10
@@ -132,7 +132,9 @@ def baseline_document(suite: Suite, result, table: pd.DataFrame, per_compaction:
     values = {}
     for label in labels:
         rows = table[table["config"] == label].set_index("transcript").sort_index() if not table.empty else pd.DataFrame()
-        values[label] = {m.name: {t: _number(v) for t, v in rows[m.name].items()} if m.name in rows else {} for m in suite.metrics}
+        values[label] = {
+            m.name: {t: _number(v) for t, v in rows[m.name].items()} if m.name in rows else {} for m in suite.metrics
+        }
     return {
         "format": FORMAT,
         "compactlab": compactlab_version(),
@@ -210,12 +212,16 @@ def compare(suite: Suite, baseline: dict, table: pd.DataFrame, values: list[Comp
     return report
 
 
-def _compare(label: str, metric: MetricSpec, old: dict, new: dict, suite: Suite, points: tuple[dict, dict] | None = None) -> Comparison:
+def _compare(
+    label: str, metric: MetricSpec, old: dict, new: dict, suite: Suite, points: tuple[dict, dict] | None = None
+) -> Comparison:
     shared = sorted(set(old) & set(new))
     missing = len(set(old) - set(new))
     if not shared:
         verdict = "no values" if old else "n/a"
-        return Comparison(label, metric, mean_of(old.values()), mean_of(new.values()), math.nan, math.nan, math.nan, 0, verdict, (), missing)
+        return Comparison(
+            label, metric, mean_of(old.values()), mean_of(new.values()), math.nan, math.nan, math.nan, 0, verdict, (), missing
+        )
     b = np.array([old[t] for t in shared])
     a = np.array([new[t] for t in shared])
     a = np.where(np.abs(a - b) <= EPSILON * np.maximum(1.0, np.abs(b)), b, a)  # float noise is no change
@@ -223,7 +229,9 @@ def _compare(label: str, metric: MetricSpec, old: dict, new: dict, suite: Suite,
     low, high, within, compactions = paired.low, paired.high, (math.nan, math.nan), 0
     if points is not None:
         sessions = [_session(points[0].get(t, []), points[1].get(t, [])) for t in shared]
-        two = two_level_bootstrap(sessions, resamples=suite.resamples, seed=suite.seed, confidence=suite.confidence, epsilon=EPSILON)
+        two = two_level_bootstrap(
+            sessions, resamples=suite.resamples, seed=suite.seed, confidence=suite.confidence, epsilon=EPSILON
+        )
         if two.n == len(shared):  # every shared transcript has its compactions on both sides
             low, high, within, compactions = two.low, two.high, (two.within_low, two.within_high), two.compactions
     allowed = metric.allowed(float(b.mean()))
@@ -250,17 +258,42 @@ def _compare(label: str, metric: MetricSpec, old: dict, new: dict, suite: Suite,
     flips.sort(key=lambda f: metric.gain(f.new - f.baseline))  # worst first
     # The rule judges per-session means; a metric the catalogue adds up is shown as its total, as everywhere.
     scale = len(shared) if BY_NAME[metric.name].aggregate == "sum" else 1
-    lost = tuple((f.transcript, _newly_lost(points[0].get(f.transcript, []), points[1].get(f.transcript, [])))
-                 for f in flips if f.worse) if points is not None else ()
-    return Comparison(label, metric, scale * float(b.mean()), scale * float(a.mean()), scale * paired.mean_diff, scale * low,
-                      scale * high, paired.n, verdict, tuple(flips), missing, scale * within[0], scale * within[1], compactions,
-                      tuple((t, items) for t, items in lost if items))
+    lost = (
+        tuple(
+            (f.transcript, _newly_lost(points[0].get(f.transcript, []), points[1].get(f.transcript, [])))
+            for f in flips
+            if f.worse
+        )
+        if points is not None
+        else ()
+    )
+    return Comparison(
+        label,
+        metric,
+        scale * float(b.mean()),
+        scale * float(a.mean()),
+        scale * paired.mean_diff,
+        scale * low,
+        scale * high,
+        paired.n,
+        verdict,
+        tuple(flips),
+        missing,
+        scale * within[0],
+        scale * within[1],
+        compactions,
+        tuple((t, items) for t, items in lost if items),
+    )
 
 
 def _session(old: list, new: list) -> SessionValues:
     """A transcript's compaction values on both sides (`compaction_document` entries)."""
-    return SessionValues(tuple(p[0] for p in old), np.array([p[1] for p in old], dtype=float),
-                         tuple(p[0] for p in new), np.array([p[1] for p in new], dtype=float))
+    return SessionValues(
+        tuple(p[0] for p in old),
+        np.array([p[1] for p in old], dtype=float),
+        tuple(p[0] for p in new),
+        np.array([p[1] for p in new], dtype=float),
+    )
 
 
 def _newly_lost(old: list, new: list) -> tuple[str, ...]:

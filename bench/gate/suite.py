@@ -50,9 +50,9 @@ import pandas as pd
 
 from compactlab.results.catalogue import BY_NAME, KIND_METRICS
 from compactlab.results.compaction_values import compaction_values
-from compactlab.transcripts.datasets import list_datasets
 from compactlab.runs.run_config import RunConfig, config_from_data
 from compactlab.runs.run_storage import run_compaction_rows
+from compactlab.transcripts.datasets import list_datasets
 
 # Every per-session metric of the catalogue, whose label, direction and default tolerance a suite's
 # [metrics] table starts from.
@@ -151,8 +151,10 @@ def _metrics(table: object, path: Path) -> tuple[MetricSpec, ...]:
         known = BY_NAME[name]
         direction = entry.get("direction", known.direction)
         if direction not in ("higher", "lower"):
-            raise SuiteError(f'{where}: `direction` must be "higher" or "lower" (which way is better), got {direction!r}'
-                             + (" (the catalogue gives this metric no better direction)" if "direction" not in entry else ""))
+            raise SuiteError(
+                f'{where}: `direction` must be "higher" or "lower" (which way is better), got {direction!r}'
+                + (" (the catalogue gives this metric no better direction)" if "direction" not in entry else "")
+            )
         tolerance = entry.get("tolerance", known.tolerance)
         if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or tolerance < 0:
             raise SuiteError(f"{where}: `tolerance` must be a number ≥ 0, got {tolerance!r}")
@@ -189,7 +191,9 @@ def _resolve_paths(data: dict, folder: Path) -> dict:
         return value
 
     datasets = data.get("datasets", [])
-    data["datasets"] = [entry if entry in bundled else local(entry) for entry in ([datasets] if isinstance(datasets, str) else datasets)]
+    data["datasets"] = [
+        entry if entry in bundled else local(entry) for entry in ([datasets] if isinstance(datasets, str) else datasets)
+    ]
     for key in ("strategies", "strategy"):
         entries = data.get(key, [])
         if isinstance(entries, list):
@@ -236,11 +240,16 @@ def offline(config: RunConfig) -> RunConfig:
 def metric_table(out: Path, transcripts: pd.DataFrame) -> pd.DataFrame:
     """`transcripts` (a run's transcript_summary) plus the per-kind preservation columns, from the
     run directory's compaction rows."""
-    records = [{"transcript": v.transcript, "config": v.config, "column": v.metric, "score": v.value}
-               for v in compaction_values(run_compaction_rows(out)) if v.metric in KIND_METRICS]
+    records = [
+        {"transcript": v.transcript, "config": v.config, "column": v.metric, "score": v.value}
+        for v in compaction_values(run_compaction_rows(out))
+        if v.metric in KIND_METRICS
+    ]
     table = transcripts.copy()
     if records:
-        kinds = pd.DataFrame(records).pivot_table(index=["transcript", "config"], columns="column", values="score", aggfunc="mean")
+        kinds = pd.DataFrame(records).pivot_table(
+            index=["transcript", "config"], columns="column", values="score", aggfunc="mean"
+        )
         table = table.join(kinds, on=["transcript", "config"])
     for column in KIND_METRICS:
         if column not in table:

@@ -55,7 +55,9 @@ def figures(transcripts: list[Transcript]) -> dict[str, str]:
         lines[f"{estimator}, first call after a real compaction"] = _describe(group["rel"])
     scored = calibrated[~calibrated["first_call"].astype(bool)]
     for (estimator, family), group in scored.groupby(["estimator", "family"]):
-        lines[f"{estimator} {family}, calls after the first (MAPE)"] = f"{group['rel'].abs().mean():.1f}% over {len(group)} calls, {group['transcript'].nunique()} transcripts"
+        lines[f"{estimator} {family}, calls after the first (MAPE)"] = (
+            f"{group['rel'].abs().mean():.1f}% over {len(group)} calls, {group['transcript'].nunique()} transcripts"
+        )
     return lines
 
 

@@ -21,7 +21,10 @@ from compactlab.measure.needed_sample import SOURCES, draw, needed_now, read_sam
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "tests" / "data" / "needed_items_sample.jsonl"
-SHARED = next((p for p in (REPO.parent / "shared" / "transcripts", REPO.parents[1] / "shared" / "transcripts") if p.is_dir()), REPO.parent / "shared" / "transcripts")
+SHARED = next(
+    (p for p in (REPO.parent / "shared" / "transcripts", REPO.parents[1] / "shared" / "transcripts") if p.is_dir()),
+    REPO.parent / "shared" / "transcripts",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,13 +53,25 @@ def main(argv: list[str] | None = None) -> int:
     needed = needed_now(steps, args.shared)
     open_labels = unlabelled(steps, needed)
     for step, item in open_labels:
-        print(f"no label (run refresh, then label it): {step.transcript} step {step.step}: {item.kind} {item.text!r}", file=sys.stderr)
-    print(f"{'source':22} {'steps':>5} {'items':>5} {'meaningful':>10} {'noise':>5} {'produced':>8} {'precision':>9} {'recall':>16}")
+        print(
+            f"no label (run refresh, then label it): {step.transcript} step {step.step}: {item.kind} {item.text!r}",
+            file=sys.stderr,
+        )
+    print(
+        f"{'source':22} {'steps':>5} {'items':>5} {'meaningful':>10} {'noise':>5} {'produced':>8} {'precision':>9} {'recall':>16}"
+    )
     for score in scores(steps, needed).values():
         precision = f"{score.precision:.1%}" if score.precision is not None else "-"
-        recall = f"{score.recall:.1%} ({score.recall_found}/{score.recall_found + score.recall_missed})" if score.recall is not None else "-"
-        print(f"{score.source:22} {score.steps:>5} {score.labelled:>5} {score.meaningful:>10} {score.noise:>5} {score.produced:>8} {precision:>9} {recall:>16}")
+        recall = (
+            f"{score.recall:.1%} ({score.recall_found}/{score.recall_found + score.recall_missed})"
+            if score.recall is not None
+            else "-"
+        )
+        print(
+            f"{score.source:22} {score.steps:>5} {score.labelled:>5} {score.meaningful:>10} {score.noise:>5} {score.produced:>8} {precision:>9} {recall:>16}"
+        )
     return 1 if open_labels else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -28,10 +28,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from compactlab.transcripts.importers import load_file
 from compactlab.scoring.matching import Item, _searchable
-from compactlab.transcripts.model import Message, Transcript, part_from_dict, part_to_dict
 from compactlab.scoring.preservation import needed_items
+from compactlab.transcripts.importers import load_file
+from compactlab.transcripts.model import Message, Transcript, part_from_dict, part_to_dict
 
 SOURCES = ("claude-code-log", "m-claude", "mini-swe-agent-pr816", "mini-swe-agent-v1", "codex-rollouts")
 LABELS = ("meaningful", "noise", "produced")
@@ -90,7 +90,9 @@ def message_from_dict(data: dict) -> Message:
 
 def step_to_dict(step: SampledStep) -> dict:
     record = {
-        "source": step.source, "transcript": step.transcript, "step": step.step,
+        "source": step.source,
+        "transcript": step.transcript,
+        "step": step.step,
         "items": list(step.items),
     }
     if step.missed is not None:
@@ -111,10 +113,16 @@ def read_sample(path: Path) -> list[SampledStep]:
                 if item.get("label") not in (*LABELS, None) or not {"kind", "text"} <= item.keys():
                     raise ValueError(f"item {item.get('text')!r}: label must be one of {LABELS} or null")
             missed = data.get("missed")
-            steps.append(SampledStep(
-                data["source"], data["transcript"], int(data["step"]), message_from_dict(data["message"]), items,
-                None if missed is None else tuple((k, t) for k, t in missed),
-            ))
+            steps.append(
+                SampledStep(
+                    data["source"],
+                    data["transcript"],
+                    int(data["step"]),
+                    message_from_dict(data["message"]),
+                    items,
+                    None if missed is None else tuple((k, t) for k, t in missed),
+                )
+            )
         except (ValueError, KeyError, TypeError) as exc:
             raise SampleError(f"{path}:{number}: {type(exc).__name__}: {exc}") from exc
     return steps
@@ -140,21 +148,22 @@ def needed_now(steps: Sequence[SampledStep], shared: Path) -> Needed:
             loaded[step.transcript] = load_file(shared / step.transcript, lenient=True)
         stored = message_to_dict(step.message)
         transcript = next(
-            (t for t in loaded[step.transcript] if step.step < len(t.messages) and message_to_dict(t.messages[step.step]) == stored),
+            (
+                t
+                for t in loaded[step.transcript]
+                if step.step < len(t.messages) and message_to_dict(t.messages[step.step]) == stored
+            ),
             None,
         )
         if transcript is None:
             raise SampleError(f"{shared / step.transcript}: message {step.step} is not the sampled step any more")
-        result[(step.transcript, step.step)] = (needed_items(transcript.messages, step.step, (1,))[1] or ())
+        result[(step.transcript, step.step)] = needed_items(transcript.messages, step.step, (1,))[1] or ()
     return result
 
 
 def unlabelled(steps: Sequence[SampledStep], needed: Needed) -> list[tuple[SampledStep, Item]]:
     """Needed items that no record labels (new to the sample, or with a null label)."""
-    return [
-        (step, item) for step in steps for item in needed[(step.transcript, step.step)]
-        if step.labels().get(item) is None
-    ]
+    return [(step, item) for step in steps for item in needed[(step.transcript, step.step)] if step.labels().get(item) is None]
 
 
 def scores(steps: Sequence[SampledStep], needed: Needed) -> dict[str, SourceScore]:
@@ -174,8 +183,15 @@ def scores(steps: Sequence[SampledStep], needed: Needed) -> dict[str, SourceScor
                 recall_found += found.count("meaningful")
                 recall_missed += len(step.missed)
         result[source] = SourceScore(
-            source, len(of_source), sum(counts.values()), counts["meaningful"], counts["noise"], counts["produced"],
-            recall_steps, recall_found, recall_missed,
+            source,
+            len(of_source),
+            sum(counts.values()),
+            counts["meaningful"],
+            counts["noise"],
+            counts["produced"],
+            recall_steps,
+            recall_found,
+            recall_missed,
         )
     return result
 

@@ -32,7 +32,9 @@ def measure(folder: Path, window: int, out: Path, strategies: tuple[str | dict, 
     frames = []
     for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
         config = replace(
-            RunConfig(), datasets=(str(sub),), window=window,
+            RunConfig(),
+            datasets=(str(sub),),
+            window=window,
             strategies=tuple(strategy_config(entry, "--strategy") for entry in strategies),
         )
         result = runs.run(config, out / sub.name, overwrite=True, progress=False)
@@ -49,11 +51,15 @@ def report(rows: pd.DataFrame, window: int) -> str:
             f"{group['over_window_calls'].sum():>19}"
         )
     peak = rows.loc[rows["peak_full"].idxmax()]
-    lines.append(f"\nhighest session: {peak['folder']}/{peak['transcript']} (uncompacted peak {peak['peak_full']:,}, "
-                 f"{peak['peak_full'] / window:.2f}x the window)")
+    lines.append(
+        f"\nhighest session: {peak['folder']}/{peak['transcript']} (uncompacted peak {peak['peak_full']:,}, "
+        f"{peak['peak_full'] / window:.2f}x the window)"
+    )
     for _, row in rows[(rows["folder"] == peak["folder"]) & (rows["transcript"] == peak["transcript"])].iterrows():
-        lines.append(f"  {row['config']:<20} peak {row['peak_context']:>8,}  over-window calls {row['over_window_calls']:>3}"
-                     f"  removed {100 * row['removed_share']:.1f}%")
+        lines.append(
+            f"  {row['config']:<20} peak {row['peak_context']:>8,}  over-window calls {row['over_window_calls']:>3}"
+            f"  removed {100 * row['removed_share']:.1f}%"
+        )
     return "\n".join(lines)
 
 

@@ -17,8 +17,8 @@ import time
 
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, run_estimation
 from compactlab.tokens.framing import framing_for
-from compactlab.transcripts.loading import load_inputs
 from compactlab.tokens.tokenizers import TokenCache, get_encoding
+from compactlab.transcripts.loading import load_inputs
 
 TIKTOKEN_ESTIMATORS = ("tiktoken-cl100k", "tiktoken-o200k", "hybrid", "calibrated")
 ENCODINGS = ("cl100k_base", "o200k_base")

@@ -121,7 +121,9 @@ def main(arguments: list[str]) -> None:
         return
     parser = argparse.ArgumentParser(prog="python -m compactlab.measure.speed_scale", description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", nargs="+", type=int, default=[100, 1_000, 10_000], metavar="N", help="numbers of sessions")
-    parser.add_argument("--settings", type=int, default=21, help="how many of the default strategies each run replays (default: all 21)")
+    parser.add_argument(
+        "--settings", type=int, default=21, help="how many of the default strategies each run replays (default: all 21)"
+    )
     parser.add_argument("--source", nargs="+", metavar="PATH", help="real sessions to copy (default: the shared transcripts)")
     parser.add_argument("--corpus", type=Path, help="folder for the built sessions, kept for the next call (default: temporary)")
     parser.add_argument("--workers", type=int, help="worker processes (default: one per core)")

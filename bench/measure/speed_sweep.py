@@ -28,12 +28,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from compactlab.runs import runs
-from compactlab.transcripts.loading import load_inputs
-from compactlab.runs.run_config import RunConfig
 from compactlab.measure.speed_estimation import distinct_texts, timed
+from compactlab.runs import runs
+from compactlab.runs.run_config import RunConfig
 from compactlab.runs.sweep import grid
 from compactlab.tokens.tokenizers import get_encoding
+from compactlab.transcripts.loading import load_inputs
 
 STRATEGIES = ("summarize", "observation-masking", "truncate", "prune")
 THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
@@ -43,7 +43,9 @@ ONE_SWEEP = "--one-sweep"  # internal: time one sweep in this process and print 
 
 
 def sweep_config(datasets: list[str]) -> RunConfig:
-    configs = [c.__class__(c.label, c.strategy, c.settings, c.trigger, ESTIMATOR) for c in grid(STRATEGIES, THRESHOLDS, (16_000,))]
+    configs = [
+        c.__class__(c.label, c.strategy, c.settings, c.trigger, ESTIMATOR) for c in grid(STRATEGIES, THRESHOLDS, (16_000,))
+    ]
     return RunConfig(datasets=tuple(datasets), strategies=tuple(configs), estimator=ESTIMATOR)
 
 
@@ -59,7 +61,9 @@ def one_sweep(datasets: list[str]) -> dict:
 
 
 def _sweep_in_fresh_process(datasets: list[str]) -> dict:
-    done = subprocess.run([sys.executable, "-m", "compactlab.measure.speed_sweep", ONE_SWEEP, *datasets], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "compactlab.measure.speed_sweep", ONE_SWEEP, *datasets], capture_output=True, text=True
+    )
     if done.returncode != 0:
         raise RuntimeError(f"the timed sweep failed:\n{done.stderr}")
     return json.loads(done.stdout.splitlines()[-1])
@@ -77,9 +81,15 @@ def main(arguments: list[str]) -> None:
         sweeps.append(_sweep_in_fresh_process(arguments))
     seconds = [s["seconds"] for s in sweeps]
     last = sweeps[-1]
-    print(f"{last['settings']} settings ({len(STRATEGIES)} strategies × {len(THRESHOLDS)} thresholds), {last['replays']} replays, {last['calls']} replayed calls")
-    print(f"one tiktoken pass over the distinct text (each the best of 3 in a row): best {min(tokenizations):.2f} s of {_listed(tokenizations)}")
-    print(f"the whole sweep (reading, replaying, metrics), each in a fresh process: best {min(seconds):.2f} s of {_listed(seconds)}")
+    print(
+        f"{last['settings']} settings ({len(STRATEGIES)} strategies × {len(THRESHOLDS)} thresholds), {last['replays']} replays, {last['calls']} replayed calls"
+    )
+    print(
+        f"one tiktoken pass over the distinct text (each the best of 3 in a row): best {min(tokenizations):.2f} s of {_listed(tokenizations)}"
+    )
+    print(
+        f"the whole sweep (reading, replaying, metrics), each in a fresh process: best {min(seconds):.2f} s of {_listed(seconds)}"
+    )
     print(f"ratio of the medians: {statistics.median(seconds) / statistics.median(tokenizations):.2f}")
     print(f"ratio sweep / tokenization (best of each): {min(seconds) / min(tokenizations):.2f}  (target <= 3)")
 

@@ -27,18 +27,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compactlab.transcripts.context_readings import readings_after_compactions, with_readings
-from compactlab.tokens.context_windows import ContextWindows
 from compactlab.compaction.engine import Engine
-from compactlab.contract import Trigger
-from compactlab.tokens.metering import Meter
-from compactlab.transcripts.model import Message, Transcript
-from compactlab.replay.uncompacted import uncompacted
+from compactlab.contract import Strategy, Summarizer, Trigger
 from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.uncompacted import uncompacted
 from compactlab.replay.walk import CALL_COLUMNS, CallColumns, CompactionRow, Walk
-from compactlab.contract import Strategy, Summarizer
 from compactlab.strategies.recorded import Recorded
 from compactlab.strategies.registry import get_strategy
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.context_readings import readings_after_compactions, with_readings
+from compactlab.transcripts.model import Message, Transcript
 
 __all__ = ["CALL_COLUMNS", "CallColumns", "CompactionRow", "Replayed", "StrategyConfig", "replay"]
 
@@ -75,7 +74,14 @@ def replay(
     window = windows.lookup(first_call.model, transcript.context_window).tokens
     base = uncompacted(meter, window)
     walk = Walk(transcript, config, base)
-    engine = Engine(strategy=strategy, window=window, meter=walk.engine_meter, count_tokens=meter.count, trigger=trigger, summarizer=summarizer)
+    engine = Engine(
+        strategy=strategy,
+        window=window,
+        meter=walk.engine_meter,
+        count_tokens=meter.count,
+        trigger=trigger,
+        summarizer=summarizer,
+    )
     recorded_mode = config.strategy == "recorded"
     # Nothing differs from the uncompacted replay before the first compaction: the first recorded
     # marker (recorded strategy), or the first call where the trigger fires or the prompt overflows.
@@ -102,7 +108,9 @@ def replay(
                 marker = markers[index]
                 engine.strategy = Recorded(summary=marker.summary)
                 engine.emergency_stalled = False  # the production agent compacted here, whatever came before
-                context, event = engine.emergency(walk.context(index), reason="manual" if marker.trigger == "manual" else "threshold")
+                context, event = engine.emergency(
+                    walk.context(index), reason="manual" if marker.trigger == "manual" else "threshold"
+                )
                 walk.note_compaction(event, index, context, fidelity_pending=True)
         if message.call is not None:
             if not recorded_mode and engine.due(tokens := walk.trigger_tokens(index)):

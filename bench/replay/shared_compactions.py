@@ -45,9 +45,18 @@ class SharedCompactions:
         # The messages are told apart by their ends in the key and by identity on a hit: making a
         # key of every message's id cost as much as a compaction saved.
         key = (
-            len(messages), id(messages[0]) if messages else None, id(messages[-1]) if messages else None, context.summary,
-            context.compactions, context.known_usage, id(context.archives), request.reason, request.window,
-            request.target_tokens, id(getattr(counter, "__self__", counter)), id(getattr(counter, "__func__", counter)),
+            len(messages),
+            id(messages[0]) if messages else None,
+            id(messages[-1]) if messages else None,
+            context.summary,
+            context.compactions,
+            context.known_usage,
+            id(context.archives),
+            request.reason,
+            request.window,
+            request.target_tokens,
+            id(getattr(counter, "__self__", counter)),
+            id(getattr(counter, "__func__", counter)),
             id(request.summarizer),
         )
         with self.lock:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-
 TextCodes = tuple[np.ndarray, list]  # a text column as codes into its distinct values
 
 

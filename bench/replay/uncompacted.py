@@ -15,14 +15,23 @@ from functools import cached_property
 
 import numpy as np
 
-from compactlab.tokens.estimators import Hybrid
-from compactlab.tokens.metering import Meter
 from compactlab.compaction.overflow import silent_overflow
 from compactlab.replay.prompt_size import hybrid_tokens, measured_ratio, measured_size
+from compactlab.tokens.estimators import Hybrid
+from compactlab.tokens.metering import Meter
 
 # The per-call columns the uncompacted replay decides; `compactlab.replay.walk` adds the constant ones.
-COLUMNS = ("message_index", "model", "recorded_prompt_tokens", "output_tokens", "full_tokens", "context_tokens",
-           "prefix_tokens", "full_prefix_tokens", "over_window")
+COLUMNS = (
+    "message_index",
+    "model",
+    "recorded_prompt_tokens",
+    "output_tokens",
+    "full_tokens",
+    "context_tokens",
+    "prefix_tokens",
+    "full_prefix_tokens",
+    "over_window",
+)
 
 
 @dataclass(frozen=True, eq=False)

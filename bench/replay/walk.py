@@ -12,22 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from compactlab.compaction.engine import CompactionEvent
-from compactlab.tokens.estimators import Hybrid
-from compactlab.transcripts.model import Message, Transcript
 from compactlab.compaction.overflow import silent_overflow
+from compactlab.contract import Context
+from compactlab.replay.prompt_size import hybrid_tokens, measured_size
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.uncompacted import COLUMNS, Uncompacted
 from compactlab.scoring.preservation import preservation_at
 from compactlab.scoring.reacquisition import reacquisition_json
 from compactlab.scoring.summary_recall import recall_json, summary_recall_at
-from compactlab.replay.prompt_size import hybrid_tokens, measured_size
-from compactlab.replay.uncompacted import COLUMNS, Uncompacted
-from compactlab.contract import Context
-from compactlab.replay.strategy_config import StrategyConfig
-
+from compactlab.tokens.estimators import Hybrid
+from compactlab.transcripts.model import Message, Transcript
 
 K_STEPS = (1, 5)
 
@@ -38,9 +36,24 @@ K_STEPS = (1, 5)
 #   compactions_so_far; compacted_before: a compaction happened right before this call;
 #   noop_before: attempts right before this call whose strategy changed nothing (no compaction);
 #   over_window: the replayed prompt would still not fit.
-CALL_COLUMNS = ("transcript", "config", "call", "message_index", "model", "window", "recorded_prompt_tokens", "output_tokens",
-                "full_tokens", "context_tokens", "prefix_tokens", "full_prefix_tokens", "compactions_so_far", "compacted_before",
-                "noop_before", "over_window")
+CALL_COLUMNS = (
+    "transcript",
+    "config",
+    "call",
+    "message_index",
+    "model",
+    "window",
+    "recorded_prompt_tokens",
+    "output_tokens",
+    "full_tokens",
+    "context_tokens",
+    "prefix_tokens",
+    "full_prefix_tokens",
+    "compactions_so_far",
+    "compacted_before",
+    "noop_before",
+    "over_window",
+)
 CallColumns = dict[str, list]
 
 
@@ -212,9 +225,14 @@ class Walk:
         previous_full = 0 if first else self.rows["full_tokens"][-1]
         full_prefix = 0 if first else self.meter.offset if self.compaction_marker_since_call else previous_full
         return {
-            "message_index": index, "model": call.model, "recorded_prompt_tokens": call.prompt_tokens,
-            "output_tokens": call.output_tokens, "full_tokens": full_tokens, "context_tokens": context_tokens,
-            "prefix_tokens": min(prefix_tokens, context_tokens), "full_prefix_tokens": min(full_prefix, full_tokens),
+            "message_index": index,
+            "model": call.model,
+            "recorded_prompt_tokens": call.prompt_tokens,
+            "output_tokens": call.output_tokens,
+            "full_tokens": full_tokens,
+            "context_tokens": context_tokens,
+            "prefix_tokens": min(prefix_tokens, context_tokens),
+            "full_prefix_tokens": min(full_prefix, full_tokens),
             "over_window": silent_overflow(context_tokens, self.window),
         }
 
@@ -222,8 +240,12 @@ class Walk:
         """Whether the calls from message `index` on can be rowed in bulk (`coast`): nothing is
         pending from a compaction and the provider's counts no longer describe the context."""
         return (
-            index >= self.coast_from and bool(self.rows["full_tokens"]) and not self.compacted_since_call and self.pending_fidelity is None
-            and (self.known is not None or not self.uses_usage) and bool(self.head.compactions or self.real_compaction_seen)
+            index >= self.coast_from
+            and bool(self.rows["full_tokens"])
+            and not self.compacted_since_call
+            and self.pending_fidelity is None
+            and (self.known is not None or not self.uses_usage)
+            and bool(self.head.compactions or self.real_compaction_seen)
         )
 
     def coast(self, index: int, fires_from: float, overflow_stops: bool = True) -> int:
@@ -297,7 +319,9 @@ class Walk:
     def record(self, row: dict) -> None:
         if self.pending_fidelity is not None:
             pending = self.compactions[self.pending_fidelity]
-            self.compactions[self.pending_fidelity] = _with_fidelity(pending, row["context_tokens"], row["recorded_prompt_tokens"])
+            self.compactions[self.pending_fidelity] = _with_fidelity(
+                pending, row["context_tokens"], row["recorded_prompt_tokens"]
+            )
             self.pending_fidelity = None
         self.compactions_so_far.append(self.head.compactions)
         self.compacted_before.append(self.compacted_since_call)
@@ -309,7 +333,9 @@ class Walk:
         for name in COLUMNS:
             self.rows[name].append(row[name])
 
-    def note_compaction(self, event: CompactionEvent | None, index: int, context: Context, fidelity_pending: bool = False) -> None:
+    def note_compaction(
+        self, event: CompactionEvent | None, index: int, context: Context, fidelity_pending: bool = False
+    ) -> None:
         """Take the engine's answer before message `index`: `context` is its result (unchanged when the
         compaction failed or did not run)."""
         if event is None:
@@ -332,11 +358,20 @@ class Walk:
             recalls = summary_recall_at(self.transcript.messages, index, before.messages, context.messages, K_STEPS)
             scores = {f"k{k}": _score_json(score) | recall_json(recalls[k]) for k, score in found.items()}
         # A real compaction (its fidelity is pending): the recorded continuation says what was really gone.
-        reacquired = reacquisition_json(self.transcript.messages, index, context.messages) if fidelity_pending and not event.failed else None
+        reacquired = (
+            reacquisition_json(self.transcript.messages, index, context.messages)
+            if fidelity_pending and not event.failed
+            else None
+        )
         self.compactions.append(
             CompactionRow(
-                transcript=self.transcript.id, config=self.config.label, call=len(self.rows["full_tokens"]), message_index=index,
-                summary=context.summary, preservation=scores, reacquisition=reacquired,
+                transcript=self.transcript.id,
+                config=self.config.label,
+                call=len(self.rows["full_tokens"]),
+                message_index=index,
+                summary=context.summary,
+                preservation=scores,
+                reacquisition=reacquired,
                 **{f.name: getattr(event, f.name) for f in fields(CompactionEvent) if f.name != "changed"},
             )
         )
@@ -349,8 +384,13 @@ class Walk:
     def columns(self) -> CallColumns:
         calls = len(self.rows["full_tokens"])
         constant = {"transcript": self.transcript.id, "config": self.config.label, "window": self.window}
-        columns = {**self.rows, "call": list(range(calls)), "compactions_so_far": self.compactions_so_far, "compacted_before": self.compacted_before,
-                   "noop_before": self.noop_before}
+        columns = {
+            **self.rows,
+            "call": list(range(calls)),
+            "compactions_so_far": self.compactions_so_far,
+            "compacted_before": self.compacted_before,
+            "noop_before": self.noop_before,
+        }
         return {name: [constant[name]] * calls if name in constant else columns[name] for name in CALL_COLUMNS}
 
 

@@ -26,8 +26,13 @@ from compactlab.tokens.calibration import Fit
 
 # Fixed colours so an estimator looks the same in every chart of every report.
 ESTIMATOR_COLOURS = {
-    "chars/4": "#8c6d31", "chars/3.5": "#bd9e39", "words": "#7b4173", "tiktoken-cl100k": "#6b6ecf",
-    "tiktoken-o200k": "#393b79", "hybrid": "#d6616b", "calibrated": "#2ca02c",
+    "chars/4": "#8c6d31",
+    "chars/3.5": "#bd9e39",
+    "words": "#7b4173",
+    "tiktoken-cl100k": "#6b6ecf",
+    "tiktoken-o200k": "#393b79",
+    "hybrid": "#d6616b",
+    "calibrated": "#2ca02c",
 }
 MODEL_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 FALLBACK_COLOUR = "#999999"
@@ -46,7 +51,9 @@ STYLE = {
     "legend.frameon": False,
 }
 # boxplot(orientation=...) arrived in matplotlib 3.10, which deprecates vert=False.
-_HORIZONTAL = {"orientation": "horizontal"} if tuple(map(int, matplotlib.__version__.split(".")[:2])) >= (3, 10) else {"vert": False}
+_HORIZONTAL = (
+    {"orientation": "horizontal"} if tuple(map(int, matplotlib.__version__.split(".")[:2])) >= (3, 10) else {"vert": False}
+)
 _PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.DOTALL)
 _METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
 _ID = re.compile(r' id="([^"]*)"')
@@ -106,8 +113,14 @@ def error_distribution_chart(
             data = [rows.loc[rows["estimator"] == e, "rel_error"].to_numpy(float) for e in names]
             positions = [len(estimators) - estimators.index(e) for e in names]  # first estimator on top
             boxes = ax.boxplot(
-                data, positions=positions, **_HORIZONTAL, whis=(5, 95), showfliers=False,
-                showmeans=True, widths=0.6, patch_artist=True,
+                data,
+                positions=positions,
+                **_HORIZONTAL,
+                whis=(5, 95),
+                showfliers=False,
+                showmeans=True,
+                widths=0.6,
+                patch_artist=True,
                 meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black", "markersize": 4},
                 medianprops={"color": "black", "linewidth": 1.2},
             )
@@ -123,8 +136,10 @@ def error_distribution_chart(
             ax.set_title(f"{text_label(family)}: {_calls_per_estimator(rows)}")
             ax.set_xlabel("relative error (estimate − billed) / billed")
         axes[0].legend(
-            handles=[boxes["medians"][0], boxes["means"][0]], labels=["median", "mean"],
-            loc="lower left", fontsize=8,
+            handles=[boxes["medians"][0], boxes["means"][0]],
+            labels=["median", "mean"],
+            loc="lower left",
+            fontsize=8,
         )
         return svg_of(figure)
 
@@ -134,9 +149,7 @@ def _calls_per_estimator(rows: pd.DataFrame) -> str:
     return f"{counts.max():,} calls" if counts.nunique() == 1 else f"{counts.min():,}–{counts.max():,} calls"
 
 
-def scatter_chart(
-    scored: pd.DataFrame, estimators: Sequence[str], families: Sequence[str], fits: dict[str, Fit]
-) -> str:
+def scatter_chart(scored: pd.DataFrame, estimators: Sequence[str], families: Sequence[str], fits: dict[str, Fit]) -> str:
     """Estimated against billed prompt tokens: rows are families, columns estimators, colour the model."""
     with chart_style("estimate-vs-true"):
         figure = new_figure(11, 3.5 * len(families) + 0.2)
@@ -152,16 +165,27 @@ def scatter_chart(
                 points = rows[rows["estimator"] == name]
                 for model, group in points.groupby("model", sort=False):
                     ax.scatter(
-                        group["true_tokens"], group["estimate"], s=5, alpha=0.45, linewidths=0,
-                        color=colours.get(model, FALLBACK_COLOUR), rasterized=True,  # thousands of dots: raster keeps the SVG small
+                        group["true_tokens"],
+                        group["estimate"],
+                        s=5,
+                        alpha=0.45,
+                        linewidths=0,
+                        color=colours.get(model, FALLBACK_COLOUR),
+                        rasterized=True,  # thousands of dots: raster keeps the SVG small
                     )
                 ax.plot([0, top], [0, top], color="black", linestyle="--", linewidth=0.9, label="estimate = billed")
                 fit = fits.get(family)
                 # Sessions fitted as growth since their first call have a line of their own each.
                 if fit is not None and name == fit.base and fit.slope and not fit.growth_calls:
                     # The calibration line seen from the base estimator: estimate = (billed − b) / a.
-                    ax.plot([0, top], [(0 - fit.intercept) / fit.slope, (top - fit.intercept) / fit.slope],
-                            color="#444444", linestyle=":", linewidth=1.6, label="calibration fit")
+                    ax.plot(
+                        [0, top],
+                        [(0 - fit.intercept) / fit.slope, (top - fit.intercept) / fit.slope],
+                        color="#444444",
+                        linestyle=":",
+                        linewidth=1.6,
+                        label="calibration fit",
+                    )
                 ax.set_xlim(0, top)
                 ax.set_ylim(0, top)
                 ax.xaxis.set_major_formatter(thousands)
@@ -186,6 +210,15 @@ def _model_legend(ax: Axes, shown: list[str], colours: dict[str, str], more: int
         handles.append(Line2D([], [], marker="o", linestyle="", color=FALLBACK_COLOUR, markersize=5))
         labels.append(f"{more} other models")
     ax.legend(
-        handles, labels, loc="lower right", fontsize=7, title="model", title_fontsize=7.5, handletextpad=0.2,
-        frameon=True, facecolor="white", edgecolor="none", framealpha=0.9,  # readable over stray dots
+        handles,
+        labels,
+        loc="lower right",
+        fontsize=7,
+        title="model",
+        title_fontsize=7.5,
+        handletextpad=0.2,
+        frameon=True,
+        facecolor="white",
+        edgecolor="none",
+        framealpha=0.9,  # readable over stray dots
     )

@@ -21,14 +21,15 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
-from compactlab.results.catalogue import REPORTED, Metric, metric
-from compactlab.results.recommendation import Recommendation
 from compactlab.report.page import environment, render_page
 from compactlab.report.run_data import RunData, figures_and_recommendation, load_light, ranked_rows
+from compactlab.results.catalogue import REPORTED, Metric
+from compactlab.results.catalogue import metric as metric_named
+from compactlab.results.recommendation import Recommendation
 from compactlab.scoring.statistics import paired_bootstrap
 
 # Per session, so the totals (over-window calls added up) are compared as their per-session values.
-METRICS = tuple(metric(name) for name in REPORTED)
+METRICS = tuple(metric_named(name) for name in REPORTED)
 
 
 @dataclass(frozen=True)
@@ -59,24 +60,52 @@ def diff_runs(a_dir: str | Path, b_dir: str | Path, resamples: int = 10_000) -> 
             paired = paired_bootstrap(y, x, resamples=resamples)
             # Judged on per-session means; a metric the catalogue adds up is shown as its total, as everywhere.
             scale = paired.n if metric.aggregate == "sum" else 1
-            metric_rows.append({
-                "label": label, "metric": metric.label, "kind": metric.kind,
-                "a": scale * _mean(x), "b": scale * _mean(y),
-                "change": scale * paired.mean_diff, "low": scale * paired.low, "high": scale * paired.high, "n": paired.n,
-                "p": paired.p_value, "verdict": _verdict(metric, paired.mean_diff, paired.low, paired.high),
-            })
+            metric_rows.append(
+                {
+                    "label": label,
+                    "metric": metric.label,
+                    "kind": metric.kind,
+                    "a": scale * _mean(x),
+                    "b": scale * _mean(y),
+                    "change": scale * paired.mean_diff,
+                    "low": scale * paired.low,
+                    "high": scale * paired.high,
+                    "n": paired.n,
+                    "p": paired.p_value,
+                    "verdict": _verdict(metric, paired.mean_diff, paired.low, paired.high),
+                }
+            )
             for transcript, before, after in zip(shared, x, y):
-                if math.isnan(before) or math.isnan(after) or abs(after - before) <= metric.tolerance or metric.direction == "neither":
+                if (
+                    math.isnan(before)
+                    or math.isnan(after)
+                    or abs(after - before) <= metric.tolerance
+                    or metric.direction == "neither"
+                ):
                     continue
                 better = (after - before) * _sign(metric) > 0
-                transcript_rows.append({
-                    "label": label, "transcript": transcript, "metric": metric.label, "kind": metric.kind,
-                    "a": before, "b": after, "change": after - before, "verdict": "better" if better else "worse",
-                })
+                transcript_rows.append(
+                    {
+                        "label": label,
+                        "transcript": transcript,
+                        "metric": metric.label,
+                        "kind": metric.kind,
+                        "a": before,
+                        "b": after,
+                        "change": after - before,
+                        "verdict": "better" if better else "worse",
+                    }
+                )
     return RunDiff(
-        a=a, b=b, metrics=pd.DataFrame(metric_rows), transcripts=pd.DataFrame(transcript_rows),
-        only_a=tuple(sorted(labels_a - labels_b)), only_b=tuple(sorted(labels_b - labels_a)),
-        shared_transcripts=len(ids_a & ids_b), transcripts_only_a=len(ids_a - ids_b), transcripts_only_b=len(ids_b - ids_a),
+        a=a,
+        b=b,
+        metrics=pd.DataFrame(metric_rows),
+        transcripts=pd.DataFrame(transcript_rows),
+        only_a=tuple(sorted(labels_a - labels_b)),
+        only_b=tuple(sorted(labels_b - labels_a)),
+        shared_transcripts=len(ids_a & ids_b),
+        transcripts_only_a=len(ids_a - ids_b),
+        transcripts_only_b=len(ids_b - ids_a),
     )
 
 
@@ -118,27 +147,39 @@ def recommendations(diff: RunDiff) -> tuple[Recommendation, Recommendation]:
 
 def format_diff(diff: RunDiff, limit: int = 25) -> str:
     rec_a, rec_b = recommendations(diff)
-    lines = [f"A: {diff.a.path}   B: {diff.b.path}",
-             f"{diff.shared_transcripts} transcripts in both runs ({diff.transcripts_only_a} only in A, {diff.transcripts_only_b} only in B)",
-             f"recommended: A {rec_a.config or '– (' + rec_a.reason + ')'}; B {rec_b.config or '– (' + rec_b.reason + ')'}",
-             f"rule: {rec_b.rule.text}"]
+    lines = [
+        f"A: {diff.a.path}   B: {diff.b.path}",
+        f"{diff.shared_transcripts} transcripts in both runs ({diff.transcripts_only_a} only in A, {diff.transcripts_only_b} only in B)",
+        f"recommended: A {rec_a.config or '– (' + rec_a.reason + ')'}; B {rec_b.config or '– (' + rec_b.reason + ')'}",
+        f"rule: {rec_b.rule.text}",
+    ]
     if diff.only_a or diff.only_b:
         lines.append(f"strategies only in A: {', '.join(diff.only_a) or '–'}; only in B: {', '.join(diff.only_b) or '–'}")
-    lines += ["", "A, B: means over the transcripts both runs replayed with the strategy; B − A: paired bootstrap over them", f"{'strategy':24} {'metric':44} {'A':>9} {'B':>9} {'B − A [95% CI]':>32}  verdict"]
+    lines += [
+        "",
+        "A, B: means over the transcripts both runs replayed with the strategy; B − A: paired bootstrap over them",
+        f"{'strategy':24} {'metric':44} {'A':>9} {'B':>9} {'B − A [95% CI]':>32}  verdict",
+    ]
     for row in diff.metrics.itertuples():
         ci = f"{fmt(row.change, row.kind, True)} [{fmt(row.low, row.kind, True)}, {fmt(row.high, row.kind, True)}]"
-        lines.append(f"{row.label:24} {row.metric:44} {fmt(row.a, row.kind):>9} {fmt(row.b, row.kind):>9} {ci:>32}  {row.verdict}")
+        lines.append(
+            f"{row.label:24} {row.metric:44} {fmt(row.a, row.kind):>9} {fmt(row.b, row.kind):>9} {ci:>32}  {row.verdict}"
+        )
     changed = diff.transcripts
     lines.append("")
     if changed.empty:
         lines.append("no transcript changed beyond the tolerances")
         return "\n".join(lines)
     counts = changed.groupby("verdict").size().to_dict()
-    lines.append(f"per transcript, beyond tolerance: {counts.get('better', 0)} better, {counts.get('worse', 0)} worse "
-                 f"(tolerances: {', '.join(f'{m.label} {fmt(m.tolerance, m.kind)}' for m in METRICS if m.direction != 'neither')})")
+    lines.append(
+        f"per transcript, beyond tolerance: {counts.get('better', 0)} better, {counts.get('worse', 0)} worse "
+        f"(tolerances: {', '.join(f'{m.label} {fmt(m.tolerance, m.kind)}' for m in METRICS if m.direction != 'neither')})"
+    )
     biggest = changed.assign(size=changed["change"].abs()).sort_values("size", ascending=False).head(limit)
     for row in biggest.itertuples():
-        lines.append(f"  {row.verdict:6} {row.label:20} {row.transcript[:44]:44} {row.metric}: {fmt(row.a, row.kind)} → {fmt(row.b, row.kind)}")
+        lines.append(
+            f"  {row.verdict:6} {row.label:20} {row.transcript[:44]:44} {row.metric}: {fmt(row.a, row.kind)} → {fmt(row.b, row.kind)}"
+        )
     if len(changed) > limit:
         lines.append(f"  … {len(changed) - limit} more in the HTML page")
     return "\n".join(lines)
@@ -148,18 +189,45 @@ def render_diff_page(diff: RunDiff) -> str:
     rec_a, rec_b = recommendations(diff)
     rule = rec_b.rule.text
     rec_a, rec_b = rec_a.config, rec_b.config
-    metrics = [{**row, "a_text": fmt(row["a"], row["kind"]), "b_text": fmt(row["b"], row["kind"]),
-                "change_text": fmt(row["change"], row["kind"], True),
-                "ci": f"[{fmt(row['low'], row['kind'], True)}, {fmt(row['high'], row['kind'], True)}]",
-                "p_text": "–" if math.isnan(row["p"]) else f"{row['p']:.3f}"} for row in diff.metrics.to_dict("records")]
-    changed = [{**row, "a_text": fmt(row["a"], row["kind"]), "b_text": fmt(row["b"], row["kind"]),
-                "change_text": fmt(row["change"], row["kind"], True)} for row in diff.transcripts.to_dict("records")]
-    section = environment().get_template("diff.html.j2").render(
-        a=str(diff.a.path), b=str(diff.b.path), rec_a=rec_a, rec_b=rec_b, rule=rule, metrics=metrics, changed=changed,
-        material=[m for m in metrics if m["verdict"] in ("better", "worse", "changed")],
-        only_a=list(diff.only_a), only_b=list(diff.only_b), shared=diff.shared_transcripts,
-        transcripts_only_a=diff.transcripts_only_a, transcripts_only_b=diff.transcripts_only_b,
-        tolerances=[{"name": m.label, "value": fmt(m.tolerance, m.kind)} for m in METRICS if m.direction != "neither"],
+    metrics = [
+        {
+            **row,
+            "a_text": fmt(row["a"], row["kind"]),
+            "b_text": fmt(row["b"], row["kind"]),
+            "change_text": fmt(row["change"], row["kind"], True),
+            "ci": f"[{fmt(row['low'], row['kind'], True)}, {fmt(row['high'], row['kind'], True)}]",
+            "p_text": "–" if math.isnan(row["p"]) else f"{row['p']:.3f}",
+        }
+        for row in diff.metrics.to_dict("records")
+    ]
+    changed = [
+        {
+            **row,
+            "a_text": fmt(row["a"], row["kind"]),
+            "b_text": fmt(row["b"], row["kind"]),
+            "change_text": fmt(row["change"], row["kind"], True),
+        }
+        for row in diff.transcripts.to_dict("records")
+    ]
+    section = (
+        environment()
+        .get_template("diff.html.j2")
+        .render(
+            a=str(diff.a.path),
+            b=str(diff.b.path),
+            rec_a=rec_a,
+            rec_b=rec_b,
+            rule=rule,
+            metrics=metrics,
+            changed=changed,
+            material=[m for m in metrics if m["verdict"] in ("better", "worse", "changed")],
+            only_a=list(diff.only_a),
+            only_b=list(diff.only_b),
+            shared=diff.shared_transcripts,
+            transcripts_only_a=diff.transcripts_only_a,
+            transcripts_only_b=diff.transcripts_only_b,
+            tolerances=[{"name": m.label, "value": fmt(m.tolerance, m.kind)} for m in METRICS if m.direction != "neither"],
+        )
     )
     return render_page([Markup(section)], "compactlab: what changed between two runs")
 

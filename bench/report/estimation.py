@@ -16,9 +16,10 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, IN_SAMPLE, THRESHOLDS, EstimationResult
 from compactlab.report.charts import clipped_share, error_distribution_chart, scatter_chart
 from compactlab.report.page import environment, render_page  # noqa: F401  (render_page: part of this module's API)
+from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, IN_SAMPLE, THRESHOLDS, EstimationResult
+
 DEFAULT_TITLE = "compactlab: token-estimation error"
 # Relative-error range shown in the distribution chart: wide enough for every estimator's box
 # on the bundled data, narrow enough that the good estimators are not squeezed to a line.
@@ -31,18 +32,49 @@ MAIN_THRESHOLD = 0.8
 SUMMARY_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("estimator", "Estimator", "How the prompt size is guessed (see the estimator table in bench/tokens/estimators.py).", "text"),
     ("family", "Family", "Model family: the provider's tokenizer that billed the calls.", "text"),
-    ("calls", "Calls", "Scored calls: every recorded call but each session's first (calibrated: transcripts its shipped fit was not trained on; calibrated (in-sample): the others).", "count"),
+    (
+        "calls",
+        "Calls",
+        "Scored calls: every recorded call but each session's first (calibrated: transcripts its shipped fit was not trained on; calibrated (in-sample): the others).",
+        "count",
+    ),
     ("transcripts", "Sessions", "Transcripts (sessions) these calls come from.", "count"),
-    ("bias_pct", "Bias%", "Signed mean relative error, 100·mean((estimate − billed) / billed). Negative: the estimator runs low, so compaction would fire late.", "signed"),
+    (
+        "bias_pct",
+        "Bias%",
+        "Signed mean relative error, 100·mean((estimate − billed) / billed). Negative: the estimator runs low, so compaction would fire late.",
+        "signed",
+    ),
     ("mape_pct", "MAPE%", "Mean absolute percentage error, 100·mean(|estimate − billed| / billed). Lower is better.", "pct"),
     ("median_abs", "Median |err|", "Median absolute error in tokens.", "tokens"),
     ("p95_abs", "p95 |err|", "95th percentile of the absolute error in tokens: how bad a bad call gets.", "tokens"),
-    ("under5_pct", "Under >5%", "Share of calls whose estimate is more than 5% below the billed count (the risky direction).", "pct"),
-    (f"over_{MAIN_THRESHOLD}", "Billed ≥80%", "Share of calls whose billed prompt is at or over 80% of the context window: the scale for the two columns after it.", "share"),
-    (f"late_{MAIN_THRESHOLD}", "Late @80%", "Share of calls where the billed prompt is at or over 80% of the window but the estimate is under: a compaction at 80% would fire too late (overflow risk).", "share"),
-    (f"early_{MAIN_THRESHOLD}", "Early @80%", "Share of calls where the estimate is at or over 80% of the window but the billed prompt is under: a compaction would fire too early (wasted context).", "share"),
+    (
+        "under5_pct",
+        "Under >5%",
+        "Share of calls whose estimate is more than 5% below the billed count (the risky direction).",
+        "pct",
+    ),
+    (
+        f"over_{MAIN_THRESHOLD}",
+        "Billed ≥80%",
+        "Share of calls whose billed prompt is at or over 80% of the context window: the scale for the two columns after it.",
+        "share",
+    ),
+    (
+        f"late_{MAIN_THRESHOLD}",
+        "Late @80%",
+        "Share of calls where the billed prompt is at or over 80% of the window but the estimate is under: a compaction at 80% would fire too late (overflow risk).",
+        "share",
+    ),
+    (
+        f"early_{MAIN_THRESHOLD}",
+        "Early @80%",
+        "Share of calls where the estimate is at or over 80% of the window but the billed prompt is under: a compaction would fire too early (wasted context).",
+        "share",
+    ),
     ("other_thresholds", "@75% · @90%", "Late / early shares (in%) with the trigger at 75% and at 90% of the window.", "text"),
 )
+
 
 def render_estimation_section(result: EstimationResult, summary: pd.DataFrame) -> Markup:
     context = estimation_context(result, summary)
@@ -72,21 +104,27 @@ def estimation_context(result: EstimationResult, summary: pd.DataFrame) -> dict[
     scored_calls = one_row_per_call[~first[one_row_per_call.index]]
     charts = []
     if families:
-        clipped = {e: clipped_share(scored.loc[scored["estimator"] == e, "rel_error"].to_numpy(float), ERROR_CLIP) for e in estimators}
-        charts.append({
-            "id": "estimation-error-distribution",
-            "title": "Relative error per estimator",
-            "svg": error_distribution_chart(scored, estimators, families, ERROR_CLIP),
-            "caption": _distribution_caption(clipped),
-        })
+        clipped = {
+            e: clipped_share(scored.loc[scored["estimator"] == e, "rel_error"].to_numpy(float), ERROR_CLIP) for e in estimators
+        }
+        charts.append(
+            {
+                "id": "estimation-error-distribution",
+                "title": "Relative error per estimator",
+                "svg": error_distribution_chart(scored, estimators, families, ERROR_CLIP),
+                "caption": _distribution_caption(clipped),
+            }
+        )
         key = [e for e in SCATTER_ESTIMATORS if e in estimators]
         if key:
-            charts.append({
-                "id": "estimation-scatter",
-                "title": "Estimated against billed prompt tokens",
-                "svg": scatter_chart(scored, key, families, result.fits),
-                "caption": _scatter_caption(result),
-            })
+            charts.append(
+                {
+                    "id": "estimation-scatter",
+                    "title": "Estimated against billed prompt tokens",
+                    "svg": scatter_chart(scored, key, families, result.fits),
+                    "caption": _scatter_caption(result),
+                }
+            )
     return {
         "counts": {
             "transcripts": _count(one_row_per_call["transcript"].nunique()),
@@ -98,7 +136,9 @@ def estimation_context(result: EstimationResult, summary: pd.DataFrame) -> dict[
         },
         "damaged": list(result.damaged_transcripts),
         "families": _family_rows(scored_calls),
-        "columns": [{"key": k, "label": label, "title": tip, "numeric": kind != "text"} for k, label, tip, kind in SUMMARY_COLUMNS],
+        "columns": [
+            {"key": k, "label": label, "title": tip, "numeric": kind != "text"} for k, label, tip, kind in SUMMARY_COLUMNS
+        ],
         "summary_rows": _summary_rows(summary, estimators),
         "charts": charts,
         "fits": _fit_rows(result),
@@ -125,7 +165,9 @@ def _summary_rows(summary: pd.DataFrame, estimators: list[str]) -> list[dict[str
         cells = []
         for key, _, _, kind in SUMMARY_COLUMNS:
             if key == "other_thresholds":
-                text = " · ".join(f"{_share(record[f'late_{t}'])}/{_share(record[f'early_{t}'])}" for t in THRESHOLDS if t != MAIN_THRESHOLD)
+                text = " · ".join(
+                    f"{_share(record[f'late_{t}'])}/{_share(record[f'early_{t}'])}" for t in THRESHOLDS if t != MAIN_THRESHOLD
+                )
                 cells.append({"text": text, "value": text})
             else:
                 cells.append({"text": _format(record[key], kind), "value": _sort_value(record[key])})
@@ -166,7 +208,9 @@ def _sort_value(value: Any) -> str:
 def _distribution_caption(clipped: dict[str, float]) -> str:
     low, high = (f"{100 * v:+.0f}%".replace("-", "−") for v in ERROR_CLIP)
     outside = [f"{name} {_small_pct(share)}" for name, share in clipped.items() if share > 0]
-    tail = f" Calls outside that range (not shown, whiskers cut): {', '.join(outside)}." if outside else " No call falls outside it."
+    tail = (
+        f" Calls outside that range (not shown, whiskers cut): {', '.join(outside)}." if outside else " No call falls outside it."
+    )
     return (
         "Box: middle half of the calls; line: median; diamond: mean; whiskers: 5th to 95th percentile. "
         f"Left of the zero line the estimator runs low. The axis is clipped to {low} … {high}.{tail}"
@@ -181,9 +225,13 @@ def _small_pct(share: float) -> str:
 def _scatter_caption(result: EstimationResult) -> str:
     bases = sorted({fit.base for fit in result.fits.values()})
     fitted = (
-        f" The dotted grey line in the {', '.join(bases)} panels is the calibration line of families fitted on whole "
-        "prompts; the calibrated panels show only transcripts the shipped fit was not trained on."
-    ) if bases else ""
+        (
+            f" The dotted grey line in the {', '.join(bases)} panels is the calibration line of families fitted on whole "
+            "prompts; the calibrated panels show only transcripts the shipped fit was not trained on."
+        )
+        if bases
+        else ""
+    )
     return (
         "Each dot is one scored call, coloured by model. On the dashed line the estimate equals the billed count; "
         f"dots below it are underestimates.{fitted}"
@@ -194,22 +242,27 @@ def _family_rows(scored_calls: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     for family, group in scored_calls.groupby("family", sort=True):
         models = group.groupby("model").size().sort_values(ascending=False, kind="stable")
-        rows.append({
-            "family": family,
-            "calls": _count(len(group)),
-            "transcripts": _count(group["transcript"].nunique()),
-            "formats": ", ".join(sorted(group["source_format"].unique())),
-            "models": [{"name": m, "calls": _count(n)} for m, n in models.items()],
-        })
+        rows.append(
+            {
+                "family": family,
+                "calls": _count(len(group)),
+                "transcripts": _count(group["transcript"].nunique()),
+                "formats": ", ".join(sorted(group["source_format"].unique())),
+                "models": [{"name": m, "calls": _count(n)} for m, n in models.items()],
+            }
+        )
     return rows
 
 
 def _fit_rows(result: EstimationResult) -> list[dict[str, str]]:
     return [
         {
-            "family": fit.family, "base": fit.base, "slope": f"{fit.slope:.4f}",
+            "family": fit.family,
+            "base": fit.base,
+            "slope": f"{fit.slope:.4f}",
             "intercept": f"{fit.intercept:+,.0f}".replace("-", "−"),
-            "train_calls": _count(fit.train_calls), "train_transcripts": _count(fit.train_transcripts),
+            "train_calls": _count(fit.train_calls),
+            "train_transcripts": _count(fit.train_transcripts),
         }
         for _, fit in sorted(result.fits.items())
     ]
@@ -223,17 +276,26 @@ def _transcript_rows(scored: pd.DataFrame) -> list[dict[str, str]]:
         index="transcript", columns="estimator", values="abs_rel", aggfunc="mean"
     )
     info = scored.groupby("transcript").agg(
-        family=("family", "first"), source_format=("source_format", "first"), split=("split", "first"),
-        calls=("call", "nunique"), models=("model", lambda m: ", ".join(sorted(m.unique()))),
+        family=("family", "first"),
+        source_format=("source_format", "first"),
+        split=("split", "first"),
+        calls=("call", "nunique"),
+        models=("model", lambda m: ", ".join(sorted(m.unique()))),
     )
     rows = []
     for transcript, record in info.sort_values(["family", "source_format"], kind="stable").iterrows():
         errors = {e: mape.at[transcript, e] if e in mape.columns else math.nan for e in SCATTER_ESTIMATORS}
-        rows.append({
-            "transcript": str(transcript), "family": record["family"], "format": record["source_format"],
-            "models": record["models"], "split": record["split"], "calls": _count(record["calls"]),
-            "mape": [_format(100 * v, "pct") for v in errors.values()],
-        })
+        rows.append(
+            {
+                "transcript": str(transcript),
+                "family": record["family"],
+                "format": record["source_format"],
+                "models": record["models"],
+                "split": record["split"],
+                "calls": _count(record["calls"]),
+                "mape": [_format(100 * v, "pct") for v in errors.values()],
+            }
+        )
     return rows
 
 

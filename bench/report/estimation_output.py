@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from compactlab.results.leaderboard import json_records
 from compactlab.tokens.calibration import SHIPPED_FIT
 from compactlab.tokens.estimation import IN_SAMPLE, THRESHOLDS, EstimationResult, summarize
-from compactlab.results.leaderboard import json_records
 from compactlab.transcripts.neutralise import write_csv
 
 
@@ -62,17 +62,36 @@ def format_summary(result: EstimationResult, summary: pd.DataFrame | None = None
     summary = summarize(result.calls) if summary is None else summary
     if summary.empty:
         return "no recorded LLM calls to compare with"
-    columns = ["estimator", "family", "calls", "bias_pct", "mape_pct", "median_abs", "p95_abs", "under5_pct", "late_0.8", "early_0.8"]
-    table = summary[columns].round({"bias_pct": 1, "mape_pct": 1, "median_abs": 0, "p95_abs": 0, "under5_pct": 1, "late_0.8": 2, "early_0.8": 2})
+    columns = [
+        "estimator",
+        "family",
+        "calls",
+        "bias_pct",
+        "mape_pct",
+        "median_abs",
+        "p95_abs",
+        "under5_pct",
+        "late_0.8",
+        "early_0.8",
+    ]
+    table = summary[columns].round(
+        {"bias_pct": 1, "mape_pct": 1, "median_abs": 0, "p95_abs": 0, "under5_pct": 1, "late_0.8": 2, "early_0.8": 2}
+    )
     lines = [table.to_string(index=False), ""]
     for fit in result.fits.values():
-        lines.append(f"calibrated {fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f}  ({fit.train_calls} calls, {fit.train_transcripts} transcripts)")
+        lines.append(
+            f"calibrated {fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f}  ({fit.train_calls} calls, {fit.train_transcripts} transcripts)"
+        )
     if result.fits:
-        lines.append(f"calibrated: the shipped fit ({SHIPPED_FIT.name}); {IN_SAMPLE!r} is its error on the transcripts it was trained on, never its score")
+        lines.append(
+            f"calibrated: the shipped fit ({SHIPPED_FIT.name}); {IN_SAMPLE!r} is its error on the transcripts it was trained on, never its score"
+        )
     for family, count in sorted((result.uncalibrated_calls or {}).items()):
         lines.append(f"not calibrated: {count} calls of model family {family!r}, which has no shipped calibration")
     if result.damaged_transcripts:
-        lines.append(f"left out: {len(result.damaged_transcripts)} transcripts with damaged records (a lost message would read as estimator error)")
+        lines.append(
+            f"left out: {len(result.damaged_transcripts)} transcripts with damaged records (a lost message would read as estimator error)"
+        )
     if result.transcripts_without_calls:
         lines.append(f"left out: {result.transcripts_without_calls} transcripts with no recorded LLM calls")
     lines.append("first call of each session not scored: it sets the per-session constant for sources without the system prompt")

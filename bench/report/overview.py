@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 
+from compactlab.report.run_data import RunData, ranked_rows
 from compactlab.results.catalogue import REPORTED, metric
 from compactlab.results.recommendation import Recommendation
-from compactlab.report.run_data import RunData, ranked_rows
-from compactlab.runs.run_config import strategies_of_run
-from compactlab.results.same_by_construction import SameGroup, one_row_each, same_groups
 from compactlab.results.run_failures import failure_ranks
+from compactlab.results.same_by_construction import SameGroup, one_row_each, same_groups
+from compactlab.runs.run_config import strategies_of_run
 
 # Relative cost offset of transcripts no strategy touched above which the report warns.
 COST_NOISE_WARNING = 0.005
@@ -55,7 +55,9 @@ def figure_text(name: str, value: Any, signed: bool = False) -> str:
     return text
 
 
-def overview_context(run: RunData, figures: pd.DataFrame, recommendation: Recommendation, all_pairs: dict | None = None) -> dict[str, Any]:
+def overview_context(
+    run: RunData, figures: pd.DataFrame, recommendation: Recommendation, all_pairs: dict | None = None
+) -> dict[str, Any]:
     groups = _same_groups(run, figures)
     # Settings identical by construction are one row naming them all (summary.json keeps each one's figures).
     shown, merged = one_row_each(figures, groups, recommendation.config)
@@ -64,7 +66,11 @@ def overview_context(run: RunData, figures: pd.DataFrame, recommendation: Recomm
     versus, pairs = _versus(run.summary.get("comparisons") or {}, recommendation)
     # The versus table too: one row per result; the recommended setting is not compared with itself under another name.
     hidden = {label for group in merged.values() for label in group.labels[1:]}
-    versus = [{**v, "label": " = ".join(merged[v["label"]].labels)} if v["label"] in merged else v for v in versus if v["label"] not in hidden]
+    versus = [
+        {**v, "label": " = ".join(merged[v["label"]].labels)} if v["label"] in merged else v
+        for v in versus
+        if v["label"] not in hidden
+    ]
     headline = _headline(run, rows, recommendation)
     headline["ties_why"] = _ties_why(headline, groups)
     return {
@@ -123,10 +129,16 @@ def _row(row: pd.Series, recommendation: Recommendation, same: SameGroup | None 
             cell["extra"] = pct(_ratio(value, row.get("cost_full_mean")), signed=True)
         cells.append(cell)
     return {
-        "label": label, "labels": labels, "same_why": same.why if same is not None else "",
-        "recommended": label == recommendation.config, "frontier": bool(set(labels) & set(recommendation.frontier)),
-        "not_recommendable": recommendation.not_recommendable.get(label, ""), "cells": cells,
-        "by_name": dict(zip(REPORTED, cells)), "compacted_in": int(row["compacted_in"]), "transcripts": int(row["transcripts"]),
+        "label": label,
+        "labels": labels,
+        "same_why": same.why if same is not None else "",
+        "recommended": label == recommendation.config,
+        "frontier": bool(set(labels) & set(recommendation.frontier)),
+        "not_recommendable": recommendation.not_recommendable.get(label, ""),
+        "cells": cells,
+        "by_name": dict(zip(REPORTED, cells)),
+        "compacted_in": int(row["compacted_in"]),
+        "transcripts": int(row["transcripts"]),
     }
 
 
@@ -148,7 +160,10 @@ def _headline(run: RunData, rows: list[dict], recommendation: Recommendation) ->
         # Nothing compacted anywhere: there is no strategy to recommend, only a setting to change.
         "nothing": row is not None and not row["compacted_in"] and not float(row["by_name"]["removed_share"]["value"] or 0),
         "window": f"{window:,}-token window" if window else "models' real windows",
-        "config": recommendation.config, "row": row, "reason": recommendation.reason, "ties": list(recommendation.ties),
+        "config": recommendation.config,
+        "row": row,
+        "reason": recommendation.reason,
+        "ties": list(recommendation.ties),
         "strategy": run.strategy_of(recommendation.config) if recommendation.config else None,
         "not_recommendable": sorted(recommendation.not_recommendable.items()),
     }
@@ -162,7 +177,9 @@ def _setting(run: RunData) -> dict[str, Any]:
         "window": f"{window:,}" if window else "",
         "transcripts": frame["transcript"].nunique(),
         "replayed": everything["transcript"].nunique(),
-        "damaged": int(everything.loc[everything["damaged"].astype(bool), "transcript"].nunique()) if "damaged" in everything else 0,
+        "damaged": int(everything.loc[everything["damaged"].astype(bool), "transcript"].nunique())
+        if "damaged" in everything
+        else 0,
         # (strategies left out for failed compactions are listed apart: bench/results/run_failures.py)
         "unranked": sorted(set(everything["config"]) - set(frame["config"]) - set(failure_ranks(run.summary, ranked=False))),
         "labels": frame["config"].nunique(),
@@ -197,9 +214,12 @@ def _versus(comparisons: dict, recommendation: Recommendation) -> tuple[list[dic
             other = record["strategy_a"]
             flip = lambda v: None if v is None else -v  # noqa: E731 - recommended − other
             found.setdefault(other, {"label": other})[name] = {
-                "diff": _pp(flip(record["mean_diff"])), "value": number(flip(record["mean_diff"])),
-                "ci": ci_text(flip(record["high"]), flip(record["low"]), _pp), "n": record["n"],
-                "p": _p(record.get("p_holm")), "significant": bool(record.get("significant")),
+                "diff": _pp(flip(record["mean_diff"])),
+                "value": number(flip(record["mean_diff"])),
+                "ci": ci_text(flip(record["high"]), flip(record["low"]), _pp),
+                "n": record["n"],
+                "p": _p(record.get("p_holm")),
+                "significant": bool(record.get("significant")),
             }
     return [found[k] for k in sorted(found)], tests
 
@@ -224,10 +244,21 @@ def _significant(all_pairs: dict) -> list[dict[str, Any]]:
         for record in records:
             if not record.get("significant"):
                 continue
-            better, worse = (record["strategy_a"], record["strategy_b"]) if record["mean_diff"] > 0 else (record["strategy_b"], record["strategy_a"])
-            rows.append({
-                "metric": metric(name).label, "higher": better, "lower": worse,
-                "diff": _pp(abs(record["mean_diff"])), "value": number(abs(record["mean_diff"])),
-                "n": record["n"], "p": _p(record["p_holm"]), "p_value": number(record["p_holm"]),
-            })
+            better, worse = (
+                (record["strategy_a"], record["strategy_b"])
+                if record["mean_diff"] > 0
+                else (record["strategy_b"], record["strategy_a"])
+            )
+            rows.append(
+                {
+                    "metric": metric(name).label,
+                    "higher": better,
+                    "lower": worse,
+                    "diff": _pp(abs(record["mean_diff"])),
+                    "value": number(abs(record["mean_diff"])),
+                    "n": record["n"],
+                    "p": _p(record["p_holm"]),
+                    "p_value": number(record["p_holm"]),
+                }
+            )
     return sorted(rows, key=lambda r: (r["metric"], -float(r["value"] or 0)))

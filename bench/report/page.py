@@ -26,8 +26,12 @@ def environment() -> Environment:
     global _environment
     if _environment is None:
         _environment = Environment(
-            loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
-            trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+            loader=FileSystemLoader(TEMPLATES),
+            autoescape=True,
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
         )
     return _environment
 
@@ -55,7 +59,15 @@ def render_page(sections: Sequence[Markup], title: str, nav: Sequence[tuple[str,
     `nav`: (anchor id, label) pairs for the contents bar; `lead`: text under the title.
     """
     script = sort_script()
-    return environment().get_template("page.html.j2").render(
-        title=title, sections=list(sections), nav=list(nav), lead=lead,
-        script=Markup(script), csp=content_security_policy(script),
+    return (
+        environment()
+        .get_template("page.html.j2")
+        .render(
+            title=title,
+            sections=list(sections),
+            nav=list(nav),
+            lead=lead,
+            script=Markup(script),
+            csp=content_security_policy(script),
+        )
     )

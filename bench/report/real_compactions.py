@@ -27,16 +27,22 @@ def real_compactions_context(run: RunData) -> dict[str, Any]:
     for row in recorded_rows(run):
         production = compaction_view(row, None, REAL_SUMMARY_CHARS)
         predicted, recorded = row.get("fidelity_predicted"), row.get("fidelity_recorded")
-        shown.append({
-            "transcript": row["transcript"], "source": sources.get(row["transcript"], ""),
-            "production": production,
-            "fidelity": {
-                "predicted": f"{predicted:,}", "recorded": f"{recorded:,}",
-                "error": pct((predicted - recorded) / recorded, signed=True),
-            } if predicted is not None and recorded else None,
-            "others": _others(run, row),
-            "untouched": _untouched(run, row),
-        })
+        shown.append(
+            {
+                "transcript": row["transcript"],
+                "source": sources.get(row["transcript"], ""),
+                "production": production,
+                "fidelity": {
+                    "predicted": f"{predicted:,}",
+                    "recorded": f"{recorded:,}",
+                    "error": pct((predicted - recorded) / recorded, signed=True),
+                }
+                if predicted is not None and recorded
+                else None,
+                "others": _others(run, row),
+                "untouched": _untouched(run, row),
+            }
+        )
     return {"shown": shown, "condenser": _unreplayed(run), "load_error": run.load_error}
 
 
@@ -55,14 +61,17 @@ def _others(run: RunData, real: dict) -> list[dict[str, Any]]:
     for label in sorted(nearest):
         row = nearest[label]
         text = row.get("summary") or ""
-        key = hashlib.sha256(f"{text}\0{row['call']}\0{row['tokens_after']}".encode("utf-8")).hexdigest()
+        key = hashlib.sha256(f"{text}\0{row['call']}\0{row['tokens_after']}".encode()).hexdigest()
         if key in cards:
             cards[key]["labels"].append(label)
             continue
         offset = row["call"] - real["call"]
         cards[key] = {
-            "labels": [label], "view": compaction_view(row, None, STRATEGY_SUMMARY_CHARS),
-            "when": "at the same call" if offset == 0 else f"{abs(offset)} calls {'before' if offset < 0 else 'after'} the production compaction",
+            "labels": [label],
+            "view": compaction_view(row, None, STRATEGY_SUMMARY_CHARS),
+            "when": "at the same call"
+            if offset == 0
+            else f"{abs(offset)} calls {'before' if offset < 0 else 'after'} the production compaction",
         }
     return list(cards.values())
 
@@ -75,8 +84,10 @@ def _distance(row: dict, real: dict) -> tuple[int, int]:
 def _untouched(run: RunData, real: dict) -> list[str]:
     labels = set(run.transcripts.loc[run.transcripts["transcript"] == real["transcript"], "config"])
     compacted = {
-        r["config"] for r in run.compaction_rows
-        if r["transcript"] == real["transcript"] and not r.get("failed")
+        r["config"]
+        for r in run.compaction_rows
+        if r["transcript"] == real["transcript"]
+        and not r.get("failed")
         and not ((r.get("note") or "").startswith("nothing") and not r["messages_removed"])
     }
     return sorted(labels - compacted - {real["config"]})
@@ -91,9 +102,15 @@ def _unreplayed(run: RunData) -> list[dict[str, Any]]:
             continue
         for marker in transcript.compactions:
             text = marker.summary or ""
-            rows.append({
-                "transcript": transcript.id, "format": transcript.source_format, "trigger": marker.trigger,
-                "messages": f"{marker.at_message:,}", "chars": f"{len(text):,}",
-                "summary": text[:CONDENSER_SUMMARY_CHARS], "cut": f"{max(0, len(text) - CONDENSER_SUMMARY_CHARS):,}" if len(text) > CONDENSER_SUMMARY_CHARS else "",
-            })
+            rows.append(
+                {
+                    "transcript": transcript.id,
+                    "format": transcript.source_format,
+                    "trigger": marker.trigger,
+                    "messages": f"{marker.at_message:,}",
+                    "chars": f"{len(text):,}",
+                    "summary": text[:CONDENSER_SUMMARY_CHARS],
+                    "cut": f"{max(0, len(text) - CONDENSER_SUMMARY_CHARS):,}" if len(text) > CONDENSER_SUMMARY_CHARS else "",
+                }
+            )
     return rows

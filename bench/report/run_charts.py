@@ -12,25 +12,45 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import matplotlib
-
 import numpy as np
 import pandas as pd
-from matplotlib.transforms import Bbox
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
+from matplotlib.transforms import Bbox
 
-from compactlab.results.recommendation import Recommendation
 from compactlab.report.charts import chart_style as _chart_style
 from compactlab.report.charts import new_figure, svg_of, text_label
+from compactlab.results.recommendation import Recommendation
 
 # 20 distinguishable colours (matplotlib's tab20, dark shades first), assigned in label order.
 PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#aec7e8",
+    "#ffbb78",
+    "#98df8a",
+    "#ff9896",
+    "#c5b0d5",
+    "#c49c94",
+    "#f7b6d2",
+    "#c7c7c7",
+    "#dbdb8d",
+    "#9edae5",
 )
 RECOMMENDED = "#1d7a2e"
 # Label offsets tried around a point (in points), nearest first.
-_OFFSETS = [(dx * r, dy * r) for r in (7, 14, 24, 36, 50) for dx, dy in
-            ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1), (1, 2), (-1, 2), (1, -2), (-1, -2))]
+_OFFSETS = [
+    (dx * r, dy * r)
+    for r in (7, 14, 24, 36, 50)
+    for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1), (1, 2), (-1, 2), (1, -2), (-1, -2))
+]
 
 
 _PATH_DATA = re.compile(r'(\sd=")([^"]*)(")')
@@ -39,6 +59,7 @@ _DECIMAL = re.compile(r"-?\d+\.\d+")
 
 def compact_svg(svg: str) -> str:
     """Path coordinates to 0.1 px (a tenth of a pixel is invisible; the SVG gets about half as large)."""
+
     def shorter(number: re.Match) -> str:
         text = f"{float(number.group()):.1f}"
         return text[:-2] if text.endswith(".0") else text
@@ -62,17 +83,23 @@ def group_label(names: Sequence[str], width: int = 34) -> str:
     return "\n".join(textwrap.wrap(", ".join(text_label(n) for n in names), width)) or ""
 
 
-def pareto_chart(figures: pd.DataFrame, recommendation: Recommendation, colours: dict[str, str],
-                 placed: list | None = None) -> tuple[str, list[tuple[str, list[str]]]]:
+def pareto_chart(
+    figures: pd.DataFrame, recommendation: Recommendation, colours: dict[str, str], placed: list | None = None
+) -> tuple[str, list[tuple[str, list[str]]]]:
     """Tokens removed (x) against next-step facts kept (y), one marker per group of identical points:
     the settings' figures (`setting_figures`), the frontier and the pick of the recommendation rule.
     Returns the SVG and the key of the markers labelled by a number where a name did not fit;
     `placed`, when given, receives the labels' boxes (in pixels) so that their layout can be checked."""
-    points = figures.rename(columns={
-        "removed_share_mean": "tokens_saved", "removed_share_low": "saved_low", "removed_share_high": "saved_high",
-        "preservation_or_untouched_mean": "preservation", "preservation_or_untouched_low": "preservation_low",
-        "preservation_or_untouched_high": "preservation_high",
-    }).assign(hollow=lambda f: f["config"].isin(set(recommendation.not_recommendable)))
+    points = figures.rename(
+        columns={
+            "removed_share_mean": "tokens_saved",
+            "removed_share_low": "saved_low",
+            "removed_share_high": "saved_high",
+            "preservation_or_untouched_mean": "preservation",
+            "preservation_or_untouched_low": "preservation_low",
+            "preservation_or_untouched_high": "preservation_high",
+        }
+    ).assign(hollow=lambda f: f["config"].isin(set(recommendation.not_recommendable)))
     frontier, recommended = recommendation.frontier, recommendation.config
     with chart_style("pareto"):
         figure = new_figure(11, 5.6)
@@ -83,24 +110,50 @@ def pareto_chart(figures: pd.DataFrame, recommendation: Recommendation, colours:
         for names, row in groups:
             hollow = bool(row["hollow"])  # not recommendable
             ax.errorbar(
-                row["tokens_saved"], row["preservation"],
+                row["tokens_saved"],
+                row["preservation"],
                 xerr=[[row["tokens_saved"] - row["saved_low"]], [row["saved_high"] - row["tokens_saved"]]],
                 yerr=[[row["preservation"] - row["preservation_low"]], [row["preservation_high"] - row["preservation"]]],
-                fmt="none", ecolor=colours.get(names[0], "#999999"), alpha=0.35, linewidth=1, zorder=1,
+                fmt="none",
+                ecolor=colours.get(names[0], "#999999"),
+                alpha=0.35,
+                linewidth=1,
+                zorder=1,
             )
             ax.scatter(
-                row["tokens_saved"], row["preservation"], s=46, zorder=3, linewidths=1.2,
-                color="white" if hollow else colours.get(names[0], "#999999"), edgecolors=colours.get(names[0], "#999999"),
+                row["tokens_saved"],
+                row["preservation"],
+                s=46,
+                zorder=3,
+                linewidths=1.2,
+                color="white" if hollow else colours.get(names[0], "#999999"),
+                edgecolors=colours.get(names[0], "#999999"),
             )
         on_frontier = points[points["config"].isin(frontier)].sort_values("tokens_saved")
         if len(on_frontier) > 1:
-            ax.plot(on_frontier["tokens_saved"], on_frontier["preservation"], color="#444444", linewidth=1, linestyle="--", zorder=2,
-                    label="Pareto frontier (recommendable)")
+            ax.plot(
+                on_frontier["tokens_saved"],
+                on_frontier["preservation"],
+                color="#444444",
+                linewidth=1,
+                linestyle="--",
+                zorder=2,
+                label="Pareto frontier (recommendable)",
+            )
         ax.scatter([], [], s=46, color="white", edgecolors="#777777", linewidths=1.2, label="not recommendable")
         if recommended is not None and (points["config"] == recommended).any():
             best = points[points["config"] == recommended].iloc[0]
-            ax.scatter(best["tokens_saved"], best["preservation"], s=360, marker="*", color=RECOMMENDED,
-                       edgecolors="white", linewidths=0.8, zorder=4, label="recommended")
+            ax.scatter(
+                best["tokens_saved"],
+                best["preservation"],
+                s=360,
+                marker="*",
+                color=RECOMMENDED,
+                edgecolors="white",
+                linewidths=0.8,
+                zorder=4,
+                label="recommended",
+            )
         ax.set_xlim(-0.02 * x_high, 1.12 * x_high)
         bottom = max(0.0, y_low - 0.04)
         ax.set_ylim(bottom, 1.0 + 0.06 * (1.0 - bottom))
@@ -141,7 +194,10 @@ def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray,
     pixels = ax.transData.transform(line) if len(line) else line
     for (x0, y0), (x1, y1) in zip(pixels[:-1], pixels[1:]):  # the frontier line, as small boxes every few pixels
         steps = max(1, int(np.hypot(x1 - x0, y1 - y0) / 4))
-        taken += [Bbox.from_extents(x - 1.5, y - 1.5, x + 1.5, y + 1.5) for x, y in zip(np.linspace(x0, x1, steps), np.linspace(y0, y1, steps))]
+        taken += [
+            Bbox.from_extents(x - 1.5, y - 1.5, x + 1.5, y + 1.5)
+            for x, y in zip(np.linspace(x0, x1, steps), np.linspace(y0, y1, steps))
+        ]
     scale = figure.dpi / 72
     key: list[tuple[str, list[str]]] = []
     # The recommendation first (it must be named), then the largest groups.
@@ -161,9 +217,15 @@ def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray,
         dx, dy, box = placed
         far = abs(dx) > 8 or abs(dy) > 8
         label = ax.annotate(
-            text, point, xytext=(dx, dy), textcoords="offset points", fontsize=8, fontweight=weight,
+            text,
+            point,
+            xytext=(dx, dy),
+            textcoords="offset points",
+            fontsize=8,
+            fontweight=weight,
             color=RECOMMENDED if recommended in names else "#222222",
-            ha="left" if dx > 0 else "right" if dx < 0 else "center", va="bottom" if dy > 0 else "top" if dy < 0 else "center",
+            ha="left" if dx > 0 else "right" if dx < 0 else "center",
+            va="bottom" if dy > 0 else "top" if dy < 0 else "center",
             arrowprops={"arrowstyle": "-", "color": "#777777", "linewidth": 0.7, "shrinkA": 1, "shrinkB": 3} if far else None,
             annotation_clip=False,
         )
@@ -177,9 +239,17 @@ def _best_offset(ax, renderer, text, point, weight, markers, taken, labels, axes
     """(dx, dy, box) of the cheapest offset whose label touches no other label and stays readable; None if none."""
     best, best_cost = None, None
     for dx, dy in _OFFSETS:
-        label = ax.annotate(text, point, xytext=(dx, dy), textcoords="offset points", fontsize=8, fontweight=weight,
-                            ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                            va="bottom" if dy > 0 else "top" if dy < 0 else "center", annotation_clip=False)
+        label = ax.annotate(
+            text,
+            point,
+            xytext=(dx, dy),
+            textcoords="offset points",
+            fontsize=8,
+            fontweight=weight,
+            ha="left" if dx > 0 else "right" if dx < 0 else "center",
+            va="bottom" if dy > 0 else "top" if dy < 0 else "center",
+            annotation_clip=False,
+        )
         box = label.get_window_extent(renderer)
         # Browsers may draw the text wider than matplotlib measured: keep a margin.
         box = Bbox.from_extents(box.x0 - 4 * scale, box.y0 - 2, box.x1 + 0.18 * box.width, box.y1 + 2)
@@ -214,7 +284,9 @@ def _outside(box: Bbox, axes: Bbox) -> float:
     return max(0.0, axes.x0 - box.x0) + max(0.0, box.x1 - axes.x1) + max(0.0, axes.y0 - box.y0) + max(0.0, box.y1 - axes.y1)
 
 
-def sawtooth_chart(calls: pd.DataFrame, colours: dict[str, str], real_compactions: Sequence[int] = (), salt: str = "") -> tuple[str, list[str]]:
+def sawtooth_chart(
+    calls: pd.DataFrame, colours: dict[str, str], real_compactions: Sequence[int] = (), salt: str = ""
+) -> tuple[str, list[str]]:
     """Context tokens per call for one transcript: the uncompacted prompt and each strategy's.
 
     Strategies with identical context series share one line; those that never changed the context
@@ -241,13 +313,29 @@ def sawtooth_chart(calls: pd.DataFrame, colours: dict[str, str], real_compaction
         window = int(full["window"].iloc[0]) if len(full) else 0
         if window:
             ax.axhline(window, color="#b3261e", linewidth=0.8, linestyle=":", zorder=1)
-            ax.annotate(f"window {window / 1000:g}k", (0, window), xytext=(2, 2), textcoords="offset points",
-                        xycoords=("axes fraction", "data"), fontsize=7.5, color="#b3261e")
+            ax.annotate(
+                f"window {window / 1000:g}k",
+                (0, window),
+                xytext=(2, 2),
+                textcoords="offset points",
+                xycoords=("axes fraction", "data"),
+                fontsize=7.5,
+                color="#b3261e",
+            )
         for values, labels in series.items():
-            ax.plot(full["call"].to_numpy()[: len(values)], np.asarray(values), linewidth=1.1, alpha=0.9,
-                    color=colours.get(labels[0], "#999999"), label=group_label(labels, 40), zorder=2)
+            ax.plot(
+                full["call"].to_numpy()[: len(values)],
+                np.asarray(values),
+                linewidth=1.1,
+                alpha=0.9,
+                color=colours.get(labels[0], "#999999"),
+                label=group_label(labels, 40),
+                zorder=2,
+            )
         for i, call in enumerate(real_compactions):
-            ax.axvline(call, color="#333333", linewidth=1.2, linestyle="-.", zorder=1, label="production compaction" if i == 0 else None)
+            ax.axvline(
+                call, color="#333333", linewidth=1.2, linestyle="-.", zorder=1, label="production compaction" if i == 0 else None
+            )
         ax.set_xlabel("LLM call")
         ax.set_ylabel("prompt tokens")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value / 1000:g}k" if value else "0"))

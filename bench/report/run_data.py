@@ -12,23 +12,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from compactlab.results.leaderboard import NOT_RANKED, ranked, setting_figures, summary_document
-from compactlab.results.run_failures import mark_incomplete
-from compactlab.runs.run_storage import run_calls, run_compaction_rows
 from compactlab.compaction.llm.prices import resolve_prices
-from compactlab.transcripts.loading import Loaded, ReadInputs, load_inputs
+from compactlab.results.leaderboard import NOT_RANKED, ranked, setting_figures, summary_document
 from compactlab.results.metrics import calls_frame, compactions_frame
-from compactlab.runs.run_results import results_from_rows
-from compactlab.transcripts.neutralise import read_csv
-from compactlab.runs.runs import RunResult
-from compactlab.transcripts.source import TranscriptError
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule, recommend
+from compactlab.results.run_failures import mark_incomplete
+from compactlab.runs.run_results import results_from_rows
+from compactlab.runs.run_storage import run_calls, run_compaction_rows
+from compactlab.runs.runs import RunResult
+from compactlab.transcripts.loading import Loaded, ReadInputs, load_inputs
+from compactlab.transcripts.neutralise import read_csv
+from compactlab.transcripts.source import TranscriptError
 
 # Strategies that replay what the production agent did: a reference, not a setting one can choose.
 REFERENCE_STRATEGIES = NOT_RANKED
@@ -69,7 +68,9 @@ def load_run(path: str | Path, reload_transcripts: bool = True) -> RunData:
     path = Path(path)
     config = read_json(path / "config.json")
     if config is None or not (path / "done.jsonl").exists():
-        raise FileNotFoundError(f"{path} is not a run directory (no config.json and done.jsonl): run `compactlab run --out {path}` first")
+        raise FileNotFoundError(
+            f"{path} is not a run directory (no config.json and done.jsonl): run `compactlab run --out {path}` first"
+        )
     loaded, error = Loaded(transcripts=()), None
     if reload_transcripts:
         try:
@@ -93,13 +94,29 @@ def load_run(path: str | Path, reload_transcripts: bool = True) -> RunData:
     summary = read_json(path / "summary.json")
     sweep = read_json(path / "sweep.json")
     if summary is None or "recommendation" not in summary:  # written by an earlier version
-        result = RunResult(path, transcripts, ReadInputs.of(loaded), 0, share, results.recorded_fidelity, results.cost_model_check,
-                           results.call_models)
+        result = RunResult(
+            path,
+            transcripts,
+            ReadInputs.of(loaded),
+            0,
+            share,
+            results.recorded_fidelity,
+            results.cost_model_check,
+            results.call_models,
+        )
         summary = json.loads(json.dumps(summary_document(result, rule=_rule(sweep)), default=str))
     return RunData(
-        path=path, config=config, meta=meta, summary=summary, sweep=sweep,
-        calls=calls, compactions=compactions, transcripts=transcripts,
-        loaded=loaded, load_error=error, changed_files=_changed_files(meta, loaded),
+        path=path,
+        config=config,
+        meta=meta,
+        summary=summary,
+        sweep=sweep,
+        calls=calls,
+        compactions=compactions,
+        transcripts=transcripts,
+        loaded=loaded,
+        load_error=error,
+        changed_files=_changed_files(meta, loaded),
         compaction_rows=tuple(compaction_rows),
     )
 
@@ -130,13 +147,21 @@ def load_light(path: str | Path) -> RunData:
         raise FileNotFoundError(f"{path} is not a finished run directory (needs config.json and transcripts.csv)")
     transcripts = read_csv(table)  # (undoes the formula neutralising of write_csv)
     if "damaged" not in transcripts:
-        transcripts["damaged"] = transcripts["transcript"].isin(set((read_json(path / "meta.json") or {}).get("skipped_records") or {}))
+        transcripts["damaged"] = transcripts["transcript"].isin(
+            set((read_json(path / "meta.json") or {}).get("skipped_records") or {})
+        )
     if transcripts.empty:
         raise ValueError(f"{path}: transcripts.csv has no rows")
     return RunData(
-        path=path, config=config, meta=read_json(path / "meta.json") or {}, summary=read_json(path / "summary.json") or {},
-        sweep=read_json(path / "sweep.json"), calls=pd.DataFrame(), compactions=pd.DataFrame(),
-        transcripts=transcripts, loaded=Loaded(transcripts=()),
+        path=path,
+        config=config,
+        meta=read_json(path / "meta.json") or {},
+        summary=read_json(path / "summary.json") or {},
+        sweep=read_json(path / "sweep.json"),
+        calls=pd.DataFrame(),
+        compactions=pd.DataFrame(),
+        transcripts=transcripts,
+        loaded=Loaded(transcripts=()),
     )
 
 

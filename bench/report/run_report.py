@@ -17,31 +17,37 @@ from typing import Any
 from markupsafe import Markup
 from tqdm import tqdm
 
-from compactlab.tokens.estimation import EstimationResult, run_estimation, summarize
 from compactlab.report.estimation import render_estimation_section
 from compactlab.report.overview import overview_context, pct
 from compactlab.report.page import environment, render_page
 from compactlab.report.real_compactions import real_compactions_context
 from compactlab.report.run_charts import colours_for, pareto_chart
-from compactlab.results.leaderboard import all_pair_comparisons, comparisons_document
 from compactlab.report.run_data import RunData, figures_and_recommendation, load_run, ranked_rows
 from compactlab.report.transcripts import transcripts_context
 from compactlab.report.trust import trust_context
+from compactlab.results.leaderboard import all_pair_comparisons, comparisons_document
+from compactlab.results.same_by_construction import rendered_prompts
 from compactlab.runs.run_config import strategies_of_run
 from compactlab.runs.run_files import write_atomic
-from compactlab.results.same_by_construction import rendered_prompts
+from compactlab.tokens.estimation import EstimationResult, run_estimation, summarize
 
 TITLE = "compactlab: which compaction strategy, at what cost"
 NAV = (
-    ("overview", "Recommendation"), ("leaderboard", "Leaderboard"), ("pareto", "Pareto plot"), ("significance", "Significance"),
-    ("estimation", "Token estimation"), ("trust", "How far to trust these numbers"), ("transcripts", "Session by session"),
+    ("overview", "Recommendation"),
+    ("leaderboard", "Leaderboard"),
+    ("pareto", "Pareto plot"),
+    ("significance", "Significance"),
+    ("estimation", "Token estimation"),
+    ("trust", "How far to trust these numbers"),
+    ("transcripts", "Session by session"),
     ("real-compactions", "Real compactions"),
     ("metadata", "Run metadata"),
 )
 
 
-def write_run_report(run_dir: str | Path, out: str | Path | None = None, estimation: bool = True, all_pairs: bool = False,
-                     progress: bool = False) -> Path:
+def write_run_report(
+    run_dir: str | Path, out: str | Path | None = None, estimation: bool = True, all_pairs: bool = False, progress: bool = False
+) -> Path:
     """Render the report of the run in `run_dir` to `out` (default: run_dir/report.html) and return its path.
     `all_pairs`: compare every pair of settings too (when the run's summary.json does not hold them).
     `progress`: show on stderr which section is being written (several seconds on a large run)."""
@@ -87,17 +93,23 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     sections.append(Markup(env.get_template("run_meta.html.j2").render(**metadata_context(run))))
     nav = [(anchor, label) for anchor, label in NAV if estimation or anchor != "estimation"]
     version = (run.meta.get("versions") or {}).get("compactlab") or "?"
-    lead = (f"Run directory {run.path} · {run.transcripts['transcript'].nunique()} sessions replayed × "
-            f"{len(run.labels)} strategy settings · compactlab {version}")
+    lead = (
+        f"Run directory {run.path} · {run.transcripts['transcript'].nunique()} sessions replayed × "
+        f"{len(run.labels)} strategy settings · compactlab {version}"
+    )
     return render_page(sections, TITLE, nav=nav, lead=lead)
 
 
 def _estimation_section(run: RunData, result: EstimationResult | None) -> Markup:
     if result is None:
         reason = run.load_error or "no transcripts"
-        return Markup(environment().from_string(
-            '<section id="estimation"><h2>Token estimation</h2><p class="warn">Not shown: the run\'s transcripts could not be reloaded ({{ reason }}).</p></section>'
-        ).render(reason=reason))
+        return Markup(
+            environment()
+            .from_string(
+                '<section id="estimation"><h2>Token estimation</h2><p class="warn">Not shown: the run\'s transcripts could not be reloaded ({{ reason }}).</p></section>'
+            )
+            .render(reason=reason)
+        )
     return render_estimation_section(result, summarize(result.calls))
 
 
@@ -110,11 +122,15 @@ def metadata_context(run: RunData) -> dict[str, Any]:
     return {
         "run_dir": str(run.path),
         "datasets": ", ".join(config.get("datasets") or []) or "all bundled datasets",
-        "window": f"{window:,} tokens for every model (simulated, so that compaction has work to do)" if window else "each model's real window",
+        "window": f"{window:,} tokens for every model (simulated, so that compaction has work to do)"
+        if window
+        else "each model's real window",
         "estimator": config.get("estimator", ""),
-        "summarizer": ", ".join(f"{k} = {v}" for k, v in sorted(summarizer.items())) or (
+        "summarizer": ", ".join(f"{k} = {v}" for k, v in sorted(summarizer.items()))
+        or (
             "none configured: summarizing strategies used the extractive stand-in, which reads no prompt, so no summary prompt was "
-            "rendered; comparing summary prompts needs an LLM [summarizer] in the configuration"),
+            "rendered; comparing summary prompts needs an LLM [summarizer] in the configuration"
+        ),
         "versions": sorted((meta.get("versions") or {}).items()),
         "replayed": f"{run.transcripts['transcript'].nunique()} × {len(run.labels)} strategy settings = {len(run.transcripts):,} replays",
         "load_error": run.load_error,
@@ -140,7 +156,10 @@ def _prompts(run: RunData) -> dict[str, Any]:
         rendered = rendered_prompts(strategies_of_run(run.config))
     except (KeyError, TypeError, ValueError, FileNotFoundError):  # a strategy this install cannot build: no claim
         return {"prompts": sorted(hashes.items()), "prompts_not_rendered": []}
-    return {"prompts": sorted((k, v) for k, v in hashes.items() if k in rendered), "prompts_not_rendered": sorted(set(hashes) - rendered)}
+    return {
+        "prompts": sorted((k, v) for k, v in hashes.items() if k in rendered),
+        "prompts_not_rendered": sorted(set(hashes) - rendered),
+    }
 
 
 def _reasons(transcript) -> str:
@@ -152,8 +171,10 @@ def _reasons(transcript) -> str:
 
 def _fidelity(row: dict) -> dict[str, str]:
     return {
-        "transcript": row["transcript"], "call": row["call"],
-        "predicted": f"{row['fidelity_predicted']:,.0f}", "recorded": f"{row['fidelity_recorded']:,.0f}",
+        "transcript": row["transcript"],
+        "call": row["call"],
+        "predicted": f"{row['fidelity_predicted']:,.0f}",
+        "recorded": f"{row['fidelity_recorded']:,.0f}",
         "error": pct(row.get("relative_error"), signed=True),
     }
 
@@ -168,16 +189,23 @@ def _cost_check(rows: list[dict]) -> dict[str, str] | None:
         recorded = sum(r["recorded_cost"] for r in costs)
         cost = pct((sum(r["modelled_cost"] for r in costs) - recorded) / recorded, signed=True) if recorded else None
     return {
-        "read": pct(sum(reads) / len(reads)) if reads else "–", "sessions": str(len(reads)),
-        "cost": cost, "cost_sessions": str(len(costs)),
+        "read": pct(sum(reads) / len(reads)) if reads else "–",
+        "sessions": str(len(reads)),
+        "cost": cost,
+        "cost_sessions": str(len(costs)),
     }
 
 
 def _strategy(entry: dict) -> dict[str, str]:
     trigger = entry.get("trigger")
     return {
-        "label": entry.get("label", ""), "name": entry.get("name", ""),
+        "label": entry.get("label", ""),
+        "name": entry.get("name", ""),
         "settings": json.dumps(entry.get("settings") or {}, ensure_ascii=False) if entry.get("settings") else "defaults",
-        "trigger": ", ".join(f"{k}={v}" for k, v in trigger.items() if v not in (None, 0) and not (isinstance(v, float) and math.isnan(v))) if trigger else "the strategy's own (else 0.8 of the window)",
+        "trigger": ", ".join(
+            f"{k}={v}" for k, v in trigger.items() if v not in (None, 0) and not (isinstance(v, float) and math.isnan(v))
+        )
+        if trigger
+        else "the strategy's own (else 0.8 of the window)",
         "estimator": entry.get("estimator") or "the strategy's own",
     }

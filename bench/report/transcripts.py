@@ -28,7 +28,11 @@ def recorded_rows(run: RunData) -> list[dict]:
 
 def select_transcripts(run: RunData, count: int = SHOWN_TRANSCRIPTS) -> list[str]:
     """The `count` sessions with the most uncompacted prompt tokens, plus those with a real compaction."""
-    sizes = run.transcripts.drop_duplicates("transcript").set_index("transcript")["billed_full"].sort_values(ascending=False, kind="stable")
+    sizes = (
+        run.transcripts.drop_duplicates("transcript")
+        .set_index("transcript")["billed_full"]
+        .sort_values(ascending=False, kind="stable")
+    )
     chosen = list(sizes.index[:count])
     chosen += [t for t in dict.fromkeys(r["transcript"] for r in recorded_rows(run)) if t not in chosen]
     return sorted(chosen, key=lambda t: -sizes.get(t, 0))
@@ -51,14 +55,21 @@ def transcripts_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]
         svg, untouched = sawtooth_chart(calls, colours, real, salt=str(position))
         first = calls.drop_duplicates("call")
         rows = by_transcript.get(transcript, [])
-        shown.append({
-            "id": transcript, "anchor": f"t-{position}", "source": sources.get(transcript, ""),
-            "calls": f"{len(first):,}", "peak": f"{int(first['full_tokens'].max()):,}",
-            "models": ", ".join(sorted(first["model"].unique())),
-            "svg": svg, "untouched": untouched, "real": len(real),
-            "damaged": bool(run.transcripts.loc[run.transcripts["transcript"] == transcript, "damaged"].any()),
-            "strategies": strategy_drilldown(rows),
-        })
+        shown.append(
+            {
+                "id": transcript,
+                "anchor": f"t-{position}",
+                "source": sources.get(transcript, ""),
+                "calls": f"{len(first):,}",
+                "peak": f"{int(first['full_tokens'].max()):,}",
+                "models": ", ".join(sorted(first["model"].unique())),
+                "svg": svg,
+                "untouched": untouched,
+                "real": len(real),
+                "damaged": bool(run.transcripts.loc[run.transcripts["transcript"] == transcript, "damaged"].any()),
+                "strategies": strategy_drilldown(rows),
+            }
+        )
     total = run.transcripts["transcript"].nunique()
     return {"shown": shown, "total": total, "count": SHOWN_TRANSCRIPTS, "summary_chars": f"{SUMMARY_CHARS:,}"}
 
@@ -89,13 +100,21 @@ def compaction_view(row: dict, seen: dict[str, str] | None = None, limit: int = 
             text, cut = summary[:limit], max(0, len(summary) - limit)
     note = row.get("note") or ""
     return {
-        "call": row["call"], "message_index": row["message_index"], "reason": row["reason"],
-        "tokens_before": f"{row['tokens_before']:,}", "tokens_after": f"{row['tokens_after']:,}",
+        "call": row["call"],
+        "message_index": row["message_index"],
+        "reason": row["reason"],
+        "tokens_before": f"{row['tokens_before']:,}",
+        "tokens_after": f"{row['tokens_after']:,}",
         "removed_share": pct(1 - row["tokens_after"] / row["tokens_before"]) if row["tokens_before"] else "–",
-        "messages_removed": row["messages_removed"], "messages_before": row["messages_before"],
-        "note": note, "failed": row.get("failed"), "stalled": bool(row.get("stalled")),
+        "messages_removed": row["messages_removed"],
+        "messages_before": row["messages_before"],
+        "note": note,
+        "failed": row.get("failed"),
+        "stalled": bool(row.get("stalled")),
         "noop": note.startswith("nothing") and not row["messages_removed"],
-        "summary": text, "summary_cut": f"{cut:,}" if cut else "", "summary_chars": f"{len(summary):,}" if summary else "",
+        "summary": text,
+        "summary_cut": f"{cut:,}" if cut else "",
+        "summary_chars": f"{len(summary):,}" if summary else "",
         "same_as": same_as,
         **dict(zip(("k1", "k5"), _both(row))),
     }
@@ -112,9 +131,13 @@ def _needed(row: dict, key: str, skip: frozenset[str] = frozenset()) -> dict[str
     kept_items, lost_items = [i for i in extra if i not in lost], [i for i in extra if i in lost]
     return {
         "score": pct(found.get("score"), 0) if found.get("score") is not None else "n/a",
-        "needed": len(needed), "listed": len(extra), "lost_count": len(lost),
-        "kept": [_item(i) for i in kept_items[:ITEMS_SHOWN]], "kept_more": max(0, len(kept_items) - ITEMS_SHOWN),
-        "lost": [_item(i) for i in lost_items[:ITEMS_SHOWN]], "lost_more": max(0, len(lost_items) - ITEMS_SHOWN),
+        "needed": len(needed),
+        "listed": len(extra),
+        "lost_count": len(lost),
+        "kept": [_item(i) for i in kept_items[:ITEMS_SHOWN]],
+        "kept_more": max(0, len(kept_items) - ITEMS_SHOWN),
+        "lost": [_item(i) for i in lost_items[:ITEMS_SHOWN]],
+        "lost_more": max(0, len(lost_items) - ITEMS_SHOWN),
     }
 
 

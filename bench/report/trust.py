@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from compactlab.tokens.estimation import IN_SAMPLE, EstimationResult, run_estimation
+from compactlab.report.overview import pct
+from compactlab.report.run_data import RunData
 from compactlab.results.leaderboard import json_records
 from compactlab.results.metrics import recorded_fidelity
 from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
-from compactlab.scoring.reacquisition import reacquisition_summary
-from compactlab.report.overview import pct
-from compactlab.report.run_data import RunData
 from compactlab.runs.run_config import strategies_of_run
+from compactlab.scoring.reacquisition import reacquisition_summary
 from compactlab.strategies.registry import get_strategy
+from compactlab.tokens.estimation import IN_SAMPLE, EstimationResult, run_estimation
 
 SIZE_CHECK = "python -m compactlab.runs.prompt_size_check"
 ESTIMATE = "compactlab estimate"
@@ -72,11 +72,16 @@ def _fidelity(run: RunData) -> list[dict[str, str]]:
     rows = run.summary.get("recorded_fidelity")
     if rows is None:  # a summary.json written before it held them
         rows = json_records(recorded_fidelity(run.compactions))
-    return [{
-        "transcript": r["transcript"], "call": str(r["call"]),
-        "predicted": f"{r['fidelity_predicted']:,.0f}", "recorded": f"{r['fidelity_recorded']:,.0f}",
-        "error": pct(r.get("relative_error"), signed=True),
-    } for r in rows]
+    return [
+        {
+            "transcript": r["transcript"],
+            "call": str(r["call"]),
+            "predicted": f"{r['fidelity_predicted']:,.0f}",
+            "recorded": f"{r['fidelity_recorded']:,.0f}",
+            "error": pct(r.get("relative_error"), signed=True),
+        }
+        for r in rows
+    ]
 
 
 def _reacquisition(run: RunData) -> dict[str, Any]:
@@ -84,12 +89,20 @@ def _reacquisition(run: RunData) -> dict[str, Any]:
     if found is None:  # a summary.json written before it held them: from the rows, as the run computes it
         found = reacquisition_summary(run.compactions)
     return {
-        "rows": [{
-            "transcript": r["transcript"], "call": str(r["call"]), "lost": _count(r["lost_reacquired"], r["lost"]),
-            "kept": _count(r["kept_reacquired"], r["kept"]), "not_back": r["lost_not_reacquired"],
-        } for r in found["compactions"]],
-        "lost": _count(found["lost_reacquired"], found["lost"]), "kept": _count(found["kept_reacquired"], found["kept"]),
-        "lost_share": found["lost_share"], "k": next((r.get("k") for r in found["compactions"] if r.get("k")), 5),
+        "rows": [
+            {
+                "transcript": r["transcript"],
+                "call": str(r["call"]),
+                "lost": _count(r["lost_reacquired"], r["lost"]),
+                "kept": _count(r["kept_reacquired"], r["kept"]),
+                "not_back": r["lost_not_reacquired"],
+            }
+            for r in found["compactions"]
+        ],
+        "lost": _count(found["lost_reacquired"], found["lost"]),
+        "kept": _count(found["kept_reacquired"], found["kept"]),
+        "lost_share": found["lost_share"],
+        "k": next((r.get("k") for r in found["compactions"] if r.get("k")), 5),
     }
 
 
@@ -101,7 +114,10 @@ def _estimator_errors(run: RunData, estimation: EstimationResult | None, estimat
     if not run.loaded.transcripts:
         return {"rows": [], "missing": f"the run's transcripts could not be reloaded ({run.load_error or 'none'})"}
     if estimation is None:
-        return {"rows": [], "missing": f"the report was written without the token estimation section: `{ESTIMATE} --dataset …` on the run's datasets"}
+        return {
+            "rows": [],
+            "missing": f"the report was written without the token estimation section: `{ESTIMATE} --dataset …` on the run's datasets",
+        }
     missing = [e for e in estimators if e not in set(estimation.calls["estimator"])]
     calls = estimation.calls
     if missing:  # an estimator of a setting that the estimation section does not compare
@@ -112,13 +128,17 @@ def _estimator_errors(run: RunData, estimation: EstimationResult | None, estimat
         own = scored[scored["estimator"] == name]
         rel = own["rel_error"].to_numpy(float)
         left_out = int((scored["estimator"] == IN_SAMPLE).sum()) if name == "calibrated" else 0
-        rows.append({
-            "estimator": name, "calls": f"{len(own):,}", "sessions": f"{own['transcript'].nunique():,}",
-            "mape": pct(float(np.abs(rel).mean())) if len(rel) else "–",
-            "bias": pct(float(rel.mean()), signed=True) if len(rel) else "–",
-            "under5": pct(float((rel < -0.05).mean())) if len(rel) else "–",
-            "in_sample": f"{left_out:,}" if left_out else "",
-        })
+        rows.append(
+            {
+                "estimator": name,
+                "calls": f"{len(own):,}",
+                "sessions": f"{own['transcript'].nunique():,}",
+                "mape": pct(float(np.abs(rel).mean())) if len(rel) else "–",
+                "bias": pct(float(rel.mean()), signed=True) if len(rel) else "–",
+                "under5": pct(float((rel < -0.05).mean())) if len(rel) else "–",
+                "in_sample": f"{left_out:,}" if left_out else "",
+            }
+        )
     return {"rows": rows, "missing": "", "damaged": len(estimation.damaged_transcripts)}
 
 
@@ -127,11 +147,20 @@ def _size_error(run: RunData, estimator: str) -> dict[str, Any]:
         return {"row": None, "why": f"the run's transcripts could not be reloaded: `{SIZE_CHECK} DATASET …` measures it"}
     table = error_table([row for t in run.loaded.transcripts for row in kept_tail_errors(t, estimator)])
     if table.empty:
-        return {"row": None, "why": "no session of this run qualifies (it needs at least 10 calls, no real compaction and no damaged "
-                                    f"records): `{SIZE_CHECK}` measures it on every bundled session"}
+        return {
+            "row": None,
+            "why": "no session of this run qualifies (it needs at least 10 calls, no real compaction and no damaged "
+            f"records): `{SIZE_CHECK}` measures it on every bundled session",
+        }
     row = table.loc["all"]
-    return {"row": {
-        "sessions": f"{int(row['sessions']):,}", "pairs": f"{int(row['pairs']):,}",
-        "median": f"{row['measured_median_abs_pct']:.1f}%", "p90": f"{row['measured_p90_abs_pct']:.1f}%",
-        "signed": f"{row['measured_median_pct']:+.1f}%".replace("-", "−"),
-    }, "why": "", "estimator": estimator}
+    return {
+        "row": {
+            "sessions": f"{int(row['sessions']):,}",
+            "pairs": f"{int(row['pairs']):,}",
+            "median": f"{row['measured_median_abs_pct']:.1f}%",
+            "p90": f"{row['measured_p90_abs_pct']:.1f}%",
+            "signed": f"{row['measured_median_pct']:+.1f}%".replace("-", "−"),
+        },
+        "why": "",
+        "estimator": estimator,
+    }

@@ -50,68 +50,230 @@ def _kind_metrics() -> tuple[Metric, ...]:
     metrics = []
     for k, steps in ((1, "next step"), (5, "next five steps")):
         for kind in ITEM_KINDS:
-            metrics.append(Metric(
-                f"preservation_k{k}_{kind}", f"{steps}' {kind} items kept where compacted (k={k})", "higher", "share", 0.05,
-                f"Share of the {kind} items the {steps} used that are still in the compacted context, "
-                "averaged over the session's compactions.", per_compaction=True,
-            ))
+            metrics.append(
+                Metric(
+                    f"preservation_k{k}_{kind}",
+                    f"{steps}' {kind} items kept where compacted (k={k})",
+                    "higher",
+                    "share",
+                    0.05,
+                    f"Share of the {kind} items the {steps} used that are still in the compacted context, "
+                    "averaged over the session's compactions.",
+                    per_compaction=True,
+                )
+            )
     return tuple(metrics)
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("removed_share", "tokens removed", "higher", "share", 0.01,
-           "Share of the session's prompt tokens the setting removed: 1 − (prompt tokens sent with compaction) / (without)."),
-    Metric("preservation_or_untouched", "next-step facts kept (k=1)", "higher", "share", 0.05,
-           "Share of the facts (paths, identifiers, commands, ...) the next recorded step used that are still in the compacted "
-           "context, averaged over the session's compactions; a session the setting never compacted lost nothing and counts as 100%."),
-    Metric("preservation_k1", "next-step facts kept where compacted (k=1)", "higher", "share", 0.05,
-           "The same share, over the sessions where the setting compacted only (no value where it never compacted).",
-           per_compaction=True),
-    Metric("preservation_k5", "next-5-steps facts kept where compacted (k=5)", "higher", "share", 0.05,
-           "Share of the facts the next five recorded steps used that are still in the compacted context; sessions where "
-           "the setting compacted only.", per_compaction=True),
-    Metric("summary_recall_k5", "dropped facts the summary kept (k=5)", "higher", "share", 0.05,
-           "Of the facts the next five recorded steps used that a compaction dropped (in the context before it only in the "
-           "messages it removed), the share its new content holds: the summary, placeholders, re-attached files. What the "
-           "summary itself carries, apart from the verbatim tail; averaged over the compactions that dropped such a fact.",
-           per_compaction=True),
-    Metric("summary_recall_k1", "dropped facts the summary kept (k=1)", "higher", "share", 0.05,
-           "The same share for the facts the next recorded step used.", per_compaction=True),
-    Metric("over_window_share", "calls over the window", "lower", "share", 0.01,
-           "Share of the session's calls whose replayed prompt exceeds the model's context window: the provider would refuse them."),
-    Metric("over_window_calls", "over-window calls (total)", "lower", "count", 0.0,
-           "Calls whose replayed prompt exceeds the context window, added up over the sessions. A setting with any is not "
-           "recommendable: an over-window request fails in production.", aggregate="sum"),
-    Metric("compactions", "compactions per session", "neither", "number", 0.5,
-           "Compactions that changed the context, per session."),
-    Metric("cost_change", "cost change per session ($)", "lower", "dollars", 0.005,
-           "Modelled bill with the setting minus without compaction (cache reads and writes, output, summarizer calls), in US dollars."),
-    Metric("total_cost", "cost per session ($)", "lower", "dollars", 0.005,
-           "Modelled bill of the replayed session with the setting, summarizer calls included, in US dollars."),
+    Metric(
+        "removed_share",
+        "tokens removed",
+        "higher",
+        "share",
+        0.01,
+        "Share of the session's prompt tokens the setting removed: 1 − (prompt tokens sent with compaction) / (without).",
+    ),
+    Metric(
+        "preservation_or_untouched",
+        "next-step facts kept (k=1)",
+        "higher",
+        "share",
+        0.05,
+        "Share of the facts (paths, identifiers, commands, ...) the next recorded step used that are still in the compacted "
+        "context, averaged over the session's compactions; a session the setting never compacted lost nothing and counts as 100%.",
+    ),
+    Metric(
+        "preservation_k1",
+        "next-step facts kept where compacted (k=1)",
+        "higher",
+        "share",
+        0.05,
+        "The same share, over the sessions where the setting compacted only (no value where it never compacted).",
+        per_compaction=True,
+    ),
+    Metric(
+        "preservation_k5",
+        "next-5-steps facts kept where compacted (k=5)",
+        "higher",
+        "share",
+        0.05,
+        "Share of the facts the next five recorded steps used that are still in the compacted context; sessions where "
+        "the setting compacted only.",
+        per_compaction=True,
+    ),
+    Metric(
+        "summary_recall_k5",
+        "dropped facts the summary kept (k=5)",
+        "higher",
+        "share",
+        0.05,
+        "Of the facts the next five recorded steps used that a compaction dropped (in the context before it only in the "
+        "messages it removed), the share its new content holds: the summary, placeholders, re-attached files. What the "
+        "summary itself carries, apart from the verbatim tail; averaged over the compactions that dropped such a fact.",
+        per_compaction=True,
+    ),
+    Metric(
+        "summary_recall_k1",
+        "dropped facts the summary kept (k=1)",
+        "higher",
+        "share",
+        0.05,
+        "The same share for the facts the next recorded step used.",
+        per_compaction=True,
+    ),
+    Metric(
+        "over_window_share",
+        "calls over the window",
+        "lower",
+        "share",
+        0.01,
+        "Share of the session's calls whose replayed prompt exceeds the model's context window: the provider would refuse them.",
+    ),
+    Metric(
+        "over_window_calls",
+        "over-window calls (total)",
+        "lower",
+        "count",
+        0.0,
+        "Calls whose replayed prompt exceeds the context window, added up over the sessions. A setting with any is not "
+        "recommendable: an over-window request fails in production.",
+        aggregate="sum",
+    ),
+    Metric(
+        "compactions", "compactions per session", "neither", "number", 0.5, "Compactions that changed the context, per session."
+    ),
+    Metric(
+        "cost_change",
+        "cost change per session ($)",
+        "lower",
+        "dollars",
+        0.005,
+        "Modelled bill with the setting minus without compaction (cache reads and writes, output, summarizer calls), in US dollars.",
+    ),
+    Metric(
+        "total_cost",
+        "cost per session ($)",
+        "lower",
+        "dollars",
+        0.005,
+        "Modelled bill of the replayed session with the setting, summarizer calls included, in US dollars.",
+    ),
     Metric("calls", "calls per session", "neither", "number", 0.0, "Recorded LLM calls replayed."),
-    Metric("peak_full", "peak prompt without compaction", "neither", "tokens", 0.0, "Largest prompt of the session without compaction."),
-    Metric("peak_context", "peak prompt with compaction", "lower", "tokens", 0.0, "Largest replayed prompt of the session with the setting."),
-    Metric("billed_full", "prompt tokens without compaction", "neither", "tokens", 0.0, "Prompt tokens over the session without compaction."),
-    Metric("billed_context", "prompt tokens with compaction", "lower", "tokens", 0.0, "Prompt tokens over the session with the setting."),
-    Metric("kept_ratio", "times smaller", "higher", "number", 0.0,
-           "Prompt tokens without compaction divided by with it (1 / (1 − tokens removed))."),
-    Metric("cost_full", "cost per session without compaction ($)", "neither", "dollars", 0.005,
-           "Modelled bill of the uncompacted session, in US dollars."),
-    Metric("cost_context", "prompt and output cost per session ($)", "lower", "dollars", 0.005,
-           "Modelled bill of the replayed session with the setting, without summarizer calls, in US dollars."),
-    Metric("failed_compactions", "failed compactions per session", "lower", "number", 0.0, "Compactions that failed (the strategy raised)."),
-    Metric("summarizer_input_tokens", "summarizer input tokens per session", "lower", "tokens", 0.0, "Tokens sent to an LLM summarizer."),
-    Metric("summarizer_output_tokens", "summarizer output tokens per session", "lower", "tokens", 0.0, "Tokens an LLM summarizer wrote."),
-    Metric("summarizer_cost", "summarizer cost per session ($)", "lower", "dollars", 0.005,
-           "What the LLM summarizer calls cost; unknown without a priced LLM summarizer."),
-    Metric("summary_drift", "facts dropped between summaries", "lower", "share", 0.05,
-           "In sessions compacted two or more times with a summary: of the facts a summary carried that the five steps "
-           "after the next compaction still needed, the share the next summary dropped (pooled over the session's "
-           "consecutive summaries; no value without two summaries). See bench/scoring/drift.py."),
-    Metric("summary_pairs", "consecutive summaries compared per session", "neither", "number", 0.0,
-           "Pairs of consecutive, different summaries in the session: what summary drift is measured on."),
-    Metric("preservation_applicable", "compactions scored per session", "neither", "number", 0.0,
-           "Compactions whose next step relied on facts from before it (the others are not applicable)."),
+    Metric(
+        "peak_full",
+        "peak prompt without compaction",
+        "neither",
+        "tokens",
+        0.0,
+        "Largest prompt of the session without compaction.",
+    ),
+    Metric(
+        "peak_context",
+        "peak prompt with compaction",
+        "lower",
+        "tokens",
+        0.0,
+        "Largest replayed prompt of the session with the setting.",
+    ),
+    Metric(
+        "billed_full",
+        "prompt tokens without compaction",
+        "neither",
+        "tokens",
+        0.0,
+        "Prompt tokens over the session without compaction.",
+    ),
+    Metric(
+        "billed_context",
+        "prompt tokens with compaction",
+        "lower",
+        "tokens",
+        0.0,
+        "Prompt tokens over the session with the setting.",
+    ),
+    Metric(
+        "kept_ratio",
+        "times smaller",
+        "higher",
+        "number",
+        0.0,
+        "Prompt tokens without compaction divided by with it (1 / (1 − tokens removed)).",
+    ),
+    Metric(
+        "cost_full",
+        "cost per session without compaction ($)",
+        "neither",
+        "dollars",
+        0.005,
+        "Modelled bill of the uncompacted session, in US dollars.",
+    ),
+    Metric(
+        "cost_context",
+        "prompt and output cost per session ($)",
+        "lower",
+        "dollars",
+        0.005,
+        "Modelled bill of the replayed session with the setting, without summarizer calls, in US dollars.",
+    ),
+    Metric(
+        "failed_compactions",
+        "failed compactions per session",
+        "lower",
+        "number",
+        0.0,
+        "Compactions that failed (the strategy raised).",
+    ),
+    Metric(
+        "summarizer_input_tokens",
+        "summarizer input tokens per session",
+        "lower",
+        "tokens",
+        0.0,
+        "Tokens sent to an LLM summarizer.",
+    ),
+    Metric(
+        "summarizer_output_tokens",
+        "summarizer output tokens per session",
+        "lower",
+        "tokens",
+        0.0,
+        "Tokens an LLM summarizer wrote.",
+    ),
+    Metric(
+        "summarizer_cost",
+        "summarizer cost per session ($)",
+        "lower",
+        "dollars",
+        0.005,
+        "What the LLM summarizer calls cost; unknown without a priced LLM summarizer.",
+    ),
+    Metric(
+        "summary_drift",
+        "facts dropped between summaries",
+        "lower",
+        "share",
+        0.05,
+        "In sessions compacted two or more times with a summary: of the facts a summary carried that the five steps "
+        "after the next compaction still needed, the share the next summary dropped (pooled over the session's "
+        "consecutive summaries; no value without two summaries). See bench/scoring/drift.py.",
+    ),
+    Metric(
+        "summary_pairs",
+        "consecutive summaries compared per session",
+        "neither",
+        "number",
+        0.0,
+        "Pairs of consecutive, different summaries in the session: what summary drift is measured on.",
+    ),
+    Metric(
+        "preservation_applicable",
+        "compactions scored per session",
+        "neither",
+        "number",
+        0.0,
+        "Compactions whose next step relied on facts from before it (the others are not applicable).",
+    ),
 ) + _kind_metrics()
 
 BY_NAME = {metric.name: metric for metric in METRICS}
@@ -119,8 +281,18 @@ KIND_METRICS = tuple(metric.name for metric in _kind_metrics())  # computed from
 
 # The figures of a setting that every run surface shows (the CLI table, summary.json's leaderboard,
 # the report's leaderboard, `compactlab diff`), in this order.
-REPORTED = ("removed_share", "preservation_or_untouched", "preservation_k1", "preservation_k5", "summary_recall_k5", "summary_drift",
-            "over_window_share", "over_window_calls", "compactions", "cost_change")
+REPORTED = (
+    "removed_share",
+    "preservation_or_untouched",
+    "preservation_k1",
+    "preservation_k5",
+    "summary_recall_k5",
+    "summary_drift",
+    "over_window_share",
+    "over_window_calls",
+    "compactions",
+    "cost_change",
+)
 
 
 def metric(name: str) -> Metric:

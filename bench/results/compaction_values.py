@@ -40,7 +40,9 @@ def compaction_values(rows: Iterable[dict]) -> Iterator[CompactionValue]:
             if found.get("score") is not None:
                 yield CompactionValue(*where, f"preservation_{key}", float(found["score"]), tuple(found.get("lost", ())))
             if found.get("summary_recall") is not None:
-                yield CompactionValue(*where, f"summary_recall_{key}", float(found["summary_recall"]), tuple(found.get("summary_lost", ())))
+                yield CompactionValue(
+                    *where, f"summary_recall_{key}", float(found["summary_recall"]), tuple(found.get("summary_lost", ()))
+                )
             needed = Counter(item.split(":", 1)[0] for item in found.get("needed", []))
             lost = found.get("lost", [])
             for kind in ITEM_KINDS:

@@ -33,7 +33,9 @@ def cost_coverage(transcripts: pd.DataFrame, calls: pd.DataFrame, prices: PriceT
     return {
         "sessions": int(len(per_session)),
         "priced": int(per_session.notna().sum()),
-        "unpriced_models": {model: len(sessions) for model, sessions in sorted(unpriced.items(), key=lambda kv: (-len(kv[1]), kv[0]))},
+        "unpriced_models": {
+            model: len(sessions) for model, sessions in sorted(unpriced.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        },
     }
 
 
@@ -45,5 +47,7 @@ def format_cost_coverage(coverage: dict) -> str:
     if priced == sessions:
         return f"cost over all {sessions} sessions (every model priced)"
     models = ", ".join(f"{m} ({n} session{'s' if n != 1 else ''})" for m, n in coverage.get("unpriced_models", {}).items())
-    return (f"cost over {priced} of {sessions} sessions; unpriced: {models or 'calls of a kind their model has no price for'} "
-            "(add a [prices.\"MODEL\"] table to the configuration to price them)")
+    return (
+        f"cost over {priced} of {sessions} sessions; unpriced: {models or 'calls of a kind their model has no price for'} "
+        '(add a [prices."MODEL"] table to the configuration to price them)'
+    )

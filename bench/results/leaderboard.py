@@ -21,11 +21,11 @@ import pandas as pd
 
 from compactlab.results.catalogue import REPORTED, metric
 from compactlab.results.metrics import compression_label, with_derived
-from compactlab.scoring.reacquisition import reacquisition_summary
 from compactlab.results.recommendation import Recommendation, Rule, recommend
 from compactlab.results.recorded_results import recorded_rows
 from compactlab.results.run_failures import INCOMPLETE, failure_ranks, failure_records
 from compactlab.results.same_by_construction import SameGroup, one_row_each
+from compactlab.scoring.reacquisition import reacquisition_summary
 from compactlab.scoring.statistics import pairwise_comparisons, summarize_by_strategy
 
 # How a row of settings identical by construction names them (`format_leaderboard`).
@@ -119,9 +119,11 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
     document["recommendation"] = recommendation.as_json()
     against = recommendation.config
     document["comparisons"] = comparisons_document(
-        comparisons(transcripts, against, resamples), against,
+        comparisons(transcripts, against, resamples),
+        against,
         f"{against} against each other setting, Holm-adjusted over those {max(len(figures) - 1, 0)} tests per metric"
-        if against else "none: no setting is recommended",
+        if against
+        else "none: no setting is recommended",
     )
     if all_pairs:
         document["all_pairs"] = comparisons_document(
@@ -160,16 +162,28 @@ def format_leaderboard(board: pd.DataFrame, recommendation: Recommendation | Non
         config, mark = row["config"], ""
         labels = merged[config].labels if config in merged else (config,)
         if recommendation is not None:
-            mark = " ★" if config == recommendation.config else " ◆" if set(labels) & set(recommendation.frontier) else (
-                " ✗" if config in recommendation.not_recommendable else "")
+            mark = (
+                " ★"
+                if config == recommendation.config
+                else " ◆"
+                if set(labels) & set(recommendation.frontier)
+                else (" ✗" if config in recommendation.not_recommendable else "")
+            )
         rows.append([f"{SAME_NAMES.join(labels)}{mark}"] + [_cell(row, name) for name in REPORTED])
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
-    lines = ["  ".join(text.ljust(w) if i == 0 else text.rjust(w) for i, (text, w) in enumerate(zip(r, widths))) for r in [headers, *rows]]
+    lines = [
+        "  ".join(text.ljust(w) if i == 0 else text.rjust(w) for i, (text, w) in enumerate(zip(r, widths)))
+        for r in [headers, *rows]
+    ]
     for group in merged.values():
         lines.append(f"{SAME_NAMES.join(group.labels)}: one result under {len(group.labels)} names, {group.why}")
     if recommendation is not None:
-        lines += ["", "★ recommended, ◆ on the Pareto frontier of recommendable settings, ✗ not recommendable; "
-                      "means over sessions, [95% bootstrap interval]", recommendation.summary()]
+        lines += [
+            "",
+            "★ recommended, ◆ on the Pareto frontier of recommendable settings, ✗ not recommendable; "
+            "means over sessions, [95% bootstrap interval]",
+            recommendation.summary(),
+        ]
         for config, why in recommendation.not_recommendable.items():
             lines.append(f"  ✗ {config}: {why}")
     return "\n".join(lines)

@@ -19,12 +19,12 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from compactlab.tokens.calibration import model_family
-from compactlab.scoring.drift import drift_counts
 from compactlab.compaction.llm.prices import PriceTable, price_for
+from compactlab.contract import fell_back
 from compactlab.replay.replay import CallColumns, CompactionRow
 from compactlab.replay.text_codes import rows_of_each
-from compactlab.contract import fell_back
+from compactlab.scoring.drift import drift_counts
+from compactlab.tokens.calibration import model_family
 
 
 def _dicts(rows: list) -> list[dict]:
@@ -33,7 +33,8 @@ def _dicts(rows: list) -> list[dict]:
 
 
 def calls_frame(
-    rows: CallColumns | dict[str, object] | list[dict], prices: PriceTable | None = None,
+    rows: CallColumns | dict[str, object] | list[dict],
+    prices: PriceTable | None = None,
     rows_by_model: dict[str, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """The call rows of replays (as `Replayed.calls` columns, as arrays with the text columns
@@ -73,8 +74,12 @@ def _costs(
         prompt, cached = all_prompts[rows], all_cached[rows]
         new = prompt - cached
         claude = model_family(model) == "claude"
-        parts = {"input": 0 * new if claude else new, "cache_read": cached, "cache_write": new if claude else 0 * new,
-                 "output": all_outputs[rows]}
+        parts = {
+            "input": 0 * new if claude else new,
+            "cache_read": cached,
+            "cache_write": new if claude else 0 * new,
+            "output": all_outputs[rows],
+        }
         total = _priced(price, parts)
         if price.long_context is not None and price.long_context_threshold is not None:
             total = np.where(prompt <= price.long_context_threshold, total, _priced(price.long_context, parts))
@@ -180,10 +185,28 @@ def transcript_summary(
         failed = compactions[compactions["failed"].notna()].groupby(["transcript", "config"]).size().rename("failed_compactions")
         # Done, but by a fallback after a step failed (compactlab.contract.FALLBACK_MARK): counted apart.
         fallbacks = done[done["note"].map(fell_back)].groupby(["transcript", "config"]).size().rename("fallback_compactions")
-        summary = summary.join(per, on=["transcript", "config"]).join(failed, on=["transcript", "config"]).join(fallbacks, on=["transcript", "config"])
-    for column in ("compactions", "failed_compactions", "fallback_compactions", "summarizer_input_tokens", "summarizer_output_tokens", "summary_pairs"):
+        summary = (
+            summary.join(per, on=["transcript", "config"])
+            .join(failed, on=["transcript", "config"])
+            .join(fallbacks, on=["transcript", "config"])
+        )
+    for column in (
+        "compactions",
+        "failed_compactions",
+        "fallback_compactions",
+        "summarizer_input_tokens",
+        "summarizer_output_tokens",
+        "summary_pairs",
+    ):
         summary[column] = summary.get(column, pd.Series(0, index=summary.index)).fillna(0).astype(int)
-    for column in ("summarizer_cost", "preservation_k1", "preservation_k5", "summary_recall_k1", "summary_recall_k5", "summary_drift"):
+    for column in (
+        "summarizer_cost",
+        "preservation_k1",
+        "preservation_k5",
+        "summary_recall_k1",
+        "summary_recall_k5",
+        "summary_drift",
+    ):
         if column not in summary:
             summary[column] = float("nan")
     summary["removed_share"] = 1 - summary["billed_context"] / summary["billed_full"]

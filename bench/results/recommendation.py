@@ -29,7 +29,10 @@ from compactlab.scoring.statistics import pareto_frontier
 
 MIN_KEPT = 0.9
 SAVED, KEPT, KEPT_WHERE_COMPACTED, OVER = (
-    "removed_share_mean", "preservation_or_untouched_mean", "preservation_k1_mean", "over_window_calls_total",
+    "removed_share_mean",
+    "preservation_or_untouched_mean",
+    "preservation_k1_mean",
+    "over_window_calls_total",
 )
 
 
@@ -87,15 +90,24 @@ class Recommendation:
 
     def as_json(self) -> dict:
         return {
-            "config": self.config, "reason": self.reason, "rule": self.rule.text, "min_kept": self.rule.min_kept,
-            "frontier": list(self.frontier), "not_recommendable": dict(self.not_recommendable), "ties": list(self.ties),
+            "config": self.config,
+            "reason": self.reason,
+            "rule": self.rule.text,
+            "min_kept": self.rule.min_kept,
+            "frontier": list(self.frontier),
+            "not_recommendable": dict(self.not_recommendable),
+            "ties": list(self.ties),
         }
 
     @classmethod
     def from_json(cls, document: dict) -> Recommendation:
         return cls(
-            document.get("config"), document.get("reason", ""), Rule(document.get("min_kept", MIN_KEPT)),
-            tuple(document.get("frontier", ())), dict(document.get("not_recommendable", {})), tuple(document.get("ties", ())),
+            document.get("config"),
+            document.get("reason", ""),
+            Rule(document.get("min_kept", MIN_KEPT)),
+            tuple(document.get("frontier", ())),
+            dict(document.get("not_recommendable", {})),
+            tuple(document.get("ties", ())),
         )
 
     def summary(self) -> str:
@@ -118,14 +130,18 @@ def recommend(figures: pd.DataFrame, rule: Rule = Rule()) -> Recommendation:
     ties = eligible[(eligible["config"] != best["config"]) & (eligible[SAVED] == best[SAVED]) & (eligible[KEPT] == best[KEPT])]
     if best[SAVED] <= 0:
         # Every setting left every prompt as it was: "use X, it removes 0.0%" would be no advice at all.
-        reason = (f"nothing compacted: none of the {len(figures)} settings removed any prompt tokens in any session (no trigger fired "
-                  "at this window), so there is nothing to choose between; try a smaller window (--window 32000), a lower "
-                  "trigger (compactlab sweep --thresholds 0.3 0.5 0.7) or longer sessions")
+        reason = (
+            f"nothing compacted: none of the {len(figures)} settings removed any prompt tokens in any session (no trigger fired "
+            "at this window), so there is nothing to choose between; try a smaller window (--window 32000), a lower "
+            "trigger (compactlab sweep --thresholds 0.3 0.5 0.7) or longer sessions"
+        )
         return Recommendation(best["config"], reason, rule, tuple(frontier["config"]), excluded, tuple(ties["config"]))
-    reason = (f"it removes {_pct(best[SAVED])} of the prompt tokens and keeps {_pct(best[KEPT])} of the next step's facts "
-              f"({_pct(best[KEPT_WHERE_COMPACTED]) if not _nan(best.get(KEPT_WHERE_COMPACTED, math.nan)) else 'none scored'} where it "
-              f"compacted) with no call over the window: the most tokens removed of the {len(eligible)} recommendable "
-              f"of {len(figures)} settings")
+    reason = (
+        f"it removes {_pct(best[SAVED])} of the prompt tokens and keeps {_pct(best[KEPT])} of the next step's facts "
+        f"({_pct(best[KEPT_WHERE_COMPACTED]) if not _nan(best.get(KEPT_WHERE_COMPACTED, math.nan)) else 'none scored'} where it "
+        f"compacted) with no call over the window: the most tokens removed of the {len(eligible)} recommendable "
+        f"of {len(figures)} settings"
+    )
     return Recommendation(best["config"], reason, rule, tuple(frontier["config"]), excluded, tuple(ties["config"]))
 
 
@@ -134,11 +150,15 @@ def _why_none(figures: pd.DataFrame, failed: dict[str, list[str]], rule: Rule) -
     parts = []
     if len(over):
         fewest = over.sort_values([OVER, "config"], kind="stable").iloc[0]
-        parts.append(f"{len(over)} of {len(figures)} settings let calls exceed the context window "
-                     f"(fewest: {fewest['config']}, {int(fewest[OVER]):,} calls)")
+        parts.append(
+            f"{len(over)} of {len(figures)} settings let calls exceed the context window "
+            f"(fewest: {fewest['config']}, {int(fewest[OVER]):,} calls)"
+        )
     low = [c for c, reasons in failed.items() if any("facts" in r for r in reasons)]
     if low:
-        parts.append(f"{len(low)} keep less than {rule.threshold} of the next step's facts (over all sessions or where they compacted)")
+        parts.append(
+            f"{len(low)} keep less than {rule.threshold} of the next step's facts (over all sessions or where they compacted)"
+        )
     blank = [c for c, reasons in failed.items() if "no figures to judge it by" in reasons]
     if blank:
         parts.append(f"{len(blank)} have no figures to judge them by")

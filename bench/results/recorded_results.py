@@ -27,14 +27,20 @@ def format_recorded(rows: list[dict], fidelity: list[dict], replayed: int, reacq
     for row in rows:
         kept = "n/a" if pd.isna(row.get("preservation_k1")) else f"{100 * row['preservation_k1']:.1f}%"
         damaged = "  (damaged records: not ranked)" if row.get("damaged") else ""
-        lines.append(f"  {row['transcript']}: {row['compactions']} compactions, {100 * row['removed_share']:.1f}% of tokens removed, "
-                     f"next step kept (k=1) {kept}{damaged}")
+        lines.append(
+            f"  {row['transcript']}: {row['compactions']} compactions, {100 * row['removed_share']:.1f}% of tokens removed, "
+            f"next step kept (k=1) {kept}{damaged}"
+        )
     for check in fidelity:
-        lines.append(f"  fidelity {check['transcript']} call {check['call']}: replay predicted {check['fidelity_predicted']:,.0f} tokens, "
-                     f"recorded {check['fidelity_recorded']:,.0f} ({100 * check['relative_error']:+.1f}%)")
+        lines.append(
+            f"  fidelity {check['transcript']} call {check['call']}: replay predicted {check['fidelity_predicted']:,.0f} tokens, "
+            f"recorded {check['fidelity_recorded']:,.0f} ({100 * check['relative_error']:+.1f}%)"
+        )
     if reacquisition and reacquisition["compactions"]:
-        lines.append(f"  re-acquired before use after the real compactions: {_share(reacquisition, 'lost')} of the items the metric "
-                     f"marks lost, {_share(reacquisition, 'kept')} of those it marks kept (a lost item really gone must come back)")
+        lines.append(
+            f"  re-acquired before use after the real compactions: {_share(reacquisition, 'lost')} of the items the metric "
+            f"marks lost, {_share(reacquisition, 'kept')} of those it marks kept (a lost item really gone must come back)"
+        )
     return "\n".join(lines)
 
 

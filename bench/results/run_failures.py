@@ -25,13 +25,20 @@ def failure_counts(transcripts: pd.DataFrame) -> pd.DataFrame:
     if transcripts.empty or "failed_compactions" not in transcripts:
         return pd.DataFrame(columns=["config", "attempts", "failed", "fell_back", "share"])
     fell_back = transcripts["fallback_compactions"] if "fallback_compactions" in transcripts else 0
-    frame = pd.DataFrame({
-        "config": transcripts["config"],
-        # A fallback is a compaction done (in `compactions`); a failure is an attempt that was not.
-        "attempts": transcripts["compactions"] + transcripts["failed_compactions"],
-        "failed": transcripts["failed_compactions"],
-        "fell_back": fell_back,
-    }).groupby("config", sort=True).sum().reset_index()
+    frame = (
+        pd.DataFrame(
+            {
+                "config": transcripts["config"],
+                # A fallback is a compaction done (in `compactions`); a failure is an attempt that was not.
+                "attempts": transcripts["compactions"] + transcripts["failed_compactions"],
+                "failed": transcripts["failed_compactions"],
+                "fell_back": fell_back,
+            }
+        )
+        .groupby("config", sort=True)
+        .sum()
+        .reset_index()
+    )
     frame = frame[(frame["failed"] + frame["fell_back"]) > 0].reset_index(drop=True)
     frame["share"] = (frame["failed"] + frame["fell_back"]) / frame["attempts"]
     return frame
@@ -52,8 +59,13 @@ def failure_records(transcripts: pd.DataFrame, max_failed_share: float = 0.0) ->
     incomplete = set(transcripts.loc[transcripts[INCOMPLETE], "config"]) if INCOMPLETE in transcripts else set()
     return [
         {
-            "config": row.config, "attempts": int(row.attempts), "failed": int(row.failed), "fell_back": int(row.fell_back),
-            "share": float(row.share), "allowed_share": max_failed_share, "ranked": row.config not in incomplete,
+            "config": row.config,
+            "attempts": int(row.attempts),
+            "failed": int(row.failed),
+            "fell_back": int(row.fell_back),
+            "share": float(row.share),
+            "allowed_share": max_failed_share,
+            "ranked": row.config not in incomplete,
         }
         for row in failure_counts(transcripts).itertuples()
     ]
@@ -63,7 +75,11 @@ def format_failures(records: list[dict]) -> list[str]:
     """Lines for stdout: what failed per strategy, and whether it was ranked anyway."""
     lines = []
     for r in records:
-        verdict = "NOT RANKED: its numbers are not its own" if not r["ranked"] else f"ranked (max_failed_share = {r['allowed_share']:g})"
+        verdict = (
+            "NOT RANKED: its numbers are not its own"
+            if not r["ranked"]
+            else f"ranked (max_failed_share = {r['allowed_share']:g})"
+        )
         lines.append(
             f"  {r['config']}: {r['failed']} of {r['attempts']} compactions failed, {r['fell_back']} fell back "
             f"({100 * r['share']:.0f}%) - {verdict}"

@@ -36,9 +36,11 @@ class SameGroup:
 
     @property
     def why(self) -> str:
-        return (f"identical by construction: the extractive stand-in summarizer reads no prompt, so "
-                f"{', '.join(self.prompts_not_rendered)} were never rendered and these settings differ only in them; "
-                "comparing summary prompts needs an LLM [summarizer]")
+        return (
+            f"identical by construction: the extractive stand-in summarizer reads no prompt, so "
+            f"{', '.join(self.prompts_not_rendered)} were never rendered and these settings differ only in them; "
+            "comparing summary prompts needs an LLM [summarizer]"
+        )
 
     def as_json(self) -> dict:
         return {"labels": list(self.labels), "prompts_not_rendered": list(self.prompts_not_rendered), "why": self.why}
@@ -83,7 +85,9 @@ def same_groups(configs: Sequence[StrategyConfig]) -> list[SameGroup]:
     return groups
 
 
-def one_row_each(board: pd.DataFrame, groups: Sequence[SameGroup], first: str | None = None) -> tuple[pd.DataFrame, dict[str, SameGroup]]:
+def one_row_each(
+    board: pd.DataFrame, groups: Sequence[SameGroup], first: str | None = None
+) -> tuple[pd.DataFrame, dict[str, SameGroup]]:
     """The settings' figures (`compactlab.results.leaderboard.setting_figures`) with one row per group of settings
     identical by construction, and by the label of each such row the group it stands for.
 

@@ -90,7 +90,9 @@ class _LongestFirst:
             thread.join()
 
 
-def replay_concurrently(reads: Iterator[FileRead], job, keep: Callable, threads: int, account: CallAccount | None) -> Iterator[FileRead]:
+def replay_concurrently(
+    reads: Iterator[FileRead], job, keep: Callable, threads: int, account: CallAccount | None
+) -> Iterator[FileRead]:
     """`reads` (files read, transcripts whole) as `read_files(..., then=job.replay_file, keep=keep)`
     would hand them back, the replays made on `threads` threads (see the module docstring).
 

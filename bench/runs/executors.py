@@ -35,8 +35,9 @@ def dask_executor(scheduler: str | None = None, workers: int | None = None) -> C
             client = Client(scheduler)
         else:
             # One thread per worker process: a replay holds the interpreter lock, processes run side by side.
-            cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+            cluster = LocalCluster(
+                n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None
+            )
             client = Client(cluster)
         try:
             # Sent to every worker once, not with each task.
@@ -46,7 +47,9 @@ def dask_executor(scheduler: str | None = None, workers: int | None = None) -> C
             submitted = 0
             while submitted < count or pending:
                 while submitted < count and len(pending) < limit:
-                    pending.append(client.submit(function, shared, submitted, pure=False, key=f"compactlab-read-{submitted}-{os.getpid()}"))
+                    pending.append(
+                        client.submit(function, shared, submitted, pure=False, key=f"compactlab-read-{submitted}-{os.getpid()}")
+                    )
                     submitted += 1
                 yield pending.popleft().result()  # in file order: the run commits files in order
         finally:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from compactlab.tokens.context_windows import ContextWindows
 from compactlab.compaction.engine import CompactionEvent, Engine
-from compactlab.contract import Trigger
-from compactlab.tokens.metering import Meter
-from compactlab.transcripts.model import Message, Transcript, part_to_dict
-from compactlab.contract import Context, Summarizer
+from compactlab.contract import Context, Summarizer, Trigger
 from compactlab.strategies.prompting import renders_prompt
 from compactlab.strategies.registry import get_strategy
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.model import Message, Transcript, part_to_dict
 
 
 @dataclass(frozen=True)
@@ -54,10 +53,14 @@ def compact(
     else:
         call, chosen_by = _first_firing(transcript, positions, meter, trigger, window)
     context = _context_before(transcript, positions, call)
-    engine = Engine(strategy=strategy, window=window, meter=meter, count_tokens=meter.count, trigger=trigger, summarizer=summarizer)
+    engine = Engine(
+        strategy=strategy, window=window, meter=meter, count_tokens=meter.count, trigger=trigger, summarizer=summarizer
+    )
     after, event = engine.emergency(context, reason="manual") if chosen_by != "trigger" else engine.before_call(context)
     assert event is not None  # a fresh engine always attempts the first compaction
-    return Preview(transcript.id, strategy_name, call, chosen_by, window, trigger, estimator, context, after, event, renders_prompt(strategy))
+    return Preview(
+        transcript.id, strategy_name, call, chosen_by, window, trigger, estimator, context, after, event, renders_prompt(strategy)
+    )
 
 
 def _context_before(transcript: Transcript, positions: list[int], call: int) -> Context:
@@ -103,8 +106,13 @@ def format_preview(result: Preview, width: int = 160) -> str:
     e = result.event
     head = f"{result.transcript}: {result.strategy} before call {result.call} ({result.chosen_by}); window {result.window:,}, estimator {result.estimator}"
     if not e.changed:  # no compaction: one set of numbers, the context's size, and why
-        lines = [head, f"no compaction: {result.strategy} changed nothing ({e.note}); the context stays {e.tokens_before:,} tokens, "
-                       f"{e.messages_before} messages", "", "context (unchanged):"]
+        lines = [
+            head,
+            f"no compaction: {result.strategy} changed nothing ({e.note}); the context stays {e.tokens_before:,} tokens, "
+            f"{e.messages_before} messages",
+            "",
+            "context (unchanged):",
+        ]
     else:
         lines = [
             head,

@@ -28,11 +28,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from compactlab.transcripts.loading import load_inputs
-from compactlab.tokens.metering import Meter
-from compactlab.transcripts.model import Transcript
-from compactlab.runs.run_storage import run_calls, run_compaction_rows
 from compactlab.replay.uncompacted import uncompacted
+from compactlab.runs.run_storage import run_calls, run_compaction_rows
+from compactlab.tokens.metering import Meter
+from compactlab.transcripts.loading import load_inputs
+from compactlab.transcripts.model import Transcript
 
 
 def kept_tail_errors(transcript: Transcript, estimator: str = "hybrid") -> list[dict]:
@@ -57,11 +57,17 @@ def kept_tail_errors(transcript: Transcript, estimator: str = "hybrid") -> list[
         anchored = recorded[last] - removed
         drift_now = fixed + history[positions[last]] * ratios[a]
         drift_before = fixed + history[positions[last]]
-        rows.append({
-            "transcript": transcript.id, "format": transcript.source_format, "kept_share": true / recorded[last],
-            "measured": measured / true - 1, "anchored": anchored / true - 1,
-            "drift_now": drift_now / recorded[last] - 1, "drift_before": drift_before / recorded[last] - 1,
-        })
+        rows.append(
+            {
+                "transcript": transcript.id,
+                "format": transcript.source_format,
+                "kept_share": true / recorded[last],
+                "measured": measured / true - 1,
+                "anchored": anchored / true - 1,
+                "drift_now": drift_now / recorded[last] - 1,
+                "drift_before": drift_before / recorded[last] - 1,
+            }
+        )
     return rows
 
 

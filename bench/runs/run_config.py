@@ -21,9 +21,9 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from compactlab.runs.config_schema import DEFAULT_WINDOW, check_table, unknown_keys
 from compactlab.contract import Trigger
 from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs.config_schema import DEFAULT_WINDOW, check_table, unknown_keys
 from compactlab.strategies.registry import registered
 
 __all__ = ["DEFAULT_WINDOW", "RunConfig", "config_from_data", "load_config", "strategy_config", "windows_of"]
@@ -171,7 +171,9 @@ def strategies_of_run(config: dict) -> tuple[StrategyConfig, ...]:
     triggers and estimators as null, which a configuration file leaves out)."""
     where = "config.json"
     return tuple(
-        strategy_config({k: v for k, v in entry.items() if v is not None} if isinstance(entry, dict) else entry, f"{where}: strategies[{i}]")
+        strategy_config(
+            {k: v for k, v in entry.items() if v is not None} if isinstance(entry, dict) else entry, f"{where}: strategies[{i}]"
+        )
         for i, entry in enumerate(config.get("strategies", []))
     )
 
@@ -181,7 +183,9 @@ def config_json(config: RunConfig) -> dict:
         "datasets": list(config.datasets),
         "strategies": [
             {
-                "label": s.label, "name": s.strategy, "settings": dict(s.settings),
+                "label": s.label,
+                "name": s.strategy,
+                "settings": dict(s.settings),
                 "trigger": None if s.trigger is None else {k: v for k, v in s.trigger.__dict__.items()},
                 "estimator": s.estimator,
             }

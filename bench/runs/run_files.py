@@ -89,8 +89,7 @@ class RunLock:
             holder = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(descriptor)
             raise RunDirectoryBusy(
-                f"{self.out} is in use by another compactlab run (process {holder}): wait for it to end, "
-                f"or give another --out"
+                f"{self.out} is in use by another compactlab run (process {holder}): wait for it to end, or give another --out"
             ) from None
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)

@@ -15,16 +15,15 @@ blocks, and hands back the run's tables; the rows themselves stay in the run dir
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import pandas as pd
 
-from pathlib import Path
-
 from compactlab.compaction.llm.prices import PriceTable
+from compactlab.replay.text_codes import coded_text, rows_of_each, summary_groups
+from compactlab.results.metrics import calls_frame, compactions_frame, cost_model_check, recorded_fidelity, transcript_summary
 from compactlab.runs.run_files import DONE, read_done
 from compactlab.runs.run_storage import part_calls, part_compaction_rows, run_calls, run_compaction_rows
-from compactlab.results.metrics import calls_frame, compactions_frame, cost_model_check, recorded_fidelity, transcript_summary
-from compactlab.replay.text_codes import coded_text, rows_of_each, summary_groups
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,9 @@ class TranscriptResults:
     call_models: pd.DataFrame  # the (transcript, model) pairs its calls name, for compactlab.results.cost_coverage
 
 
-def transcript_results(calls: pd.DataFrame, compaction_rows: list[dict], transcripts, prices: PriceTable | None) -> TranscriptResults:
+def transcript_results(
+    calls: pd.DataFrame, compaction_rows: list[dict], transcripts, prices: PriceTable | None
+) -> TranscriptResults:
     """The results of the call rows `calls` (a frame, or arrays with coded text columns as
     `compactlab.replay.call_rows.call_arrays` makes them) and their compaction rows; `transcripts`: the
     transcripts they replay, or what the run kept of them (their recorded calls)."""
@@ -51,7 +52,10 @@ def transcript_results(calls: pd.DataFrame, compaction_rows: list[dict], transcr
         return no_rows()
     models = frame[["transcript", "model"]].drop_duplicates()
     return TranscriptResults(
-        transcript_summary(frame, compactions, groups), recorded_fidelity(compactions), cost_model_check(frame, transcripts), models,
+        transcript_summary(frame, compactions, groups),
+        recorded_fidelity(compactions),
+        cost_model_check(frame, transcripts),
+        models,
     )
 
 
@@ -100,7 +104,6 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 def no_rows() -> TranscriptResults:
     return TranscriptResults(*(pd.DataFrame() for _ in fields(TranscriptResults)))
-
 
 
 def results_from_rows(out: Path, read, prices: PriceTable | None) -> TranscriptResults:

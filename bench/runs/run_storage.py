@@ -28,8 +28,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from compactlab.replay.call_rows import json_line
-from compactlab.runs.run_files import DONE, before_write, finished_rows, read_done
 from compactlab.replay.walk import CALL_COLUMNS
+from compactlab.runs.run_files import DONE, before_write, finished_rows, read_done
 
 ROWS = "rows"
 KINDS = ("calls", "compactions")
@@ -39,9 +39,9 @@ _TEXT = ("transcript", "config", "model")
 _FLAGS = ("compacted_before", "over_window")
 # One schema for every part, whatever a transcript's values are (a column that is empty in one
 # transcript must not get another type there): the files then read as one table.
-CALL_SCHEMA = pa.schema([
-    (name, pa.string() if name in _TEXT else pa.bool_() if name in _FLAGS else pa.int64()) for name in CALL_COLUMNS
-])
+CALL_SCHEMA = pa.schema(
+    [(name, pa.string() if name in _TEXT else pa.bool_() if name in _FLAGS else pa.int64()) for name in CALL_COLUMNS]
+)
 
 
 def part_path(out: Path, name: str) -> Path:
@@ -81,7 +81,11 @@ def calls_table(columns: dict[str, np.ndarray | tuple[np.ndarray, list]]) -> pa.
         values = columns[field.name]
         if isinstance(values, tuple):  # codes into the distinct texts
             codes, distinct = values
-            array = pa.array(distinct, type=pa.string()).take(pa.array(codes, type=pa.int64())) if len(codes) else pa.array([], pa.string())
+            array = (
+                pa.array(distinct, type=pa.string()).take(pa.array(codes, type=pa.int64()))
+                if len(codes)
+                else pa.array([], pa.string())
+            )
         else:
             array = pa.array(values.tolist() if values.dtype == object else values, type=field.type, from_pandas=True)
         arrays.append(array)
@@ -154,7 +158,9 @@ def run_compaction_rows(out: Path, configs: Iterable[str] | None = None, transcr
     return list(iter_rows(out, "compactions", configs, transcripts))
 
 
-def iter_rows(out: Path, kind: str, configs: Iterable[str] | None = None, transcripts: Iterable[str] | None = None) -> Iterator[dict]:
+def iter_rows(
+    out: Path, kind: str, configs: Iterable[str] | None = None, transcripts: Iterable[str] | None = None
+) -> Iterator[dict]:
     """The committed rows of `kind` ("calls" or "compactions"), part by part, as dicts of plain values."""
     if read_done(Path(out) / DONE).legacy:
         yield from (r for r in finished_rows(Path(out), f"{kind}.jsonl") if _wanted(r, configs, transcripts))
@@ -164,7 +170,9 @@ def iter_rows(out: Path, kind: str, configs: Iterable[str] | None = None, transc
 
 
 def _wanted(row: dict, configs, transcripts) -> bool:
-    return (configs is None or row.get("config") in set(configs)) and (transcripts is None or row.get("transcript") in set(transcripts))
+    return (configs is None or row.get("config") in set(configs)) and (
+        transcripts is None or row.get("transcript") in set(transcripts)
+    )
 
 
 def remove_unnamed(out: Path, named: Iterable[str]) -> None:

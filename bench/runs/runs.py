@@ -36,24 +36,20 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from compactlab.runs.concurrent_replays import replay_concurrently
-from compactlab.tokens.context_windows import ContextWindows
-from compactlab.transcripts.datasets import resolve_inputs
 from compactlab.compaction.llm.concurrency import CallAccount, check_budget_prices, default_replay_threads, llm_completers
 from compactlab.compaction.llm.concurrency import run_calls as calls_limited
-from compactlab.compaction.llm.prices import resolve_prices
-from compactlab.runs.llm_config import make_run_judge
-from compactlab.transcripts.loading import FailedFile, ReadInputs, ReadTranscript, read_files
+from compactlab.compaction.llm.prices import PriceTable, resolve_prices
+from compactlab.contract import Strategy
 from compactlab.memo import forget
-from compactlab.tokens.metering import Meter
 from compactlab.replay.call_rows import SharedRows, call_arrays
-from compactlab.results.metrics import calls_frame, compactions_frame
-from compactlab.scoring.judge import FanOut, in_turn, score_compactions
-from compactlab.transcripts.model import Transcript
-from compactlab.transcripts.neutralise import csv_frame
 from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
+from compactlab.replay.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.run_failures import mark_incomplete
+from compactlab.runs.concurrent_replays import replay_concurrently
+from compactlab.runs.llm_config import make_run_judge
+from compactlab.runs.run_config import RunConfig, config_json, default_strategies, windows_of
 from compactlab.runs.run_files import DONE, ROW_FILES, Commits, DoneLog, RunLock, read_done, write_atomic
 from compactlab.runs.run_results import RunTotals, TranscriptResults, results_from_rows, transcript_results
 from compactlab.runs.run_storage import (
@@ -66,13 +62,16 @@ from compactlab.runs.run_storage import (
     run_compaction_rows,
     write_part,
 )
-from compactlab.replay.shared_compactions import SharedCompactions, shared_by_setting
-from compactlab.runs.run_config import RunConfig, config_json, default_strategies, windows_of
-from compactlab.tokens.tokenizers import TokenCache
-from compactlab.compaction.llm.prices import PriceTable
-from compactlab.contract import Strategy
+from compactlab.scoring.judge import FanOut, in_turn, score_compactions
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
 from compactlab.strategies.registry import get_strategy
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.tokens.metering import Meter
+from compactlab.tokens.tokenizers import TokenCache
+from compactlab.transcripts.datasets import resolve_inputs
+from compactlab.transcripts.loading import FailedFile, ReadInputs, ReadTranscript, read_files
+from compactlab.transcripts.model import Transcript
+from compactlab.transcripts.neutralise import csv_frame
 
 CACHED_CHARS = 50_000_000  # texts a replaying process keeps counts of (some 50-100 MB)
 PROGRESS_SECONDS = 0.2  # between two updates of the LLM calls shown beside the progress bar
@@ -142,11 +141,14 @@ def run(
     config, instances = resolve(config)
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
-        return _run_locked(config, instances, out, resume, progress, summarizer, overwrite, judge, workers, replay_threads, executor)
+        return _run_locked(
+            config, instances, out, resume, progress, summarizer, overwrite, judge, workers, replay_threads, executor
+        )
 
 
-def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summarizer, overwrite, judge, workers, replay_threads,
-                executor) -> RunResult:
+def _run_locked(
+    config: RunConfig, instances, out: Path, resume, progress, summarizer, overwrite, judge, workers, replay_threads, executor
+) -> RunResult:
     done_path = out / DONE
     if not resume and done_path.exists():
         if not overwrite:
@@ -161,12 +163,16 @@ def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summa
     write_atomic(out / "config.json", json.dumps(config_json(config), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
     prices = resolve_prices(config.prices or None)
-    job = _Job(config.strategies, instances, log.units, windows_of(config), config.estimator, summarizer, judge, out, prices, log.parts)
+    job = _Job(
+        config.strategies, instances, log.units, windows_of(config), config.estimator, summarizer, judge, out, prices, log.parts
+    )
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
     workers = 1 if summarizer is not None or judge is not None else workers
     if executor is not None and (summarizer is not None or judge is not None):
-        raise ValueError("a run with an LLM summarizer or judge stays in one process (its call cache and concurrency limit live there): "
-                         "run it without --executor dask")
+        raise ValueError(
+            "a run with an LLM summarizer or judge stays in one process (its call cache and concurrency limit live there): "
+            "run it without --executor dask"
+        )
     inputs = resolve_inputs(list(config.datasets) or None)
     _check_unchanged(out, log, inputs.files)
     transcripts, failed, totals = [], [], RunTotals()
@@ -177,11 +183,23 @@ def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summa
     if completers:
         check_budget_prices(completers, account)
         threads = replay_threads or default_replay_threads(completers)
-        reads = replay_concurrently(read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=1), job,
-                                    ReadTranscript.counted, threads, account)
+        reads = replay_concurrently(
+            read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=1),
+            job,
+            ReadTranscript.counted,
+            threads,
+            account,
+        )
     else:
-        reads = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=workers, then=job.replay_file,
-                           keep=ReadTranscript.counted, executor=executor)
+        reads = read_files(
+            inputs.files,
+            inputs.lenient_files,
+            lenient=config.lenient,
+            workers=workers,
+            then=job.replay_file,
+            keep=ReadTranscript.counted,
+            executor=executor,
+        )
     # One version of each prompt template for the whole run; an error in a file ends the worker
     # pool at once (see read_files).
     commits = Commits(out, log)
@@ -211,7 +229,14 @@ def _run_locked(config: RunConfig, instances, out: Path, resume, progress, summa
     read = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
     job.windows.check_overrides(model for t in transcripts for model in t.models)
     write_atomic(out / "meta.json", json.dumps(run_meta(read, file_hashes), indent=2) + "\n")
-    result = finish(out, read, resumed_units=len(log.units), prices=config.prices, results=totals.totals(), max_failed_share=config.max_failed_share)
+    result = finish(
+        out,
+        read,
+        resumed_units=len(log.units),
+        prices=config.prices,
+        results=totals.totals(),
+        max_failed_share=config.max_failed_share,
+    )
     return replace(result, llm_calls=account.line()) if completers else result
 
 
@@ -233,8 +258,10 @@ def _check_unchanged(out: Path, log: DoneLog, files: list[Path]) -> None:
     listed = set(map(str, files))
     for file, recorded in sorted(log.file_hashes.items()):
         if file not in listed:
-            raise ValueError(f"{out}: --resume: {file} (read by this run) is gone or no longer among the datasets; "
-                             f"restore it, or start a new run (another --out)")
+            raise ValueError(
+                f"{out}: --resume: {file} (read by this run) is gone or no longer among the datasets; "
+                f"restore it, or start a new run (another --out)"
+            )
         now = _file_hash(Path(file))
         if now != recorded:
             raise ValueError(
@@ -321,12 +348,18 @@ class _Job:
     def estimator_of(self, strategy: StrategyConfig) -> str:
         return strategy.estimator or getattr(self.instances[strategy.label], "estimator", self.default_estimator)
 
-    def replay_setting(self, plan: TranscriptPlan, strategy: StrategyConfig, fan_out: FanOut = in_turn) -> tuple[Replayed, list[dict]]:
+    def replay_setting(
+        self, plan: TranscriptPlan, strategy: StrategyConfig, fan_out: FanOut = in_turn
+    ) -> tuple[Replayed, list[dict]]:
         """One setting's replay of the plan's transcript and its compaction rows (judged when the
         run has a judge; `fan_out` runs the judge's calls)."""
         transcript = plan.transcript
         replayed = replay(
-            transcript, strategy, self.windows, summarizer=self.summarizer, meter=plan.meters[self.estimator_of(strategy)],
+            transcript,
+            strategy,
+            self.windows,
+            summarizer=self.summarizer,
+            meter=plan.meters[self.estimator_of(strategy)],
             strategy=plan.sharing[strategy.label],
         )
         rows = [dict(vars(r)) for r in replayed.compactions]
@@ -351,8 +384,10 @@ class _Job:
             parts.append((rows_shared, shared, added))
         labels = [s.label for s in plan.strategies]
         arrays = call_arrays(plan.transcript.id, labels, parts, own)
-        written = {"calls": write_part(self.out, "calls", calls_table(arrays)),
-                   "compactions": write_part(self.out, "compactions", compactions_table(compaction_rows))}
+        written = {
+            "calls": write_part(self.out, "calls", calls_table(arrays)),
+            "compactions": write_part(self.out, "compactions", compactions_table(compaction_rows)),
+        }
         return Replays(labels, written, self._results(plan.transcript, arrays, compaction_rows))
 
     def _results(self, transcript: Transcript, arrays, compaction_rows: list[dict]) -> TranscriptResults:
@@ -369,8 +404,12 @@ class _Job:
 
 
 def finish(
-    out: Path, read: ReadInputs, resumed_units: int = 0, prices: dict | None = None,
-    results: TranscriptResults | None = None, max_failed_share: float = 0.0,
+    out: Path,
+    read: ReadInputs,
+    resumed_units: int = 0,
+    prices: dict | None = None,
+    results: TranscriptResults | None = None,
+    max_failed_share: float = 0.0,
 ) -> RunResult:
     """The run's tables from its transcripts' results (`results`, gathered as they arrived), or
     from the committed rows in `out`, read a transcript at a time."""
@@ -383,9 +422,20 @@ def finish(
         damaged = {t.id for t in read.transcripts if t.skipped}
         transcripts["damaged"] = transcripts["transcript"].isin(damaged)
         transcripts = mark_incomplete(transcripts, max_failed_share)
-        write_atomic(out / "transcripts.csv", csv_frame(transcripts).to_csv(index=False))  # formula cells neutralised (compactlab.transcripts.neutralise)
-    return RunResult(out, transcripts, read, resumed_units, max_failed_share,
-                     results.recorded_fidelity, results.cost_model_check, results.call_models, prices)
+        write_atomic(
+            out / "transcripts.csv", csv_frame(transcripts).to_csv(index=False)
+        )  # formula cells neutralised (compactlab.transcripts.neutralise)
+    return RunResult(
+        out,
+        transcripts,
+        read,
+        resumed_units,
+        max_failed_share,
+        results.recorded_fidelity,
+        results.cost_model_check,
+        results.call_models,
+        prices,
+    )
 
 
 def run_meta(read: ReadInputs, file_hashes: dict[str, str | None] | None = None) -> dict:

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from compactlab.runs.config_toml import run_config_toml
 from compactlab.contract import Trigger
+from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.leaderboard import json_records
 from compactlab.results.recommendation import Recommendation
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.runs.config_toml import run_config_toml
 from compactlab.runs.run_config import RunConfig
 from compactlab.strategies.registry import settings_of
 
@@ -41,7 +41,9 @@ def grid(strategies, thresholds, keep_budgets=None, strict_keep: bool = False) -
     budget it would silently ignore is an error."""
     bad = [t for t in thresholds if not 0 < t <= 1]
     if bad:
-        raise ValueError(f"--thresholds: {', '.join(f'{t:g}' for t in bad)} out of range: a threshold is a fraction of the window in (0, 1]")
+        raise ValueError(
+            f"--thresholds: {', '.join(f'{t:g}' for t in bad)} out of range: a threshold is a fraction of the window in (0, 1]"
+        )
     if keep_budgets is not None:
         bad = [k for k in keep_budgets if k <= 0]
         if bad:
@@ -91,7 +93,9 @@ class SweepResult:
         return run_config_toml(dataclasses.replace(self.config, strategies=(self.recommended,)))
 
 
-def analyse(figures: pd.DataFrame, configs: list[StrategyConfig], recommendation: Recommendation, config: RunConfig | None = None) -> SweepResult:
+def analyse(
+    figures: pd.DataFrame, configs: list[StrategyConfig], recommendation: Recommendation, config: RunConfig | None = None
+) -> SweepResult:
     """The grid's settings' figures (`setting_figures`) labelled with what each setting is."""
     by_label = {c.label: c for c in configs}
     points = figures[figures["config"].isin(by_label)].copy()
@@ -122,7 +126,9 @@ def edge_warnings(picked: StrategyConfig | None, configs: list[StrategyConfig]) 
         command = f"compactlab sweep --strategy {picked.strategy} --thresholds {' '.join(f'{t:g}' for t in suggestion_t or [threshold])}"
         if keep is not None:
             command += f" --keep {' '.join(str(k) for k in suggestion_k or [keep])}"
-        warnings.append(f"the pick is at the edge of the grid ({'; '.join(where)}): a better setting may lie beyond it. Next grid: {command}")
+        warnings.append(
+            f"the pick is at the edge of the grid ({'; '.join(where)}): a better setting may lie beyond it. Next grid: {command}"
+        )
     return tuple(warnings)
 
 
@@ -148,21 +154,29 @@ def format_sweep(result: SweepResult) -> str:
     frontier = result.frontier
     moved = frontier[frontier["removed_share_mean"] > 0]
     for labels, row in _identical(moved):
-        lines.append(f"  removed {100 * row['removed_share_mean']:5.1f}%  kept {100 * row['preservation_or_untouched_mean']:5.1f}%  "
-                     f"compactions {row['compactions_mean']:5.2f}  {', '.join(labels)}")
+        lines.append(
+            f"  removed {100 * row['removed_share_mean']:5.1f}%  kept {100 * row['preservation_or_untouched_mean']:5.1f}%  "
+            f"compactions {row['compactions_mean']:5.2f}  {', '.join(labels)}"
+        )
     if frontier.empty:
         lines.append("  (none: no setting is recommendable)")
     idle = result.points[(result.points["removed_share_mean"].fillna(0) <= 0)]
     if len(idle):
-        lines.append(f"  {len(idle)} of {len(result.points)} settings removed nothing at this window (no trigger fired, or nothing they may remove): "
-                     f"{', '.join(idle['config'].head(6))}{' …' if len(idle) > 6 else ''}")
+        lines.append(
+            f"  {len(idle)} of {len(result.points)} settings removed nothing at this window (no trigger fired, or nothing they may remove): "
+            f"{', '.join(idle['config'].head(6))}{' …' if len(idle) > 6 else ''}"
+        )
     lines += ["", result.recommendation.summary()]
     lines += [f"  ✗ {config}: {why}" for config, why in result.recommendation.not_recommendable.items()]
     lines += [f"warning: {text}" for text in result.edges]
     toml = result.recommended_toml()
     if toml:
-        lines += ["", "The recommended setting as a run configuration (`compactlab run --config FILE` replays it to the numbers above):",
-                  "", toml.rstrip()]
+        lines += [
+            "",
+            "The recommended setting as a run configuration (`compactlab run --config FILE` replays it to the numbers above):",
+            "",
+            toml.rstrip(),
+        ]
     return "\n".join(lines)
 
 

@@ -112,6 +112,9 @@ def agree(predicted: Action, recorded: Action | Sequence[Action], threshold: flo
         if predicted.tool is None or action.tool is None:
             if predicted.tool is None and action.tool is None:
                 return True
-        elif predicted.tool.lower() == action.tool.lower() and argument_similarity(predicted.arguments, action.arguments) >= threshold:
+        elif (
+            predicted.tool.lower() == action.tool.lower()
+            and argument_similarity(predicted.arguments, action.arguments) >= threshold
+        ):
             return True
     return False

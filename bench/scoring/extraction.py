@@ -35,15 +35,14 @@ import builtins
 import keyword
 import re
 import sys
+from collections.abc import Sequence
 from functools import lru_cache
 from operator import itemgetter
-from collections.abc import Sequence
 
 from compactlab.memo import message_cache
 from compactlab.scoring.matching import Item, Kind
-from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart
 from compactlab.transcripts.messages import FILE_EXTENSIONS  # one list of "file extensions" for the whole project
-
+from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart
 
 _URL = re.compile(r"https?://[^\s'\"<>`)\]}]+")
 _NODE_ID = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.py(?:::[\w\[\].-]+)+")
@@ -87,7 +86,9 @@ _SHELL_WORDS = re.compile(r"""(?:[^'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")*""", re.
 # keywords and builtins, and any name whose first part is a standard-library module (`os.path.join`,
 # `zipfile.ZipFile`, `sys.exit`). The few words below are other languages' keywords and globals,
 # and product names written in lower camel case, which look like code to `_is_identifier`.
-_GENERAL_NAMES = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins)) | frozenset(sys.stdlib_module_names)
+_GENERAL_NAMES = (
+    frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins)) | frozenset(sys.stdlib_module_names)
+)
 _STOP = _GENERAL_NAMES | frozenset(
     "self cls this null undefined true false def function const let var echo macOS iOS iPhone iPad".split()
 )
@@ -381,5 +382,3 @@ def _message_items(message: Message) -> list[tuple[Kind, str]]:
                     _scan_prose(str(arguments), found)
         entry = _ITEMS[id(message)] = (message, found)
     return entry[1]
-
-

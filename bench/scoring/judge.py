@@ -22,7 +22,6 @@ from compactlab.scoring.next_action import (
 from compactlab.scoring.probes import PROBE_KINDS, probe, probe_entries, probe_questions
 from compactlab.transcripts.model import Message, Transcript
 
-
 FanOut = Callable[[Sequence[Callable[[], Any]]], list]
 
 
@@ -33,6 +32,7 @@ def in_turn(tasks: Sequence[Callable[[], Any]]) -> list:
 
 def _error_kept(task: Callable[[], Any]) -> Callable[[], Any]:
     """`task`, with a failed call (`LLMError`) as its result; an unusable provider still raises."""
+
     def run() -> Any:
         try:
             return task()
@@ -40,11 +40,15 @@ def _error_kept(task: Callable[[], Any]) -> Callable[[], Any]:
             raise  # no later call can do better: the run stops (see bench/compaction/llm/clients.py)
         except LLMError as exc:
             return exc
+
     return run
 
 
 def score_compactions(
-    judge: Judge | Completer, transcript: Transcript, rows: Sequence[dict], contexts: Sequence[Sequence[Message]],
+    judge: Judge | Completer,
+    transcript: Transcript,
+    rows: Sequence[dict],
+    contexts: Sequence[Sequence[Message]],
     fan_out: FanOut = in_turn,
 ) -> list[dict]:
     """Copies of the compaction `rows` with a `model_next_action` entry (and `probes` when asked).
@@ -74,9 +78,15 @@ def score_compactions(
         history = transcript.messages[:index]
         questions = probe_questions(history, recorded, judge.probes) if judge.probes else []
         asked.append((row, recorded, len(tasks), questions))
-        tasks += [partial(predict_next_action, judge.completer, messages, tools, judge.max_output_tokens) for messages in (history, context)]
-        tasks += [partial(probe, judge.completer, grader, messages, question, judge.max_output_tokens)
-                  for question in questions for messages in (history, context)]
+        tasks += [
+            partial(predict_next_action, judge.completer, messages, tools, judge.max_output_tokens)
+            for messages in (history, context)
+        ]
+        tasks += [
+            partial(probe, judge.completer, grader, messages, question, judge.max_output_tokens)
+            for question in questions
+            for messages in (history, context)
+        ]
     answers = fan_out([_error_kept(task) for task in tasks])
     for row, recorded, start, questions in asked:
         full, mine, *verdicts = answers[start : start + 2 + 2 * len(questions)]
@@ -84,18 +94,29 @@ def score_compactions(
         if error is not None:
             row["model_next_action"] = {"error": str(error)}
             continue
-        result = ModelScore(agree(mine, recorded, judge.threshold), agree(full, recorded, judge.threshold), tuple(recorded), mine, full).to_json()
+        result = ModelScore(
+            agree(mine, recorded, judge.threshold), agree(full, recorded, judge.threshold), tuple(recorded), mine, full
+        ).to_json()
         if judge.probes:
             result["probes"] = probe_entries(questions, verdicts)
         row["model_next_action"] = result
     return scored
 
 
-def make_judge(provider: str, model: str, *, probes: Sequence[str] = (), threshold: float = DEFAULT_THRESHOLD,
-               max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS, **llm: Any) -> Judge:
+def make_judge(
+    provider: str,
+    model: str,
+    *,
+    probes: Sequence[str] = (),
+    threshold: float = DEFAULT_THRESHOLD,
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+    **llm: Any,
+) -> Judge:
     """A judge over `compactlab.compaction.llm.make_summarizer(provider, model, **llm)` (cache_dir, mode, base_url, ...)."""
     if isinstance(probes, str) or set(probes) - set(PROBE_KINDS):
         raise ValueError(f"[judge] probes: a list of {list(PROBE_KINDS)}, got {probes!r}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
         raise ValueError(f"[judge] threshold must be between 0 and 1, got {threshold}")
-    return Judge(make_summarizer(provider, model, **llm), threshold=threshold, probes=tuple(probes), max_output_tokens=max_output_tokens)  # type: ignore[arg-type]
+    return Judge(
+        make_summarizer(provider, model, **llm), threshold=threshold, probes=tuple(probes), max_output_tokens=max_output_tokens
+    )  # type: ignore[arg-type]

@@ -185,8 +185,6 @@ def present(item: Item, text: str | Haystack) -> bool:
     return _occurs(item.text, hay.text)  # identifier, error: whole tokens
 
 
-
-
 class TranscriptText:
     """Where items occur in one message list, for scoring many compactions of the same session.
 

@@ -36,15 +36,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 
-from compactlab.compaction.llm.clients import LLMError, LLMUnavailable
-from compactlab.transcripts.model import Message, TextPart, ToolCallPart, Transcript
 from compactlab.scoring.actions import DEFAULT_THRESHOLD, Action, agree
 from compactlab.strategies.prompting import serialize
+from compactlab.transcripts.model import Message, TextPart, ToolCallPart
 
 DEFAULT_MAX_OUTPUT_TOKENS = 2048  # reasoning models spend output tokens before the JSON
 
@@ -178,9 +176,11 @@ class ModelScore:
     def to_json(self) -> dict:
         costs = [a.cost_usd for a in (self.full, self.compacted)]
         return {
-            "compacted_agrees": self.compacted_agrees, "full_agrees": self.full_agrees,
+            "compacted_agrees": self.compacted_agrees,
+            "full_agrees": self.full_agrees,
             "recorded": [a.to_json() for a in self.recorded],
-            "predicted": self.compacted.to_json(), "full_predicted": self.full.to_json(),
+            "predicted": self.compacted.to_json(),
+            "full_predicted": self.full.to_json(),
             "cost_usd": None if None in costs else sum(costs),  # type: ignore[arg-type]
         }
 

@@ -16,20 +16,17 @@ Matching (`present`, `Haystack`) lives in `compactlab.scoring.matching`.
 
 from __future__ import annotations
 
-from itertools import islice
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from compactlab.memo import message_cache
 from compactlab.scoring.extraction import (
-    COMMAND_KEYS,
-    PATH_KEYS,
-    _command_line,
-    extract_items,
     step_items,
 )  # noqa: F401 (re-exported)
 from compactlab.scoring.matching import Item, TranscriptText
 from compactlab.transcripts.model import Message, ToolCallPart
+
 
 @dataclass(frozen=True)
 class StepScore:
@@ -181,8 +178,12 @@ def _first_code_use(whole: str, name: str) -> int:
     while at != -1:
         end = at + len(name)
         before, after = whole[max(0, at - 10) : at], whole[end : end + 2]
-        whole_word = not (at and (whole[at - 1].isalnum() or whole[at - 1] == "_")) and not (after[:1].isalnum() or after[:1] == "_")
-        if whole_word and (before.endswith(_CODE_BEFORE) or after.startswith(_CODE_AFTER) or (after[:1] == "." and after[1:2].isalpha())):
+        whole_word = not (at and (whole[at - 1].isalnum() or whole[at - 1] == "_")) and not (
+            after[:1].isalnum() or after[:1] == "_"
+        )
+        if whole_word and (
+            before.endswith(_CODE_BEFORE) or after.startswith(_CODE_AFTER) or (after[:1] == "." and after[1:2].isalpha())
+        ):
             return at
         at = whole.find(name, at + 1)
     return -1

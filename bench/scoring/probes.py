@@ -27,11 +27,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from compactlab.transcripts.model import Message, TextPart, ThinkingPart
 from compactlab.scoring.actions import ANSWER_CHARS, Action
-from compactlab.scoring.next_action import DEFAULT_MAX_OUTPUT_TOKENS, Completer, Judge, ask
-from compactlab.transcripts.messages import file_activity
+from compactlab.scoring.next_action import DEFAULT_MAX_OUTPUT_TOKENS, Completer, ask
 from compactlab.strategies.prompting import serialize
+from compactlab.transcripts.messages import file_activity
+from compactlab.transcripts.model import Message, TextPart, ThinkingPart
 
 PROBE_KINDS = ("recall", "artifact", "continuation", "decision")
 ANSWER_SYSTEM = "Answer a question about an AI agent's conversation from what the conversation shows. If it does not show the answer, say you do not know."
@@ -79,27 +79,49 @@ def probe_questions(history: Sequence[Message], recorded: Sequence[Action], kind
         raise ValueError(f"unknown probe kinds {unknown}; known: {list(PROBE_KINDS)}")
     modified = file_activity(history).modified
     references = {
-        "recall": (_last_modified(history), "What file did the agent modify most recently? Give its path.",
-                   "name the same file (the same path, or clearly the same file)"),
-        "artifact": (", ".join(modified[:20]), "Which files has the agent created or modified so far? List their paths.",
-                     "name at least half of the files in the reference"),
-        "continuation": (" or ".join(a.render() for a in recorded)[:ANSWER_CHARS],
-                         "What is the agent's next step? Name the tool it calls and the main argument, or the message it sends.",
-                         "describe the same action (the same tool and essentially the same target or command)"),
-        "decision": (_last_statement(history), "What was the most recent plan, conclusion or decision the agent stated?",
-                     "state essentially the same plan, conclusion or decision"),
+        "recall": (
+            _last_modified(history),
+            "What file did the agent modify most recently? Give its path.",
+            "name the same file (the same path, or clearly the same file)",
+        ),
+        "artifact": (
+            ", ".join(modified[:20]),
+            "Which files has the agent created or modified so far? List their paths.",
+            "name at least half of the files in the reference",
+        ),
+        "continuation": (
+            " or ".join(a.render() for a in recorded)[:ANSWER_CHARS],
+            "What is the agent's next step? Name the tool it calls and the main argument, or the message it sends.",
+            "describe the same action (the same tool and essentially the same target or command)",
+        ),
+        "decision": (
+            _last_statement(history),
+            "What was the most recent plan, conclusion or decision the agent stated?",
+            "state essentially the same plan, conclusion or decision",
+        ),
     }
-    return [Probe(kind, question, reference, criterion) for kind in kinds
-            for reference, question, criterion in [references[kind]] if reference]
+    return [
+        Probe(kind, question, reference, criterion)
+        for kind in kinds
+        for reference, question, criterion in [references[kind]]
+        if reference
+    ]
 
 
-def probe(completer: Completer, judge: Completer, context: Sequence[Message], question: Probe,
-          max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS) -> ProbeVerdict:
+def probe(
+    completer: Completer,
+    judge: Completer,
+    context: Sequence[Message],
+    question: Probe,
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+) -> ProbeVerdict:
     """`completer` answers `question` from `context`; `judge` grades the answer against the reference."""
     prompt = ANSWER_PROMPT.format(conversation=serialize(context), question=question.question)
     answer, cost = ask(completer, ANSWER_SYSTEM, prompt, max_output_tokens)
     answer = answer.strip()
-    grading = GRADE_PROMPT.format(question=question.question, reference=question.reference, answer=answer[: ANSWER_CHARS * 4], criterion=question.criterion)
+    grading = GRADE_PROMPT.format(
+        question=question.question, reference=question.reference, answer=answer[: ANSWER_CHARS * 4], criterion=question.criterion
+    )
     grade, grade_cost = ask(judge, GRADE_SYSTEM, grading, max_output_tokens)
     found = re.search(r"\b(yes|no)\b", grade.lower())
     total = None if cost is None or grade_cost is None else cost + grade_cost
@@ -112,9 +134,16 @@ def probe_entries(questions: Sequence[Probe], verdicts: Sequence[ProbeVerdict]) 
     entries = []
     for question, full, mine in zip(questions, verdicts[::2], verdicts[1::2]):
         costs = (full.cost_usd, mine.cost_usd)
-        entries.append({
-            "kind": question.kind, "question": question.question, "reference": question.reference,
-            "full": full.verdict, "compacted": mine.verdict, "full_answer": full.answer, "compacted_answer": mine.answer,
-            "cost_usd": None if None in costs else sum(costs),  # type: ignore[arg-type]
-        })
+        entries.append(
+            {
+                "kind": question.kind,
+                "question": question.question,
+                "reference": question.reference,
+                "full": full.verdict,
+                "compacted": mine.verdict,
+                "full_answer": full.answer,
+                "compacted_answer": mine.answer,
+                "cost_usd": None if None in costs else sum(costs),  # type: ignore[arg-type]
+            }
+        )
     return entries

@@ -20,9 +20,10 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from compactlab.scoring.extraction import extract_items
 from compactlab.scoring.matching import Haystack, Item, present
+from compactlab.scoring.preservation import preservation_at
 from compactlab.transcripts.model import Message, ToolCallPart
-from compactlab.scoring.preservation import extract_items, preservation_at
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,18 @@ def reacquisition_at(messages: Sequence[Message], index: int, compacted: Sequenc
     for step in steps:
         for item in extract_items([messages[step]]):
             first_use.setdefault(item.text, step)
-    lost_back = [item for item in score.lost if _reacquired(messages, index, first_use.get(item.text, steps[-1] if steps else index), item)]
-    kept_back = [item for item in score.kept if _reacquired(messages, index, first_use.get(item.text, steps[-1] if steps else index), item)]
+    lost_back = [
+        item for item in score.lost if _reacquired(messages, index, first_use.get(item.text, steps[-1] if steps else index), item)
+    ]
+    kept_back = [
+        item for item in score.kept if _reacquired(messages, index, first_use.get(item.text, steps[-1] if steps else index), item)
+    ]
     return Reacquisition(
-        index, len(score.lost), len(lost_back), len(score.kept), len(kept_back),
+        index,
+        len(score.lost),
+        len(lost_back),
+        len(score.kept),
+        len(kept_back),
         tuple(f"{i.kind}:{i.text}" for i in score.lost if i not in lost_back),
     )
 
@@ -62,8 +71,11 @@ def reacquisition_at(messages: Sequence[Message], index: int, compacted: Sequenc
 def reacquisition_json(messages: Sequence[Message], index: int, compacted: Sequence[Message], k: int = 5) -> dict:
     """`reacquisition_at` as a compaction row holds it (JSON-ready)."""
     found = reacquisition_at(messages, index, compacted, k)
-    return {**{name: value for name, value in asdict(found).items() if name != "at_message"},
-            "lost_not_reacquired": list(found.lost_not_reacquired), "k": k}
+    return {
+        **{name: value for name, value in asdict(found).items() if name != "at_message"},
+        "lost_not_reacquired": list(found.lost_not_reacquired),
+        "k": k,
+    }
 
 
 COUNTS = ("lost", "lost_reacquired", "kept", "kept_reacquired")
@@ -77,12 +89,21 @@ def reacquisition_summary(compactions: pd.DataFrame) -> dict:
     if not compactions.empty and "reacquisition" in compactions:
         for row in compactions[compactions["reacquisition"].map(lambda v: isinstance(v, dict))].itertuples():
             found = row.reacquisition
-            rows.append({"transcript": row.transcript, "config": row.config, "call": int(row.call), "message_index": int(row.message_index),
-                         **{name: int(found[name]) for name in COUNTS}, "lost_not_reacquired": list(found["lost_not_reacquired"]),
-                         "k": found.get("k")})
+            rows.append(
+                {
+                    "transcript": row.transcript,
+                    "config": row.config,
+                    "call": int(row.call),
+                    "message_index": int(row.message_index),
+                    **{name: int(found[name]) for name in COUNTS},
+                    "lost_not_reacquired": list(found["lost_not_reacquired"]),
+                    "k": found.get("k"),
+                }
+            )
     totals = {name: sum(r[name] for r in rows) for name in COUNTS}
     return {
-        "compactions": rows, **totals,
+        "compactions": rows,
+        **totals,
         "lost_share": totals["lost_reacquired"] / totals["lost"] if totals["lost"] else None,
         "kept_share": totals["kept_reacquired"] / totals["kept"] if totals["kept"] else None,
     }

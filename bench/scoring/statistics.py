@@ -244,8 +244,10 @@ def pairwise_comparisons(
         diffs.append(x[keep] - y[keep])
         dropped.append(int((~keep).sum()))
     means = _means_by_length(diffs, resamples, seed)
-    rows = [{"strategy_a": first, "strategy_b": second, **asdict(_paired_result(d, m, k, confidence))}
-            for (first, second), d, m, k in zip(pairs, diffs, means, dropped)]
+    rows = [
+        {"strategy_a": first, "strategy_b": second, **asdict(_paired_result(d, m, k, confidence))}
+        for (first, second), d, m, k in zip(pairs, diffs, means, dropped)
+    ]
     columns = ["strategy_a", "strategy_b", "mean_diff", "low", "high", "p_value", "n", "dropped"]
     result = pd.DataFrame(rows, columns=columns)
     result.insert(6, "p_holm", holm_adjust(result["p_value"].to_numpy()))
@@ -312,7 +314,9 @@ def _session_draws(session: SessionValues, resamples: int, rng: np.random.Genera
         if not d.any():  # unchanged: no spread to draw
             return np.zeros(resamples)
         return d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
-    draws = [values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1) for values in (session.new, session.old)]
+    draws = [
+        values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1) for values in (session.new, session.old)
+    ]
     return draws[0] - draws[1]
 
 
@@ -341,5 +345,6 @@ def two_level_bootstrap(
     picked = rng.integers(0, n, size=(resamples, n))
     rows = (np.arange(resamples)[:, None] + np.arange(n)[None, :]) % resamples
     low, high = np.quantile(draws[rows, picked].mean(axis=1), quantiles) if n > 1 else (within_low, within_high)
-    return TwoLevelResult(observed, float(low), float(high), float(within_low), float(within_high), n,
-                          int(sum(len(s.new) for s in sessions)))
+    return TwoLevelResult(
+        observed, float(low), float(high), float(within_low), float(within_high), n, int(sum(len(s.new) for s in sessions))
+    )

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compactlab.scoring.matching import Item
-from compactlab.transcripts.model import Message
 from compactlab.scoring.preservation import needed_items, transcript_text
+from compactlab.transcripts.model import Message
 
 
 @dataclass(frozen=True)

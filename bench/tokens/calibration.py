@@ -2,7 +2,7 @@
 
 Claude, Gemini and DeepSeek do not publish their tokenizers, so a local count is off by a
 family-specific factor. `tokens ≈ a·estimate + b` is fitted on the training half of the bundled
-transcripts (`python -m compactlab.tokens.fit_calibration` writes `bench/calibration_fit.json`, which names
+transcripts (`python -m compactlab.tokens.fit_calibration` writes `bench/tokens/calibration_fit.json`, which names
 them) and applied everywhere else: `run` uses it, and `estimate` scores it only on transcripts it
 was not trained on (in-sample errors are reported apart). The split is by transcript, never by
 call: calls of one session are strongly correlated, and splitting them would leak the answer into
@@ -88,8 +88,11 @@ def fit_families(rows: pd.DataFrame, base: str) -> dict[str, Fit]:
     first = rows[rows["first_call"].astype(bool)].drop_duplicates("transcript").set_index("transcript")
     anchor_x = np.where(growth, rows["transcript"].map(first["estimate"]).to_numpy(float), 0.0)
     anchor_y = np.where(growth, rows["transcript"].map(first["true_tokens"]).to_numpy(float), 0.0)
-    points = rows.assign(x=rows["estimate"].to_numpy(float) - anchor_x, y=rows["true_tokens"].to_numpy(float) - anchor_y,
-                         whole=(~growth).astype(float))
+    points = rows.assign(
+        x=rows["estimate"].to_numpy(float) - anchor_x,
+        y=rows["true_tokens"].to_numpy(float) - anchor_y,
+        whole=(~growth).astype(float),
+    )
     points = points[~points["first_call"].astype(bool)]
     fits: dict[str, Fit] = {}
     for family, group in points.groupby("family"):
@@ -101,8 +104,14 @@ def fit_families(rows: pd.DataFrame, base: str) -> dict[str, Fit]:
         coefficients = np.linalg.lstsq(design, group["y"].to_numpy(float), rcond=None)[0]
         intercept = float(coefficients[1]) if with_intercept else 0.0
         fits[str(family)] = Fit(
-            str(family), base, float(coefficients[0]), intercept, len(group), len(transcripts),
-            int((group["whole"] == 0).sum()), transcripts,
+            str(family),
+            base,
+            float(coefficients[0]),
+            intercept,
+            len(group),
+            len(transcripts),
+            int((group["whole"] == 0).sum()),
+            transcripts,
         )
     return fits
 
@@ -111,7 +120,7 @@ def fit_document(fits: dict[str, Fit], datasets: list[str], train_fraction: floa
     """The shipped calibration file's content."""
     return {
         "about": "Calibration lines per model family, fitted on the training transcripts named here; "
-                 "`compactlab run` uses them, `compactlab estimate` scores them on every other transcript.",
+        "`compactlab run` uses them, `compactlab estimate` scores them on every other transcript.",
         "regenerate": REGENERATE,
         "datasets": datasets,
         "train_fraction": train_fraction,

@@ -31,8 +31,8 @@ from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.estimators import LOCAL_ESTIMATORS, Tiktoken, get_estimator
 from compactlab.tokens.framing import framing_for
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.model import Message, TextPart, Transcript
 from compactlab.tokens.tokenizers import TokenCache
+from compactlab.transcripts.model import Message, TextPart, Transcript
 
 DEFAULT_ESTIMATORS = (*LOCAL_ESTIMATORS, "hybrid", "calibrated")
 THRESHOLDS = (0.75, 0.8, 0.9)
@@ -87,8 +87,19 @@ def run_estimation(
 
 
 ROW_COLUMNS = [
-    "transcript", "source_format", "model", "family", "call", "message_index", "true_tokens",
-    "window", "window_known", "first_call", "split", "estimator", "estimate",
+    "transcript",
+    "source_format",
+    "model",
+    "family",
+    "call",
+    "message_index",
+    "true_tokens",
+    "window",
+    "window_known",
+    "first_call",
+    "split",
+    "estimator",
+    "estimate",
 ]
 
 
@@ -109,12 +120,21 @@ def _transcript_rows(transcript: Transcript, estimators: Sequence[str], windows:
     bases = []
     for number, (index, call) in enumerate((i, m.call) for i, m in enumerate(transcript.messages) if m.call is not None):
         window = windows.lookup(call.model, transcript.context_window)
-        bases.append({
-            "transcript": transcript.id, "source_format": transcript.source_format, "model": call.model,
-            "family": model_family(call.model), "call": number, "message_index": index,
-            "true_tokens": call.prompt_tokens, "window": window.tokens, "window_known": window.known,
-            "first_call": number == 0, "split": split,
-        })
+        bases.append(
+            {
+                "transcript": transcript.id,
+                "source_format": transcript.source_format,
+                "model": call.model,
+                "family": model_family(call.model),
+                "call": number,
+                "message_index": index,
+                "true_tokens": call.prompt_tokens,
+                "window": window.tokens,
+                "window_known": window.known,
+                "first_call": number == 0,
+                "split": split,
+            }
+        )
     rows = []
     for name in estimators:
         label = IN_SAMPLE if name == "calibrated" and sampled else name
@@ -168,9 +188,15 @@ def summarize(calls: pd.DataFrame) -> pd.DataFrame:
         rel = group["rel_error"].to_numpy(float)
         absolute = group["error"].abs().to_numpy(float)
         row = {
-            "estimator": estimator, "family": family, "calls": len(group), "transcripts": group["transcript"].nunique(),
-            "bias_pct": 100 * rel.mean(), "bias_tokens": group["error"].mean(), "mape_pct": 100 * np.abs(rel).mean(),
-            "median_abs": float(np.median(absolute)), "p95_abs": float(np.percentile(absolute, 95)),
+            "estimator": estimator,
+            "family": family,
+            "calls": len(group),
+            "transcripts": group["transcript"].nunique(),
+            "bias_pct": 100 * rel.mean(),
+            "bias_tokens": group["error"].mean(),
+            "mape_pct": 100 * np.abs(rel).mean(),
+            "median_abs": float(np.median(absolute)),
+            "p95_abs": float(np.percentile(absolute, 95)),
             "under5_pct": 100 * (rel < -0.05).mean(),
         }
         for threshold in THRESHOLDS:

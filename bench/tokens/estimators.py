@@ -14,7 +14,7 @@ up by name, with "did you mean" on typos.
 | tiktoken-cl100k, tiktoken-o200k | OpenAI's real tokenizers + OpenAI chat framing | exact for GPT-4/4o-era models |
 | hybrid | last reported prompt+output tokens + chars/4 of newer messages | seed 004, pi, opencode, Codex |
 | hybrid-chars/3.5 | the same with chars/3.5 for the newer messages | seed 000 |
-| calibrated | a·(tiktoken-o200k) + b, the fit shipped per model family (bench/calibration_fit.json) | private tokenizers (Claude, Gemini, DeepSeek) |
+| calibrated | a·(tiktoken-o200k) + b, the fit shipped per model family (bench/tokens/calibration_fit.json) | private tokenizers (Claude, Gemini, DeepSeek) |
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from compactlab.tokens.framing import OPENAI_REPLY_PRIMING, OPENAI_TOKENS_PER_MESSAGE, Framing
-from compactlab.transcripts.model import Message
 from compactlab.tokens.tokenizers import TokenCache
 from compactlab.transcripts.messages import is_summary
+from compactlab.transcripts.model import Message
 
 
 class LocalEstimator(Protocol):

@@ -2,7 +2,7 @@
 
 Fits `calibrated`'s line per model family (`compactlab.tokens.calibration.fit_families`) on the training half
 of the bundled datasets (a stable hash split by transcript id) and writes
-`bench/calibration_fit.json` with the lines and the ids of the transcripts each was trained on.
+`bench/tokens/calibration_fit.json` with the lines and the ids of the transcripts each was trained on.
 Rerun it whenever the bundled datasets or the base estimator change; `compactlab estimate` then
 scores the new lines on every transcript not named in the file.
 """
@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 from compactlab.tokens.calibration import SHIPPED_FIT, fit_document, fit_families, is_training
-from compactlab.transcripts.datasets import list_datasets
 from compactlab.tokens.estimation import run_estimation
 from compactlab.tokens.estimators import Calibrated
+from compactlab.transcripts.datasets import list_datasets
 from compactlab.transcripts.loading import load_inputs
 
 TRAIN_FRACTION = 0.5
@@ -31,7 +31,9 @@ def main(argv: list[str]) -> int:
     fits = fit_families(train, base)
     out.write_text(json.dumps(fit_document(fits, datasets, TRAIN_FRACTION), indent=1) + "\n", encoding="utf-8")
     for fit in fits.values():
-        print(f"{fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f} ({fit.train_calls} calls, {fit.train_transcripts} transcripts)")
+        print(
+            f"{fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f} ({fit.train_calls} calls, {fit.train_transcripts} transcripts)"
+        )
     print(f"wrote {out}")
     return 0
 

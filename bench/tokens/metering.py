@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from compactlab.contract import Context
 from compactlab.tokens.calibration import calibrated_for
 from compactlab.tokens.estimators import Calibrated, Hybrid, get_estimator
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
-from compactlab.transcripts.model import Message, Transcript
 from compactlab.tokens.tokenizers import TokenCache
-from compactlab.contract import Context
+from compactlab.transcripts.model import Message, Transcript
 
 
 @dataclass

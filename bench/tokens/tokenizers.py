@@ -1,7 +1,7 @@
 """The real tiktoken encodings, offline, and a cache so each distinct text is encoded once.
 
 tiktoken fetches its rank files over the network on first use. compactlab ships the genuine
-`cl100k_base` and `o200k_base` files in `bench/encodings/` and hands them to tiktoken's own
+`cl100k_base` and `o200k_base` files in `bench/tokens/encodings/` and hands them to tiktoken's own
 constructors (`tiktoken_ext.openai_public`), which check them against the SHA-256 tiktoken
 expects. So the encodings are exactly tiktoken's, with no download.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import tiktoken
@@ -26,13 +26,11 @@ class EncodingUnavailable(RuntimeError):
     pass
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_encoding(name: str) -> tiktoken.Encoding:
     """The tiktoken encoding `name` built from the shipped file (no network)."""
     if name not in SHIPPED:
-        raise EncodingUnavailable(
-            f"encoding {name!r} is not shipped with compactlab; use one of {', '.join(SHIPPED)}"
-        )
+        raise EncodingUnavailable(f"encoding {name!r} is not shipped with compactlab; use one of {', '.join(SHIPPED)}")
 
     def local_file(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
         path = ENCODINGS_DIR / url.rsplit("/", 1)[-1]

@@ -77,7 +77,7 @@ SELECTION = (
         caveats=(
             "- The v1 layout: actions are ```bash blocks in the reply and every answer (the command's output, a\n"
             "  timeout, a format error) comes back as a `user` message. compactlab reads each answer as the tool\n"
-            "  result of an action read from the reply (`sent_as = \"user\"`, `from_text`), so strategies treat it\n"
+            '  result of an action read from the reply (`sent_as = "user"`, `from_text`), so strategies treat it\n'
             "  as tool output; the text the model saw is kept verbatim.\n"
             "- Files are named `<run folder>__<task>.traj.json.gz`: several runs (models, reasoning efforts) solved\n"
             "  the same tasks. 35 of the 67 shared files record usage the Responses-API way (`input_tokens`).\n"
@@ -152,14 +152,19 @@ def bundle(shared: Path, out: Path) -> None:
             info = manifest[name]
             rows.append("\t".join([gz.name, info["source repo"], info["path in repo"], info["commit/blob"], info["license"]]))
         copy_licences(shared / selection.folder, names, target, selection.licence_per_subfolder)
-        (target / "MANIFEST.tsv").write_text("file\trepository\tpath\tcommit\tlicense\n" + "\n".join(rows) + "\n", encoding="utf-8")
+        (target / "MANIFEST.tsv").write_text(
+            "file\trepository\tpath\tcommit\tlicense\n" + "\n".join(rows) + "\n", encoding="utf-8"
+        )
         (target / "dataset.toml").write_text(
             f'description = "{selection.description}"\n'
             f'format = "{selection.format}"\n'
             f'source = "{joined(names, manifest, "source repo")}"\n'
             f'license = "{joined(names, manifest, "license")}"\n'
-            + ("lenient = true  # real damaged lines: bundled files are read leniently, skips are counted and shown\n"
-               if selection.lenient else ""),
+            + (
+                "lenient = true  # real damaged lines: bundled files are read leniently, skips are counted and shown\n"
+                if selection.lenient
+                else ""
+            ),
             encoding="utf-8",
         )
         (target / "README.md").write_text(card(selection, names, manifest), encoding="utf-8")

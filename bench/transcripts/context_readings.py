@@ -11,8 +11,8 @@ rounded to 0.1k per part (about ±0.1k in all), coarser than a recorded call's c
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from collections.abc import Iterable
+from dataclasses import replace
 
 from compactlab.transcripts.model import Transcript
 
@@ -56,6 +56,7 @@ def with_readings(rows: list, readings: dict[int, int]) -> list:
     was added before the reading) against the reported one."""
     return [
         replace(row, fidelity_predicted=row.tokens_after, fidelity_recorded=readings[row.message_index])
-        if row.fidelity_recorded is None and row.message_index in readings and not row.failed else row
+        if row.fidelity_recorded is None and row.message_index in readings and not row.failed
+        else row
         for row in rows
     ]

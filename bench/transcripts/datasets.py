@@ -2,8 +2,9 @@
 
 A bundled dataset is a folder `datasets/<name>/` with `dataset.toml` (machine-readable facts),
 `README.md` (its card: source, commit, licence, caveats), the source's `LICENSE`, and the
-transcripts gzipped under `transcripts/`. The folder is found next to the `bench` package (a
-clone or an editable install) or wherever `COMPACTLAB_DATASETS` points.
+transcripts gzipped under `transcripts/`. The folder is the repository's `datasets/` (a clone or an
+editable install), the copy an installed wheel carries (`compactlab/bundled_datasets`), or wherever
+`COMPACTLAB_DATASETS` points.
 """
 
 from __future__ import annotations

@@ -53,7 +53,9 @@ def load_inputs(
     transcripts: list[Transcript] = []
     failed: list[FailedFile] = []
     with closing(read_files(inputs.files, inputs.lenient_files, lenient=lenient, format=format, workers=workers)) as reads:
-        for read in tqdm(reads, total=len(inputs.files), desc="reading transcripts", unit="file", disable=not progress, leave=False):
+        for read in tqdm(
+            reads, total=len(inputs.files), desc="reading transcripts", unit="file", disable=not progress, leave=False
+        ):
             if read.error is not None:
                 if not read.lenient:
                     raise read.error
@@ -85,7 +87,9 @@ class ReadTranscript:
     @classmethod
     def counted(cls, transcript: Transcript) -> ReadTranscript:
         models = tuple(dict.fromkeys(call.model for call in transcript.calls))
-        return cls(transcript.id, transcript.source_format, transcript.source_path, (), transcript.skipped, len(transcript.calls), models)
+        return cls(
+            transcript.id, transcript.source_format, transcript.source_path, (), transcript.skipped, len(transcript.calls), models
+        )
 
 
 @dataclass(frozen=True)

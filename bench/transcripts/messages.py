@@ -51,7 +51,9 @@ def is_instruction(message: Message) -> bool:
 def is_user_turn_start(message: Message) -> bool:
     """A real user message (not a tool result, not a summary, not instructions) starts a turn."""
     return (
-        message.role == "user" and not message.instruction and not is_summary(message)
+        message.role == "user"
+        and not message.instruction
+        and not is_summary(message)
         and not any(isinstance(p, ToolResultPart) for p in message.parts)
     )
 
@@ -119,7 +121,8 @@ def turn_boundaries(messages: Sequence[Message]) -> list[int]:
         return starts
     after = starts[-1] if starts else -1
     steps = [
-        i for i in range(max(after + 1, 1), len(messages))
+        i
+        for i in range(max(after + 1, 1), len(messages))
         if messages[i].role == "assistant" and messages[i - 1].role != "assistant"
     ]
     return starts + steps
@@ -134,7 +137,9 @@ class FileActivity:
 
 
 READ_TOOLS = frozenset({"read", "read_file", "view", "cat", "grep", "glob", "ls", "notebookread"})
-WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "write_file", "edit_file", "str_replace", "create", "notebookedit", "apply_patch"})
+WRITE_TOOLS = frozenset(
+    {"write", "edit", "multiedit", "write_file", "edit_file", "str_replace", "create", "notebookedit", "apply_patch"}
+)
 PATH_KEYS = ("file_path", "path", "filename", "notebook_path", "file")
 
 
@@ -145,11 +150,15 @@ FILE_EXTENSIONS = (
     "cs|rb|php|swift|sh|bash|zsh|ps1|html|htm|css|scss|sql|xml|csv|tsv|log|lock|env|proto|tf|vue|svelte|lua|r|scala|dart"
 )
 # (The path pattern asks first for the `.` of its extension, so a plain word fails at once.)
-_SHELL_PATH = re.compile(rf"(?<![\w<>=.])(?=[\w.@+~/-]*\.)((?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{FILE_EXTENSIONS}))(?![\w/(])")
+_SHELL_PATH = re.compile(
+    rf"(?<![\w<>=.])(?=[\w.@+~/-]*\.)((?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{FILE_EXTENSIONS}))(?![\w/(])"
+)
 # `\bsed\s+-i|\s>>?\s*\S|\btee\b|\bpatch\b|\bgit\s+apply\b|\btouch\b|\bmv\b|\bcp\b`, each written to start
 # with its first character (Python's regular expressions skip quickly to where one can match, but
 # try every position for a pattern that starts with \b: five times slower here).
-_SHELL_WRITES = re.compile(r"s(?<=\bs)ed\s+-i|\s>>?\s*\S|t(?<=\bt)ee\b|p(?<=\bp)atch\b|g(?<=\bg)it\s+apply\b|t(?<=\bt)ouch\b|m(?<=\bm)v\b|c(?<=\bc)p\b")
+_SHELL_WRITES = re.compile(
+    r"s(?<=\bs)ed\s+-i|\s>>?\s*\S|t(?<=\bt)ee\b|p(?<=\bp)atch\b|g(?<=\bg)it\s+apply\b|t(?<=\bt)ouch\b|m(?<=\bm)v\b|c(?<=\bc)p\b"
+)
 COMMAND_KEYS = ("command", "cmd")
 
 

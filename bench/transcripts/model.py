@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -85,7 +85,7 @@ class ImagePart:
     kind: Literal["image"] = "image"
 
 
-Part = Union[TextPart, ThinkingPart, ToolCallPart, ToolResultPart, ImagePart]
+Part = TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart
 PART_TYPES: dict[str, type] = {
     "text": TextPart,
     "thinking": ThinkingPart,

@@ -98,11 +98,15 @@ class Source:
                     pending = inflater.unconsumed_tail
                     size += len(chunk)
                     if size > limit:
-                        raise TranscriptError(self.path, None, (
-                            f"decompresses to more than {limit >> 20} MiB (from {len(data)} bytes): stopped, as a gzip "
-                            f"bomb would fill memory. The limit is {GUNZIP_RATIO} times the file's size, at least "
-                            f"{GUNZIP_FLOOR >> 20} MiB; set {GUNZIP_LIMIT_VARIABLE} (MiB) to read a larger file"
-                        ))
+                        raise TranscriptError(
+                            self.path,
+                            None,
+                            (
+                                f"decompresses to more than {limit >> 20} MiB (from {len(data)} bytes): stopped, as a gzip "
+                                f"bomb would fill memory. The limit is {GUNZIP_RATIO} times the file's size, at least "
+                                f"{GUNZIP_FLOOR >> 20} MiB; set {GUNZIP_LIMIT_VARIABLE} (MiB) to read a larger file"
+                            ),
+                        )
                     chunks.append(chunk)
                     if not chunk and not pending:
                         break
@@ -122,9 +126,7 @@ class Source:
         except UnicodeDecodeError as exc:
             if line is None:
                 line = data.count(b"\n", 0, exc.start) + 1
-            raise TranscriptError(
-                self.path, line, f"invalid UTF-8 at byte {exc.start} of the line: {exc.reason}"
-            ) from exc
+            raise TranscriptError(self.path, line, f"invalid UTF-8 at byte {exc.start} of the line: {exc.reason}") from exc
 
     @cached_property
     def text(self) -> str:
@@ -143,7 +145,7 @@ class Source:
     def is_single_document(self) -> bool:
         """True when the file is one JSON value rather than JSON lines."""
         try:
-            self.document
+            _ = self.document
         except TranscriptError:
             return False
         return True
@@ -209,8 +211,11 @@ class Source:
             # json.loads reads bytes as UTF-8 (allowing encoded surrogates, which start with 0xED)
             # unless they start with a BOM or a NUL byte.
             self._head_exact.append(
-                parsed[-1] is not _NOT_JSON and line[:1] != b"\0" and line[1:2] != b"\0"
-                and not line.startswith(codecs.BOM_UTF8) and b"\xed" not in line
+                parsed[-1] is not _NOT_JSON
+                and line[:1] != b"\0"
+                and line[1:2] != b"\0"
+                and not line.startswith(codecs.BOM_UTF8)
+                and b"\xed" not in line
             )
         return parsed[number - 1] if number <= len(parsed) else _NOT_JSON
 

@@ -26,10 +26,13 @@ def client(kind: str, server: FakeProvider, **settings):
     return made
 
 
-def request(prompt: str = "Summarize the conversation so far.", system: str = "You summarize agent sessions.", max_output_tokens: int = 256) -> SummaryRequest:
+def request(
+    prompt: str = "Summarize the conversation so far.",
+    system: str = "You summarize agent sessions.",
+    max_output_tokens: int = 256,
+) -> SummaryRequest:
     return SummaryRequest(messages=(), prompt=prompt, system=system, prompt_hash="h", max_output_tokens=max_output_tokens)
 
 
 def cache_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*") if p.is_file())
-

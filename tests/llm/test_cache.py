@@ -15,7 +15,6 @@ from tests.fake_providers import FakeProvider, bad_request, ok, serve, server_er
 from tests.llm.support import MODELS, PROVIDERS, cache_files, client, request
 
 
-
 @pytest.mark.parametrize("kind", PROVIDERS)
 def test_identical_call_hits_the_cache(kind: str, server: FakeProvider, tmp_path: Path) -> None:
     server.queue(ok("The summary."))

@@ -16,8 +16,8 @@ import pytest
 from compactlab.compaction.llm import (
     AnthropicClient,
     ContextOverflowError,
-    LLMCache,
     Limits,
+    LLMCache,
     LLMError,
     LLMSummarizer,
     LLMUnavailable,
@@ -31,8 +31,8 @@ from compactlab.compaction.llm import (
 )
 from compactlab.compaction.llm.clients import NO_AUTH_KEY
 from compactlab.compaction.llm.prices import load_prices_toml
-from compactlab.transcripts.model import LLMCall
 from compactlab.contract import CompactionFailed
+from compactlab.transcripts.model import LLMCall
 from tests.fake_providers import (
     ANTHROPIC_PATH,
     OPENAI_PATH,
@@ -47,17 +47,33 @@ from tests.fake_providers import (
 )
 from tests.llm.support import MODELS, OPEN, PROVIDERS, SECRET, cache_files, client, request
 
-
 # --- usage mapping and cost ---------------------------------------------------------------------
 
 
 def test_openai_usage_mapping_request_and_cost(server: FakeProvider) -> None:
-    server.queue(ok("The summary.", usage={"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050, "prompt_tokens_details": {"cached_tokens": 600}}))
+    server.queue(
+        ok(
+            "The summary.",
+            usage={
+                "prompt_tokens": 1000,
+                "completion_tokens": 50,
+                "total_tokens": 1050,
+                "prompt_tokens_details": {"cached_tokens": 600},
+            },
+        )
+    )
     completion = client("openai", server).complete("sys", "the prompt", 77)
     assert completion.text == "The summary."
     assert completion.stop_reason == "stop"
     # prompt_tokens includes the cached part: input is the uncached rest.
-    assert completion.usage == LLMCall("gpt-4o-mini", input_tokens=400, cache_read_tokens=600, cache_write_tokens=0, output_tokens=50, request_id="chatcmpl-fake1")
+    assert completion.usage == LLMCall(
+        "gpt-4o-mini",
+        input_tokens=400,
+        cache_read_tokens=600,
+        cache_write_tokens=0,
+        output_tokens=50,
+        request_id="chatcmpl-fake1",
+    )
     sent = server.received[0]
     assert sent.path == OPENAI_PATH
     assert sent.body["messages"] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "the prompt"}]
@@ -70,7 +86,13 @@ def test_openai_usage_mapping_request_and_cost(server: FakeProvider) -> None:
 
 def test_deepseek_cache_hits_through_the_openai_client(server: FakeProvider) -> None:
     # DeepSeek reports its cached part as prompt_cache_hit_tokens, as the importers read it.
-    usage = {"prompt_tokens": 900, "completion_tokens": 10, "total_tokens": 910, "prompt_cache_hit_tokens": 800, "prompt_cache_miss_tokens": 100}
+    usage = {
+        "prompt_tokens": 900,
+        "completion_tokens": 10,
+        "total_tokens": 910,
+        "prompt_cache_hit_tokens": 800,
+        "prompt_cache_miss_tokens": 100,
+    }
     server.queue(ok(usage=usage))
     call = client("openai", server, model="deepseek-chat").complete("", "p", 10).usage
     assert (call.input_tokens, call.cache_read_tokens, call.output_tokens) == (100, 800, 10)
@@ -85,10 +107,23 @@ def test_anthropic_usage_mapping_request_and_cost(server: FakeProvider) -> None:
     assert completion.text == "Claude's summary."
     assert completion.stop_reason == "end_turn"
     # input_tokens is already the uncached part.
-    assert completion.usage == LLMCall("claude-haiku-4-5", input_tokens=50, cache_read_tokens=1000, cache_write_tokens=200, output_tokens=40, request_id="req_fake1")
+    assert completion.usage == LLMCall(
+        "claude-haiku-4-5",
+        input_tokens=50,
+        cache_read_tokens=1000,
+        cache_write_tokens=200,
+        output_tokens=40,
+        request_id="req_fake1",
+    )
     sent = server.received[0]
     assert sent.path == ANTHROPIC_PATH
-    assert sent.body == {"model": "claude-haiku-4-5", "max_tokens": 99, "system": "sys", "messages": [{"role": "user", "content": "the prompt"}], "temperature": 0.0}
+    assert sent.body == {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 99,
+        "system": "sys",
+        "messages": [{"role": "user", "content": "the prompt"}],
+        "temperature": 0.0,
+    }
     assert "anthropic-version" in sent.headers and sent.had_credentials
     assert cost_of(completion.usage) == pytest.approx((50 * 1.0 + 1000 * 0.10 + 200 * 1.25 + 40 * 5.0) / 1e6)
 
@@ -114,14 +149,18 @@ def test_long_context_tier() -> None:
 
 
 def test_price_overrides_from_dict_and_toml(tmp_path: Path) -> None:
-    table = resolve_prices({"llama3.1": {"input": 0, "output": 0}, "gpt-4o-mini": ModelPrice(input=1.0, output=2.0, cache_read=0.5)})
+    table = resolve_prices(
+        {"llama3.1": {"input": 0, "output": 0}, "gpt-4o-mini": ModelPrice(input=1.0, output=2.0, cache_read=0.5)}
+    )
     assert cost_of(LLMCall("llama3.1:8b", input_tokens=500, output_tokens=20), table) == 0.0
     assert cost_of(LLMCall("gpt-4o-mini", input_tokens=1_000_000, cache_read_tokens=1_000_000), table) == pytest.approx(1.5)
     assert cost_of(LLMCall("llama3.1:8b", input_tokens=1, cache_read_tokens=1), table) is None  # no cache price given
     path = tmp_path / "prices.toml"
     path.write_text('[prices."my-model"]\ninput = 2.0\ncache_read = 0.2\ncache_write = 2.5\noutput = 8.0\n')
     assert load_prices_toml(path)["my-model"] == ModelPrice(input=2.0, output=8.0, cache_read=0.2, cache_write=2.5)
-    assert cost_of(LLMCall("my-model-v2", input_tokens=1_000_000, cache_write_tokens=1_000_000), resolve_prices(path)) == pytest.approx(4.5)
+    assert cost_of(
+        LLMCall("my-model-v2", input_tokens=1_000_000, cache_write_tokens=1_000_000), resolve_prices(path)
+    ) == pytest.approx(4.5)
     path.write_text('[prices."bad"]\ninput = 1.0\n')
     with pytest.raises(ValueError, match="missing output"):
         load_prices_toml(path)
@@ -284,13 +323,17 @@ def test_concurrent_identical_requests_pay_once(server: FakeProvider, tmp_path: 
 
 def test_openai_compatible_server_without_a_key(server: FakeProvider, tmp_path: Path) -> None:
     # No key anywhere (like Ollama, vLLM or llama.cpp without auth): a dummy is sent.
-    summarizer = make_summarizer("openai", "qwen2.5:7b", base_url=server.openai_base_url, cache_dir=tmp_path, max_retries=0, timeout=2.0)
+    summarizer = make_summarizer(
+        "openai", "qwen2.5:7b", base_url=server.openai_base_url, cache_dir=tmp_path, max_retries=0, timeout=2.0
+    )
     OPEN.append(summarizer)
     response = summarizer.summarize(request())
     assert response.text.startswith("Summary of:")
     assert response.usage is not None and response.usage.cost_usd is None  # a local model has no price: no guess
     assert server.received[0].credential_sha256 == hashlib.sha256(NO_AUTH_KEY.encode()).hexdigest()
-    priced = make_summarizer("openai", "qwen2.5:7b", base_url=server.openai_base_url, cache_dir=tmp_path, prices={"qwen2.5": {"input": 0, "output": 0}})
+    priced = make_summarizer(
+        "openai", "qwen2.5:7b", base_url=server.openai_base_url, cache_dir=tmp_path, prices={"qwen2.5": {"input": 0, "output": 0}}
+    )
     OPEN.append(priced)
     assert priced.summarize(request()).usage.cost_usd == 0.0
     assert server.count() == 1  # same call, answered by the cache

@@ -13,8 +13,8 @@ import pytest
 
 from compactlab.compaction.llm import BadAnswer, LLMCache, LLMSummarizer, LLMUnavailable, RecordedSummarizer
 from compactlab.compaction.llm.cache import CacheMiss, CacheRequest, Completion
-from compactlab.transcripts.model import LLMCall
 from compactlab.contract import CompactionFailed
+from compactlab.transcripts.model import LLMCall
 from tests.fake_providers import FakeProvider, echo_credentials, empty_answer, ok, truncated_body
 from tests.llm.support import MODELS, OPEN, PROVIDERS, cache_files, client, request
 
@@ -32,7 +32,9 @@ def test_a_bad_answer_is_asked_again(kind: str, fault, server: FakeProvider, tmp
 
 @pytest.mark.parametrize("kind", PROVIDERS)
 @pytest.mark.parametrize("fault", [empty_answer, truncated_body], ids=["empty", "truncated"])
-def test_bad_answers_to_the_end_are_a_failed_call_and_nothing_is_cached(kind: str, fault, server: FakeProvider, tmp_path: Path) -> None:
+def test_bad_answers_to_the_end_are_a_failed_call_and_nothing_is_cached(
+    kind: str, fault, server: FakeProvider, tmp_path: Path
+) -> None:
     server.queue(fault(), fault(), fault())
     summarizer = LLMSummarizer(client(kind, server, max_retries=2), LLMCache(tmp_path))
     with pytest.raises(CompactionFailed, match="empty answer|malformed response") as raised:

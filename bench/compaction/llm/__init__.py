@@ -30,9 +30,29 @@ from compactlab.compaction.llm.prices import DEFAULT_PRICES, ModelPrice, cost_of
 from compactlab.compaction.llm.summarizer import LLMSummarizer, RecordedSummarizer, summarize_many
 
 __all__ = [
-    "AnthropicClient", "BadAnswer", "BudgetExhausted", "CallAccount", "Limits", "CacheMiss", "CacheRequest", "Completion", "ContextOverflowError", "DEFAULT_PRICES",
-    "LLMCache", "LLMClient", "LLMError", "LLMSummarizer", "LLMUnavailable", "ModelPrice", "OpenAIChatClient",
-    "RecordedSummarizer", "cost_of", "make_summarizer", "price_for", "resolve_prices", "summarize_many",
+    "AnthropicClient",
+    "BadAnswer",
+    "BudgetExhausted",
+    "CallAccount",
+    "Limits",
+    "CacheMiss",
+    "CacheRequest",
+    "Completion",
+    "ContextOverflowError",
+    "DEFAULT_PRICES",
+    "LLMCache",
+    "LLMClient",
+    "LLMError",
+    "LLMSummarizer",
+    "LLMUnavailable",
+    "ModelPrice",
+    "OpenAIChatClient",
+    "RecordedSummarizer",
+    "cost_of",
+    "make_summarizer",
+    "price_for",
+    "resolve_prices",
+    "summarize_many",
 ]
 
 DEFAULT_CACHE_DIR = Path(".compactlab") / "llm-cache"
@@ -76,9 +96,13 @@ def make_summarizer(
         return RecordedSummarizer(provider, model, cache_dir, prices=prices, temperature=temperature)
     client: LLMClient
     if provider == "openai":
-        client = OpenAIChatClient(model, base_url=base_url, api_key_env=api_key_env, max_retries=max_retries, timeout=timeout, temperature=temperature)
+        client = OpenAIChatClient(
+            model, base_url=base_url, api_key_env=api_key_env, max_retries=max_retries, timeout=timeout, temperature=temperature
+        )
     elif provider == "anthropic":
-        client = AnthropicClient(model, base_url=base_url, api_key_env=api_key_env, max_retries=max_retries, timeout=timeout, temperature=temperature)
+        client = AnthropicClient(
+            model, base_url=base_url, api_key_env=api_key_env, max_retries=max_retries, timeout=timeout, temperature=temperature
+        )
     else:
         raise ValueError(f"unknown LLM provider {provider!r}; expected 'openai', 'anthropic' or 'recorded'")
     cache = LLMCache(cache_dir, mode) if cache_dir is not None else None

@@ -33,8 +33,8 @@ import os
 from typing import Any, Protocol, runtime_checkable
 
 from compactlab.compaction.llm.cache import Completion
-from compactlab.transcripts.model import LLMCall
 from compactlab.compaction.overflow import Overflow, classify_overflow
+from compactlab.transcripts.model import LLMCall
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,9 @@ def api_key_from_env(env_name: str, provider: str, model: str, base_url: str | N
         return key
     if base_url is not None:
         return NO_AUTH_KEY
-    raise LLMError(provider, model, f"no API key: set the environment variable {env_name} (or give base_url for a local server without auth)")
+    raise LLMError(
+        provider, model, f"no API key: set the environment variable {env_name} (or give base_url for a local server without auth)"
+    )
 
 
 def _scrub(text: str, secret: str) -> str:
@@ -166,7 +168,9 @@ class _SDKClient:
                 return self._complete_once(system, prompt, max_tokens)
             except BadAnswer as exc:
                 failure = exc
-                log.warning("%s model %r: %s (attempt %d of %d)", self.provider, self.model, exc, attempt + 1, self.max_retries + 1)
+                log.warning(
+                    "%s model %r: %s (attempt %d of %d)", self.provider, self.model, exc, attempt + 1, self.max_retries + 1
+                )
         raise BadAnswer(self.provider, self.model, f"{failure.reason} ({self._attempts()})")
 
     def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
@@ -178,17 +182,28 @@ class _SDKClient:
         return completion
 
     def _malformed(self, exc: Exception) -> BadAnswer:
-        return BadAnswer(self.provider, self.model, f"malformed response ({type(exc).__name__}: {_scrub(str(exc), self._key)[:200]})")
+        return BadAnswer(
+            self.provider, self.model, f"malformed response ({type(exc).__name__}: {_scrub(str(exc), self._key)[:200]})"
+        )
 
     def _unreachable(self, exc: Exception, where: str) -> LLMUnavailable:
-        return LLMUnavailable(self.provider, self.model, f"cannot reach {where} ({_scrub(str(exc), self._key)}; {self._attempts()})")
+        return LLMUnavailable(
+            self.provider, self.model, f"cannot reach {where} ({_scrub(str(exc), self._key)}; {self._attempts()})"
+        )
 
     def _status_error(self, status: int, provider_message: str, code: object, key: str, headers: Any = None) -> LLMError:
         message = _scrub(provider_message, key)
         if status in (401, 403):
-            return LLMUnavailable(self.provider, self.model, f"{message[:MAX_MESSAGE_CHARS]} (the server refused the credentials: check the API key)", status)
+            return LLMUnavailable(
+                self.provider,
+                self.model,
+                f"{message[:MAX_MESSAGE_CHARS]} (the server refused the credentials: check the API key)",
+                status,
+            )
         if status == 429 and code in QUOTA_CODES:
-            return LLMUnavailable(self.provider, self.model, f"{message[:MAX_MESSAGE_CHARS]} (the account's quota is used up)", status)
+            return LLMUnavailable(
+                self.provider, self.model, f"{message[:MAX_MESSAGE_CHARS]} (the account's quota is used up)", status
+            )
         if status == 429:
             return RateLimited(self.provider, self.model, message[:MAX_MESSAGE_CHARS], retry_after_seconds(headers))
         overflow = classify_overflow(message)
@@ -243,7 +258,9 @@ class OpenAIChatClient(_SDKClient):
                 error = BadAnswer(self.provider, self.model, "the response has no choices")
             else:
                 choice = response.choices[0]
-                completion = Completion(text=choice.message.content or "", usage=self._usage(response), stop_reason=choice.finish_reason)
+                completion = Completion(
+                    text=choice.message.content or "", usage=self._usage(response), stop_reason=choice.finish_reason
+                )
         except openai.OpenAIError as exc:
             error = self._translate(exc)
         except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
@@ -323,7 +340,10 @@ class AnthropicClient(_SDKClient):
         error: LLMError | None = None
         try:
             response = self._client.messages.create(
-                model=self.model, max_tokens=max_tokens, messages=[{"role": "user", "content": prompt}], **extra  # type: ignore[arg-type]
+                model=self.model,
+                max_tokens=max_tokens,
+                messages=[{"role": "user", "content": prompt}],
+                **extra,  # type: ignore[arg-type]
             )
             text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
             usage = response.usage

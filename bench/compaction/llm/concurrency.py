@@ -54,19 +54,27 @@ class Limits:
 
     def tighter(self, other: Limits) -> Limits:
         """The limits that keep both: two tables (summarizer and judge) naming one provider account share them."""
+
         def low(a, b):
             return b if a is None else a if b is None else min(a, b)
 
-        return Limits(min(self.max_in_flight, other.max_in_flight), low(self.requests_per_minute, other.requests_per_minute),
-                      low(self.tokens_per_minute, other.tokens_per_minute))
+        return Limits(
+            min(self.max_in_flight, other.max_in_flight),
+            low(self.requests_per_minute, other.requests_per_minute),
+            low(self.tokens_per_minute, other.tokens_per_minute),
+        )
 
 
 class BudgetExhausted(LLMUnavailable):
     """The next call would pass the run's `max_cost_usd`: the run stops before sending it."""
 
     def __init__(self, provider: str, model: str, budget: float, spent: float, estimate: float) -> None:
-        super().__init__(provider, model, f"the run's cost budget max_cost_usd = {budget:g} USD is reached: {spent:.4f} USD spent, "
-                                          f"the next call is estimated at {estimate:.4f} USD")
+        super().__init__(
+            provider,
+            model,
+            f"the run's cost budget max_cost_usd = {budget:g} USD is reached: {spent:.4f} USD spent, "
+            f"the next call is estimated at {estimate:.4f} USD",
+        )
         self.budget, self.spent = budget, spent
 
 
@@ -129,9 +137,11 @@ class ProviderGate:
         while True:
             with self._lock:
                 now = time.monotonic()
-                wait = max(self._paused_until - now,
-                           self._requests.wait_for(1, now) if self._requests else 0.0,
-                           self._tokens.wait_for(tokens, now) if self._tokens else 0.0)
+                wait = max(
+                    self._paused_until - now,
+                    self._requests.wait_for(1, now) if self._requests else 0.0,
+                    self._tokens.wait_for(tokens, now) if self._tokens else 0.0,
+                )
                 if wait <= 0:
                     if self._requests:
                         self._requests.take(1)
@@ -159,7 +169,9 @@ class CallAccount:
     `on_change` is called (from whichever thread made the change) after every count changes."""
 
     def __init__(self, max_cost_usd: float | None = None, on_change: Callable[[CallAccount], None] | None = None) -> None:
-        if max_cost_usd is not None and (isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float)) or max_cost_usd < 0):
+        if max_cost_usd is not None and (
+            isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float)) or max_cost_usd < 0
+        ):
             raise ValueError(f"max_cost_usd must be a number of US dollars >= 0, got {max_cost_usd!r}")
         self.max_cost_usd = max_cost_usd
         self.on_change = on_change
@@ -232,8 +244,10 @@ class CallAccount:
         """What progress shows: calls done, in flight, cached, failed, rate-limited waits, cost so far."""
         budget = f" of {self.max_cost_usd:g}" if self.max_cost_usd is not None else ""
         waits = f", {self.rate_limited} rate-limited waits" if self.rate_limited else ""
-        return (f"LLM calls: {self.done} done, {self.in_flight} in flight, {self.cached} cached, {self.failed} failed{waits}; "
-                f"{self.spent:.4f}{budget} USD")
+        return (
+            f"LLM calls: {self.done} done, {self.in_flight} in flight, {self.cached} cached, {self.failed} failed{waits}; "
+            f"{self.spent:.4f}{budget} USD"
+        )
 
 
 def shared_gates(limits_by_account: Iterable[tuple[tuple, Limits]]) -> dict[tuple, ProviderGate]:
@@ -265,8 +279,10 @@ def check_budget_prices(completers: Iterable, account: CallAccount) -> None:
         return
     for completer in completers:
         if completer.sends_calls and completer.price() is None:
-            raise ValueError(f"max_cost_usd: the model {completer.client.model!r} has no price, so its calls' cost cannot be "
-                             f"bounded; add a [prices.\"{completer.client.model}\"] table to the configuration")
+            raise ValueError(
+                f"max_cost_usd: the model {completer.client.model!r} has no price, so its calls' cost cannot be "
+                f'bounded; add a [prices."{completer.client.model}"] table to the configuration'
+            )
 
 
 @contextmanager

@@ -71,7 +71,9 @@ PriceTable = Mapping[str, ModelPrice]
 _OPUS_4 = ModelPrice(input=15.0, cache_read=1.50, cache_write=18.75, output=75.0)
 _OPUS_4_5 = ModelPrice(input=5.0, cache_read=0.50, cache_write=6.25, output=25.0)
 _SONNET_4_LONG = ModelPrice(input=6.0, cache_read=0.60, cache_write=7.50, output=22.50)
-_SONNET_4 = ModelPrice(input=3.0, cache_read=0.30, cache_write=3.75, output=15.0, long_context_threshold=200_000, long_context=_SONNET_4_LONG)
+_SONNET_4 = ModelPrice(
+    input=3.0, cache_read=0.30, cache_write=3.75, output=15.0, long_context_threshold=200_000, long_context=_SONNET_4_LONG
+)
 _SONNET_4_6 = ModelPrice(input=3.0, cache_read=0.30, cache_write=3.75, output=15.0)
 _HAIKU_4_5 = ModelPrice(input=1.0, cache_read=0.10, cache_write=1.25, output=5.0)
 _GPT_5 = ModelPrice(input=1.25, cache_read=0.125, cache_write=1.25, output=10.0)
@@ -115,15 +117,23 @@ DEFAULT_PRICES: dict[str, ModelPrice] = {
     "deepseek-reasoner": _DEEPSEEK_V3_2,
     # Google Gemini 2.5.
     "gemini-2.5-pro": ModelPrice(
-        input=1.25, cache_read=0.125, cache_write=1.25, output=10.0,
-        long_context_threshold=200_000, long_context=ModelPrice(input=2.50, cache_read=0.25, cache_write=2.50, output=15.0),
+        input=1.25,
+        cache_read=0.125,
+        cache_write=1.25,
+        output=10.0,
+        long_context_threshold=200_000,
+        long_context=ModelPrice(input=2.50, cache_read=0.25, cache_write=2.50, output=15.0),
     ),
     "gemini-2.5-flash": ModelPrice(input=0.30, cache_read=0.03, cache_write=0.30, output=2.50),
     "gemini-2.5-flash-lite": ModelPrice(input=0.10, cache_read=0.01, cache_write=0.10, output=0.40),
     # Google Gemini 3 (previews).
     "gemini-3-pro-preview": ModelPrice(
-        input=2.0, cache_read=0.20, cache_write=2.0, output=12.0,
-        long_context_threshold=200_000, long_context=ModelPrice(input=4.0, cache_read=0.40, cache_write=4.0, output=18.0),
+        input=2.0,
+        cache_read=0.20,
+        cache_write=2.0,
+        output=12.0,
+        long_context_threshold=200_000,
+        long_context=ModelPrice(input=4.0, cache_read=0.40, cache_write=4.0, output=18.0),
     ),
     "gemini-3-flash-preview": ModelPrice(input=0.50, cache_read=0.05, cache_write=0.50, output=3.0),
 }
@@ -145,7 +155,7 @@ def normalize_model(model: str) -> str:
 def _matches(model: str, key: str) -> bool:
     if not model.startswith(key):
         return False
-    rest = model[len(key):]
+    rest = model[len(key) :]
     return not rest or (_SEGMENT.match(rest) is not None and _VERSION_STEP.match(rest) is None)
 
 
@@ -166,7 +176,11 @@ def cost_of(call: LLMCall, prices: PriceTable | None = None) -> float | None:
     price = price_for(call.model, prices)
     if price is None:
         return None
-    if price.long_context is not None and price.long_context_threshold is not None and call.prompt_tokens > price.long_context_threshold:
+    if (
+        price.long_context is not None
+        and price.long_context_threshold is not None
+        and call.prompt_tokens > price.long_context_threshold
+    ):
         price = price.long_context
     total = call.input_tokens * price.input + call.output_tokens * price.output
     for tokens, rate in ((call.cache_read_tokens, price.cache_read), (call.cache_write_tokens, price.cache_write)):
@@ -218,7 +232,7 @@ def load_prices_toml(path: str | Path) -> dict[str, ModelPrice]:
         data = tomllib.load(handle)
     table = data.get("prices")
     if not isinstance(table, dict):
-        raise ValueError(f"{path}: expected a [prices.\"model-prefix\"] table with input/cache_read/cache_write/output")
+        raise ValueError(f'{path}: expected a [prices."model-prefix"] table with input/cache_read/cache_write/output')
     return {key: parse_price(key, raw) for key, raw in table.items()}
 
 

@@ -31,8 +31,8 @@ from compactlab.compaction.llm.cache import CacheMiss, CacheRequest, Completion,
 from compactlab.compaction.llm.clients import ContextOverflowError, LLMClient, LLMError, LLMUnavailable
 from compactlab.compaction.llm.concurrency import CallAccount, Limits, ProviderGate, estimated_cost
 from compactlab.compaction.llm.prices import ModelPrice, cost_of, price_for, resolve_prices
-from compactlab.tokens.tokenizers import get_encoding
 from compactlab.contract import CompactionFailed, Summarizer, SummaryRequest, SummaryResponse
+from compactlab.tokens.tokenizers import get_encoding
 
 
 class LLMSummarizer:
@@ -113,7 +113,9 @@ class LLMSummarizer:
         """
         request = SummaryRequest(messages=(), prompt=prompt, system=system, prompt_hash="", max_output_tokens=max_tokens)
         completion = self._complete(request)
-        return SummaryResponse(text=completion.text, usage=replace(completion.usage, cost_usd=cost_of(completion.usage, self.prices)))
+        return SummaryResponse(
+            text=completion.text, usage=replace(completion.usage, cost_usd=cost_of(completion.usage, self.prices))
+        )
 
     def _complete(self, request: SummaryRequest) -> Completion:
         account = self.account
@@ -143,7 +145,9 @@ class LLMSummarizer:
         completion = None
         try:
             completion = self.gate.send(
-                lambda: self.client.complete(request.system, request.prompt, request.max_output_tokens), tokens + request.max_output_tokens, account
+                lambda: self.client.complete(request.system, request.prompt, request.max_output_tokens),
+                tokens + request.max_output_tokens,
+                account,
             )
             return completion  # type: ignore[return-value]
         finally:
@@ -253,7 +257,7 @@ def summarize_many(
                 results.append(future.result())
             except Exception as exc:
                 if not return_exceptions:
-                    for pending in futures[index + 1:]:
+                    for pending in futures[index + 1 :]:
                         pending.cancel()
                     raise
                 results.append(exc)

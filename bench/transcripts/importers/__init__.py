@@ -73,9 +73,7 @@ def detect(source: Source) -> Importer:
         if reason is None:
             return importer
         reasons.append(f"  - {importer.name}: {reason}")
-    raise TranscriptError(
-        source.path, None, "unknown transcript format. Formats tried:\n" + "\n".join(reasons)
-    )
+    raise TranscriptError(source.path, None, "unknown transcript format. Formats tried:\n" + "\n".join(reasons))
 
 
 def load_file(path: Path | str, *, lenient: bool = False, format: str | None = None) -> list[Transcript]:
@@ -118,7 +116,9 @@ def _accounted(source: Source, transcripts: list[Transcript], issues: RecordIssu
         return transcripts
     first = issues.skipped[0]
     if not transcripts:
-        raise TranscriptError(source.path, first.line, f"no transcript left ({len(issues.skipped)} records skipped; the first: {first.reason})")
+        raise TranscriptError(
+            source.path, first.line, f"no transcript left ({len(issues.skipped)} records skipped; the first: {first.reason})"
+        )
     return [replace(transcripts[0], skipped=tuple(issues.skipped)), *transcripts[1:]]
 
 
@@ -144,10 +144,14 @@ def _check_message_sizes(source: Source, transcript: Transcript) -> None:
         size = len(message.text())
         if size > budget:
             where = f"message {index}" + (f" ({message.source_id})" if message.source_id and message.line is None else "")
-            raise TranscriptError(source.path, message.line, (
-                f"{where} holds {size / (1 << 20):.1f} MiB of text, over the per-message budget of "
-                f"{budget / (1 << 20):g} MiB (set {MESSAGE_BUDGET_VARIABLE} to raise it)"
-            ))
+            raise TranscriptError(
+                source.path,
+                message.line,
+                (
+                    f"{where} holds {size / (1 << 20):.1f} MiB of text, over the per-message budget of "
+                    f"{budget / (1 << 20):g} MiB (set {MESSAGE_BUDGET_VARIABLE} to raise it)"
+                ),
+            )
 
 
 def _printable(transcript: Transcript) -> Transcript:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from compactlab.transcripts.importers.canonical_checks import check_header, checked
 from compactlab.transcripts.model import (
-    ROLES,
     PART_TYPES,
+    ROLES,
     CompactionMarker,
     LLMCall,
     Message,
@@ -70,9 +70,7 @@ def transcript_lines(transcript: Transcript) -> list[dict]:
 def write_canonical(transcripts: list[Transcript], path: Path | str) -> Path:
     """Write transcripts as canonical JSONL (gzipped when the name ends in .gz)."""
     path = Path(path)
-    text = "".join(
-        json.dumps(line, ensure_ascii=False) + "\n" for t in transcripts for line in transcript_lines(t)
-    )
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for t in transcripts for line in transcript_lines(t))
     if path.suffix == ".gz":
         path.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
     else:
@@ -102,7 +100,9 @@ class CanonicalImporter:
                 header, body = record, []
                 version = data.get("version")
                 if version != VERSION:
-                    issues.report(record.line, f"canonical version {version!r} is not supported (this compactlab reads {VERSION})")
+                    issues.report(
+                        record.line, f"canonical version {version!r} is not supported (this compactlab reads {VERSION})"
+                    )
             elif header is None:
                 issues.report(record.line, "record before the first transcript header")
             else:

@@ -71,8 +71,13 @@ def _describe(hint: object) -> str:
         return " or ".join(_describe(option) for option in typing.get_args(hint))
     if origin is typing.Literal:
         return "one of " + ", ".join(map(repr, typing.get_args(hint)))
-    names = {type(None): "null", bool: "true or false", int: "a non-negative integer below 2^53",
-             float: "a finite, non-negative number", str: "a string"}
+    names = {
+        type(None): "null",
+        bool: "true or false",
+        int: "a non-negative integer below 2^53",
+        float: "a finite, non-negative number",
+        str: "a string",
+    }
     return names.get(hint, str(hint))
 
 
@@ -93,5 +98,11 @@ def check_header(header: dict) -> None:
         if not isinstance(header.get(name, []), list):
             raise ValueError(f"`{name}` must be a list, got {header.get(name)!r:.40}")
     for entry in header.get("ignored", []):
-        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and type(entry[1]) is int and is_count(entry[1])):
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and isinstance(entry[0], str)
+            and type(entry[1]) is int
+            and is_count(entry[1])
+        ):
             raise ValueError(f"`ignored` entries must be [kind, count] pairs, got {entry!r:.60}")

@@ -83,8 +83,19 @@ class ClaudeCodeImporter:
     def match(self, source: Source) -> str | None:
         for record in source.head_records():
             data = record.data
-            if isinstance(data, dict) and "sessionId" in data and data.get("type") in (
-                "user", "assistant", "system", "summary", "progress", "attachment", "file-history-snapshot",
+            if (
+                isinstance(data, dict)
+                and "sessionId" in data
+                and data.get("type")
+                in (
+                    "user",
+                    "assistant",
+                    "system",
+                    "summary",
+                    "progress",
+                    "attachment",
+                    "file-history-snapshot",
+                )
             ):
                 return None
             if isinstance(data, dict) and data.get("type") == "summary" and "leafUuid" in data:
@@ -185,7 +196,9 @@ class _Builder:
         response_id = response_id if isinstance(response_id, str) and response_id else None
         request_id = request_id if isinstance(request_id, str) and request_id else None
         if response_id is None and request_id is None:
-            self.issues.report(record.line, "assistant line has neither `message.id` nor `requestId`: its response cannot be told apart")
+            self.issues.report(
+                record.line, "assistant line has neither `message.id` nor `requestId`: its response cannot be told apart"
+            )
             return
         draft = self.by_response_id.get(response_id) if response_id else self.by_request_id.get(request_id)
         if draft is None:
@@ -225,8 +238,12 @@ class _Builder:
         return None
 
     def _call(self, usage: object, model: object, record: Record) -> LLMCall | None:
-        fields = {"input_tokens": "input_tokens", "cache_read_input_tokens": "cache_read_tokens",
-                  "cache_creation_input_tokens": "cache_write_tokens", "output_tokens": "output_tokens"}
+        fields = {
+            "input_tokens": "input_tokens",
+            "cache_read_input_tokens": "cache_read_tokens",
+            "cache_creation_input_tokens": "cache_write_tokens",
+            "output_tokens": "output_tokens",
+        }
         if not isinstance(usage, dict):
             self.issues.report(record.line, f"`message.usage` must be an object of token counts, got {usage!r:.80}")
             return None
@@ -234,12 +251,16 @@ class _Builder:
         for name, field_name in fields.items():
             value = usage.get(name)
             if value is not None and not is_count(value):  # null or absent: none of that kind
-                self.issues.report(record.line, f"`message.usage.{name}` must be a non-negative integer below 2^53, got {value!r:.40}")
+                self.issues.report(
+                    record.line, f"`message.usage.{name}` must be a non-negative integer below 2^53, got {value!r:.40}"
+                )
                 return None
             counts[field_name] = int(value or 0)
         request_id = record.data.get("requestId")
         return LLMCall(
-            model=str(model or "unknown"), **counts, request_id=request_id if isinstance(request_id, str) else None,
+            model=str(model or "unknown"),
+            **counts,
+            request_id=request_id if isinstance(request_id, str) else None,
         )
 
     def add_user(self, record: Record) -> None:
@@ -295,8 +316,10 @@ class _Builder:
 
     def _attach_summary(self, record: Record, message: dict) -> None:
         content = message["content"]
-        summary = content if isinstance(content, str) else "\n".join(
-            _str(b.get("text")) for b in _blocks(content) if b.get("type") == "text"
+        summary = (
+            content
+            if isinstance(content, str)
+            else "\n".join(_str(b.get("text")) for b in _blocks(content) if b.get("type") == "text")
         )
         if self.pending_boundary is None:
             self.issues.report(record.line, "isCompactSummary line without a preceding compact_boundary")

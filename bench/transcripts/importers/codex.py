@@ -18,8 +18,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from compactlab.transcripts.importers.base import check_tool_pairing, image_part, is_count
-from compactlab.transcripts.model import CompactionMarker, ImagePart, LLMCall, Message, Part, TextPart, ThinkingPart
-from compactlab.transcripts.model import ToolCallPart, ToolResultPart, Transcript
+from compactlab.transcripts.model import (
+    CompactionMarker,
+    ImagePart,
+    LLMCall,
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+)
 from compactlab.transcripts.source import Record, RecordIssues, Source
 
 ENVELOPE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
@@ -301,8 +311,13 @@ class _Reader:
             return
         # OpenAI's input_tokens include the cached ones; the model splits them Anthropic-style.
         cached = int(last.get("cached_input_tokens") or 0)
-        call = LLMCall(self.model or "unknown", input_tokens=max(0, int(last["input_tokens"]) - cached),
-                       cache_read_tokens=cached, cache_write_tokens=0, output_tokens=int(last["output_tokens"]))
+        call = LLMCall(
+            self.model or "unknown",
+            input_tokens=max(0, int(last["input_tokens"]) - cached),
+            cache_read_tokens=cached,
+            cache_write_tokens=0,
+            output_tokens=int(last["output_tokens"]),
+        )
         if self.open is not None and self.open.call is None and not self.open.sealed:
             # Newer Codex records response items while streaming, so usage follows its items.
             self.open.call, self.open.sealed = call, True
@@ -354,10 +369,15 @@ class _Reader:
         compactions = tuple(_shift(c, self.messages, messages) for c in self.compactions)
         models = {c.model for c in (m.call for m in messages) if c is not None} | self.models
         return Transcript(
-            id=self.session_id or source.path.name.split(".")[0], source_format="codex-rollout",
-            source_path=str(source.path), messages=tuple(messages), models=tuple(sorted(models)),
-            context_window=self.context_window, compactions=compactions,
-            skipped=tuple(self.issues.skipped), ignored=tuple(sorted(self.ignored.items())),
+            id=self.session_id or source.path.name.split(".")[0],
+            source_format="codex-rollout",
+            source_path=str(source.path),
+            messages=tuple(messages),
+            models=tuple(sorted(models)),
+            context_window=self.context_window,
+            compactions=compactions,
+            skipped=tuple(self.issues.skipped),
+            ignored=tuple(sorted(self.ignored.items())),
             is_subagent=self.is_subagent,
         )
 
@@ -369,8 +389,9 @@ def _is_type_name(kind: object) -> bool:
 
 def _is_usage(usage: object) -> bool:
     keys = ("input_tokens", "output_tokens")
-    return isinstance(usage, dict) and all(is_count(usage.get(k)) for k in keys) and is_count(
-        usage.get("cached_input_tokens") or 0)
+    return (
+        isinstance(usage, dict) and all(is_count(usage.get(k)) for k in keys) and is_count(usage.get("cached_input_tokens") or 0)
+    )
 
 
 def _output(output: object) -> tuple[str | None, bool, list[ImagePart]]:

@@ -27,8 +27,7 @@ class CondenserLogImporter:
     def match(self, source: Source) -> str | None:
         head = source.head_records(limit=3)
         if head and all(
-            isinstance(r.data, dict) and all(k in r.data for k in REQUIRED) and "summary_model_calls" in r.data
-            for r in head
+            isinstance(r.data, dict) and all(k in r.data for k in REQUIRED) and "summary_model_calls" in r.data for r in head
         ):
             return None
         return "no lines with `input`, `output` and `summary_model_calls` fields"
@@ -67,7 +66,9 @@ class CondenserLogImporter:
             )
         if not transcripts and issues.skipped:
             first = issues.skipped[0]
-            raise TranscriptError(source.path, first.line, f"no readable record ({len(issues.skipped)} skipped; the first: {first.reason})")
+            raise TranscriptError(
+                source.path, first.line, f"no readable record ({len(issues.skipped)} skipped; the first: {first.reason})"
+            )
         # The file's skips are known only at its end; they are shown once, on its first transcript.
         return [replace(transcripts[0], skipped=tuple(issues.skipped)), *transcripts[1:]] if transcripts else []
 

@@ -38,12 +38,27 @@ OPENAI = "openai-chat"
 ANTHROPIC = "anthropic-messages"
 
 # Content block types that only the Anthropic Messages API has (OpenAI's image part is `image_url`).
-ANTHROPIC_BLOCKS = frozenset({
-    "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document", "search_result",
-    "server_tool_use", "mcp_tool_use", "mcp_tool_result", "container_upload", "web_search_tool_result",
-    "web_fetch_tool_result", "code_execution_tool_result", "bash_code_execution_tool_result",
-    "text_editor_code_execution_tool_result", "tool_search_tool_result",
-})
+ANTHROPIC_BLOCKS = frozenset(
+    {
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "image",
+        "document",
+        "search_result",
+        "server_tool_use",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "container_upload",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+    }
+)
 OPENAI_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
 OPENAI_ROLES = frozenset({"tool", "developer", "function"})
 OPENAI_MESSAGE_KEYS = ("tool_calls", "function_call", "tool_call_id", "reasoning_content")
@@ -197,15 +212,21 @@ def assistant_usages(doc: ChatDocument, issues: RecordIssues) -> dict[int, objec
         if len(listed) == len(assistants):
             found.update((i, u) for i, u in zip(assistants, listed) if u is not None)
         else:
-            issues.report(None, (
-                f"top-level `usage` has {len(listed)} entries but `messages` has {len(assistants)} assistant "
-                "messages; it must have one entry (or null) per assistant message, so it was not used"
-            ))
+            issues.report(
+                None,
+                (
+                    f"top-level `usage` has {len(listed)} entries but `messages` has {len(assistants)} assistant "
+                    "messages; it must have one entry (or null) per assistant message, so it was not used"
+                ),
+            )
     elif listed is not None:
-        issues.report(None, (
-            f"top-level `usage` is a {json_kind(listed)}; expected an array with one usage object per "
-            "assistant message (or put a `usage` object on each assistant message)"
-        ))
+        issues.report(
+            None,
+            (
+                f"top-level `usage` is a {json_kind(listed)}; expected an array with one usage object per "
+                "assistant message (or put a `usage` object on each assistant message)"
+            ),
+        )
     for i in assistants:
         if doc.messages[i].get("usage") is not None:
             found[i] = doc.messages[i]["usage"]

@@ -125,11 +125,18 @@ class MiniSweAgentImporter:
             messages = _v1_observations(messages, _action_regex(info, issues))
         kept = check_tool_pairing(messages, issues)
         models = tuple(sorted({m.call.model for m in kept if m.call is not None}))
-        return [Transcript(
-            id=_transcript_id(doc, info, source), source_format=self.name, source_path=str(source.path),
-            messages=tuple(kept), models=models, context_window=None,
-            skipped=tuple(issues.skipped), ignored=tuple(sorted(reader.ignored.items())),
-        )]
+        return [
+            Transcript(
+                id=_transcript_id(doc, info, source),
+                source_format=self.name,
+                source_path=str(source.path),
+                messages=tuple(kept),
+                models=models,
+                context_window=None,
+                skipped=tuple(issues.skipped),
+                ignored=tuple(sorted(reader.ignored.items())),
+            )
+        ]
 
 
 def _is_v1(doc: dict, info: dict) -> bool:
@@ -145,9 +152,7 @@ def _ends_with_v1_exit(info: dict, raw_messages: list) -> bool:
     """
     last = raw_messages[-1] if raw_messages else None
     finished = isinstance(info.get("exit_status"), str) and bool(info["exit_status"])
-    return finished and isinstance(last, dict) and last.get("role") == "user" and (
-        last.get("content") == info.get("submission")
-    )
+    return finished and isinstance(last, dict) and last.get("role") == "user" and (last.get("content") == info.get("submission"))
 
 
 def _action_regex(info: dict, issues: RecordIssues) -> re.Pattern:
@@ -355,8 +360,11 @@ class _Reader:
         model, request_id = response.get("model"), response.get("id")
         return LLMCall(
             model=model if isinstance(model, str) and model else self.fallback_model,
-            input_tokens=prompt - cached - written, cache_read_tokens=cached, cache_write_tokens=written,
-            output_tokens=output, cost_usd=float(cost) if cost is not None else None,
+            input_tokens=prompt - cached - written,
+            cache_read_tokens=cached,
+            cache_write_tokens=written,
+            output_tokens=output,
+            cost_usd=float(cost) if cost is not None else None,
             request_id=request_id if isinstance(request_id, str) else None,
         )
 

@@ -50,7 +50,14 @@ from compactlab.transcripts.importers.json_chat import (
 from compactlab.transcripts.model import LLMCall, Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Transcript
 from compactlab.transcripts.source import RecordIssues, Source
 
-ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}
+ROLE_MAP = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "prompt_cache_hit_tokens")
 
 
@@ -248,8 +255,10 @@ class _Converter:
         data = file.get("file_data")
         if isinstance(data, str):
             # Usually a data URL ("data:application/pdf;base64,..."); bare base64 also occurs.
-            return url_image(data, "application/octet-stream") if data.startswith("data:") else image_part(
-                "application/octet-stream", data
+            return (
+                url_image(data, "application/octet-stream")
+                if data.startswith("data:")
+                else image_part("application/octet-stream", data)
             )
         return url_image(str(file.get("filename") or ""), "application/octet-stream")  # file_id: not fetched
 
@@ -281,4 +290,3 @@ class _Converter:
             output_tokens=counts["completion_tokens"],
             cost_usd=cost_of(usage, raw, at, self.issues),
         )
-
