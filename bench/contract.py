@@ -121,7 +121,7 @@ def fallback_note(failure: object, outcome: str) -> str:
 
 
 def fell_back(note: str | None) -> bool:
-    return bool(note) and FALLBACK_MARK in note
+    return note is not None and FALLBACK_MARK in note
 
 
 @dataclass(frozen=True)

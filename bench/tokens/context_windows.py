@@ -69,8 +69,8 @@ class ContextWindows:
     def with_table(self, table: Iterable[tuple[str, int]]) -> ContextWindows:
         """These windows with a design's own model table in place of the built-in one (seed 000's):
         a model the table does not list gets `UNKNOWN_WINDOW`, as in the design. Overrides still win."""
-        table = dict(table)
-        return ContextWindows(self.overrides, table) if table else self
+        listed = dict(table)
+        return ContextWindows(self.overrides, listed) if listed else self
 
     def check_overrides(self, models: Iterable[str]) -> None:
         """An error for every override that matches none of `models` (it would be silently ignored)."""

@@ -32,7 +32,8 @@ from compactlab.transcripts.model import Message
 
 
 class LocalEstimator(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     @property
     def prompt_overhead(self) -> float: ...
@@ -129,7 +130,7 @@ class Hybrid:
     name: str = "hybrid"
 
     def estimate(self, messages: Sequence[Message], framing: Framing, cache: TokenCache, known: KnownUsage | None) -> float:
-        base = get_estimator(self.base)
+        base = local_estimator(self.base)
         if known is None:
             return estimate(base, messages, framing, cache)
         return known.tokens + sum(base.message_tokens(m, framing, cache) for m in messages[known.upto :])
@@ -154,10 +155,10 @@ class Calibrated:
 
     @property
     def prompt_overhead(self) -> float:
-        return self.slope * get_estimator(self.base).prompt_overhead + self.intercept
+        return self.slope * local_estimator(self.base).prompt_overhead + self.intercept
 
     def message_tokens(self, message: Message, framing: Framing, cache: TokenCache) -> float:
-        return self.slope * get_estimator(self.base).message_tokens(message, framing, cache)
+        return self.slope * local_estimator(self.base).message_tokens(message, framing, cache)
 
 
 ESTIMATORS: dict[str, LocalEstimator | Hybrid | Calibrated] = {}
@@ -188,3 +189,11 @@ def get_estimator(name: str) -> LocalEstimator | Hybrid | Calibrated:
     close = difflib.get_close_matches(name, ESTIMATORS, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     raise KeyError(f"unknown estimator {name!r}.{hint} Known estimators: {', '.join(ESTIMATORS)}")
+
+
+def local_estimator(name: str) -> LocalEstimator:
+    """The estimator `name`, which must count messages by itself (a hybrid needs the provider's counts)."""
+    estimator = get_estimator(name)
+    if isinstance(estimator, Hybrid):
+        raise ValueError(f"{name!r} is not a local estimator: it starts from the provider's reported counts")
+    return estimator

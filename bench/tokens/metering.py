@@ -19,7 +19,7 @@ from itertools import accumulate
 
 from compactlab.contract import Context
 from compactlab.tokens.calibration import calibrated_for
-from compactlab.tokens.estimators import Calibrated, Hybrid, get_estimator
+from compactlab.tokens.estimators import Calibrated, Hybrid, LocalEstimator, get_estimator, local_estimator
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
 from compactlab.tokens.tokenizers import TokenCache
 from compactlab.transcripts.model import Message, Transcript
@@ -41,7 +41,9 @@ class Meter:
         self.framing = framing_for(self.transcript.source_format)
         # Strategies count pieces of the context (a message, a kept tail) with the base of a hybrid
         # estimator: provider usage only ever describes a whole prompt.
-        self.local = get_estimator(self.estimator.base) if isinstance(self.estimator, Hybrid) else self.estimator
+        self.local: LocalEstimator = (
+            local_estimator(self.estimator.base) if isinstance(self.estimator, Hybrid) else self.estimator
+        )
         if self.transcript.source_format in MISSING_SYSTEM_PROMPT:
             self.offset = self._first_call_offset()
 

@@ -11,7 +11,7 @@ import gc
 import multiprocessing as mp
 import os
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, replace
@@ -127,7 +127,7 @@ def read_files(
     then: Callable[[tuple[Transcript, ...]], object] | None = None,
     keep: Callable[[Transcript], object] | None = None,
     executor: Callable[[Callable, tuple, int], Iterator[FileRead]] | None = None,
-) -> Iterator[FileRead]:
+) -> Generator[FileRead, None, None]:
     """Read `files` in order, in a pool of forked processes when there are several files and cores
     (default: one per core); `then`, when given, runs on each file's transcripts in the process that
     read them, so a run replays a file while the next ones are being read. `keep`, when given, is
@@ -218,6 +218,7 @@ def _start_worker(parent: int) -> None:
 
 
 def _read_one(index: int) -> FileRead:
+    assert _JOB is not None, "files are read only while read_files has set their job"
     return read_job(_JOB, index)
 
 

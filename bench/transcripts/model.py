@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeGuard
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+
+def is_role(value: object) -> TypeGuard[Role]:
+    """True when `value` is one of the canonical roles (what an importer checks a source's role against)."""
+    return isinstance(value, str) and value in ROLES
 
 
 @dataclass(frozen=True)

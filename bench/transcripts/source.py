@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from compactlab.transcripts.model import SkippedRecord
 
@@ -39,7 +40,7 @@ class Record:
     """One parsed JSONL line and where it came from."""
 
     line: int
-    data: object
+    data: Any  # a parsed JSON value: its shape is checked where it is read
 
 
 class RecordIssues:

@@ -135,6 +135,7 @@ class _SDKClient:
 
     provider = "unknown"
     _client: Any  # the SDK client, set by the subclass
+    _key: str  # the API key, scrubbed from every error message
 
     def __init__(self, model: str, base_url: str | None, max_retries: int, timeout: float, temperature: float | None) -> None:
         if max_retries < 0:
@@ -253,7 +254,7 @@ class OpenAIChatClient(_SDKClient):
             extra["temperature"] = self.temperature
         error: LLMError | None = None
         try:
-            response = self._client.chat.completions.create(model=self.model, messages=messages, **extra)  # type: ignore[call-overload]
+            response = self._client.chat.completions.create(model=self.model, messages=messages, **extra)
             if not response.choices:
                 error = BadAnswer(self.provider, self.model, "the response has no choices")
             else:
@@ -274,7 +275,8 @@ class OpenAIChatClient(_SDKClient):
 
         if isinstance(exc, openai.APIStatusError):
             body = exc.body if isinstance(exc.body, dict) else {}  # the SDK unwraps {"error": {...}}
-            message = body.get("message") if isinstance(body.get("message"), str) else exc.message
+            message = body.get("message")
+            message = message if isinstance(message, str) else exc.message
             return self._status_error(exc.status_code, message, body.get("code"), self._key, exc.response.headers)
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(self.provider, self.model, f"timed out ({self._attempts()})")
@@ -343,7 +345,7 @@ class AnthropicClient(_SDKClient):
                 model=self.model,
                 max_tokens=max_tokens,
                 messages=[{"role": "user", "content": prompt}],
-                **extra,  # type: ignore[arg-type]
+                **extra,
             )
             text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
             usage = response.usage
@@ -368,7 +370,8 @@ class AnthropicClient(_SDKClient):
 
         if isinstance(exc, anthropic.APIStatusError):
             body = exc.body if isinstance(exc.body, dict) else {}
-            error = body.get("error") if isinstance(body.get("error"), dict) else {}
+            error = body.get("error")
+            error = error if isinstance(error, dict) else {}
             message = getattr(exc, "api_message", None) or error.get("message") or exc.message
             return self._status_error(exc.status_code, str(message), error.get("type"), self._key, exc.response.headers)
         if isinstance(exc, anthropic.APITimeoutError):

@@ -28,10 +28,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 from compactlab.compaction.llm.clients import LLMUnavailable, RateLimited
 from compactlab.compaction.llm.prices import ModelPrice, cost_of
 from compactlab.transcripts.model import LLMCall
+
+T = TypeVar("T")
 
 DEFAULT_MAX_IN_FLIGHT = 8
 MAX_BACKOFF = 60.0  # seconds: the longest pause after 429s that named no wait
@@ -112,7 +115,7 @@ class ProviderGate:
         self._paused_until = 0.0
         self._backoff = 1.0
 
-    def send(self, call: Callable[[], object], tokens: int, account: CallAccount | None = None) -> object:
+    def send(self, call: Callable[[], T], tokens: int, account: CallAccount | None = None) -> T:
         """`call()` within the limits, sent again after each 429 (counted in `account.rate_limited`)."""
         while True:
             self._wait_turn(tokens)

@@ -221,7 +221,7 @@ def parse_price(key: str, raw: object) -> ModelPrice:
         output=values["output"],  # type: ignore[arg-type]
         cache_read=values["cache_read"],  # type: ignore[arg-type]
         cache_write=values["cache_write"],  # type: ignore[arg-type]
-        long_context_threshold=raw.get("long_context_threshold"),  # type: ignore[arg-type]
+        long_context_threshold=raw.get("long_context_threshold"),
         long_context=parse_price(f"{key}.long_context", long) if long is not None else None,
     )
 

@@ -149,11 +149,11 @@ class LLMSummarizer:
                 tokens + request.max_output_tokens,
                 account,
             )
-            return completion  # type: ignore[return-value]
+            return completion
         finally:
             if account is not None:
                 # A failed call is not billed; an answer's cost unknown to the table counts as its estimate.
-                account.settle(reserved, 0.0 if completion is None else cost_of(completion.usage, self.prices))  # type: ignore[union-attr]
+                account.settle(reserved, 0.0 if completion is None else cost_of(completion.usage, self.prices))
                 account.answered(completion is not None)
 
 

@@ -55,6 +55,7 @@ from compactlab.transcripts.model import (
     ToolCallPart,
     ToolResultPart,
     Transcript,
+    is_role,
 )
 from compactlab.transcripts.source import RecordIssues, Source
 
@@ -108,7 +109,7 @@ class _Converter:
                 self.report(f"{where} must be an object, got {json_kind(raw)}")
                 continue
             role = raw.get("role")
-            if not isinstance(role, str) or role not in ROLES:
+            if not is_role(role) or role not in ROLES:
                 self.report(f"{where} has unknown role {role!r}; expected one of {', '.join(ROLES)}")
                 continue
             blocks = self.blocks(raw.get("content"), where)

@@ -6,7 +6,7 @@ import base64
 import math
 import struct
 from dataclasses import replace
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from compactlab.transcripts.model import ImagePart, Message, ToolCallPart, ToolResultPart, Transcript
 from compactlab.transcripts.source import RecordIssues, Source
@@ -106,7 +106,7 @@ def check_tool_pairing(messages: list[Message], issues: RecordIssues) -> list[Me
 COUNT_LIMIT = 2**53
 
 
-def is_count(value: object) -> bool:
+def is_count(value: object) -> TypeGuard[int | float]:
     """A token count: a non-negative integer below 2^53 (an integral float such as 5.0 counts; a
     boolean, a fraction, NaN or infinity does not)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -116,7 +116,7 @@ def is_count(value: object) -> bool:
     return 0 <= value < COUNT_LIMIT
 
 
-def is_cost(value: object) -> bool:
+def is_cost(value: object) -> TypeGuard[int | float]:
     """A cost in USD: a finite, non-negative number below 2^53 (not a boolean)."""
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value < COUNT_LIMIT
 

@@ -18,12 +18,12 @@ from pathlib import Path
 from compactlab.transcripts.importers.canonical_checks import check_header, checked
 from compactlab.transcripts.model import (
     PART_TYPES,
-    ROLES,
     CompactionMarker,
     LLMCall,
     Message,
     SkippedRecord,
     Transcript,
+    is_role,
     part_to_dict,
 )
 from compactlab.transcripts.source import Record, RecordIssues, Source
@@ -161,9 +161,9 @@ class CanonicalImporter:
 
 def _message(data: dict) -> Message:
     role, sent_as, instruction = data["role"], data.get("sent_as"), data.get("instruction", False)
-    if not isinstance(role, str) or role not in ROLES:
+    if not is_role(role):
         raise ValueError(f"unknown role {role!r:.40}")
-    if sent_as is not None and (not isinstance(sent_as, str) or sent_as not in ROLES):
+    if sent_as is not None and not is_role(sent_as):
         raise ValueError(f"unknown role {sent_as!r:.40} in `sent_as`")
     if not isinstance(instruction, bool):
         raise TypeError(f"`instruction` must be true or false, got {instruction!r:.40}")

@@ -71,7 +71,7 @@ def _describe(hint: object) -> str:
         return " or ".join(_describe(option) for option in typing.get_args(hint))
     if origin is typing.Literal:
         return "one of " + ", ".join(map(repr, typing.get_args(hint)))
-    names = {
+    names: dict[object, str] = {
         type(None): "null",
         bool: "true or false",
         int: "a non-negative integer below 2^53",

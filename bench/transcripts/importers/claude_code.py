@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from compactlab.transcripts.importers.base import ToolPairing, image_part, is_count
 from compactlab.transcripts.model import (
@@ -27,6 +28,7 @@ from compactlab.transcripts.model import (
     LLMCall,
     Message,
     Part,
+    Role,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -42,7 +44,7 @@ CONVERSATION_TYPES = ("user", "assistant")
 class _Draft:
     """A message being assembled from one or more lines."""
 
-    role: str
+    role: Role
     line: int
     source_id: str | None
     parts: list[Part] = field(default_factory=list)
@@ -59,8 +61,8 @@ class _Draft:
         Blocks are told apart by their type, id and text first, and by their whole JSON text only
         when those agree: serializing every block (a tool call's whole input) to compare them was
         a tenth of reading a session."""
-        cheap = (block.get("type"), block.get("id"), block.get("text"), block.get("thinking"))
-        if not all(value is None or isinstance(value, (str, int)) for value in cheap):
+        cheap: tuple | None = (block.get("type"), block.get("id"), block.get("text"), block.get("thinking"))
+        if not all(value is None or isinstance(value, (str, int)) for value in cheap or ()):
             cheap = None  # a field that is no plain text or number (NaN is not equal to itself): by the JSON
         earlier = self.seen_blocks.setdefault(cheap, [])
         if earlier:
@@ -200,7 +202,7 @@ class _Builder:
                 record.line, "assistant line has neither `message.id` nor `requestId`: its response cannot be told apart"
             )
             return
-        draft = self.by_response_id.get(response_id) if response_id else self.by_request_id.get(request_id)
+        draft = self.by_response_id.get(response_id) if response_id else self.by_request_id.get(request_id or "")
         if draft is None:
             draft = _Draft(role="assistant", line=record.line, source_id=response_id or record.data.get("uuid"))
             self.items.append(draft)
@@ -279,7 +281,8 @@ class _Builder:
             elif kind == "text":
                 user.parts.append(TextPart(text=_str(block.get("text"))))
             elif kind == "image":
-                src = block.get("source") if isinstance(block.get("source"), dict) else {}
+                src = block.get("source")
+                src = src if isinstance(src, dict) else {}
                 user.parts.append(image_part(_str(src.get("media_type")), src.get("data")))
             else:
                 self.issues.report(record.line, f"unknown user content block type {kind!r}")
@@ -300,7 +303,8 @@ class _Builder:
             elif isinstance(item, dict) and item.get("type") == "text":
                 texts.append(_str(item.get("text")))
             elif isinstance(item, dict) and item.get("type") == "image":
-                src = item.get("source") if isinstance(item.get("source"), dict) else {}
+                src = item.get("source")
+                src = src if isinstance(src, dict) else {}
                 images.append(image_part(_str(src.get("media_type")), src.get("data")))
             elif isinstance(item, dict) and item.get("type") == "tool_reference":
                 texts.append(f"[tool reference: {item.get('tool_name')}]")
@@ -334,7 +338,10 @@ class _Builder:
             self.issues.report(boundary.line, "compact_boundary without the isCompactSummary line that holds its summary")
         meta = boundary.data.get("compactMetadata")
         meta = meta if isinstance(meta, dict) else {}
-        trigger = meta.get("trigger") if meta.get("trigger") in ("auto", "manual") else "unknown"
+        recorded = meta.get("trigger")
+        trigger: Literal["auto", "manual", "unknown"] = (
+            "auto" if recorded == "auto" else "manual" if recorded == "manual" else "unknown"
+        )
         pre_tokens = int(meta["preTokens"]) if is_count(meta.get("preTokens")) else None
         self.items.append(
             CompactionMarker(at_message=-1, trigger=trigger, pre_tokens=pre_tokens, summary=summary, line=boundary.line)

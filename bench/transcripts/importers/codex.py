@@ -16,6 +16,7 @@ import json
 import mimetypes
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from compactlab.transcripts.importers.base import check_tool_pairing, image_part, is_count
 from compactlab.transcripts.model import (
@@ -387,7 +388,7 @@ def _is_type_name(kind: object) -> bool:
     return isinstance(kind, str) and kind.replace("_", "").isalpha() and kind.islower()
 
 
-def _is_usage(usage: object) -> bool:
+def _is_usage(usage: object) -> TypeGuard[dict]:
     keys = ("input_tokens", "output_tokens")
     return (
         isinstance(usage, dict) and all(is_count(usage.get(k)) for k in keys) and is_count(usage.get("cached_input_tokens") or 0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from compactlab.transcripts.model import CompactionMarker, Message, TextPart, Transcript
+from compactlab.transcripts.model import CompactionMarker, Message, TextPart, Transcript, is_role
 from compactlab.transcripts.source import RecordIssues, Source, TranscriptError
 
 _HEADER = re.compile(r"^\[Message (\d+)\] (system|user|assistant|tool):\n", re.MULTILINE)
@@ -81,5 +81,7 @@ def _parse_context(text: str, line: int) -> list[Message]:
         body = text[header.end() : end].removesuffix("\n\n")
         # The log flattens tool output into user messages (mini-swe-agent v1 style), so roles are
         # kept as written rather than guessed into tool calls.
-        messages.append(Message(role=header.group(2), parts=(TextPart(body),), source_id=f"message {header.group(1)}", line=line))
+        role = header.group(2)
+        assert is_role(role), role  # _HEADER matches the canonical roles only
+        messages.append(Message(role=role, parts=(TextPart(body),), source_id=f"message {header.group(1)}", line=line))
     return messages

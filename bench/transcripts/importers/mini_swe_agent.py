@@ -32,10 +32,20 @@ from collections import Counter
 from dataclasses import replace
 
 from compactlab.transcripts.importers.base import check_tool_pairing, image_part, is_cost, is_count
-from compactlab.transcripts.model import LLMCall, Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Transcript
+from compactlab.transcripts.model import (
+    LLMCall,
+    Message,
+    Part,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+)
 from compactlab.transcripts.source import RecordIssues, Source
 
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 _TEXT_TYPES = ("text", "input_text", "output_text")
 V1_ACTION_REGEX = r"```bash\s*\n(.*?)\n```"  # v1's default (config/default.yaml `action_regex`)
 
@@ -48,14 +58,17 @@ def _type(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _count(obj: dict, key: str, path: str, required: bool = True) -> int | None:
-    """A token count: a non-negative int (a bool is not one), or None when optional and absent."""
+def _count(obj: dict, key: str, path: str) -> int:
+    """A token count: a non-negative int (a bool is not one)."""
     value = obj.get(key)
-    if value is None and not required:
-        return None
     if type(value) is not int or not is_count(value):
         raise _Bad(f"{path}.{key}: expected a non-negative integer below 2^53, got {value!r:.40}")
-    return value
+    return int(value)
+
+
+def _optional_count(obj: dict, key: str, path: str) -> int | None:
+    """A token count, or None when absent."""
+    return None if obj.get(key) is None else _count(obj, key, path)
 
 
 def _object(obj: dict, key: str, path: str) -> dict:
@@ -95,8 +108,9 @@ class MiniSweAgentImporter:
             issues.report(None, f"info: expected an object, got {_type(info)}")
             info = {}
         # The configured name (e.g. "deepseek/deepseek-chat") names a call only when its response does not.
-        config = info.get("config") if isinstance(info.get("config"), dict) else {}
-        fallback = config.get("model").get("model_name") if isinstance(config.get("model"), dict) else None
+        config = info.get("config")
+        model_config = config.get("model") if isinstance(config, dict) else None
+        fallback = model_config.get("model_name") if isinstance(model_config, dict) else None
         reader = _Reader(fallback if isinstance(fallback, str) and fallback else "unknown")
         raw_messages = doc.get("messages")
         if not isinstance(raw_messages, list):
@@ -183,7 +197,9 @@ def _v1_observations(messages: list[Message], action_regex: re.Pattern) -> list[
             answer = message.parts[0]  # v1 writes every message as one string: one text part
             if len(message.parts) == 1 and isinstance(answer, TextPart):
                 failed = not answer.text.startswith("<returncode>")  # a timeout or a format error
-                result = ToolResultPart(previous.parts[-1].id, answer.text, is_error=failed)
+                tool_call = previous.parts[-1]
+                assert isinstance(tool_call, ToolCallPart), tool_call  # every assistant message here ends with its call
+                result = ToolResultPart(tool_call.id, answer.text, is_error=failed)
                 message = replace(message, role="tool", parts=(result,), sent_as="user")
         out.append(message)
     return out
@@ -270,7 +286,8 @@ class _Reader:
         response = extra.get("response") if isinstance(extra, dict) else None
         choices = response.get("choices") if isinstance(response, dict) else None
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-            holders.append(choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {})
+            message = choices[0].get("message")
+            holders.append(message if isinstance(message, dict) else {})
         for holder in holders:
             for key in ("reasoning_content", "reasoning"):
                 if isinstance(holder.get(key), str) and holder[key]:
@@ -336,18 +353,20 @@ class _Reader:
         if "input_tokens" in usage and "prompt_tokens" not in usage:  # Responses API
             prompt, output = _count(usage, "input_tokens", upath), _count(usage, "output_tokens", upath)
             details_path = f"{upath}.input_tokens_details"
-            cached = _count(_object(usage, "input_tokens_details", upath), "cached_tokens", details_path, False) or 0
+            cached = _optional_count(_object(usage, "input_tokens_details", upath), "cached_tokens", details_path) or 0
             written = 0
         else:  # Chat Completions via litellm: prompt_tokens already includes cache hits
             prompt, output = _count(usage, "prompt_tokens", upath), _count(usage, "completion_tokens", upath)
             details, details_path = _object(usage, "prompt_tokens_details", upath), f"{upath}.prompt_tokens_details"
-            cached = _count(details, "cached_tokens", details_path, False)
-            if cached is None:  # DeepSeek's own name for the same number
-                cached = _count(usage, "prompt_cache_hit_tokens", upath, False) or 0
+            reported = _optional_count(details, "cached_tokens", details_path)
+            if reported is None:  # DeepSeek's own name for the same number
+                reported = _optional_count(usage, "prompt_cache_hit_tokens", upath)
+            cached = reported or 0
             # Cache writes: litellm (Anthropic) and OpenRouter report them; DeepSeek has none.
-            written = _count(usage, "cache_creation_input_tokens", upath, False)
-            if written is None:
-                written = _count(details, "cache_write_tokens", details_path, False) or 0
+            writes = _optional_count(usage, "cache_creation_input_tokens", upath)
+            if writes is None:
+                writes = _optional_count(details, "cache_write_tokens", details_path)
+            written = writes or 0
         if cached > prompt:
             raise _Bad(f"{upath}: {cached} cached tokens exceed the {prompt} prompt tokens")
         if written > prompt - cached:  # not inside prompt_tokens for this provider: keep the total exact
