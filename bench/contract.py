@@ -67,7 +67,9 @@ class SummaryResponse:
 
 
 class Summarizer(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
+
     # Optional: `reads_prompt = False` for a summarizer that reads only `SummaryRequest.messages`
     # (a strategy then skips rendering the prompt, most of a sweep's cost per summary).
 
@@ -101,7 +103,8 @@ class CompactionResult:
 
 
 class Strategy(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult: ...
 

@@ -189,6 +189,7 @@ def _sections(text: str) -> dict[str, list[str]] | None:
         elif line.strip() and current != "Earlier summary":
             return None
         elif line.strip():
+            assert current is not None  # "Earlier summary" is a section's name, so a section is open
             sections[current].append(line)
     return sections if sections else None
 

@@ -88,6 +88,7 @@ class ObservationMasking:
         found = _MASKED.get(key)
         if found is None or found[0] is not message:  # the entry holds the message: its id is not reused
             part = message.parts[index]
+            assert isinstance(part, ToolResultPart), part  # the caller passes a tool result's index
             replacement = replace(part, content=self.placeholder.format(lines=len(part.content.splitlines())))
             masked = None
             if _size(request, message, index, replacement) < _size(request, message, index, part):

@@ -67,7 +67,7 @@ def seed_000() -> Preset:
         f"{SEEDS}000_c0c9f436ae78c850.txt: Trigger Strategy (lastPromptTokens + len/3.5 of new messages, > window × "
         "compactThreshold 0.8), Context Window Sizes (model table, unknown → 128,000), Compact Flow (the new session is "
         "the summary message alone, the old one archived), Archive Retrieval",
-        seed_000.__doc__,
+        seed_000.__doc__ or "",
         "session_archive_read (the agent reading the archive back) needs the agent: the archive is kept, never read; "
         "the summary is a user message, not a system one; the task statement stays verbatim, as with every strategy",
         "tiktoken or len/3.5 for new messages: len/3.5",
@@ -87,7 +87,7 @@ def seed_001() -> Preset:
         f"{SEEDS}001_6f6926ea13a9a167.txt: 2 Trigger (DefaultCompactThreshold 200,000, ContextTokens = prompt + completion "
         "of the last call), 3 Compaction Process (history = [system, summary + last request]), 4 Summarization Prompt, "
         "6 Message Cleaning (missing tool results filled)",
-        seed_001.__doc__,
+        seed_001.__doc__ or "",
         "the messages since the last call are added as chars/4 (the seed counts the last call's usage alone); the "
         "recount by a 16-token API probe is the replay's measured size; the task statement stays verbatim",
     )
@@ -109,7 +109,7 @@ def seed_002() -> Preset:
         f"{SEEDS}002_7e9a5fe4ad2ef376.txt: Compaction (input + cache.read + output > limit; summary), Pruning "
         "(PRUNE_PROTECT 40,000, PRUNE_MINIMUM 20,000, MAX_TOKENS_PER_PART 50,000), Protected Tools (skill; 'tool-' "
         "prefix; compactedAt), Token Estimation (ceil(len/4))",
-        seed_002.__doc__,
+        seed_002.__doc__ or "",
         "pruning also runs at every agent session start: the replay prunes only when it compacts; every tool result "
         "counts as completed (the recording has no part states)",
         "the usable limit: the window (the RFC's example: 'exceeds 128k limit'); recent context kept beside the summary: "
@@ -128,7 +128,7 @@ def seed_003() -> Preset:
         "words",
         f"{SEEDS}003_4702767c5c832fea.txt: Warning Level (75%), Critical Level (90%, target 60% of max), Message "
         "Preservation Strategy (HistoryPruner's priority order; SummaryGenerator), Token Estimation Algorithm (+50)",
-        seed_003.__doc__,
+        seed_003.__doc__ or "",
         "the task statement stays verbatim, as with every strategy",
         "WARNING's target (only CRITICAL's is stated): 70% of the window; max_context_tokens (default 8,000): the model's window",
     )
@@ -148,7 +148,7 @@ def seed_004() -> Preset:
         "Compaction Algorithm 1-5 (cut at a user boundary, split turns of 5+ messages, :summarize / :truncate "
         "'[Compacted N messages: ...]', iterative update, cumulative file ops), Overflow Recovery (window/5, force: "
         "all but the last 2), Context Window Sizes (128k fallback)",
-        seed_004.__doc__,
+        seed_004.__doc__ or "",
         "manual /compact (session/compact with keep_recent) is a user's command: a replay compacts only when the "
         "trigger fires or the prompt overflows; the task statement stays verbatim",
     )
@@ -168,7 +168,7 @@ def pi() -> Preset:
         "estimateTokens (chars/4) over the last usage (calculateContextTokens), findCutPoint (any user or assistant "
         "message; isSplitTurn when it is not a user message), generateSummary (maxTokens 0.8 × reserveTokens, "
         "UPDATE_SUMMARIZATION_PROMPT with the previous summary), extractFileOperations (read/modified files)",
-        pi.__doc__,
+        pi.__doc__ or "",
         "pi checks at the end of a turn (and on an overflow error); the replay checks before each call",
     )
 
@@ -184,7 +184,7 @@ def opencode() -> Preset:
         "hybrid",
         "sst/opencode packages/opencode/src/session/compaction.ts and overflow.ts (PRUNE_PROTECT 40000, PRUNE_MINIMUM 20000, "
         "reserved min(20000, max output), preserve_recent clamp(usable·0.25, 2000, 15000)); prompt compaction-suffix.ts",
-        opencode.__doc__,
+        opencode.__doc__ or "",
         "reserve assumes a 32,000-token max output (+20,000 reserved); prune is opt-in in recent opencode versions",
     )
 
@@ -218,7 +218,7 @@ def codex() -> Preset:
         "newest user messages, the one over the budget truncated, then the summary, SUMMARY_PREFIX), "
         "templates/compact/prompt.md; codex-rs/protocol/src/openai_models.rs ModelInfo::auto_compact_token_limit "
         "((context_window * 9) / 10)",
-        codex.__doc__,
+        codex.__doc__ or "",
         "remote compaction (the Responses API's compact endpoint, OpenAI providers) is the provider's own summary: "
         "not reproducible offline; ghost snapshots are not in the recordings",
     )
@@ -237,7 +237,7 @@ def claude_code() -> Preset:
         "hybrid",
         "Claude Code docs (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: 'approximately 95% capacity'); summary sections from real "
         "compact summaries in datasets/m-claude and public prompt copies",
-        claude_code.__doc__,
+        claude_code.__doc__ or "",
         "closed source: microcompaction is not modelled; re-attached files are their last content in the transcript, "
         "not the disk's, and files the session only created are not re-attached (see strategies/reattach.py); the "
         "threshold is the documented approximate one",
@@ -257,7 +257,7 @@ def openhands() -> Preset:
         "events: keep_first events, the summary event, the newest max_size // 2 − keep_first events; the earlier "
         "summary and the forgotten events summarized together), the STATE/TESTS/CHANGES/DEPS/INTENT prompt; "
         "openhands/core/config/condenser_config.py (keep_first 1, max_size 100)",
-        openhands.__doc__,
+        openhands.__doc__ or "",
         "OpenHands counts events (actions and observations), which the recordings do not have: the event-count trigger "
         "and tail are modelled in tokens (trigger 0.8 of the window, a quarter of the window kept)",
     )
@@ -276,7 +276,7 @@ def masking() -> Preset:
         "observations kept, older ones replaced by a placeholder); its config default_no_demo_N=1_M=10.yaml "
         "(history_processors: last_n_observations, n 10); SWE-agent sweagent/agent/history_processors.py "
         "(LastNObservations: 'Old environment output: (N lines omitted)')",
-        masking.__doc__,
+        masking.__doc__ or "",
         "the paper's processor rewrites the prompt at every step; the engine stops compactions that remove under 5% "
         "(its loop guard), so here masking runs when the context reaches 0.8 of the window",
     )

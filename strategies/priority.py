@@ -171,7 +171,7 @@ def _select(messages, lean, must, optional, budget, request) -> tuple[set[int], 
     """Priorities 5 and 6 on top of the must-keep set: older exchanges with their tool outputs cleared,
     newest first, while they fit; then their outputs back, newest first, while they fit."""
     count = request.count_tokens
-    full, thin = set(must), set()
+    full, thin = set(must), set[int]()
     size = request.prompt_size([messages[i] for i in sorted(must)])
     for unit in optional:
         cost = sum(count([lean[i]]) for i in unit)

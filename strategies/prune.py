@@ -135,7 +135,9 @@ class Prune:
         for m_index, p_indexes in by_message.items():
             parts = list(new_messages[m_index].parts)
             for p_index in p_indexes:
-                parts[p_index] = replace(parts[p_index], content=self.placeholder)
+                part = parts[p_index]
+                assert isinstance(part, ToolResultPart), part  # only tool results are marked
+                parts[p_index] = replace(part, content=self.placeholder)
             new_messages[m_index] = replace(new_messages[m_index], parts=tuple(parts))
         new = replace(context, messages=tuple(new_messages), known_usage=None)
         return CompactionResult(

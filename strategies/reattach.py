@@ -113,9 +113,11 @@ class WithReattachments:
     """A strategy followed by what Claude Code re-attaches after compacting (see the module docstring)."""
 
     name = "with-reattachments"
-    inner: Strategy = setting(None, "the strategy that compacts; its result gets Claude Code's re-attachments")
+    inner: Strategy | None = setting(None, "the strategy that compacts; its result gets Claude Code's re-attachments")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
+        if self.inner is None:
+            raise ValueError("with-reattachments needs the strategy that compacts (its `inner` setting)")
         result = self.inner.compact(context, request)
         if not result.messages_removed:
             return result
@@ -163,7 +165,7 @@ def reattach(
             over_limit.append(state.path)
             continue
         message = file_message(state.path, state.shown)
-        rough = len(message.parts[0].text) / ROUGH_CHARS_PER_TOKEN
+        rough = len(_text(message)) / ROUGH_CHARS_PER_TOKEN
         if spent + rough > TOKEN_BUDGET:
             over_budget.append(state.path)
             continue
@@ -192,7 +194,7 @@ def file_states(messages: Sequence[Message]) -> dict[str, FileState]:
     for order, message in enumerate(messages):
         if message.source_id and message.source_id.startswith(f"{REATTACHED_SOURCE_ID}:file:"):
             path = message.source_id.removeprefix(f"{REATTACHED_SOURCE_ID}:file:")
-            shown = message.parts[0].text.split(_READ_RESULT, 1)[-1]
+            shown = _text(message).split(_READ_RESULT, 1)[-1]
             states[path] = FileState(path, shown, _unnumbered(shown), False, order)
             continue
         for part in message.parts:
@@ -211,7 +213,7 @@ def latest_todos(messages: Sequence[Message]) -> list:
     latest: list = []
     for message in messages:
         if message.source_id == f"{REATTACHED_SOURCE_ID}:todo":
-            latest = json.loads(message.parts[0].text.split("\n\n", 1)[1].removesuffix(_END))
+            latest = json.loads(_text(message).split("\n\n", 1)[1].removesuffix(_END))
             continue
         for part in message.parts:
             if isinstance(part, ToolCallPart) and part.name == "TodoWrite":
@@ -226,6 +228,13 @@ def file_message(path: str, shown: str) -> Message:
     """A re-attached file as Claude Code sends it: the Read call and its result, as a user message."""
     text = f"{_BEGIN}{_READ_CALL}{json.dumps({'file_path': path})}\n{_READ_RESULT}{shown}"
     return Message(role="user", parts=(TextPart(text),), source_id=f"{REATTACHED_SOURCE_ID}:file:{path}")
+
+
+def _text(message: Message) -> str:
+    """The text of an attachment message (`_attachment`, `file_message`: one text part)."""
+    part = message.parts[0]
+    assert isinstance(part, TextPart), part
+    return part.text
 
 
 def is_reattached(message: Message) -> bool:

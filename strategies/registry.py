@@ -16,6 +16,7 @@ import sys
 from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 from compactlab.contract import Strategy
 from compactlab.strategies.base import parameters_of
@@ -41,7 +42,8 @@ def registered() -> dict[str, str]:
 def get_strategy(name: str, **settings: object) -> Strategy:
     """The strategy or preset `name` (or `file.py:Name`), with `settings` overriding its defaults."""
     obj = _load_reference(name) if ":" in name else _load_registered(name)
-    strategy = obj() if callable(obj) and not _is_strategy_instance(obj) else obj
+    # What an entry point or a file names: a strategy, or a class or function that makes one.
+    strategy: Any = obj() if callable(obj) and not _is_strategy_instance(obj) else obj
     if not hasattr(strategy, "compact"):
         raise TypeError(f"{name!r} does not give a strategy: {strategy!r} has no compact() method")
     if settings and hasattr(strategy, "trigger") and hasattr(strategy, "strategy"):
@@ -57,7 +59,7 @@ def settings_of(name: str) -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(inner)) if dataclasses.is_dataclass(inner) else frozenset()
 
 
-def _with_settings(name: str, strategy: Strategy, settings: dict) -> Strategy:
+def _with_settings(name: str, strategy: Any, settings: dict) -> Strategy:
     if settings:
         known = {f.name for f in dataclasses.fields(strategy)}
         unknown = sorted(set(settings) - known)
@@ -128,7 +130,7 @@ def describe_all() -> list[dict]:
     return rows
 
 
-def _parameters(strategy: object) -> dict:
+def _parameters(strategy: Any) -> dict:
     if hasattr(strategy, "trigger") and hasattr(strategy, "strategy"):  # a preset
         return {
             "strategy": _plain(strategy.strategy),

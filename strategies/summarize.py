@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from compactlab.contract import (
     CompactionFailed,
@@ -178,7 +178,7 @@ class Summarize:
         calls = []
         history_template = self.template
         end_of_history = turn_start if turn_start is not None else cut
-        spans = [("history", history[:end_of_history])]
+        spans: list[tuple[Literal["history", "turn_prefix"], Sequence[Message]]] = [("history", history[:end_of_history])]
         if turn_start is not None:
             spans.append(("turn_prefix", history[turn_start:cut]))
         requests = []

@@ -38,6 +38,7 @@ import sys
 from collections.abc import Sequence
 from functools import lru_cache
 from operator import itemgetter
+from typing import Literal
 
 from compactlab.memo import message_cache
 from compactlab.scoring.matching import Item, Kind
@@ -103,7 +104,9 @@ NUMBER_KEYS = frozenset({"offset", "line", "lines", "line_number", "start_line",
 SHELL_FENCES = frozenset({"bash", "sh", "shell", "zsh", "console"})
 # A prose word in upper camel case (`WhereNode`, but also `WireGuard`): kind "name" until the
 # history shows it used as code (compactlab.scoring.preservation); then it is an identifier.
-_NAME = "name"
+_NAME: Literal["name"] = "name"
+# What the scanners find: an item kind, or a prose name not yet known to be an identifier.
+ScanKind = Kind | Literal["name"]
 
 
 @lru_cache(maxsize=1 << 16)  # the same words recur in every step of a session
@@ -132,13 +135,13 @@ def _path_item(value: str) -> str | None:
     return value
 
 
-def _scan(text: str, found: list[tuple[Kind, str]], *, numbers: bool = True, prose: bool = False) -> None:
+def _scan(text: str, found: list[tuple[ScanKind, str]], *, numbers: bool = True, prose: bool = False) -> None:
     """Append the items of one piece of prose or command text to `found`, in text order.
 
     Higher-priority matches (URL, node id, path, error) are blanked out before the later rules run,
     so that the parts of a path are not found again as identifiers or numbers.
     """
-    hits: list[tuple[int, Kind, str]] = []
+    hits: list[tuple[int, ScanKind, str]] = []
 
     def take(pattern: re.Pattern[str], kind: Kind) -> None:
         nonlocal text
@@ -147,8 +150,11 @@ def _scan(text: str, found: list[tuple[Kind, str]], *, numbers: bool = True, pro
             return
         for m in matches:
             value = m.group(0).rstrip(".,:;!?'\"")
-            if kind == "path" and not (value := _path_item(value)):
-                continue
+            if kind == "path":
+                path = _path_item(value)
+                if not path:
+                    continue
+                value = path
             hits.append((m.start(), kind, value))
             if kind == "identifier" and "::" in value:  # a node id also names its file
                 hits.append((m.start(), "path", value.split("::", 1)[0]))
@@ -190,7 +196,8 @@ def _scan(text: str, found: list[tuple[Kind, str]], *, numbers: bool = True, pro
 
 def _blanked(text: str, matches: list[re.Match[str]]) -> str:
     """`text` with the matched spans replaced by as many spaces (what `pattern.sub` would give)."""
-    pieces, end = [], 0
+    pieces: list[str] = []
+    end = 0
     for m in matches:
         pieces += (text[end : m.start()], " " * (m.end() - m.start()))
         end = m.end()
@@ -198,7 +205,7 @@ def _blanked(text: str, matches: list[re.Match[str]]) -> str:
     return "".join(pieces)
 
 
-def _scan_prose(text: str, found: list[tuple[Kind, str]]) -> None:
+def _scan_prose(text: str, found: list[tuple[ScanKind, str]]) -> None:
     """Text or thinking: code blocks and backticked spans first, since the author marked them as code.
 
     A shell block (```bash) is a command, read as a tool call's command is: mini-swe-agent v1 acts
@@ -255,7 +262,7 @@ _NOT_CONSUMED = re.compile(
 _PATCH_START = "*** Begin Patch"
 
 
-def _scan_command(value: object, found: list[tuple[Kind, str]]) -> None:
+def _scan_command(value: object, found: list[tuple[ScanKind, str]]) -> None:
     """A shell command: its first line, and the consumed part of a patch it applies."""
     if isinstance(value, list) and len(value) == 2 and value[0] == "apply_patch" and isinstance(value[1], str):
         _scan_patch(value[1], found)  # Codex argv ["apply_patch", PATCH]
@@ -284,7 +291,7 @@ def _blank_groups(m: re.Match[str]) -> str:
     return text[:start] + " " * (end - start) + text[end:]
 
 
-def _scan_patch(patch: str, found: list[tuple[Kind, str]]) -> None:
+def _scan_patch(patch: str, found: list[tuple[ScanKind, str]]) -> None:
     """A patch (Codex's `*** Begin Patch` or a unified diff): the files it updates or deletes and
     the text it removes or keeps as context are consumed; added lines and added files are produced."""
     consumed = []
@@ -303,7 +310,7 @@ def _scan_patch(patch: str, found: list[tuple[Kind, str]]) -> None:
         _scan("\n".join(consumed), found, numbers=False, prose=True)
 
 
-def _scan_arguments(value: object, key: str, found: list[tuple[Kind, str]]) -> None:
+def _scan_arguments(value: object, key: str, found: list[tuple[ScanKind, str]]) -> None:
     """Walk tool-call arguments by value; the key only decides how a value is read."""
     if key in WRITTEN_KEYS:
         return
@@ -360,15 +367,15 @@ def step_items(messages: Sequence[Message]) -> tuple[list[Item], frozenset[str]]
 # Each message's found items, in order, kept while the message lives: a sweep scores the same
 # next steps at the same compaction points under many settings. The entry holds the message so
 # its id cannot be reused by another object while the entry lives.
-_ITEMS: dict[int, tuple[Message, list[tuple[Kind, str]]]] = message_cache({})
+_ITEMS: dict[int, tuple[Message, list[tuple[ScanKind, str]]]] = message_cache({})
 
 
-def _message_items(message: Message) -> list[tuple[Kind, str]]:
+def _message_items(message: Message) -> list[tuple[ScanKind, str]]:
     entry = _ITEMS.get(id(message))
     if entry is None or entry[0] is not message:
         if len(_ITEMS) > 100_000:
             _ITEMS.clear()
-        found: list[tuple[Kind, str]] = []
+        found: list[tuple[ScanKind, str]] = []
         for part in message.parts:
             if isinstance(part, (TextPart, ThinkingPart)):
                 _scan_prose(part.text, found)

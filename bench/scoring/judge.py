@@ -9,7 +9,7 @@ from typing import Any
 
 from compactlab.compaction.llm import make_summarizer
 from compactlab.compaction.llm.clients import LLMError, LLMUnavailable
-from compactlab.scoring.actions import DEFAULT_THRESHOLD, agree
+from compactlab.scoring.actions import DEFAULT_THRESHOLD, Action, agree
 from compactlab.scoring.next_action import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     Completer,
@@ -19,7 +19,7 @@ from compactlab.scoring.next_action import (
     recorded_actions,
     tools_hint,
 )
-from compactlab.scoring.probes import PROBE_KINDS, probe, probe_entries, probe_questions
+from compactlab.scoring.probes import PROBE_KINDS, Probe, probe, probe_entries, probe_questions
 from compactlab.transcripts.model import Message, Transcript
 
 FanOut = Callable[[Sequence[Callable[[], Any]]], list]
@@ -66,7 +66,9 @@ def score_compactions(
         raise ValueError(f"{len(rows)} compaction rows but {len(contexts)} compacted contexts")
     tools = tools_hint(transcript.messages)
     grader = judge.grader or judge.completer
-    scored, asked, tasks = [], [], []
+    scored: list[dict] = []
+    asked: list[tuple[dict, list[Action], int, list[Probe]]] = []
+    tasks: list[Callable[[], Any]] = []
     for row, context in zip(rows, contexts):
         row = dict(row)
         scored.append(row)
@@ -119,4 +121,4 @@ def make_judge(
         raise ValueError(f"[judge] threshold must be between 0 and 1, got {threshold}")
     return Judge(
         make_summarizer(provider, model, **llm), threshold=threshold, probes=tuple(probes), max_output_tokens=max_output_tokens
-    )  # type: ignore[arg-type]
+    )

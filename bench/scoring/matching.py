@@ -199,7 +199,7 @@ class TranscriptText:
     def __init__(self, messages: Sequence[Message]) -> None:
         self.messages = messages
         self.index_of = {id(m): i for i, m in reversed(list(enumerate(messages)))}
-        self._occurring: dict[Item, list[int]] = {}
+        self._occurring: dict[Item, list] = {}  # [the messages found (sorted), how far they were searched]
         self._command_end: dict[str, int] = {}  # where a command first ends in the normalised text (-1: nowhere)
 
     @cached_property

@@ -133,7 +133,7 @@ def _action_from(data: dict, cost: float | None) -> Action | None:
         return Action(None, {}, str(data.get("text") or data.get("message") or ""), cost_usd=cost)
     if not isinstance(tool, str):
         return None
-    arguments = next((data[k] for k in ("arguments", "args", "input", "parameters") if k in data), {})
+    arguments: Any = next((data[k] for k in ("arguments", "args", "input", "parameters") if k in data), {})
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
@@ -181,7 +181,7 @@ class ModelScore:
             "recorded": [a.to_json() for a in self.recorded],
             "predicted": self.compacted.to_json(),
             "full_predicted": self.full.to_json(),
-            "cost_usd": None if None in costs else sum(costs),  # type: ignore[arg-type]
+            "cost_usd": None if None in costs else sum(costs),
         }
 
 

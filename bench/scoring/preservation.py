@@ -67,14 +67,14 @@ def preservation_at(
     text = _transcript_text(messages)
     needed_by_k = _needed_at(text, index, tuple(ks))
     items = list(dict.fromkeys(i for needed in needed_by_k.values() if needed for i in needed))
-    found = dict(zip(items, text.in_context(items, compacted)))
+    present = dict(zip(items, text.in_context(items, compacted)))
     scores = {}
     for k, needed in needed_by_k.items():
         if needed is None:
             scores[k] = StepScore(k, (), (), (), None)
             continue
-        kept = tuple(i for i in needed if found[i])
-        lost = tuple(i for i in needed if not found[i])
+        kept = tuple(i for i in needed if present[i])
+        lost = tuple(i for i in needed if not present[i])
         scores[k] = StepScore(k, needed, kept, lost, len(kept) / len(needed) if needed else None)
     if len(_SCORES) > 256:
         _SCORES.clear()

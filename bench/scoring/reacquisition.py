@@ -48,7 +48,7 @@ def reacquisition_at(messages: Sequence[Message], index: int, compacted: Sequenc
     """Re-acquisition of the items the next `k` steps after `messages[index]` need, lost or kept by `compacted`."""
     score = preservation_at(messages, index, compacted, (k,))[k]
     steps = [i for i in range(index, len(messages)) if messages[i].role == "assistant"][:k]
-    first_use = {}
+    first_use: dict[str, int] = {}
     for step in steps:
         for item in extract_items([messages[step]]):
             first_use.setdefault(item.text, step)

@@ -60,7 +60,7 @@ Provider = Literal["openai", "anthropic", "recorded"]
 
 
 def make_summarizer(
-    provider: Provider,
+    provider: Provider | str,  # checked here: a configuration's provider is any string until then
     model: str,
     base_url: str | None = None,
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
