@@ -7,6 +7,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -124,7 +125,7 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run_config(args: argparse.Namespace, strategies=None):
     config = load_config(args.config)
-    changes = {}
+    changes: dict[str, Any] = {}  # RunConfig fields the command line sets
     if args.dataset:
         changes["datasets"] = tuple(args.dataset)
     if strategies is not None:
@@ -146,7 +147,9 @@ def _run_config(args: argparse.Namespace, strategies=None):
     return replace(config, **changes)
 
 
-def _replay(config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), all_pairs: bool = False) -> tuple[object, dict]:
+def _replay(
+    config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), all_pairs: bool = False
+) -> tuple[runs.RunResult, dict]:
     result = runs.run(
         config,
         out,

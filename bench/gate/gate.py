@@ -43,9 +43,11 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -127,7 +129,7 @@ def compaction_document(suite: Suite, values: list[CompactionValue]) -> dict:
     return document
 
 
-def baseline_document(suite: Suite, result, table: pd.DataFrame, per_compaction: list[CompactionValue] = ()) -> dict:
+def baseline_document(suite: Suite, result, table: pd.DataFrame, per_compaction: Sequence[CompactionValue] = ()) -> dict:
     labels = [s.label for s in suite.config.strategies]
     values = {}
     for label in labels:
@@ -308,7 +310,7 @@ def _newly_lost(old: list, new: list) -> tuple[str, ...]:
 # --- small helpers -----------------------------------------------------------------------------------
 
 
-def _number(value: object) -> float | None:
+def _number(value: Any) -> float | None:
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -45,6 +45,7 @@ import json
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -233,7 +234,9 @@ def select(suite: Suite, labels: list[str] | None) -> Suite:
 
 def offline(config: RunConfig) -> RunConfig:
     """The configuration with its LLM tables reading recorded responses only (CacheMiss otherwise)."""
-    changes = {key: {**getattr(config, key), "mode": "offline"} for key in ("summarizer", "judge") if getattr(config, key, None)}
+    changes: dict[str, Any] = {
+        key: {**getattr(config, key), "mode": "offline"} for key in ("summarizer", "judge") if getattr(config, key, None)
+    }
     return replace(config, **changes)
 
 

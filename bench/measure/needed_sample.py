@@ -175,7 +175,7 @@ def scores(steps: Sequence[SampledStep], needed: Needed) -> dict[str, SourceScor
         of_source = [s for s in steps if s.source == source]
         for step in of_source:
             labels = step.labels()
-            found = [labels[i] for i in needed[(step.transcript, step.step)] if labels.get(i) is not None]
+            found = [label for i in needed[(step.transcript, step.step)] if (label := labels.get(i)) is not None]
             for label in found:
                 counts[label] += 1
             if step.missed is not None:

@@ -138,8 +138,8 @@ def main(arguments: list[str]) -> None:
         base = args.corpus or Path(temporary)
         rows = []
         for size in sorted(set(args.sizes)):
-            corpus = build_corpus(real, size, base / f"sessions-{size}")
-            measured = _run_in_fresh_process(corpus, args.settings, args.workers)
+            folder = build_corpus(real, size, base / f"sessions-{size}")
+            measured = _run_in_fresh_process(folder, args.settings, args.workers)
             measured["bound_mb"] = measured["parent_mb"] + workers * measured["worker_mb"]
             rows.append(measured)
             print(_line(measured, rows[0]), flush=True)

@@ -45,12 +45,13 @@ def call_arrays(
     rows took most of this). Text columns come as codes (`compactlab.replay.text_codes.text_codes`)."""
     sources = list({id(shared): shared.columns for shared, _, _ in parts}.values()) + [own]
     starts = dict(zip(map(id, sources), accumulate((len(s["call"]) for s in sources), initial=0)))
-    index, position = [], starts[id(own)]
+    ranges: list[np.ndarray] = []
+    position = starts[id(own)]
     for shared, taken, added in parts:
         start = starts[id(shared.columns)]
-        index += [np.arange(start, start + taken), np.arange(position, position + added)]
+        ranges += [np.arange(start, start + taken), np.arange(position, position + added)]
         position += added
-    index = np.concatenate(index) if index else np.zeros(0, dtype=np.intp)
+    index = np.concatenate(ranges) if ranges else np.zeros(0, dtype=np.intp)
     arrays: dict[str, np.ndarray | TextCodes] = {
         "transcript": (np.zeros(len(index), dtype=np.intp), [transcript]),
         "config": (np.repeat(np.arange(len(labels)), [taken + added for _, taken, added in parts]), list(labels)),

@@ -35,7 +35,11 @@ class SharedCompactions:
     locks: dict[tuple, threading.Lock] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)  # over `locks`
 
-    def __getattr__(self, name: str) -> object:  # the strategy's name, trigger, estimator, ...
+    @property
+    def name(self) -> str:
+        return self.strategy.name
+
+    def __getattr__(self, name: str) -> object:  # the strategy's trigger, estimator, ...
         if name == "strategy":  # not set yet (a copy being made): no strategy to ask
             raise AttributeError(name)
         return getattr(self.strategy, name)

@@ -111,7 +111,8 @@ def _compute(meter: Meter, window: int) -> Uncompacted:
     prompt_overhead, offset = meter.local.prompt_overhead, meter.offset
     overhead = prompt_overhead + offset
     tokens = [meter.message_tokens(m) for m in messages]
-    history, known_before = [0.0], [None]
+    history = [0.0]
+    known_before: list[tuple[int, int] | None] = [None]
     columns: dict[str, list] = {name: [] for name in COLUMNS}
     trigger_tokens: list[int] = []
     ratios: list[float] = []

@@ -197,6 +197,7 @@ class Walk:
     def measure(self, index: int, message: Message) -> dict:
         """The row of the call at `index` with the current context (no side effects)."""
         call = message.call
+        assert call is not None, f"message {index} is no recorded call: only calls are measured"
         overhead = self.overhead
         number = len(self.rows["full_tokens"])
         full_tokens = self.base.columns["full_tokens"][number]
@@ -344,8 +345,9 @@ class Walk:
             self.noops_since_call += 1
             return
         before = self.last_built  # the context the engine was given (`context(index)` built it)
+        assert before is not None, "a compaction comes after the context it compacted was built"
         if context is not self.last_built:
-            if context.messages is not self.last_built.messages:  # else the running sum still holds
+            if context.messages is not before.messages:  # else the running sum still holds
                 if context.messages is self.counted[0]:
                     self.context_sum = self._counted_sum(len(context.messages))
                 else:

@@ -65,7 +65,7 @@ def chart_style(salt: str) -> Iterator[None]:
     """Report style for figures built and saved inside this block; `salt` keeps SVG ids unique per chart."""
     # Each chart gets its own salt: several SVGs inlined in one HTML document share one id
     # namespace, and equal ids from equal salts would make one chart reference another's defs.
-    with matplotlib.rc_context({**STYLE, "svg.hashsalt": f"compactlab-{salt}"}):
+    with matplotlib.rc_context({**STYLE, "svg.hashsalt": f"compactlab-{salt}"}):  # type: ignore[dict-item]  # matplotlib types rc keys as a Literal of names
         yield
 
 
@@ -203,7 +203,9 @@ def scatter_chart(scored: pd.DataFrame, estimators: Sequence[str], families: Seq
 
 
 def _model_legend(ax: Axes, shown: list[str], colours: dict[str, str], more: int) -> None:
-    ax.add_artist(ax.get_legend())  # keep the "estimate = billed" legend; models go in the empty lower right
+    legend = ax.get_legend()
+    assert legend is not None, "the estimate = billed line is drawn with its legend first"
+    ax.add_artist(legend)  # keep the "estimate = billed" legend; models go in the empty lower right
     handles = [Line2D([], [], marker="o", linestyle="", color=colours[m], markersize=5) for m in shown]
     labels = [text_label(m) for m in shown]
     if more:

@@ -186,9 +186,9 @@ def format_diff(diff: RunDiff, limit: int = 25) -> str:
 
 
 def render_diff_page(diff: RunDiff) -> str:
-    rec_a, rec_b = recommendations(diff)
-    rule = rec_b.rule.text
-    rec_a, rec_b = rec_a.config, rec_b.config
+    recommended_a, recommended_b = recommendations(diff)
+    rule = recommended_b.rule.text
+    rec_a, rec_b = recommended_a.config, recommended_b.config
     metrics = [
         {
             **row,

@@ -179,7 +179,7 @@ def _fidelity(row: dict) -> dict[str, str]:
     }
 
 
-def _cost_check(rows: list[dict]) -> dict[str, str] | None:
+def _cost_check(rows: list[dict]) -> dict[str, str | None] | None:
     if not rows:
         return None
     reads = [r["cache_read_mean_abs_error_share"] for r in rows if r.get("cache_read_mean_abs_error_share") is not None]

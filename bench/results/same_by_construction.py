@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -66,7 +67,7 @@ def construction_key(config: StrategyConfig) -> tuple | None:
 
 def prompts_of(config: StrategyConfig) -> tuple[str, ...]:
     made = get_strategy(config.strategy, **dict(config.settings))
-    strategy = getattr(made, "strategy", made)
+    strategy: Any = getattr(made, "strategy", made)  # a summarizing strategy: it has the three templates
     return tuple(dict.fromkeys((strategy.template, strategy.update_template, strategy.turn_prefix_template)))
 
 

@@ -25,7 +25,7 @@ import heapq
 import itertools
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import closing
 from dataclasses import dataclass, replace
@@ -91,8 +91,8 @@ class _LongestFirst:
 
 
 def replay_concurrently(
-    reads: Iterator[FileRead], job, keep: Callable, threads: int, account: CallAccount | None
-) -> Iterator[FileRead]:
+    reads: Generator[FileRead, None, None], job, keep: Callable, threads: int, account: CallAccount | None
+) -> Generator[FileRead, None, None]:
     """`reads` (files read, transcripts whole) as `read_files(..., then=job.replay_file, keep=keep)`
     would hand them back, the replays made on `threads` threads (see the module docstring).
 
@@ -127,7 +127,8 @@ def replay_concurrently(
 
 
 def _start(read: FileRead, job, replays: _LongestFirst, fan_out, running: set[Future]) -> _PendingFile:
-    units, plans = [], []
+    units: list[list[Future] | None] = []
+    plans = []
     for transcript in read.transcripts:
         plan = job.plan(transcript)
         plans.append(plan)

@@ -38,14 +38,14 @@ def compact(
 ) -> Preview:
     strategy = get_strategy(strategy_name)
     trigger = getattr(strategy, "trigger", Trigger())
-    estimator = estimator or getattr(strategy, "estimator", "hybrid")
+    estimator_name: str = estimator if estimator else getattr(strategy, "estimator", "hybrid")
     positions = [i for i, m in enumerate(transcript.messages) if m.call is not None]
     if not positions:
         raise ValueError(f"{transcript.source_path}: no recorded LLM calls, so there is no context to compact")
-    model = transcript.messages[positions[0]].call.model
+    model = transcript.calls[0].model
     windows = (windows or ContextWindows()).with_table(getattr(strategy, "context_windows", ()))
     window = windows.lookup(model, transcript.context_window).tokens
-    meter = Meter(transcript, estimator)
+    meter = Meter(transcript, estimator_name)
     if at_call is not None:
         if not 0 <= at_call < len(positions):
             raise ValueError(f"--at {at_call}: the transcript has calls 0 to {len(positions) - 1}")
@@ -59,7 +59,17 @@ def compact(
     after, event = engine.emergency(context, reason="manual") if chosen_by != "trigger" else engine.before_call(context)
     assert event is not None  # a fresh engine always attempts the first compaction
     return Preview(
-        transcript.id, strategy_name, call, chosen_by, window, trigger, estimator, context, after, event, renders_prompt(strategy)
+        transcript.id,
+        strategy_name,
+        call,
+        chosen_by,
+        window,
+        trigger,
+        estimator_name,
+        context,
+        after,
+        event,
+        renders_prompt(strategy),
     )
 
 
@@ -71,6 +81,7 @@ def _context_before(transcript: Transcript, positions: list[int], call: int) -> 
     compacted_before = any(marker.at_message <= index for marker in transcript.compactions)
     if call > 0 and not compacted_before:
         previous = transcript.messages[positions[call - 1]].call
+        assert previous is not None  # positions are the calls' messages
         known = (positions[call - 1] + 1, previous.prompt_tokens + previous.output_tokens)
     return Context(messages=transcript.messages[:index], known_usage=known)
 

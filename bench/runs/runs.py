@@ -27,6 +27,7 @@ import hashlib
 import json
 import platform
 import time
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -39,7 +40,7 @@ from tqdm import tqdm
 from compactlab.compaction.llm.concurrency import CallAccount, check_budget_prices, default_replay_threads, llm_completers
 from compactlab.compaction.llm.concurrency import run_calls as calls_limited
 from compactlab.compaction.llm.prices import PriceTable, resolve_prices
-from compactlab.contract import Strategy
+from compactlab.contract import Strategy, Summarizer
 from compactlab.memo import forget
 from compactlab.replay.call_rows import SharedRows, call_arrays
 from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
@@ -63,6 +64,7 @@ from compactlab.runs.run_storage import (
     write_part,
 )
 from compactlab.scoring.judge import FanOut, in_turn, score_compactions
+from compactlab.scoring.next_action import Judge
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
@@ -175,7 +177,9 @@ def _run_locked(
         )
     inputs = resolve_inputs(list(config.datasets) or None)
     _check_unchanged(out, log, inputs.files)
-    transcripts, failed, totals = [], [], RunTotals()
+    transcripts: list[ReadTranscript] = []  # what the run keeps of each transcript
+    failed: list[FailedFile] = []
+    totals = RunTotals()
     file_hashes: dict[str, str | None] = {}  # each file's, as the worker that read it found it
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
     completers = llm_completers(summarizer, judge)
@@ -226,12 +230,12 @@ def _run_locked(
     finally:
         remove_unnamed(out, commits.named)  # of files replayed after an error stopped the run
     bar.close()
-    read = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
+    read_inputs = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
     job.windows.check_overrides(model for t in transcripts for model in t.models)
-    write_atomic(out / "meta.json", json.dumps(run_meta(read, file_hashes), indent=2) + "\n")
+    write_atomic(out / "meta.json", json.dumps(run_meta(read_inputs, file_hashes), indent=2) + "\n")
     result = finish(
         out,
-        read,
+        read_inputs,
         resumed_units=len(log.units),
         prices=config.prices,
         results=totals.totals(),
@@ -253,7 +257,7 @@ def _shown_on(bar: tqdm):
     return show
 
 
-def _check_unchanged(out: Path, log: DoneLog, files: list[Path]) -> None:
+def _check_unchanged(out: Path, log: DoneLog, files: Sequence[Path]) -> None:
     """Before any work: every dataset file whose rows the run holds is still there, as it was."""
     listed = set(map(str, files))
     for file, recorded in sorted(log.file_hashes.items()):
@@ -296,8 +300,8 @@ class _Job:
     done: frozenset[tuple[str, str]]
     windows: ContextWindows
     default_estimator: str
-    summarizer: object
-    judge: object
+    summarizer: Summarizer | None
+    judge: Judge | None
     out: Path
     prices: PriceTable | None = None
     committed: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # each transcript's parts done before --resume
@@ -346,7 +350,10 @@ class _Job:
         return TranscriptPlan(transcript, strategies, meters, sharing)
 
     def estimator_of(self, strategy: StrategyConfig) -> str:
-        return strategy.estimator or getattr(self.instances[strategy.label], "estimator", self.default_estimator)
+        if strategy.estimator:
+            return strategy.estimator
+        own: str = getattr(self.instances[strategy.label], "estimator", self.default_estimator)
+        return own
 
     def replay_setting(
         self, plan: TranscriptPlan, strategy: StrategyConfig, fan_out: FanOut = in_turn

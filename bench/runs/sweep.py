@@ -100,10 +100,21 @@ def analyse(
     by_label = {c.label: c for c in configs}
     points = figures[figures["config"].isin(by_label)].copy()
     points["strategy"] = points["config"].map(lambda label: by_label[label].strategy)
-    points["threshold"] = points["config"].map(lambda label: by_label[label].trigger.fraction)
+    points["threshold"] = points["config"].map(lambda label: _threshold(by_label[label]))
     points["keep_recent_tokens"] = points["config"].map(lambda label: dict(by_label[label].settings).get(KEEP))
     picked = by_label.get(recommendation.config) if recommendation.config else None
     return SweepResult(points.reset_index(drop=True), recommendation, tuple(configs), config, edge_warnings(picked, configs))
+
+
+def _threshold(config: StrategyConfig) -> float:
+    assert config.trigger is not None, config  # every setting of a sweep has its trigger
+    return config.trigger.fraction
+
+
+def _keep(config: StrategyConfig) -> int | None:
+    value = dict(config.settings).get(KEEP)
+    assert value is None or isinstance(value, int), config  # a sweep sets whole token counts
+    return value
 
 
 def edge_warnings(picked: StrategyConfig | None, configs: list[StrategyConfig]) -> tuple[str, ...]:
@@ -111,9 +122,9 @@ def edge_warnings(picked: StrategyConfig | None, configs: list[StrategyConfig]) 
     if picked is None:
         return ()
     same = [c for c in configs if c.strategy == picked.strategy]
-    thresholds = sorted({c.trigger.fraction for c in same})
-    budgets = sorted({dict(c.settings)[KEEP] for c in same if KEEP in dict(c.settings)})
-    threshold, keep = picked.trigger.fraction, dict(picked.settings).get(KEEP)
+    thresholds = sorted({_threshold(c) for c in same})
+    budgets = sorted({keep for c in same if (keep := _keep(c)) is not None})
+    threshold, keep = _threshold(picked), _keep(picked)
     warnings = []
     suggestion_t = _next_thresholds(threshold, thresholds)
     suggestion_k = _next_budgets(keep, budgets) if keep is not None else None

@@ -16,6 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -114,7 +115,7 @@ class FileRead:
     lenient: bool
     transcripts: tuple = ()
     error: TranscriptError | None = None
-    then: object = None
+    then: Any = None  # whatever the caller's `then` returns
 
 
 def read_files(
