@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 NOT_SHIPPED = (".git", ".venv", "build", "dist", "reports", "__pycache__", "*.egg-info", ".pytest_cache", ".compactlab")
 SMALL_DATASET = "mini-swe-agent-pr816"
 
-USER_TEST = '''
+USER_TEST = """
 import bench
 
 
@@ -35,7 +35,7 @@ def test_the_plugin_replays_a_bundled_dataset(compactlab_replay):
     result = compactlab_replay("{dataset}", strategy="truncate", window=32000)
     assert result.transcripts > 0
     result.assert_metric("removed_share", ">", 0)
-'''
+"""
 
 
 def _run(command: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -86,7 +86,10 @@ def test_the_wheel_installs_one_namespace_with_its_data(installed: dict[str, Pat
 
 def test_the_command_lists_the_bundled_datasets_and_says_its_version(installed: dict[str, Path]):
     project, command = installed["project"], str(installed["command"])
-    version = _run([str(installed["python"]), "-c", "import compactlab, bench; print(compactlab.__version__, bench.OWNED_BY_THE_PROJECT)"], project)
+    version = _run(
+        [str(installed["python"]), "-c", "import compactlab, bench; print(compactlab.__version__, bench.OWNED_BY_THE_PROJECT)"],
+        project,
+    )
     number = version.stdout.split()[0]
     assert version.stdout.split() == [number, "True"] and number != "0+unknown"
     assert _run([command, "--version"], project).stdout.strip() == f"compactlab {number}"
@@ -97,7 +100,9 @@ def test_the_command_lists_the_bundled_datasets_and_says_its_version(installed: 
 
 def test_a_small_run_from_the_installed_wheel(installed: dict[str, Path]):
     project = installed["project"]
-    done = _run([str(installed["command"]), "run", "--dataset", SMALL_DATASET, "--strategy", "truncate", "prune", "--out", "run"], project)
+    done = _run(
+        [str(installed["command"]), "run", "--dataset", SMALL_DATASET, "--strategy", "truncate", "prune", "--out", "run"], project
+    )
     assert "report: run/report.html" in done.stdout
     assert (project / "run" / "report.html").stat().st_size > 10_000
     assert (project / "run" / "transcripts.csv").read_text().count("\n") > 2
