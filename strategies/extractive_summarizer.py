@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from compactlab.contract import SummaryRequest, SummaryResponse
-from compactlab.memo import message_cache
+from compactlab.memo import text_cache
 from compactlab.transcripts.messages import file_activity, is_summary, is_user_turn_start, summary_text
 from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart, parsed_arguments
 
@@ -139,7 +139,7 @@ class ExtractiveSummarizer:
 
 # Per tool output and per tool call, found once: every compaction of a sweep summarizes the whole
 # dropped history again, and the same outputs recur in each.
-@message_cache
+@text_cache
 @lru_cache(maxsize=1 << 16)
 def _error_lines(content: str, is_error: bool) -> tuple[str, ...]:
     lines = _ERROR_LINE.findall(content)
@@ -148,7 +148,7 @@ def _error_lines(content: str, is_error: bool) -> tuple[str, ...]:
     return tuple(lines)
 
 
-@message_cache
+@text_cache
 @lru_cache(maxsize=1 << 16)
 def _command_texts(arguments_text: str) -> tuple[str, ...]:
     # Keyed by the arguments' text, whose hash Python keeps, not by the part (a dataclass's hash is
@@ -159,7 +159,7 @@ def _command_texts(arguments_text: str) -> tuple[str, ...]:
     return tuple(arguments[key] for key in COMMAND_ARGUMENTS if isinstance(arguments.get(key), str))
 
 
-@message_cache
+@text_cache
 @lru_cache(maxsize=1 << 16)  # the same error lines, commands and requests recur in every summary of a session
 def _shortened(text: str, limit: int) -> str:
     text = " ".join(text.split())

@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
-from compactlab.memo import message_cache
 from compactlab.strategies.base import setting
 from compactlab.transcripts.model import Message, ToolResultPart
 
@@ -79,27 +78,13 @@ class ObservationMasking:
 
     def _masked(self, request: CompactionRequest, message: Message, index: int) -> Message | None:
         """`message` with its part at `index` masked; None when the placeholder would not be smaller.
-
-        The answer is kept while the message lives: every compaction looks at each older output
-        again, and a sweep compacts the same session under many settings with the same counter.
-        Handing back the same masked message each time also lets the counter's per-message memo
-        count it once."""
-        key = (request.count_tokens, id(message), index, self.placeholder)
-        found = _MASKED.get(key)
-        if found is None or found[0] is not message:  # the entry holds the message: its id is not reused
-            part = message.parts[index]
-            assert isinstance(part, ToolResultPart), part  # the caller passes a tool result's index
-            replacement = replace(part, content=self.placeholder.format(lines=len(part.content.splitlines())))
-            masked = None
-            if _size(request, message, index, replacement) < _size(request, message, index, part):
-                masked = replace(message, parts=(*message.parts[:index], replacement, *message.parts[index + 1 :]))
-            if len(_MASKED) > 200_000:
-                _MASKED.clear()
-            found = _MASKED[key] = (message, masked)
-        return found[1]
-
-
-_MASKED: dict[tuple, tuple[Message, Message | None]] = message_cache({})
+        (Computed afresh each time: a strategy keeps no state between compactions.)"""
+        part = message.parts[index]
+        assert isinstance(part, ToolResultPart), part  # the caller passes a tool result's index
+        replacement = replace(part, content=self.placeholder.format(lines=len(part.content.splitlines())))
+        if _size(request, message, index, replacement) < _size(request, message, index, part):
+            return replace(message, parts=(*message.parts[:index], replacement, *message.parts[index + 1 :]))
+        return None
 
 
 def _size(request: CompactionRequest, message: Message, index: int, part: ToolResultPart) -> int:

@@ -13,7 +13,7 @@ import pytest
 
 from compactlab.cli.main import main
 from compactlab.contract import Trigger
-from compactlab.replay.replay import replay
+from compactlab.replay.replay import replay, replay_plain
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.metrics import calls_frame, compactions_frame, compression_label, recorded_fidelity, transcript_summary
 from compactlab.runs import runs
@@ -145,11 +145,9 @@ COASTING_CASES = [
 
 
 @pytest.mark.parametrize(("transcript", "config", "window"), COASTING_CASES)
-def test_stretches_rowed_in_bulk_equal_walking_call_by_call(transcript, config: StrategyConfig, window: int, monkeypatch) -> None:
-    # Between compactions the walk rows calls in bulk (Walk.coast); it must give exactly the rows
-    # and compactions of asking the engine at every call.
-    from compactlab.replay.walk import Walk
-
+def test_stretches_rowed_in_bulk_equal_walking_call_by_call(transcript, config: StrategyConfig, window: int) -> None:
+    # Between compactions the fast replay rows calls in bulk (compactlab.replay.fast.coasting); it must
+    # give exactly the rows and compactions of the plain replay, which asks the engine at every call.
     if transcript == "markers":  # production compactions between calls, which a bulk stretch passes
         at = [i for i, m in enumerate(MINI.messages) if m.call is None and i > len(MINI.messages) // 2]
         transcript = replace(MINI, compactions=tuple(CompactionMarker(i, "auto", None, "earlier work") for i in at))
@@ -157,8 +155,7 @@ def test_stretches_rowed_in_bulk_equal_walking_call_by_call(transcript, config: 
         [transcript] = load_file(bundled("m-claude", transcript), lenient=True)
     windows = ContextWindows(overrides={"": window})
     coasted = replay(transcript, config, windows)
-    monkeypatch.setattr(Walk, "can_coast", lambda self, index: False)
-    walked = replay(transcript, config, windows)
+    walked = replay_plain(transcript, config, windows)
     assert len(walked.compactions) >= 3
     assert coasted.calls == walked.calls
     assert coasted.compactions == walked.compactions
@@ -420,7 +417,7 @@ def test_a_run_keeps_of_each_transcript_its_identity_skips_and_recorded_call_cou
 
 
 def test_text_columns_sent_as_codes_join_into_the_frame_the_texts_make() -> None:
-    from compactlab.replay.text_codes import joined_text, text_codes
+    from compactlab.replay.fast.text_codes import joined_text, text_codes
 
     replays = [
         replay(MINI, StrategyConfig(label, "truncate", trigger=Trigger(fraction=f))).calls

@@ -7,9 +7,10 @@ but the replay appends what it recorded anyway. So the numbers say what a strate
 removes from the context a real session built, and whether the facts its real next steps needed
 were still there; they cannot say what the agent would have done instead.
 
-Until a setting first compacts, its replay is the recorded session itself: those rows come from
-the uncompacted replay every setting of a transcript shares (`compactlab.replay.uncompacted`), and the walk
-below starts at the first compaction.
+`replay_plain` is the definition: every message in order, the engine asked before every call.
+`replay` gives the same rows faster (what a run uses): it starts at the setting's first
+compaction with the uncompacted replay's rows before it, and rows the calls between compactions in
+bulk (`compactlab.replay.fast`); tests/test_fast_path.py checks the two agree on every bundled dataset.
 
 Token numbers per call (one definition, `compactlab.replay.prompt_size`, used by every figure a run reports):
 - `full_tokens`: the prompt without compaction. Before any real compaction in the source this is
@@ -29,17 +30,19 @@ from dataclasses import dataclass, field
 
 from compactlab.compaction.engine import Engine
 from compactlab.contract import Strategy, Summarizer, Trigger
+from compactlab.replay.fast.coasting import Coasting
+from compactlab.replay.fast.prefix import start_at
 from compactlab.replay.strategy_config import StrategyConfig
-from compactlab.replay.uncompacted import uncompacted
+from compactlab.replay.uncompacted import Uncompacted, uncompacted
 from compactlab.replay.walk import CALL_COLUMNS, CallColumns, CompactionRow, Walk
 from compactlab.strategies.recorded import Recorded
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
 from compactlab.transcripts.context_readings import readings_after_compactions, with_readings
-from compactlab.transcripts.model import Message, Transcript
+from compactlab.transcripts.model import CompactionMarker, Message, Transcript
 
-__all__ = ["CALL_COLUMNS", "CallColumns", "CompactionRow", "Replayed", "StrategyConfig", "replay"]
+__all__ = ["CALL_COLUMNS", "CallColumns", "CompactionRow", "Replayed", "StrategyConfig", "replay", "replay_plain"]
 
 
 @dataclass(frozen=True)
@@ -52,16 +55,27 @@ class Replayed:
     shared_calls: int = 0
 
 
-def replay(
+@dataclass
+class _Setup:
+    """What both replays start from: the engine with its strategy, the walk, the uncompacted replay."""
+
+    transcript: Transcript
+    engine: Engine
+    walk: Walk
+    base: Uncompacted
+    recorded_mode: bool  # the production agent's own compactions, where its markers are
+    markers: dict[int, CompactionMarker]
+
+
+def _set_up(
     transcript: Transcript,
     config: StrategyConfig,
-    windows: ContextWindows | None = None,
-    summarizer: Summarizer | None = None,
-    meter: Meter | None = None,
-    strategy: Strategy | None = None,
-) -> Replayed:
-    """Replay `transcript` under `config`. `strategy`: the one `config` names, when the caller has
-    it already (a run makes each setting's once, not once per transcript)."""
+    windows: ContextWindows | None,
+    summarizer: Summarizer | None,
+    meter: Meter | None,
+    strategy: Strategy | None,
+) -> _Setup | None:
+    """None for a transcript without recorded calls (nothing to replay)."""
     strategy = strategy if strategy is not None else get_strategy(config.strategy, **dict(config.settings))
     trigger = config.trigger or getattr(strategy, "trigger", None) or Trigger()
     estimator = config.estimator or getattr(strategy, "estimator", None) or "hybrid"
@@ -69,7 +83,7 @@ def replay(
         meter = Meter(transcript, estimator)
     first_call = next((m.call for m in transcript.messages if m.call is not None), None)
     if first_call is None:
-        return Replayed({name: [] for name in CALL_COLUMNS}, [])
+        return None
     windows = (windows or ContextWindows()).with_table(getattr(strategy, "context_windows", ()))
     window = windows.lookup(first_call.model, transcript.context_window).tokens
     base = uncompacted(meter, window)
@@ -82,50 +96,96 @@ def replay(
         trigger=trigger,
         summarizer=summarizer,
     )
-    recorded_mode = config.strategy == "recorded"
+    markers = {m.at_message: m for m in transcript.compactions}
+    return _Setup(transcript, engine, walk, base, config.strategy == "recorded", markers)
+
+
+def _step(setup: _Setup, index: int) -> None:
+    """Message `index`: a production compaction noted there, the engine asked before a call, the
+    call's row, then the message appended to the context."""
+    walk, engine, message = setup.walk, setup.engine, setup.transcript.messages[index]
+    if index in setup.markers:
+        walk.real_compaction_seen = True
+        walk.compaction_marker_since_call = True
+        if setup.recorded_mode:
+            marker = setup.markers[index]
+            engine.strategy = Recorded(summary=marker.summary)
+            engine.emergency_stalled = False  # the production agent compacted here, whatever came before
+            context, event = engine.emergency(walk.context(index), reason="manual" if marker.trigger == "manual" else "threshold")
+            walk.note_compaction(event, index, context, fidelity_pending=True)
+    if message.call is not None:
+        if not setup.recorded_mode and engine.due(tokens := walk.trigger_tokens(index)):
+            context, event = engine.before_call(walk.context(index), tokens)
+            walk.note_compaction(event, index, context)
+        row = walk.measure(index, message)
+        if row["over_window"] and not setup.recorded_mode:
+            # The provider would refuse this prompt: compact now, whatever the guard says, and retry once.
+            context, event = engine.emergency(walk.context(index), reason="silent_overflow")
+            if event is not None:
+                walk.note_compaction(event, index, context)
+                row = walk.measure(index, message)
+        walk.record(row)
+    walk.append(index)
+
+
+def _replayed(setup: _Setup, shared_calls: int) -> Replayed:
+    walk = setup.walk
+    # A real compaction no call followed is checked against Claude Code's own /context reading.
+    readings = readings_after_compactions(setup.transcript) if setup.recorded_mode else None
+    compactions = with_readings(walk.compactions, readings) if readings is not None else walk.compactions
+    return Replayed(walk.columns(), compactions, walk.compacted, shared_calls)
+
+
+def replay_plain(
+    transcript: Transcript,
+    config: StrategyConfig,
+    windows: ContextWindows | None = None,
+    summarizer: Summarizer | None = None,
+    meter: Meter | None = None,
+    strategy: Strategy | None = None,
+) -> Replayed:
+    """The definition of a replay: every message of `transcript` in order, the engine asked before
+    every recorded call. (`replay` gives the same rows faster.)"""
+    setup = _set_up(transcript, config, windows, summarizer, meter, strategy)
+    if setup is None:
+        return Replayed({name: [] for name in CALL_COLUMNS}, [])
+    for index in range(len(transcript.messages)):
+        _step(setup, index)
+    return _replayed(setup, 0)
+
+
+def replay(
+    transcript: Transcript,
+    config: StrategyConfig,
+    windows: ContextWindows | None = None,
+    summarizer: Summarizer | None = None,
+    meter: Meter | None = None,
+    strategy: Strategy | None = None,
+) -> Replayed:
+    """Replay `transcript` under `config`, as `replay_plain` does, with the speed machinery of
+    `compactlab.replay.fast`. `strategy`: the one `config` names, when the caller has it already (a
+    run makes each setting's once, not once per transcript)."""
+    setup = _set_up(transcript, config, windows, summarizer, meter, strategy)
+    if setup is None:
+        return Replayed({name: [] for name in CALL_COLUMNS}, [])
+    walk, engine, base = setup.walk, setup.engine, setup.base
     # Nothing differs from the uncompacted replay before the first compaction: the first recorded
     # marker (recorded strategy), or the first call where the trigger fires or the prompt overflows.
-    if recorded_mode:
+    if setup.recorded_mode:
         start = base.markers[0] if base.markers else len(transcript.messages)
     else:
         first = base.first_stop(engine.fires_from())
         start = len(transcript.messages) if first is None else base.positions[first]
-    walk.start_at(start)
-    markers = {m.at_message: m for m in transcript.compactions}
+    start_at(walk, start)
+    coasting = Coasting()
     index = start
     while index < len(transcript.messages):
-        while not recorded_mode and walk.can_coast(index):  # calls that need no engine are rowed in bulk
-            index, before = walk.coast(index, engine.fires_from(), engine.can_emergency), index
+        while not setup.recorded_mode and coasting.can_coast(walk, index):  # calls that need no engine are rowed in bulk
+            index, before = coasting.coast(walk, index, engine.fires_from(), engine.can_emergency), index
             if index == before or index == len(transcript.messages):
                 break
         if index == len(transcript.messages):
             break
-        message = transcript.messages[index]
-        if index in markers:
-            walk.real_compaction_seen = True
-            walk.compaction_marker_since_call = True
-            if recorded_mode:
-                marker = markers[index]
-                engine.strategy = Recorded(summary=marker.summary)
-                engine.emergency_stalled = False  # the production agent compacted here, whatever came before
-                context, event = engine.emergency(
-                    walk.context(index), reason="manual" if marker.trigger == "manual" else "threshold"
-                )
-                walk.note_compaction(event, index, context, fidelity_pending=True)
-        if message.call is not None:
-            if not recorded_mode and engine.due(tokens := walk.trigger_tokens(index)):
-                context, event = engine.before_call(walk.context(index), tokens)
-                walk.note_compaction(event, index, context)
-            row = walk.measure(index, message)
-            if row["over_window"] and not recorded_mode:
-                # The provider would refuse this prompt: compact now, whatever the guard says, and retry once.
-                context, event = engine.emergency(walk.context(index), reason="silent_overflow")
-                if event is not None:
-                    walk.note_compaction(event, index, context)
-                    row = walk.measure(index, message)
-            walk.record(row)
-        walk.append(index)
+        _step(setup, index)
         index += 1
-    # A real compaction no call followed is checked against Claude Code's own /context reading.
-    compactions = with_readings(walk.compactions, readings_after_compactions(transcript)) if recorded_mode else walk.compactions
-    return Replayed(walk.columns(), compactions, walk.compacted, base.calls_before(start))
+    return _replayed(setup, base.calls_before(start))

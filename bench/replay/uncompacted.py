@@ -16,6 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from compactlab.compaction.overflow import silent_overflow
+from compactlab.memo import IdentityMemo
 from compactlab.replay.prompt_size import hybrid_tokens, measured_ratio, measured_size
 from compactlab.tokens.estimators import Hybrid
 from compactlab.tokens.metering import Meter
@@ -88,19 +89,12 @@ class Uncompacted:
         return at < len(self.markers) and self.markers[at] < before
 
 
-_CACHE: dict[tuple[int, int], Uncompacted] = {}
+_REPLAYS: IdentityMemo[Uncompacted] = IdentityMemo(8)
 
 
 def uncompacted(meter: Meter, window: int) -> Uncompacted:
     """The uncompacted replay of `meter.transcript` (kept for the few last transcripts asked for)."""
-    key = (id(meter), window)
-    found = _CACHE.get(key)
-    if found is not None and found.meter is meter:  # holding the meter keeps its id from being reused
-        return found
-    if len(_CACHE) >= 8:
-        _CACHE.clear()
-    found = _CACHE[key] = _compute(meter, window)
-    return found
+    return _REPLAYS.get((meter,), window, lambda: _compute(meter, window))
 
 
 def _compute(meter: Meter, window: int) -> Uncompacted:

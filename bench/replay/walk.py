@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 
-import numpy as np
-
 from compactlab.compaction.engine import CompactionEvent
 from compactlab.compaction.overflow import silent_overflow
 from compactlab.contract import Context
@@ -126,25 +124,6 @@ class Walk:
         # sums of its messages' estimates: the walk takes its size and the cache model its shared
         # prefix from them instead of summing the same messages again.
         self.counted: tuple[tuple[Message, ...], list[float]] = ((), [])
-        self.look_ahead = 16  # calls `coast` looks at
-        self.coast_from = 0  # message index before which `coast` is not tried again
-        self.backoff = 0  # calls to walk one by one after a `coast` that rowed none
-
-    def start_at(self, index: int) -> None:
-        """Take over the uncompacted replay's state before message `index` and its rows before it."""
-        base = self.base
-        calls = base.calls_before(index)
-        for name in COLUMNS:
-            self.rows[name] = base.columns[name][:calls]
-        self.compactions_so_far = [0] * calls
-        self.compacted_before = [False] * calls
-        self.noop_before = [0] * calls
-        previous = base.positions[calls - 1] if calls else -1
-        self.previous_prompt = ((), 0, max(previous, 0))
-        self.context_sum = base.history_tokens[index]
-        self.known = base.known_usage[index]
-        self.real_compaction_seen = bool(base.markers) and base.markers[0] < index
-        self.compaction_marker_since_call = base.marker_between(previous, index)
 
     def context(self, index: int) -> Context:
         """The agent's context before message `index`, as one Context (built only when asked)."""
@@ -201,7 +180,10 @@ class Walk:
         overhead = self.overhead
         number = len(self.rows["full_tokens"])
         full_tokens = self.base.columns["full_tokens"][number]
-        context_tokens = measured_size(overhead, self.context_sum, self.ratio())
+        # Nothing removed yet: the prompt is the history, whose size is the uncompacted replay's (the
+        # recorded count before any production compaction), not a measure of it that can round apart.
+        removed = bool(self.head.compactions)
+        context_tokens = measured_size(overhead, self.context_sum, self.ratio()) if removed else full_tokens
         context_estimate = round(self.context_sum + overhead)
         # What a prompt cache could serve: the part identical to the previous prompt. Append-only
         # since the last call, that is the whole previous prompt, in the same anchored units as the
@@ -236,86 +218,6 @@ class Walk:
             "full_prefix_tokens": min(full_prefix, full_tokens),
             "over_window": silent_overflow(context_tokens, self.window),
         }
-
-    def can_coast(self, index: int) -> bool:
-        """Whether the calls from message `index` on can be rowed in bulk (`coast`): nothing is
-        pending from a compaction and the provider's counts no longer describe the context."""
-        return (
-            index >= self.coast_from
-            and bool(self.rows["full_tokens"])
-            and not self.compacted_since_call
-            and self.pending_fidelity is None
-            and (self.known is not None or not self.uses_usage)
-            and bool(self.head.compactions or self.real_compaction_seen)
-        )
-
-    def coast(self, index: int, fires_from: float, overflow_stops: bool = True) -> int:
-        """Row the calls from message `index` on that need no engine, append the messages before
-        the first one that does, and return its index (or, when none does within the look-ahead,
-        the index after the last call rowed; the transcript's length at its end).
-
-        A call needs the engine when the trigger fires there (the context reaches `fires_from`
-        tokens) or the prompt overflows the window (unless `overflow_stops` is false: the engine
-        would not try an emergency compaction). Most of a replay is such stretches between
-        compactions, and walking them call by call was a large share of a sweep's time. The
-        numbers are `measure`'s and `append`'s: the same additions in the same order, on arrays
-        (a cumulative sum adds one term at a time, as the running sum does)."""
-        base, arrays = self.base, self.base.arrays
-        first = base.calls_before(index)
-        # A look-ahead that grows while no call stops: right after a compaction the next stop is
-        # often near, and summing the whole rest of a long session each time would be quadratic.
-        positions = arrays["positions"][first : first + self.look_ahead]
-        more = first + len(positions) < len(arrays["positions"])
-        end = int(positions[-1]) + 1 if more else len(self.transcript.messages)
-        sums = np.cumsum(np.concatenate(([self.context_sum], arrays["tokens"][index:end])))
-        before = sums[positions - index]  # the context's estimate before each call
-        calls = slice(first, first + len(positions))
-        context = np.rint(self.overhead + before * arrays["ratios"][calls])  # as `measured_size`
-        if self.uses_usage and self.known is not None:  # as `hybrid_tokens`, anchored on the previous call's row
-            history = arrays["history"]
-            anchor = np.concatenate(([self.known[1]], context[:-1] + arrays["outputs"][calls][:-1]))
-            covered = np.concatenate(([self.known[0]], positions[:-1] + 1))
-            trigger = np.rint(anchor + history[positions] - history[covered])
-        else:
-            trigger = np.rint(before + self.meter.local.prompt_overhead + self.meter.offset)  # as `_own_estimate`
-        over = context > self.window
-        stops = np.flatnonzero((trigger >= fires_from) | over) if overflow_stops else np.flatnonzero(trigger >= fires_from)
-        count = int(stops[0]) if len(stops) else len(positions)
-        stop = int(positions[count]) if len(stops) else end
-        self.look_ahead = 16 if len(stops) else min(2 * self.look_ahead, 4096)
-        # Where every call stops (a prompt over the window at each call), rowing in bulk gains
-        # nothing and costs its set-up at every message: try again after 1, 2, 4, ... calls.
-        self.backoff = 0 if count else min(2 * self.backoff or 1, 64)
-        if self.backoff:
-            later = first + self.backoff
-            self.coast_from = int(arrays["positions"][later]) if later < len(arrays["positions"]) else end
-        if stop == index:
-            return index
-        if count:
-            self._row_coasted(first, count, context[:count].astype(np.int64).tolist(), over[:count].tolist())
-        # The production agent's compactions passed on the way, as the loop notes them.
-        last_call = int(positions[count - 1]) if count else index - 1
-        since_last_call = base.marker_between(last_call, stop)
-        self.compaction_marker_since_call = since_last_call or (self.compaction_marker_since_call and not count)
-        self.real_compaction_seen = self.real_compaction_seen or base.marker_between(index - 1, stop)
-        self.context_sum = float(sums[stop - index])
-        if count:  # as `append` after the last call rowed
-            self.known = (last_call + 1, self.rows["context_tokens"][-1] + base.columns["output_tokens"][first + count - 1])
-        return stop
-
-    def _row_coasted(self, first: int, count: int, context_tokens: list[int], over_window: list[bool]) -> None:
-        """The rows of `count` calls from call `first` on, with no compaction among them."""
-        rows, columns, end = self.rows, self.base.columns, first + count
-        for name in ("message_index", "model", "recorded_prompt_tokens", "output_tokens", "full_tokens", "full_prefix_tokens"):
-            rows[name] += columns[name][first:end]  # as the uncompacted replay's: they do not depend on the context
-        # Append-only between calls: the previous prompt is cached, as far as it reaches.
-        rows["prefix_tokens"] += map(min, [rows["context_tokens"][-1], *context_tokens[:-1]], context_tokens)
-        rows["context_tokens"] += context_tokens
-        rows["over_window"] += over_window
-        self.compactions_so_far += [self.head.compactions] * count
-        self.compacted_before += [False] * count
-        self.noop_before += [0] * count
-        self.previous_prompt = (self.head.messages, self.tail_start, columns["message_index"][end - 1])
 
     def record(self, row: dict) -> None:
         if self.pending_fidelity is not None:

@@ -21,8 +21,8 @@ import pandas as pd
 
 from compactlab.compaction.llm.prices import PriceTable, price_for
 from compactlab.contract import fell_back
+from compactlab.replay.fast.text_codes import rows_of_each
 from compactlab.replay.replay import CallColumns, CompactionRow
-from compactlab.replay.text_codes import rows_of_each
 from compactlab.scoring.drift import drift_counts
 from compactlab.tokens.calibration import model_family
 

@@ -27,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from compactlab.replay.call_rows import json_line
+from compactlab.replay.fast.call_rows import json_line
 from compactlab.replay.walk import CALL_COLUMNS
 from compactlab.runs.run_files import DONE, before_write, finished_rows, read_done
 
@@ -75,7 +75,7 @@ def write_part(out: Path, kind: str, table: pa.Table) -> str:
 
 
 def calls_table(columns: dict[str, np.ndarray | tuple[np.ndarray, list]]) -> pa.Table:
-    """A transcript's call rows (arrays; text columns as codes into their values, `compactlab.replay.text_codes.text_codes`)."""
+    """A transcript's call rows (arrays; text columns as codes into their values, `compactlab.replay.fast.text_codes.text_codes`)."""
     arrays = []
     for field in CALL_SCHEMA:
         values = columns[field.name]

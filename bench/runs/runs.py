@@ -42,9 +42,9 @@ from compactlab.compaction.llm.concurrency import run_calls as calls_limited
 from compactlab.compaction.llm.prices import PriceTable, resolve_prices
 from compactlab.contract import Strategy, Summarizer
 from compactlab.memo import forget
-from compactlab.replay.call_rows import SharedRows, call_arrays
+from compactlab.replay.fast.call_rows import SharedRows, call_arrays
+from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
-from compactlab.replay.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.run_failures import mark_incomplete
@@ -142,6 +142,7 @@ def run(
     """
     config, instances = resolve(config)
     out.mkdir(parents=True, exist_ok=True)
+    forget()  # a run starts with empty memos: nothing an earlier run in this process computed is kept alive
     with RunLock(out):
         return _run_locked(
             config, instances, out, resume, progress, summarizer, overwrite, judge, workers, replay_threads, executor

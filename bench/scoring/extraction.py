@@ -40,7 +40,7 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Literal
 
-from compactlab.memo import message_cache
+from compactlab.memo import IdentityMemo
 from compactlab.scoring.matching import Item, Kind
 from compactlab.transcripts.messages import FILE_EXTENSIONS  # one list of "file extensions" for the whole project
 from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart
@@ -367,25 +367,24 @@ def step_items(messages: Sequence[Message]) -> tuple[list[Item], frozenset[str]]
 # Each message's found items, in order, kept while the message lives: a sweep scores the same
 # next steps at the same compaction points under many settings. The entry holds the message so
 # its id cannot be reused by another object while the entry lives.
-_ITEMS: dict[int, tuple[Message, list[tuple[ScanKind, str]]]] = message_cache({})
+_ITEMS: IdentityMemo[list[tuple[ScanKind, str]]] = IdentityMemo(100_000)
 
 
 def _message_items(message: Message) -> list[tuple[ScanKind, str]]:
-    entry = _ITEMS.get(id(message))
-    if entry is None or entry[0] is not message:
-        if len(_ITEMS) > 100_000:
-            _ITEMS.clear()
-        found: list[tuple[ScanKind, str]] = []
-        for part in message.parts:
-            if isinstance(part, (TextPart, ThinkingPart)):
-                _scan_prose(part.text, found)
-            elif isinstance(part, ToolCallPart):
-                arguments = part.parsed_arguments()
-                if isinstance(arguments, (dict, list)):
-                    _scan_arguments(arguments, "", found)
-                elif str(arguments).startswith(_PATCH_START):  # raw text input: Codex's apply_patch
-                    _scan_patch(str(arguments), found)
-                else:  # other raw text input: read it like prose
-                    _scan_prose(str(arguments), found)
-        entry = _ITEMS[id(message)] = (message, found)
-    return entry[1]
+    return _ITEMS.of(message, _items_of)
+
+
+def _items_of(message: Message) -> list[tuple[ScanKind, str]]:
+    found: list[tuple[ScanKind, str]] = []
+    for part in message.parts:
+        if isinstance(part, (TextPart, ThinkingPart)):
+            _scan_prose(part.text, found)
+        elif isinstance(part, ToolCallPart):
+            arguments = part.parsed_arguments()
+            if isinstance(arguments, (dict, list)):
+                _scan_arguments(arguments, "", found)
+            elif str(arguments).startswith(_PATCH_START):  # raw text input: Codex's apply_patch
+                _scan_patch(str(arguments), found)
+            else:  # other raw text input: read it like prose
+                _scan_prose(str(arguments), found)
+    return found

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property, lru_cache
 from typing import Literal, NamedTuple
 
-from compactlab.memo import message_cache
+from compactlab.memo import IdentityMemo
 from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 Kind = Literal["path", "identifier", "command", "url", "error", "number"]
@@ -57,28 +57,26 @@ def _searchable(message: Message) -> Iterable[str]:
 # asks: a sweep searches the same messages in thousands of contexts, and decoding tool-call
 # arguments (or splitting a long context's text) again each time was most of its cost. The entry
 # holds the message so its id cannot be reused while the entry lives.
-_MESSAGE_TEXT: dict[int, list] = message_cache({})  # id -> [message, text, normalised text or None]
+class _MessageText:
+    __slots__ = ("text", "normalised")
+
+    def __init__(self, message: Message) -> None:
+        self.text = "\n".join(_searchable(message))
+        self.normalised: str | None = None
 
 
-def _message_entry(message: Message) -> list:
-    found = _MESSAGE_TEXT.get(id(message))
-    if found is None or found[0] is not message:
-        if len(_MESSAGE_TEXT) > 200_000:
-            _MESSAGE_TEXT.clear()
-        found = _MESSAGE_TEXT[id(message)] = [message, "\n".join(_searchable(message)), None]
-    return found
+_MESSAGE_TEXT: IdentityMemo[_MessageText] = IdentityMemo(200_001)
 
 
 def _message_text(message: Message) -> str:
-    found = _MESSAGE_TEXT.get(id(message))  # (as _message_entry, without its call: this is hot)
-    return found[1] if found is not None and found[0] is message else _message_entry(message)[1]
+    return _MESSAGE_TEXT.of(message, _MessageText).text
 
 
 def _message_normalised(message: Message) -> str:
-    entry = _message_entry(message)
-    if entry[2] is None:
-        entry[2] = " ".join(entry[1].split())
-    return entry[2]
+    entry = _MESSAGE_TEXT.of(message, _MessageText)
+    if entry.normalised is None:
+        entry.normalised = " ".join(entry.text.split())
+    return entry.normalised
 
 
 class Haystack:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
 
-from compactlab.memo import message_cache
+from compactlab.memo import IdentityMemo
 from compactlab.scoring.extraction import (
     step_items,
 )  # noqa: F401 (re-exported)
@@ -60,10 +60,10 @@ def preservation_at(
     compacts the same session many times extracts each step's items once and searches the
     session's text once per item (`TranscriptText`, kept for the last few sessions).
     """
-    key = (id(messages), index, id(compacted), tuple(ks))
-    found = _SCORES.get(key)
-    if found is not None and found[0] is messages and found[1] is compacted:
-        return found[2]
+    return _SCORES.get((messages, compacted), (index, tuple(ks)), lambda: _scores(messages, index, compacted, tuple(ks)))
+
+
+def _scores(messages: Sequence[Message], index: int, compacted: Sequence[Message], ks: tuple[int, ...]) -> dict[int, StepScore]:
     text = _transcript_text(messages)
     needed_by_k = _needed_at(text, index, tuple(ks))
     items = list(dict.fromkeys(i for needed in needed_by_k.values() if needed for i in needed))
@@ -76,47 +76,35 @@ def preservation_at(
         kept = tuple(i for i in needed if present[i])
         lost = tuple(i for i in needed if not present[i])
         scores[k] = StepScore(k, needed, kept, lost, len(kept) / len(needed) if needed else None)
-    if len(_SCORES) > 256:
-        _SCORES.clear()
-    _SCORES[key] = (messages, compacted, scores)
     return scores
 
 
 # The scores of the last compactions, by the identity of the session and the compacted context:
-# settings that share a compaction (compactlab.replay.shared_compactions) hand over the same context, scored
+# settings that share a compaction (compactlab.replay.fast.shared_compactions) hand over the same context, scored
 # once. The entry holds both, so their ids cannot be reused while it lives.
-_SCORES: dict[tuple, tuple[Sequence[Message], Sequence[Message], dict[int, StepScore]]] = message_cache({})
-
-
-_TEXTS: dict[int, TranscriptText] = message_cache({})
+_SCORES: IdentityMemo[dict[int, StepScore]] = IdentityMemo(257)
+# Each session's searchable text, kept for the last few sessions.
+_TEXTS: IdentityMemo[TranscriptText] = IdentityMemo(8)
 
 
 def _transcript_text(messages: Sequence[Message]) -> TranscriptText:
-    found = _TEXTS.get(id(messages))
-    if found is None or found.messages is not messages:  # it holds `messages`, so the id is not reused
-        if len(_TEXTS) >= 8:
-            _TEXTS.clear()
-        found = _TEXTS[id(messages)] = TranscriptText(messages)
-    return found
+    return _TEXTS.of(messages, TranscriptText)
 
 
-_NEEDED: dict[tuple[int, int, tuple[int, ...]], tuple[TranscriptText, dict]] = message_cache({})
+_NEEDED: IdentityMemo[dict[int, tuple[Item, ...] | None]] = IdentityMemo(513)
 
 
 def _needed_at(text: TranscriptText, index: int, ks: tuple[int, ...]) -> dict[int, tuple[Item, ...] | None]:
-    key = (id(text), index, ks)
-    found = _NEEDED.get(key)
-    if found is not None and found[0] is text:
-        return found[1]
+    return _NEEDED.get((text,), (index, ks), lambda: _needed(text, index, ks))
+
+
+def _needed(text: TranscriptText, index: int, ks: tuple[int, ...]) -> dict[int, tuple[Item, ...] | None]:
     steps = list(islice((m for m in text.messages[index:] if m.role == "assistant"), max(ks)))
     result: dict[int, tuple[Item, ...] | None] = {}
     for k in ks:
         items, weak = step_items(steps[:k])
         # Items absent from the history are what the step found itself: not needed (module docstring).
         result[k] = tuple(i for i in items if text.in_history(i, index) and _consumed(text, i, index, weak)) if items else None
-    if len(_NEEDED) > 512:
-        _NEEDED.clear()
-    _NEEDED[key] = (text, result)
     return result
 
 
@@ -143,34 +131,23 @@ def _consumed(text: TranscriptText, item: Item, index: int, weak: frozenset[str]
     return item.text not in weak or _used_as_code(text, item.text, index)
 
 
-_TOOLS: dict[int, tuple[TranscriptText, frozenset[str]]] = message_cache({})
+_TOOLS: IdentityMemo[frozenset[str]] = IdentityMemo(8)
 
 
 def _tool_names(text: TranscriptText) -> frozenset[str]:
-    found = _TOOLS.get(id(text))
-    if found is None or found[0] is not text:
-        if len(_TOOLS) >= 8:
-            _TOOLS.clear()
-        names = frozenset(p.name for m in text.messages for p in m.parts if isinstance(p, ToolCallPart))
-        found = _TOOLS[id(text)] = (text, names)
-    return found[1]
+    return _TOOLS.of(text, lambda t: frozenset(p.name for m in t.messages for p in m.parts if isinstance(p, ToolCallPart)))
 
 
 _CODE_BEFORE = (".", "::", "<", "class ", "import ", "new ", "def ", "fn ", "struct ", "interface ", "type ", "enum ")
 _CODE_AFTER = ("(", "::", "<", "[", "{")
-_FIRST_CODE_USE: dict[tuple[int, str], tuple[TranscriptText, int]] = message_cache({})
+_FIRST_CODE_USE: IdentityMemo[int] = IdentityMemo(100_001)
 
 
 def _used_as_code(text: TranscriptText, name: str, index: int) -> bool:
     """Whether the session's text before message `index` uses `name` as code: declared, imported,
     called, or reached by `.` or `::` (its first such use is found once per session and name)."""
-    key = (id(text), name)
-    found = _FIRST_CODE_USE.get(key)
-    if found is None or found[0] is not text:
-        if len(_FIRST_CODE_USE) > 100_000:
-            _FIRST_CODE_USE.clear()
-        found = _FIRST_CODE_USE[key] = (text, _first_code_use(text.text, name))
-    return 0 <= found[1] < text.starts[index]
+    first = _FIRST_CODE_USE.get((text,), name, lambda: _first_code_use(text.text, name))
+    return 0 <= first < text.starts[index]
 
 
 def _first_code_use(whole: str, name: str) -> int:

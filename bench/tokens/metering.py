@@ -73,7 +73,7 @@ class Meter:
         """The estimates of `messages`, summed one by one as `sum` adds them (the last is their total).
 
         Kept for the last few message tuples: settings that share a compaction's result
-        (`compactlab.replay.shared_compactions`) count it once. The entry holds the tuple, so its id is not reused."""
+        (`compactlab.replay.fast.shared_compactions`) count it once. The entry holds the tuple, so its id is not reused."""
         found = self._sums.get(id(messages))
         if found is None or found[0] is not messages:
             if len(self._sums) >= 64:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from compactlab.memo import message_cache
+from compactlab.memo import IdentityMemo
 from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 SUMMARY_SOURCE_ID = "compactlab:summary"
@@ -173,14 +173,15 @@ def file_activity(messages: Sequence[Message], earlier: FileActivity = FileActiv
 
 # Each message's file events, made once: every compaction of a sweep lists the files of the
 # whole history again. The entry holds the message so its id is not reused while it lives.
-_EVENTS: dict[int, tuple[Message, tuple[tuple[str, bool], ...]]] = message_cache({})
+_EVENTS: IdentityMemo[tuple[tuple[str, bool], ...]] = IdentityMemo(100_000)
 
 
 def _file_events(message: Message) -> tuple[tuple[str, bool], ...]:
     """(path, modified) for each file a message's tool calls read or modify, in order."""
-    entry = _EVENTS.get(id(message))
-    if entry is not None and entry[0] is message:
-        return entry[1]
+    return _EVENTS.of(message, _events_of)
+
+
+def _events_of(message: Message) -> tuple[tuple[str, bool], ...]:
     events: list[tuple[str, bool]] = []
     for part in message.parts:
         if not isinstance(part, ToolCallPart):
@@ -200,10 +201,7 @@ def _file_events(message: Message) -> tuple[tuple[str, bool], ...]:
                 writes = writes or bool(_SHELL_WRITES.search(first_line))
         reads = name in READ_TOOLS or "read" in name or any(isinstance(arguments.get(k), str) for k in COMMAND_KEYS)
         events += [(path, writes) for path in paths if writes or reads]
-    if len(_EVENTS) > 100_000:
-        _EVENTS.clear()
-    _EVENTS[id(message)] = (message, found := tuple(events))
-    return found
+    return tuple(events)
 
 
 def last_user_request(messages: Sequence[Message]) -> str | None:

@@ -1,0 +1,87 @@
+"""The fast path equals the plain replay, on every bundled dataset.
+
+`compactlab.replay.replay.replay_plain` is the definition: every message in order, the engine
+asked before every call. A run gets its rows another way (`compactlab.replay.fast`): the prefix
+before a setting's first compaction copied from the uncompacted replay, the calls between
+compactions rowed in bulk, one compaction shared by the settings that reach the same context, rows
+moved as arrays and text codes and stored as Parquet. Here a real run's call and compaction rows,
+read back from its run directory, must equal the plain replay's, row for row and value for value.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from compactlab.contract import Trigger
+from compactlab.replay.replay import replay_plain
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.results.metrics import calls_frame, compactions_frame
+from compactlab.runs.run_config import RunConfig, windows_of
+from compactlab.runs.runs import run
+from compactlab.transcripts.datasets import list_datasets
+from compactlab.transcripts.importers import load_file
+
+WINDOW = 32_000  # small enough that every dataset's sessions compact, several times in the long ones
+FILES_PER_DATASET = None
+# A sweep of one strategy's thresholds (shared compactions), a summarizer, a pruner, a preset with
+# its own trigger and estimator, and the production agent's own compactions.
+SETTINGS = (
+    StrategyConfig("truncate@0.5", "truncate", trigger=Trigger(fraction=0.5)),
+    StrategyConfig("truncate@0.6", "truncate", trigger=Trigger(fraction=0.6)),
+    StrategyConfig("truncate@0.8", "truncate", trigger=Trigger(fraction=0.8)),
+    StrategyConfig("summarize", "summarize"),
+    StrategyConfig("prune", "prune"),
+    StrategyConfig("observation-masking", "observation-masking"),
+    StrategyConfig("pi", "pi"),
+    StrategyConfig("claude-code", "claude-code"),
+    StrategyConfig("recorded", "recorded"),
+)
+KEYS = ["transcript", "config", "call"]
+
+
+def _files(dataset) -> list:
+    """The dataset's smallest and largest files and one between: short and long sessions both."""
+    files = sorted(dataset.files, key=lambda path: path.stat().st_size)
+    picked = files if FILES_PER_DATASET is None else [files[0], files[len(files) // 2], files[-1]]
+    return list(dict.fromkeys(picked))
+
+
+@pytest.mark.parametrize("dataset", list_datasets(), ids=lambda d: d.name)
+def test_a_runs_rows_equal_the_plain_replays(dataset, tmp_path) -> None:
+    files = _files(dataset)
+    config = RunConfig(datasets=tuple(map(str, files)), strategies=SETTINGS, lenient=dataset.lenient, window=WINDOW)
+    result = run(config, tmp_path / "run", workers=1)
+
+    calls, compactions = [], []
+    for path in files:
+        for transcript in load_file(path, lenient=dataset.lenient):
+            for setting in SETTINGS:
+                replayed = replay_plain(transcript, setting, windows_of(config))
+                calls.append(calls_frame(replayed.calls))
+                compactions.append(compactions_frame([dict(vars(row)) for row in replayed.compactions]))
+    if all(c.empty for c in calls):  # a dataset without recorded LLM calls (condenser pairs): nothing to replay
+        assert result.calls.empty and result.compactions.empty
+        return
+    plain_calls = pd.concat([c for c in calls if not c.empty], ignore_index=True)
+    assert len(result.calls) == len(plain_calls)
+    assert result.compactions["config"].nunique() >= 2, "the settings must compact for the test to mean anything"
+
+    fast = result.calls.sort_values(KEYS).reset_index(drop=True)
+    plain = plain_calls.sort_values(KEYS).reset_index(drop=True)[list(fast.columns)]
+    pd.testing.assert_frame_equal(fast, plain, check_dtype=False, check_categorical=False)
+
+    plain_compactions = pd.concat([c for c in compactions if not c.empty], ignore_index=True)
+    order = ["transcript", "config", "call", "message_index"]
+    fast_c = result.compactions.sort_values(order).reset_index(drop=True)
+    plain_c = plain_compactions.sort_values(order).reset_index(drop=True)[list(fast_c.columns)]
+    assert _records(fast_c) == _records(plain_c)
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as dicts, a missing value as None however the frame stores it (Parquet reads back NaN)."""
+    return [
+        {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()} for row in frame.to_dict("records")
+    ]
