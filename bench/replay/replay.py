@@ -29,10 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compactlab.compaction.engine import Engine
-from compactlab.contract import Strategy, Summarizer, Trigger
+from compactlab.contract import Strategy, Summarizer
 from compactlab.replay.fast.coasting import Coasting
 from compactlab.replay.fast.prefix import start_at
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.strategy_config import StrategyConfig, estimator_of, trigger_of
 from compactlab.replay.uncompacted import Uncompacted, uncompacted
 from compactlab.replay.walk import CALL_COLUMNS, CallColumns, CompactionRow, Walk
 from compactlab.strategies.recorded import Recorded
@@ -77,8 +77,8 @@ def _set_up(
 ) -> _Setup | None:
     """None for a transcript without recorded calls (nothing to replay)."""
     strategy = strategy if strategy is not None else get_strategy(config.strategy, **dict(config.settings))
-    trigger = config.trigger or getattr(strategy, "trigger", None) or Trigger()
-    estimator = config.estimator or getattr(strategy, "estimator", None) or "hybrid"
+    trigger = trigger_of(strategy, config.trigger)
+    estimator = estimator_of(strategy, config.estimator)
     if meter is None or meter.estimator_name != estimator or meter.transcript is not transcript:
         meter = Meter(transcript, estimator)
     first_call = next((m.call for m in transcript.messages if m.call is not None), None)

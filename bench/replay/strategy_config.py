@@ -15,4 +15,17 @@ class StrategyConfig:
     strategy: str
     settings: tuple[tuple[str, object], ...] = ()
     trigger: Trigger | None = None  # None: the preset's trigger, else the engine default (0.8)
-    estimator: str | None = None  # None: the preset's estimator, else hybrid
+    estimator: str | None = None  # None: the preset's estimator, else the run's (hybrid)
+
+
+DEFAULT_ESTIMATOR = "hybrid"
+
+
+def trigger_of(strategy: object, trigger: Trigger | None = None) -> Trigger:
+    """The trigger a setting compacts by: its own (`trigger`), else its preset's, else the engine's default."""
+    return trigger or getattr(strategy, "trigger", None) or Trigger()
+
+
+def estimator_of(strategy: object, estimator: str | None = None, default: str = DEFAULT_ESTIMATOR) -> str:
+    """The estimator a setting counts with: its own (`estimator`), else its preset's, else `default` (the run's)."""
+    return estimator or getattr(strategy, "estimator", None) or default

@@ -19,8 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from compactlab.contract import Trigger
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.strategy_config import StrategyConfig, estimator_of, trigger_of
 from compactlab.strategies.prompting import TEMPLATES, file_lists, renders_prompt, template_files
 from compactlab.strategies.registry import get_strategy
 from compactlab.strategies.summarize import Summarize
@@ -58,8 +57,8 @@ def construction_key(config: StrategyConfig) -> tuple | None:
     strategy = getattr(made, "strategy", made)  # a preset compacts with its strategy
     if not isinstance(strategy, Summarize) or strategy.summarizer != "extractive":
         return None
-    trigger = config.trigger or getattr(made, "trigger", None) or Trigger()
-    estimator = config.estimator or getattr(made, "estimator", None) or "hybrid"
+    trigger = trigger_of(made, config.trigger)
+    estimator = estimator_of(made, config.estimator)
     others = tuple((f.name, getattr(strategy, f.name)) for f in dataclasses.fields(strategy) if f.name not in PROMPT_ONLY)
     lists = tuple(file_lists(t, *_PROBE) for t in (strategy.template, strategy.update_template, strategy.turn_prefix_template))
     return (others, trigger, estimator, lists if strategy.track_files else None)

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 
 from compactlab.compaction.engine import CompactionEvent, Engine
 from compactlab.contract import Context, Summarizer, Trigger
+from compactlab.replay.strategy_config import estimator_of, trigger_of
 from compactlab.strategies.prompting import renders_prompt
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
@@ -37,8 +38,8 @@ def compact(
     summarizer: Summarizer | None = None,
 ) -> Preview:
     strategy = get_strategy(strategy_name)
-    trigger = getattr(strategy, "trigger", Trigger())
-    estimator_name: str = estimator if estimator else getattr(strategy, "estimator", "hybrid")
+    trigger = trigger_of(strategy)
+    estimator_name = estimator_of(strategy, estimator)
     positions = [i for i, m in enumerate(transcript.messages) if m.call is not None]
     if not positions:
         raise ValueError(f"{transcript.source_path}: no recorded LLM calls, so there is no context to compact")

@@ -45,7 +45,7 @@ from compactlab.memo import forget
 from compactlab.replay.fast.call_rows import SharedRows, call_arrays
 from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.strategy_config import StrategyConfig, estimator_of
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.run_failures import mark_incomplete
 from compactlab.runs.concurrent_replays import replay_concurrently
@@ -351,10 +351,7 @@ class _Job:
         return TranscriptPlan(transcript, strategies, meters, sharing)
 
     def estimator_of(self, strategy: StrategyConfig) -> str:
-        if strategy.estimator:
-            return strategy.estimator
-        own: str = getattr(self.instances[strategy.label], "estimator", self.default_estimator)
-        return own
+        return estimator_of(self.instances[strategy.label], strategy.estimator, self.default_estimator)
 
     def replay_setting(
         self, plan: TranscriptPlan, strategy: StrategyConfig, fan_out: FanOut = in_turn
