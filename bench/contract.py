@@ -71,7 +71,7 @@ class Summarizer(Protocol):
     def name(self) -> str: ...
 
     # Optional: `reads_prompt = False` for a summarizer that reads only `SummaryRequest.messages`
-    # (a strategy then skips rendering the prompt, most of a sweep's cost per summary).
+    # (a strategy then skips rendering a prompt no one reads; see docs/performance.md).
 
     def summarize(self, request: SummaryRequest) -> SummaryResponse: ...
 

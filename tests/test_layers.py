@@ -144,3 +144,12 @@ def test_nothing_names_the_old_top_level_packages():
 @pytest.mark.parametrize("module", ["compactlab.transcripts.model", "compactlab.version"])
 def test_the_bottom_imports_no_compactlab_module(module):
     assert _graph()[module] == set()
+
+
+def test_the_readme_layout_names_every_stage():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    layout = readme[readme.index("## Layout") :].split("\n## ", 1)[0]
+    stages = sorted(p.parent.name for p in (REPO / "bench").glob("*/__init__.py"))
+    modules = sorted(p.name for p in (REPO / "bench").glob("*.py"))
+    assert [s for s in stages if f"bench/{s}/" not in layout] == []
+    assert [m for m in modules if f"bench/{m}" not in layout] == []

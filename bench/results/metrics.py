@@ -40,8 +40,7 @@ def calls_frame(
     """The call rows of replays (as `Replayed.calls` columns, as arrays with the text columns
     joined by `coded_text`, or as dicts read back from a run). `rows_by_model`: each model's row
     positions, when the caller has them (`rows_of_each`), else found from the model column."""
-    # No copy: the columns are made for this frame, and stacking a sweep's hundreds of thousands of
-    # rows into one block took a fifth of building it.
+    # No copy: the columns are made for this frame, so stacking them into one block is wasted work.
     frame = pd.DataFrame(rows, copy=False)
     if frame.empty:
         return frame

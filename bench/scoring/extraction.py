@@ -57,7 +57,7 @@ _PATH = re.compile(
 # Error names: `(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b`,
 # written to start with the capital it needs, then to look behind it: Python's regular expressions
 # skip quickly to where a pattern's first character can match, but try every position of the
-# text when it starts by looking behind (four times slower here; the same matches).
+# text when it starts by looking behind (the same matches; docs/performance.md).
 _ERROR = re.compile(
     r"[A-Z](?:(?<![\w.][A-Z])\w*(?:Error|Exception|Warning)(?!\w)|(?<=\bS)topIteration\b|(?<=\bK)eyboardInterrupt\b|(?<=\bS)ystemExit\b)"
 )
@@ -71,7 +71,7 @@ _CANDIDATE = re.compile(r"[A-Za-z_](?<![\w.$@/-][A-Za-z_])(?:(?<=_)|(?=\w*?[_A-Z
 _ERROR_WORDS = ("Error", "Exception", "Warning", "StopIteration", "KeyboardInterrupt", "SystemExit")
 # Numbers: `(?:(?<=\bv)|(?<![\w.]))(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|\.\d)`: not glued to a word or a
 # dot, except `v1.2`; a trailing `p` is allowed for sed ranges (`'670,690p'`), other glued letters
-# (`100px`) are not. Written, like _ERROR, to start with its first digit (five times faster).
+# (`100px`) are not. Written, like _ERROR, to start with its first digit.
 _NUMBER = re.compile(r"\d(?:(?<=\bv\d)|(?<![\w.]\d))(?:\d*(?:\.\d+)+|\d{2,})(?!(?!p\b)\w|\.\d)")
 _OPTION_BEFORE = re.compile(r"(?:^|\s)--?[A-Za-z][\w-]*[ =]$")  # `-n ` / `--lines=` just before
 _RANGE_FROM_START = re.compile(r"(?:^|[\s'\"])1,$")
@@ -80,7 +80,7 @@ _BACKTICK = re.compile(r"`([^`\n]+)`")
 _FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.S)  # an unclosed fence runs to the end
 _CD_PREFIX = re.compile(r"^cd\s+\S+\s*&&\s*")
 # Text `shlex.split` accepts: every quote closed, no backslash left at the end. (A regular
-# expression, because shlex's character-by-character Python tokenizer was a fifth of extraction.)
+# expression rather than shlex's character-by-character tokenizer, which is slow in Python.)
 _SHELL_WORDS = re.compile(r"""(?:[^'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")*""", re.S)
 
 # Names every program knows without the session (docs/needed-items-labelling.md, "noise"): Python's

@@ -54,9 +54,8 @@ def _searchable(message: Message) -> Iterable[str]:
 
 
 # Each message's searchable text, made once, and its whitespace-normalised copy when a command
-# asks: a sweep searches the same messages in thousands of contexts, and decoding tool-call
-# arguments (or splitting a long context's text) again each time was most of its cost. The entry
-# holds the message so its id cannot be reused while the entry lives.
+# asks: a sweep searches the same messages in thousands of contexts, and would otherwise decode
+# tool-call arguments (or split a long context's text) again each time.
 class _MessageText:
     __slots__ = ("text", "normalised")
 

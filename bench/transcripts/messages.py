@@ -154,8 +154,8 @@ _SHELL_PATH = re.compile(
     rf"(?<![\w<>=.])(?=[\w.@+~/-]*\.)((?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{FILE_EXTENSIONS}))(?![\w/(])"
 )
 # `\bsed\s+-i|\s>>?\s*\S|\btee\b|\bpatch\b|\bgit\s+apply\b|\btouch\b|\bmv\b|\bcp\b`, each written to start
-# with its first character (Python's regular expressions skip quickly to where one can match, but
-# try every position for a pattern that starts with \b: five times slower here).
+# with its first character: Python's regular expressions skip quickly to where one can match, but
+# try every position for a pattern that starts with \b (docs/performance.md).
 _SHELL_WRITES = re.compile(
     r"s(?<=\bs)ed\s+-i|\s>>?\s*\S|t(?<=\bt)ee\b|p(?<=\bp)atch\b|g(?<=\bg)it\s+apply\b|t(?<=\bt)ouch\b|m(?<=\bm)v\b|c(?<=\bc)p\b"
 )

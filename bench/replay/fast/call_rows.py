@@ -41,8 +41,8 @@ def call_arrays(
 ) -> dict[str, np.ndarray | TextCodes]:
     """A transcript's call rows as arrays, setting after setting: for each (its shared rows, how
     many of them it takes, how many own rows follow in `own`). Each value is converted once and
-    the rows are gathered by one index per column (converting every setting's copy of the shared
-    rows took most of this). Text columns come as codes (`compactlab.replay.fast.text_codes.text_codes`)."""
+    the rows are gathered by one index per column, not converted again for every setting's copy
+    of the shared rows. Text columns come as codes (`compactlab.replay.fast.text_codes.text_codes`)."""
     sources = list({id(shared): shared.columns for shared, _, _ in parts}.values()) + [own]
     starts = dict(zip(map(id, sources), accumulate((len(s["call"]) for s in sources), initial=0)))
     ranges: list[np.ndarray] = []

@@ -42,8 +42,7 @@ class Coasting:
         A call needs the engine when the trigger fires there (the context reaches `fires_from`
         tokens) or the prompt overflows the window (unless `overflow_stops` is false: the engine
         would not try an emergency compaction). Most of a replay is such stretches between
-        compactions, and walking them call by call was a large share of a sweep's time. The
-        numbers are `measure`'s and `append`'s: the same additions in the same order, on arrays
+        compactions (docs/performance.md). The numbers are `measure`'s and `append`'s: the same additions in the same order, on arrays
         (a cumulative sum adds one term at a time, as the running sum does)."""
         base, arrays = walk.base, walk.base.arrays
         first = base.calls_before(index)

@@ -46,8 +46,8 @@ class SharedCompactions:
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         messages, counter = context.messages, request.count_tokens
-        # The messages are told apart by their ends in the key and by identity on a hit: making a
-        # key of every message's id cost as much as a compaction saved.
+        # The messages are told apart by their ends in the key and by identity on a hit: a key of
+        # every message's id would cost about what sharing the compaction saves.
         key = (
             len(messages),
             id(messages[0]) if messages else None,

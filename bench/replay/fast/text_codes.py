@@ -39,8 +39,8 @@ def joined_text(parts: list[TextCodes]):
 
 
 def coded_text(coded: TextCodes):
-    """A coded text column stored as pandas would store the texts themselves (converting every
-    row's text took most of building a sweep's frame)."""
+    """A coded text column stored as pandas would store the texts themselves, built from the
+    distinct texts instead of converting every row's."""
     codes, distinct = coded
     if not all(isinstance(value, str) for value in distinct):  # missing values: pandas decides as usual
         return np.array(distinct, dtype=object)[codes]
@@ -55,7 +55,7 @@ def rows_of_each(coded: TextCodes) -> dict[str, np.ndarray]:
 
 def summary_groups(transcripts: TextCodes, configs: TextCodes) -> tuple[np.ndarray, list[tuple[str, str]]]:
     """Each row's transcript × config as a number, numbered in sorted order, and the pairs by number:
-    what `transcript_summary` groups by (grouping a sweep's rows by their two texts took most of it)."""
+    what `transcript_summary` groups by (numbers group faster than pairs of texts)."""
     transcript_codes, transcript_names = transcripts
     config_codes, config_names = configs
     pairs, inverse = np.unique(transcript_codes * len(config_names) + config_codes, return_inverse=True)

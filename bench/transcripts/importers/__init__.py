@@ -123,8 +123,8 @@ def _accounted(source: Source, transcripts: list[Transcript], issues: RecordIssu
 
 
 # The text one message may hold. Replaying a transcript costs more than linear time and memory in a
-# single message's size (a 50 MB tool result took minutes and GBs), while the largest message of
-# the real datasets holds 74 thousand characters: a message past this budget is refused up front.
+# single message's size (docs/performance.md), while the largest message of the real datasets holds
+# 74 thousand characters: a message past this budget is refused up front.
 MESSAGE_BUDGET_MB = 2.0
 MESSAGE_BUDGET_VARIABLE = "COMPACTLAB_MAX_MESSAGE_MB"
 

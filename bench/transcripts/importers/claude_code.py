@@ -59,8 +59,7 @@ class _Draft:
         """Whether the same block (the same JSON) was added before; if not, it counts as added now.
 
         Blocks are told apart by their type, id and text first, and by their whole JSON text only
-        when those agree: serializing every block (a tool call's whole input) to compare them was
-        a tenth of reading a session."""
+        when those agree, so that a tool call's whole input is serialized only when it must be."""
         cheap: tuple | None = (block.get("type"), block.get("id"), block.get("text"), block.get("thinking"))
         if not all(value is None or isinstance(value, (str, int)) for value in cheap or ()):
             cheap = None  # a field that is no plain text or number (NaN is not equal to itself): by the JSON
