@@ -16,7 +16,7 @@ from compactlab.contract import Trigger
 from compactlab.replay.replay import replay, replay_plain
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.metrics import calls_frame, compactions_frame, compression_label, recorded_fidelity, transcript_summary
-from compactlab.runs import runs
+from compactlab.runs import runs, transcript_job
 from compactlab.runs.run_config import RunConfig, load_config
 from compactlab.runs.run_files import read_done
 from compactlab.tokens.context_windows import ContextWindows
@@ -194,7 +194,7 @@ def _config(tmp_path: Path) -> RunConfig:
 def test_run_directory_and_resume_after_interruption(tmp_path: Path, monkeypatch) -> None:
     config = _config(tmp_path)
     whole = runs.run(config, tmp_path / "whole")
-    original = runs.replay
+    original = transcript_job.replay
     calls = {"n": 0}
 
     def interrupted(*args, **kwargs):
@@ -203,7 +203,7 @@ def test_run_directory_and_resume_after_interruption(tmp_path: Path, monkeypatch
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(runs, "replay", interrupted)
+    monkeypatch.setattr(transcript_job, "replay", interrupted)
     with pytest.raises(KeyboardInterrupt):
         runs.run(config, tmp_path / "cut", workers=1)  # the interruption must happen in this process
     done_before = read_done(tmp_path / "cut" / "done.jsonl").units
@@ -214,7 +214,7 @@ def test_run_directory_and_resume_after_interruption(tmp_path: Path, monkeypatch
         handle.write('{"transcript": "half a line')  # what a kill in the middle of a write leaves
     with pytest.raises(ValueError, match="--resume"):
         runs.run(config, tmp_path / "cut")
-    monkeypatch.setattr(runs, "replay", original)
+    monkeypatch.setattr(transcript_job, "replay", original)
     resumed = runs.run(config, tmp_path / "cut", resume=True)
     assert resumed.resumed_units == 28
     key = ["transcript", "config", "call"]

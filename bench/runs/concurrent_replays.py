@@ -96,7 +96,7 @@ def replay_concurrently(
     """`reads` (files read, transcripts whole) as `read_files(..., then=job.replay_file, keep=keep)`
     would hand them back, the replays made on `threads` threads (see the module docstring).
 
-    `job` is the run's `compactlab.runs.runs._Job` (plan, replay_setting, assemble, file_hash). A replay that
+    `job` is the run's `compactlab.runs.transcript_job.TranscriptJob` (plan, replay_setting, assemble, file_hash). A replay that
     raises stops the run: calls not sent yet are refused (`account.stop`), replays not started are
     cancelled, and the error is raised when its file's turn comes."""
     replays = _LongestFirst(threads)

@@ -39,43 +39,28 @@ from tqdm import tqdm
 
 from compactlab.compaction.llm.concurrency import CallAccount, check_budget_prices, default_replay_threads, llm_completers
 from compactlab.compaction.llm.concurrency import run_calls as calls_limited
-from compactlab.compaction.llm.prices import PriceTable, resolve_prices
-from compactlab.contract import Strategy, Summarizer
+from compactlab.compaction.llm.prices import resolve_prices
+from compactlab.contract import Strategy
 from compactlab.memo import forget
-from compactlab.replay.fast.call_rows import SharedRows, call_arrays
-from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_by_setting
-from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
-from compactlab.replay.strategy_config import StrategyConfig, estimator_of
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.run_failures import mark_incomplete
 from compactlab.runs.concurrent_replays import replay_concurrently
 from compactlab.runs.llm_config import make_run_judge
 from compactlab.runs.run_config import RunConfig, config_json, default_strategies, windows_of
 from compactlab.runs.run_files import DONE, ROW_FILES, Commits, DoneLog, RunLock, read_done, write_atomic
-from compactlab.runs.run_results import RunTotals, TranscriptResults, results_from_rows, transcript_results
+from compactlab.runs.run_results import RunTotals, TranscriptResults, results_from_rows
 from compactlab.runs.run_storage import (
-    calls_table,
-    compactions_table,
-    part_calls,
-    part_compaction_rows,
     remove_unnamed,
     run_calls,
     run_compaction_rows,
-    write_part,
 )
-from compactlab.scoring.judge import FanOut, in_turn, score_compactions
-from compactlab.scoring.next_action import Judge
+from compactlab.runs.transcript_job import TranscriptJob, hash_of_file
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
 from compactlab.strategies.registry import get_strategy
-from compactlab.tokens.context_windows import ContextWindows
-from compactlab.tokens.metering import Meter
-from compactlab.tokens.tokenizers import TokenCache
 from compactlab.transcripts.datasets import resolve_inputs
 from compactlab.transcripts.loading import FailedFile, ReadInputs, ReadTranscript, read_files
-from compactlab.transcripts.model import Transcript
 from compactlab.transcripts.neutralise import csv_frame
 
-CACHED_CHARS = 50_000_000  # texts a replaying process keeps counts of (some 50-100 MB)
 PROGRESS_SECONDS = 0.2  # between two updates of the LLM calls shown beside the progress bar
 
 
@@ -166,7 +151,7 @@ def _run_locked(
     write_atomic(out / "config.json", json.dumps(config_json(config), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
     prices = resolve_prices(config.prices or None)
-    job = _Job(
+    job = TranscriptJob(
         config.strategies, instances, log.units, windows_of(config), config.estimator, summarizer, judge, out, prices, log.parts
     )
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
@@ -222,7 +207,7 @@ def _run_locked(
                 if read.transcripts:
                     file_hashes[read.transcripts[0].source_path] = file_hash
                     # The file read, whose hash --resume checks (a canonical file names its source instead).
-                    read_hash = file_hash if read.transcripts[0].source_path == str(read.path) else _file_hash(read.path)
+                    read_hash = file_hash if read.transcripts[0].source_path == str(read.path) else hash_of_file(read.path)
                 for transcript, replays in zip(read.transcripts, replayed):
                     if replays.parts is not None:
                         # One commit per transcript: its parts, written already, become part of the run with its done line.
@@ -267,145 +252,12 @@ def _check_unchanged(out: Path, log: DoneLog, files: Sequence[Path]) -> None:
                 f"{out}: --resume: {file} (read by this run) is gone or no longer among the datasets; "
                 f"restore it, or start a new run (another --out)"
             )
-        now = _file_hash(Path(file))
+        now = hash_of_file(Path(file))
         if now != recorded:
             raise ValueError(
                 f"{out}: --resume: {file} changed since this run replayed it (sha256 {recorded}, now {now}): "
                 f"its finished rows no longer match it; restore the file, or start a new run (another --out)"
             )
-
-
-@dataclass(frozen=True)
-class Replays:
-    """One transcript's replays under the settings not done yet, as the process that ran them hands them back."""
-
-    labels: list[str]
-    parts: dict[str, str] | None  # its row parts by kind, written (compactlab.runs.run_storage); None: nothing new to commit
-    results: TranscriptResults  # what the run keeps of it, its earlier committed rows included
-
-
-@dataclass(frozen=True)
-class TranscriptPlan:
-    """What the settings of one transcript share while they replay (side by side in threads, or in turn)."""
-
-    transcript: Transcript
-    strategies: list[StrategyConfig]
-    meters: dict[str, Meter]  # by estimator
-    sharing: dict[str, SharedCompactions]  # by label
-
-
-@dataclass(frozen=True)
-class _Job:
-    strategies: tuple[StrategyConfig, ...]
-    instances: dict[str, Strategy]  # each setting's strategy, by label (see resolve)
-    done: frozenset[tuple[str, str]]
-    windows: ContextWindows
-    default_estimator: str
-    summarizer: Summarizer | None
-    judge: Judge | None
-    out: Path
-    prices: PriceTable | None = None
-    committed: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # each transcript's parts done before --resume
-    # Token counts shared by every transcript a process replays: sessions of one dataset repeat
-    # their system prompt and task texts. (Bounded: see TokenCache.)
-    cache: TokenCache = field(default_factory=lambda: TokenCache(max_chars=CACHED_CHARS))
-
-    def replay_file(self, transcripts: tuple[Transcript, ...]) -> tuple[str | None, list[Replays]]:
-        """The file's hash for the run's metadata (taken here, beside the other reading, not by the
-        run's process at the end) and each transcript's replays."""
-        file_hash = self.file_hash(transcripts)
-        replayed = []
-        for transcript in transcripts:
-            replayed.append(self.replay_transcript(transcript))
-            forget()  # what the process computed for this transcript's messages (bench/memo.py)
-        return file_hash, replayed
-
-    @staticmethod
-    def file_hash(transcripts: tuple[Transcript, ...]) -> str | None:
-        return _file_hash(Path(transcripts[0].source_path)) if transcripts else None
-
-    def replay_transcript(self, transcript: Transcript) -> Replays:
-        plan = self.plan(transcript)
-        if plan is None:
-            return self.nothing_new(transcript)
-        return self.assemble(plan, [self.replay_setting(plan, strategy) for strategy in plan.strategies])
-
-    def nothing_new(self, transcript: Transcript) -> Replays:
-        """The replays of a transcript every setting of which was done before --resume."""
-        return Replays([], None, self._results(transcript, None, []))
-
-    def plan(self, transcript: Transcript) -> TranscriptPlan | None:
-        """What the settings of `transcript` not done yet share; None when every one is done."""
-        strategies = [s for s in self.strategies if (transcript.id, s.label) not in self.done]
-        if not strategies:  # every setting of this transcript was done before --resume
-            return None
-        # One meter per estimator, shared by every strategy of this transcript: each message is
-        # counted once for the whole run, however many settings replay it.
-        meters: dict[str, Meter] = {}
-        for strategy in strategies:
-            estimator = self.estimator_of(strategy)
-            if estimator not in meters:
-                meters[estimator] = Meter(transcript, estimator, self.cache)
-        # Settings that differ only in their trigger share each compaction of the same context.
-        sharing = shared_by_setting({s.label: self.instances[s.label] for s in strategies})
-        return TranscriptPlan(transcript, strategies, meters, sharing)
-
-    def estimator_of(self, strategy: StrategyConfig) -> str:
-        return estimator_of(self.instances[strategy.label], strategy.estimator, self.default_estimator)
-
-    def replay_setting(
-        self, plan: TranscriptPlan, strategy: StrategyConfig, fan_out: FanOut = in_turn
-    ) -> tuple[Replayed, list[dict]]:
-        """One setting's replay of the plan's transcript and its compaction rows (judged when the
-        run has a judge; `fan_out` runs the judge's calls)."""
-        transcript = plan.transcript
-        replayed = replay(
-            transcript,
-            strategy,
-            self.windows,
-            summarizer=self.summarizer,
-            meter=plan.meters[self.estimator_of(strategy)],
-            strategy=plan.sharing[strategy.label],
-        )
-        rows = [dict(vars(r)) for r in replayed.compactions]
-        if self.judge is not None:  # next-action preservation with a model (bench/scoring/next_action.py)
-            rows = score_compactions(self.judge, transcript, rows, replayed.compacted, fan_out)
-        return replayed, rows
-
-    def assemble(self, plan: TranscriptPlan, results: list[tuple[Replayed, list[dict]]]) -> Replays:
-        """The transcript's `Replays` from each setting's replay, in the order of its settings."""
-        compaction_rows: list[dict] = []
-        # Per setting, the rows it shares with the uncompacted replay (kept once per estimator), then its own rows.
-        shared_rows: dict[str, SharedRows] = {}
-        parts: list[tuple[SharedRows, int, int]] = []  # per setting, for the arrays (see call_arrays)
-        own: CallColumns = {name: [] for name in CALL_COLUMNS}
-        for strategy, (replayed, rows) in zip(plan.strategies, results):
-            compaction_rows += rows
-            calls, shared = replayed.calls, replayed.shared_calls
-            for name, values in calls.items():
-                own[name] += values[shared:]
-            rows_shared, added = shared_rows.setdefault(self.estimator_of(strategy), SharedRows()), len(calls["call"]) - shared
-            rows_shared.take(shared, calls)
-            parts.append((rows_shared, shared, added))
-        labels = [s.label for s in plan.strategies]
-        arrays = call_arrays(plan.transcript.id, labels, parts, own)
-        written = {
-            "calls": write_part(self.out, "calls", calls_table(arrays)),
-            "compactions": write_part(self.out, "compactions", compactions_table(compaction_rows)),
-        }
-        return Replays(labels, written, self._results(plan.transcript, arrays, compaction_rows))
-
-    def _results(self, transcript: Transcript, arrays, compaction_rows: list[dict]) -> TranscriptResults:
-        """What the run keeps of the transcript: of its new rows, and of those committed before --resume."""
-        earlier = self.committed.get(transcript.id)
-        if not earlier:
-            return transcript_results(arrays, compaction_rows, [transcript], self.prices)
-        names = {kind: [commit[kind] for commit in earlier] for kind in ("calls", "compactions")}
-        calls = part_calls(self.out, names["calls"])
-        if arrays is not None:
-            calls = pd.concat([calls, calls_table(arrays).to_pandas()], ignore_index=True)
-        rows = part_compaction_rows(self.out, names["compactions"]) + compaction_rows
-        return transcript_results(calls, rows, [transcript], self.prices)
 
 
 def finish(
@@ -449,7 +301,9 @@ def run_meta(read: ReadInputs, file_hashes: dict[str, str | None] | None = None)
     packages = ("compactlab", "pandas", "tiktoken", "openai", "anthropic", "matplotlib", "jinja2")
     return {
         "versions": {"python": platform.python_version(), **{p: _version(p) for p in packages}},
-        "datasets": {t.source_path: file_hashes.get(t.source_path) or _file_hash(Path(t.source_path)) for t in read.transcripts},
+        "datasets": {
+            t.source_path: file_hashes.get(t.source_path) or hash_of_file(Path(t.source_path)) for t in read.transcripts
+        },
         "prompts": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(PROMPTS_DIR.glob("*.j2"))},
         "transcripts": len(read.transcripts),
         "skipped_records": {t.id: len(t.skipped) for t in read.transcripts if t.skipped},
@@ -461,11 +315,4 @@ def _version(package: str) -> str | None:
     try:
         return version(package)
     except Exception:  # noqa: BLE001 - a missing package is reported as None, not a crash
-        return None
-
-
-def _file_hash(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    except OSError:
         return None

@@ -1,0 +1,181 @@
+"""One transcript's part of a run: its settings planned, replayed (in turn, or side by side while
+LLM calls are in flight) and their rows written as the transcript's Parquet parts.
+
+The process that replays a transcript (a worker, a Dask task, or the run's own threads) runs a
+`TranscriptJob`, which the run makes once: it holds what every transcript's replays share.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from compactlab.compaction.llm.prices import PriceTable
+from compactlab.contract import Strategy, Summarizer
+from compactlab.memo import forget
+from compactlab.replay.fast.call_rows import SharedRows, call_arrays
+from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_by_setting
+from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
+from compactlab.replay.strategy_config import StrategyConfig, estimator_of
+from compactlab.runs.run_results import TranscriptResults, transcript_results
+from compactlab.runs.run_storage import (
+    calls_table,
+    compactions_table,
+    part_calls,
+    part_compaction_rows,
+    write_part,
+)
+from compactlab.scoring.judge import FanOut, in_turn, score_compactions
+from compactlab.scoring.next_action import Judge
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.tokens.metering import Meter
+from compactlab.tokens.tokenizers import TokenCache
+from compactlab.transcripts.model import Transcript
+
+CACHED_CHARS = 50_000_000  # texts a replaying process keeps counts of (some 50-100 MB)
+
+
+@dataclass(frozen=True)
+class Replays:
+    """One transcript's replays under the settings not done yet, as the process that ran them hands them back."""
+
+    labels: list[str]
+    parts: dict[str, str] | None  # its row parts by kind, written (compactlab.runs.run_storage); None: nothing new to commit
+    results: TranscriptResults  # what the run keeps of it, its earlier committed rows included
+
+
+@dataclass(frozen=True)
+class TranscriptPlan:
+    """What the settings of one transcript share while they replay (side by side in threads, or in turn)."""
+
+    transcript: Transcript
+    strategies: list[StrategyConfig]
+    meters: dict[str, Meter]  # by estimator
+    sharing: dict[str, SharedCompactions]  # by label
+
+
+@dataclass(frozen=True)
+class TranscriptJob:
+    """What a run does with each transcript, wherever it runs: plan its settings, replay them, write
+    and hand back their rows (`compactlab.runs.runs.run` makes one for the whole run)."""
+
+    strategies: tuple[StrategyConfig, ...]
+    instances: dict[str, Strategy]  # each setting's strategy, by label (see resolve)
+    done: frozenset[tuple[str, str]]
+    windows: ContextWindows
+    default_estimator: str
+    summarizer: Summarizer | None
+    judge: Judge | None
+    out: Path
+    prices: PriceTable | None = None
+    committed: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # each transcript's parts done before --resume
+    # Token counts shared by every transcript a process replays: sessions of one dataset repeat
+    # their system prompt and task texts. (Bounded: see TokenCache.)
+    cache: TokenCache = field(default_factory=lambda: TokenCache(max_chars=CACHED_CHARS))
+
+    def replay_file(self, transcripts: tuple[Transcript, ...]) -> tuple[str | None, list[Replays]]:
+        """The file's hash for the run's metadata (taken here, beside the other reading, not by the
+        run's process at the end) and each transcript's replays."""
+        file_hash = self.file_hash(transcripts)
+        replayed = []
+        for transcript in transcripts:
+            replayed.append(self.replay_transcript(transcript))
+            forget()  # what the process computed for this transcript's messages (bench/memo.py)
+        return file_hash, replayed
+
+    @staticmethod
+    def file_hash(transcripts: tuple[Transcript, ...]) -> str | None:
+        return hash_of_file(Path(transcripts[0].source_path)) if transcripts else None
+
+    def replay_transcript(self, transcript: Transcript) -> Replays:
+        plan = self.plan(transcript)
+        if plan is None:
+            return self.nothing_new(transcript)
+        return self.assemble(plan, [self.replay_setting(plan, strategy) for strategy in plan.strategies])
+
+    def nothing_new(self, transcript: Transcript) -> Replays:
+        """The replays of a transcript every setting of which was done before --resume."""
+        return Replays([], None, self._results(transcript, None, []))
+
+    def plan(self, transcript: Transcript) -> TranscriptPlan | None:
+        """What the settings of `transcript` not done yet share; None when every one is done."""
+        strategies = [s for s in self.strategies if (transcript.id, s.label) not in self.done]
+        if not strategies:  # every setting of this transcript was done before --resume
+            return None
+        # One meter per estimator, shared by every strategy of this transcript: each message is
+        # counted once for the whole run, however many settings replay it.
+        meters: dict[str, Meter] = {}
+        for strategy in strategies:
+            estimator = self.estimator_of(strategy)
+            if estimator not in meters:
+                meters[estimator] = Meter(transcript, estimator, self.cache)
+        # Settings that differ only in their trigger share each compaction of the same context.
+        sharing = shared_by_setting({s.label: self.instances[s.label] for s in strategies})
+        return TranscriptPlan(transcript, strategies, meters, sharing)
+
+    def estimator_of(self, strategy: StrategyConfig) -> str:
+        return estimator_of(self.instances[strategy.label], strategy.estimator, self.default_estimator)
+
+    def replay_setting(
+        self, plan: TranscriptPlan, strategy: StrategyConfig, fan_out: FanOut = in_turn
+    ) -> tuple[Replayed, list[dict]]:
+        """One setting's replay of the plan's transcript and its compaction rows (judged when the
+        run has a judge; `fan_out` runs the judge's calls)."""
+        transcript = plan.transcript
+        replayed = replay(
+            transcript,
+            strategy,
+            self.windows,
+            summarizer=self.summarizer,
+            meter=plan.meters[self.estimator_of(strategy)],
+            strategy=plan.sharing[strategy.label],
+        )
+        rows = [dict(vars(r)) for r in replayed.compactions]
+        if self.judge is not None:  # next-action preservation with a model (bench/scoring/next_action.py)
+            rows = score_compactions(self.judge, transcript, rows, replayed.compacted, fan_out)
+        return replayed, rows
+
+    def assemble(self, plan: TranscriptPlan, results: list[tuple[Replayed, list[dict]]]) -> Replays:
+        """The transcript's `Replays` from each setting's replay, in the order of its settings."""
+        compaction_rows: list[dict] = []
+        # Per setting, the rows it shares with the uncompacted replay (kept once per estimator), then its own rows.
+        shared_rows: dict[str, SharedRows] = {}
+        parts: list[tuple[SharedRows, int, int]] = []  # per setting, for the arrays (see call_arrays)
+        own: CallColumns = {name: [] for name in CALL_COLUMNS}
+        for strategy, (replayed, rows) in zip(plan.strategies, results):
+            compaction_rows += rows
+            calls, shared = replayed.calls, replayed.shared_calls
+            for name, values in calls.items():
+                own[name] += values[shared:]
+            rows_shared, added = shared_rows.setdefault(self.estimator_of(strategy), SharedRows()), len(calls["call"]) - shared
+            rows_shared.take(shared, calls)
+            parts.append((rows_shared, shared, added))
+        labels = [s.label for s in plan.strategies]
+        arrays = call_arrays(plan.transcript.id, labels, parts, own)
+        written = {
+            "calls": write_part(self.out, "calls", calls_table(arrays)),
+            "compactions": write_part(self.out, "compactions", compactions_table(compaction_rows)),
+        }
+        return Replays(labels, written, self._results(plan.transcript, arrays, compaction_rows))
+
+    def _results(self, transcript: Transcript, arrays, compaction_rows: list[dict]) -> TranscriptResults:
+        """What the run keeps of the transcript: of its new rows, and of those committed before --resume."""
+        earlier = self.committed.get(transcript.id)
+        if not earlier:
+            return transcript_results(arrays, compaction_rows, [transcript], self.prices)
+        names = {kind: [commit[kind] for commit in earlier] for kind in ("calls", "compactions")}
+        calls = part_calls(self.out, names["calls"])
+        if arrays is not None:
+            calls = pd.concat([calls, calls_table(arrays).to_pandas()], ignore_index=True)
+        rows = part_compaction_rows(self.out, names["compactions"]) + compaction_rows
+        return transcript_results(calls, rows, [transcript], self.prices)
+
+
+def hash_of_file(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
