@@ -57,7 +57,7 @@ class Uncompacted:
 
     @cached_property
     def arrays(self) -> dict[str, np.ndarray]:
-        """The lists as arrays, for finding stops and rowing stretches of calls at once (`Walk.coast`)."""
+        """The lists as arrays, for finding stops and rowing stretches of calls at once (`compactlab.replay.fast.coasting`)."""
         return {
             "tokens": np.array(self.message_tokens, dtype=float),
             "history": np.array(self.history_tokens, dtype=float),
