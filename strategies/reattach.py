@@ -267,7 +267,7 @@ def _after(call: ToolCallPart, result: ToolResultPart, states: dict[str, FileSta
     edits = arguments.get("edits") if call.name == "MultiEdit" else [arguments]
     raw = before.raw if before is not None else None
     for edit in edits if isinstance(edits, list) else []:
-        old, new = edit.get("old_string"), edit.get("new_string")
+        old, new = (edit.get("old_string"), edit.get("new_string")) if isinstance(edit, dict) else (None, None)
         if raw is None or not isinstance(old, str) or not isinstance(new, str) or old not in raw:
             raw = None
             break

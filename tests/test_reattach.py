@@ -129,3 +129,14 @@ def test_the_claude_code_preset_reattaches_after_its_summary() -> None:
     # The recorded strategy without re-attachment is the bare summary (the setting exists to compare).
     bare = get_strategy("recorded", summary="s", reattach=False).compact(Context(messages=history), request)
     assert len(bare.context.messages) == 1
+
+
+def test_a_multiedit_with_an_edit_that_is_not_an_object_leaves_the_file_known_only_in_part() -> None:
+    # A malformed MultiEdit (its `edits` a list of strings) that reported success: the edit cannot be
+    # applied, so what is known of the file is what the session saw before (it raised AttributeError).
+    history = AUTO.messages[: AUTO.compactions[0].at_message]
+    path = reattach(history, lambda text: len(text) / 4).files[1]  # known whole before the edit
+    before = file_states(history)[path]
+    after = file_states((*history, *tool("MultiEdit", "bad", file_path=path, edits=["not an edit"])))[path]
+    assert before.raw is not None and not before.partial
+    assert after.raw is None and after.partial and after.shown == before.shown
