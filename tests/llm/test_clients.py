@@ -166,6 +166,14 @@ def test_price_overrides_from_dict_and_toml(tmp_path: Path) -> None:
         load_prices_toml(path)
 
 
+def test_a_none_input_or_output_price_is_missing() -> None:
+    # A dict (unlike TOML) can say None: it used to build a price that failed in the first cost_of.
+    with pytest.raises(ValueError, match="'my-model': missing input"):
+        resolve_prices({"my-model": {"input": None, "output": 1.0}})
+    with pytest.raises(ValueError, match="missing output"):
+        resolve_prices({"my-model": {"input": 1.0, "output": None, "cache_read": None}})
+
+
 # --- retries ------------------------------------------------------------------------------------
 
 

@@ -206,7 +206,8 @@ def parse_price(key: str, raw: object) -> ModelPrice:
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ValueError(f"price for {key!r}: unknown field(s) {unknown}; expected {', '.join(_PRICE_FIELDS)}")
-    missing = [name for name in ("input", "output") if name not in raw]
+    # An input or output price given as None is missing too: only the cache prices may be absent.
+    missing = [name for name in ("input", "output") if raw.get(name) is None]
     if missing:
         raise ValueError(f"price for {key!r}: missing {', '.join(missing)} (USD per million tokens)")
     values: dict[str, object] = {}
