@@ -96,7 +96,7 @@ def resolve(config: RunConfig) -> tuple[RunConfig, dict[str, Strategy]]:
     resolved, instances = [], {}
     for entry in config.strategies or default_strategies():
         strategy = instances[entry.label] = get_strategy(entry.strategy, **dict(entry.settings))
-        if entry.estimator is None and not hasattr(strategy, "estimator"):
+        if entry.estimator is None and getattr(strategy, "estimator", None) is None:  # it carries none: the run's
             entry = replace(entry, estimator=config.estimator)
         resolved.append(entry)
     return replace(config, strategies=tuple(resolved)), instances
