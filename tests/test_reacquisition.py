@@ -21,6 +21,9 @@ def test_the_auto_compaction_lost_items_are_what_claude_code_reattached_unseen()
     # agent had them, so it never re-acquired them (0 of 2), against 4 of the 9 kept items.
     assert (found.lost, found.lost_reacquired, found.kept, found.kept_reacquired) == (2, 0, 9, 4)
     assert found.lost_not_reacquired == ("path:/tmp/filter-repo-output.log", "path:pyproject.toml")
+    # The agent's first step after the compaction names both: no message came between in which they
+    # could have come back, so they are counted as used at once.
+    assert found.lost_at_once == 2
 
 
 def test_an_item_is_reacquired_only_before_the_step_that_uses_it() -> None:
@@ -38,3 +41,6 @@ def test_an_item_is_reacquired_only_before_the_step_that_uses_it() -> None:
     found = reacquisition_at((*history, *after), len(history), (Message("user", (TextPart("summary: nothing"),)),))
     assert (found.lost, found.lost_reacquired) == (2, 1)
     assert found.lost_not_reacquired == ("path:src/app.py",)
+    # src/app.py is used by the very first step: nothing could have brought it back. settings_module
+    # is used two messages later, after a tool result that could (and did).
+    assert found.lost_at_once == 1

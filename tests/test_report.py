@@ -160,7 +160,17 @@ def test_real_compaction_side_by_side(run_dir: Path, page: str) -> None:
     section = page[page.index('<section id="real-compactions">') : page.index('<section id="metadata">')]
     assert f"<code>{REAL_COMPACTION}</code>, call 103" in section
     assert "This session is being continued from a previous conversation" in section  # the production summary
-    assert section.count('<div class="card">') >= 1 and "calls before the production compaction" in section
+    # What the replay rebuilt after the production summary, and what its prediction cannot know.
+    assert (
+        "The replay's compacted context: the production agent's summary; re-attached 5 file(s), 1 known only in part, "
+        "the todo list (8 items)." in html.unescape(section)
+    )
+    assert "where the\nremaining error comes from" in section
+    # Each other strategy's nearest compaction says how far from the production one it is, and that agrees with its call.
+    whens = re.findall(r"(?:(\d+) calls (before|after) the production compaction|at the same call) \(call (\d+),", section)
+    assert len(whens) == section.count('<div class="card">') >= 1
+    for calls, side, call in whens:
+        assert int(call) - 103 == (0 if not calls else int(calls) if side == "after" else -int(calls))
     # The condenser log has no LLM calls: not replayed, its production summaries listed.
     assert "could not be replayed" in section and "astropy__astropy-12907" in section
 

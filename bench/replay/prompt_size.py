@@ -23,6 +23,18 @@ context is then `fixed + estimate of its messages × ratio`:
 keep the newest messages, whose true size the recorded counts give) and the drift of the
 uncompacted size after a production compaction (below); the README states the figures.
 
+A summary is new text, not history: its size is the model family's fit applied to its own text
+(`Meter.written`), added to the fixed part, and the ratio applies to the rest of the context:
+
+    size = fixed + summaries' tokens + (estimate of the messages - summaries' estimate) × ratio
+
+The ratio also carries what the history's text does not show (the framing of each tool call and
+result, reminders and images the file lacks), which a summary does not share. On the two bundled
+real compactions the first prompt after the compaction (or Claude Code's /context reading) is then
+predicted at −2.7% and +0.8%, against −4.0% and +5.5% with the summary sized at the ratio
+(`python -m compactlab.measure.real_compactions`). With no fit for the model family the summary is
+sized at the ratio, as history is.
+
 After the production agent compacted, the recorded counts describe its compacted prompts, not the
 history: the history's size (`full_tokens`) is then its estimate with the last ratio measured
 before that compaction.
@@ -35,6 +47,8 @@ as the agent it models does, and its error is then the agent's.
 
 from __future__ import annotations
 
+from compactlab.tokens.metering import NOTHING_WRITTEN, Written
+
 
 def measured_ratio(recorded: int, fixed: float, estimated: float) -> float:
     """Provider tokens per estimated token of a session's messages at one call (1 when either side
@@ -44,9 +58,10 @@ def measured_ratio(recorded: int, fixed: float, estimated: float) -> float:
     return 1.0
 
 
-def measured_size(fixed: float, estimated: float, ratio: float) -> int:
-    """The measured size of a prompt whose messages are estimated at `estimated`."""
-    return round(fixed + estimated * ratio)
+def measured_size(fixed: float, estimated: float, ratio: float, written: Written = NOTHING_WRITTEN) -> int:
+    """The measured size of a prompt whose messages are estimated at `estimated`, `written` of it
+    summaries (their estimate is in `estimated`; with none, `fixed + estimated × ratio` exactly)."""
+    return round(fixed + written.tokens + (estimated - written.estimate) * ratio)
 
 
 def hybrid_tokens(known: tuple[int, int], history_before: float, history: list[float]) -> int:

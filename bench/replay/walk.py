@@ -23,6 +23,7 @@ from compactlab.scoring.preservation import preservation_at
 from compactlab.scoring.reacquisition import reacquisition_json
 from compactlab.scoring.summary_recall import recall_json, summary_recall_at
 from compactlab.tokens.estimators import Hybrid
+from compactlab.tokens.metering import NOTHING_WRITTEN
 from compactlab.transcripts.model import Message, Transcript
 
 K_STEPS = (1, 5)
@@ -107,6 +108,7 @@ class Walk:
         # cover, tokens). The hybrid trigger adds the messages since; `context` gives it to strategies.
         self.known: tuple[int, int] | None = None
         self.context_sum = 0.0  # estimate of the context's messages
+        self.written = NOTHING_WRITTEN  # the summaries among them (`Meter.written`)
         self.real_compaction_seen = False
         self.compaction_marker_since_call = False
         self.compacted_since_call = False
@@ -149,9 +151,10 @@ class Walk:
         are (the engine asks for both). The walk keeps a running sum of its own context, so only
         another context (a fresh compaction's result) is counted anew."""
         if self.last_built is not None and context.messages is self.last_built.messages:
-            return measured_size(self.overhead, self.context_sum, self.ratio())
+            return measured_size(self.overhead, self.context_sum, self.ratio(), self.written)
         self.counted = (context.messages, self.meter.running_sums(context.messages))
-        return measured_size(self.overhead, self._counted_sum(len(context.messages)), self.ratio())
+        written = self.meter.written(context.messages)
+        return measured_size(self.overhead, self._counted_sum(len(context.messages)), self.ratio(), written)
 
     def _counted_sum(self, count: int) -> float:
         """The estimate of the first `count` messages of the last counted context (as `sum` adds them)."""
@@ -183,7 +186,7 @@ class Walk:
         # Nothing removed yet: the prompt is the history, whose size is the uncompacted replay's (the
         # recorded count before any production compaction), not a measure of it that can round apart.
         removed = bool(self.head.compactions)
-        context_tokens = measured_size(overhead, self.context_sum, self.ratio()) if removed else full_tokens
+        context_tokens = measured_size(overhead, self.context_sum, self.ratio(), self.written) if removed else full_tokens
         context_estimate = round(self.context_sum + overhead)
         # What a prompt cache could serve: the part identical to the previous prompt. Append-only
         # since the last call, that is the whole previous prompt, in the same anchored units as the
@@ -254,6 +257,7 @@ class Walk:
                     self.context_sum = self._counted_sum(len(context.messages))
                 else:
                     self.context_sum = sum(self.meter.message_tokens(m) for m in context.messages)
+                self.written = self.meter.written(context.messages)
             self.head, self.tail_start, self.known = context, index, None
             self.last_built = context
         scores = {}

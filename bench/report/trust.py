@@ -95,6 +95,7 @@ def _reacquisition(run: RunData) -> dict[str, Any]:
                 "call": str(r["call"]),
                 "lost": _count(r["lost_reacquired"], r["lost"]),
                 "kept": _count(r["kept_reacquired"], r["kept"]),
+                "at_once": str(r.get("lost_at_once", 0)),
                 "not_back": r["lost_not_reacquired"],
             }
             for r in found["compactions"]
@@ -102,6 +103,8 @@ def _reacquisition(run: RunData) -> dict[str, Any]:
         "lost": _count(found["lost_reacquired"], found["lost"]),
         "kept": _count(found["kept_reacquired"], found["kept"]),
         "lost_share": found["lost_share"],
+        "lost_total": found["lost"],
+        "at_once": found.get("lost_at_once", 0),
         "k": next((r.get("k") for r in found["compactions"] if r.get("k")), 5),
     }
 

@@ -41,6 +41,11 @@ def format_recorded(rows: list[dict], fidelity: list[dict], replayed: int, reacq
             f"  re-acquired before use after the real compactions: {_share(reacquisition, 'lost')} of the items the metric "
             f"marks lost, {_share(reacquisition, 'kept')} of those it marks kept (a lost item really gone must come back)"
         )
+        if reacquisition.get("lost_at_once"):
+            lines.append(
+                f"  {reacquisition['lost_at_once']} of the {reacquisition['lost']} lost items were used before any message could "
+                "bring them back: the real compacted context held them (re-attachments the file does not record?), not the replay's"
+            )
     return "\n".join(lines)
 
 

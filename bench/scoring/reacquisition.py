@@ -11,6 +11,13 @@ listed, since they are where the metric and the agent disagree.
 
 A step's own tool call counts as the use, not as re-acquisition: the agent needed the item to
 make that call. The compacted context is the replay's (summary and Claude Code's re-attachments).
+
+A lost item used before any message could bring it back (`lost_at_once`: no tool call, tool
+result or user message between the compaction and its use; typically the first step after an
+auto-compaction) cannot be re-acquired: the agent had it, so the real compacted context held
+something the replay's lacks (at m-claude 3af9b1a7, files the agent says Claude Code's reminders
+showed it and the transcript never shows read), or the agent named it from nothing. Those are
+counted apart: they measure the replay's reconstruction of the real context, not the metric.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ class Reacquisition:
     kept: int
     kept_reacquired: int
     lost_not_reacquired: tuple[str, ...]  # "kind:text"
+    lost_at_once: int = 0  # lost items used before any message could bring them back
 
     @property
     def lost_share(self) -> float | None:
@@ -52,12 +60,13 @@ def reacquisition_at(messages: Sequence[Message], index: int, compacted: Sequenc
     for step in steps:
         for item in extract_items([messages[step]]):
             first_use.setdefault(item.text, step)
-    lost_back = [
-        item for item in score.lost if _reacquired(messages, index, first_use.get(item.text, steps[-1] if steps else index), item)
-    ]
-    kept_back = [
-        item for item in score.kept if _reacquired(messages, index, first_use.get(item.text, steps[-1] if steps else index), item)
-    ]
+
+    def use(item: Item) -> int:
+        return first_use.get(item.text, steps[-1] if steps else index)
+
+    lost_back = [item for item in score.lost if _reacquired(messages, index, use(item), item)]
+    kept_back = [item for item in score.kept if _reacquired(messages, index, use(item), item)]
+    at_once = [item for item in score.lost if not any(_acquiring_part(m) for m in messages[index : use(item)])]
     return Reacquisition(
         index,
         len(score.lost),
@@ -65,6 +74,7 @@ def reacquisition_at(messages: Sequence[Message], index: int, compacted: Sequenc
         len(score.kept),
         len(kept_back),
         tuple(f"{i.kind}:{i.text}" for i in score.lost if i not in lost_back),
+        len(at_once),
     )
 
 
@@ -78,7 +88,7 @@ def reacquisition_json(messages: Sequence[Message], index: int, compacted: Seque
     }
 
 
-COUNTS = ("lost", "lost_reacquired", "kept", "kept_reacquired")
+COUNTS = ("lost", "lost_reacquired", "kept", "kept_reacquired", "lost_at_once")
 
 
 def reacquisition_summary(compactions: pd.DataFrame) -> dict:
@@ -95,7 +105,7 @@ def reacquisition_summary(compactions: pd.DataFrame) -> dict:
                     "config": row.config,
                     "call": int(row.call),
                     "message_index": int(row.message_index),
-                    **{name: int(found[name]) for name in COUNTS},
+                    **{name: int(found.get(name, 0)) for name in COUNTS},  # rows before `lost_at_once` lack it
                     "lost_not_reacquired": list(found["lost_not_reacquired"]),
                     "k": found.get("k"),
                 }

@@ -6,6 +6,9 @@ the per-session constant for sources whose files lack the system prompt (see
 context still holds the prefix that count covered. `calibrated` uses the fit shipped for the
 transcript's model family (`compactlab.tokens.calibration`).
 
+Text a compaction writes (a summary) is counted apart: `written` sizes it with the model family's
+shipped fit, not with the session's measured ratio (`compactlab.replay.prompt_size`).
+
 `from_sum` and `from_usage` are the two ways a whole prompt's estimate is made: the replay's
 `__call__` and the estimation benchmark (`compactlab.tokens.estimation`) both go through them, so the two
 cannot disagree on what a prompt is estimated at.
@@ -18,11 +21,24 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 
 from compactlab.contract import Context
-from compactlab.tokens.calibration import calibrated_for
+from compactlab.tokens.calibration import calibrated_for, shipped_fits, transcript_family
 from compactlab.tokens.estimators import Calibrated, Hybrid, LocalEstimator, get_estimator, local_estimator
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
 from compactlab.tokens.tokenizers import TokenCache
+from compactlab.transcripts.messages import is_summary
 from compactlab.transcripts.model import Message, Transcript
+
+
+@dataclass(frozen=True)
+class Written:
+    """The summaries in a context: their estimate in the run's units and their size in provider
+    tokens by the model family's fit (`Meter.written`)."""
+
+    estimate: float = 0.0
+    tokens: float = 0.0
+
+
+NOTHING_WRITTEN = Written()
 
 
 @dataclass
@@ -35,6 +51,7 @@ class Meter:
     def __post_init__(self) -> None:
         self._memo: dict[int, tuple[Message, float]] = {}
         self._sums: dict[int, tuple[tuple[Message, ...], list[float]]] = {}
+        self._written: dict[int, tuple[tuple[Message, ...], Written]] = {}
         self.estimator = get_estimator(self.estimator_name)
         if isinstance(self.estimator, Calibrated) and self.estimator.family is None:
             self.estimator = calibrated_for(self.transcript)
@@ -46,6 +63,8 @@ class Meter:
         )
         if self.transcript.source_format in MISSING_SYSTEM_PROMPT:
             self.offset = self._first_call_offset()
+        fit = shipped_fits().get(transcript_family(self.transcript))
+        self.family_fit: Calibrated | None = fit.estimator() if fit is not None else None
 
     def _first_call_offset(self) -> int:
         for index, message in enumerate(self.transcript.messages):
@@ -79,6 +98,36 @@ class Meter:
             if len(self._sums) >= 64:
                 self._sums.clear()
             found = self._sums[id(messages)] = (messages, list(accumulate(map(self.message_tokens, messages))))
+        return found[1]
+
+    def written(self, messages: tuple[Message, ...]) -> Written:
+        """The summaries among `messages`, sized in provider tokens by the model family's shipped fit.
+
+        The session's measured ratio (provider tokens per estimated token of its history) also
+        carries what the history's text does not show: the framing of each tool call and result,
+        reminders and images the file does not hold, values a redaction changed. A summary is one
+        new message of prose, so only its own text applies: on the bundled manual compaction
+        (m-claude 97b0ffde: 58 short tool calls before it) the ratio, 2.05 per chars/4 token,
+        counts the summary at 2,539 tokens where Claude Code's /context reports 1.5k for the
+        messages; the Claude fit counts 1,620. With no fit for the family, nothing is counted apart.
+        Kept for the last few tuples, as `running_sums`."""
+        fit = self.family_fit
+        if fit is None:
+            return NOTHING_WRITTEN
+        found = self._written.get(id(messages))
+        if found is None or found[0] is not messages:
+            summaries = [m for m in messages if is_summary(m)]
+            written = (
+                Written(
+                    sum(map(self.message_tokens, summaries)),
+                    sum(fit.message_tokens(m, self.framing, self.cache) for m in summaries),
+                )
+                if summaries
+                else NOTHING_WRITTEN
+            )
+            if len(self._written) >= 64:
+                self._written.clear()
+            found = self._written[id(messages)] = (messages, written)
         return found[1]
 
     @property

@@ -54,7 +54,8 @@ class Coasting:
         sums = np.cumsum(np.concatenate(([walk.context_sum], arrays["tokens"][index:end])))
         before = sums[positions - index]  # the context's estimate before each call
         calls = slice(first, first + len(positions))
-        context = np.rint(walk.overhead + before * arrays["ratios"][calls])  # as `measured_size`
+        written = walk.written  # the context's summaries, sized apart as in `measured_size`
+        context = np.rint(walk.overhead + written.tokens + (before - written.estimate) * arrays["ratios"][calls])
         if walk.uses_usage and walk.known is not None:  # as `hybrid_tokens`, anchored on the previous call's row
             history = arrays["history"]
             anchor = np.concatenate(([walk.known[1]], context[:-1] + arrays["outputs"][calls][:-1]))
