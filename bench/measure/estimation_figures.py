@@ -16,6 +16,7 @@ and what they lost moves its error by far less than the figures checked.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import replace
 
@@ -69,7 +70,9 @@ def _describe(values: pd.Series) -> str:
 
 
 def main(argv: list[str]) -> int:
-    loaded = load_inputs(argv, lenient=True)
+    parser = argparse.ArgumentParser(prog="python -m compactlab.measure.estimation_figures", description=__doc__.split("\n\n")[0])
+    parser.add_argument("inputs", nargs="*", help="transcript files, folders or dataset names (default: every bundled dataset)")
+    loaded = load_inputs(parser.parse_args(argv).inputs, lenient=True)
     for name, value in figures(list(loaded.transcripts)).items():
         print(f"{name}: {value}")
     return 0

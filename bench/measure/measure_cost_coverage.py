@@ -2,18 +2,21 @@
 price table prices completely, and which models it lacks.
 
     python -m compactlab.measure.measure_cost_coverage [FOLDER ...]
+
+With no folder: every bundled dataset and, when the repository sits beside it, every folder of the
+shared collection (`../shared/transcripts`).
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 from collections import Counter
 from pathlib import Path
 
 from compactlab.compaction.llm.prices import price_for
 from compactlab.transcripts.loading import load_inputs
 
-SHARED = Path("/work/shared/transcripts")
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "transcripts"
 
 
 def main(inputs: list[str]) -> None:
@@ -29,5 +32,9 @@ def main(inputs: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    main(args or ([] if not SHARED.exists() else [str(p) for p in sorted(SHARED.iterdir()) if p.is_dir()]))
+    parser = argparse.ArgumentParser(
+        prog="python -m compactlab.measure.measure_cost_coverage", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("folders", nargs="*", help="transcript folders, files or dataset names (default: see above)")
+    folders = parser.parse_args().folders
+    main(folders or ([] if not SHARED.exists() else [str(p) for p in sorted(SHARED.iterdir()) if p.is_dir()]))

@@ -8,8 +8,8 @@ distributions it pulls in, and what the environment would weigh without a given 
 
 from __future__ import annotations
 
+import argparse
 import re
-import sys
 from importlib.metadata import PackageNotFoundError, distribution, distributions
 
 
@@ -61,4 +61,8 @@ def main(dropped: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["openai", "anthropic", "matplotlib"])
+    parser = argparse.ArgumentParser(prog="python -m compactlab.measure.measure_footprint", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "packages", nargs="*", default=["openai", "anthropic", "matplotlib"], help="the dependencies to weigh without"
+    )
+    main(parser.parse_args().packages)

@@ -12,7 +12,7 @@ the ratio for all default estimators, whose character and word heuristics add th
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, run_estimation
@@ -72,4 +72,6 @@ def main(arguments: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    parser = argparse.ArgumentParser(prog="python -m compactlab.measure.speed_estimation", description=__doc__.split("\n\n")[0])
+    parser.add_argument("inputs", nargs="*", help="dataset names or paths (default: every bundled dataset)")
+    main(parser.parse_args().inputs)

@@ -20,6 +20,7 @@ the best of three passes in a row, so the encoder's tables are warm: the fastest
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import subprocess
@@ -99,4 +100,9 @@ def _listed(values: list[float]) -> str:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:2] == [ONE_SWEEP]:
+        main(sys.argv[1:])
+    else:
+        parser = argparse.ArgumentParser(prog="python -m compactlab.measure.speed_sweep", description=__doc__.split("\n\n")[0])
+        parser.add_argument("inputs", nargs="*", help="dataset names or paths (default: every bundled dataset)")
+        main(parser.parse_args().inputs)

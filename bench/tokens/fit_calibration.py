@@ -9,6 +9,7 @@ scores the new lines on every transcript not named in the file.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -23,7 +24,11 @@ TRAIN_FRACTION = 0.5
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else SHIPPED_FIT
+    parser = argparse.ArgumentParser(prog="python -m compactlab.tokens.fit_calibration", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "out", nargs="?", type=Path, default=SHIPPED_FIT, help=f"where to write the fits (default: {SHIPPED_FIT})"
+    )
+    out = parser.parse_args(argv).out
     datasets = [dataset.name for dataset in list_datasets()]
     base = Calibrated().base
     calls = run_estimation(load_inputs(datasets).transcripts, [base]).calls

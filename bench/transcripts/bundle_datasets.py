@@ -9,9 +9,9 @@ with the origin (repository, path, commit) of every file. Selection rules are in
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,4 +203,12 @@ def card(selection: Selection, names: list[str], manifest: dict[str, dict[str, s
 
 
 if __name__ == "__main__":
-    bundle(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else datasets_dir())
+    parser = argparse.ArgumentParser(
+        prog="python -m compactlab.transcripts.bundle_datasets", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("shared", type=Path, help="the shared collection of real transcripts (e.g. ../shared/transcripts)")
+    parser.add_argument(
+        "out", nargs="?", type=Path, default=None, help="where to build the datasets (default: the datasets folder)"
+    )
+    args = parser.parse_args()
+    bundle(args.shared, args.out if args.out is not None else datasets_dir())

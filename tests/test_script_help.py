@@ -1,0 +1,39 @@
+"""Every script `python -m` runs answers `--help` with its usage and does nothing else.
+
+Before they had argument parsers, four of them read `--help` as a path: `fit_calibration --help`
+wrote its fit to a file named `--help`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(
+    "compactlab." + path.relative_to(ROOT / "bench").with_suffix("").as_posix().replace("/", ".")
+    for path in (ROOT / "bench").rglob("*.py")
+    if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8")
+)
+
+
+def test_the_scripts_are_found() -> None:
+    assert "compactlab.tokens.fit_calibration" in SCRIPTS and len(SCRIPTS) > 10
+
+
+@pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")  # runpy on a module a test imported
+@pytest.mark.parametrize("module", SCRIPTS)
+def test_help_prints_the_usage_and_writes_nothing(module: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [module, "--help"])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), pytest.raises(SystemExit) as exited:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    assert exited.value.code in (0, None)
+    assert "usage:" in printed.getvalue()
+    assert list(tmp_path.iterdir()) == []
