@@ -23,7 +23,7 @@ from compactlab.tokens.context_windows import ContextWindows
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.loading import ReadTranscript, load_inputs
 from compactlab.transcripts.model import CompactionMarker
-from tests.conftest import bundled
+from tests.conftest import DATASETS, bundled
 
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
 MINI = load_file(MINI_PATH)[0]
@@ -328,14 +328,18 @@ def test_run_on_real_transcripts_the_repository_does_not_contain(shared: Path, t
 
 def test_default_run_directory_is_replaced_but_an_explicit_one_is_not(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
-    arguments = ["run", "--dataset", "claude-code-log", "--strategy", "truncate", "--window", "40000"]
+    sessions = tmp_path / "sessions"  # four real sessions: what is tested is where the run writes
+    sessions.mkdir()
+    for source in sorted((DATASETS / "claude-code-log" / "transcripts").iterdir())[:4]:
+        (sessions / source.name).write_bytes(source.read_bytes())
+    arguments = ["run", "--dataset", str(sessions), "--strategy", "truncate", "--window", "40000"]
     assert main(arguments) == 0
     assert main(arguments) == 0  # the README's main command can be run again
-    assert len(read_done(tmp_path / "reports" / "run" / "done.jsonl").units) == 38
+    assert len(read_done(tmp_path / "reports" / "run" / "done.jsonl").units) == 4
     explicit = [
         "run",
         "--dataset",
-        "claude-code-log",
+        str(sessions),
         "--strategy",
         "truncate",
         "--window",

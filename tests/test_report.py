@@ -12,6 +12,7 @@ from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -20,6 +21,7 @@ from compactlab.report.diff import diff_runs, format_diff
 from compactlab.report.run_data import figures_and_recommendation, load_light, load_run
 from compactlab.report.run_report import TITLE
 from compactlab.report.transcripts import SHOWN_TRANSCRIPTS, select_transcripts
+from compactlab.results.catalogue import metric as metric_named
 from tests.report_runs import END, HOSTILE, IMG, SCRIPT, hostile_run, small_run
 from tests.test_report_estimation import parse
 
@@ -239,6 +241,26 @@ def test_diff_names_what_got_better_and_worse(run_dir: Path, tmp_path: Path) -> 
     text = format_diff(diff)
     assert "better summarize" in re.sub(r"\s+", " ", text) and "worse" in text
     assert isinstance(diff.metrics, pd.DataFrame)
+
+
+def test_diff_shows_a_and_b_over_the_pairs_its_change_is_over(tmp_path: Path) -> None:
+    # A session where only one run has the figure (here: B no longer has summarize's facts kept where it
+    # compacted) must be in neither mean, or A and B disagree with B − A (it read 30.2% → 33.1%, "−0.4 pp").
+    reference = Path(__file__).resolve().parents[1] / "reports" / "reference"
+    changed = tmp_path / "b"
+    shutil.copytree(reference, changed)
+    frame = load_light(reference).transcripts
+    known = frame[~frame["damaged"] & (frame["config"] == "summarize") & frame["preservation_k1"].notna()]
+    assert len(known) >= 10
+    dropped, moved = known["transcript"].iloc[0], known["transcript"].iloc[1]
+    frame.loc[(frame["config"] == "summarize") & (frame["transcript"] == dropped), "preservation_k1"] = np.nan
+    frame.loc[(frame["config"] == "summarize") & (frame["transcript"] == moved), "preservation_k1"] -= 0.5
+    frame.drop(columns=["damaged"]).to_csv(changed / "transcripts.csv.gz", index=False)
+    diff = diff_runs(reference, changed, resamples=200)
+    for row in diff.metrics.dropna(subset=["a", "b", "change"]).itertuples():
+        assert row.b - row.a == pytest.approx(row.change, abs=1e-9), (row.label, row.metric)
+    row = diff.metrics.set_index(["label", "metric"]).loc[("summarize", metric_named("preservation_k1").label)]
+    assert row["n"] == len(known) - 1 and row["change"] == pytest.approx(-0.5 / (len(known) - 1))
 
 
 def test_strategy_labels_in_charts_are_escaped(run_dir: Path) -> None:

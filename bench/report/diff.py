@@ -60,13 +60,16 @@ def diff_runs(a_dir: str | Path, b_dir: str | Path, resamples: int = 10_000) -> 
             paired = paired_bootstrap(y, x, resamples=resamples)
             # Judged on per-session means; a metric the catalogue adds up is shown as its total, as everywhere.
             scale = paired.n if metric.aggregate == "sum" else 1
+            # A and B over the same pairs as B − A (a figure one run lacks, e.g. a strategy that
+            # compacted a session in one run only, is in neither), so that B − A is their difference.
+            pairs = ~(np.isnan(x) | np.isnan(y))
             metric_rows.append(
                 {
                     "label": label,
                     "metric": metric.label,
                     "kind": metric.kind,
-                    "a": scale * _mean(x),
-                    "b": scale * _mean(y),
+                    "a": scale * _mean(x[pairs]),
+                    "b": scale * _mean(y[pairs]),
                     "change": scale * paired.mean_diff,
                     "low": scale * paired.low,
                     "high": scale * paired.high,
@@ -157,7 +160,7 @@ def format_diff(diff: RunDiff, limit: int = 25) -> str:
         lines.append(f"strategies only in A: {', '.join(diff.only_a) or '–'}; only in B: {', '.join(diff.only_b) or '–'}")
     lines += [
         "",
-        "A, B: means over the transcripts both runs replayed with the strategy; B − A: paired bootstrap over them",
+        "A, B: means over the transcripts where both runs have the figure for the strategy; B − A: paired bootstrap over them",
         f"{'strategy':24} {'metric':44} {'A':>9} {'B':>9} {'B − A [95% CI]':>32}  verdict",
     ]
     for row in diff.metrics.itertuples():
