@@ -33,10 +33,14 @@ _TEXT_CACHES: list[_Clearable] = []
 class IdentityMemo(Generic[V]):
     """Values by the identity of the objects they were computed from (see the module docstring)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, forgotten: bool = True) -> None:
+        """`forgotten`: whether `forget` empties it. A memo that lives and dies with one object (a
+        `Meter`'s, one per transcript and estimator) is not registered, or the registry would keep
+        every such memo, and the objects in it, alive."""
         self.limit = limit  # entries kept: a full memo is emptied before the next entry
         self._entries: dict[Hashable, tuple[object, V]] = {}
-        _MEMOS.append(self)
+        if forgotten:
+            _MEMOS.append(self)
 
     def of(self, obj: K, compute: Callable[[K], V]) -> V:
         """The value for one object: the one kept, or `compute(obj)`'s (the common case, kept cheap)."""

@@ -9,7 +9,8 @@ strategy replays it, and this prints:
   prediction, with summaries sized by the model family's fit (`Meter.written`, what runs do) and,
   for comparison, sized at the session's measured ratio like history (the rule before);
 - the items the preservation metric marks lost and kept, how many of each the agent re-acquired
-  before using them (`compactlab.scoring.reacquisition`), and the lost items never re-acquired.
+  before using them (`compactlab.scoring.reacquisition`), how many lost items were used before any
+  message could bring them back, and the lost items never re-acquired.
 Damaged records are skipped (lenient loading) and counted in the first line.
 """
 
@@ -20,13 +21,13 @@ import argparse
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.metrics import compactions_frame, recorded_fidelity
+from compactlab.scoring.reacquisition import COUNTS
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
 from compactlab.transcripts.loading import load_inputs
 from compactlab.transcripts.model import Transcript
 
 RECORDED = StrategyConfig("recorded", "recorded")
-COUNTS = ("lost", "lost_reacquired", "kept", "kept_reacquired")
 
 
 def fidelity_rows(transcript: Transcript, summaries_apart: bool) -> list[dict]:
@@ -75,12 +76,13 @@ def report(rows: list[dict]) -> str:
             totals[name] += found[name]
         lines.append(
             f"  {row['transcript'][:37]:<38} lost {found['lost_reacquired']} of {found['lost']}, "
-            f"kept {found['kept_reacquired']} of {found['kept']}; never re-acquired: "
-            f"{', '.join(found['lost_not_reacquired']) or 'none'}"
+            f"kept {found['kept_reacquired']} of {found['kept']}; lost and used at once {found['lost_at_once']}; "
+            f"never re-acquired: {', '.join(found['lost_not_reacquired']) or 'none'}"
         )
     lines.append(
         f"  all: lost {totals['lost_reacquired']} of {totals['lost']}{_share(totals['lost_reacquired'], totals['lost'])}, "
-        f"kept {totals['kept_reacquired']} of {totals['kept']}{_share(totals['kept_reacquired'], totals['kept'])}"
+        f"kept {totals['kept_reacquired']} of {totals['kept']}{_share(totals['kept_reacquired'], totals['kept'])}; "
+        f"lost and used at once {totals['lost_at_once']}"
     )
     return "\n".join(lines)
 
@@ -90,7 +92,7 @@ def _share(part: int, whole: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m compactlab.measure.real_compactions", description=__doc__.split("\n\n")[0])
     parser.add_argument("inputs", nargs="*", help="dataset names or paths (default: every bundled dataset)")
     args = parser.parse_args(argv)
     loaded = load_inputs(args.inputs or None, lenient=True)

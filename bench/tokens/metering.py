@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 
 from compactlab.contract import Context
+from compactlab.memo import IdentityMemo
 from compactlab.tokens.calibration import calibrated_for, shipped_fits, transcript_family
 from compactlab.tokens.estimators import Calibrated, Hybrid, LocalEstimator, get_estimator, local_estimator
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
@@ -50,8 +51,10 @@ class Meter:
 
     def __post_init__(self) -> None:
         self._memo: dict[int, tuple[Message, float]] = {}
-        self._sums: dict[int, tuple[tuple[Message, ...], list[float]]] = {}
-        self._written: dict[int, tuple[tuple[Message, ...], Written]] = {}
+        # Kept for the last few message tuples: settings that share a compaction's result
+        # (`compactlab.replay.fast.shared_compactions`) count it once.
+        self._sums: IdentityMemo[list[float]] = IdentityMemo(64, forgotten=False)
+        self._written: IdentityMemo[Written] = IdentityMemo(64, forgotten=False)
         self.estimator = get_estimator(self.estimator_name)
         if isinstance(self.estimator, Calibrated) and self.estimator.family is None:
             self.estimator = calibrated_for(self.transcript)
@@ -89,16 +92,8 @@ class Meter:
         return found[1]
 
     def running_sums(self, messages: tuple[Message, ...]) -> list[float]:
-        """The estimates of `messages`, summed one by one as `sum` adds them (the last is their total).
-
-        Kept for the last few message tuples: settings that share a compaction's result
-        (`compactlab.replay.fast.shared_compactions`) count it once. The entry holds the tuple, so its id is not reused."""
-        found = self._sums.get(id(messages))
-        if found is None or found[0] is not messages:
-            if len(self._sums) >= 64:
-                self._sums.clear()
-            found = self._sums[id(messages)] = (messages, list(accumulate(map(self.message_tokens, messages))))
-        return found[1]
+        """The estimates of `messages`, summed one by one as `sum` adds them (the last is their total)."""
+        return self._sums.of(messages, lambda kept: list(accumulate(map(self.message_tokens, kept))))
 
     def written(self, messages: tuple[Message, ...]) -> Written:
         """The summaries among `messages`, sized in provider tokens by the model family's shipped fit.
@@ -109,26 +104,20 @@ class Meter:
         new message of prose, so only its own text applies: on the bundled manual compaction
         (m-claude 97b0ffde: 58 short tool calls before it) the ratio, 2.05 per chars/4 token,
         counts the summary at 2,539 tokens where Claude Code's /context reports 1.5k for the
-        messages; the Claude fit counts 1,620. With no fit for the family, nothing is counted apart.
-        Kept for the last few tuples, as `running_sums`."""
+        messages; the Claude fit counts 1,620. With no fit for the family, nothing is counted apart."""
         fit = self.family_fit
         if fit is None:
             return NOTHING_WRITTEN
-        found = self._written.get(id(messages))
-        if found is None or found[0] is not messages:
-            summaries = [m for m in messages if is_summary(m)]
-            written = (
-                Written(
-                    sum(map(self.message_tokens, summaries)),
-                    sum(fit.message_tokens(m, self.framing, self.cache) for m in summaries),
-                )
-                if summaries
-                else NOTHING_WRITTEN
+
+        def size(kept: tuple[Message, ...]) -> Written:
+            summaries = [m for m in kept if is_summary(m)]
+            if not summaries:
+                return NOTHING_WRITTEN
+            return Written(
+                sum(map(self.message_tokens, summaries)), sum(fit.message_tokens(m, self.framing, self.cache) for m in summaries)
             )
-            if len(self._written) >= 64:
-                self._written.clear()
-            found = self._written[id(messages)] = (messages, written)
-        return found[1]
+
+        return self._written.of(messages, size)
 
     @property
     def uses_usage(self) -> bool:
