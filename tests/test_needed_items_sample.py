@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compactlab.measure.needed_items_sample import SAMPLE as DEFAULT_SAMPLE
 from compactlab.measure.needed_sample import LABELS, SOURCES, needed_now, read_sample, scores, unlabelled
 
 SAMPLE = Path(__file__).parent / "data" / "needed_items_sample.jsonl"
@@ -32,3 +33,9 @@ def test_precision_is_at_least_90_percent_per_source(shared: Path) -> None:
     low = {s: f"{v.precision:.1%} of {v.labelled}" for s, v in per_source.items() if v.precision is None or v.precision < 0.9}
     assert not low, f"precision below 90%: {low}"
     assert all(v.labelled >= 30 for v in per_source.values())  # each source's figure rests on enough items
+
+
+def test_the_scoring_command_reads_the_committed_sample_by_default() -> None:
+    # Its default path pointed into bench/ after the module moved to bench/measure/: the README's
+    # `python -m compactlab.measure.needed_items_sample score` failed with a traceback.
+    assert DEFAULT_SAMPLE.resolve() == SAMPLE.resolve() and read_sample(DEFAULT_SAMPLE)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from compactlab.measure.needed_sample import SOURCES, draw, needed_now, read_sample, refresh, scores, unlabelled, write_sample
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # bench/measure/ → the repository
 SAMPLE = REPO / "tests" / "data" / "needed_items_sample.jsonl"
 SHARED = next(
     (p for p in (REPO.parent / "shared" / "transcripts", REPO.parents[1] / "shared" / "transcripts") if p.is_dir()),
