@@ -22,6 +22,7 @@ from compactlab.results.leaderboard import NOT_RANKED, ranked, setting_figures, 
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule, recommend
 from compactlab.results.run_failures import mark_incomplete
+from compactlab.results.unfit_sessions import unfit_sessions
 from compactlab.runs.run_results import results_from_rows
 from compactlab.runs.run_storage import run_calls, run_compaction_rows
 from compactlab.runs.runs import RunResult
@@ -198,4 +199,4 @@ def figures_and_recommendation(run: RunData, resamples: int = 10_000) -> tuple[p
         board = pd.DataFrame(run.summary.get("leaderboard") or []).fillna(float("nan"))
         return board, Recommendation.from_json(run.summary["recommendation"])
     figures = setting_figures(run.transcripts, resamples)
-    return figures, recommend(figures, _rule(run.sweep))
+    return figures, recommend(figures, _rule(run.sweep), unfit_sessions(run.transcripts))

@@ -177,6 +177,25 @@ METRICS: tuple[Metric, ...] = (
         "Largest replayed prompt of the session with the setting.",
     ),
     Metric(
+        "fixed_tokens",
+        "first prompt",
+        "neither",
+        "tokens",
+        0.0,
+        "The session's first prompt: its system prompt, instructions and task (which every strategy keeps verbatim) and "
+        "the tools the provider counted.",
+    ),
+    Metric(
+        "floor_tokens",
+        "smallest possible prompt",
+        "neither",
+        "tokens",
+        0.0,
+        "The largest over the session's calls of the smallest prompt any strategy could send there: the first prompt plus "
+        "the newest step (the previous reply and what answered it). Over the window, no setting can keep the session under it.",
+    ),
+    Metric("window", "context window", "neither", "tokens", 0.0, "The context window the session was replayed with."),
+    Metric(
         "billed_full",
         "prompt tokens without compaction",
         "neither",

@@ -21,10 +21,11 @@ import pandas as pd
 
 from compactlab.results.catalogue import REPORTED, metric
 from compactlab.results.metrics import compression_label, with_derived
-from compactlab.results.recommendation import Recommendation, Rule, recommend
+from compactlab.results.recommendation import Recommendation, Rule, recommend, with_evidence
 from compactlab.results.recorded_results import recorded_rows
 from compactlab.results.run_failures import INCOMPLETE, failure_ranks, failure_records
 from compactlab.results.same_by_construction import SameGroup, one_row_each
+from compactlab.results.unfit_sessions import fitting, unfit_sessions
 from compactlab.scoring.reacquisition import reacquisition_summary
 from compactlab.scoring.statistics import pairwise_comparisons, summarize_by_strategy
 
@@ -40,8 +41,10 @@ COMPARED = ("removed_share", "preservation_or_untouched")
 
 
 def ranked(transcripts: pd.DataFrame) -> pd.DataFrame:
-    """The rows statistics are computed on: choosable strategies on undamaged transcripts, leaving
-    out strategies whose compactions failed or fell back too often (bench/results/run_failures.py)."""
+    """The rows statistics are computed on: choosable strategies on undamaged transcripts that some
+    setting can keep under the window (`compactlab.results.unfit_sessions`), leaving out strategies
+    whose compactions failed or fell back too often (bench/results/run_failures.py)."""
+    transcripts = fitting(transcripts)
     keep = ~transcripts["config"].isin(NOT_RANKED)
     for flag in ("damaged", INCOMPLETE):
         if flag in transcripts:
@@ -88,6 +91,18 @@ def all_pair_comparisons(transcripts: pd.DataFrame, resamples: int = 10_000) -> 
     return {column: pairwise_comparisons(frame, column, strategy_col="config", resamples=resamples) for column in COMPARED}
 
 
+def evidenced(recommendation: Recommendation, transcripts: pd.DataFrame, versus: dict[str, pd.DataFrame]) -> Recommendation:
+    """The recommendation with what it rests on: the recommended setting's compactions in the ranked
+    sessions, and which settings its tokens removed is significantly ahead of (`versus`, `comparisons`)."""
+    if recommendation.config is None:
+        return recommendation
+    frame = ranked(transcripts)
+    compactions = int(frame.loc[frame["config"] == recommendation.config, "compactions"].sum())
+    table = versus.get("removed_share", pd.DataFrame())
+    behind = {row["strategy_a"]: bool(row["significant"]) for _, row in table.iterrows()} if not table.empty else {}
+    return with_evidence(recommendation, compactions, behind)
+
+
 def comparisons_document(tables: dict[str, pd.DataFrame], against: str | None, family: str) -> dict:
     return {"against": against, "family": family, "metrics": {k: json_records(v) for k, v in tables.items()}}
 
@@ -114,12 +129,16 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
         return document
     document["recorded"] = json_records(recorded_rows(transcripts))
     figures = setting_figures(transcripts, resamples)
-    recommendation = recommend(figures, rule)
+    document["left_out"]["unfit_sessions"] = unfit = unfit_sessions(transcripts)
+    recommendation = recommend(figures, rule, unfit)
     document["leaderboard"] = json_records(figures)
     document["recommendation"] = recommendation.as_json()
     against = recommendation.config
+    versus = comparisons(transcripts, against, resamples)
+    recommendation = evidenced(recommendation, transcripts, versus)
+    document["recommendation"] = recommendation.as_json()
     document["comparisons"] = comparisons_document(
-        comparisons(transcripts, against, resamples),
+        versus,
         against,
         f"{against} against each other setting, Holm-adjusted over those {max(len(figures) - 1, 0)} tests per metric"
         if against

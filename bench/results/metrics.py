@@ -140,7 +140,9 @@ def transcript_summary(
         return pd.DataFrame()
     if "noop_before" not in calls:  # rows of a run made before no-op attempts were counted
         calls = calls.assign(noop_before=0)
-    grouped = calls.groupby(["transcript", "config"] if groups is None else groups[0], sort=True)
+    keys = ["transcript", "config"] if groups is None else groups[0]
+    calls = calls.assign(floor_tokens=smallest_prompts(calls, keys))
+    grouped = calls.groupby(keys, sort=True)
     summary = grouped.agg(
         calls=("call", "size"),
         noop_compactions=("noop_before", "sum"),
@@ -149,6 +151,9 @@ def transcript_summary(
         billed_full=("full_tokens", "sum"),
         billed_context=("context_tokens", "sum"),
         over_window_calls=("over_window", "sum"),
+        fixed_tokens=("full_tokens", "first"),
+        floor_tokens=("floor_tokens", "max"),
+        window=("window", "max"),
         cost_full=("cost_full", "sum"),
         cost_context=("cost_context", "sum"),
         cost_full_known=("cost_full", "count"),
@@ -212,6 +217,18 @@ def transcript_summary(
     summary["kept_ratio"] = summary["billed_full"] / summary["billed_context"]
     summary["total_cost"] = summary["cost_context"] + summary["summarizer_cost"].fillna(0)
     return with_derived(summary)
+
+
+def smallest_prompts(calls: pd.DataFrame, keys) -> pd.Series:
+    """Per call, the smallest prompt any strategy could send there: the session's first prompt (the
+    system prompt, instructions and task, which every strategy keeps verbatim, and the tools the
+    provider counted) plus the newest step (the previous reply and what answered it, everything the
+    prompt grew by since the previous call), which must reach the model whole. A session whose
+    largest such floor is over the window overflows it under every setting
+    (`compactlab.results.unfit_sessions`)."""
+    by_session = calls.groupby(keys, sort=False)["full_tokens"]
+    step = by_session.diff().clip(lower=0).fillna(0)
+    return by_session.transform("first") + step
 
 
 def with_derived(summary: pd.DataFrame) -> pd.DataFrame:

@@ -20,7 +20,7 @@ recommendation, and the reason says which condition each setting failed.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -28,6 +28,9 @@ from compactlab.results.catalogue import label
 from compactlab.scoring.statistics import pareto_frontier
 
 MIN_KEPT = 0.9
+# Fewer compactions of the recommended setting than this, and the verdict is named as resting on too
+# few: its facts-kept figure is then a mean of a handful of scores.
+MIN_COMPACTIONS = 20
 SAVED, KEPT, KEPT_WHERE_COMPACTED, OVER = (
     "removed_share_mean",
     "preservation_or_untouched_mean",
@@ -56,7 +59,12 @@ class Rule:
             f"sessions (a session it never compacted counts as 100% kept) and over the sessions where it compacted. "
             f"The recommendation is the recommendable setting with the most {label('removed_share')} (ties: more facts kept, "
             f"then the label); it lies on the Pareto frontier of the recommendable settings ({label('removed_share')} against "
-            f"{label('preservation_or_untouched')}), so no recommendable setting is better on both."
+            f"{label('preservation_or_untouched')}), so no recommendable setting is better on both. "
+            f"The verdict states how many compactions it rests on (fewer than {MIN_COMPACTIONS} are too few to go by), and "
+            f"when another recommendable setting's {label('removed_share')} is not significantly below the "
+            "recommendation's (paired bootstrap over sessions, Holm-adjusted p < 0.05) there is no clear winner: those "
+            "settings are named with it. Sessions no setting can keep under the window (their smallest possible prompt, "
+            "the first prompt plus the largest single step, is over it) are named and left out."
         )
 
     def why_not(self, row: pd.Series) -> list[str]:
@@ -87,6 +95,35 @@ class Recommendation:
     frontier: tuple[str, ...] = ()  # the Pareto frontier of the recommendable settings, by tokens removed
     not_recommendable: dict[str, str] = field(default_factory=dict)  # label -> the conditions it fails
     ties: tuple[str, ...] = ()  # other recommendable settings with exactly the same figures
+    # Sessions no setting can keep under the window (compactlab.results.unfit_sessions): left out, with why.
+    unfit: dict[str, str] = field(default_factory=dict)
+    # The evidence (`with_evidence`): the recommended setting's compactions in the ranked sessions, and the
+    # recommendable settings not significantly behind it on tokens removed.
+    compactions: int | None = None
+    tied: tuple[str, ...] = ()
+
+    @property
+    def too_few(self) -> bool:
+        return self.compactions is not None and self.compactions < MIN_COMPACTIONS
+
+    @property
+    def clear(self) -> bool:
+        """A verdict one can act on: a setting, significantly ahead of the rest, on enough compactions."""
+        return self.config is not None and not self.tied and not self.too_few
+
+    def evidence(self) -> str:
+        """What the verdict rests on, in one sentence ('' without a recommendation or a count)."""
+        if self.config is None or self.compactions is None:
+            return ""
+        parts = [f"the verdict rests on {self.compactions:,} compaction{'s' if self.compactions != 1 else ''}"]
+        if self.too_few:
+            parts[0] += f": too few to go by (fewer than {MIN_COMPACTIONS}); replay more or longer sessions"
+        if self.tied:
+            parts.append(
+                f"no clear winner: {self.config} is not significantly ahead of {', '.join(self.tied)} on "
+                f"{label('removed_share')} (paired bootstrap, Holm-adjusted p ≥ 0.05); any of them does as well on this data"
+            )
+        return "; ".join(parts)
 
     def as_json(self) -> dict:
         return {
@@ -97,6 +134,11 @@ class Recommendation:
             "frontier": list(self.frontier),
             "not_recommendable": dict(self.not_recommendable),
             "ties": list(self.ties),
+            "unfit_sessions": dict(self.unfit),
+            "compactions": self.compactions,
+            "tied": list(self.tied),
+            "clear": self.clear,
+            "evidence": self.evidence(),
         }
 
     @classmethod
@@ -108,23 +150,50 @@ class Recommendation:
             tuple(document.get("frontier", ())),
             dict(document.get("not_recommendable", {})),
             tuple(document.get("ties", ())),
+            dict(document.get("unfit_sessions", {})),
+            document.get("compactions"),
+            tuple(document.get("tied", ())),
         )
 
     def summary(self) -> str:
         """The recommendation and the rule, as the CLI prints them."""
-        head = f"recommended: {self.config} — {self.reason}" if self.config else f"no recommendation: {self.reason}"
-        return f"{head}\nrule: {self.rule.text}"
+        if self.config is None:
+            head = f"no recommendation: {self.reason}"
+        else:
+            verdict = "recommended" if self.clear else "no clear winner; best" if self.tied else "tentatively recommended"
+            head = f"{verdict}: {self.config} — {self.reason}"
+        evidence = self.evidence()
+        lines = [
+            head,
+            *([evidence[0].upper() + evidence[1:]] if evidence else []),
+            *self.unfit_lines(),
+            f"rule: {self.rule.text}",
+        ]
+        return "\n".join(lines)
+
+    def unfit_lines(self) -> list[str]:
+        """The sessions left out because no setting can keep them under the window, each with why."""
+        if not self.unfit:
+            return []
+        return [
+            f"{len(self.unfit)} session{'s' if len(self.unfit) > 1 else ''} left out: no setting can keep "
+            f"{'them' if len(self.unfit) > 1 else 'it'} under the window, so {'they' if len(self.unfit) > 1 else 'it'} "
+            "would veto every setting",
+            *(f"  – {session}: {why}" for session, why in self.unfit.items()),
+        ]
 
 
-def recommend(figures: pd.DataFrame, rule: Rule = Rule()) -> Recommendation:
-    """The rule applied to one row of figures per setting (`config` plus the columns named above)."""
+def recommend(figures: pd.DataFrame, rule: Rule = Rule(), unfit: dict[str, str] | None = None) -> Recommendation:
+    """The rule applied to one row of figures per setting (`config` plus the columns named above),
+    computed without the sessions `unfit` names (no setting can keep them under the window)."""
+    unfit = dict(unfit or {})
     if figures.empty:
-        return Recommendation(None, "no setting was replayed on sessions the statistics use", rule)
+        return Recommendation(None, "no setting was replayed on sessions the statistics use", rule, unfit=unfit)
     failed = {row["config"]: rule.why_not(row) for _, row in figures.iterrows()}
     eligible = figures[figures["config"].map(lambda c: not failed[c])]
     excluded = {c: "; ".join(reasons) for c, reasons in failed.items() if reasons}
     if eligible.empty:
-        return Recommendation(None, _why_none(figures, failed, rule), rule, (), excluded)
+        return Recommendation(None, _why_none(figures, failed, rule), rule, (), excluded, unfit=unfit)
     frontier = pareto_frontier(eligible, (SAVED, KEPT))
     best = eligible.sort_values([SAVED, KEPT, "config"], ascending=[False, False, True], kind="stable").iloc[0]
     ties = eligible[(eligible["config"] != best["config"]) & (eligible[SAVED] == best[SAVED]) & (eligible[KEPT] == best[KEPT])]
@@ -135,14 +204,14 @@ def recommend(figures: pd.DataFrame, rule: Rule = Rule()) -> Recommendation:
             "at this window), so there is nothing to choose between; try a smaller window (--window 32000), a lower "
             "trigger (compactlab sweep --thresholds 0.3 0.5 0.7) or longer sessions"
         )
-        return Recommendation(best["config"], reason, rule, tuple(frontier["config"]), excluded, tuple(ties["config"]))
+        return Recommendation(best["config"], reason, rule, tuple(frontier["config"]), excluded, tuple(ties["config"]), unfit)
     reason = (
         f"it removes {_pct(best[SAVED])} of the prompt tokens and keeps {_pct(best[KEPT])} of the next step's facts "
         f"({_pct(best[KEPT_WHERE_COMPACTED]) if not _nan(best.get(KEPT_WHERE_COMPACTED, math.nan)) else 'none scored'} where it "
         f"compacted) with no call over the window: the most tokens removed of the {len(eligible)} recommendable "
         f"of {len(figures)} settings"
     )
-    return Recommendation(best["config"], reason, rule, tuple(frontier["config"]), excluded, tuple(ties["config"]))
+    return Recommendation(best["config"], reason, rule, tuple(frontier["config"]), excluded, tuple(ties["config"]), unfit)
 
 
 def _why_none(figures: pd.DataFrame, failed: dict[str, list[str]], rule: Rule) -> str:
@@ -163,3 +232,20 @@ def _why_none(figures: pd.DataFrame, failed: dict[str, list[str]], rule: Rule) -
     if blank:
         parts.append(f"{len(blank)} have no figures to judge them by")
     return "no setting meets the rule: " + "; ".join(parts)
+
+
+def with_evidence(recommendation: Recommendation, compactions: int, behind: dict[str, bool]) -> Recommendation:
+    """The recommendation with what it rests on: `compactions`, the recommended setting's compactions in the
+    ranked sessions; `behind`, per other setting, whether its tokens removed is significantly below the
+    recommendation's (`compactlab.results.leaderboard.comparisons`). Settings with exactly the same figures
+    (`ties`) are named apart, and settings that are not recommendable are not candidates."""
+    if recommendation.config is None:
+        return recommendation
+    tied = tuple(
+        sorted(
+            other
+            for other, significant in behind.items()
+            if not significant and other not in recommendation.not_recommendable and other not in recommendation.ties
+        )
+    )
+    return replace(recommendation, compactions=int(compactions), tied=tied)

@@ -44,6 +44,7 @@ from compactlab.contract import Strategy
 from compactlab.memo import forget
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.run_failures import mark_incomplete
+from compactlab.results.unfit_sessions import check_window_fits_some_session
 from compactlab.runs.concurrent_replays import replay_concurrently
 from compactlab.runs.llm_config import make_run_judge
 from compactlab.runs.run_config import RunConfig, config_json, default_strategies, windows_of
@@ -227,6 +228,8 @@ def _run_locked(
         results=totals.totals(),
         max_failed_share=config.max_failed_share,
     )
+    # A window no session fits in measures nothing (every call over it): refused, with the numbers.
+    check_window_fits_some_session(result.transcripts)
     return replace(result, llm_calls=account.line()) if completers else result
 
 
