@@ -6,7 +6,10 @@ The public API is the names in `__all__`; every other module is internal and may
     import compactlab
 
     loaded = compactlab.load_inputs(["claude-code-log"])          # files, folders or dataset names
-    result = compactlab.run(compactlab.RunConfig(), Path("out"))   # RunResult: .transcripts, .calls, .compactions
+    result = compactlab.run(compactlab.RunConfig(), "out")         # RunResult: .transcripts, .calls, .compactions
+    result.leaderboard(), result.recommendation()                  # what `compactlab run` prints
+    result.write_report("out/report.html")                         # and its HTML report
+    swept = compactlab.sweep(compactlab.RunConfig(), "sweep")       # `compactlab sweep`: .recommended_toml
     shown = compactlab.compact(loaded.transcripts[0], "summarize")  # one compaction, before and after
 
 A strategy is a frozen dataclass with one method, `compact(context, request) -> CompactionResult`
@@ -23,11 +26,11 @@ from typing import TYPE_CHECKING
 from compactlab.version import compactlab_version
 
 if TYPE_CHECKING:
+    from compactlab.api import RunResult, run, sweep
     from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy, Trigger
     from compactlab.replay.strategy_config import StrategyConfig
     from compactlab.runs.preview import compact
     from compactlab.runs.run_config import RunConfig
-    from compactlab.runs.runs import run
     from compactlab.strategies.registry import get_strategy
     from compactlab.tokens.estimators import get_estimator
     from compactlab.transcripts.loading import load_inputs
@@ -36,7 +39,9 @@ __version__ = compactlab_version() or "0+unknown"
 
 _WHERE = {
     "load_inputs": "compactlab.transcripts.loading",
-    "run": "compactlab.runs.runs",
+    "run": "compactlab.api",
+    "sweep": "compactlab.api",
+    "RunResult": "compactlab.api",
     "RunConfig": "compactlab.runs.run_config",
     "StrategyConfig": "compactlab.replay.strategy_config",
     "compact": "compactlab.runs.preview",

@@ -15,6 +15,9 @@ SHARED = next(
     REPO.parent / "shared" / "transcripts",
 )
 
+# How the report's headline names the recommended setting (issue 33: doubt is said first).
+VERDICT = r"(Use|No clear winner\. Best by the rule:|Tentatively \(too few compactions to go by\):) <strong>"
+
 
 def bundled(dataset: str, stem: str) -> Path:
     """The bundled file of `dataset` whose name starts with `stem`."""

@@ -33,6 +33,7 @@ LAYERS = [
     "cli",
     "measure",
     "pytest_plugin",
+    "api",  # compactlab.api: the Python API's run and sweep, which write reports
     "",  # compactlab/__init__.py: the public API, above everything it names
 ]
 RANK = {name: rank for rank, name in enumerate(LAYERS)}

@@ -4,13 +4,14 @@ on real sessions through the sweep."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from compactlab.cli.main import main
 from compactlab.results.recommendation import Rule, recommend
-from tests.conftest import bundled
+from tests.conftest import VERDICT, bundled
 
 
 def figures(*rows: tuple[str, float, float, float, int]) -> pd.DataFrame:
@@ -110,4 +111,4 @@ def test_the_sweep_recommends_by_the_rule_on_real_sessions(tmp_path: Path, capsy
     assert main(["report", str(tmp_path / "sweep"), "--out", str(page)]) == 0
     text = page.read_text(encoding="utf-8")
     if recommendation["config"]:
-        assert f"Use <strong>{recommendation['config']}</strong>" in text
+        assert re.search(VERDICT + re.escape(f"{recommendation['config']}</strong>"), text)

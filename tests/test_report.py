@@ -22,6 +22,7 @@ from compactlab.report.run_data import figures_and_recommendation, load_light, l
 from compactlab.report.run_report import TITLE
 from compactlab.report.transcripts import SHOWN_TRANSCRIPTS, select_transcripts
 from compactlab.results.catalogue import metric as metric_named
+from tests.conftest import VERDICT
 from tests.report_runs import END, HOSTILE, IMG, SCRIPT, hostile_run, small_run
 from tests.test_report_estimation import parse
 
@@ -105,7 +106,7 @@ def test_overview_answers_which_strategy_and_what_it_costs(run_dir: Path, page: 
     # prune lets calls exceed the 64k window in the session it cannot shrink: not recommendable.
     assert choice.config in {"summarize", "pi"} and "over the context window" in choice.not_recommendable["prune"]
     headline = re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1)
-    assert f"Use <strong>{choice.config}</strong>" in headline and choice.rule.text in html.unescape(headline)
+    assert re.search(VERDICT + re.escape(f"{choice.config}</strong>"), headline) and choice.rule.text in html.unescape(headline)
     row = figures.set_index("config").loc[choice.config]
     assert (
         f"{100 * row['removed_share_mean']:.1f}%" in headline

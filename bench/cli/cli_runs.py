@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -11,22 +12,21 @@ from typing import Any
 
 import pandas as pd
 
-from compactlab.compaction.llm.prices import resolve_prices
 from compactlab.report.run_report import write_run_report
-from compactlab.results.cost_coverage import cost_coverage, format_cost_coverage
-from compactlab.results.leaderboard import format_leaderboard, summary_document
+from compactlab.results.cost_coverage import format_cost_coverage
+from compactlab.results.leaderboard import format_leaderboard
 from compactlab.results.recommendation import Recommendation, Rule
 from compactlab.results.recorded_results import format_recorded
 from compactlab.results.run_failures import INCOMPLETE_EXIT, failure_ranks, format_failures
-from compactlab.results.same_by_construction import SameGroup, same_groups
-from compactlab.runs import runs
+from compactlab.results.same_by_construction import SameGroup
+from compactlab.runs import runs, sweep_run
 from compactlab.runs.executors import EXECUTORS, executor_for
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import DEFAULT_WINDOW, load_config, strategy_config
-from compactlab.runs.run_files import RunLock, write_atomic
-from compactlab.runs.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, LABELS, analyse, format_sweep, sweep_document
+from compactlab.runs.run_files import RunLock
+from compactlab.runs.run_summary import write_summary
+from compactlab.runs.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, LABELS, format_sweep
 from compactlab.runs.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
-from compactlab.runs.sweep import grid as sweep_grid
 from compactlab.tokens.context_windows import parse_override
 
 BUDGET_EXIT = 4  # stopped before passing max_cost_usd
@@ -121,6 +121,20 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scheduler", metavar="ADDRESS", help="with --executor dask: a running Dask scheduler (default: a LocalCluster here)"
     )
+    parser.add_argument("--limit", type=int, metavar="N", help="replay only the first N session files (a quick look)")
+    parser.add_argument("--workers", type=int, metavar="N", help="processes replaying files side by side (default: one per core)")
+    parser.add_argument(
+        "--max-in-flight",
+        type=int,
+        metavar="N",
+        help="LLM calls sent at once per provider (the [summarizer] and [judge] tables' max_in_flight)",
+    )
+    parser.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="what this invocation may spend on LLM calls (max_cost_usd); --resume continues",
+    )
 
 
 def _run_config(args: argparse.Namespace, strategies=None):
@@ -144,31 +158,50 @@ def _run_config(args: argparse.Namespace, strategies=None):
         changes["context_windows"] = {**config.context_windows, **dict(parse_override(text) for text in args.context_window)}
     if args.lenient:
         changes["lenient"] = True
+    if args.max_cost is not None:
+        if not args.max_cost > 0:
+            raise ValueError(f"--max-cost: {args.max_cost:g} out of range: a budget in USD > 0")
+        changes["max_cost_usd"] = args.max_cost
+    if args.max_in_flight is not None:
+        changes.update(_in_flight(config, args.max_in_flight))
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers: {args.workers} out of range: at least 1 process")
     return replace(config, **changes)
+
+
+def _in_flight(config, calls: int) -> dict[str, dict]:
+    """--max-in-flight on each configured LLM table; without one there are no calls to bound, which is said."""
+    if calls < 1:
+        raise ValueError(f"--max-in-flight: {calls} out of range: at least 1 call at once")
+    tables = {name: getattr(config, name) for name in ("summarizer", "judge") if getattr(config, name)}
+    if not tables:
+        raise ValueError(
+            "--max-in-flight: the run sends no LLM calls (no [summarizer] or [judge] table in the configuration), so there "
+            "is nothing to bound"
+        )
+    return {name: {**table, "max_in_flight": calls} for name, table in tables.items()}
 
 
 def _replay(
     config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), all_pairs: bool = False
 ) -> tuple[runs.RunResult, dict]:
-    result = runs.run(
-        config,
-        out,
-        resume=args.resume,
-        overwrite=args.out is None,
-        progress=sys.stderr.isatty(),
-        summarizer=make_run_summarizer(config),
-        executor=executor_for(args.executor, args.scheduler, None),
-    )
+    result = runs.run(config, out, **_run_options(config, args))
     if result.llm_calls is not None:
         print(result.llm_calls, file=sys.stderr)
-    document = summary_document(result, rule=rule, all_pairs=all_pairs)
-    # Settings identical by construction: one result under several names (every label keeps its figures above).
-    document["same_by_construction"] = [g.as_json() for g in same_groups(runs.resolve(config)[0].strategies)]
-    document["cost_coverage"] = cost_coverage(
-        result.transcripts, result.call_models, resolve_prices(config.prices) if config.prices else None
-    )
-    write_atomic(out / "summary.json", json.dumps(document, indent=2, default=str) + "\n")
-    return result, document
+    return result, write_summary(result, config, rule=rule, all_pairs=all_pairs)
+
+
+def _run_options(config, args: argparse.Namespace) -> dict[str, Any]:
+    """What `compactlab.runs.runs.run` takes from the command line besides the configuration."""
+    return {
+        "resume": args.resume,
+        "overwrite": args.out is None,
+        "progress": sys.stderr.isatty(),
+        "summarizer": make_run_summarizer(config),
+        "executor": executor_for(args.executor, args.scheduler, None),
+        "workers": args.workers,
+        "limit": args.limit,
+    }
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -183,7 +216,8 @@ def run_run(args: argparse.Namespace) -> int:
     if document.get("leaderboard"):
         recommendation = Recommendation.from_json(document["recommendation"])
         same = [SameGroup.from_json(g) for g in document["same_by_construction"]]
-        print(format_leaderboard(pd.DataFrame(document["leaderboard"]).fillna(float("nan")), recommendation, same))
+        board = pd.DataFrame(document["leaderboard"]).fillna(float("nan"))
+        print(format_leaderboard(board, recommendation, same, width=terminal_width()))
     if "recorded" in document["strategies"]:
         print(
             format_recorded(
@@ -195,6 +229,7 @@ def run_run(args: argparse.Namespace) -> int:
         )
     print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
     print(format_cost_coverage(document["cost_coverage"]))
+    _print_price_warnings(document)
     _print_left_out(document)
     if report is not None:
         print(f"report: {report}")
@@ -228,29 +263,24 @@ def _brief(document: dict, out: Path, report: Path | None) -> dict:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    configs = sweep_grid(args.strategy, args.thresholds, args.keep, strict_keep=args.keep is not None)
-    if not 0 < args.min_preservation <= 1:
-        raise ValueError(f"--min-preservation: {args.min_preservation:g} out of range: a share of facts in (0, 1]")
-    config = _run_config(args, strategies=configs)
+    config = _run_config(args, strategies=())
     out = args.out or Path("reports/sweep")
     with RunLock(out):
-        result, document = _replay(config, out, args, rule=Rule(args.min_preservation))
-        if not document.get("leaderboard"):
-            raise ValueError(f"{out}: the sweep replayed no transcript the statistics can use (see summary.json's left_out)")
-        figures = pd.DataFrame(document["leaderboard"]).fillna(float("nan"))
-        analysis = analyse(figures, configs, Recommendation.from_json(document["recommendation"]), config)
-        sweep = sweep_document(analysis)
-        write_atomic(out / "sweep.json", json.dumps(sweep, indent=2, default=str) + "\n")
-        if sweep["recommended_config"]:
-            write_atomic(out / "recommended.toml", sweep["recommended_config"])
+        options = _run_options(config, args)
+        swept = sweep_run.sweep_grid(config, out, args.strategy, args.thresholds, args.keep, args.min_preservation, **options)
+        if swept.run.llm_calls is not None:
+            print(swept.run.llm_calls, file=sys.stderr)
+        document, sweep, analysis = swept.summary, swept.document, swept.result
         report = None if args.no_report else write_run_report(out, progress=sys.stderr.isatty())
+    settings = len(analysis.configs)
     if args.json:
         brief = _brief(document, out, report)
-        print(json.dumps({**brief, **sweep, "settings": len(configs)}, indent=2, default=str))
+        print(json.dumps({**brief, **sweep, "settings": settings}, indent=2, default=str))
         return _incomplete_exit(document["failures"], quiet=True)
-    print(format_sweep(analysis))
-    print(f"\n{len(configs)} settings × {result.transcripts['transcript'].nunique()} transcripts; results in {out}/")
+    print(format_sweep(analysis, width=terminal_width()))
+    print(f"\n{settings} settings × {swept.run.transcripts['transcript'].nunique()} transcripts; results in {out}/")
     print(format_cost_coverage(document["cost_coverage"]))
+    _print_price_warnings(document)
     if sweep["recommended_config"]:
         print(f"recommended configuration: {out / 'recommended.toml'}")
     if report is not None:
@@ -268,3 +298,14 @@ def _print_left_out(document: dict) -> None:
         print(f"  {len(left['transcripts_without_calls'])} transcripts have no recorded LLM calls and were not replayed")
     for failed in left["files_not_read"]:
         print(f"  file not read: {failed['error']}")
+
+
+def terminal_width() -> int | None:
+    """The terminal's columns, which the tables and their prose fit (None when the output is not a terminal:
+    a file or a pipe gets every figure; scripts read --json)."""
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
+def _print_price_warnings(document: dict) -> None:
+    for warning in document["cost_coverage"].get("unmatched_price_keys", []):
+        print(f"warning: {warning}", file=sys.stderr)

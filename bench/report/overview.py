@@ -8,6 +8,7 @@ setting, Holm-adjusted over those n − 1 tests (every pair only when asked for)
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -17,8 +18,9 @@ from compactlab.report.run_data import RunData, ranked_rows
 from compactlab.results.catalogue import REPORTED, metric
 from compactlab.results.recommendation import Recommendation
 from compactlab.results.run_failures import failure_ranks
-from compactlab.results.same_by_construction import SameGroup, one_row_each, same_groups
+from compactlab.results.same_by_construction import SameGroup, one_note, one_row_each, same_groups
 from compactlab.runs.run_config import strategies_of_run
+from compactlab.strategies.registry import describe_all
 
 # Relative cost offset of transcripts no strategy touched above which the report warns.
 COST_NOISE_WARNING = 0.005
@@ -61,7 +63,7 @@ def overview_context(
     groups = _same_groups(run, figures)
     # Settings identical by construction are one row naming them all (summary.json keeps each one's figures).
     shown, merged = one_row_each(figures, groups, recommendation.config)
-    rows = [_row(row, recommendation, merged.get(row["config"])) for _, row in shown.iterrows()]
+    rows = [_row(r, recommendation, merged.get(r["config"]), run.strategy_of(r["config"])) for _, r in shown.iterrows()]
     rows.sort(key=lambda r: (not r["recommended"], r["not_recommendable"] != "", -float(r["cells"][0]["value"] or 0)))
     versus, pairs = _versus(run.summary.get("comparisons") or {}, recommendation)
     # The versus table too: one row per result; the recommended setting is not compared with itself under another name.
@@ -88,7 +90,10 @@ def overview_context(
         "setting": _setting(run),
         "cost_noise": _cost_noise(run),
         "same_by_construction": [{"labels": list(g.labels), "why": g.why} for g in merged.values()],
+        "same_note": one_note(list(merged.values())),
         "summarizer_configured": bool(run.config.get("summarizer")),
+        # What each strategy of the leaderboard is, beside its name: its one line and its source.
+        "strategies": [strategy_about(name) for name in sorted({r["strategy"] for r in rows})],
     }
 
 
@@ -108,8 +113,9 @@ def _same_groups(run: RunData, figures: pd.DataFrame) -> list[SameGroup]:
     return groups
 
 
-def _row(row: pd.Series, recommendation: Recommendation, same: SameGroup | None = None) -> dict[str, Any]:
-    """A leaderboard row; `same`: the settings identical by construction it stands for (it is their first)."""
+def _row(row: pd.Series, recommendation: Recommendation, same: SameGroup | None = None, strategy: str = "") -> dict[str, Any]:
+    """A leaderboard row; `same`: the settings identical by construction it stands for (it is their first);
+    `strategy`: the registered strategy it replays."""
     label = row["config"]
     labels = list(same.labels) if same is not None else [label]
     cells = []
@@ -131,6 +137,7 @@ def _row(row: pd.Series, recommendation: Recommendation, same: SameGroup | None 
     return {
         "label": label,
         "labels": labels,
+        "strategy": strategy,
         "same_why": same.why if same is not None else "",
         "recommended": label == recommendation.config,
         "frontier": bool(set(labels) & set(recommendation.frontier)),
@@ -156,7 +163,20 @@ def _ratio(change: Any, base: Any) -> float:
 def _headline(run: RunData, rows: list[dict], recommendation: Recommendation) -> dict[str, Any]:
     row = next((r for r in rows if r["recommended"]), None)
     window = run.config.get("window") or 0
+    strategy = run.strategy_of(recommendation.config) if recommendation.config else None
     return {
+        # What the verdict rests on (compactlab.results.recommendation): a clear pick, no clear winner, or too few compactions.
+        "verdict": "use"
+        if recommendation.clear or recommendation.compactions is None
+        else "tied"
+        if recommendation.tied
+        else "tentative",
+        "evidence": recommendation.evidence(),
+        "tied": list(recommendation.tied),
+        "unfit": sorted(recommendation.unfit.items()),
+        "about": strategy_about(strategy) if strategy else None,
+        "cost_includes": _cost_includes(run),
+        "windows": _windows(run),
         # Nothing compacted anywhere: there is no strategy to recommend, only a setting to change.
         "nothing": row is not None and not row["compacted_in"] and not float(row["by_name"]["removed_share"]["value"] or 0),
         "window": f"{window:,}-token window" if window else "models' real windows",
@@ -164,9 +184,43 @@ def _headline(run: RunData, rows: list[dict], recommendation: Recommendation) ->
         "row": row,
         "reason": recommendation.reason,
         "ties": list(recommendation.ties),
-        "strategy": run.strategy_of(recommendation.config) if recommendation.config else None,
+        "strategy": strategy,
         "not_recommendable": sorted(recommendation.not_recommendable.items()),
     }
+
+
+def _cost_includes(run: RunData) -> str:
+    """What the cost figures count, said where the verdict is: offline, the summarizer writes for free."""
+    if run.config.get("summarizer"):
+        return "the modelled bill of the replayed prompts (cache reads and writes, output) plus the LLM summarizer's own calls"
+    return (
+        "the modelled bill of the replayed prompts (cache reads and writes, output) only: this run's summaries were written "
+        "by the offline extractive summarizer, which costs nothing, so an LLM summarizer's calls are not in it"
+    )
+
+
+def _windows(run: RunData) -> str:
+    """The window the replay used, and the windows the sessions' models really have."""
+    window = run.config.get("window") or 0
+    recorded = (run.summary.get("windows") or {}).get("recorded") or {}
+    real = "; ".join(f"{model} {tokens:,}" for model, tokens in sorted(recorded.items(), key=lambda kv: (kv[1], kv[0])))
+    if not window:
+        return f"each model's real window ({real})" if real else "each model's real window"
+    return f"a simulated {window:,}-token window for every model" + (
+        f", not the models' own (recorded windows: {real})" if real else ""
+    )
+
+
+def strategy_about(name: str) -> dict[str, str]:
+    """A strategy's one-line description and source, as `compactlab strategies` lists them ('' for one
+    given by path that the registry does not know)."""
+    found = _registered_descriptions().get(name, {})
+    return {"name": name, "description": found.get("description", ""), "source": found.get("source", "")}
+
+
+@functools.cache
+def _registered_descriptions() -> dict[str, dict[str, str]]:
+    return {entry["name"]: {"description": entry["description"], "source": entry["source"]} for entry in describe_all()}
 
 
 def _setting(run: RunData) -> dict[str, Any]:

@@ -166,7 +166,10 @@ def pareto_chart(
         ax.set_ylabel("next-step facts kept (k=1) → better")
         ax.legend(loc="lower left", fontsize=8.5)
         line = on_frontier[["tokens_saved", "preservation"]].to_numpy(float) if len(on_frontier) > 1 else np.empty((0, 2))
-        key = _place_labels(figure, ax, groups, recommended, line, placed if placed is not None else [])
+        # Only the frontier and the pick are named: a label on every one of a sweep's 64 points is a plot
+        # nobody reads at a glance (the others are in the leaderboard, and their markers stay).
+        named = [g for g in groups if recommended in g[0] or set(g[0]) & set(frontier)]
+        key = _place_labels(figure, ax, named, recommended, line, placed if placed is not None else [], groups)
         return compact_svg(svg_of(figure)), key
 
 
@@ -181,15 +184,18 @@ def _identical_groups(points: pd.DataFrame) -> list[tuple[list[str], pd.Series]]
     return [(names, rows[key]) for key, names in keyed.items()]
 
 
-def _place_labels(figure, ax, groups, recommended: str | None, line: np.ndarray, labels: list) -> list[tuple[str, list[str]]]:
-    """Greedy placement: each label at the nearest offset where it overlaps no other label and as
-    little as possible of the markers and the frontier line. A label that fits nowhere without
-    touching another label is replaced by a number, listed in the returned key (number, names);
-    a number that fits nowhere is left off the chart and listed too. So labels never overlap."""
+def _place_labels(
+    figure, ax, groups, recommended: str | None, line: np.ndarray, labels: list, every: list | None = None
+) -> list[tuple[str, list[str]]]:
+    """Greedy placement: each label of `groups` at the nearest offset where it overlaps no other label
+    and as little as possible of the markers (of `every` group, default `groups`) and the frontier line.
+    A label that fits nowhere without touching another label is replaced by a number, listed in the
+    returned key (number, names); a number that fits nowhere is left off the chart and listed too. So
+    labels never overlap."""
     figure.canvas.draw()  # the constrained layout fixes the axes position; labels are kept out of it
     renderer = figure.canvas.get_renderer()
     axes_box = ax.get_window_extent(renderer)
-    markers = [ax.transData.transform((row["tokens_saved"], row["preservation"])) for _, row in groups]
+    markers = [ax.transData.transform((row["tokens_saved"], row["preservation"])) for _, row in (every or groups)]
     taken = [Bbox.from_extents(x - 7, y - 7, x + 7, y + 7) for x, y in markers]
     pixels = ax.transData.transform(line) if len(line) else line
     for (x0, y0), (x1, y1) in zip(pixels[:-1], pixels[1:]):  # the frontier line, as small boxes every few pixels

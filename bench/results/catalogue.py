@@ -178,12 +178,12 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "fixed_tokens",
-        "first prompt",
+        "smallest recorded prompt",
         "neither",
         "tokens",
         0.0,
-        "The session's first prompt: its system prompt, instructions and task (which every strategy keeps verbatim) and "
-        "the tools the provider counted.",
+        "The session's smallest recorded prompt (usually its first): it holds the system prompt, instructions and task "
+        "(which every strategy keeps verbatim) and the tools the provider counted.",
     ),
     Metric(
         "floor_tokens",
@@ -191,8 +191,9 @@ METRICS: tuple[Metric, ...] = (
         "neither",
         "tokens",
         0.0,
-        "The largest over the session's calls of the smallest prompt any strategy could send there: the first prompt plus "
-        "the newest step (the previous reply and what answered it). Over the window, no setting can keep the session under it.",
+        "The largest over the session's calls of the smallest prompt any strategy could send there: the smallest recorded "
+        "prompt plus the newest step (what the prompt grew by past every earlier one). Over the window, no setting can keep "
+        "the session under it.",
     ),
     Metric("window", "context window", "neither", "tokens", 0.0, "The context window the session was replayed with."),
     Metric(

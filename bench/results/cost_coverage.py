@@ -8,9 +8,11 @@ sessions is never unexplained.
 
 from __future__ import annotations
 
+import difflib
+
 import pandas as pd
 
-from compactlab.compaction.llm.prices import PriceTable, price_for, resolve_prices
+from compactlab.compaction.llm.prices import PriceTable, normalize_model, price_for, resolve_prices
 
 NO_MODEL = "(no model recorded)"
 
@@ -51,3 +53,21 @@ def format_cost_coverage(coverage: dict) -> str:
         f"cost over {priced} of {sessions} sessions; unpriced: {models or 'calls of a kind their model has no price for'} "
         '(add a [prices."MODEL"] table to the configuration to price them)'
     )
+
+
+def unmatched_price_keys(prices: PriceTable, models: list[str]) -> list[str]:
+    """A warning for each `[prices."MODEL"]` key of the configuration that prices none of `models` (the
+    models the run's calls, summarizer and judge name): a misspelt key is otherwise ignored without a
+    word, and the model it meant keeps its built-in price, or none."""
+    seen = sorted({m for m in models if isinstance(m, str) and m and m != "unknown"})
+    warnings = []
+    for key, price in prices.items():
+        if any(price_for(model, {key: price}) is not None for model in seen):
+            continue
+        close = difflib.get_close_matches(normalize_model(key), [normalize_model(m) for m in seen], n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        warnings.append(
+            f'[prices."{key}"] matches no model of this run, so it prices nothing{hint} '
+            f"(models seen: {', '.join(seen) or 'none'})"
+        )
+    return warnings

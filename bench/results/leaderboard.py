@@ -24,7 +24,8 @@ from compactlab.results.metrics import compression_label, with_derived
 from compactlab.results.recommendation import Recommendation, Rule, recommend, with_evidence
 from compactlab.results.recorded_results import recorded_rows
 from compactlab.results.run_failures import INCOMPLETE, failure_ranks, failure_records
-from compactlab.results.same_by_construction import SameGroup, one_row_each
+from compactlab.results.same_by_construction import SameGroup, one_note, one_row_each
+from compactlab.results.terminal_table import fitted_table, wrapped
 from compactlab.results.unfit_sessions import fitting, unfit_sessions
 from compactlab.scoring.reacquisition import reacquisition_summary
 from compactlab.scoring.statistics import pairwise_comparisons, summarize_by_strategy
@@ -36,6 +37,19 @@ NOT_RANKED = frozenset({"recorded"})
 
 MEAN_COLUMNS = tuple(name for name in (*REPORTED, "total_cost", "cost_full") if metric(name).aggregate == "mean")
 SUM_COLUMNS = tuple(name for name in REPORTED if metric(name).aggregate == "sum")
+# The leaderboard's columns in a terminal too narrow for all: the figures the rule weighs first.
+NARROW_ORDER = (
+    "removed_share",
+    "preservation_or_untouched",
+    "preservation_k1",
+    "over_window_calls",
+    "cost_change",
+    *(
+        name
+        for name in REPORTED
+        if name not in {"removed_share", "preservation_or_untouched", "preservation_k1", "over_window_calls", "cost_change"}
+    ),
+)
 # The metrics the recommended setting is compared on: the two axes of the rule and of the Pareto plot.
 COMPARED = ("removed_share", "preservation_or_untouched")
 
@@ -170,12 +184,16 @@ def _plain(value: object) -> object:
     return value
 
 
-def format_leaderboard(board: pd.DataFrame, recommendation: Recommendation | None = None, same: Sequence[SameGroup] = ()) -> str:
+def format_leaderboard(
+    board: pd.DataFrame, recommendation: Recommendation | None = None, same: Sequence[SameGroup] = (), width: int | None = None
+) -> str:
     """The figures of `REPORTED` under their catalogue labels, one row per setting; the intervals of
     the two the recommendation weighs; ★ recommended, ◆ on the frontier, ✗ not recommendable.
-    Settings identical by construction (`same`, `compactlab.results.same_by_construction`) are one row naming them all."""
-    headers = ["setting"] + [metric(name).label for name in REPORTED]
+    Settings identical by construction (`same`, `compactlab.results.same_by_construction`) are one row naming them all.
+    `width`: a terminal's columns, which every line then fits (`compactlab.results.terminal_table`); the
+    full figures stay in summary.json and --json."""
     board, merged = one_row_each(board, same, recommendation.config if recommendation is not None else None)
+    order = REPORTED if width is None else NARROW_ORDER  # fitted to a terminal, the rule's figures come first
     rows = []
     for _, row in board.iterrows():
         config, mark = row["config"], ""
@@ -188,14 +206,11 @@ def format_leaderboard(board: pd.DataFrame, recommendation: Recommendation | Non
                 if set(labels) & set(recommendation.frontier)
                 else (" ✗" if config in recommendation.not_recommendable else "")
             )
-        rows.append([f"{SAME_NAMES.join(labels)}{mark}"] + [_cell(row, name) for name in REPORTED])
-    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
-    lines = [
-        "  ".join(text.ljust(w) if i == 0 else text.rjust(w) for i, (text, w) in enumerate(zip(r, widths)))
-        for r in [headers, *rows]
-    ]
-    for group in merged.values():
-        lines.append(f"{SAME_NAMES.join(group.labels)}: one result under {len(group.labels)} names, {group.why}")
+        rows.append([f"{SAME_NAMES.join(labels)}{mark}"] + [_cell(row, name) for name in order])
+    table = fitted_table(["setting"] + [metric(name).label for name in order], rows, width)
+    lines: list[str] = []  # what follows the table: prose, wrapped to the width
+    if merged:
+        lines.append(one_note(list(merged.values())))
     if recommendation is not None:
         lines += [
             "",
@@ -205,7 +220,7 @@ def format_leaderboard(board: pd.DataFrame, recommendation: Recommendation | Non
         ]
         for config, why in recommendation.not_recommendable.items():
             lines.append(f"  ✗ {config}: {why}")
-    return "\n".join(lines)
+    return "\n".join(table + (lines if width is None else wrapped(lines, width)))
 
 
 def _cell(row: pd.Series, name: str) -> str:

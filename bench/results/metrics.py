@@ -151,7 +151,7 @@ def transcript_summary(
         billed_full=("full_tokens", "sum"),
         billed_context=("context_tokens", "sum"),
         over_window_calls=("over_window", "sum"),
-        fixed_tokens=("full_tokens", "first"),
+        fixed_tokens=("full_tokens", "min"),
         floor_tokens=("floor_tokens", "max"),
         window=("window", "max"),
         cost_full=("cost_full", "sum"),
@@ -220,15 +220,18 @@ def transcript_summary(
 
 
 def smallest_prompts(calls: pd.DataFrame, keys) -> pd.Series:
-    """Per call, the smallest prompt any strategy could send there: the session's first prompt (the
-    system prompt, instructions and task, which every strategy keeps verbatim, and the tools the
-    provider counted) plus the newest step (the previous reply and what answered it, everything the
-    prompt grew by since the previous call), which must reach the model whole. A session whose
+    """Per call, the smallest prompt any strategy could send there: the session's smallest prompt (it
+    holds the system prompt, instructions and task, which every strategy keeps verbatim, and the tools
+    the provider counted) plus the newest step (what the prompt grew by past every earlier prompt: the
+    previous reply and what answered it), which must reach the model whole. Measured against the
+    largest earlier prompt, not the previous one: recorded counts dip (a Codex rollout logs a
+    40,056-token call between two of 165,562 and 163,847), and a dip is no step. A session whose
     largest such floor is over the window overflows it under every setting
     (`compactlab.results.unfit_sessions`)."""
     by_session = calls.groupby(keys, sort=False)["full_tokens"]
-    step = by_session.diff().clip(lower=0).fillna(0)
-    return by_session.transform("first") + step
+    before = by_session.transform(lambda s: s.cummax().shift(1))
+    step = (calls["full_tokens"] - before).clip(lower=0).fillna(0)
+    return by_session.transform("min") + step
 
 
 def with_derived(summary: pd.DataFrame) -> pd.DataFrame:

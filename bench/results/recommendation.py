@@ -64,7 +64,7 @@ class Rule:
             f"when another recommendable setting's {label('removed_share')} is not significantly below the "
             "recommendation's (paired bootstrap over sessions, Holm-adjusted p < 0.05) there is no clear winner: those "
             "settings are named with it. Sessions no setting can keep under the window (their smallest possible prompt, "
-            "the first prompt plus the largest single step, is over it) are named and left out."
+            "the smallest recorded prompt plus the largest single step, is over it) are named and left out."
         )
 
     def why_not(self, row: pd.Series) -> list[str]:

@@ -50,6 +50,21 @@ class SameGroup:
         return cls(tuple(record["labels"]), tuple(record["prompts_not_rendered"]))
 
 
+def one_note(groups: Sequence[SameGroup]) -> str:
+    """All groups in one sentence ('' without any): a sweep holds dozens, and one paragraph per pair
+    buries the leaderboard under the same explanation."""
+    if not groups:
+        return ""
+    prompts = sorted({p for g in groups for p in g.prompts_not_rendered})
+    rows = "1 row names" if len(groups) == 1 else f"{len(groups)} rows each name"
+    example = " = ".join(groups[0].labels)
+    return (
+        f"{rows} settings that are one result under several names (e.g. {example}): identical by construction, as "
+        f"the extractive stand-in summarizer reads no prompt, so {', '.join(prompts)} were never rendered and these settings "
+        "differ only in them; comparing summary prompts needs an LLM [summarizer] (summary.json keeps each name's figures)"
+    )
+
+
 def construction_key(config: StrategyConfig) -> tuple | None:
     """What decides a setting's compactions when its summarizer reads no prompt; None for settings
     this rule does not cover (no summarizing strategy, or an LLM summarizer)."""

@@ -32,8 +32,8 @@ def unfit_sessions(transcripts: pd.DataFrame) -> dict[str, str]:
 def why_unfit(row: pd.Series) -> str:
     fixed, floor, window = int(row["fixed_tokens"]), int(row["floor_tokens"]), int(row["window"])
     return (
-        f"its smallest possible prompt is {floor:,} tokens against a {window:,}-token window: its first prompt "
-        f"(system prompt, instructions, task) is {fixed:,} tokens and its largest single step {floor - fixed:,}"
+        f"its smallest possible prompt is {floor:,} tokens against a {window:,}-token window: its smallest recorded "
+        f"prompt (system prompt, instructions, task) is {fixed:,} tokens and its largest single step {floor - fixed:,}"
     )
 
 
@@ -55,7 +55,7 @@ def check_window_fits_some_session(transcripts: pd.DataFrame) -> None:
     window = int(smallest["window"])
     raise ValueError(
         f"window {window:,} tokens is smaller than the smallest possible prompt of every one of the {sessions} sessions: "
-        f"no strategy can keep any of them under it. The smallest first prompt (system prompt, instructions, task) is "
+        f"no strategy can keep any of them under it. The smallest recorded prompt (system prompt, instructions, task) is "
         f"{int(smallest['fixed_tokens']):,} tokens ({smallest['transcript']}); the smallest floor "
         f"{int(rows['floor_tokens'].min()):,}. Use a window above that (--window 0 replays each model's real window)"
     )

@@ -105,7 +105,7 @@ def resolve(config: RunConfig) -> tuple[RunConfig, dict[str, Strategy]]:
 
 def run(
     config: RunConfig,
-    out: Path,
+    out: str | Path,
     resume: bool = False,
     progress: bool = False,
     summarizer=None,
@@ -114,8 +114,12 @@ def run(
     workers: int | None = None,
     replay_threads: int | None = None,
     executor=None,
+    limit: int | None = None,
 ) -> RunResult:
     """Replay every transcript × strategy of `config` into `out` (see the module docstring).
+
+    `limit`: only the first N transcript files of the datasets (a quick look before a long run); it is
+    written to config.json, so a --resume must name the same.
 
     `executor`: where the files are read and replayed (`compactlab.runs.executors`; None: worker processes
     on this machine). Whichever it is, the run directory and the results are the same.
@@ -126,17 +130,31 @@ def run(
     and replay in `replay_threads` threads (default: twice the calls in flight the providers'
     `max_in_flight` allow; 1: one replay after another); see `compactlab.runs.concurrent_replays`.
     """
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit: {limit} out of range: the number of sessions (files) to replay, at least 1")
     config, instances = resolve(config)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     forget()  # a run starts with empty memos: nothing an earlier run in this process computed is kept alive
     with RunLock(out):
         return _run_locked(
-            config, instances, out, resume, progress, summarizer, overwrite, judge, workers, replay_threads, executor
+            config, instances, out, resume, progress, summarizer, overwrite, judge, workers, replay_threads, executor, limit
         )
 
 
 def _run_locked(
-    config: RunConfig, instances, out: Path, resume, progress, summarizer, overwrite, judge, workers, replay_threads, executor
+    config: RunConfig,
+    instances,
+    out: Path,
+    resume,
+    progress,
+    summarizer,
+    overwrite,
+    judge,
+    workers,
+    replay_threads,
+    executor,
+    limit,
 ) -> RunResult:
     done_path = out / DONE
     if not resume and done_path.exists():
@@ -147,9 +165,9 @@ def _run_locked(
     log = read_done(done_path) if resume else DoneLog()
     if resume and (out / "config.json").exists():
         previous = json.loads((out / "config.json").read_text())
-        if previous != config_json(config):
+        if previous != _config_json(config, limit):
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
-    write_atomic(out / "config.json", json.dumps(config_json(config), indent=2) + "\n")
+    write_atomic(out / "config.json", json.dumps(_config_json(config, limit), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
     prices = resolve_prices(config.prices or None)
     job = TranscriptJob(
@@ -163,6 +181,8 @@ def _run_locked(
             "run it without --executor dask"
         )
     inputs = resolve_inputs(list(config.datasets) or None)
+    if limit is not None:
+        inputs = replace(inputs, files=inputs.files[:limit])
     _check_unchanged(out, log, inputs.files)
     transcripts: list[ReadTranscript] = []  # what the run keeps of each transcript
     failed: list[FailedFile] = []
@@ -231,6 +251,12 @@ def _run_locked(
     # A window no session fits in measures nothing (every call over it): refused, with the numbers.
     check_window_fits_some_session(result.transcripts)
     return replace(result, llm_calls=account.line()) if completers else result
+
+
+def _config_json(config: RunConfig, limit: int | None) -> dict:
+    """config.json: the configuration, and the --limit a run was started with (only when set, so a run
+    without one reads as before)."""
+    return {**config_json(config), **({"limit": limit} if limit is not None else {})}
 
 
 def _shown_on(bar: tqdm):

@@ -24,6 +24,7 @@ from compactlab.contract import Trigger
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.leaderboard import json_records
 from compactlab.results.recommendation import Recommendation
+from compactlab.results.terminal_table import wrapped
 from compactlab.runs.config_toml import run_config_toml
 from compactlab.runs.run_config import RunConfig
 from compactlab.strategies.registry import settings_of
@@ -143,24 +144,29 @@ def edge_warnings(picked: StrategyConfig | None, configs: list[StrategyConfig]) 
     return tuple(warnings)
 
 
+# The next grid goes beyond the edge and keeps the swept neighbour on the other side of the pick: a
+# grid that ends at the pick would put it at the opposite edge, and the next warning would send the
+# user back the way they came.
 def _next_thresholds(value: float, swept: list[float]) -> list[float] | None:
     if value == swept[0] and value > 0.1 + 1e-9:
-        return [round(t, 2) for t in (value - 0.3, value - 0.2, value - 0.1, value) if t > 0.05]
+        beyond = [round(t, 2) for t in (value - 0.3, value - 0.2, value - 0.1) if t > 0.05]
+        return [*beyond, value, *swept[1:2]]
     if value == swept[-1] and value < 1.0:
-        return sorted({round(value, 2), round((value + 1) / 2, 3), 1.0})
+        return sorted({*swept[-2:-1], round(value, 2), round((value + 1) / 2, 3), 1.0})
     return None
 
 
 def _next_budgets(value: int, swept: list[int]) -> list[int] | None:
     if value == swept[0] and value >= 1_000:
-        return [value // 4, value // 2, value]
+        return [value // 4, value // 2, value, *swept[1:2]]
     if value == swept[-1]:
-        return [value, value * 2, value * 4]
+        return [*swept[-2:-1], value, value * 2, value * 4]
     return None
 
 
-def format_sweep(result: SweepResult) -> str:
-    """The frontier (identical settings on one line), what never compacted, the pick and its configuration."""
+def format_sweep(result: SweepResult, width: int | None = None) -> str:
+    """The frontier (identical settings on one line), what never compacted, the pick and its configuration;
+    `width`: a terminal's columns, which the prose is wrapped to (the configuration is left whole)."""
     lines = [f"Pareto frontier of the recommendable settings (tokens removed vs next-step facts kept, k=1); {LABELS}:"]
     frontier = result.frontier
     moved = frontier[frontier["removed_share_mean"] > 0]
@@ -180,6 +186,7 @@ def format_sweep(result: SweepResult) -> str:
     lines += ["", result.recommendation.summary()]
     lines += [f"  ✗ {config}: {why}" for config, why in result.recommendation.not_recommendable.items()]
     lines += [f"warning: {text}" for text in result.edges]
+    lines = lines if width is None else wrapped(lines, width)
     toml = result.recommended_toml()
     if toml:
         lines += [

@@ -72,11 +72,11 @@ class BudgetExhausted(LLMUnavailable):
     """The next call would pass the run's `max_cost_usd`: the run stops before sending it."""
 
     def __init__(self, provider: str, model: str, budget: float, spent: float, estimate: float) -> None:
-        super().__init__(
-            provider,
-            model,
-            f"the run's cost budget max_cost_usd = {budget:g} USD is reached: {spent:.4f} USD spent, "
-            f"the next call is estimated at {estimate:.4f} USD",
+        super().__init__(provider, model, "cost budget reached")
+        # A budget stop, not a failed call: nothing went wrong with the provider, and no call was sent.
+        self.args = (
+            f"the run's cost budget max_cost_usd = {budget:g} USD is reached: {spent:.4f} USD spent, the next call "
+            f"({provider} {model}) is estimated at {estimate:.4f} USD, so it was not sent (no call failed)",
         )
         self.budget, self.spent = budget, spent
 

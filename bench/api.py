@@ -1,0 +1,100 @@
+"""The Python API's run and sweep, going as far as the command line does: the leaderboard, the
+recommendation and the report, from a notebook. `compactlab.run` and `compactlab.sweep` are these.
+
+It sits above the report (it writes one) and below nothing but `compactlab/__init__.py`: the run
+itself (`compactlab.runs.runs.run`) cannot reach the report without turning the layers upside down.
+Paths may be `str` or `Path`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from compactlab.report.run_report import write_run_report
+from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule
+from compactlab.runs import runs, sweep_run
+from compactlab.runs.run_config import RunConfig
+from compactlab.runs.run_summary import write_summary
+from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS
+
+
+@dataclass(frozen=True)
+class RunResult(runs.RunResult):
+    """A run's rows (`transcripts`, `calls`, `compactions`), and what the command line makes of them:
+    `summary` (summary.json, written on first use), `leaderboard()`, `recommendation()`, `write_report(path)`."""
+
+    config: RunConfig = field(default_factory=RunConfig)
+    rule: Rule = field(default_factory=Rule)
+    written_summary: dict | None = field(default=None, repr=False)  # summary.json when a sweep wrote it already
+
+    @cached_property
+    def summary(self) -> dict:
+        """summary.json, as `compactlab run` writes it (written into the run directory on first use)."""
+        return self.written_summary or write_summary(self, self.config, self.rule)
+
+    def leaderboard(self) -> pd.DataFrame:
+        """One row per setting with its figures and 95% intervals (the CLI's and the report's leaderboard)."""
+        return pd.DataFrame(self.summary.get("leaderboard") or []).fillna(float("nan"))
+
+    def recommendation(self) -> Recommendation:
+        """The one rule's verdict, with what it rests on and the sessions it left out."""
+        found = self.summary.get("recommendation")
+        return Recommendation.from_json(found) if found else Recommendation(None, "no setting was ranked", self.rule)
+
+    def write_report(self, path: str | Path | None = None) -> Path:
+        """The HTML report (default: report.html in the run directory); returns its path."""
+        self.summary  # noqa: B018 - the report reads summary.json, written on first use
+        return write_run_report(self.out, path)
+
+
+def run(config: RunConfig | None = None, out: str | Path = "reports/run", **options) -> RunResult:
+    """Replay `config` (default: every bundled dataset through every built-in strategy) into `out`;
+    `options` as `compactlab.runs.runs.run` takes them (resume, overwrite, workers, limit, ...)."""
+    config = config or RunConfig()
+    result = runs.run(config, Path(out), **options)
+    return RunResult(**_fields(result), config=runs.resolve(config)[0])
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A sweep: its run, the recommended setting as a configuration, and the same views as a run's."""
+
+    run: RunResult
+    recommended_toml: str | None  # what recommended.toml holds (None: no setting is recommendable)
+    warnings: tuple[str, ...]  # e.g. the pick is at the grid's edge, with the next grid
+
+    def leaderboard(self) -> pd.DataFrame:
+        return self.run.leaderboard()
+
+    def recommendation(self) -> Recommendation:
+        return self.run.recommendation()
+
+    def write_report(self, path: str | Path | None = None) -> Path:
+        return self.run.write_report(path)
+
+
+def sweep(
+    config: RunConfig | None = None,
+    out: str | Path = "reports/sweep",
+    strategies: Sequence[str] = DEFAULT_STRATEGIES,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    keep: Sequence[int] | None = None,
+    min_preservation: float = MIN_KEPT,
+    **options,
+) -> SweepResult:
+    """`compactlab sweep`: strategies × trigger thresholds × keep budgets on `config`'s datasets and
+    window, with summary.json, sweep.json and recommended.toml written into `out`."""
+    done = sweep_run.sweep_grid(config or RunConfig(), out, strategies, thresholds, keep, min_preservation, **options)
+    resolved = runs.resolve(dataclasses.replace(config or RunConfig(), strategies=done.result.configs))[0]
+    result = RunResult(**_fields(done.run), config=resolved, rule=Rule(min_preservation), written_summary=done.summary)
+    return SweepResult(result, done.document["recommended_config"], tuple(done.document["warnings"]))
+
+
+def _fields(result: runs.RunResult) -> dict:
+    return {f.name: getattr(result, f.name) for f in dataclasses.fields(runs.RunResult)}

@@ -1,0 +1,57 @@
+"""A finished run's summary.json: what `compactlab run`, `compactlab sweep` and the Python API
+(`RunResult.summary`) all write and read, made in one place so the three cannot disagree.
+
+Beside the statistics (`compactlab.results.leaderboard.summary_document`) it holds what a verdict
+needs to be acted on: the settings identical by construction, how many sessions the costs cover
+and which configured price keys price nothing, and the window the replay simulated beside the
+windows the sessions' models really have.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from compactlab.compaction.llm.prices import resolve_prices
+from compactlab.results.cost_coverage import cost_coverage, unmatched_price_keys
+from compactlab.results.leaderboard import summary_document
+from compactlab.results.recommendation import Rule
+from compactlab.results.same_by_construction import same_groups
+from compactlab.runs.run_config import RunConfig
+from compactlab.runs.run_files import write_atomic
+from compactlab.runs.runs import resolve
+from compactlab.tokens.context_windows import ContextWindows
+
+
+def run_summary(result, config: RunConfig, rule: Rule = Rule(), all_pairs: bool = False) -> dict:
+    """summary.json of `result` (a `compactlab.runs.runs.RunResult`), replayed with `config`."""
+    document = summary_document(result, rule=rule, all_pairs=all_pairs)
+    # Settings identical by construction: one result under several names (every label keeps its figures above).
+    document["same_by_construction"] = [g.as_json() for g in same_groups(resolve(config)[0].strategies)]
+    prices = resolve_prices(config.prices) if config.prices else None
+    document["cost_coverage"] = cost_coverage(result.transcripts, result.call_models, prices)
+    models = _models(result) + [config.summarizer.get("model", ""), config.judge.get("model", "")]
+    document["cost_coverage"]["unmatched_price_keys"] = unmatched_price_keys(
+        {k: v for k, v in (prices or {}).items() if k in config.prices}, models
+    )
+    document["windows"] = {"simulated": config.window, "recorded": recorded_windows(_models(result), config)}
+    return document
+
+
+def write_summary(result, config: RunConfig, rule: Rule = Rule(), all_pairs: bool = False) -> dict:
+    """`run_summary`, written to the run directory's summary.json (atomically)."""
+    document = run_summary(result, config, rule, all_pairs)
+    write_atomic(Path(result.out) / "summary.json", json.dumps(document, indent=2, default=str) + "\n")
+    return document
+
+
+def recorded_windows(models: list[str], config: RunConfig) -> dict[str, int]:
+    """Each model's real context window (its own override, else the built-in table), beside the one the
+    replay simulated: a recommendation made at a simulated 64k window is not one for a 200k model."""
+    windows = ContextWindows(overrides=dict(config.context_windows))
+    return {model: windows.lookup(model).tokens for model in sorted(set(models)) if model and model != "unknown"}
+
+
+def _models(result) -> list[str]:
+    frame = result.call_models
+    return [] if frame.empty or "model" not in frame else [m for m in frame["model"].dropna().unique() if isinstance(m, str)]

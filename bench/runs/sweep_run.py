@@ -1,0 +1,72 @@
+"""A sweep from start to end: the grid replayed like any run, its summary.json, sweep.json and the
+recommended setting as recommended.toml. `compactlab sweep` and `compactlab.sweep(...)` are this
+function (the report is the caller's: it sits above the runs)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule
+from compactlab.runs import runs
+from compactlab.runs.run_config import RunConfig
+from compactlab.runs.run_files import write_atomic
+from compactlab.runs.run_summary import write_summary
+from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS, SweepResult, analyse, grid, sweep_document
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    run: runs.RunResult  # the grid's run: every setting's rows, as any run's
+    summary: dict  # summary.json
+    result: SweepResult  # the settings' figures, the frontier, the recommendation
+    document: dict  # sweep.json
+
+    @property
+    def recommendation(self) -> Recommendation:
+        return self.result.recommendation
+
+    @property
+    def leaderboard(self) -> pd.DataFrame:
+        return self.result.points
+
+
+def sweep_grid(
+    config: RunConfig,
+    out: str | Path,
+    strategies: Sequence[str] = DEFAULT_STRATEGIES,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    keep: Sequence[int] | None = None,
+    min_preservation: float = MIN_KEPT,
+    limit: int | None = None,
+    **run_options,
+) -> SweepRun:
+    """Replay `strategies` × `thresholds` × `keep` budgets on `config`'s datasets and window into `out`;
+    `run_options` go to `compactlab.runs.runs.run` (resume, workers, summarizer, ...)."""
+    configs = grid(list(strategies), list(thresholds), None if keep is None else list(keep), strict_keep=keep is not None)
+    if not 0 < min_preservation <= 1:
+        raise ValueError(f"--min-preservation: {min_preservation:g} out of range: a share of facts in (0, 1]")
+    config = dataclasses.replace(config, strategies=tuple(configs))
+    out = Path(out)
+    result = runs.run(config, out, limit=limit, **run_options)
+    summary = write_summary(result, config, Rule(min_preservation))
+    if not summary.get("leaderboard"):
+        raise ValueError(f"{out}: the sweep replayed no transcript the statistics can use (see summary.json's left_out)")
+    figures = pd.DataFrame(summary["leaderboard"]).fillna(float("nan"))
+    analysis = analyse(figures, configs, Recommendation.from_json(summary["recommendation"]), config)
+    document = sweep_document(analysis)
+    if document["recommended_config"] and limit is not None:
+        # The grid saw only the first `limit` files: the configuration replays the same only with the same limit.
+        document["recommended_config"] = (
+            f"# swept with --limit {limit}: `compactlab run --config recommended.toml --limit {limit}` replays it\n"
+            + document["recommended_config"]
+        )
+    write_atomic(out / "sweep.json", json.dumps(document, indent=2, default=str) + "\n")
+    if document["recommended_config"]:
+        write_atomic(out / "recommended.toml", document["recommended_config"])
+    return SweepRun(result, summary, analysis, document)
