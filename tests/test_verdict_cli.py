@@ -73,4 +73,4 @@ def test_a_price_key_that_prices_no_model_is_a_warning(tmp_path: Path, capsys, k
     if not hint:
         assert "did you mean" not in err
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert len(summary["cost_coverage"]["unmatched_price_keys"]) == 1
+    assert len(summary["unmatched_price_keys"]) == 1

@@ -263,6 +263,7 @@ def _brief(document: dict, out: Path, report: Path | None) -> dict:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
+    sweep_run.checked_grid(args.strategy, args.thresholds, args.keep, args.min_preservation)  # before anything is written
     config = _run_config(args, strategies=())
     out = args.out or Path("reports/sweep")
     with RunLock(out):
@@ -307,5 +308,5 @@ def terminal_width() -> int | None:
 
 
 def _print_price_warnings(document: dict) -> None:
-    for warning in document["cost_coverage"].get("unmatched_price_keys", []):
+    for warning in document.get("unmatched_price_keys", []):
         print(f"warning: {warning}", file=sys.stderr)

@@ -31,7 +31,7 @@ def run_summary(result, config: RunConfig, rule: Rule = Rule(), all_pairs: bool 
     prices = resolve_prices(config.prices) if config.prices else None
     document["cost_coverage"] = cost_coverage(result.transcripts, result.call_models, prices)
     models = _models(result) + [config.summarizer.get("model", ""), config.judge.get("model", "")]
-    document["cost_coverage"]["unmatched_price_keys"] = unmatched_price_keys(
+    document["unmatched_price_keys"] = unmatched_price_keys(
         {k: v for k, v in (prices or {}).items() if k in config.prices}, models
     )
     document["windows"] = {"simulated": config.window, "recorded": recorded_windows(_models(result), config)}

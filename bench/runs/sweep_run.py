@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule
 from compactlab.runs import runs
 from compactlab.runs.run_config import RunConfig
@@ -36,6 +37,16 @@ class SweepRun:
         return self.result.points
 
 
+def checked_grid(
+    strategies: Sequence[str], thresholds: Sequence[float], keep: Sequence[int] | None, min_preservation: float
+) -> list[StrategyConfig]:
+    """The grid's settings, or the error that names what is out of range (before anything is replayed)."""
+    configs = grid(list(strategies), list(thresholds), None if keep is None else list(keep), strict_keep=keep is not None)
+    if not 0 < min_preservation <= 1:
+        raise ValueError(f"--min-preservation: {min_preservation:g} out of range: a share of facts in (0, 1]")
+    return configs
+
+
 def sweep_grid(
     config: RunConfig,
     out: str | Path,
@@ -48,9 +59,7 @@ def sweep_grid(
 ) -> SweepRun:
     """Replay `strategies` × `thresholds` × `keep` budgets on `config`'s datasets and window into `out`;
     `run_options` go to `compactlab.runs.runs.run` (resume, workers, summarizer, ...)."""
-    configs = grid(list(strategies), list(thresholds), None if keep is None else list(keep), strict_keep=keep is not None)
-    if not 0 < min_preservation <= 1:
-        raise ValueError(f"--min-preservation: {min_preservation:g} out of range: a share of facts in (0, 1]")
+    configs = checked_grid(strategies, thresholds, keep, min_preservation)
     config = dataclasses.replace(config, strategies=tuple(configs))
     out = Path(out)
     result = runs.run(config, out, limit=limit, **run_options)
