@@ -64,6 +64,10 @@ def strategy_config(entry: object, where: str) -> StrategyConfig:
     trigger = entry.get("trigger")
     if trigger is not None:
         unknown_keys(trigger, TRIGGER_FIELDS, where, "trigger settings")
+        if isinstance(trigger.get("reserve_by_model"), list):
+            # TOML and config.json hold the pairs as lists; a trigger must hash (settings identical by
+            # construction are grouped by it, compactlab.results.same_by_construction).
+            trigger = {**trigger, "reserve_by_model": tuple(tuple(pair) for pair in trigger["reserve_by_model"])}
         trigger = Trigger(**trigger)
         _check_trigger(trigger, where)
     settings = entry.get("settings", {})
