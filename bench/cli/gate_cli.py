@@ -16,10 +16,12 @@ import tempfile
 from pathlib import Path
 
 from compactlab.compaction.llm import CacheMiss
+from compactlab.gate.answers import Answers
 from compactlab.gate.gate import (
     MAX_FLIPS_SHOWN,
     Comparison,
     Report,
+    SuiteRun,
     baseline_document,
     check_matches,
     compactlab_version,
@@ -34,6 +36,7 @@ from compactlab.gate.gate import (
     stale_strategies,
     write_baseline,
 )
+from compactlab.gate.measured import scope_lines, unmeasured
 from compactlab.gate.suite import MetricSpec, Suite, SuiteError, load_suite, select
 from compactlab.results.catalogue import label as metric_label
 from compactlab.strategies.prompting import renders_prompt
@@ -42,8 +45,9 @@ from compactlab.strategies.registry import get_strategy
 MAX_FACTS_SHOWN = 12  # per transcript, in the markdown
 
 
-def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
+def changes_since(suite: Suite, baseline: dict, run: SuiteRun) -> list[str]:
     """Notes for people: what differs between the baseline's run and this one."""
+    result = run.result
     notes = []
     if baseline.get("compactlab") != compactlab_version():
         notes.append(f"compactlab version: {baseline.get('compactlab')} → {compactlab_version()}")
@@ -65,6 +69,9 @@ def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
             notes.append(
                 f"`{strategy.label}`: prompt templates changed ({', '.join(old_hashes) or 'none'} → {', '.join(new_hashes) or 'none'}){used}"
             )
+        old_model, new_model = before.get("read_by"), run.prompts[strategy.label]["read_by"]
+        if old_model and new_model and old_model != new_model:
+            notes.append(f"`{strategy.label}`: summaries by model {new_model}, the baseline's by {old_model}")
     old_files = baseline.get("transcripts", {})
     new_files = {t.id: file_hash(t.source_path) for t in result.read.transcripts}
     changed = sorted(t for t in set(old_files) & set(new_files) if old_files[t].get("sha256") != new_files[t])
@@ -106,11 +113,15 @@ def markdown(report: Report, confidence: float) -> str:
     """The summary for a CI job page or a pull-request comment (GitHub-flavoured markdown)."""
     failed = report.regressions
     pct = f"{confidence:.0%}"
-    lines = [
-        "## compactlab check: "
-        + (f"❌ {len(failed)} regression{'s' if len(failed) != 1 else ''}" if failed else "✅ no regression"),
-        "",
-    ]
+    verdict = f"❌ {len(failed)} regression{'s' if len(failed) != 1 else ''}" if failed else "✅ no regression"
+    if report.unmeasured:  # never a pass: what changed was not measured
+        verdict = "⛔ not measured: no result" + (f" (and {verdict[2:]} in what was measured)" if failed else "")
+    lines = ["## compactlab check: " + verdict, ""]
+    if report.unmeasured:
+        lines += [f"- **{line}**" if i < len(report.unmeasured) - 1 else f"- {line}" for i, line in enumerate(report.unmeasured)]
+        lines.append("")
+    if not report.comparisons:  # nothing was compared (see `unmeasured`)
+        return "\n".join(lines + ["**What this check can detect**", ""] + [f"- {line}" for line in report.scope]) + "\n"
     for c in failed:
         lines.append(
             f"- **`{c.label}` · {_name(c.metric)}**: {_change(c)}"
@@ -126,6 +137,8 @@ def markdown(report: Report, confidence: float) -> str:
         "(the transcripts held, their compactions resampled), also fails it: a change confined to a few long sessions "
         "counts when it is consistent at their compactions."
     )
+    if report.scope:
+        lines += ["", "**What this check can detect**", ""] + [f"- {line}" for line in report.scope]
     if report.notes:
         lines += ["", "**Changed since the baseline**", ""] + [f"- {note}" for note in report.notes]
     for label in dict.fromkeys(c.label for c in report.comparisons):
@@ -189,8 +202,9 @@ def _tolerance(metric: MetricSpec) -> str:
 
 
 CHECK_EXITS = (
-    "exit codes: 0 no regression; 1 a regression (or a metric that lost its values); 2 usage or configuration "
-    "error: a bad suite or baseline, a missing recording offline, or a guarded metric this run cannot measure"
+    "exit codes: 0 no regression; 1 a regression (or a metric that lost its values); 2 no result: a bad suite or "
+    "baseline, a guarded metric this run cannot measure, a prompt template changed that no model read, a baseline "
+    "made with a model checked without one, or summaries with no recorded answer and no key to ask for them"
 )
 BASELINE_EXITS = (
     "exit codes: 0 written; 2 usage or configuration error: a bad suite, an existing baseline without --update, "
@@ -215,6 +229,9 @@ def add_commands(commands, command) -> None:
     )
     _common(baseline)
     baseline.add_argument("--update", action="store_true", help="replace an existing baseline (prints what changed)")
+    baseline.add_argument(
+        "--prune-answers", action="store_true", help="delete the recorded answers (cache_dir) this baseline's run did not use"
+    )
     baseline.set_defaults(run=run_baseline)
 
 
@@ -223,7 +240,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", type=Path, required=True, help="baseline JSON file")
     parser.add_argument("--out", type=Path, help="keep the run directory here (default: a temporary directory)")
     parser.add_argument(
-        "--offline", action="store_true", help="LLM summaries only from the recorded cache; a missing recording is an error"
+        "--offline",
+        action="store_true",
+        help="LLM summaries only from the recorded answers, even with a key (missing answers are counted: exit 2)",
     )
 
 
@@ -238,18 +257,42 @@ def run_check(args: argparse.Namespace) -> int:
                 f"the baseline has strategies the suite no longer has: {', '.join(stale)}; if that is deliberate, run "
                 f"`compactlab baseline --suite {args.suite} --baseline {args.baseline} --update`"
             )
-        result, table, values = _run(suite, args)
-        report = compare(suite, baseline, table, values)
-        unmeasurable_metrics(report.comparisons, table)
+        run = _run(suite, args)
+        problems = unmeasured(suite, run.prompts, run.answers, baseline, args.baseline)
+        if run.answers is not None and run.answers.missing:
+            # Summaries without an answer fell back (or failed): nothing this run measured is a result.
+            report = Report([], suite=str(suite.path), transcripts=len(run.result.read.transcripts))
+        else:
+            report = compare(suite, baseline, run.table, run.values)
+            unmeasurable_metrics(report.comparisons, run.table)
     except (SuiteError, CacheMiss) as exc:
         return _usage_error(exc)
+    report.unmeasured = problems
     report.baseline = str(args.baseline)
-    report.notes = changes_since(suite, baseline, result) + ([f"checked only: {', '.join(args.only)}"] if args.only else [])
+    report.notes = changes_since(suite, baseline, run) + ([f"checked only: {', '.join(args.only)}"] if args.only else [])
+    if run.answers is not None and not args.only:
+        report.notes += unused_answers(run.answers, suite, args.baseline)
+    report.scope = scope_lines(run.prompts, run.answers)
     text = markdown(report, suite.confidence)
     print(json.dumps(report_json(report), indent=2) if args.json else text)
     if args.markdown_out:
         args.markdown_out.write_text(text, encoding="utf-8")
+    if report.unmeasured:  # the markdown above shows what was measured; what was not makes this no result
+        print("compactlab: error: this check did not measure what changed, so it cannot pass:", file=sys.stderr)
+        print("\n".join(f"  {line}" for line in report.unmeasured), file=sys.stderr)
+        return 2
     return 1 if report.regressions else 0
+
+
+def unused_answers(answers: Answers, suite: Suite, baseline: Path) -> list[str]:
+    """A note on the recorded answers this run did not use, so the folder can be pruned."""
+    unused = answers.unused()
+    if not unused:
+        return []
+    return [
+        f"{len(unused)} recorded answers in `{answers.folder.name}/` were not used by this check: "
+        f"`compactlab baseline --suite {suite.path} --baseline {baseline} --update --prune-answers` removes them"
+    ]
 
 
 def run_baseline(args: argparse.Namespace) -> int:
@@ -257,9 +300,12 @@ def run_baseline(args: argparse.Namespace) -> int:
         suite = load_suite(args.suite)
         if args.baseline.exists() and not args.update:
             raise SuiteError(f"{args.baseline} exists: a baseline is only replaced deliberately; pass --update to replace it")
-        previous = read_baseline(args.baseline, args.suite) if args.baseline.exists() else None
-        result, table, values = _run(suite, args)
-        document = baseline_document(suite, result, table, values)
+        previous = read_baseline(args.baseline, args.suite, any_format=True) if args.baseline.exists() else None
+        run = _run(suite, args)
+        problems = unmeasured(suite, run.prompts, run.answers, None, args.baseline)  # answers it could not get
+        if problems:
+            raise SuiteError("this baseline could not be measured:\n  " + "\n  ".join(problems))
+        document = baseline_document(suite, run)
         unmeasurable_metrics(
             [
                 (label, m, values)
@@ -267,11 +313,20 @@ def run_baseline(args: argparse.Namespace) -> int:
                 for m in suite.metrics
                 for values in [per.get(m.name, {})]
             ],
-            table,
+            run.table,
         )
     except (SuiteError, CacheMiss) as exc:
         return _usage_error(exc)
     write_baseline(args.baseline, document)
+    if run.answers is not None:
+        print(f"recorded answers: {len(run.answers.used)} used, in {run.answers.folder}")
+        unused = run.answers.unused()
+        if unused and args.prune_answers:
+            for path in unused:
+                path.unlink()
+            print(f"pruned {len(unused)} recorded answers this baseline did not use")
+        elif unused:
+            print(f"{len(unused)} recorded answers were not used (--prune-answers removes them)")
     if previous is None:
         print(
             f"wrote {args.baseline}: {len(document['values'])} strategies × {len(suite.metrics)} metrics, {len(document['transcripts'])} transcripts"
@@ -363,7 +418,8 @@ def report_json(report: Report) -> dict:
     ]
     failed = report.regressions
     return {
-        "verdict": "regression" if failed else "pass",
+        "verdict": "not measured" if report.unmeasured else "regression" if failed else "pass",
+        "unmeasured": report.unmeasured,
         "suite": report.suite,
         "baseline": report.baseline,
         "transcripts": report.transcripts,
