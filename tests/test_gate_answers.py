@@ -143,3 +143,42 @@ def test_a_model_baseline_checked_without_the_model_is_no_result(recorded, capsy
     err = capsys.readouterr().err
     assert code == 2
     assert "`summarize`: the baseline's summaries were written by model openai:gpt-4o-mini, this run's by none" in err
+
+
+# --- the scaffold: `compactlab init`, a baseline with a model, then CI ------------------------------
+
+
+def test_the_scaffold_records_answers_with_a_model_and_ci_checks_from_them(tmp_path, capsys, monkeypatch) -> None:
+    """The issue's new-user flow: init, baseline, then the summary template replaced by `Summarize
+    briefly.`. It used to pass (exit 0); now offline it exits 2 and with the model it fails (exit 1)."""
+    assert main(["init", str(tmp_path)]) == 0
+    suite, baseline = tmp_path / "ci" / "compactlab-suite.toml", tmp_path / "ci" / "compactlab-baseline.json"
+    for name in ("COMPACTLAB_PROVIDER", "COMPACTLAB_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COMPACTLAB_MODEL", "gpt-4o-mini")
+    monkeypatch.setenv("COMPACTLAB_KEY_ENV", KEY_ENV)
+    argv = ["--suite", str(suite), "--baseline", str(baseline)]
+    with serve() as server:
+        server.otherwise = summarizing()
+        # No key and no server address: a baseline cannot get its summaries (exit 2), and says so.
+        assert main(["baseline", *argv]) == 2
+        assert f"no key in {KEY_ENV}" in capsys.readouterr().err and not baseline.exists()
+        monkeypatch.setenv("COMPACTLAB_BASE_URL", server.openai_base_url)
+        assert main(["baseline", *argv]) == 0
+        capsys.readouterr()
+        calls = server.count()
+        monkeypatch.delenv("COMPACTLAB_BASE_URL")  # CI: no server, no key
+        assert main(["check", *argv]) == 0  # the unchanged tree, from the recorded answers
+        assert f"from recorded answers only (no key in {KEY_ENV})" in capsys.readouterr().out
+
+        (suite.parent / "summary.j2").write_text("{{ conversation }} Summarize briefly.\n", encoding="utf-8")
+        assert main(["check", *argv]) == 2
+        err = capsys.readouterr().err
+        assert re.search(r"summary.j2 changed: \d+ summaries need a model", err), err
+        monkeypatch.setenv("COMPACTLAB_BASE_URL", server.openai_base_url)
+        code = main(["check", *argv])
+        out = capsys.readouterr().out
+        assert code == 1, out
+        assert "`summarize-70` · dropped facts the summary kept (k=5) (`summary_recall_k5`)" in out.split("Suite `")[0]
+        assert server.count() > calls
+    assert len(list((suite.parent / "compactlab-suite-answers").glob("??/*.json"))) == server.count()
