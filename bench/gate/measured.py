@@ -85,13 +85,18 @@ def unmeasured(
         )
     if answers is not None and answers.missing:
         names = {h: name for now in records.values() for name, h in now["templates"].items()}
+        recorded = {h for r in before.values() for h in r.get("templates", {}).values()}
+        changed_any = baseline is not None and any(h not in recorded for h in answers.missing)
         for prompt_hash, count in sorted(answers.missing.items(), key=lambda item: -item[1]):
             name = names.get(prompt_hash, "a template")
-            olds = {r.get("templates", {}).get(name) for r in before.values()} - {None}
-            state = "" if baseline is None else " unchanged" if prompt_hash in olds else " changed"
-            why = (
-                " (the conversations it summarizes changed: the replay, a strategy or the data)" if state == " unchanged" else ""
-            )
+            state = "" if baseline is None else " unchanged" if prompt_hash in recorded else " changed"
+            why = ""
+            if state == " unchanged":  # its requests differ all the same: what they summarize changed
+                why = (
+                    " (they summarize what the changed template's summaries left)"
+                    if changed_any
+                    else " (the conversations it summarizes changed: the replay, a strategy or the data)"
+                )
             problems.append(f"{name}{state}: {count} summar{'y needs' if count == 1 else 'ies need'} a model{why}")
     if problems:
         problems.append(_what_to_do(suite, answers, baseline_path, baseline is None))
