@@ -5,7 +5,9 @@
 
 `baseline` runs a suite (`bench/gate/suite.py`) and writes, per strategy label and metric, the value of
 every transcript, with the suite's hash, the compactlab version, the prompt hashes each strategy
-used and the hash of every transcript file. It never overwrites a baseline without `--update`.
+used, each strategy's prompt templates (their hashes) and the model that read them
+(`compactlab.gate.measured`: a check that did not measure a change is no result), and the hash of
+every transcript file. It never overwrites a baseline without `--update`.
 
 `check` runs the same suite and compares it with the baseline, per strategy and metric, on the
 transcripts both hold a value for. The regression rule, for a metric with tolerance t:
