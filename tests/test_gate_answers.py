@@ -22,6 +22,7 @@ from tests.fake_providers import FakeProvider, serve, summarizing
 SUITE = REPO / "reports" / "baselines" / "suite.toml"
 FILES_IMPORT = '{%- from "files.j2" import files -%}'
 KEY_ENV = "COMPACTLAB_TEST_ANSWERS_KEY"
+SCAFFOLD_KEY = "COMPACTLAB_TEST_SCAFFOLD_KEY"  # never set: the scaffold's CI has no key
 LLM_SETTINGS = (  # the own suite's two settings that name summary.j2, on the model
     (
         'settings = { keep_recent_tokens = 4000, template = "summary.j2" }',
@@ -62,11 +63,12 @@ class Recorded:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Recorded:
     folder = tmp_path_factory.mktemp("own-suite-with-a-model")
-    with pytest.MonkeyPatch.context() as patch, serve() as server:
-        patch.setenv(KEY_ENV, "sk-test")
+    with serve() as server:
         server.otherwise = summarizing()
         suite = own_suite_with_a_model(folder, server)
-        assert main(["baseline", "--suite", str(suite), "--baseline", str(folder / "baseline.json")]) == 0
+        with pytest.MonkeyPatch.context() as patch:  # the key only while the baseline runs
+            patch.setenv(KEY_ENV, "sk-test")
+            assert main(["baseline", "--suite", str(suite), "--baseline", str(folder / "baseline.json")]) == 0
         yield Recorded(suite, folder / "baseline.json", folder / "suite-answers", server, server.count())
 
 
@@ -153,23 +155,23 @@ def test_the_scaffold_records_answers_with_a_model_and_ci_checks_from_them(tmp_p
     briefly.`. It used to pass (exit 0); now offline it exits 2 and with the model it fails (exit 1)."""
     assert main(["init", str(tmp_path)]) == 0
     suite, baseline = tmp_path / "ci" / "compactlab-suite.toml", tmp_path / "ci" / "compactlab-baseline.json"
-    for name in ("COMPACTLAB_PROVIDER", "COMPACTLAB_BASE_URL", "OPENAI_API_KEY"):
+    for name in ("COMPACTLAB_PROVIDER", "COMPACTLAB_BASE_URL", "OPENAI_API_KEY", SCAFFOLD_KEY):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COMPACTLAB_MODEL", "gpt-4o-mini")
-    monkeypatch.setenv("COMPACTLAB_KEY_ENV", KEY_ENV)
+    monkeypatch.setenv("COMPACTLAB_KEY_ENV", SCAFFOLD_KEY)
     argv = ["--suite", str(suite), "--baseline", str(baseline)]
     with serve() as server:
         server.otherwise = summarizing()
         # No key and no server address: a baseline cannot get its summaries (exit 2), and says so.
         assert main(["baseline", *argv]) == 2
-        assert f"no key in {KEY_ENV}" in capsys.readouterr().err and not baseline.exists()
+        assert f"no key in {SCAFFOLD_KEY}" in capsys.readouterr().err and not baseline.exists()
         monkeypatch.setenv("COMPACTLAB_BASE_URL", server.openai_base_url)
         assert main(["baseline", *argv]) == 0
         capsys.readouterr()
         calls = server.count()
         monkeypatch.delenv("COMPACTLAB_BASE_URL")  # CI: no server, no key
         assert main(["check", *argv]) == 0  # the unchanged tree, from the recorded answers
-        assert f"from recorded answers only (no key in {KEY_ENV})" in capsys.readouterr().out
+        assert f"from recorded answers only (no key in {SCAFFOLD_KEY})" in capsys.readouterr().out
 
         (suite.parent / "summary.j2").write_text("{{ conversation }} Summarize briefly.\n", encoding="utf-8")
         assert main(["check", *argv]) == 2
