@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import asdict
 from functools import cache
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pytest
 
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.results.compaction_values import compaction_values
+from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
 from compactlab.scoring.matching import Item, present
 from compactlab.scoring.preservation import preservation_at
 from compactlab.scoring.reacquisition import reacquisition_at
@@ -145,3 +148,30 @@ def test_at_the_real_compactions_the_agent_reacquired_the_recoverable_items_and_
     assert totals["lost_recoverable_reacquired"] / totals["lost_recoverable"] >= 0.8, totals
     if totals["lost_unrecoverable"]:
         assert totals["lost_unrecoverable_reacquired"] / totals["lost_unrecoverable"] <= 0.2, totals
+
+
+def test_the_rows_the_per_session_table_and_the_gate_carry_the_split_of_each_real_compaction() -> None:
+    [transcript] = load_file(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"))
+    replayed = replay(transcript, StrategyConfig("truncate", "truncate"), ContextWindows(overrides={"": 16_000}))
+    rows = [asdict(row) for row in replayed.compactions if not row.failed]
+    assert len(rows) >= 2
+    expected = []
+    for row, compacted in zip(replayed.compactions, replayed.compacted):
+        k5 = row.preservation["k5"]
+        split = loss_split(
+            transcript.messages,
+            row.message_index,
+            preservation_at(transcript.messages, row.message_index, compacted, (5,))[5].lost,
+        )
+        # The row's lists are the split of its lost items, in full.
+        assert sorted(k5["lost_recoverable"] + k5["lost_unrecoverable"] + k5["lost_unknown"]) == sorted(k5["lost"])
+        assert k5["lost_unrecoverable"] == [f"{c.item.kind}:{c.item.text}" for c in split.of("unrecoverable")]
+        assert (k5["reacquisition_tokens"], k5["reacquisition_calls"]) == (split.reacquisition_tokens, split.reacquisition_calls)
+        if k5["needed"]:
+            expected.append((len(k5["lost_unrecoverable"]) / len(k5["needed"]), k5["reacquisition_tokens"]))
+    assert any(tokens for _, tokens in expected), "no compaction lost anything recoverable"
+    summary = transcript_summary(calls_frame(replayed.calls), compactions_frame(rows))
+    assert summary["unrecoverable_loss"].item() == pytest.approx(sum(u for u, _ in expected) / len(expected))
+    assert summary["reacquisition_tokens"].item() == pytest.approx(sum(t for _, t in expected) / len(expected))
+    gate = [v for v in compaction_values(rows) if v.metric == "unrecoverable_loss"]
+    assert [v.value for v in gate] == pytest.approx([u for u, _ in expected])
