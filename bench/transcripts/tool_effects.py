@@ -23,6 +23,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
+from compactlab.memo import IdentityMemo
 from compactlab.transcripts.messages import _SHELL_PATH, _SHELL_WRITES, PATH_KEYS, WRITE_TOOLS
 from compactlab.transcripts.model import ToolCallPart
 
@@ -70,7 +71,16 @@ class CallEffect:
 
 
 def call_effect(call: ToolCallPart) -> CallEffect:
-    """What `call` did to the environment (module docstring)."""
+    """What `call` did to the environment (module docstring). Read once per call: every compaction
+    of a session asks again about the same calls."""
+    return _EFFECTS.of(call, _effect_of)
+
+
+# The entry holds the call, so its id is not reused while it lives (`compactlab.memo`).
+_EFFECTS: IdentityMemo[CallEffect] = IdentityMemo(100_000)
+
+
+def _effect_of(call: ToolCallPart) -> CallEffect:
     name = call.name.lower()
     arguments = call.parsed_arguments()
     if name == "apply_patch":
