@@ -175,3 +175,17 @@ def test_the_rows_the_per_session_table_and_the_gate_carry_the_split_of_each_rea
     assert summary["reacquisition_tokens"].item() == pytest.approx(sum(t for _, t in expected) / len(expected))
     gate = [v for v in compaction_values(rows) if v.metric == "unrecoverable_loss"]
     assert [v.value for v in gate] == pytest.approx([u for u, _ in expected])
+
+
+def test_a_codex_patch_that_removes_the_line_an_item_was_read_from_makes_it_unrecoverable() -> None:
+    # A real Codex session: message 22 runs `rg -n "codex-" -n specs/003-celery-oauth-volumes/spec.md`
+    # (a shell argv), whose output in message 23 shows `assigned`; the apply_patch in message 26
+    # updates that file and removes the line without adding it back.
+    [transcript] = load_file(bundled("codex-rollouts", "MoonLadderStudios__MoonMind"))
+    messages, item = transcript.messages, Item("identifier", "assigned")
+    [search] = [p for p in messages[22].parts if isinstance(p, ToolCallPart)]
+    [patch] = [p for p in messages[26].parts if isinstance(p, ToolCallPart)]
+    assert call_effect(search).paths == ("specs/003-celery-oauth-volumes/spec.md",) == call_effect(patch).paths
+    before = classify(messages, 26, item, 26)
+    assert before.label == "recoverable" and before.source is not None and before.source.message == 23
+    assert classify(messages, 27, item, 27).label == "unrecoverable"

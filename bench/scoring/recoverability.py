@@ -26,6 +26,7 @@ Sources that hold the same result are counted once per compaction.
 from __future__ import annotations
 
 import math
+import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from compactlab.scoring.extraction import extract_items
 from compactlab.scoring.matching import Item, present
 from compactlab.scoring.preservation import transcript_text
 from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
-from compactlab.transcripts.tool_effects import CallEffect, call_effect, same_file
+from compactlab.transcripts.tool_effects import PATCH_FILE, CallEffect, call_effect, same_file
 
 Label = Literal["recoverable", "unrecoverable", "unknown"]
 LABELS: tuple[Label, ...] = ("recoverable", "unrecoverable", "unknown")
@@ -161,7 +162,7 @@ class _Session:
         for call, effect in self.changes_between(start, end):
             if effect.effect == "run" or not any(same_file(p, c) for p in paths for c in effect.paths):
                 continue
-            kept = _kept_by(call, effect, item)
+            kept = _kept_by(call, effect, item, paths)
             if kept is False:
                 return False
             if kept is None:
@@ -234,18 +235,20 @@ _OLD_NEW = (("old_string", "new_string"), ("old_str", "new_str"), ("old_text", "
 _CONTENT_KEYS = ("content", "file_text", "text")
 
 
-def _kept_by(call: ToolCallPart, effect: CallEffect, item: Item) -> bool | None:
-    """Whether a change of a file keeps `item` in it: an edit whose old text held it keeps it only
-    if its new text does; a rewrite keeps it if its content holds it; a patch if no removed line
-    holds it or an added line does; a deletion or move does not; a shell rewrite cannot be read."""
+def _kept_by(call: ToolCallPart, effect: CallEffect, item: Item, paths: Sequence[str]) -> bool | None:
+    """Whether a change of the file(s) `paths` keeps `item` in them: an edit whose old text held it
+    keeps it only if its new text does; a rewrite keeps it if its content holds it; a patch if, in
+    the file's section, no removed line holds it or an added line does; a deletion or move does
+    not; a command that rewrites or resets files cannot be read (None)."""
     if effect.effect == "side_effect":
-        return False  # `rm`, `mv`, ...: the file is gone from where it was read
+        command = effect.command or ""
+        if _REMOVES.search(command):
+            return False  # `rm`, `mv`: the file is gone from where it was read
+        return None if _RESETS.search(command) else True  # `git add`, `cp a b`, `chmod`: its text is unchanged
     arguments = call.parsed_arguments()
     if call.name.lower() == "apply_patch":
         patch = str(arguments.get("input", "") if isinstance(arguments, dict) else call.arguments)
-        removed = "\n".join(line[1:] for line in patch.splitlines() if line.startswith("-"))
-        added = "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+"))
-        return not present(item, removed) or present(item, added)
+        return _kept_by_patch(patch, item, paths)
     if not isinstance(arguments, dict) or effect.command is not None:
         return None
     listed = arguments.get("edits")
@@ -262,3 +265,23 @@ def _kept_by(call: ToolCallPart, effect: CallEffect, item: Item) -> bool | None:
                 return False
     content = next((arguments[k] for k in _CONTENT_KEYS if isinstance(arguments.get(k), str)), None)
     return present(item, content) if content is not None else True
+
+
+_REMOVES = re.compile(r"(?:^|[;&|]\s*)(?:sudo\s+)?(?:rm|mv|unlink|git\s+rm|git\s+mv)\b")
+_RESETS = re.compile(r"\bgit\s+(?:checkout|restore|reset|stash|apply|pull|merge|rebase|cherry-pick)\b")
+
+
+def _kept_by_patch(patch: str, item: Item, paths: Sequence[str]) -> bool:
+    """Whether a Codex patch keeps `item` in the sections that change one of `paths`."""
+    heads = list(PATCH_FILE.finditer(patch))
+    for head, following in zip(heads, [*heads[1:], None]):
+        if not any(same_file(path, head.group(2).strip()) for path in paths):
+            continue
+        if head.group(1) == "Delete":
+            return False
+        lines = patch[head.end() : following.start() if following else len(patch)].splitlines()
+        removed = "\n".join(line[1:] for line in lines if line.startswith("-"))
+        added = "\n".join(line[1:] for line in lines if line.startswith("+"))
+        if present(item, removed) and not present(item, added):
+            return False
+    return True

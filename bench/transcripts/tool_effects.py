@@ -52,7 +52,8 @@ _SIDE_EFFECT_PROGRAMS = frozenset(
 _FETCH_PROGRAMS = frozenset({"curl", "wget"})
 _SEGMENTS = re.compile(r"\|\|?|&&|;")
 _ENV_ASSIGNMENT = re.compile(r"^\w+=")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
+# A Codex patch names each file it changes: `*** Update File: PATH` (what, path).
+PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def _effect_of(call: ToolCallPart) -> CallEffect:
     arguments = call.parsed_arguments()
     if name == "apply_patch":
         patch = arguments.get("input", "") if isinstance(arguments, dict) else call.arguments
-        return CallEffect("write", tuple(p.strip() for p in _PATCH_FILE.findall(str(patch))))
+        return CallEffect("write", tuple(m.group(2).strip() for m in PATCH_FILE.finditer(str(patch))))
     if not isinstance(arguments, dict):
         return CallEffect("run")
     paths = tuple(str(arguments[k]) for k in PATH_KEYS if isinstance(arguments.get(k), str))
