@@ -189,3 +189,40 @@ def test_a_codex_patch_that_removes_the_line_an_item_was_read_from_makes_it_unre
     before = classify(messages, 26, item, 26)
     assert before.label == "recoverable" and before.source is not None and before.source.message == 23
     assert classify(messages, 27, item, 27).label == "unrecoverable"
+
+
+# What each kind of real command of the bundled sessions does, by its first words.
+EXPECTED_BY_START = {
+    ("sed", "-i"): "write",
+    ("rm",): "side_effect",
+    ("git", "status"): "read",
+    ("git", "log"): "read",
+    ("git", "commit"): "side_effect",
+    ("ls",): "read",
+    ("grep",): "read",
+    ("python",): "run",
+    ("python3",): "run",
+    ("pip", "install"): "side_effect",
+    ("date",): "time",
+}
+
+
+@pytest.mark.parametrize(
+    "dataset", ("claude-code-log", "m-claude", "mini-swe-agent-pr816", "mini-swe-agent-v1", "codex-rollouts")
+)
+def test_real_commands_of_every_bundled_source_are_read_by_what_they_do(dataset: str) -> None:
+    seen: Counter[tuple[str, ...]] = Counter()
+    for transcript in load_inputs([dataset], lenient=True).transcripts:
+        for part in (p for m in transcript.messages for p in m.parts if isinstance(p, ToolCallPart)):
+            effect = call_effect(part)
+            # One plain command: no pipeline, list, redirection or heredoc to combine.
+            if effect.command is None or any(mark in effect.command for mark in ("|", "&", ";", ">", "<")):
+                continue
+            words = tuple(effect.command.split())
+            for start, expected in EXPECTED_BY_START.items():
+                if words[: len(start)] == start:
+                    assert effect.effect == expected, (transcript.id, effect)
+                    seen[start] += 1
+    # Each source's shell tool is read: Claude Code's Bash, mini-swe-agent's actions (v1: from the reply's
+    # text), Codex's argv lists and shell_command.
+    assert sum(seen.values()) >= 10, seen
