@@ -26,8 +26,8 @@ from compactlab.transcripts.model import ToolCallPart, ToolResultPart, Transcrip
 from compactlab.transcripts.tool_effects import call_effect
 from tests.conftest import bundled
 
-# Every shared source whose sessions call tools (the condenser pairs hold no steps, pi is the lead's importer).
-SOURCES = ("claude-code-log", "m-claude", "mini-swe-agent-pr816", "mini-swe-agent-v1", "codex-rollouts", "pai-claude")
+# Every shared source whose sessions call tools (the condenser pairs hold no steps).
+SOURCES = ("claude-code-log", "m-claude", "mini-swe-agent-pr816", "mini-swe-agent-v1", "codex-rollouts", "pai-claude", "pi-sessions")
 
 
 @cache
@@ -135,7 +135,7 @@ def test_a_listing_is_recoverable_only_while_the_session_changed_nothing() -> No
 
 def test_at_the_real_compactions_the_agent_reacquired_the_recoverable_items_and_not_the_unrecoverable(shared: Path) -> None:
     totals: Counter[str] = Counter()
-    for source in ("m-claude", "pai-claude"):
+    for source in ("m-claude", "pai-claude", "pi-sessions"):
         transcripts = load_inputs([str(shared / source)], lenient=True).transcripts
         for transcript in (t for t in transcripts if t.compactions):
             replayed = replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows())
