@@ -27,7 +27,15 @@ from compactlab.transcripts.tool_effects import call_effect
 from tests.conftest import bundled
 
 # Every shared source whose sessions call tools (the condenser pairs hold no steps).
-SOURCES = ("claude-code-log", "m-claude", "mini-swe-agent-pr816", "mini-swe-agent-v1", "codex-rollouts", "pai-claude", "pi-sessions")
+SOURCES = (
+    "claude-code-log",
+    "m-claude",
+    "mini-swe-agent-pr816",
+    "mini-swe-agent-v1",
+    "codex-rollouts",
+    "pai-claude",
+    "pi-sessions",
+)
 
 
 @cache
