@@ -249,7 +249,10 @@ def with_derived(summary: pd.DataFrame) -> pd.DataFrame:
         "over_window_share": lambda s: s["over_window_calls"] / s["calls"],
         "cost_change": lambda s: s["total_cost"] - s["cost_full"],
     }
-    return summary.assign(**derived)
+    # A table written before the recoverability split (a committed reference run) lacks its figures:
+    # unknown there (NaN: "–" on every surface), so `diff` and the report of such a run still work.
+    missing = {column: float("nan") for column in LOSS_COLUMNS if column not in summary}
+    return summary.assign(**missing, **derived)
 
 
 def compression_label(removed_share: float) -> str:
