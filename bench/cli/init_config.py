@@ -75,6 +75,10 @@ tolerance = 0.02
 direction = "higher"
 tolerance = 0.05
 
+# [metrics.unrecoverable_loss]  # facts the next steps needed, lost and not re-readable (docs/recoverability.md)
+# direction = "lower"
+# tolerance = 0.02
+
 # [metrics.total_cost]          # only when every model of the datasets has a price ([prices."MODEL"])
 # direction = "lower"
 # tolerance = 0.05
