@@ -1,5 +1,5 @@
 """The verdict where a user reads it (issue 33, points 3, 4 and 8), on a real crowded sweep: the
-default grid on the bundled Codex rollouts (64 settings, half of them identical by construction)."""
+default grid on the bundled Codex rollouts (72 settings, a third of them identical by construction)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from compactlab.report.run_data import figures_and_recommendation, load_run
 from compactlab.results.leaderboard import format_leaderboard
 from compactlab.results.recommendation import Recommendation
 from compactlab.results.same_by_construction import SameGroup
+from compactlab.runs.sweep import DEFAULT_KEEP, DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS, grid
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +39,11 @@ def _text(page: str) -> str:
 def test_identical_settings_are_one_note_not_one_per_pair(crowded: Path) -> None:
     page = (crowded / "report.html").read_text(encoding="utf-8")
     groups = json.loads((crowded / "summary.json").read_text())["same_by_construction"]
-    assert len(groups) == 24  # summarize and iterative-merge at 8 thresholds × 3 budgets
+    pairs = len(DEFAULT_THRESHOLDS) * len(DEFAULT_KEEP)  # summarize and iterative-merge at each threshold and budget
+    assert len(groups) == pairs == 24
     # Before: 24 paragraphs "One result under 2 names: ..."; now one note naming how many rows.
     assert page.count('class="note same-by-construction"') == 1 and "One result under" not in page
-    assert "24 rows each name settings that are one result under several names" in _text(page)
+    assert f"{pairs} rows each name settings that are one result under several names" in _text(page)
 
 
 def test_the_pareto_plot_names_only_the_frontier_and_the_pick(crowded: Path) -> None:
@@ -51,8 +53,10 @@ def test_the_pareto_plot_names_only_the_frontier_and_the_pick(crowded: Path) -> 
     svg, key = pareto_chart(figures, recommendation, colours_for(run.labels), placed=boxes)
     named = figures[figures["config"].isin(recommendation.frontier) | (figures["config"] == recommendation.config)]
     distinct = named[["removed_share_mean", "preservation_or_untouched_mean"]].round(12).drop_duplicates()
-    # Before: every one of the 64 settings' markers carried a name or a number (27 numbers on this sweep).
-    assert len(figures) == 64 and 0 < len(boxes) == len(distinct) - sum(1 for n, _ in key if not n.isdigit())
+    # Before: every setting's marker carried a name or a number (29 labels, 16 of them numbers, on the 64-point grid).
+    assert len(figures) == len(grid(DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS)) and 0 < len(boxes) == len(distinct) - sum(
+        1 for n, _ in key if not n.isdigit()
+    )
     assert len(boxes) < 10 and all(n.isdigit() or n.startswith("unlabelled") for n, _ in key)
     assert svg.startswith("<svg")
 

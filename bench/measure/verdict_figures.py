@@ -7,7 +7,7 @@
    A sweep of summarize and observation-masking at thresholds 0.6 and 0.8: does it recommend, which
    sessions does it leave out and why, how many compactions does the verdict rest on, and does its
    recommended.toml, replayed by `compactlab run --config`, give the same figures?
-2. A crowded sweep: the default grid (64 settings) on the bundled Codex rollouts. How many notes on
+2. A crowded sweep: the default grid (72 settings) on the bundled Codex rollouts. How many notes on
    settings identical by construction the report opens with, how many Pareto markers are named or
    numbered, how many next grids are suggested, how wide the leaderboard is in a terminal (every
    figure, and fitted to 100 columns) and in the report (estimated, `leaderboard_width_px`).

@@ -11,6 +11,9 @@ It reads a setting's figures (`compactlab.results.leaderboard.setting_figures`, 
 2. The recommendation: the recommendable setting that removes the most prompt tokens; ties go to
    more facts kept, then to the label in alphabetical order.
 
+Unrecoverable loss and re-acquisition cost (`compactlab.scoring.recoverability`) are shown beside the
+rule and not used by it; its text says so and why.
+
 The recommended setting is therefore on the Pareto frontier of the recommendable settings (tokens
 removed against next-step facts kept): no recommendable setting is better on both. The frontier
 plotted in the report is that frontier. When no setting is recommendable, there is no
@@ -64,7 +67,11 @@ class Rule:
             f"when another recommendable setting's {label('removed_share')} is not significantly below the "
             "recommendation's (paired bootstrap over sessions, Holm-adjusted p < 0.05) there is no clear winner: those "
             "settings are named with it. Sessions no setting can keep under the window (their smallest possible prompt, "
-            "the smallest recorded prompt plus the largest single step, is over it) are named and left out."
+            "the smallest recorded prompt plus the largest single step, is over it) are named and left out. "
+            f"{label('unrecoverable_loss').capitalize()} and {label('reacquisition_tokens')} are shown beside the rule, "
+            f"not used by it: the facts kept already count every lost fact, and the split of the lost ones into "
+            f"recoverable, unrecoverable and unknown rests on a reading of the transcript that no threshold has been "
+            f"checked against."
         )
 
     def why_not(self, row: pd.Series) -> list[str]:
