@@ -122,6 +122,8 @@ def leaderboard_width_px(page: str) -> float:
     style = re.search(r"#leaderboard-table \{ font-size: ([\d.]+)rem; \}", page)
     padding = re.search(r"#leaderboard-table th, #leaderboard-table td \{ padding: [\d.]+rem ([\d.]+)rem; \}", page)
     wrap = re.search(r"#leaderboard-table td:first-child \{[^}]*max-width: (\d+)ch;", page)
+    # Figures wrap at their spaces where the cells may wrap (issue 33); before, each part kept to one line.
+    cells_wrap = re.search(r"#leaderboard-table td \{ white-space: normal; \}", page) is not None
     # Without the leaderboard's own style (before issue 33): the page's table defaults, names on one line.
     font = float(style.group(1)) * REM if style else 0.84 * REM
     pad = float(padding.group(1)) * REM if padding else 0.55 * REM
@@ -133,10 +135,12 @@ def leaderboard_width_px(page: str) -> float:
         header = "<th" in row
         for i, cell in enumerate(re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)):
             parts = [html.unescape(re.sub(r"<[^>]+>", "", p)).strip() for p in cell.split('<span class="ci">')]
-            if header:  # headers wrap at spaces
-                chars = max((len(word) for word in parts[0].split()), default=0)
+            if header:  # headers wrap at spaces and after hyphens
+                chars = max((len(word) for word in re.split(r"\s+|(?<=-)", parts[0]) if word), default=0)
             elif i == 0 and name_chars is not None:  # the setting's names wrap within their column
                 chars = min(len(parts[0]), name_chars)
+            elif cells_wrap:  # a figure, its note and its interval wrap at their spaces
+                chars = max((len(word) for p in parts for word in p.split()), default=0)
             else:  # a figure and its interval (on its own line) do not wrap
                 chars = max(len(p) for p in parts)
             columns[i] = max(columns.get(i, 0), chars)
