@@ -32,7 +32,7 @@ from compactlab.compaction.engine import Engine
 from compactlab.contract import Strategy, Summarizer
 from compactlab.replay.fast.coasting import Coasting
 from compactlab.replay.fast.prefix import start_at
-from compactlab.replay.strategy_config import StrategyConfig, estimator_of, trigger_of
+from compactlab.replay.strategy_config import StrategyConfig, estimator_of, harness_of, window_and_trigger
 from compactlab.replay.uncompacted import Uncompacted, uncompacted
 from compactlab.replay.walk import CALL_COLUMNS, CallColumns, CompactionRow, Walk
 from compactlab.strategies.recorded import Recorded
@@ -77,16 +77,16 @@ def _set_up(
 ) -> _Setup | None:
     """None for a transcript without recorded calls (nothing to replay)."""
     strategy = strategy if strategy is not None else get_strategy(config.strategy, **dict(config.settings))
-    trigger = trigger_of(strategy, config.trigger)
     estimator = estimator_of(strategy, config.estimator)
     if meter is None or meter.estimator_name != estimator or meter.transcript is not transcript:
         meter = Meter(transcript, estimator)
     first_call = next((m.call for m in transcript.messages if m.call is not None), None)
     if first_call is None:
         return None
-    windows = (windows or ContextWindows()).with_table(getattr(strategy, "context_windows", ()))
-    window = windows.lookup(first_call.model, transcript.context_window).tokens
-    base = uncompacted(meter, window)
+    window, trigger = window_and_trigger(
+        strategy, config.trigger, windows or ContextWindows(), first_call.model, transcript.context_window
+    )
+    base = uncompacted(meter, window, harness_of(strategy).anchor_output)
     walk = Walk(transcript, config, base)
     engine = Engine(
         strategy=strategy,
@@ -95,6 +95,7 @@ def _set_up(
         count_tokens=meter.count,
         trigger=trigger,
         summarizer=summarizer,
+        harness=harness_of(strategy),
     )
     markers = {m.at_message: m for m in transcript.compactions}
     return _Setup(transcript, engine, walk, base, config.strategy == "recorded", markers)

@@ -29,6 +29,7 @@ from compactlab.results.leaderboard import all_pair_comparisons, comparisons_doc
 from compactlab.results.same_by_construction import rendered_prompts
 from compactlab.runs.run_config import strategies_of_run
 from compactlab.runs.run_files import write_atomic
+from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.estimation import EstimationResult, run_estimation, summarize
 
 TITLE = "compactlab: which compaction strategy, at what cost"
@@ -118,6 +119,7 @@ def metadata_context(run: RunData) -> dict[str, Any]:
     reasons = {t.id: _reasons(t) for t in run.loaded.transcripts if t.skipped}
     damaged = [{"id": k, "count": v, "reasons": reasons.get(k, "")} for k, v in sorted(left.get("skipped_records", {}).items())]
     window = config.get("window") or 0
+    ran_at = _windows(run)
     summarizer = config.get("summarizer") or {}
     return {
         "run_dir": str(run.path),
@@ -141,7 +143,7 @@ def metadata_context(run: RunData) -> dict[str, Any]:
         "not_read": left.get("files_not_read", []),
         "fidelity": [_fidelity(r) for r in run.summary.get("recorded_fidelity", [])],
         "cost_check": _cost_check(run.summary.get("cost_model_check", [])),
-        "strategies": [_strategy(s) for s in config.get("strategies", [])],
+        "strategies": [_strategy(s, ran_at.get(s.get("label", ""), ()), window) for s in config.get("strategies", [])],
         "files": sorted((Path(k).name if len(k) > 60 else k, v or "unreadable") for k, v in (meta.get("datasets") or {}).items()),
         **_prompts(run),
         "config_json": json.dumps(config, indent=2, ensure_ascii=False),
@@ -196,9 +198,36 @@ def _cost_check(rows: list[dict]) -> dict[str, str | None] | None:
     }
 
 
-def _strategy(entry: dict) -> dict[str, str]:
+def _windows(run: RunData) -> dict[str, tuple[int, ...]]:
+    """The windows each setting's calls ran at."""
+    if run.calls.empty:
+        return {}
+    return {label: tuple(sorted(int(w) for w in group.unique())) for label, group in run.calls.groupby("config")["window"]}
+
+
+def _window_text(entry: dict, windows: tuple[int, ...], simulated: int) -> str:
+    """Which windows a setting ran at, and how a preset's absolute sizes met a simulated one."""
+    text = ", ".join(f"{w:,}" for w in windows) or "–"
+    if entry.get("trigger") is not None or not simulated:
+        return text
+    try:
+        made = get_strategy(entry.get("name", ""), **(entry.get("settings") or {}))
+    except (KeyError, TypeError, ValueError):
+        return text
+    harness, trigger = getattr(made, "harness", None), getattr(made, "trigger", None)
+    if harness is None or trigger is None:
+        return text
+    if harness.window == "real":
+        return f"{text} (the model's real window, whatever the run simulates)"
+    if trigger.absolute or trigger.reserve_tokens:
+        return f"{text} (the preset's absolute sizes scaled by {simulated:,} ÷ the model's real window)"
+    return text
+
+
+def _strategy(entry: dict, windows: tuple[int, ...] = (), simulated: int = 0) -> dict[str, str]:
     trigger = entry.get("trigger")
     return {
+        "window": _window_text(entry, windows, simulated),
         "label": entry.get("label", ""),
         "name": entry.get("name", ""),
         "settings": json.dumps(entry.get("settings") or {}, ensure_ascii=False) if entry.get("settings") else "defaults",
