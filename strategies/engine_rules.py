@@ -22,6 +22,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "contextTokens = the last usage's input + output + cache read + cache write",
             f"{PI}compaction/compaction.ts:128-130",
             "hybrid anchor: last prompt + its output",
+            test=f"{PRESET}test_seed_000_and_seed_004_anchor_on_the_prompt_alone",
         ),
         Rule(
             "messages after the last usage added as chars/4",
@@ -98,6 +99,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "total = input + output + cache read + cache write of the last reply",
             f"{OC}overflow.ts:31-32",
             "hybrid anchor: last prompt + its output",
+            test=f"{PRESET}test_seed_000_and_seed_004_anchor_on_the_prompt_alone",
         ),
         Rule(
             "pruning: completed tool outputs beyond the newest 40,000 tokens, if more than 20,000; 'skill' protected",
@@ -198,6 +200,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "earlier summaries are not user messages to keep",
             f"{CX}compact.rs collect_user_messages, is_summary_message",
             "summaries are not turn starts",
+            test=f"{PRESET}test_codex_keeps_no_earlier_summary_among_the_user_messages",
         ),
         Rule(
             "remote compaction for OpenAI providers",

@@ -37,6 +37,7 @@ class Rule:
 SEED = "tests/test_seed_rules.py::"
 ANCHOR = "tests/test_anchor_rules.py::"
 PRESET = "tests/test_preset_rules.py::"
+SUMMARY = "tests/test_strategies_summary.py::"
 OFFLINE = (
     'offline a replay has no LLM: the extractive summarizer stands in; `summarizer = "llm"` with a [summarizer] table '
     "uses the run's LLM"

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from compactlab.strategies.rule import PRESET, PROMPT_ANCHOR, SEED, Rule, appends_nothing, harness_rules, llm_summary
+from compactlab.strategies.rule import (
+    ANCHOR,
+    PRESET,
+    PROMPT_ANCHOR,
+    SEED,
+    SUMMARY,
+    Rule,
+    appends_nothing,
+    harness_rules,
+    llm_summary,
+)
 
 SEEDS: dict[str, tuple[Rule, ...]] = {
     "seed-000": (
@@ -79,6 +89,7 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "ContextTokens = prompt + completion tokens of the last call",
             "2 Trigger (Token Tracking)",
             "hybrid anchor: last prompt + its output",
+            test=f"{PRESET}test_seed_000_and_seed_004_anchor_on_the_prompt_alone",
         ),
         Rule(
             "messages since the last call",
@@ -99,7 +110,12 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             test=f"{SEED}test_seed_001_history_is_system_and_summary_with_the_last_request",
         ),
         Rule("the 7-section summarization prompt", "4 Summarization Prompt", "template seed_001.j2"),
-        Rule("missing tool results filled with 'Tool no response'", "6 Message Cleaning", "fill_missing_results"),
+        Rule(
+            "missing tool results filled with 'Tool no response'",
+            "6 Message Cleaning",
+            "filled with '[no result recorded before this point]'",
+            "one placeholder for every strategy: it is in the summarizer's input only, never in the agent's context",
+        ),
         Rule(
             "'Understood.' appended after trailing tool messages",
             "6 Message Cleaning (ensureAssistantAfterTools)",
@@ -227,14 +243,24 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             PROMPT_ANCHOR,
             test=f"{PRESET}test_seed_000_and_seed_004_anchor_on_the_prompt_alone",
         ),
-        Rule("keep_recent_tokens = window / 4", "Auto-Compaction (Compaction flow 2)", "keep_recent_tokens None (window/4)"),
+        Rule(
+            "keep_recent_tokens = window / 4",
+            "Auto-Compaction (Compaction flow 2)",
+            "keep_recent_tokens None (window/4)",
+            test=f"{SUMMARY}test_presets_state_source_and_documented_numbers",
+        ),
         Rule(
             "cut at the nearest user boundary at or after the point",
             "Compaction Algorithm 1",
             "tail_rule 'user-after'",
             test=f"{PRESET}test_seed_004_cuts_at_the_user_message_after_the_point",
         ),
-        Rule("a split turn of 5+ messages gets a turn-prefix summary", "Compaction Algorithm 2", "split_turn_min_messages 5"),
+        Rule(
+            "a split turn of 5+ messages gets a turn-prefix summary",
+            "Compaction Algorithm 2",
+            "split_turn_min_messages 5",
+            test=f"{ANCHOR}test_pi_cuts_mid_turn_where_seed_004_keeps_a_short_turn_whole",
+        ),
         Rule(
             "structured summary + <read-files>/<modified-files>",
             "Compaction Algorithm 3 (:summarize)",
@@ -246,8 +272,18 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "fallback 'note'",
             test=f"{SEED}test_seed_004_falls_back_to_a_count_of_the_messages",
         ),
-        Rule("an earlier summary is updated, not re-summarized", "Compaction Algorithm 3 (Iterative updates)", "IterativeMerge"),
-        Rule("cumulative file ops, read-then-modified promoted", "Compaction Algorithm 5", "track_files (cumulative)"),
+        Rule(
+            "an earlier summary is updated, not re-summarized",
+            "Compaction Algorithm 3 (Iterative updates)",
+            "IterativeMerge",
+            test=f"{SUMMARY}test_iterative_merge_updates_the_earlier_summary_and_keeps_file_lists",
+        ),
+        Rule(
+            "cumulative file ops, read-then-modified promoted",
+            "Compaction Algorithm 5",
+            "track_files (cumulative)",
+            test=f"{SUMMARY}test_iterative_merge_updates_the_earlier_summary_and_keeps_file_lists",
+        ),
         appends_nothing("nothing else appended to the summary", "Compaction Algorithm 4", "append_last_request off"),
         Rule(
             "overflow: emergency compaction keeps window / 5, force, retry",

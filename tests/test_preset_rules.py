@@ -242,3 +242,14 @@ def test_seed_000_and_seed_004_anchor_on_the_prompt_alone() -> None:
     assert fast.calls == plain.calls and [c.call for c in fast.compactions] == [c.call for c in plain.compactions]
     other = replay(MANIFEST, StrategyConfig("s", "seed-004"), windows, strategy=replace(preset, harness=Harness()))
     assert [c.call for c in other.compactions] != [c.call for c in fast.compactions]
+
+
+def test_codex_keeps_no_earlier_summary_among_the_user_messages() -> None:
+    codex = get_strategy("codex")
+    half = len(LONG_CODEX.messages) // 2
+    first = codex.compact(Context(messages=LONG_CODEX.messages[:half]), request(LONG_CODEX, window=272_000)).context
+    grown = replace(first, messages=(*first.messages, *LONG_CODEX.messages[half:]))
+    after = codex.compact(grown, request(LONG_CODEX, window=272_000)).context.messages
+    # One summary, the last message: the first one was summarized, not kept as a user message.
+    assert [i for i, m in enumerate(after) if is_summary(m)] == [len(after) - 1]
+    assert sum(is_user_turn_start(m) for m in after) > 1  # user messages of both halves were kept

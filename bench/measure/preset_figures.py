@@ -6,8 +6,10 @@ Replays every bundled dataset (the default run's data) through every preset at t
 window and prints, per preset: the sessions replayed, the mean share of prompt tokens removed
 (`removed_share`), the next-step facts kept over the sessions it compacted (`preservation_k1`) and
 over all sessions (an uncompacted session counts as 100%), its compactions, how many of them were
-emergencies (an overflowing prompt), the over-window calls, and the windows its calls ran at
-(tokens: calls). Issue 29's before → after figures are this script's output on both sides.
+emergencies (an overflowing prompt), the over-window calls, the windows its calls ran at
+(tokens: calls) and, below, the context size its trigger fires from in each session (tokens:
+sessions): a preset's absolute sizes are scaled to a simulated window (`Harness.window`). Issue 29's
+before → after figures are this script's output on both sides.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from compactlab.replay.strategy_config import window_and_trigger
 from compactlab.runs import runs
-from compactlab.runs.run_config import RunConfig, strategy_config
+from compactlab.runs.run_config import RunConfig, strategy_config, windows_of
 from compactlab.strategies.registry import get_strategy, registered
+from compactlab.transcripts.loading import load_inputs
 
 EMERGENCIES = ("overflow", "silent_overflow")
 
@@ -58,6 +62,25 @@ def measure(window: int, out: Path, presets: tuple[str, ...]) -> list[dict]:
     return rows
 
 
+def fires_from(window: int, presets: tuple[str, ...]) -> dict[str, str]:
+    """Per preset: the sizes its trigger fires from, over the bundled sessions with calls (tokens: sessions)."""
+    windows = windows_of(RunConfig(window=window))
+    sessions = [(t.calls[0].model, t.context_window) for t in load_inputs(None, lenient=True).transcripts if t.calls]
+    shown = {}
+    for name in presets:
+        preset = get_strategy(name)
+        counts: dict[tuple[float, bool], int] = {}
+        for model, recorded in sessions:
+            at, trigger = window_and_trigger(preset, None, windows, model, recorded)
+            key = (trigger.fires_from(at), trigger.fires_from(at) > at)  # above the window: it never fires
+            counts[key] = counts.get(key, 0) + 1
+        shown[name] = ", ".join(
+            f"{size:,.0f}{' (above the window: never fires)' if above else ''}: {n}"
+            for (size, above), n in sorted(counts.items())
+        )
+    return shown
+
+
 def report(rows: list[dict], window: int) -> str:
     frame = pd.DataFrame(rows)
     head = f"presets on the bundled datasets at {'each model’s real window' if window == 0 else f'a {window:,}-token window'}"
@@ -81,7 +104,11 @@ def main() -> None:
     parser.add_argument("--preset", nargs="+", default=list(preset_names()), help="presets to measure (default: all)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/preset-figures"))
     args = parser.parse_args()
-    print(report(measure(args.window, args.out, tuple(args.preset)), args.window))
+    presets = tuple(args.preset)
+    print(report(measure(args.window, args.out, presets), args.window))
+    print("\nthe trigger fires from (tokens: sessions)")
+    for name, sizes in fires_from(args.window, presets).items():
+        print(f"{name:<19}{sizes}")
 
 
 if __name__ == "__main__":
