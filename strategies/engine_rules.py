@@ -236,16 +236,17 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
     ),
     "claude-code": (
         Rule(
-            "auto-compact at approximately 95% of the window",
-            "Claude Code docs (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE)",
-            "Trigger(fraction=0.95)",
-            test=f"{ANCHOR}test_claude_code_replaces_the_whole_history_with_its_summary_at_95_percent",
+            "compact when the context exceeds the window − the model's output limit − 13,000",
+            "/context readings ('Autocompact buffer') and real compactions: datasets/m-claude, "
+            "../shared/transcripts/pai-claude (issue 26)",
+            "Trigger(reserve_tokens=45,000; 77,000 for claude-opus-4-5), scaled by simulated ÷ real window",
+            test=f"{ANCHOR}test_claude_code_replaces_the_whole_history_with_its_summary_past_its_output_limit_and_buffer",
         ),
         Rule(
             "a nine-section summary replaces the history",
             "real compact summaries in datasets/m-claude; public prompt copies",
             "Summarize(keep_recent_tokens=0, template claude_code.j2)",
-            test=f"{ANCHOR}test_claude_code_replaces_the_whole_history_with_its_summary_at_95_percent",
+            test=f"{ANCHOR}test_claude_code_replaces_the_whole_history_with_its_summary_past_its_output_limit_and_buffer",
         ),
         Rule(
             "the user's messages are a section of the summary, not kept verbatim",
@@ -257,7 +258,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "recent files, the todo list and the plan re-attached after the summary",
             "real compactions in datasets/m-claude",
             "WithReattachments",
-            "re-attached files are their last content in the transcript, not the disk's; created-only files are not",
+            "re-attached files are their last content in the transcript, not the disk's (strategies/reattach.py)",
         ),
         appends_nothing(
             "nothing appended to the summary but the re-attachments",

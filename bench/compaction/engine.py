@@ -74,6 +74,7 @@ class Engine:
     trigger: Trigger = field(default_factory=Trigger)
     summarizer: Summarizer | None = None
     harness: Harness = field(default_factory=Harness)  # the loop guard, the emergency path, task pinning
+    text_tokens: Callable[[str], float] | None = None  # the provider's count of one text (`CompactionRequest`)
     min_reduction: float = 0.05
     max_failures: int = 3
     stalled: bool = False
@@ -136,6 +137,7 @@ class Engine:
             summarizer=self.summarizer,
             prompt_tokens=lambda messages: self.size(Context(tuple(messages))),
             pin_task=self.harness.pin_task,
+            text_tokens=self.text_tokens,
         )
         name = getattr(self.strategy, "name", type(self.strategy).__name__)
         try:

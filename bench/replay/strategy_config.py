@@ -17,6 +17,9 @@ class StrategyConfig:
     settings: tuple[tuple[str, object], ...] = ()
     trigger: Trigger | None = None  # None: the preset's trigger, else the engine default (0.8)
     estimator: str | None = None  # None: the preset's estimator, else the run's (hybrid)
+    # Compact only where the production agent did (the `recorded` strategy's points), with this
+    # strategy: what it would have made of the real agent's context there.
+    at_real_compactions: bool = False
 
 
 DEFAULT_ESTIMATOR = "hybrid"
@@ -46,14 +49,14 @@ def window_and_trigger(
     says "real" runs at the model's real window instead; one that says "scaled" (the default) runs
     at the simulated window with its own trigger's absolute sizes scaled by simulated ÷ real, so
     that a reserve sized for a 200,000-token window keeps its share of a 64,000-token one. A trigger
-    the user set (`trigger`) is taken as written."""
+    the user set (`trigger`) is taken as written. Either is first made the model's (`Trigger.for_model`)."""
     windows = windows.with_table(getattr(strategy, "context_windows", ()))
     window = windows.lookup(model, recorded).tokens
     real = windows.without_simulated().lookup(model, recorded).tokens
     harness = harness_of(strategy)
     if trigger is not None:
-        return window, trigger
-    own = trigger_of(strategy)
+        return window, trigger.for_model(model)
+    own = trigger_of(strategy).for_model(model)
     if window == real:
         return window, own
     if harness.window == "real":
