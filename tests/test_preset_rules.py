@@ -14,6 +14,10 @@ from compactlab.measure import preset_table
 from compactlab.replay.replay import replay, replay_plain
 from compactlab.replay.strategy_config import StrategyConfig, window_and_trigger
 from compactlab.replay.uncompacted import uncompacted
+from compactlab.report.run_data import load_run
+from compactlab.report.run_report import metadata_context
+from compactlab.runs import runs
+from compactlab.runs.run_config import RunConfig, strategy_config
 from compactlab.strategies.presets import RULES
 from compactlab.strategies.prune import Prune
 from compactlab.strategies.registry import get_strategy
@@ -253,3 +257,20 @@ def test_codex_keeps_no_earlier_summary_among_the_user_messages() -> None:
     # One summary, the last message: the first one was summarized, not kept as a user message.
     assert [i for i, m in enumerate(after) if is_summary(m)] == [len(after) - 1]
     assert sum(is_user_turn_start(m) for m in after) > 1  # user messages of both halves were kept
+
+
+def test_the_report_says_which_window_each_preset_ran_at_and_where_it_cannot_fire(tmp_path: Path) -> None:
+    # A DeepSeek session (128k window) at a 64k simulated window: seed 001's 200,000 scales to 100,000,
+    # above the window, so it never fires there; pi's reserve is scaled; a plain strategy's is not.
+    session = bundled("mini-swe-agent-pr816", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333")
+    config = replace(
+        RunConfig(),
+        datasets=(str(session),),
+        window=64_000,
+        strategies=tuple(strategy_config(name, "test") for name in ("seed-001", "pi", "summarize")),
+    )
+    runs.run(config, tmp_path / "run", progress=False)
+    shown = {s["label"]: s["window"] for s in metadata_context(load_run(tmp_path / "run"))["strategies"]}
+    scaled = "64,000 (the preset's absolute sizes scaled by 64,000 ÷ the model's real window)"
+    assert shown["seed-001"] == f"{scaled}; its trigger lies above the window in 1 session: it never fires there"
+    assert shown["pi"] == scaled and shown["summarize"] == "64,000"
