@@ -85,6 +85,11 @@ class ReattachRules:
     # tokenizer (the Read tool counts the file alone), or "prompt", what it adds to the prompt at the
     # session's measured ratio (which also carries the framing of the history's tool calls).
     file_limit_count: Literal["text", "prompt"] = "text"
+    # Which files are newest: "touched", by when the session last read or wrote each; "modified",
+    # files the session wrote or edited first (by when), then the others (by when read): Claude
+    # Code sorts its cache by each entry's timestamp, a file's modification time, which a file the
+    # session only read keeps from before the session.
+    newest: Literal["touched", "modified"] = "modified"
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,7 @@ class FileState:
     order: int
     was_read: bool = True
     images: tuple[ImagePart, ...] = ()  # an image file's content, as the Read tool returned it
+    modified: int | None = None  # when the session last wrote or edited it (its order), if it did
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,9 @@ class WithReattachments:
     file_limit_count: str = setting(
         ReattachRules.file_limit_count, "the file limit counts the file's 'text' alone or what it adds to the 'prompt'"
     )
+    newest: str = setting(
+        ReattachRules.newest, "which files are newest: 'touched' (read or written last) or 'modified' (written first)"
+    )
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         if self.inner is None:
@@ -152,7 +161,7 @@ class WithReattachments:
             return result
         kept = file_states(result.context.messages)
         history = context.messages[leading_system(context.messages) :]
-        rules = rules_of(self.created_files, self.partial_files, self.file_limit_count)
+        rules = rules_of(self.created_files, self.partial_files, self.file_limit_count, self.newest)
         extra = reattach(history, file_tokens(request, rules), frozenset(kept), rules)
         if not extra.messages:
             return result
@@ -167,16 +176,19 @@ class WithReattachments:
         )
 
 
-def rules_of(created_files: bool, partial_files: str, file_limit_count: str) -> ReattachRules:
+def rules_of(created_files: bool, partial_files: str, file_limit_count: str, newest: str = ReattachRules.newest) -> ReattachRules:
     """The rules a strategy's settings name (a setting is checked here, where it is used)."""
     if partial_files not in ("slice", "left-out"):
         raise ValueError(f"partial_files must be 'slice' or 'left-out', got {partial_files!r}")
     if file_limit_count not in ("text", "prompt"):
         raise ValueError(f"file_limit_count must be 'text' or 'prompt', got {file_limit_count!r}")
+    if newest not in ("touched", "modified"):
+        raise ValueError(f"newest must be 'touched' or 'modified', got {newest!r}")
     return ReattachRules(
         created_files,
         "slice" if partial_files == "slice" else "left-out",
         "text" if file_limit_count == "text" else "prompt",
+        "touched" if newest == "touched" else "modified",
     )
 
 
@@ -205,7 +217,7 @@ def reattach(
     states = file_states(messages)
     candidates = sorted(
         (s for s in states.values() if _restorable(s.path) and s.path not in skip and (rules.created_files or s.was_read)),
-        key=lambda s: s.order,
+        key=(lambda s: s.order) if rules.newest == "touched" else (lambda s: (s.modified is not None, s.modified or s.order)),
         reverse=True,
     )[:MAX_FILES]
     restored: list[Message] = []
@@ -221,13 +233,13 @@ def reattach(
         if tokens(state.raw if state.raw is not None else _unnumbered(state.shown)) > MAX_TOKENS_PER_FILE:
             over_limit.append(state.path)
             continue
-        message = file_message(state.path, state.shown, state.images)
+        message = file_message(state.path, state.shown, state.images, written=state.modified is not None)
         rough = len(_text(message)) / ROUGH_CHARS_PER_TOKEN
         if spent + rough > TOKEN_BUDGET:
             over_budget.append(state.path)
             continue
         spent += rough
-        restored.append(message)
+        restored.insert(0, message)  # oldest first, so that a later compaction sees them in the order they were touched
         files.append(state.path)
     todos = latest_todos(messages)
     if todos:
@@ -257,11 +269,12 @@ def file_states(messages: Sequence[Message]) -> dict[str, FileState]:
     calls: dict[str, ToolCallPart] = {}
     states: dict[str, FileState] = {}
     for order, message in enumerate(messages):
-        if message.source_id and message.source_id.startswith(f"{REATTACHED_SOURCE_ID}:file:"):
-            path = message.source_id.removeprefix(f"{REATTACHED_SOURCE_ID}:file:")
+        kind, _, path = (message.source_id or "").removeprefix(f"{REATTACHED_SOURCE_ID}:").partition(":")
+        if is_reattached(message) and kind in ("file", "written"):
             shown = _text(message).split(_READ_RESULT, 1)[-1]
             images = tuple(p for p in message.parts if isinstance(p, ImagePart))
-            states[path] = FileState(path, shown, _unnumbered(shown), False, order, images=images)
+            modified = order if kind == "written" else None
+            states[path] = FileState(path, shown, _unnumbered(shown), False, order, images=images, modified=modified)
             continue
         images = tuple(p for p in message.parts if isinstance(p, ImagePart))
         for part in message.parts:
@@ -292,12 +305,13 @@ def latest_todos(messages: Sequence[Message]) -> list:
     return latest
 
 
-def file_message(path: str, shown: str, images: tuple[ImagePart, ...] = ()) -> Message:
+def file_message(path: str, shown: str, images: tuple[ImagePart, ...] = (), written: bool = False) -> Message:
     """A re-attached file as Claude Code sends it: the Read call and its result, as a user message
-    (an image file's content is the image itself)."""
+    (an image file's content is the image itself). `written`: the session wrote or edited it (its
+    source id says so, for the next compaction's order)."""
     text = f"{_BEGIN}{_READ_CALL}{json.dumps({'file_path': path})}\n{_READ_RESULT}{shown}"
     parts: tuple[Part, ...] = (TextPart(text), *images)
-    return Message(role="user", parts=parts, source_id=f"{REATTACHED_SOURCE_ID}:file:{path}")
+    return Message(role="user", parts=parts, source_id=f"{REATTACHED_SOURCE_ID}:{'written' if written else 'file'}:{path}")
 
 
 def _text(message: Message) -> str:
@@ -340,12 +354,23 @@ def _after(
         whole = _whole_read(arguments, result.content)
         if not whole and before is not None and before.raw is not None:
             return replace(before, order=order, was_read=True)  # a part of a file known whole: still known whole
+        if before is not None and before.modified is not None:
+            return FileState(
+                path,
+                result.content,
+                _unnumbered(result.content) if whole else None,
+                not whole,
+                order,
+                True,
+                images,
+                before.modified,
+            )
         return FileState(path, result.content, _unnumbered(result.content) if whole else None, not whole, order, images=images)
     if call.name == "Write":
         content = arguments.get("content")
         if not isinstance(content, str):
             return None
-        return FileState(path, numbered(content), content, False, order, before is not None and before.was_read)
+        return FileState(path, numbered(content), content, False, order, before is not None and before.was_read, modified=order)
     edits = arguments.get("edits") if call.name == "MultiEdit" else [arguments]
     raw = before.raw if before is not None else None
     for edit in edits if isinstance(edits, list) else []:
@@ -356,9 +381,9 @@ def _after(
         raw = raw.replace(old, new) if edit.get("replace_all") else raw.replace(old, new, 1)
     was_read = before is None or before.was_read  # an Edit needs a Read first: one the transcript lacks was before it
     if raw is not None:
-        return FileState(path, numbered(raw), raw, False, order, was_read)
+        return FileState(path, numbered(raw), raw, False, order, was_read, modified=order)
     # Edited without a whole view of the file: what is known is what was seen before (if anything).
-    return FileState(path, before.shown if before else "", None, True, order, was_read)
+    return FileState(path, before.shown if before else "", None, True, order, was_read, modified=order)
 
 
 def _whole_read(arguments: dict, shown: str) -> bool:

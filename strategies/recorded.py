@@ -34,6 +34,9 @@ class Recorded:
     file_limit_count: str = setting(
         ReattachRules.file_limit_count, "the file limit counts the file's 'text' alone or what it adds to the 'prompt'"
     )
+    newest: str = setting(
+        ReattachRules.newest, "which files are newest: 'touched' (read or written last) or 'modified' (written first)"
+    )
     kept: tuple[Message, ...] = setting((), "the messages the agent kept verbatim beside its summary (the replay fills them in)")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
@@ -43,7 +46,7 @@ class Recorded:
         wanted = {id(m) for m in self.kept}
         kept = tuple(m for m in context.messages[head:] if id(m) in wanted)
         summarized = tuple(m for m in context.messages[head:] if id(m) not in wanted)
-        rules = rules_of(self.created_files, self.partial_files, self.file_limit_count)
+        rules = rules_of(self.created_files, self.partial_files, self.file_limit_count, self.newest)
         extra = reattach(summarized, file_tokens(request, rules), rules=rules) if self.reattach else None
         messages = (
             *context.messages[:head],

@@ -30,7 +30,7 @@ def test_leaving_a_session_out_measures_it_with_the_rule_the_others_chose() -> N
 
 def test_the_grid_on_real_compactions_lists_the_shipped_rule_first_and_prints_both_figures() -> None:
     rules = grid()
-    assert rules[0] == SHIPPED and len(set(rules)) == len(rules) == 16
+    assert rules[0] == SHIPPED and len(set(rules)) == len(rules) == 32
     text = rule_report([AUTO, PI])
     assert "in sample" in text and "out of sample" in text and "pi-session:" in text and "claude-code:" in text
     # The shipped rule and another give different predictions on the real auto-compaction.

@@ -32,7 +32,7 @@ def fidelity(transcript, **settings) -> float:
 
 def test_the_auto_compaction_gets_the_newest_read_files_and_the_todo_list() -> None:
     history = AUTO.messages[: AUTO.compactions[0].at_message]
-    extra = reattach(history, lambda text: len(text) / 4, rules=ReattachRules(created_files=False))
+    extra = reattach(history, lambda text: len(text) / 4, rules=ReattachRules(created_files=False, newest="touched"))
     assert [f.rsplit("/", 1)[-1] for f in extra.files] == [
         "pre-commit",
         ".gitleaks.toml",
@@ -53,7 +53,8 @@ def test_the_auto_compaction_gets_the_newest_read_files_and_the_todo_list() -> N
     # The re-attached .gitleaks.toml is the content the session last wrote, as the Read tool shows it.
     toml = file_states(history)[extra.files[1]]
     assert toml.raw.startswith("# Gitleaks Configuration for M-Claude Repository - MAXIMUM STRICTNESS")
-    assert "     1→# Gitleaks Configuration" in extra.messages[1].text()
+    [attached] = [m for m in extra.messages if m.source_id and m.source_id.endswith(extra.files[1])]
+    assert "     1→# Gitleaks Configuration" in attached.text()
 
 
 def test_created_files_count_when_the_file_limit_counts_their_own_text() -> None:
@@ -143,14 +144,16 @@ def test_edits_limits_exclusions_and_a_second_compaction() -> None:
         *tool("TodoWrite", "10", result="failed", is_error=True, todos=[]),
     )
     extra = reattach(history, lambda text: len(text) / 4)
-    assert extra.files == ("/p/empty.py", "/p/new.md", "/p/a.py")  # newest first; CLAUDE.md is not a candidate
+    # Files the session wrote or edited first (their modification time is the newest), then files it only
+    # read, newest first; CLAUDE.md is not a candidate.
+    assert extra.files == ("/p/new.md", "/p/a.py", "/p/empty.py")
     assert extra.over_file_limit == ("/p/big.md",)  # 37,500 tokens: the Read tool refuses it, nothing is cut
     assert file_states(history)["/p/a.py"].raw == "x = 0\ny = 3"  # both edits applied, the failed one not
     assert latest_todos(history) == [{"content": "ship", "status": "pending"}]  # a failed TodoWrite changes nothing
     assert "over the 5,000-token file limit" in extra.note() and "the todo list (1 items)" in extra.note()
     # A second compaction sees the first one's re-attachments as what the session last saw.
     again = reattach((Message("user", (TextPart("summary"),)), *extra.messages), lambda text: len(text) / 4)
-    assert again.files == ("/p/a.py", "/p/new.md", "/p/empty.py") and again.todos == 1
+    assert again.files == extra.files and again.todos == 1  # in the order the session touched them
     assert file_states(extra.messages)["/p/a.py"].raw == "x = 0\ny = 3"
 
 

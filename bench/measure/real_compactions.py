@@ -50,7 +50,7 @@ class Rule:
         r = self.reattach
         return (
             f"created files {'in' if r.created_files else 'out'}, partial files {r.partial_files}, "
-            f"file limit by {r.file_limit_count}, summary by {'fit' if self.summary_by_fit else 'ratio'}"
+            f"file limit by {r.file_limit_count}, newest {r.newest}, summary by {'fit' if self.summary_by_fit else 'ratio'}"
         )
 
 
@@ -60,9 +60,9 @@ SHIPPED = Rule(ReattachRules())
 def grid() -> list[Rule]:
     """Every candidate rule, the shipped one first (it wins ties)."""
     rules = [
-        Rule(rules_of(created, partial, limit), by_fit)
-        for created, partial, limit, by_fit in itertools.product(
-            (True, False), ("slice", "left-out"), ("text", "prompt"), (True, False)
+        Rule(rules_of(created, partial, limit, newest), by_fit)
+        for created, partial, limit, newest, by_fit in itertools.product(
+            (True, False), ("slice", "left-out"), ("text", "prompt"), ("touched", "modified"), (True, False)
         )
     ]
     return [SHIPPED, *(r for r in rules if r != SHIPPED)]
@@ -77,6 +77,7 @@ def fidelity_rows(transcript: Transcript, rule: Rule = SHIPPED) -> list[dict]:
         ("created_files", rule.reattach.created_files),
         ("partial_files", rule.reattach.partial_files),
         ("file_limit_count", rule.reattach.file_limit_count),
+        ("newest", rule.reattach.newest),
     )
     replayed = replay(transcript, StrategyConfig("recorded", "recorded", settings), ContextWindows(), meter=meter)
     frame = recorded_fidelity(compactions_frame(replayed.compactions))

@@ -149,7 +149,7 @@ def _run_locked(
     log = read_done(done_path) if resume else DoneLog()
     if resume and (out / "config.json").exists():
         previous = json.loads((out / "config.json").read_text())
-        if previous != config_json(config):
+        if previous != json.loads(json.dumps(config_json(config))):  # as config.json holds it (tuples are lists)
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
     write_atomic(out / "config.json", json.dumps(config_json(config), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
