@@ -12,7 +12,7 @@ from compactlab.runs.preview import compact, format_preview
 from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
-SAME = ("summarize", "iterative-merge", "openhands")
+SAME = ("summarize", "iterative-merge")  # openhands appends no file lists nor last request, as OpenHands
 SESSIONS = (
     ("mini-swe-agent-pr816", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333"),
     ("mini-swe-agent-pr816", "deepseek_chat_test_1-100_django__django-15213"),
@@ -22,7 +22,7 @@ SESSIONS = (
 
 def configs() -> list[StrategyConfig]:
     # seed-004 has its own emergency compaction (keeps window/5): not one of them.
-    return [StrategyConfig(name, name) for name in (*SAME, "seed-000", "seed-004", "pi")] + [
+    return [StrategyConfig(name, name) for name in (*SAME, "openhands", "seed-000", "seed-004", "pi")] + [
         StrategyConfig("summarize-4k", "summarize", (("keep_recent_tokens", 4000),)),
         StrategyConfig("summarize-llm", "summarize", (("summarizer", "llm"),)),
     ]
@@ -32,8 +32,8 @@ def test_the_rule_groups_settings_that_differ_only_in_prompts() -> None:
     [group] = same_groups(configs())
     assert (
         group.labels == SAME
-    )  # not archive (seed-000), seed-004 (its emergency rule), pi (its own cut), another cut, an LLM summarizer
-    assert {"summary.j2", "update.j2", "openhands.j2", "turn_prefix.j2"} <= set(group.prompts_not_rendered)
+    )  # not openhands (no file lists), archive (seed-000), seed-004 (its emergency rule), pi (its own cut), another cut, an LLM summarizer
+    assert {"summary.j2", "update.j2", "turn_prefix.j2"} <= set(group.prompts_not_rendered)
     assert "needs an LLM [summarizer]" in group.why
 
 

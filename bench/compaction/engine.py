@@ -20,6 +20,8 @@ Safety, as production agents learned it:
 - overflow: when the provider rejects a request as too long (`compactlab.compaction.overflow` recognises each
   provider's message) or reports an input larger than the window (silent overflow), `emergency()`
   compacts regardless of the guard; the driver retries the call once.
+The guard, the emergency path and task pinning are the engine's policies, not every agent's: a
+preset turns off those its source does not have (`compactlab.contract.Harness`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from compactlab.contract import CompactionFailed, CompactionRequest, Context, Reason, Strategy, Summarizer, Trigger
+from compactlab.contract import CompactionFailed, CompactionRequest, Context, Harness, Reason, Strategy, Summarizer, Trigger
 from compactlab.transcripts.model import Message
 
 
@@ -71,6 +73,7 @@ class Engine:
     count_tokens: Callable[[Sequence[Message]], int]  # the same estimator over a message list
     trigger: Trigger = field(default_factory=Trigger)
     summarizer: Summarizer | None = None
+    harness: Harness = field(default_factory=Harness)  # the loop guard, the emergency path, task pinning
     text_tokens: Callable[[str], float] | None = None  # the provider's count of one text (`CompactionRequest`)
     min_reduction: float = 0.05
     max_failures: int = 3
@@ -92,7 +95,7 @@ class Engine:
     @property
     def can_emergency(self) -> bool:
         """Whether `emergency` would try a compaction now (else it returns no event)."""
-        return not (self.emergency_stalled or self.breaker_open)
+        return self.harness.emergency and not (self.emergency_stalled or self.breaker_open)
 
     def fires_from(self) -> float:
         """The smallest context size `due` answers for (inf while the guard or breaker holds)."""
@@ -117,8 +120,9 @@ class Engine:
         """Compact now, whatever the loop guard says: the provider refused the request as too long.
 
         Returns no event when the previous emergency already failed to shrink the context and no
-        compaction has worked since (the driver then records the overflow and goes on)."""
-        if not self.can_emergency:
+        compaction has worked since (the driver then records the overflow and goes on), and when the
+        harness has no emergency path (a manual compaction, which a user asks for, still happens)."""
+        if self.emergency_stalled or self.breaker_open or (reason != "manual" and not self.harness.emergency):
             return context, None
         compacted, event = self._compact(context, reason)
         self.emergency_stalled = not event.compacted or event.reduction < self.min_reduction
@@ -132,6 +136,7 @@ class Engine:
             count_tokens=self.count_tokens,
             summarizer=self.summarizer,
             prompt_tokens=lambda messages: self.size(Context(tuple(messages))),
+            pin_task=self.harness.pin_task,
             text_tokens=self.text_tokens,
         )
         name = getattr(self.strategy, "name", type(self.strategy).__name__)
@@ -149,7 +154,7 @@ class Engine:
         if _unchanged(context, result.context):
             # Nothing was removed: no compaction to count or score, and trying again on the next
             # call would find the same nothing, so the guard holds for this kind of attempt.
-            if reason in ("threshold", "warning", "critical"):  # `emergency` holds its own kind itself
+            if reason in ("threshold", "warning", "critical") and self.harness.loop_guard:  # `emergency` holds its own
                 self.stalled = True
             event = CompactionEvent(
                 reason,
@@ -186,7 +191,7 @@ class Engine:
             # A compaction that worked changed the context enough that a later attempt is no repeat
             # of the one the guard stopped: threshold attempts may go on.
             self.stalled = self.emergency_stalled = False
-        elif reason not in ("overflow", "silent_overflow", "manual"):
+        elif reason not in ("overflow", "silent_overflow", "manual") and self.harness.loop_guard:
             self.stalled = True
             event = replace(event, stalled=True)
         return compacted, event

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from compactlab.replay.strategy_config import StrategyConfig, estimator_of, trigger_of
+from compactlab.replay.strategy_config import StrategyConfig, estimator_of, harness_of, trigger_of
 from compactlab.strategies.prompting import TEMPLATES, file_lists, renders_prompt, template_files
 from compactlab.strategies.registry import get_strategy
 from compactlab.strategies.summarize import Summarize
@@ -61,7 +61,9 @@ def construction_key(config: StrategyConfig) -> tuple | None:
     estimator = estimator_of(made, config.estimator)
     others = tuple((f.name, getattr(strategy, f.name)) for f in dataclasses.fields(strategy) if f.name not in PROMPT_ONLY)
     lists = tuple(file_lists(t, *_PROBE) for t in (strategy.template, strategy.update_template, strategy.turn_prefix_template))
-    return (others, trigger, estimator, lists if strategy.track_files else None)
+    # The trigger as set: the replay scales it to each model's window alike for every setting with the
+    # same harness (`compactlab.replay.strategy_config.window_and_trigger`), which is in the key too.
+    return (others, trigger, estimator, lists if strategy.track_files else None, harness_of(made))
 
 
 def prompts_of(config: StrategyConfig) -> tuple[str, ...]:
