@@ -75,7 +75,11 @@ def test_a_template_without_the_file_list_fails_and_restoring_it_passes(tmp_path
         if "`summarize` · next five steps' path items kept where compacted (k=5) (`preservation_k5_path`)" in line
     ]
     change, low, high = (float(x) for x in re.search(r": ([-+.\de]+) \[([-+.\de]+), ([-+.\de]+)\]", headline).groups())
-    assert low <= change <= high < -0.02  # the whole interval is worse than the tolerance
+    within_low, within_high = (float(x) for x in re.search(r"within sessions \[([-+.\de]+), ([-+.\de]+)\]", headline).groups())
+    assert low <= change <= high < 0 and within_low <= change <= within_high
+    # The gate's rule: the whole interval, or the whole within-sessions interval, is worse than the tolerance
+    # (since general paths such as CLAUDE.md are not counted as needed, the first reaches -0.019, the second -0.038).
+    assert min(high, within_high) < -0.02
     assert (
         "| next five steps' path items kept where compacted (k=5) (`preservation_k5_path`) | higher | 0.02 |" in out
         and "**❌ regression** |" in out

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from compactlab.scoring.extraction import extract_items
+from compactlab.scoring.general_items import UBIQUITOUS_SHARE
 from compactlab.scoring.matching import Haystack, Item, present
 from compactlab.scoring.preservation import preservation_at
 from compactlab.transcripts.model import Message, ToolCallPart
@@ -52,9 +53,13 @@ class Reacquisition:
         return self.kept_reacquired / self.kept if self.kept else None
 
 
-def reacquisition_at(messages: Sequence[Message], index: int, compacted: Sequence[Message], k: int = 5) -> Reacquisition:
-    """Re-acquisition of the items the next `k` steps after `messages[index]` need, lost or kept by `compacted`."""
-    score = preservation_at(messages, index, compacted, (k,))[k]
+def reacquisition_at(
+    messages: Sequence[Message], index: int, compacted: Sequence[Message], k: int = 5, ubiquitous: float = UBIQUITOUS_SHARE
+) -> Reacquisition:
+    """Re-acquisition of the items the next `k` steps after `messages[index]` need, lost or kept by
+    `compacted`; `ubiquitous`: the preservation metric's share of the history above which an item
+    is not needed (`compactlab.scoring.general_items`)."""
+    score = preservation_at(messages, index, compacted, (k,), ubiquitous)[k]
     steps = [i for i in range(index, len(messages)) if messages[i].role == "assistant"][:k]
     first_use: dict[str, int] = {}
     for step in steps:
