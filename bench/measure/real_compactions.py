@@ -8,7 +8,7 @@ strategy replays it, and this prints:
 - the recorded size of the first prompt after it (or the `/context` reading) and the replay's
   prediction, with summaries sized by the model family's fit (`Meter.written`, what runs do) and,
   for comparison, sized at the session's measured ratio like history (the rule before);
-- the items the preservation metric marks lost and kept, how many of each the agent re-acquired
+- at every real compaction, a known size after it or not: the items the preservation metric marks lost and kept, how many of each the agent re-acquired
   before using them (`compactlab.scoring.reacquisition`), how many lost items were used before any
   message could bring them back, and the lost items never re-acquired.
 Damaged records are skipped (lenient loading) and counted in the first line.
@@ -30,34 +30,43 @@ from compactlab.transcripts.model import Transcript
 RECORDED = StrategyConfig("recorded", "recorded")
 
 
-def fidelity_rows(transcript: Transcript, summaries_apart: bool) -> list[dict]:
-    """The recorded strategy's fidelity rows of one transcript; `summaries_apart` False sizes
-    summaries at the session's ratio, as history."""
+def fidelity_rows(transcript: Transcript, summaries_apart: bool) -> tuple[list[dict], list[dict]]:
+    """The recorded strategy's fidelity rows of one transcript (real compactions with a known size
+    after them), and its re-acquisition rows (every real compaction the replay re-made, a known size
+    after it or not); `summaries_apart` False sizes summaries at the session's ratio, as history."""
     meter = Meter(transcript, "hybrid")
     if not summaries_apart:
         meter.family_fit = None
     replayed = replay(transcript, RECORDED, ContextWindows(), meter=meter)
     frame = recorded_fidelity(compactions_frame(replayed.compactions))
     rows = {row.call: row for row in replayed.compactions}
-    return [
+    fidelity = [
         {**record, "message_index": rows[record["call"]].message_index, "reacquisition": rows[record["call"]].reacquisition}
         for record in frame.to_dict("records")
     ]
+    reacquired = [
+        {"transcript": transcript.id, "call": row.call, "reacquisition": row.reacquisition}
+        for row in replayed.compactions
+        if isinstance(row.reacquisition, dict)
+    ]
+    return fidelity, reacquired
 
 
-def measure(transcripts: list[Transcript]) -> list[dict]:
-    """One row per real compaction with a known size after it."""
-    found = []
+def measure(transcripts: list[Transcript]) -> tuple[list[dict], list[dict]]:
+    """One fidelity row per real compaction with a known size after it, and one re-acquisition row
+    per real compaction."""
+    found, reacquired = [], []
     for transcript in transcripts:
         if not transcript.compactions:
             continue
-        at_ratio = {row["call"]: row for row in fidelity_rows(transcript, summaries_apart=False)}
-        for row in fidelity_rows(transcript, summaries_apart=True):
-            found.append({**row, "predicted_at_ratio": at_ratio[row["call"]]["fidelity_predicted"]})
-    return found
+        at_ratio = {row["call"]: row for row in fidelity_rows(transcript, summaries_apart=False)[0]}
+        fidelity, reacquisitions = fidelity_rows(transcript, summaries_apart=True)
+        found += [{**row, "predicted_at_ratio": at_ratio[row["call"]]["fidelity_predicted"]} for row in fidelity]
+        reacquired += reacquisitions
+    return found, reacquired
 
 
-def report(rows: list[dict]) -> str:
+def report(rows: list[dict], reacquired: list[dict]) -> str:
     lines = [f"{'transcript':<38}{'call':>5}{'recorded':>10}{'predicted':>11}{'error':>8}{'at ratio':>10}{'error':>8}"]
     for row in rows:
         recorded = row["fidelity_recorded"]
@@ -66,9 +75,9 @@ def report(rows: list[dict]) -> str:
             f"{100 * row['relative_error']:>+7.1f}%{row['predicted_at_ratio']:>10,}"
             f"{100 * (row['predicted_at_ratio'] / recorded - 1):>+7.1f}%"
         )
-    lines.append("\nre-acquired before use (lost / kept by the production summary):")
+    lines.append(f"\nre-acquired before use at all {len(reacquired)} real compactions (lost / kept by the production summary):")
     totals = dict.fromkeys(COUNTS, 0)
-    for row in rows:
+    for row in reacquired:
         found = row["reacquisition"]
         if not isinstance(found, dict):
             continue
@@ -101,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(loaded.transcripts)} sessions ({damaged} with damaged records skipped, "
         f"{len(loaded.failed)} unreadable files, {len(loaded.passed_over)} files passed over)"
     )
-    rows = measure(list(loaded.transcripts))
-    print(report(rows) if rows else "no real compaction with a known size after it")
+    rows, reacquired = measure(list(loaded.transcripts))
+    print(report(rows, reacquired) if rows or reacquired else "no real compaction")
     return 0
 
 
