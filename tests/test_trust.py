@@ -98,6 +98,13 @@ def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
     row = re.search(r'id="trust-estimators-table">.*?<td>hybrid</td>(.*?)</tr>', section, re.S).group(1)
     assert f"{100 * np.abs(rel).mean():.1f}%" in row and f"{len(rel):,}" in row
     assert "Left out: 1 sessions with damaged records" in section
+    # ... and per source beside the pooled figure: here one source, so its row and "all" agree.
+    by_source = re.search(r'id="trust-estimators-source-table">(.*?)</table>', section, re.S).group(1)
+    sources = re.findall(r"<td>hybrid</td><td>([^<]+)</td><td class=\"num\">([^<]+)</td>", by_source)
+    assert [name for name, _ in sources][-1] == "all" and len(sources) >= 2
+    assert (
+        sum(int(n.replace(",", "")) for name, n in sources if name != "all") == len(rel) == int(sources[-1][1].replace(",", ""))
+    )
     # 4. The measured-size rule on the one session without a real compaction.
     table = error_table([r for t in transcripts for r in kept_tail_errors(t, "hybrid")]).loc["all"]
     assert table["sessions"] == 1
