@@ -125,7 +125,7 @@ def _warm_cache(transcripts: Sequence[Transcript], estimators: Sequence[str], ca
 
 def _transcript_rows(transcript: Transcript, estimators: Sequence[str], windows: ContextWindows, cache: TokenCache) -> list[dict]:
     # The split is the shipped calibration's: "train" for the transcripts its fit was trained on.
-    sampled = "calibrated" in estimators and in_sample(transcript.id, transcript_family(transcript))
+    sampled = "calibrated" in estimators and in_sample(transcript, transcript_family(transcript))
     split = "train" if sampled else "test"
     bases = []
     for number, (index, call) in enumerate((i, m.call) for i, m in enumerate(transcript.messages) if m.call is not None):
