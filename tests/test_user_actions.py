@@ -136,7 +136,9 @@ def test_init_writes_a_config_and_a_suite_that_load_and_run(tmp_path: Path, caps
     for table in ("[[strategy]]", "# [context_windows]", '# [prices."my-model"]', "# [summarizer]", "# base_url = "):
         assert table in text
     suite = load_suite(tmp_path / "ci" / "compactlab-suite.toml")
-    assert [m.name for m in suite.metrics] == ["removed_share", "preservation_or_untouched"]
+    assert [m.name for m in suite.metrics] == ["removed_share", "preservation_or_untouched", "summary_recall_k5"]
+    assert suite.config.summarizer["provider"] == "openai" and "base_url" not in suite.config.summarizer  # from the environment
+    assert suite.config.summarizer["cache_dir"] == str(tmp_path / "ci" / "compactlab-suite-answers")
     assert main(["init", str(tmp_path)]) == 2 and "pass --force" in capsys.readouterr().err
     assert main(["run", "--config", str(tmp_path / "compactlab.toml"), "--out", str(tmp_path / "run"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["recommendation"]["config"]

@@ -183,7 +183,10 @@ def transcript_summary(
         per["summarizer_cost"] = per["summarizer_cost"].where(per.pop("summarizer_cost_known") > 0)
         failed = compactions[compactions["failed"].notna()].groupby(["transcript", "config"]).size().rename("failed_compactions")
         # Done, but by a fallback after a step failed (compactlab.contract.FALLBACK_MARK): counted apart.
-        fallbacks = done[done["note"].map(fell_back)].groupby(["transcript", "config"]).size().rename("fallback_compactions")
+        # (astype: with every compaction failed, `done` is empty and an empty object mask would select columns)
+        fallbacks = (
+            done[done["note"].map(fell_back).astype(bool)].groupby(["transcript", "config"]).size().rename("fallback_compactions")
+        )
         summary = (
             summary.join(per, on=["transcript", "config"])
             .join(failed, on=["transcript", "config"])
