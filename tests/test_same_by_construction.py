@@ -71,3 +71,23 @@ def test_preview_names_no_prompt_hash_when_no_prompt_was_rendered() -> None:
     # lists it renders), but no prompt was rendered: the preview does not name one.
     assert shown.event.changed and shown.event.prompt_hash and not shown.prompt_rendered
     assert "prompt " + shown.event.prompt_hash not in format_preview(shown)
+
+
+def test_masking_and_its_jetbrains_preset_are_one_result_by_construction() -> None:
+    masking = [
+        StrategyConfig("observation-masking", "observation-masking"),
+        StrategyConfig("jetbrains-masking", "jetbrains-masking"),
+    ]
+    [group] = same_groups(masking)
+    assert group.labels == ("observation-masking", "jetbrains-masking") and not group.prompts_not_rendered
+    assert "same strategy, settings, trigger and estimator" in group.why
+    # Another window of observations, or another estimator for the bare strategy, is another result.
+    assert same_groups([*masking[:1], StrategyConfig("mask-5", "observation-masking", (("keep_last", 5),))]) == []
+    assert same_groups(masking, default_estimator="chars/4") == []
+    # On a real session at a small window, both make the same compactions and the same calls.
+    [loaded] = load_file(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333"))
+    transcript = replace(loaded, context_window=20_000)
+    done = [replay(transcript, config) for config in masking]
+    rows = [[(c.message_index, c.tokens_before, c.tokens_after, c.preservation) for c in d.compactions] for d in done]
+    assert rows[0] and rows[0] == rows[1]
+    assert done[0].calls["context_tokens"] == done[1].calls["context_tokens"]

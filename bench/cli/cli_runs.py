@@ -163,7 +163,7 @@ def _replay(
         print(result.llm_calls, file=sys.stderr)
     document = summary_document(result, rule=rule, all_pairs=all_pairs)
     # Settings identical by construction: one result under several names (every label keeps its figures above).
-    document["same_by_construction"] = [g.as_json() for g in same_groups(runs.resolve(config)[0].strategies)]
+    document["same_by_construction"] = [g.as_json() for g in same_groups(runs.resolve(config)[0].strategies, config.estimator)]
     document["cost_coverage"] = cost_coverage(
         result.transcripts, result.call_models, resolve_prices(config.prices) if config.prices else None
     )

@@ -8,7 +8,10 @@ when it fires, and returns the new context with a `CompactionEvent` describing w
 Safety, as production agents learned it:
 - loop guard: a compaction that removes less than `min_reduction` (5%) of the context would fire
   again on the next call and the next; the engine stops threshold-triggered attempts after one,
-  until a compaction (an emergency one) works again.
+  until a compaction (an emergency one) works again, or the context has grown by `min_reduction`
+  of the window since: then what the strategy may remove has changed enough that an attempt can
+  differ (a pruning strategy finds nothing beyond its protected tail at first, and more as the
+  session grows), so it tries once more. A guard that held for good hid that a strategy could work.
   A strategy that returns the context unchanged (nothing it may remove) made no compaction: the
   event says so (`changed=False`, before = after), it counts as no compaction, and the guard stops
   further attempts of its kind.
@@ -78,6 +81,7 @@ class Engine:
     min_reduction: float = 0.05
     max_failures: int = 3
     stalled: bool = False
+    stalled_at: int = 0  # the context's size (the trigger's measure) when the guard last stopped attempts
     failures: int = 0
     # An emergency compaction that could not shrink the context will not do better on the next
     # call: further emergencies wait until some compaction has worked again.
@@ -90,7 +94,15 @@ class Engine:
     def due(self, tokens: int) -> Reason | None:
         """Why a context of `tokens` must be compacted now, or None (also while the guard or breaker holds)."""
         reason = self.trigger.check(tokens, self.window)
-        return None if reason is None or self.stalled or self.breaker_open else reason
+        if reason is None or self.breaker_open or (self.stalled and tokens < self.retry_from):
+            return None
+        return reason
+
+    @property
+    def retry_from(self) -> float:
+        """While the guard holds, the context size from which a threshold attempt may differ from the
+        one it stopped: grown by what a working compaction must remove (`min_reduction` of the window)."""
+        return self.stalled_at + self.min_reduction * self.window if self.stalled else 0.0
 
     @property
     def can_emergency(self) -> bool:
@@ -98,8 +110,8 @@ class Engine:
         return self.harness.emergency and not (self.emergency_stalled or self.breaker_open)
 
     def fires_from(self) -> float:
-        """The smallest context size `due` answers for (inf while the guard or breaker holds)."""
-        return math.inf if self.stalled or self.breaker_open else self.trigger.fires_from(self.window)
+        """The smallest context size `due` answers for (inf while the breaker holds)."""
+        return math.inf if self.breaker_open else max(self.trigger.fires_from(self.window), self.retry_from)
 
     def before_call(self, context: Context, tokens: int | None = None) -> tuple[Context, CompactionEvent | None]:
         """Compact if the trigger fires (and the guard and breaker allow it).
@@ -109,7 +121,10 @@ class Engine:
         reason = self.due(tokens)
         if reason is None:
             return context, None
-        return self._compact(context, reason)
+        compacted, event = self._compact(context, reason)
+        if event.stalled:
+            self.stalled_at = tokens
+        return compacted, event
 
     def size(self, context: Context) -> int:
         """The context's size for a compaction's before and after: the meter without the provider's

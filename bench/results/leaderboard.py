@@ -34,7 +34,8 @@ SAME_NAMES = " = "
 NOT_RANKED = frozenset({"recorded"})
 
 MEAN_COLUMNS = tuple(name for name in (*REPORTED, "total_cost", "cost_full") if metric(name).aggregate == "mean")
-SUM_COLUMNS = tuple(name for name in REPORTED if metric(name).aggregate == "sum")
+# (and why over-window calls happened: the setting could not act, `compactlab.results.recommendation`)
+SUM_COLUMNS = tuple(name for name in REPORTED if metric(name).aggregate == "sum") + ("over_window_unacted_calls",)
 # The metrics the recommended setting is compared on: the two axes of the rule and of the Pareto plot.
 COMPARED = ("removed_share", "preservation_or_untouched")
 
