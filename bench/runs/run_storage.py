@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from compactlab.replay.fast.call_rows import json_line
 from compactlab.replay.walk import CALL_COLUMNS
-from compactlab.runs.run_files import DONE, before_write, finished_rows, read_done
+from compactlab.runs.run_files import DONE, before_write, finished_rows, naming, read_done
 
 ROWS = "rows"
 KINDS = ("calls", "compactions")
@@ -64,10 +64,11 @@ def write_part(out: Path, kind: str, table: pa.Table) -> str:
     configs = table.column("config").to_numpy(zero_copy_only=False) if table.num_rows else np.array([])
     starts = [0, *np.flatnonzero(configs[1:] != configs[:-1]) + 1, len(configs)] if len(configs) else [0, 0]
     try:
-        with pq.ParquetWriter(temporary, table.schema) as writer:
+        with naming(path), pq.ParquetWriter(temporary, table.schema) as writer:
             for start, end in zip(starts, starts[1:]):
                 writer.write_table(table.slice(start, end - start))
-        os.replace(temporary, path)
+        with naming(path):
+            os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
@@ -193,7 +194,7 @@ def export_jsonl(out: Path, kind: str, target: Path, configs: Iterable[str] | No
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     count = 0
     try:
-        with temporary.open("w", encoding="utf-8") as handle:
+        with temporary.open("w", encoding="utf-8") as handle, naming(target):
             for row in iter_rows(out, kind, configs):
                 handle.write(json_line(row))
                 count += 1
