@@ -57,10 +57,23 @@ def _target(fd):
         return ""
 
 def _hit(path):
+    if mode == "kill-worker" and os.getpid() != state["main"] and str(path).startswith(out):
+        # A worker process dies at its Nth write, as the OOM killer would end it (the first worker to get there).
+        state[os.getpid()] = state.get(os.getpid(), 0) + 1  # (the count inherited from the run's process is not its own)
+        if state[os.getpid()] == nth and _first(gate + ".killed"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return False
     if os.getpid() != state["main"] or not str(path).startswith(out):
         return False
     state["count"] += 1
     return state["full"] or state["count"] == nth
+
+def _first(marker):
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+        return True
+    except FileExistsError:
+        return False
 
 def _act(partial):
     if mode == "kill":

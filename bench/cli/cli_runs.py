@@ -160,6 +160,12 @@ def _replay(
     )
     if result.llm_calls is not None:
         print(result.llm_calls, file=sys.stderr)
+    if result.replayed_again:
+        print(
+            f"replayed again: {len(result.replayed_again)} transcripts whose row parts were gone or unreadable "
+            f"({', '.join(result.replayed_again[:5])}{', ...' if len(result.replayed_again) > 5 else ''})",
+            file=sys.stderr,
+        )
     document = summary_document(result, rule=rule, all_pairs=all_pairs)
     # Settings identical by construction: one result under several names (every label keeps its figures above).
     document["same_by_construction"] = [g.as_json() for g in same_groups(runs.resolve(config)[0].strategies)]
@@ -175,7 +181,9 @@ def run_run(args: argparse.Namespace) -> int:
     out = args.out or Path("reports/run")
     with RunLock(out):  # over the run and the files written from it
         _, document = _replay(config, out, args, all_pairs=args.all_pairs)
-        report = write_run_report(out, progress=sys.stderr.isatty()) if document.get("leaderboard") else None
+        # With failures and nothing to rank (every LLM setting fell back) the report still shows them, first.
+        shown = document.get("leaderboard") or document.get("failures")
+        report = write_run_report(out, progress=sys.stderr.isatty()) if shown else None
     if args.json:
         print(json.dumps(_brief(document, out, report), indent=2, default=str))
         return _incomplete_exit(document["failures"], quiet=True)

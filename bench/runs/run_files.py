@@ -175,6 +175,17 @@ def read_done(path: Path) -> DoneLog:
     return DoneLog(frozenset(units), hashes, parts, ends, size, legacy)
 
 
+def drop_commits(out: Path, transcripts: set[str]) -> None:
+    """Rewrite done.jsonl without the commits of `transcripts` (their parts are then no longer the
+    run's: `--resume` replays them again, as for a transcript never finished)."""
+    path = Path(out) / DONE
+    log = read_done(path)
+    with path.open("rb") as handle:
+        whole = handle.read(log.size).decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    kept = [line for line in whole if not line.strip() or json.loads(line).get("transcript") not in transcripts]
+    write_atomic(path, "".join(kept))
+
+
 def commit_line(transcript: str, labels: list[str], file: str, file_hash: str | None, parts: dict[str, str]) -> str:
     record = {"transcript": transcript, "configs": labels, "file": file, "file_sha256": file_hash, "parts": parts}
     # ASCII: a file name that is not UTF-8 (lone surrogates in Python) is written as \udcNN and read back as it was.

@@ -107,10 +107,43 @@ def compactions_table(rows: list[dict]) -> pa.Table:
     return table.replace_schema_metadata({JSON_COLUMNS: json.dumps(nested).encode()})
 
 
+class DamagedPart(ValueError):
+    """A committed row part that is gone or cannot be read (a deleted file, a corrupted page)."""
+
+    def __init__(self, out: Path, name: str, transcript: str | None, reason: str) -> None:
+        self.out, self.name, self.transcript = Path(out), name, transcript
+        owner = f" (the rows of transcript {transcript!r})" if transcript is not None else ""
+        super().__init__(
+            f"{part_path(out, name)}{owner} cannot be read: {reason}; `compactlab run --resume --out {out}` "
+            f"(with the run's options) replays that transcript again"
+        )
+
+
+def _read_part(out: Path, name: str, filters=None) -> pa.Table:
+    try:
+        return pq.read_table(part_path(out, name), filters=filters)
+    except (OSError, pa.ArrowException) as exc:  # a missing file, a damaged footer or page
+        owners = {part: t for t, commits in read_done(Path(out) / DONE).parts.items() for c in commits for part in c.values()}
+        reason = "the file is gone" if isinstance(exc, FileNotFoundError) else str(exc).strip() or type(exc).__name__
+        raise DamagedPart(out, name, owners.get(name), reason) from None
+
+
+def damaged_parts(out: Path) -> list[DamagedPart]:
+    """Every committed part of the run in `out` that cannot be read whole, as its error."""
+    found = []
+    for kind in KINDS:
+        for name in read_done(Path(out) / DONE).part_names(kind):
+            try:
+                _read_part(out, name)
+            except DamagedPart as exc:
+                found.append(exc)
+    return found
+
+
 def _tables(out: Path, names: Iterable[str], configs: Iterable[str] | None) -> Iterator[pa.Table]:
     filters = None if configs is None else [("config", "in", list(configs))]
     for name in names:
-        yield pq.read_table(part_path(out, name), filters=filters)
+        yield _read_part(out, name, filters)
 
 
 def _part_rows(table: pa.Table) -> list[dict]:

@@ -47,9 +47,10 @@ from compactlab.results.run_failures import mark_incomplete
 from compactlab.runs.concurrent_replays import replay_concurrently
 from compactlab.runs.llm_config import make_run_judge
 from compactlab.runs.run_config import RunConfig, check_setting_numbers, config_json, default_strategies, windows_of
-from compactlab.runs.run_files import DONE, ROW_FILES, Commits, DoneLog, RunLock, read_done, write_atomic
+from compactlab.runs.run_files import DONE, ROW_FILES, Commits, DoneLog, RunLock, drop_commits, read_done, write_atomic
 from compactlab.runs.run_results import RunTotals, TranscriptResults, results_from_rows
 from compactlab.runs.run_storage import (
+    damaged_parts,
     remove_unnamed,
     run_calls,
     run_compaction_rows,
@@ -76,6 +77,7 @@ class RunResult:
     call_models: pd.DataFrame = field(default_factory=pd.DataFrame)  # (transcript, model) pairs, for the cost coverage
     prices: dict | None = None  # the configuration's, for the costs of `calls`
     llm_calls: str | None = None  # what the run's LLM calls came to (`CallAccount.line`), when it had any
+    replayed_again: tuple[str, ...] = ()  # transcripts --resume replayed again: their row parts were gone or unreadable
 
     @cached_property
     def calls(self) -> pd.DataFrame:
@@ -146,6 +148,11 @@ def _run_locked(
         for name in (*ROW_FILES, DONE):
             (out / name).unlink(missing_ok=True)
     log = read_done(done_path) if resume else DoneLog()
+    # Transcripts whose committed row parts are gone or unreadable are replayed again, as if never finished.
+    lost = {part.transcript for part in damaged_parts(out) if part.transcript is not None} if resume and log.parts else set()
+    if lost:
+        drop_commits(out, lost)
+        log = read_done(done_path)
     if resume and (out / "config.json").exists():
         previous = json.loads((out / "config.json").read_text())
         if previous != config_json(config):
@@ -238,6 +245,7 @@ def _run_locked(
         results=totals.totals(),
         max_failed_share=config.max_failed_share,
     )
+    result = replace(result, replayed_again=tuple(sorted(lost)))
     return replace(result, llm_calls=account.line()) if completers else result
 
 
