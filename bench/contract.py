@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from compactlab.transcripts.model import LLMCall, Message
@@ -87,6 +87,9 @@ class CompactionRequest:
     # engine's before/after: it adds what every prompt holds besides its messages (e.g. a system
     # prompt and tools the recording lacks). None: `count_tokens`.
     prompt_tokens: Callable[[Sequence[Message]], int] | None = None
+    # The provider's count of one text on its own (what a tool that counts a file's tokens sees):
+    # the model family's fitted tokenizer where one is shipped. None: not known.
+    text_tokens: Callable[[str], float] | None = None
 
     def prompt_size(self, messages: Sequence[Message]) -> int:
         """The size of a prompt of `messages`, to compare with `target_tokens`."""
@@ -138,6 +141,8 @@ class Trigger:
     warning / critical: two levels (seed 003: 0.75 and 0.9). When set, `fraction` is ignored:
         the warning level fires a "warning" compaction, the critical level a "critical" one.
     target: share of the window a compaction aims to get under (strategies may use it as budget).
+    reserve_by_model: model-name prefixes whose reserve differs from `reserve_tokens` (the longest
+        matching prefix wins; `for_model` applies it): Claude Code reserves the model's output limit.
     """
 
     fraction: float = 0.8
@@ -146,6 +151,14 @@ class Trigger:
     warning: float | None = None
     critical: float | None = None
     target: float = 0.5
+    reserve_by_model: tuple[tuple[str, int], ...] = ()
+
+    def for_model(self, model: str) -> Trigger:
+        """This trigger for one model: its reserve from `reserve_by_model` where a prefix matches."""
+        matches = [(prefix, reserve) for prefix, reserve in self.reserve_by_model if model.startswith(prefix)]
+        if not matches:
+            return self
+        return replace(self, reserve_tokens=max(matches, key=lambda match: len(match[0]))[1], reserve_by_model=())
 
     def check(self, tokens: int, window: int) -> Reason | None:
         if self.critical is not None and tokens >= self.critical * window:

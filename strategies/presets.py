@@ -224,23 +224,41 @@ def codex() -> Preset:
     )
 
 
+# Claude Code compacts when the context exceeds the window less the model's output limit less a
+# 13,000-token buffer: its /context shows the sum as "Autocompact buffer". Measured on the shared real
+# sessions (`compactlab engines`): Claude Opus 4.5 sessions of Claude Code 2.0.57-58 (pai-claude, four
+# sessions) show "Autocompact buffer: 77.0k tokens" (a 64,000-token output limit) and compact at
+# 123-128k; the Claude Sonnet 4.5 session of 2.1.5 (m-claude 3af9b1a7) compacts at 155.5k of 200k,
+# a 45,000 buffer (the 32,000-token default output limit). The documented "approximately 95%"
+# fired at none of the seven real auto-compactions.
+CLAUDE_CODE_BUFFER = 13_000
+CLAUDE_CODE_OUTPUT = 32_000
+CLAUDE_CODE_OUTPUT_BY_MODEL = (("claude-opus-4-5", 64_000),)
+
+
 def claude_code() -> Preset:
-    """Claude Code (public facts only): at ~95% of the window, a nine-section summary replaces the history;
-    the newest files read, the todo list and the plan file are re-attached after it (`compactlab.strategies.reattach`)."""
+    """Claude Code (public facts only): when the context exceeds the window less the model's output limit and a
+    13,000-token buffer, a nine-section summary replaces the history; the newest files read or written, the todo
+    list and the plan file are re-attached after it (`compactlab.strategies.reattach`)."""
     from compactlab.strategies.reattach import WithReattachments
     from compactlab.strategies.summarize import Summarize
 
     return Preset(
         "claude-code",
         WithReattachments(Summarize(keep_recent_tokens=0, template="claude_code.j2")),
-        Trigger(fraction=0.95),
+        Trigger(
+            fraction=math.inf,
+            reserve_tokens=CLAUDE_CODE_OUTPUT + CLAUDE_CODE_BUFFER,
+            reserve_by_model=tuple((model, output + CLAUDE_CODE_BUFFER) for model, output in CLAUDE_CODE_OUTPUT_BY_MODEL),
+        ),
         "hybrid",
-        "Claude Code docs (CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: 'approximately 95% capacity'); summary sections from real "
+        'the real compactions and /context readings ("Autocompact buffer") of Claude Code sessions (datasets/m-claude, '
+        "../shared/transcripts/pai-claude: threshold = window − output limit − 13,000, see CLAUDE_CODE_BUFFER); summary sections from real "
         "compact summaries in datasets/m-claude and public prompt copies",
         claude_code.__doc__ or "",
         "closed source: microcompaction is not modelled; re-attached files are their last content in the transcript, "
-        "not the disk's, and files the session only created are not re-attached (see strategies/reattach.py); the "
-        "threshold is the documented approximate one",
+        "not the disk's (see strategies/reattach.py); the output limit is the model's default (a user's "
+        "CLAUDE_CODE_MAX_OUTPUT_TOKENS moves the threshold)",
     )
 
 

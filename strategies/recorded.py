@@ -16,8 +16,9 @@ from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
 from compactlab.strategies.base import setting
-from compactlab.strategies.reattach import provider_tokens, reattach
+from compactlab.strategies.reattach import ReattachRules, file_tokens, reattach, rules_of
 from compactlab.transcripts.messages import leading_system, summary_message
+from compactlab.transcripts.model import Message
 
 
 @dataclass(frozen=True)
@@ -28,13 +29,31 @@ class Recorded:
     source: ClassVar[str] = "the compaction markers of the transcript itself"
     summary: str = setting("", "the recorded summary text (the replay fills it in at each real compaction)")
     reattach: bool = setting(True, "add what Claude Code re-attaches after compacting (recent files, todo list, plan file)")
+    created_files: bool = setting(ReattachRules.created_files, "files the session only created are re-attached too")
+    partial_files: str = setting(ReattachRules.partial_files, "a file known only in part: 'slice' (the part seen) or 'left-out'")
+    file_limit_count: str = setting(
+        ReattachRules.file_limit_count, "the file limit counts the file's 'text' alone or what it adds to the 'prompt'"
+    )
+    newest: str = setting(
+        ReattachRules.newest, "which files are newest: 'touched' (read or written last) or 'modified' (written first)"
+    )
+    kept: tuple[Message, ...] = setting((), "the messages the agent kept verbatim beside its summary (the replay fills them in)")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         if not self.summary:
             return CompactionResult(context, 0, note="no recorded compaction here")
         head = leading_system(context.messages)
-        extra = reattach(context.messages[head:], provider_tokens(request)) if self.reattach else None
-        messages = (*context.messages[:head], summary_message(self.summary), *(extra.messages if extra else ()))
-        removed = len(context.messages) - head
-        note = "the production agent's summary" + (f"; {extra.note()}" if extra and extra.messages else "")
-        return CompactionResult(replace(context, messages=messages, summary=self.summary), removed, note=note)
+        wanted = {id(m) for m in self.kept}
+        kept = tuple(m for m in context.messages[head:] if id(m) in wanted)
+        summarized = tuple(m for m in context.messages[head:] if id(m) not in wanted)
+        rules = rules_of(self.created_files, self.partial_files, self.file_limit_count, self.newest)
+        extra = reattach(summarized, file_tokens(request, rules), rules=rules) if self.reattach else None
+        messages = (
+            *context.messages[:head],
+            summary_message(self.summary, verbatim=True),
+            *kept,
+            *(extra.messages if extra else ()),
+        )
+        note = "the production agent's summary" + (f", {len(kept)} message(s) kept verbatim" if kept else "")
+        note += f"; {extra.note()}" if extra and extra.messages else ""
+        return CompactionResult(replace(context, messages=messages, summary=self.summary), len(summarized), note=note)

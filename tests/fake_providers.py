@@ -344,9 +344,19 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 n = len(state.received)
                 state.in_flight += 1
                 state.max_in_flight = max(state.max_in_flight, state.in_flight)
+            self.counted = True
             try:
                 self._answer(state._next(), body, n, credential)
             finally:
+                self._finished()
+
+        def _finished(self) -> None:
+            """The request stops counting as in flight once its answer starts going out: the client
+            can send its next request as soon as it has read the answer, possibly before this
+            thread runs again (on a loaded machine a count taken after the write came late, and a
+            bound of 6 read as 7)."""
+            if getattr(self, "counted", False):
+                self.counted = False
                 with state.lock:
                     state.in_flight -= 1
 
@@ -390,6 +400,7 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self._send_raw(status, json.dumps(payload).encode(), headers)
 
         def _send_raw(self, status: int, data: bytes, headers: tuple[tuple[str, str], ...] = ()) -> None:
+            self._finished()
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))

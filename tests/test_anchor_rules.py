@@ -70,9 +70,12 @@ def test_opencode_prunes_outputs_beyond_40000_tokens_before_summarizing() -> Non
     assert preset.trigger.reserve_tokens == 52_000 and get_strategy("opencode-summary").keep_recent_tokens == 15_000
 
 
-def test_claude_code_replaces_the_whole_history_with_its_summary_at_95_percent() -> None:
+def test_claude_code_replaces_the_whole_history_with_its_summary_past_its_output_limit_and_buffer() -> None:
     preset = get_strategy("claude-code")
-    assert preset.trigger.check(95_000, 100_000) == "threshold" and preset.trigger.check(94_999, 100_000) is None
+    # window − 32,000 (the default output limit) − 13,000; Claude Opus 4.5: its 64,000 output limit.
+    sonnet, opus = preset.trigger.for_model("claude-sonnet-4-5"), preset.trigger.for_model("claude-opus-4-5-20251101")
+    assert sonnet.check(155_001, 200_000) == "threshold" and sonnet.check(155_000, 200_000) is None
+    assert opus.check(123_001, 200_000) == "threshold" and opus.check(123_000, 200_000) is None
     after = compact(preset, ME_NEXT).context.messages
     head = pinned_head(ME_NEXT.messages)
     assert is_summary(after[head]) and all(m in ME_NEXT.messages[:head] or is_summary(m) or m.role == "user" for m in after)
@@ -99,7 +102,7 @@ def test_anchor_presets_name_their_source_files() -> None:
         "codex": "codex-rs/core/src/compact.rs",
         "openhands": "openhands/memory/condenser/impl/llm_summarizing_condenser.py",
         "jetbrains-masking": "arXiv 2508.21433",
-        "claude-code": "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
+        "claude-code": "Autocompact buffer",
     }
     for name, where in expected.items():
         assert where in get_strategy(name).source, name

@@ -64,8 +64,10 @@ def test_datasets_lists_counts(capsys) -> None:
         "mini-swe-agent-v1",
         "codex-rollouts",
         "condenser-pairs-gpt5mini",
+        "pi-sessions",
     }
     assert rows["m-claude"]["compactions"] == 2
+    assert rows["pi-sessions"]["compactions"] == 4
     assert rows["condenser-pairs-gpt5mini"]["compactions"] == 10
     assert all(row["files"] > 0 for row in rows.values())
 

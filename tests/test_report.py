@@ -164,8 +164,8 @@ def test_real_compaction_side_by_side(run_dir: Path, page: str) -> None:
     assert "This session is being continued from a previous conversation" in section  # the production summary
     # What the replay rebuilt after the production summary, and what its prediction cannot know.
     assert (
-        "The replay's compacted context: the production agent's summary; re-attached 5 file(s), 1 known only in part, "
-        "the todo list (8 items)." in html.unescape(section)
+        "The replay's compacted context: the production agent's summary; re-attached 4 file(s), 1 over the "
+        "5,000-token file limit left out, the todo list (8 items)." in html.unescape(section)
     )
     assert "where the\nremaining error comes from" in section
     # Each other strategy's nearest compaction says how far from the production one it is, and that agrees with its call.

@@ -200,6 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     rows.add_argument("--out", type=Path, help="output file (default: RUN/KIND.jsonl)")
     rows.set_defaults(run=run_export_rows)
 
+    from compactlab.cli.engines_cli import add_command as add_engines_command
+
+    add_engines_command(commands, _command, _add_input_arguments, _load)
+
     from compactlab.cli.gate_cli import add_commands as add_gate_commands  # check, baseline
 
     add_gate_commands(commands, _command)

@@ -71,6 +71,7 @@ class Engine:
     count_tokens: Callable[[Sequence[Message]], int]  # the same estimator over a message list
     trigger: Trigger = field(default_factory=Trigger)
     summarizer: Summarizer | None = None
+    text_tokens: Callable[[str], float] | None = None  # the provider's count of one text (`CompactionRequest`)
     min_reduction: float = 0.05
     max_failures: int = 3
     stalled: bool = False
@@ -131,6 +132,7 @@ class Engine:
             count_tokens=self.count_tokens,
             summarizer=self.summarizer,
             prompt_tokens=lambda messages: self.size(Context(tuple(messages))),
+            text_tokens=self.text_tokens,
         )
         name = getattr(self.strategy, "name", type(self.strategy).__name__)
         try:

@@ -1,13 +1,16 @@
-"""Fidelity and re-acquisition at every real compaction of some datasets: the figures of issue 15.
+"""Fidelity and re-acquisition at every real compaction of some datasets, with each modelling rule
+chosen leave-one-session-out (issues 15 and 26).
 
     python -m compactlab.measure.real_compactions [DATASET|PATH ...]
 
 With no argument, every bundled dataset. For each compaction a production agent really made
-(Claude Code's `compact_boundary`, with a call or a `/context` reading after it) the `recorded`
-strategy replays it, and this prints:
-- the recorded size of the first prompt after it (or the `/context` reading) and the replay's
-  prediction, with summaries sized by the model family's fit (`Meter.written`, what runs do) and,
-  for comparison, sized at the session's measured ratio like history (the rule before);
+(Claude Code's `compact_boundary`, pi's `compaction` entry, with a call or a `/context` reading
+after it) the `recorded` strategy replays it, and this prints:
+- the recorded size of the first prompt after it and the replay's prediction under the shipped
+  rules, and the compactions whose next prompt cannot test the replay, each with why;
+- the grid of candidate rules (what Claude Code re-attaches, how a summary is sized), each rule's
+  figure on all compactions (in sample), and the figure of choosing a rule leave-one-session-out
+  (`compactlab.measure.rule_choice`): per session, the rule chosen on the others, measured on it;
 - the items the preservation metric marks lost and kept, how many of each the agent re-acquired
   before using them (`compactlab.scoring.reacquisition`), how many lost items were used before any
   message could bring them back, and the lost items never re-acquired.
@@ -17,26 +20,66 @@ Damaged records are skipped (lenient loading) and counted in the first line.
 from __future__ import annotations
 
 import argparse
+import itertools
+from collections import Counter
+from dataclasses import dataclass
 
+from compactlab.measure.rule_choice import Figures, family, loso
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.metrics import compactions_frame, recorded_fidelity
 from compactlab.scoring.reacquisition import COUNTS
+from compactlab.strategies.reattach import ReattachRules, rules_of
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
 from compactlab.transcripts.loading import load_inputs
 from compactlab.transcripts.model import Transcript
 
-RECORDED = StrategyConfig("recorded", "recorded")
+EXCLUDED_MARK = "its next prompt is no test of the replay: "
 
 
-def fidelity_rows(transcript: Transcript, summaries_apart: bool) -> list[dict]:
-    """The recorded strategy's fidelity rows of one transcript; `summaries_apart` False sizes
-    summaries at the session's ratio, as history."""
+@dataclass(frozen=True)
+class Rule:
+    """One candidate way of modelling a real compaction: Claude Code's re-attachment rules and
+    whether summaries are sized by the model family's fit (else at the session's ratio)."""
+
+    reattach: ReattachRules
+    summary_by_fit: bool = True
+
+    def label(self) -> str:
+        r = self.reattach
+        return (
+            f"created files {'in' if r.created_files else 'out'}, partial files {r.partial_files}, "
+            f"file limit by {r.file_limit_count}, newest {r.newest}, summary by {'fit' if self.summary_by_fit else 'ratio'}"
+        )
+
+
+SHIPPED = Rule(ReattachRules())
+
+
+def grid() -> list[Rule]:
+    """Every candidate rule, the shipped one first (it wins ties)."""
+    rules = [
+        Rule(rules_of(created, partial, limit, newest), by_fit)
+        for created, partial, limit, newest, by_fit in itertools.product(
+            (True, False), ("slice", "left-out"), ("text", "prompt"), ("touched", "modified"), (True, False)
+        )
+    ]
+    return [SHIPPED, *(r for r in rules if r != SHIPPED)]
+
+
+def fidelity_rows(transcript: Transcript, rule: Rule = SHIPPED) -> list[dict]:
+    """The recorded strategy's fidelity rows of one transcript under `rule`."""
     meter = Meter(transcript, "hybrid")
-    if not summaries_apart:
+    if not rule.summary_by_fit:
         meter.family_fit = None
-    replayed = replay(transcript, RECORDED, ContextWindows(), meter=meter)
+    settings = (
+        ("created_files", rule.reattach.created_files),
+        ("partial_files", rule.reattach.partial_files),
+        ("file_limit_count", rule.reattach.file_limit_count),
+        ("newest", rule.reattach.newest),
+    )
+    replayed = replay(transcript, StrategyConfig("recorded", "recorded", settings), ContextWindows(), meter=meter)
     frame = recorded_fidelity(compactions_frame(replayed.compactions))
     rows = {row.call: row for row in replayed.compactions}
     return [
@@ -45,26 +88,23 @@ def fidelity_rows(transcript: Transcript, summaries_apart: bool) -> list[dict]:
     ]
 
 
+def excluded(transcript: Transcript) -> list[tuple[int, str]]:
+    """The real compactions of `transcript` whose next prompt is no test of the replay, with why."""
+    replayed = replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows())
+    return [(row.call, row.note.split(EXCLUDED_MARK, 1)[1]) for row in replayed.compactions if EXCLUDED_MARK in row.note]
+
+
 def measure(transcripts: list[Transcript]) -> list[dict]:
-    """One row per real compaction with a known size after it."""
-    found = []
-    for transcript in transcripts:
-        if not transcript.compactions:
-            continue
-        at_ratio = {row["call"]: row for row in fidelity_rows(transcript, summaries_apart=False)}
-        for row in fidelity_rows(transcript, summaries_apart=True):
-            found.append({**row, "predicted_at_ratio": at_ratio[row["call"]]["fidelity_predicted"]})
-    return found
+    """One row per real compaction with a known size after it, under the shipped rule."""
+    return [row for t in transcripts if t.compactions for row in fidelity_rows(t)]
 
 
 def report(rows: list[dict]) -> str:
-    lines = [f"{'transcript':<38}{'call':>5}{'recorded':>10}{'predicted':>11}{'error':>8}{'at ratio':>10}{'error':>8}"]
+    lines = [f"{'transcript':<38}{'call':>5}{'recorded':>10}{'predicted':>11}{'error':>8}"]
     for row in rows:
-        recorded = row["fidelity_recorded"]
         lines.append(
-            f"{row['transcript'][:37]:<38}{row['call']:>5}{recorded:>10,}{row['fidelity_predicted']:>11,}"
-            f"{100 * row['relative_error']:>+7.1f}%{row['predicted_at_ratio']:>10,}"
-            f"{100 * (row['predicted_at_ratio'] / recorded - 1):>+7.1f}%"
+            f"{row['transcript'][:37]:<38}{row['call']:>5}{row['fidelity_recorded']:>10,}{row['fidelity_predicted']:>11,}"
+            f"{100 * row['relative_error']:>+7.1f}%"
         )
     lines.append("\nre-acquired before use (lost / kept by the production summary):")
     totals = dict.fromkeys(COUNTS, 0)
@@ -87,6 +127,39 @@ def report(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def rule_report(transcripts: list[Transcript]) -> str:
+    """Every candidate rule in sample, and the leave-one-session-out figure, overall and per source."""
+    with_compactions = [t for t in transcripts if t.compactions]
+    errors = {
+        rule: _by_family([(t, row["relative_error"]) for t in with_compactions for row in fidelity_rows(t, rule)])
+        for rule in grid()
+    }
+    choice = loso(errors)
+    lines = ["\nrules, each on every compaction (in sample):"]
+    for rule, by_family in errors.items():
+        mark = "*" if rule == SHIPPED else " "
+        lines.append(f" {mark} {Figures.of([e for es in by_family.values() for e in es]).line():<58} {rule.label()}")
+    lines.append("leave one session out (each session measured with the rule chosen on the others):")
+    for session, rule in choice.chosen_without.items():
+        shown = " ".join(f"{100 * e:+.1f}%" for e in errors[rule][session])
+        lines.append(f"  {session[:36]:<37} {shown:<30} chosen on the others: {rule.label()}")
+    sources = {family(t.id): t.source_format for t in with_compactions}
+    for source in sorted(set(sources.values())):
+        kept = {rule: {s: e for s, e in by.items() if sources[s] == source} for rule, by in errors.items()}
+        per = loso(kept)
+        lines.append(f"  {source}: in sample {per.in_sample.line()}; out of sample {per.out_of_sample.line()}")
+    lines.append(f"  all: in sample {choice.in_sample.line()}; out of sample {choice.out_of_sample.line()}")
+    lines.append(f"  chosen on every session: {choice.chosen.label()}{' (shipped)' if choice.chosen == SHIPPED else ''}")
+    return "\n".join(lines)
+
+
+def _by_family(found: list[tuple[Transcript, float]]) -> dict[str, list[float]]:
+    grouped: dict[str, list[float]] = {}
+    for transcript, error in found:
+        grouped.setdefault(family(transcript.id), []).append(error)
+    return grouped
+
+
 def _share(part: int, whole: int) -> str:
     return f" ({100 * part / whole:.0f}%)" if whole else ""
 
@@ -101,8 +174,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(loaded.transcripts)} sessions ({damaged} with damaged records skipped, "
         f"{len(loaded.failed)} unreadable files, {len(loaded.passed_over)} files passed over)"
     )
-    rows = measure(list(loaded.transcripts))
+    transcripts = list(loaded.transcripts)
+    rows = measure(transcripts)
     print(report(rows) if rows else "no real compaction with a known size after it")
+    reasons = Counter(reason.split(" (")[0] for t in transcripts if t.compactions for _, reason in excluded(t))
+    print(f"excluded as no test of the replay: {sum(reasons.values())}" + "".join(f"; {n} {r}" for r, n in reasons.items()))
+    if rows:
+        print(rule_report(transcripts))
     return 0
 
 

@@ -26,7 +26,7 @@ Token numbers per call (one definition, `compactlab.replay.prompt_size`, used by
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from compactlab.compaction.engine import Engine
 from compactlab.contract import Strategy, Summarizer
@@ -39,7 +39,7 @@ from compactlab.strategies.recorded import Recorded
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.context_readings import readings_after_compactions, with_readings
+from compactlab.transcripts.context_readings import fidelity_exclusions, readings_after_compactions, with_readings
 from compactlab.transcripts.model import CompactionMarker, Message, Transcript
 
 __all__ = ["CALL_COLUMNS", "CallColumns", "CompactionRow", "Replayed", "StrategyConfig", "replay", "replay_plain"]
@@ -65,6 +65,8 @@ class _Setup:
     base: Uncompacted
     recorded_mode: bool  # the production agent's own compactions, where its markers are
     markers: dict[int, CompactionMarker]
+    excluded: dict[int, str]  # real compactions whose next prompt is no test of the replay, and why
+    recorded: Recorded | None  # the `recorded` strategy's settings (each real compaction fills in its summary)
 
 
 def _set_up(
@@ -77,13 +79,13 @@ def _set_up(
 ) -> _Setup | None:
     """None for a transcript without recorded calls (nothing to replay)."""
     strategy = strategy if strategy is not None else get_strategy(config.strategy, **dict(config.settings))
-    trigger = trigger_of(strategy, config.trigger)
     estimator = estimator_of(strategy, config.estimator)
     if meter is None or meter.estimator_name != estimator or meter.transcript is not transcript:
         meter = Meter(transcript, estimator)
     first_call = next((m.call for m in transcript.messages if m.call is not None), None)
     if first_call is None:
         return None
+    trigger = trigger_of(strategy, config.trigger).for_model(first_call.model)
     windows = (windows or ContextWindows()).with_table(getattr(strategy, "context_windows", ()))
     window = windows.lookup(first_call.model, transcript.context_window).tokens
     base = uncompacted(meter, window)
@@ -95,9 +97,21 @@ def _set_up(
         count_tokens=meter.count,
         trigger=trigger,
         summarizer=summarizer,
+        text_tokens=meter.text_counter(),
     )
     markers = {m.at_message: m for m in transcript.compactions}
-    return _Setup(transcript, engine, walk, base, config.strategy == "recorded", markers)
+    recorded = config.strategy == "recorded" or config.at_real_compactions
+    inner = getattr(strategy, "strategy", strategy)  # a run shares a setting's compactions through a wrapper
+    return _Setup(
+        transcript,
+        engine,
+        walk,
+        base,
+        recorded,
+        markers,
+        fidelity_exclusions(transcript) if recorded else {},
+        inner if isinstance(inner, Recorded) else None,
+    )
 
 
 def _step(setup: _Setup, index: int) -> None:
@@ -109,10 +123,12 @@ def _step(setup: _Setup, index: int) -> None:
         walk.compaction_marker_since_call = True
         if setup.recorded_mode:
             marker = setup.markers[index]
-            engine.strategy = Recorded(summary=marker.summary)
+            if setup.recorded is not None:  # the production agent's own summary and what it kept
+                kept = tuple(setup.transcript.messages[i] for i in marker.kept)
+                engine.strategy = replace(setup.recorded, summary=marker.summary, kept=kept)
             engine.emergency_stalled = False  # the production agent compacted here, whatever came before
             context, event = engine.emergency(walk.context(index), reason="manual" if marker.trigger == "manual" else "threshold")
-            walk.note_compaction(event, index, context, fidelity_pending=True)
+            walk.note_compaction(event, index, context, real=True, excluded=setup.excluded.get(index))
     if message.call is not None:
         if not setup.recorded_mode and engine.due(tokens := walk.trigger_tokens(index)):
             context, event = engine.before_call(walk.context(index), tokens)

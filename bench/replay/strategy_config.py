@@ -16,6 +16,9 @@ class StrategyConfig:
     settings: tuple[tuple[str, object], ...] = ()
     trigger: Trigger | None = None  # None: the preset's trigger, else the engine default (0.8)
     estimator: str | None = None  # None: the preset's estimator, else the run's (hybrid)
+    # Compact only where the production agent did (the `recorded` strategy's points), with this
+    # strategy: what it would have made of the real agent's context there.
+    at_real_compactions: bool = False
 
 
 DEFAULT_ESTIMATOR = "hybrid"

@@ -240,10 +240,12 @@ class Walk:
             self.rows[name].append(row[name])
 
     def note_compaction(
-        self, event: CompactionEvent | None, index: int, context: Context, fidelity_pending: bool = False
+        self, event: CompactionEvent | None, index: int, context: Context, real: bool = False, excluded: str | None = None
     ) -> None:
         """Take the engine's answer before message `index`: `context` is its result (unchanged when the
-        compaction failed or did not run)."""
+        compaction failed or did not run). `real`: the production agent's own compaction, whose next
+        prompt checks the replay unless `excluded` says why it cannot."""
+        fidelity_pending = real and excluded is None
         if event is None:
             return
         if not event.changed:  # no compaction happened: nothing to row or score, only counted
@@ -266,11 +268,8 @@ class Walk:
             recalls = summary_recall_at(self.transcript.messages, index, before.messages, context.messages, K_STEPS)
             scores = {f"k{k}": _score_json(score) | recall_json(recalls[k]) for k, score in found.items()}
         # A real compaction (its fidelity is pending): the recorded continuation says what was really gone.
-        reacquired = (
-            reacquisition_json(self.transcript.messages, index, context.messages)
-            if fidelity_pending and not event.failed
-            else None
-        )
+        reacquired = reacquisition_json(self.transcript.messages, index, context.messages) if real and not event.failed else None
+        note = event.note + (f"; its next prompt is no test of the replay: {excluded}" if excluded else "")
         self.compactions.append(
             CompactionRow(
                 transcript=self.transcript.id,
@@ -280,7 +279,8 @@ class Walk:
                 summary=context.summary,
                 preservation=scores,
                 reacquisition=reacquired,
-                **{f.name: getattr(event, f.name) for f in fields(CompactionEvent) if f.name != "changed"},
+                **{f.name: getattr(event, f.name) for f in fields(CompactionEvent) if f.name not in ("changed", "note")},
+                note=note,
             )
         )
         self.compacted.append(context.messages)

@@ -41,6 +41,7 @@ NAV = (
     ("trust", "How far to trust these numbers"),
     ("transcripts", "Session by session"),
     ("real-compactions", "Real compactions"),
+    ("engines", "Presets against the real engines"),
     ("metadata", "Run metadata"),
 )
 
@@ -90,6 +91,7 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     sections.append(Markup(env.get_template("run_transcripts.html.j2").render(**transcripts_context(run, colours))))
     step("real compactions")
     sections.append(Markup(env.get_template("run_real.html.j2").render(**real_compactions_context(run))))
+    sections.append(Markup(env.get_template("run_engines.html.j2").render(engines=run.summary.get("presets_vs_engines"))))
     step("run metadata")
     sections.append(Markup(env.get_template("run_meta.html.j2").render(**metadata_context(run))))
     nav = [(anchor, label) for anchor, label in NAV if estimation or anchor != "estimation"]

@@ -38,12 +38,12 @@ def compact(
     summarizer: Summarizer | None = None,
 ) -> Preview:
     strategy = get_strategy(strategy_name)
-    trigger = trigger_of(strategy)
     estimator_name = estimator_of(strategy, estimator)
     positions = [i for i, m in enumerate(transcript.messages) if m.call is not None]
     if not positions:
         raise ValueError(f"{transcript.source_path}: no recorded LLM calls, so there is no context to compact")
     model = transcript.calls[0].model
+    trigger = trigger_of(strategy).for_model(model)
     windows = (windows or ContextWindows()).with_table(getattr(strategy, "context_windows", ()))
     window = windows.lookup(model, transcript.context_window).tokens
     meter = Meter(transcript, estimator_name)

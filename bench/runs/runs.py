@@ -43,6 +43,7 @@ from compactlab.compaction.llm.prices import resolve_prices
 from compactlab.contract import Strategy
 from compactlab.memo import forget
 from compactlab.results.metrics import calls_frame, compactions_frame
+from compactlab.results.real_engines import PRESET_OF_FORMAT, engines_document
 from compactlab.results.run_failures import mark_incomplete
 from compactlab.runs.concurrent_replays import replay_concurrently
 from compactlab.runs.llm_config import make_run_judge
@@ -59,6 +60,7 @@ from compactlab.runs.transcript_job import TranscriptJob, hash_of_file
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
 from compactlab.strategies.registry import get_strategy
 from compactlab.transcripts.datasets import refuse_output_inside, resolve_inputs
+from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.loading import FailedFile, ReadInputs, ReadTranscript, WorkerDied, read_files
 from compactlab.transcripts.neutralise import csv_frame
 
@@ -78,6 +80,7 @@ class RunResult:
     prices: dict | None = None  # the configuration's, for the costs of `calls`
     llm_calls: str | None = None  # what the run's LLM calls came to (`CallAccount.line`), when it had any
     replayed_again: tuple[str, ...] = ()  # transcripts --resume replayed again: their row parts were gone or unreadable
+    engines: dict = field(default_factory=dict)  # the presets against the real engines (`compactlab.results.real_engines`)
 
     @cached_property
     def calls(self) -> pd.DataFrame:
@@ -148,15 +151,15 @@ def _run_locked(
         for name in (*ROW_FILES, DONE):
             (out / name).unlink(missing_ok=True)
     log = read_done(done_path) if resume else DoneLog()
+    if resume and (out / "config.json").exists():
+        previous = json.loads((out / "config.json").read_text())
+        if previous != json.loads(json.dumps(config_json(config))):  # as config.json holds it (tuples are lists)
+            raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
     # Transcripts whose committed row parts are gone or unreadable are replayed again, as if never finished.
     lost = {part.transcript for part in damaged_parts(out) if part.transcript is not None} if resume and log.parts else set()
     if lost:
         drop_commits(out, lost)
         log = read_done(done_path)
-    if resume and (out / "config.json").exists():
-        previous = json.loads((out / "config.json").read_text())
-        if previous != config_json(config):
-            raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
     write_atomic(out / "config.json", json.dumps(config_json(config), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
     prices = resolve_prices(config.prices or None)
@@ -311,7 +314,19 @@ def finish(
         results.cost_model_check,
         results.call_models,
         prices,
+        engines=real_engines(read),
     )
+
+
+def real_engines(read: ReadInputs) -> dict:
+    """The presets against the real engines' compactions in the run's data: the few files that hold
+    real compactions by an engine with a preset are read again (the run keeps no messages)."""
+    wanted = [t for t in read.transcripts if t.compactions and t.source_format in PRESET_OF_FORMAT]
+    found = []
+    for path in dict.fromkeys(t.source_path for t in wanted):
+        ids = {t.id for t in wanted if t.source_path == path}
+        found += [t for t in load_file(path, lenient=any(t.skipped for t in wanted if t.source_path == path)) if t.id in ids]
+    return engines_document(found) if found else {}
 
 
 def run_meta(read: ReadInputs, file_hashes: dict[str, str | None] | None = None) -> dict:

@@ -19,6 +19,8 @@ rather than guessed:
   is a known small undercount). DeepSeek reasoner runs recorded by mini-swe-agent resent their
   reasoning (each prompt exceeds the previous prompt plus output), so it is counted there. Codex
   keeps only encrypted reasoning in the prompt, which is not in the file: its summaries are not counted.
+  pi sends thinking back with its signature, and Anthropic drops it from later prompts as for Claude
+  Code (pi's sessions in the shared data are all Claude): not counted.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ OPENAI_TOKENS_PER_MESSAGE = 3
 OPENAI_REPLY_PRIMING = 3
 
 # Source formats whose files hold neither the system prompt nor the tool definitions.
-MISSING_SYSTEM_PROMPT = frozenset({"claude-code", "codex-rollout"})
+MISSING_SYSTEM_PROMPT = frozenset({"claude-code", "codex-rollout", "pi-session"})
 # Source formats whose recorded thinking is not part of later prompts (see above).
-THINKING_NOT_RESENT = frozenset({"claude-code", "codex-rollout", "anthropic-messages"})
+THINKING_NOT_RESENT = frozenset({"claude-code", "codex-rollout", "anthropic-messages", "pi-session"})
 ANTHROPIC_FORMATS = frozenset({"claude-code", "anthropic-messages"})
 
 

@@ -16,7 +16,7 @@ cannot disagree on what a prompt is estimated at.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
@@ -27,7 +27,7 @@ from compactlab.tokens.estimators import Calibrated, Hybrid, LocalEstimator, get
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
 from compactlab.tokens.tokenizers import TokenCache
 from compactlab.transcripts.messages import is_summary
-from compactlab.transcripts.model import Message, Transcript
+from compactlab.transcripts.model import Message, TextPart, Transcript
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,13 @@ class Meter:
     def running_sums(self, messages: tuple[Message, ...]) -> list[float]:
         """The estimates of `messages`, summed one by one as `sum` adds them (the last is their total)."""
         return self._sums.of(messages, lambda kept: list(accumulate(map(self.message_tokens, kept))))
+
+    def text_counter(self) -> Callable[[str], float] | None:
+        """One text's provider tokens on its own, by the model family's shipped fit (None without one)."""
+        fit = self.family_fit
+        if fit is None:
+            return None
+        return lambda text: fit.message_tokens(Message(role="user", parts=(TextPart(text),)), self.framing, self.cache)
 
     def written(self, messages: tuple[Message, ...]) -> Written:
         """The summaries among `messages`, sized in provider tokens by the model family's shipped fit.

@@ -106,6 +106,19 @@ SELECTION = (
         licence_per_subfolder=True,
     ),
     Selection(
+        folder="pi-sessions",
+        format="pi-session",
+        description="sessions of pi (an anchor engine) with 4 real pi compactions, per-call usage and cost (Claude Opus 4.5)",
+        caveats=(
+            "- Each `compaction` entry is a real pi compaction: its summary, the context size pi measured\n"
+            "  (`tokensBefore`) and the first entry kept verbatim after it. The format does not record whether\n"
+            "  the user asked for it (`/compact`) or pi did, so its trigger reads `unknown`.\n"
+            "- Neither the system prompt nor the tool definitions are in the files.\n"
+            "- In `compact.jsonl` one line holds two records back to back (a lost newline): both are read.\n"
+            "- Aborted requests (no content, no usage) are not calls; they are counted as ignored."
+        ),
+    ),
+    Selection(
         folder="condenser-pairs-gpt5mini",
         format="condenser-log",
         description="real (input context -> summary) pairs from a gpt-5-mini condenser on SWE-bench tasks",

@@ -82,6 +82,7 @@ class ReadTranscript:
     skipped: tuple[SkippedRecord, ...] = ()
     call_count: int = 0
     models: tuple[str, ...] = ()  # the recorded calls' models, each once
+    compactions: int = 0  # real compactions the source recorded
 
     @classmethod
     def of(cls, transcript: Transcript) -> ReadTranscript:
@@ -91,7 +92,14 @@ class ReadTranscript:
     def counted(cls, transcript: Transcript) -> ReadTranscript:
         models = tuple(dict.fromkeys(call.model for call in transcript.calls))
         return cls(
-            transcript.id, transcript.source_format, transcript.source_path, (), transcript.skipped, len(transcript.calls), models
+            transcript.id,
+            transcript.source_format,
+            transcript.source_path,
+            (),
+            transcript.skipped,
+            len(transcript.calls),
+            models,
+            len(transcript.compactions),
         )
 
 

@@ -18,11 +18,13 @@ CONTINUATION = "This session is being continued from a previous conversation"
 SUMMARY_PREFIX = f"{CONTINUATION}. Summary of the earlier part:\n\n"
 
 
-def summary_message(text: str) -> Message:
+def summary_message(text: str, verbatim: bool = False) -> Message:
+    """The summary as the message that replaces the history. `verbatim`: the text is already what
+    the model saw (a production agent's recorded summary, its own preamble included)."""
     # A summary that opens with its own continuation preamble (Claude Code's recorded ones do:
     # "This session is being continued from a previous conversation that ran out of context...")
     # gets no second one in front of it.
-    prefix = "" if text.startswith(CONTINUATION) else SUMMARY_PREFIX
+    prefix = "" if verbatim or text.startswith(CONTINUATION) else SUMMARY_PREFIX
     return Message(role="user", parts=(TextPart(prefix + text),), source_id=SUMMARY_SOURCE_ID)
 
 

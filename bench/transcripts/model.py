@@ -161,7 +161,9 @@ class CompactionMarker:
     """A compaction that really happened in the source.
 
     `at_message` is the index in `Transcript.messages` of the first message recorded after the
-    compaction: the production agent replaced messages before it with `summary`.
+    compaction: the production agent replaced messages before it with `summary`. `kept`: the indices
+    of the messages before `at_message` it kept verbatim beside the summary (pi keeps a recent tail;
+    Codex keeps its instructions and the newest user messages), in order.
     """
 
     at_message: int
@@ -169,6 +171,7 @@ class CompactionMarker:
     pre_tokens: int | None
     summary: str
     line: int | None = None
+    kept: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -155,8 +155,9 @@ class Source:
             return False
         return True
 
-    def records(self, issues: RecordIssues) -> Iterator[Record]:
-        """Each non-blank line parsed as JSON. Damaged lines go to `issues`."""
+    def records(self, issues: RecordIssues, back_to_back: bool = False) -> Iterator[Record]:
+        """Each non-blank line parsed as JSON. Damaged lines go to `issues`. `back_to_back`: a line
+        holding several JSON values one after the other (a lost newline) gives each of them."""
         lines = self.raw.split(b"\n")
         last = len(lines)
         for number, raw_line in enumerate(lines, start=1):
@@ -175,7 +176,12 @@ class Source:
                 issues.report(number, exc.what)
                 continue
             except json.JSONDecodeError as exc:
-                issues.report(number, f"invalid JSON: {exc.msg} (column {exc.colno})")
+                values = _back_to_back(text, exc) if back_to_back else None
+                if values is None:
+                    issues.report(number, f"invalid JSON: {exc.msg} (column {exc.colno})")
+                    continue
+                for value in values:
+                    yield Record(line=number, data=value)
                 continue
             except RecursionError:
                 issues.report(number, TOO_DEEP)
@@ -255,3 +261,22 @@ def _listing_error(folder: Path) -> str:
             return "it is a folder, not a transcript file"
     except OSError as exc:
         return exc.strerror or str(exc)
+
+
+def _back_to_back(text: str, error: json.JSONDecodeError) -> list[object] | None:
+    """The JSON values of a line that holds several one after the other, or None when it is
+    damaged otherwise."""
+    if error.msg != "Extra data":
+        return None
+    decoder = json.JSONDecoder()
+    values: list[object] = []
+    position = 0
+    try:
+        while position < len(text):
+            value, position = decoder.raw_decode(text, position)
+            values.append(value)
+            while position < len(text) and text[position].isspace():
+                position += 1
+    except json.JSONDecodeError:
+        return None
+    return values

@@ -34,6 +34,7 @@ def _register_builtins() -> None:
     from compactlab.transcripts.importers.condenser_log import CondenserLogImporter
     from compactlab.transcripts.importers.mini_swe_agent import MiniSweAgentImporter
     from compactlab.transcripts.importers.openai_chat import OpenAIChatImporter
+    from compactlab.transcripts.importers.pi_session import PiSessionImporter
 
     # Formats are told apart by content only one of them has; the order only decides which
     # check runs first (the cheap JSONL ones before parsing a whole JSON document).
@@ -41,6 +42,7 @@ def _register_builtins() -> None:
         CanonicalImporter(),
         ClaudeCodeImporter(),
         CodexImporter(),
+        PiSessionImporter(),
         MiniSweAgentImporter(),
         OpenAIChatImporter(),
         AnthropicMessagesImporter(),

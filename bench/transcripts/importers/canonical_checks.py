@@ -62,6 +62,9 @@ def _matches(hint: object, value: object) -> tuple[bool, object]:
         return is_cost(value), float(value) if is_cost(value) else value
     if hint is str:
         return isinstance(value, str), value
+    if origin is tuple and typing.get_args(hint)[1:] == (Ellipsis,) and isinstance(value, list):  # tuple[X, ...]
+        items = [_matches(typing.get_args(hint)[0], item) for item in value]
+        return all(ok for ok, _ in items), tuple(converted for _, converted in items)
     return False, value  # a field type these checks do not know: better refused than passed unchecked
 
 
@@ -78,6 +81,8 @@ def _describe(hint: object) -> str:
         float: "a finite, non-negative number",
         str: "a string",
     }
+    if typing.get_origin(hint) is tuple and typing.get_args(hint)[1:] == (Ellipsis,):
+        return f"a list of {_describe(typing.get_args(hint)[0])}s"
     return names.get(hint, str(hint))
 
 

@@ -16,10 +16,11 @@ import difflib
 import json
 import mimetypes
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeGuard
 
 from compactlab.transcripts.importers.base import check_tool_pairing, image_part, is_count
+from compactlab.transcripts.importers.codex_compaction import kept_locally, kept_remotely, shifted
 from compactlab.transcripts.model import (
     CompactionMarker,
     ImagePart,
@@ -288,9 +289,16 @@ class _Reader:
             # this item, and its output is the summary below, not a message of the conversation.
             self.ignored["token_count of the compaction summary request"] += 1
             self.pending = None
-        summary = payload["message"] or _replacement_text(payload.get("replacement_history"))
+        replacement = payload.get("replacement_history")
+        summary = payload["message"] or _replacement_text(replacement)
+        at = len(self.messages)
+        kept = (
+            kept_remotely(self.messages, at, _replacement_user_texts(replacement))
+            if isinstance(replacement, list)
+            else kept_locally(self.messages, at)
+        )
         # Nothing in the rollout says whether /compact or the token limit started it.
-        self.compactions.append(CompactionMarker(len(self.messages), "unknown", self.last_prompt_tokens, summary, line))
+        self.compactions.append(CompactionMarker(at, "unknown", self.last_prompt_tokens, summary, line, kept))
 
     def _event(self, payload: dict, line: int) -> None:
         kind = payload.get("type")
@@ -468,7 +476,26 @@ def _replacement_text(history: object) -> str:
 def _shift(marker: CompactionMarker, before: list[Message], after: list[Message]) -> CompactionMarker:
     """Re-point a marker after check_tool_pairing dropped messages (kept ones keep their line)."""
     kept_lines = {m.line for m in after}
+    new_index: dict[int, int] = {}
+    for old, message in enumerate(before):
+        if message.line in kept_lines:
+            new_index[old] = len(new_index)
     index = sum(1 for m in before[: marker.at_message] if m.line in kept_lines)
-    if index == marker.at_message:
+    if index == marker.at_message and len(new_index) == len(before):
         return marker
-    return CompactionMarker(index, marker.trigger, marker.pre_tokens, marker.summary, marker.line)
+    return replace(shifted(marker, new_index), at_message=index)
+
+
+def _replacement_user_texts(history: list) -> list[str]:
+    """The texts of the user messages of a remote compaction's replacement history."""
+    texts = []
+    for item in history:
+        if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user":
+            content = item.get("content")
+            parts = (
+                [c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
+                if isinstance(content, list)
+                else []
+            )
+            texts.append("\n".join(parts))
+    return texts

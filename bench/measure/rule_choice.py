@@ -1,0 +1,91 @@
+"""Choosing a rule by leave-one-session-out: the figure a rule earns on sessions it was not chosen on.
+
+A rule chosen by looking at real data (which files Claude Code re-attaches, how a summary is sized)
+fits the sessions it was chosen on by construction. Its honest figure is out of sample: for each
+session family (a session with its sub-agents), choose the rule on all the others, then measure the
+chosen rule on the one left out. `loso` does that for a grid of candidate rules whose per-session
+errors are given, and `Figures` states both the in-sample and the out-of-sample result.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+R = TypeVar("R", bound=Hashable)
+
+GOOD = 0.05  # a prediction within ±5% of the recorded size is a good one (the issues' goal)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """How close predictions are: the share within ±`GOOD`, the median and 90th percentile of |error|."""
+
+    count: int
+    within: float
+    median: float
+    p90: float
+
+    @staticmethod
+    def of(errors: Sequence[float]) -> Figures:
+        if not errors:
+            return Figures(0, float("nan"), float("nan"), float("nan"))
+        sizes = sorted(abs(e) for e in errors)
+        p90 = sizes[min(len(sizes) - 1, round(0.9 * (len(sizes) - 1)))]
+        return Figures(len(sizes), sum(e <= GOOD for e in sizes) / len(sizes), statistics.median(sizes), p90)
+
+    def line(self) -> str:
+        return (
+            f"{100 * self.within:.0f}% within ±{100 * GOOD:.0f}% ({round(self.within * self.count)} of {self.count}), "
+            f"median |error| {100 * self.median:.1f}%, p90 {100 * self.p90:.1f}%"
+        )
+
+
+def score(errors: Sequence[float]) -> tuple[float, float]:
+    """What the choice maximises: more predictions within ±5%, then a smaller median |error|."""
+    figures = Figures.of(errors)
+    return (figures.within, -figures.median) if errors else (0.0, 0.0)
+
+
+def choose(grid: Mapping[R, Mapping[str, Sequence[float]]], sessions: set[str]) -> R:
+    """The rule of `grid` (rule -> session -> errors) that does best on `sessions`; on a tie the one
+    listed first (the grid lists the shipped rule first)."""
+    best: R | None = None
+    best_score: tuple[float, float] | None = None
+    for rule, by_session in grid.items():
+        found = score([e for session, errors in by_session.items() if session in sessions for e in errors])
+        if best_score is None or found > best_score:
+            best, best_score = rule, found
+    assert best is not None, "an empty grid"
+    return best
+
+
+@dataclass(frozen=True)
+class Choice(Generic[R]):
+    """The rule chosen on every session (what ships), its in-sample figures, and the out-of-sample
+    figures of choosing that way: each session measured with the rule chosen on the others."""
+
+    chosen: R
+    in_sample: Figures
+    out_of_sample: Figures
+    chosen_without: dict[str, R]  # per session left out: the rule the others chose
+
+
+def loso(grid: Mapping[R, Mapping[str, Sequence[float]]]) -> Choice[R]:
+    sessions = {session for by_session in grid.values() for session in by_session}
+    chosen = choose(grid, sessions)
+    held: list[float] = []
+    without: dict[str, R] = {}
+    for session in sorted(sessions):
+        rule = choose(grid, sessions - {session})
+        without[session] = rule
+        held.extend(grid[rule].get(session, ()))
+    in_sample = Figures.of([e for errors in grid[chosen].values() for e in errors])
+    return Choice(chosen, in_sample, Figures.of(held), without)
+
+
+def family(transcript_id: str) -> str:
+    """A session and its sub-agents are one family: they are left out together."""
+    return transcript_id.split("/agent-", 1)[0]
