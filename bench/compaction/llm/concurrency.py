@@ -131,6 +131,11 @@ class ProviderGate:
                     if account is not None:
                         account.rate_limited_once()
                     continue
+                except LLMUnavailable as exc:
+                    if account is not None and not isinstance(exc, RunStopped):
+                        # Before the slot is let go: a call waiting for it must find the run stopped.
+                        account.unusable(exc)
+                    raise
                 finally:
                     if account is not None:
                         account.sent()

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from compactlab.compaction.llm.cache import CacheMiss, CacheRequest, Completion, LLMCache
 from compactlab.compaction.llm.clients import ContextOverflowError, LLMClient, LLMError, LLMUnavailable
-from compactlab.compaction.llm.concurrency import CallAccount, Limits, ProviderGate, RunStopped, estimated_cost
+from compactlab.compaction.llm.concurrency import CallAccount, Limits, ProviderGate, estimated_cost
 from compactlab.compaction.llm.prices import ModelPrice, cost_of, price_for, resolve_prices
 from compactlab.contract import CompactionFailed, Summarizer, SummaryRequest, SummaryResponse
 from compactlab.tokens.tokenizers import get_encoding
@@ -151,10 +151,6 @@ class LLMSummarizer:
                 (self.client.provider, self.client.model),
             )
             return completion
-        except LLMUnavailable as exc:
-            if account is not None and not isinstance(exc, RunStopped):
-                account.unusable(exc)  # one refused key stops every call of the run at once, not at its file's turn
-            raise
         finally:
             if account is not None:
                 # A failed call is not billed; an answer's cost unknown to the table counts as its estimate.
