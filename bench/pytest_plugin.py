@@ -8,11 +8,18 @@ Importing it costs nothing: compactlab itself is imported only when a test uses 
             "mini-swe-agent-pr816",                  # datasets, files or folders (a list for several)
             strategy="summarize",                    # a name, a preset, or path/to/file.py:Name
             template="prompts/summary.j2",           # relative to this test file (or a bundled name)
-            settings={"keep_recent_tokens": 4000},
+            settings={"keep_recent_tokens": 4000, "summarizer": "llm"},
+            summarizer={"provider": "openai", "model": "gpt-4.1-mini", "cache_dir": "answers"},
             window=32000,
         )
         result.assert_metric("preservation_k5_path", ">=", 0.9)
         result.assert_metric("total_cost", "<", 1.0, on="high")  # the interval's upper end
+
+A replay that names a prompt template no model reads (no `summarizer`, or the strategy's
+summarizer is the extractive stand-in) stops the session with exit code 2, as `compactlab check`
+does: its assertions would pass whatever the prompt says. Give it `settings={"summarizer": "llm"}`
+and `summarizer={"provider": ..., "model": ..., "cache_dir": "answers"}`: answers recorded there
+(with a key once) replay with no key.
 
 A metric is any `compactlab check` metric (`compactlab.gate.suite.KNOWN_METRICS`). `assert_metric` compares
 the mean over transcripts (`on="mean"`, or the bootstrap interval's "low" or "high" end) and on
@@ -154,9 +161,9 @@ def replay(
     template, a `file.py:Name` strategy) are looked up in `base` first, then as given."""
     from dataclasses import replace
 
+    from compactlab.gate.answers import gate_summarizer
     from compactlab.gate.suite import metric_table
     from compactlab.runs import runs
-    from compactlab.runs.llm_config import make_run_summarizer
     from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, strategy_config
 
     def local(value):
@@ -187,12 +194,40 @@ def replay(
     )
     if config.summarizer.get("cache_dir"):
         config = replace(config, summarizer={**config.summarizer, "cache_dir": local(config.summarizer["cache_dir"])})
-    result = runs.run(config, out, summarizer=make_run_summarizer(config))
+    unread = _templates_no_model_reads(config.strategies[0], settings, bool(config.summarizer))
+    if unread:
+        pytest.exit(
+            f"compactlab_replay({strategy!r}): prompt template{'s' if len(unread) > 1 else ''} {', '.join(unread)} "
+            "named, but no model reads it: the summaries come from the extractive stand-in, which reads no prompt, so "
+            "no assertion on this replay measures the prompt. Give the replay a model: "
+            'settings={"summarizer": "llm"} and summarizer={"provider": ..., "model": ..., "cache_dir": "answers"} '
+            "(recorded answers replay with no key)",
+            returncode=2,
+        )
+    summarizer, answers = gate_summarizer(config, offline=False)  # no key: recorded answers only, as the gate
+    result = runs.run(config, out, summarizer=summarizer)
+    if answers is not None and answers.missing:
+        pytest.exit(
+            f"compactlab_replay({strategy!r}): {sum(answers.missing.values())} summaries have no recorded answer in "
+            f"{answers.folder} and none could be asked for ({answers.why_not}): run the test once with the key set",
+            returncode=2,
+        )
     table = metric_table(out, result.transcripts) if not result.transcripts.empty else result.transcripts
     description = (
         f"{strategy} {json.dumps(settings, default=str)} on {', '.join(map(str, names))}, window {config.window or 'real'}"
     )
     return ReplayResult(description, table, result.compactions, len(result.read.transcripts))
+
+
+def _templates_no_model_reads(entry, settings: dict, summarizer_configured: bool) -> list[str]:
+    """The templates a replay names (its `*template` settings) that no model reads in it: never
+    measured, so a test asserting on the replay would pass whatever the prompt says."""
+    from compactlab.strategies.prompting import prompt_templates
+    from compactlab.strategies.registry import get_strategy
+
+    named = [str(v) for k, v in settings.items() if k.endswith("template")]
+    read = prompt_templates(get_strategy(entry.strategy, **dict(entry.settings)))
+    return [Path(t).name for t in named if not (summarizer_configured and read.get(t, False))]
 
 
 @pytest.fixture(scope="session")

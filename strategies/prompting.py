@@ -163,6 +163,41 @@ def renders_prompt(strategy: object) -> bool:
     return any(hasattr(inner, name) for name in TEMPLATES) and getattr(inner, "summarizer", "extractive") != "extractive"
 
 
+def template_hash(template: str) -> str:
+    """The hash `render(template)` gives its prompts (the template, what it imports, and the system
+    prompt): what a summary request's `prompt_hash` is when this template wrote it."""
+    return _digest(_compiled(SYSTEM_TEMPLATE)[1], _compiled(template)[1])
+
+
+def summarizing_parts(strategy: object) -> Iterator[object]:
+    """The parts of a strategy that may write summaries: the strategy, a preset's strategy, an
+    archive's inner strategy and a pipeline's stages (names resolved to their default strategies)."""
+    from compactlab.strategies.registry import get_strategy  # the registry imports the strategies: import late
+
+    pending = [strategy]
+    while pending:
+        part = pending.pop(0)
+        part = get_strategy(part) if isinstance(part, str) else part
+        if any(hasattr(part, name) for name in TEMPLATES):
+            yield part
+        pending += [getattr(part, name) for name in ("strategy", "inner") if hasattr(part, name)]
+        pending += list(getattr(part, "stages", ()))
+
+
+def prompt_templates(strategy: object) -> dict[str, bool]:
+    """Every prompt template a strategy's compactions may render, and whether a model reads it
+    there (an LLM summarizer; the extractive stand-in reads none: it uses only their file lists).
+    An update template counts only for a strategy that updates its earlier summary (`iterative`)."""
+    found: dict[str, bool] = {}
+    for part in summarizing_parts(strategy):
+        read = getattr(part, "summarizer", "extractive") != "extractive"
+        for name in TEMPLATES:
+            if hasattr(part, name) and not (name == "update_template" and not getattr(part, "iterative", True)):
+                template = getattr(part, name)
+                found[template] = found.get(template, False) or read
+    return found
+
+
 def template_files(template: str) -> tuple[Path, ...]:
     """The files rendering `template` reads: the template, every template it imports, and the
     system prompt's (for saying which prompts a run really rendered)."""

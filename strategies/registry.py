@@ -124,6 +124,8 @@ def describe_all() -> list[dict]:
                 "target": target,
                 "description": doc.split("\n\n")[0].replace("\n", " "),
                 "source": getattr(obj, "source", "") or getattr(strategy, "source", ""),
+                # A preset names its deviations among its parameters; a strategy after a design states its own.
+                "deviations": "" if hasattr(strategy, "trigger") else getattr(strategy, "deviations", ""),
                 "parameters": _parameters(strategy),
             }
         )

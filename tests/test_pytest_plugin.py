@@ -11,14 +11,20 @@ from pathlib import Path
 
 from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.conftest import bundled
+from tests.fake_providers import serve, summarizing
 
 # A session whose summaries need the file lists to keep the paths the next steps use.
 MINI = bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pvlib__pvlib-python-1707")
-FILES_IMPORT = '{%- from "files.j2" import files -%}'
 
-TEAM_TESTS = f"""
+NEAR_EMPTY = "{{ conversation }} Summarize briefly.\n"  # the issue's edit: a template that asks for nothing
+
+
+def team_tests(base_url: str) -> str:
+    """The team's tests: its prompt and a near-empty one, on a model (the local wire-format server)."""
+    return f"""
 TRANSCRIPT = {str(MINI)!r}
-OPTIONS = dict(settings={{"keep_recent_tokens": 4000}}, window=32000)
+MODEL = dict(provider="openai", model="gpt-4o-mini", base_url={base_url!r}, cache_dir="answers", max_retries=0)
+OPTIONS = dict(settings={{"keep_recent_tokens": 4000, "summarizer": "llm"}}, window=32000, summarizer=MODEL)
 
 
 def test_our_prompt_keeps_file_paths(compactlab_replay):
@@ -28,9 +34,17 @@ def test_our_prompt_keeps_file_paths(compactlab_replay):
     result.assert_metric("removed_share", ">", 0.1)
 
 
-def test_a_prompt_without_the_file_list(compactlab_replay):
-    result = compactlab_replay(TRANSCRIPT, strategy="summarize", template="prompts/no_files.j2", **OPTIONS)
+def test_a_near_empty_prompt(compactlab_replay):
+    result = compactlab_replay(TRANSCRIPT, strategy="summarize", template="prompts/brief.j2", **OPTIONS)
     result.assert_metric("preservation_k5_path", ">=", 0.9)
+"""
+
+
+# Without a model the templates are never read: the session stops with exit 2 instead of passing.
+OFFLINE_TESTS = f"""
+def test_our_prompt_without_a_model(compactlab_replay):
+    result = compactlab_replay({str(MINI)!r}, strategy="summarize", template="prompts/brief.j2", window=32000)
+    result.assert_metric("preservation_k5_path", ">=", 0.0)
 """
 
 # Collected and run before test_team.py (file order): the plugin is loaded, no replay has run yet.
@@ -43,14 +57,13 @@ def test_unrelated_tests_do_not_load_compactlab():
 """
 
 
-def make_project(root: Path) -> Path:
+def make_project(root: Path, tests: str) -> Path:
     """A separate project: its own tests and prompt templates, no compactlab configuration."""
     prompts = root / "tests" / "prompts"
     prompts.mkdir(parents=True)
-    source = (PROMPTS_DIR / "summary.j2").read_text(encoding="utf-8")
-    (prompts / "summary.j2").write_text(source, encoding="utf-8")
-    (prompts / "no_files.j2").write_text(source.replace(FILES_IMPORT, "", 1), encoding="utf-8")
-    (root / "tests" / "test_team.py").write_text(TEAM_TESTS, encoding="utf-8")
+    (prompts / "summary.j2").write_text((PROMPTS_DIR / "summary.j2").read_text(encoding="utf-8"), encoding="utf-8")
+    (prompts / "brief.j2").write_text(NEAR_EMPTY, encoding="utf-8")
+    (root / "tests" / "test_team.py").write_text(tests, encoding="utf-8")
     (root / "tests" / "test_a_unrelated.py").write_text(UNRELATED_TESTS, encoding="utf-8")
     return root
 
@@ -72,22 +85,35 @@ def test_the_plugin_is_registered_as_a_pytest11_entry_point() -> None:
 
 
 def test_the_plugin_works_from_a_separate_project(tmp_path) -> None:
-    project = make_project(tmp_path / "team-project")
-    result = run_pytest(project)
+    with serve() as server:
+        server.otherwise = summarizing()
+        project = make_project(tmp_path / "team-project", team_tests(server.openai_base_url))
+        result = run_pytest(project)
+        asked = server.count()
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
-    assert "1 failed, 2 passed" in out
-    assert "FAILED tests/test_team.py::test_a_prompt_without_the_file_list" in out
+    assert "1 failed, 2 passed" in out and asked > 0
+    assert "FAILED tests/test_team.py::test_a_near_empty_prompt" in out
     # The readable failure: metric, value with its interval, threshold, replay, worst transcripts, lost items.
     assert "AssertionError: compactlab: preservation_k5_path = " in out
     assert "(95% CI " in out and "1 transcript) is not >= 0.9" in out
-    assert "replay: summarize" in out and "no_files.j2" in out
+    assert "replay: summarize" in out and "brief.j2" in out
     assert "worst transcripts (lowest first):" in out and MINI.name.split(".")[0] in out
     assert "lost: path:" in out
+    # Again with no server and no key: every answer is recorded beside the tests, so the same verdicts.
+    again = run_pytest(project)
+    assert again.returncode == 1 and "1 failed, 2 passed" in again.stdout, again.stdout + again.stderr
+
+
+def test_a_template_no_model_reads_stops_the_session_with_exit_2(tmp_path) -> None:
+    project = make_project(tmp_path / "team-project", OFFLINE_TESTS)
+    result = run_pytest(project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "prompt template brief.j2 named, but no model reads it" in result.stdout + result.stderr
 
 
 def test_the_plugin_can_be_turned_off(tmp_path) -> None:
-    project = make_project(tmp_path / "team-project")
+    project = make_project(tmp_path / "team-project", OFFLINE_TESTS)
     result = run_pytest(project, "-p", "no:compactlab")
     assert result.returncode == 1
     assert "fixture 'compactlab_replay' not found" in result.stdout

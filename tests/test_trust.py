@@ -89,6 +89,10 @@ def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
     assert "Lost items re-acquired before use: 0 of 2 (0%)" in section and "kept items re-acquired: 4 of 9 (44%)" in section
     assert "path:/tmp/filter-repo-output.log" in section
     assert "2 of the 2 lost items were used before any message could bring them back" in section
+    # Both are files the agent named in its own calls and never saw read: unknown to the recoverability rule.
+    by_label = re.search(r'id="trust-reacquisition-by-label">(.*?)</p>', section, re.S).group(1)
+    assert "recoverable 0 of 0; unrecoverable 0 of 0; unknown 0 of 2 (0%)" in " ".join(by_label.split())
+    assert run["summary"]["trust"]["reacquisition"]["lost_unknown"] == 2
     at_once = re.search(r'id="trust-reacquisition-table">.*?3af9b1a7.*?</tr>', section, re.S).group(0)
     assert re.findall(r'<td class="num">([^<]*)</td>', at_once) == ["103", "0 of 2 (0%)", "4 of 9 (44%)", "2"]
     # 3. The run's estimator (hybrid) on its undamaged sessions, every call but the first.

@@ -114,13 +114,15 @@ def test_a_setting_the_strategy_does_not_have_is_an_error_with_a_suggestion(tmp_
 def test_pareto_labels_never_overlap_on_a_crowded_sweep(tmp_path: Path) -> None:
     from compactlab.report.run_charts import colours_for, pareto_chart
     from compactlab.report.run_data import figures_and_recommendation, load_run
+    from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS, grid
 
     assert main(["sweep", "--dataset", "codex-rollouts", "--out", str(tmp_path / "sweep"), "--no-report"]) == 0
     run = load_run(tmp_path / "sweep", reload_transcripts=False)
     figures, recommendation = figures_and_recommendation(run)
     boxes: list = []
     svg, key = pareto_chart(figures, recommendation, colours_for(run.labels), placed=boxes)
-    assert len(figures) == 64 and svg.startswith("<svg") and boxes
+    # The default grid: every default strategy at every default threshold, keep budgets where a strategy has one.
+    assert len(figures) == len(grid(DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS)) >= 64 and svg.startswith("<svg") and boxes
     for a, b in combinations(boxes, 2):
         assert min(a.x1, b.x1) <= max(a.x0, b.x0) or min(a.y1, b.y1) <= max(a.y0, b.y0), (a, b)
 
@@ -136,7 +138,9 @@ def test_init_writes_a_config_and_a_suite_that_load_and_run(tmp_path: Path, caps
     for table in ("[[strategy]]", "# [context_windows]", '# [prices."my-model"]', "# [summarizer]", "# base_url = "):
         assert table in text
     suite = load_suite(tmp_path / "ci" / "compactlab-suite.toml")
-    assert [m.name for m in suite.metrics] == ["removed_share", "preservation_or_untouched"]
+    assert [m.name for m in suite.metrics] == ["removed_share", "preservation_or_untouched", "summary_recall_k5"]
+    assert suite.config.summarizer["provider"] == "openai" and "base_url" not in suite.config.summarizer  # from the environment
+    assert suite.config.summarizer["cache_dir"] == str(tmp_path / "ci" / "compactlab-suite-answers")
     assert main(["init", str(tmp_path)]) == 2 and "pass --force" in capsys.readouterr().err
     assert main(["run", "--config", str(tmp_path / "compactlab.toml"), "--out", str(tmp_path / "run"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["recommendation"]["config"]

@@ -1,25 +1,27 @@
 """The text and the commands of the CI gate: `compactlab check` and `compactlab baseline`.
 
 The regression rule and the baseline file are in `bench/gate/gate.py`; this module turns a comparison
-into the markdown summary (for a CI job page or a pull-request comment), says what changed since
+into the markdown summary (`bench/cli/gate_markdown.py`), says what changed since
 the baseline, and implements the two commands with their exit codes: 0 pass, 1 regression,
-2 usage or configuration error (a missing recording in offline mode included).
+2 no result: a usage or configuration error, or a run that did not measure what changed
+(`bench/gate/measured.py`: a prompt template no model read, summaries with no recorded answer).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
 from pathlib import Path
 
+from compactlab.cli.gate_markdown import markdown, metric_name, report_json
 from compactlab.compaction.llm import CacheMiss
+from compactlab.gate.answers import Answers
 from compactlab.gate.gate import (
-    MAX_FLIPS_SHOWN,
     Comparison,
     Report,
+    SuiteRun,
     baseline_document,
     check_matches,
     compactlab_version,
@@ -34,16 +36,15 @@ from compactlab.gate.gate import (
     stale_strategies,
     write_baseline,
 )
-from compactlab.gate.suite import MetricSpec, Suite, SuiteError, load_suite, select
-from compactlab.results.catalogue import label as metric_label
+from compactlab.gate.measured import scope_lines, unmeasured
+from compactlab.gate.suite import Suite, SuiteError, load_suite, select
 from compactlab.strategies.prompting import renders_prompt
 from compactlab.strategies.registry import get_strategy
 
-MAX_FACTS_SHOWN = 12  # per transcript, in the markdown
 
-
-def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
+def changes_since(suite: Suite, baseline: dict, run: SuiteRun) -> list[str]:
     """Notes for people: what differs between the baseline's run and this one."""
+    result = run.result
     notes = []
     if baseline.get("compactlab") != compactlab_version():
         notes.append(f"compactlab version: {baseline.get('compactlab')} → {compactlab_version()}")
@@ -65,6 +66,9 @@ def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
             notes.append(
                 f"`{strategy.label}`: prompt templates changed ({', '.join(old_hashes) or 'none'} → {', '.join(new_hashes) or 'none'}){used}"
             )
+        old_model, new_model = before.get("read_by"), run.prompts[strategy.label]["read_by"]
+        if old_model and new_model and old_model != new_model:
+            notes.append(f"`{strategy.label}`: summaries by model {new_model}, the baseline's by {old_model}")
     old_files = baseline.get("transcripts", {})
     new_files = {t.id: file_hash(t.source_path) for t in result.read.transcripts}
     changed = sorted(t for t in set(old_files) & set(new_files) if old_files[t].get("sha256") != new_files[t])
@@ -88,113 +92,17 @@ def changes_since(suite: Suite, baseline: dict, result) -> list[str]:
     return notes
 
 
-# --- the markdown summary -----------------------------------------------------------------------------
-
-VERDICT = {
-    "regression": "❌ regression",
-    "no values": "❌ no values left",
-    "worse": "worse, within tolerance",
-    "better": "better, within tolerance",
-    "improved": "✅ improved",
-    "ok": "ok (no clear change)",
-    "unchanged": "unchanged",
-    "n/a": "n/a",
-}
-
-
-def markdown(report: Report, confidence: float) -> str:
-    """The summary for a CI job page or a pull-request comment (GitHub-flavoured markdown)."""
-    failed = report.regressions
-    pct = f"{confidence:.0%}"
-    lines = [
-        "## compactlab check: "
-        + (f"❌ {len(failed)} regression{'s' if len(failed) != 1 else ''}" if failed else "✅ no regression"),
-        "",
-    ]
-    for c in failed:
-        lines.append(
-            f"- **`{c.label}` · {_name(c.metric)}**: {_change(c)}"
-            + (f" (tolerance {_tolerance(c.metric)})" if c.n else ": no values in this run")
-        )
-    if failed:
-        lines.append("")
-    lines.append(
-        f"Suite `{report.suite}` against baseline `{report.baseline}`, {report.transcripts} transcripts. A metric regresses "
-        f"when the {pct} paired-bootstrap interval of its change (new − baseline over the same transcripts) lies entirely "
-        "on the worse side of its tolerance, so noise alone does not fail the check. For a metric measured per compaction "
-        "the interval is two-level (transcripts resampled, then each one's compactions), and a second one, within sessions "
-        "(the transcripts held, their compactions resampled), also fails it: a change confined to a few long sessions "
-        "counts when it is consistent at their compactions."
-    )
-    if report.notes:
-        lines += ["", "**Changed since the baseline**", ""] + [f"- {note}" for note in report.notes]
-    for label in dict.fromkeys(c.label for c in report.comparisons):
-        lines += ["", f"### `{label}`", "", f"| metric | better | tolerance | baseline | new | change [{pct} CI] | n | verdict |"]
-        lines.append("|---|---|---|---|---|---|---|---|")
-        for c in (c for c in report.comparisons if c.label == label):
-            verdict = f"**{VERDICT[c.verdict]}**" if c in failed else VERDICT[c.verdict]
-            lines.append(
-                f"| {_name(c.metric)} | {c.metric.direction} | {_tolerance(c.metric)} | {fmt(c.baseline)} | {fmt(c.new)} | {_change(c)} | {c.n} | {verdict} |"
-            )
-    lines += ["", "### Transcripts that flipped", "", "Transcripts whose value moved by more than the tolerance, worst first."]
-    flipped = [c for c in report.comparisons if c.flips or c.missing]
-    if not flipped:
-        lines += ["", "None."]
-    for c in sorted(flipped, key=lambda c: c not in failed):  # stable: regressions first, then suite order
-        worse = sum(f.worse for f in c.flips)
-        head = f"`{c.label}` · {_name(c.metric)}: {worse} worse, {len(c.flips) - worse} better" + (
-            f", {c.missing} lost their value" if c.missing else ""
-        )
-        table = ["| transcript | baseline | new | change |", "|---|---|---|---|"] if c.flips else []
-        for f in c.flips[:MAX_FLIPS_SHOWN]:
-            table.append(
-                f"| `{f.transcript}` | {fmt(f.baseline)} | {fmt(f.new)} | {f.new - f.baseline:+.4g} ({'worse' if f.worse else 'better'}) |"
-            )
-        if len(c.flips) > MAX_FLIPS_SHOWN:
-            table.append(f"| … and {len(c.flips) - MAX_FLIPS_SHOWN} more | | | |")
-        if c.lost_facts:
-            table += ["", "Facts lost at its compactions that the baseline kept:", ""]
-            table += [f"- `{transcript}`: {_facts(items)}" for transcript, items in c.lost_facts[:MAX_FLIPS_SHOWN]]
-        if c in failed:
-            lines += ["", f"**{head}**", "", *table]
-        else:  # folded: not what failed the check
-            lines += ["", f"<details><summary>{head}</summary>", "", *table, "", "</details>"]
-    return "\n".join(lines) + "\n"
-
-
-def _name(spec: MetricSpec) -> str:
-    """The metric under its catalogue label, with the column name a suite uses."""
-    return f"{metric_label(spec.name)} (`{spec.name}`)"
-
-
-def _change(c: Comparison) -> str:
-    if c.n == 0:
-        return "–"
-    text = f"{c.change:+.4g} [{c.low:+.4g}, {c.high:+.4g}]"
-    if math.isnan(c.within_low):
-        return text
-    return f"{text}, within sessions [{c.within_low:+.4g}, {c.within_high:+.4g}] ({c.compactions} compactions)"
-
-
-def _facts(items: tuple[str, ...]) -> str:
-    shown = ", ".join(f"`{item}`" for item in items[:MAX_FACTS_SHOWN])
-    return shown + (f" … and {len(items) - MAX_FACTS_SHOWN} more" if len(items) > MAX_FACTS_SHOWN else "")
-
-
-def _tolerance(metric: MetricSpec) -> str:
-    return f"{metric.tolerance:g}" + (" (relative)" if metric.relative else "")
-
-
 # --- commands ----------------------------------------------------------------------------------------
 
 
 CHECK_EXITS = (
-    "exit codes: 0 no regression; 1 a regression (or a metric that lost its values); 2 usage or configuration "
-    "error: a bad suite or baseline, a missing recording offline, or a guarded metric this run cannot measure"
+    "exit codes: 0 no regression; 1 a regression (or a metric that lost its values); 2 no result: a bad suite or "
+    "baseline, a guarded metric this run cannot measure, a prompt template changed that no model read, a baseline "
+    "made with a model checked without one, or summaries with no recorded answer and no key to ask for them"
 )
 BASELINE_EXITS = (
     "exit codes: 0 written; 2 usage or configuration error: a bad suite, an existing baseline without --update, "
-    "or a guarded metric this run cannot measure"
+    "a guarded metric this run cannot measure, or summaries with no recorded answer and no key to ask for them"
 )
 
 
@@ -215,6 +123,9 @@ def add_commands(commands, command) -> None:
     )
     _common(baseline)
     baseline.add_argument("--update", action="store_true", help="replace an existing baseline (prints what changed)")
+    baseline.add_argument(
+        "--prune-answers", action="store_true", help="delete the recorded answers (cache_dir) this baseline's run did not use"
+    )
     baseline.set_defaults(run=run_baseline)
 
 
@@ -223,7 +134,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", type=Path, required=True, help="baseline JSON file")
     parser.add_argument("--out", type=Path, help="keep the run directory here (default: a temporary directory)")
     parser.add_argument(
-        "--offline", action="store_true", help="LLM summaries only from the recorded cache; a missing recording is an error"
+        "--offline",
+        action="store_true",
+        help="LLM summaries only from the recorded answers, even with a key (missing answers are counted: exit 2)",
     )
 
 
@@ -238,18 +151,42 @@ def run_check(args: argparse.Namespace) -> int:
                 f"the baseline has strategies the suite no longer has: {', '.join(stale)}; if that is deliberate, run "
                 f"`compactlab baseline --suite {args.suite} --baseline {args.baseline} --update`"
             )
-        result, table, values = _run(suite, args)
-        report = compare(suite, baseline, table, values)
-        unmeasurable_metrics(report.comparisons, table)
+        run = _run(suite, args)
+        problems = unmeasured(suite, run.prompts, run.answers, baseline, args.baseline)
+        if run.answers is not None and run.answers.missing:
+            # Summaries without an answer fell back (or failed): nothing this run measured is a result.
+            report = Report([], suite=str(suite.path), transcripts=len(run.result.read.transcripts))
+        else:
+            report = compare(suite, baseline, run.table, run.values)
+            unmeasurable_metrics(report.comparisons, run.table)
     except (SuiteError, CacheMiss) as exc:
         return _usage_error(exc)
+    report.unmeasured = problems
     report.baseline = str(args.baseline)
-    report.notes = changes_since(suite, baseline, result) + ([f"checked only: {', '.join(args.only)}"] if args.only else [])
+    report.notes = changes_since(suite, baseline, run) + ([f"checked only: {', '.join(args.only)}"] if args.only else [])
+    if run.answers is not None and not args.only:
+        report.notes += unused_answers(run.answers, suite, args.baseline)
+    report.scope = scope_lines(run.prompts, run.answers)
     text = markdown(report, suite.confidence)
     print(json.dumps(report_json(report), indent=2) if args.json else text)
     if args.markdown_out:
         args.markdown_out.write_text(text, encoding="utf-8")
+    if report.unmeasured:  # the markdown above shows what was measured; what was not makes this no result
+        print("compactlab: error: this check did not measure what changed, so it cannot pass:", file=sys.stderr)
+        print("\n".join(f"  {line}" for line in report.unmeasured), file=sys.stderr)
+        return 2
     return 1 if report.regressions else 0
+
+
+def unused_answers(answers: Answers, suite: Suite, baseline: Path) -> list[str]:
+    """A note on the recorded answers this run did not use, so the folder can be pruned."""
+    unused = answers.unused()
+    if not unused:
+        return []
+    return [
+        f"{len(unused)} recorded answers in `{answers.folder.name}/` were not used by this check: "
+        f"`compactlab baseline --suite {suite.path} --baseline {baseline} --update --prune-answers` removes them"
+    ]
 
 
 def run_baseline(args: argparse.Namespace) -> int:
@@ -257,9 +194,12 @@ def run_baseline(args: argparse.Namespace) -> int:
         suite = load_suite(args.suite)
         if args.baseline.exists() and not args.update:
             raise SuiteError(f"{args.baseline} exists: a baseline is only replaced deliberately; pass --update to replace it")
-        previous = read_baseline(args.baseline, args.suite) if args.baseline.exists() else None
-        result, table, values = _run(suite, args)
-        document = baseline_document(suite, result, table, values)
+        previous = read_baseline(args.baseline, args.suite, any_format=True) if args.baseline.exists() else None
+        run = _run(suite, args)
+        problems = unmeasured(suite, run.prompts, run.answers, None, args.baseline)  # answers it could not get
+        if problems:
+            raise SuiteError("this baseline could not be measured:\n  " + "\n  ".join(problems))
+        document = baseline_document(suite, run)
         unmeasurable_metrics(
             [
                 (label, m, values)
@@ -267,11 +207,20 @@ def run_baseline(args: argparse.Namespace) -> int:
                 for m in suite.metrics
                 for values in [per.get(m.name, {})]
             ],
-            table,
+            run.table,
         )
     except (SuiteError, CacheMiss) as exc:
         return _usage_error(exc)
     write_baseline(args.baseline, document)
+    if run.answers is not None:
+        print(f"recorded answers: {len(run.answers.used)} used, in {run.answers.folder}")
+        unused = run.answers.unused()
+        if unused and args.prune_answers:
+            for path in unused:
+                path.unlink()
+            print(f"pruned {len(unused)} recorded answers this baseline did not use")
+        elif unused:
+            print(f"{len(unused)} recorded answers were not used (--prune-answers removes them)")
     if previous is None:
         print(
             f"wrote {args.baseline}: {len(document['values'])} strategies × {len(suite.metrics)} metrics, {len(document['transcripts'])} transcripts"
@@ -326,7 +275,7 @@ def unmeasurable_metrics(items, table) -> None:
         "summarizer_cost": "no priced LLM summarizer ran: configure [summarizer] and its model's price",
     }
     lines = [
-        f"`{label}` · {_name(metric)}: {why.get(metric.name, 'no transcript has a value (e.g. the strategy never compacted at this window)')}"
+        f"`{label}` · {metric_name(metric)}: {why.get(metric.name, 'no transcript has a value (e.g. the strategy never compacted at this window)')}"
         for label, metric in empty
     ]
     raise SuiteError(
@@ -334,43 +283,6 @@ def unmeasurable_metrics(items, table) -> None:
         + "\n  ".join(lines)
         + "\nremove them from [metrics] or make them measurable"
     )
-
-
-def report_json(report: Report) -> dict:
-    """The check as a script reads it: the verdict, the regressions and every comparison."""
-
-    def number(value: float) -> float | None:
-        return None if value is None or value != value else float(value)
-
-    rows = [
-        {
-            "label": c.label,
-            "metric": c.metric.name,
-            "direction": c.metric.direction,
-            "tolerance": c.metric.tolerance,
-            "relative": c.metric.relative,
-            "baseline": number(c.baseline),
-            "new": number(c.new),
-            "change": number(c.change),
-            "low": number(c.low),
-            "high": number(c.high),
-            "n": c.n,
-            "verdict": c.verdict,
-            "missing": c.missing,
-            "flips": [{"transcript": f.transcript, "baseline": f.baseline, "new": f.new, "worse": f.worse} for f in c.flips],
-        }
-        for c in report.comparisons
-    ]
-    failed = report.regressions
-    return {
-        "verdict": "regression" if failed else "pass",
-        "suite": report.suite,
-        "baseline": report.baseline,
-        "transcripts": report.transcripts,
-        "regressions": [r for r, c in zip(rows, report.comparisons) if c in failed],
-        "comparisons": rows,
-        "notes": report.notes,
-    }
 
 
 def _run(suite: Suite, args: argparse.Namespace):

@@ -3,7 +3,8 @@
 The configuration is written from the schema (`compactlab.runs.config_schema`), so every key it shows is one
 loading accepts, with its type, default and meaning; the keys a first run needs are set (to a
 bundled dataset, so it runs as written), the others are commented out. The suite is a run
-configuration plus the metrics a CI gate guards (`bench/gate/suite.py`), ready for `compactlab baseline`.
+configuration plus the metrics a CI gate guards (`bench/gate/suite.py`), ready for `compactlab baseline`:
+its summarizer comes from the environment and its recorded answers live beside it (`bench/gate/answers.py`).
 """
 
 from __future__ import annotations
@@ -21,20 +22,38 @@ _HEAD = f"""# compactlab run configuration: `compactlab run --config {CONFIG_NAM
 # `compactlab strategies` lists the strategies, presets and their settings.
 """
 
+ANSWERS_DIR = "compactlab-suite-answers"  # the suite's recorded answers, beside it
+
 _SUITE = f"""# compactlab CI suite: a run configuration plus the metrics a regression gate guards.
-#   compactlab baseline --suite {SUITE_NAME} --baseline ci/compactlab-baseline.json   (once; commit the file)
+#   compactlab baseline --suite {SUITE_NAME} --baseline ci/compactlab-baseline.json   (once, with the key set)
 #   compactlab check    --suite {SUITE_NAME} --baseline ci/compactlab-baseline.json   (in CI)
-# check exits 0 when no metric regressed, 1 on a regression, 2 on a configuration error (a metric
-# that cannot be measured, such as a cost when no model of the data has a price, is one).
-# Paths are relative to this file. Every key of compactlab.toml is accepted here too.
+# Commit the baseline and ci/{ANSWERS_DIR}/. check exits 0 when no metric regressed, 1 on a
+# regression, 2 when it has no result: a configuration error (e.g. a metric it cannot measure), a prompt
+# template changed that no model read, or summaries with no recorded answer and no key to ask for them.
+#
+# The summaries are written by the [summarizer] model, which is what reads the prompt templates (without one,
+# the extractive stand-in writes them and reads no prompt). Every answer is recorded in {ANSWERS_DIR}/: CI
+# replays them with no key and no network; a request a change made new is sent when the key is set (a CI
+# secret), and without it the check exits 2 counting the summaries that need a model. Provider, model and key
+# variable come from the environment (COMPACTLAB_PROVIDER, COMPACTLAB_MODEL, COMPACTLAB_KEY_ENV,
+# COMPACTLAB_BASE_URL), with these defaults. Paths are relative to this file. Every key of compactlab.toml is
+# accepted here too.
 
 datasets = ["{STARTER_DATASET}"]   # your own sessions: a folder, e.g. "../sessions"
 window = 32000
+
+[summarizer]
+provider = "${{COMPACTLAB_PROVIDER:-openai}}"          # openai (or an OpenAI-compatible server) or anthropic
+model = "${{COMPACTLAB_MODEL:-gpt-4.1-mini}}"
+api_key_env = "${{COMPACTLAB_KEY_ENV:-OPENAI_API_KEY}}"  # the variable holding the key
+base_url = "${{COMPACTLAB_BASE_URL:-}}"                # unset: the provider's own API
+cache_dir = "{ANSWERS_DIR}"             # the recorded answers: commit them
 
 [[strategy]]
 name = "summarize"
 label = "summarize-70"
 trigger = {{ fraction = 0.7 }}
+settings = {{ summarizer = "llm", template = "summary.j2" }}   # your template: a path relative to this file
 
 [[strategy]]
 name = "observation-masking"
@@ -48,6 +67,17 @@ tolerance = 0.01
 [metrics.preservation_or_untouched]
 direction = "higher"
 tolerance = 0.02
+
+# What the summaries carry: of the facts the next five steps used that a compaction dropped, the share the
+# summary kept. The check detects only a loss the bootstrap over your compactions can tell from noise:
+# `python -m compactlab.measure.gate_sensitivity --suite {SUITE_NAME}` measures the smallest.
+[metrics.summary_recall_k5]
+direction = "higher"
+tolerance = 0.05
+
+# [metrics.unrecoverable_loss]  # facts the next steps needed, lost and not re-readable (docs/recoverability.md)
+# direction = "lower"
+# tolerance = 0.02
 
 # [metrics.total_cost]          # only when every model of the datasets has a price ([prices."MODEL"])
 # direction = "lower"

@@ -341,6 +341,8 @@ def run_strategies(args: argparse.Namespace) -> int:
         print(f"{row['name']}  [{row['kind']}: {row['strategy']}]  {row['description']}")
         if row["source"]:
             print(f"    source: {row['source']}")
+        if row.get("deviations"):
+            print(f"    deviations: {row['deviations']}")
         print(f"    parameters: {json.dumps(row['parameters'], default=str)}")
     return 0
 

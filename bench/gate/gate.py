@@ -5,7 +5,9 @@
 
 `baseline` runs a suite (`bench/gate/suite.py`) and writes, per strategy label and metric, the value of
 every transcript, with the suite's hash, the compactlab version, the prompt hashes each strategy
-used and the hash of every transcript file. It never overwrites a baseline without `--update`.
+used, each strategy's prompt templates (their hashes) and the model that read them
+(`compactlab.gate.measured`: a check that did not measure a change is no result), and the hash of
+every transcript file. It never overwrites a baseline without `--update`.
 
 `check` runs the same suite and compares it with the baseline, per strategy and metric, on the
 transcripts both hold a value for. The regression rule, for a metric with tolerance t:
@@ -43,7 +45,6 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -52,15 +53,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from compactlab.gate.answers import Answers, gate_summarizer
+from compactlab.gate.measured import prompt_records
 from compactlab.gate.suite import MetricSpec, Suite, SuiteError, metric_table, offline
 from compactlab.results.catalogue import BY_NAME
 from compactlab.results.compaction_values import CompactionValue, compaction_values
 from compactlab.runs import runs
-from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_storage import run_compaction_rows
 from compactlab.scoring.statistics import SessionValues, paired_bootstrap, two_level_bootstrap
 
-FORMAT = 1
+FORMAT = 2  # 2: each strategy records its templates' hashes and the model that read them
 MAX_FLIPS_SHOWN = 10
 EPSILON = 1e-12  # float noise below which two values are the same
 
@@ -101,6 +103,8 @@ class Report:
     suite: str = ""
     baseline: str = ""
     transcripts: int = 0
+    scope: list[str] = field(default_factory=list)  # what the check could and could not detect
+    unmeasured: list[str] = field(default_factory=list)  # why it is no result (`compactlab.gate.measured`)
 
     @property
     def regressions(self) -> list[Comparison]:
@@ -110,13 +114,30 @@ class Report:
 # --- running and the baseline file -----------------------------------------------------------------
 
 
-def run_suite(suite: Suite, out: Path, offline_mode: bool = False, progress: bool = False):
-    """Replay the suite into `out`; the run result, its metric table (one row per transcript ×
-    strategy) and the per-compaction values of its per-compaction metrics."""
+@dataclass(frozen=True)
+class SuiteRun:
+    """A replay of a suite: the run result, its metric table (one row per transcript × strategy),
+    the per-compaction values of its per-compaction metrics, where its summaries came from
+    (`answers`: None without a [summarizer]) and what it measured of each setting's prompt templates."""
+
+    result: Any
+    table: pd.DataFrame
+    values: list[CompactionValue]
+    answers: Answers | None
+    prompts: dict[str, dict]
+
+
+def run_suite(suite: Suite, out: Path, offline_mode: bool = False, progress: bool = False) -> SuiteRun:
+    """Replay the suite into `out` (`offline_mode`: recorded answers only, see `compactlab.gate.answers`)."""
     config = offline(suite.config) if offline_mode else suite.config
-    result = runs.run(config, out, progress=progress, summarizer=make_run_summarizer(config))
+    try:
+        summarizer, answers = gate_summarizer(config, offline_mode)
+    except ValueError as exc:
+        raise SuiteError(f"{suite.path}: {exc}") from exc
+    result = runs.run(config, out, progress=progress, summarizer=summarizer)
     _ = result.compactions  # read while `out` exists: it may be a temporary folder (the prompt hashes need them)
-    return result, metric_table(out, result.transcripts), list(compaction_values(run_compaction_rows(out)))
+    values = list(compaction_values(run_compaction_rows(out)))
+    return SuiteRun(result, metric_table(out, result.transcripts), values, answers, prompt_records(suite, answers))
 
 
 def compaction_document(suite: Suite, values: list[CompactionValue]) -> dict:
@@ -129,7 +150,8 @@ def compaction_document(suite: Suite, values: list[CompactionValue]) -> dict:
     return document
 
 
-def baseline_document(suite: Suite, result, table: pd.DataFrame, per_compaction: Sequence[CompactionValue] = ()) -> dict:
+def baseline_document(suite: Suite, run: SuiteRun) -> dict:
+    result, table, per_compaction = run.result, run.table, run.values
     labels = [s.label for s in suite.config.strategies]
     values = {}
     for label in labels:
@@ -143,7 +165,11 @@ def baseline_document(suite: Suite, result, table: pd.DataFrame, per_compaction:
         "suite": {"file": suite.path.name, "hash": suite.hash},
         "metrics": {m.name: {"direction": m.direction, "tolerance": m.tolerance, "relative": m.relative} for m in suite.metrics},
         "strategies": {
-            label: {"entry": suite.strategies_written.get(label, {}), "prompt_hashes": prompt_hashes(result.compactions, label)}
+            label: {
+                "entry": suite.strategies_written.get(label, {}),
+                "prompt_hashes": prompt_hashes(result.compactions, label),
+                **run.prompts[label],  # each template's hash and the model that read them (None: none did)
+            }
             for label in labels
         },
         "transcripts": {
@@ -155,7 +181,8 @@ def baseline_document(suite: Suite, result, table: pd.DataFrame, per_compaction:
     }
 
 
-def read_baseline(path: Path, suite_path: Path) -> dict:
+def read_baseline(path: Path, suite_path: Path, any_format: bool = False) -> dict:
+    """The baseline file (`any_format`: of an earlier format too, for saying what an update changed)."""
     if not path.exists():
         raise SuiteError(
             f"no baseline at {path}: create it with `compactlab baseline --suite {suite_path} --baseline {path}` and commit it"
@@ -164,7 +191,11 @@ def read_baseline(path: Path, suite_path: Path) -> dict:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise SuiteError(f"{path}: not a readable baseline file ({exc})") from exc
-    if not isinstance(document, dict) or document.get("format") != FORMAT or not isinstance(document.get("values"), dict):
+    if (
+        not isinstance(document, dict)
+        or (document.get("format") != FORMAT and not any_format)
+        or not isinstance(document.get("values"), dict)
+    ):
         raise SuiteError(f"{path}: not a compactlab baseline of format {FORMAT}; recreate it with `compactlab baseline --update`")
     return document
 

@@ -42,6 +42,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
+import re
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -113,7 +115,7 @@ def load_suite(path: Path) -> Suite:
     metrics = _metrics(data.get("metrics"), path)
     gate = _gate(data.get("gate", {}), path)
     run_part = {k: v for k, v in data.items() if k not in SUITE_KEYS}
-    config = config_from_data(_resolve_paths(run_part, path.parent), path)
+    config = config_from_data(_resolve_paths(_from_environment(run_part, path), path), path)
     if not config.strategies:
         raise SuiteError(f"{path}: a suite names its strategies (`strategies = [...]` or [[strategy]] tables)")
     written = {"run": run_part, "metrics": [m.__dict__ for m in metrics], "gate": gate}
@@ -181,9 +183,43 @@ def _gate(table: object, path: Path) -> dict:
     return gate
 
 
-def _resolve_paths(data: dict, folder: Path) -> dict:
-    """The run part of a suite with its relative paths made relative to the suite's folder."""
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _from_environment(data: dict, path: Path) -> dict:
+    """The [summarizer] and [judge] tables with `${NAME}` / `${NAME:-default}` in their strings taken
+    from the environment, so one suite serves every CI job (provider, model and key variable set
+    per job); an unset variable without a default is an error naming it."""
     data = dict(data)
+
+    def value(table: str, key: str, text: str) -> str:
+        def one(found: re.Match) -> str:
+            name, default = found.group(1), found.group(2)
+            if os.environ.get(name, "") != "":
+                return os.environ[name]
+            if default is None:
+                raise SuiteError(
+                    f"{path}: [{table}] {key} = {text!r}: the environment variable {name} is not set (and no default given)"
+                )
+            return default
+
+        return _VARIABLE.sub(one, text)
+
+    for table in ("summarizer", "judge"):
+        if isinstance(data.get(table), dict):
+            expanded = {k: value(table, k, v) if isinstance(v, str) else v for k, v in data[table].items()}
+            # `${NAME:-}` unset: the key is left out (its default applies), e.g. base_url for the provider's own.
+            data[table] = {k: v for k, v in expanded.items() if not (v == "" and _VARIABLE.search(data[table][k]))}
+    return data
+
+
+def _resolve_paths(data: dict, path: Path) -> dict:
+    """The run part of a suite with its relative paths made relative to the suite's folder; a
+    [summarizer] without `cache_dir` keeps its recorded answers in `<suite stem>-answers/` beside it."""
+    folder = path.parent
+    data = dict(data)
+    if isinstance(data.get("summarizer"), dict) and "cache_dir" not in data["summarizer"]:
+        data["summarizer"] = {**data["summarizer"], "cache_dir": f"{path.stem}-answers"}
     bundled = {d.name for d in list_datasets()}
 
     def local(value: object) -> object:

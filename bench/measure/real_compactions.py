@@ -13,7 +13,9 @@ after it) the `recorded` strategy replays it, and this prints:
   (`compactlab.measure.rule_choice`): per session, the rule chosen on the others, measured on it;
 - the items the preservation metric marks lost and kept, how many of each the agent re-acquired
   before using them (`compactlab.scoring.reacquisition`), how many lost items were used before any
-  message could bring them back, and the lost items never re-acquired.
+  message could bring them back, and the lost items never re-acquired;
+- the lost items by recoverability (recoverable, unrecoverable, unknown) and how many of each the
+  agent re-acquired before use.
 Damaged records are skipped (lenient loading) and counted in the first line.
 """
 
@@ -29,6 +31,7 @@ from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.metrics import compactions_frame, recorded_fidelity
 from compactlab.scoring.reacquisition import COUNTS
+from compactlab.scoring.recoverability import LABELS
 from compactlab.strategies.reattach import ReattachRules, rules_of
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
@@ -117,12 +120,21 @@ def report(rows: list[dict]) -> str:
         lines.append(
             f"  {row['transcript'][:37]:<38} lost {found['lost_reacquired']} of {found['lost']}, "
             f"kept {found['kept_reacquired']} of {found['kept']}; lost and used at once {found['lost_at_once']}; "
-            f"never re-acquired: {', '.join(found['lost_not_reacquired']) or 'none'}"
+            + "".join(f"{label} {found[f'lost_{label}_reacquired']} of {found[f'lost_{label}']}; " for label in LABELS)
+            + f"never re-acquired: {', '.join(found['lost_not_reacquired']) or 'none'}"
         )
     lines.append(
         f"  all: lost {totals['lost_reacquired']} of {totals['lost']}{_share(totals['lost_reacquired'], totals['lost'])}, "
         f"kept {totals['kept_reacquired']} of {totals['kept']}{_share(totals['kept_reacquired'], totals['kept'])}; "
         f"lost and used at once {totals['lost_at_once']}"
+    )
+    lines.append(
+        "  lost, by recoverability (compactlab.scoring.recoverability): "
+        + "; ".join(
+            f"{label} {totals[f'lost_{label}_reacquired']} of {totals[f'lost_{label}']} re-acquired"
+            f"{_share(totals[f'lost_{label}_reacquired'], totals[f'lost_{label}'])}"
+            for label in LABELS
+        )
     )
     return "\n".join(lines)
 

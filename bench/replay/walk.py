@@ -21,6 +21,7 @@ from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.replay.uncompacted import COLUMNS, Uncompacted
 from compactlab.scoring.preservation import preservation_at
 from compactlab.scoring.reacquisition import reacquisition_json
+from compactlab.scoring.recoverability import loss_json, loss_split
 from compactlab.scoring.summary_recall import recall_json, summary_recall_at
 from compactlab.tokens.estimators import Hybrid
 from compactlab.tokens.metering import NOTHING_WRITTEN
@@ -267,6 +268,9 @@ class Walk:
             found = preservation_at(self.transcript.messages, index, context.messages, K_STEPS)
             recalls = summary_recall_at(self.transcript.messages, index, before.messages, context.messages, K_STEPS)
             scores = {f"k{k}": _score_json(score) | recall_json(recalls[k]) for k, score in found.items()}
+            # The lost items of the widest k by recoverability, and what getting them back would cost.
+            widest = max(K_STEPS)
+            scores[f"k{widest}"] |= loss_json(loss_split(self.transcript.messages, index, found[widest].lost, widest))
         # A real compaction (its fidelity is pending): the recorded continuation says what was really gone.
         reacquired = reacquisition_json(self.transcript.messages, index, context.messages) if real and not event.failed else None
         note = event.note + (f"; its next prompt is no test of the replay: {excluded}" if excluded else "")

@@ -28,6 +28,7 @@ from compactlab.results.metrics import recorded_fidelity
 from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
 from compactlab.runs.run_config import strategies_of_run
 from compactlab.scoring.reacquisition import reacquisition_summary
+from compactlab.scoring.recoverability import LABELS
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.estimation import IN_SAMPLE, EstimationResult, run_estimation
 
@@ -105,6 +106,10 @@ def _reacquisition(run: RunData) -> dict[str, Any]:
         "lost_share": found["lost_share"],
         "lost_total": found["lost"],
         "at_once": found.get("lost_at_once", 0),
+        # The lost items by recoverability (docs/recoverability.md); a summary.json before the split lacks it.
+        "by_label": [
+            (label, _count(found.get(f"lost_{label}_reacquired", 0), found.get(f"lost_{label}", 0))) for label in LABELS
+        ],
         "k": next((r.get("k") for r in found["compactions"] if r.get("k")), 5),
     }
 

@@ -103,6 +103,39 @@ METRICS: tuple[Metric, ...] = (
         per_compaction=True,
     ),
     Metric(
+        "unrecoverable_loss",
+        "next-5-steps facts lost for good (k=5)",
+        "lower",
+        "share",
+        0.05,
+        "Share of the facts the next five recorded steps used that the compaction lost and the agent could not read "
+        "again: they were only in the conversation (user messages, the agent's own text, errors, output of commands with "
+        "side effects or that depend on the time, text since removed from its file). Lost items that could be re-read, "
+        "and those the transcript cannot judge, are not counted. Sessions where the setting compacted only; see "
+        "docs/recoverability.md.",
+        per_compaction=True,
+    ),
+    Metric(
+        "reacquisition_tokens",
+        "re-acquisition cost (tokens)",
+        "lower",
+        "tokens",
+        500.0,
+        "Tokens (characters / 4) of the tool results the agent would read again to get back the lost facts of the next "
+        "five steps that can be re-read (each result once), per compaction; sessions where the setting compacted only.",
+        per_compaction=True,
+    ),
+    Metric(
+        "reacquisition_calls",
+        "re-acquisition cost (tool calls)",
+        "lower",
+        "number",
+        0.5,
+        "Tool calls the agent would make to get back the lost facts of the next five steps that can be re-read (one per "
+        "tool result that held them), per compaction; sessions where the setting compacted only.",
+        per_compaction=True,
+    ),
+    Metric(
         "summary_recall_k5",
         "dropped facts the summary kept (k=5)",
         "higher",
@@ -286,6 +319,9 @@ REPORTED = (
     "preservation_or_untouched",
     "preservation_k1",
     "preservation_k5",
+    "unrecoverable_loss",
+    "reacquisition_tokens",
+    "reacquisition_calls",
     "summary_recall_k5",
     "summary_drift",
     "over_window_share",

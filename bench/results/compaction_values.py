@@ -1,7 +1,7 @@
 """One value per compaction for the metrics whose per-session value is a mean over compactions.
 
 The catalogue marks them (`Metric.per_compaction`): next-step preservation (k=1, k=5, and per item
-kind) and summary recall. The per-session table averages these values; the CI gate (`compactlab.gate.gate`)
+kind), summary recall, unrecoverable loss and re-acquisition cost. The per-session table averages these values; the CI gate (`compactlab.gate.gate`)
 also keeps them, so that it can resample the compactions within each session as well as the
 sessions, and list the facts a regressed setting lost. Read from a run's compaction rows (as
 `compactions.jsonl` holds them): failed compactions and compactions where the metric is not
@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from compactlab.results.catalogue import BY_NAME, ITEM_KINDS
+from compactlab.results.metrics import loss_values
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ def compaction_values(rows: Iterable[dict]) -> Iterator[CompactionValue]:
                 yield CompactionValue(
                     *where, f"summary_recall_{key}", float(found["summary_recall"]), tuple(found.get("summary_lost", ()))
                 )
+            if key == "k5":  # recoverability is split on the widest k (compactlab.results.metrics.loss_values)
+                for name, value in loss_values(found).items():
+                    if value is not None:
+                        lost = found["lost_unrecoverable"] if name == "unrecoverable_loss" else found["lost_recoverable"]
+                        yield CompactionValue(*where, name, value, tuple(lost))
             needed = Counter(item.split(":", 1)[0] for item in found.get("needed", []))
             lost = found.get("lost", [])
             for kind in ITEM_KINDS:

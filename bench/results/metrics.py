@@ -112,13 +112,33 @@ def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
             record[f"{key}_lost"] = found.get("lost", [])
             record[f"{key}_recall"] = found.get("summary_recall")  # compactlab.scoring.summary_recall (absent in older runs)
             record[f"{key}_summary_lost"] = found.get("summary_lost", [])
+        # Lost items by recoverability (compactlab.scoring.recoverability), on k5 (absent in older runs).
+        record.update(loss_values(scores.get("k5", {})))
         records.append(record)
     frame = pd.DataFrame(records)
     # None where not applicable: numbers with NaN, not objects (also in one transcript's rows, where every score may be None).
-    for column in ("k1_score", "k5_score", "k1_recall", "k5_recall", "drift_carried", "drift_dropped"):
+    for column in ("k1_score", "k5_score", "k1_recall", "k5_recall", "drift_carried", "drift_dropped", *LOSS_COLUMNS):
         if column in frame:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
     return frame
+
+
+LOSS_COLUMNS = ("unrecoverable_loss", "reacquisition_tokens", "reacquisition_calls")
+
+
+def loss_values(found: dict) -> dict[str, float | None]:
+    """One compaction's recoverability figures from its k5 score (`compactlab.scoring.recoverability`):
+    the share of the needed items lost for good (unrecoverable), and the tokens and tool calls that
+    getting the recoverable lost items back would cost. None where nothing was needed (not
+    applicable, as preservation) or the row predates the split."""
+    needed = len(found.get("needed", []))
+    if not needed or "lost_unrecoverable" not in found:
+        return dict.fromkeys(LOSS_COLUMNS)
+    return {
+        "unrecoverable_loss": len(found["lost_unrecoverable"]) / needed,
+        "reacquisition_tokens": float(found["reacquisition_tokens"]),
+        "reacquisition_calls": float(found["reacquisition_calls"]),
+    }
 
 
 def recorded_fidelity(compactions: pd.DataFrame) -> pd.DataFrame:
@@ -174,6 +194,9 @@ def transcript_summary(
             preservation_applicable=("k1_score", "count"),
             summary_recall_k1=("k1_recall", "mean"),
             summary_recall_k5=("k5_recall", "mean"),
+            unrecoverable_loss=("unrecoverable_loss", "mean"),
+            reacquisition_tokens=("reacquisition_tokens", "mean"),
+            reacquisition_calls=("reacquisition_calls", "mean"),
             summary_pairs=("drift_carried", "count"),
             drift_carried=("drift_carried", "sum"),
             drift_dropped=("drift_dropped", "sum"),
@@ -183,7 +206,10 @@ def transcript_summary(
         per["summarizer_cost"] = per["summarizer_cost"].where(per.pop("summarizer_cost_known") > 0)
         failed = compactions[compactions["failed"].notna()].groupby(["transcript", "config"]).size().rename("failed_compactions")
         # Done, but by a fallback after a step failed (compactlab.contract.FALLBACK_MARK): counted apart.
-        fallbacks = done[done["note"].map(fell_back)].groupby(["transcript", "config"]).size().rename("fallback_compactions")
+        # (astype: with every compaction failed, `done` is empty and an empty object mask would select columns)
+        fallbacks = (
+            done[done["note"].map(fell_back).astype(bool)].groupby(["transcript", "config"]).size().rename("fallback_compactions")
+        )
         summary = (
             summary.join(per, on=["transcript", "config"])
             .join(failed, on=["transcript", "config"])
@@ -205,6 +231,7 @@ def transcript_summary(
         "summary_recall_k1",
         "summary_recall_k5",
         "summary_drift",
+        *LOSS_COLUMNS,
     ):
         if column not in summary:
             summary[column] = float("nan")
@@ -225,7 +252,10 @@ def with_derived(summary: pd.DataFrame) -> pd.DataFrame:
         "over_window_share": lambda s: s["over_window_calls"] / s["calls"],
         "cost_change": lambda s: s["total_cost"] - s["cost_full"],
     }
-    return summary.assign(**derived)
+    # A table written before the recoverability split (a committed reference run) lacks its figures:
+    # unknown there (NaN: "–" on every surface), so `diff` and the report of such a run still work.
+    missing = {column: float("nan") for column in LOSS_COLUMNS if column not in summary}
+    return summary.assign(**missing, **derived)
 
 
 def compression_label(removed_share: float) -> str:

@@ -11,6 +11,9 @@ It reads a setting's figures (`compactlab.results.leaderboard.setting_figures`, 
 2. The recommendation: the recommendable setting that removes the most prompt tokens; ties go to
    more facts kept, then to the label in alphabetical order.
 
+Unrecoverable loss and re-acquisition cost (`compactlab.scoring.recoverability`) are shown beside the
+rule and not used by it; its text says so and why.
+
 The recommended setting is therefore on the Pareto frontier of the recommendable settings (tokens
 removed against next-step facts kept): no recommendable setting is better on both. The frontier
 plotted in the report is that frontier. When no setting is recommendable, there is no
@@ -56,7 +59,11 @@ class Rule:
             f"sessions (a session it never compacted counts as 100% kept) and over the sessions where it compacted. "
             f"The recommendation is the recommendable setting with the most {label('removed_share')} (ties: more facts kept, "
             f"then the label); it lies on the Pareto frontier of the recommendable settings ({label('removed_share')} against "
-            f"{label('preservation_or_untouched')}), so no recommendable setting is better on both."
+            f"{label('preservation_or_untouched')}), so no recommendable setting is better on both. "
+            f"{label('unrecoverable_loss').capitalize()} and {label('reacquisition_tokens')} are shown beside the rule, "
+            f"not used by it: the facts kept already count every lost fact, and the split of the lost ones into "
+            f"recoverable, unrecoverable and unknown rests on a reading of the transcript that no threshold has been "
+            f"checked against."
         )
 
     def why_not(self, row: pd.Series) -> list[str]:

@@ -28,7 +28,7 @@ from compactlab.runs.config_toml import run_config_toml
 from compactlab.runs.run_config import RunConfig
 from compactlab.strategies.registry import settings_of
 
-DEFAULT_STRATEGIES = ("summarize", "iterative-merge", "observation-masking", "prune")
+DEFAULT_STRATEGIES = ("summarize", "iterative-merge", "observation-masking", "prune", "evict")
 DEFAULT_THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 DEFAULT_KEEP = (8_000, 16_000, 32_000)
 KEEP = "keep_recent_tokens"

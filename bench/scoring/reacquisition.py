@@ -18,6 +18,10 @@ auto-compaction) cannot be re-acquired: the agent had it, so the real compacted 
 something the replay's lacks (at m-claude 3af9b1a7, files the agent says Claude Code's reminders
 showed it and the transcript never shows read), or the agent named it from nothing. Those are
 counted apart: they measure the replay's reconstruction of the real context, not the metric.
+
+The lost items are also counted by recoverability (`compactlab.scoring.recoverability`), with how
+many of each were re-acquired: recoverable items are what the agent can and should fetch again,
+unrecoverable ones what it could only ask again, re-derive or do without.
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from compactlab.scoring.extraction import extract_items
 from compactlab.scoring.matching import Haystack, Item, present
 from compactlab.scoring.preservation import preservation_at
+from compactlab.scoring.recoverability import LABELS, classify, use_positions
 from compactlab.transcripts.model import Message, ToolCallPart
 
 
@@ -42,6 +46,13 @@ class Reacquisition:
     kept_reacquired: int
     lost_not_reacquired: tuple[str, ...]  # "kind:text"
     lost_at_once: int = 0  # lost items used before any message could bring them back
+    # The lost items by `compactlab.scoring.recoverability`'s label, and of each how many were re-acquired.
+    lost_recoverable: int = 0
+    lost_recoverable_reacquired: int = 0
+    lost_unrecoverable: int = 0
+    lost_unrecoverable_reacquired: int = 0
+    lost_unknown: int = 0
+    lost_unknown_reacquired: int = 0
 
     @property
     def lost_share(self) -> float | None:
@@ -55,18 +66,17 @@ class Reacquisition:
 def reacquisition_at(messages: Sequence[Message], index: int, compacted: Sequence[Message], k: int = 5) -> Reacquisition:
     """Re-acquisition of the items the next `k` steps after `messages[index]` need, lost or kept by `compacted`."""
     score = preservation_at(messages, index, compacted, (k,))[k]
-    steps = [i for i in range(index, len(messages)) if messages[i].role == "assistant"][:k]
-    first_use: dict[str, int] = {}
-    for step in steps:
-        for item in extract_items([messages[step]]):
-            first_use.setdefault(item.text, step)
-
-    def use(item: Item) -> int:
-        return first_use.get(item.text, steps[-1] if steps else index)
-
+    use = use_positions(messages, index, k)
     lost_back = [item for item in score.lost if _reacquired(messages, index, use(item), item)]
     kept_back = [item for item in score.kept if _reacquired(messages, index, use(item), item)]
     at_once = [item for item in score.lost if not any(_acquiring_part(m) for m in messages[index : use(item)])]
+    # The lost items by recoverability (`compactlab.scoring.recoverability`), and how many of each came back.
+    labels = {item: classify(messages, index, item, use(item)).label for item in score.lost}
+    by_label = {}
+    for label in LABELS:
+        of_label = [item for item in score.lost if labels[item] == label]
+        by_label[f"lost_{label}"] = len(of_label)
+        by_label[f"lost_{label}_reacquired"] = sum(1 for item in of_label if item in lost_back)
     return Reacquisition(
         index,
         len(score.lost),
@@ -75,6 +85,7 @@ def reacquisition_at(messages: Sequence[Message], index: int, compacted: Sequenc
         len(kept_back),
         tuple(f"{i.kind}:{i.text}" for i in score.lost if i not in lost_back),
         len(at_once),
+        **by_label,
     )
 
 
@@ -88,7 +99,14 @@ def reacquisition_json(messages: Sequence[Message], index: int, compacted: Seque
     }
 
 
-COUNTS = ("lost", "lost_reacquired", "kept", "kept_reacquired", "lost_at_once")
+COUNTS = (
+    "lost",
+    "lost_reacquired",
+    "kept",
+    "kept_reacquired",
+    "lost_at_once",
+    *(f"lost_{label}{back}" for label in LABELS for back in ("", "_reacquired")),
+)
 
 
 def reacquisition_summary(compactions: pd.DataFrame) -> dict:
@@ -105,7 +123,7 @@ def reacquisition_summary(compactions: pd.DataFrame) -> dict:
                     "config": row.config,
                     "call": int(row.call),
                     "message_index": int(row.message_index),
-                    **{name: int(found.get(name, 0)) for name in COUNTS},  # rows before `lost_at_once` lack it
+                    **{name: int(found.get(name, 0)) for name in COUNTS},  # older rows lack the later counts
                     "lost_not_reacquired": list(found["lost_not_reacquired"]),
                     "k": found.get("k"),
                 }
@@ -116,6 +134,11 @@ def reacquisition_summary(compactions: pd.DataFrame) -> dict:
         **totals,
         "lost_share": totals["lost_reacquired"] / totals["lost"] if totals["lost"] else None,
         "kept_share": totals["kept_reacquired"] / totals["kept"] if totals["kept"] else None,
+        # Per recoverability label: of the lost items so labelled, the share re-acquired before use.
+        **{
+            f"{label}_share": totals[f"lost_{label}_reacquired"] / totals[f"lost_{label}"] if totals[f"lost_{label}"] else None
+            for label in LABELS
+        },
     }
 
 

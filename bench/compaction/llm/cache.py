@@ -104,6 +104,7 @@ class LLMCache:
         self.mode: Mode = mode
         self.hits = 0
         self.misses = 0  # calls made because nothing usable was recorded (or mode is refresh)
+        self.used: set[str] = set()  # keys answered (replayed or recorded): the rest of the folder is unused
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
 
@@ -199,6 +200,7 @@ class LLMCache:
                 if cached is not None:
                     with self._lock:
                         self.hits += 1
+                        self.used.add(key)
                     return cached, True
                 if self.mode == "offline":
                     raise CacheMiss(request, key, self.directory)
@@ -206,7 +208,12 @@ class LLMCache:
             self.put(request, completion)
             with self._lock:
                 self.misses += 1
+                self.used.add(key)
             return completion, False
+
+    def keys(self) -> set[str]:
+        """The keys recorded in the folder (one `<key[:2]>/<key>.json` file each)."""
+        return {path.stem for path in self.directory.glob("??/*.json") if path.parent.name == path.stem[:2]}
 
     def _lock_for(self, key: str) -> threading.Lock:
         with self._lock:

@@ -1,0 +1,153 @@
+"""The markdown summary of `compactlab check` (for a CI job page or a pull-request comment) and
+its JSON form (`--json`): the verdict, what the check could and could not detect, what changed
+since the baseline, every comparison and the transcripts that flipped with the facts they lost."""
+
+from __future__ import annotations
+
+import math
+
+from compactlab.gate.gate import MAX_FLIPS_SHOWN, Comparison, Report, fmt
+from compactlab.gate.suite import MetricSpec
+from compactlab.results.catalogue import label as metric_label
+
+MAX_FACTS_SHOWN = 12  # per transcript, in the markdown
+
+# --- the markdown summary -----------------------------------------------------------------------------
+
+VERDICT = {
+    "regression": "❌ regression",
+    "no values": "❌ no values left",
+    "worse": "worse, within tolerance",
+    "better": "better, within tolerance",
+    "improved": "✅ improved",
+    "ok": "ok (no clear change)",
+    "unchanged": "unchanged",
+    "n/a": "n/a",
+}
+
+
+def markdown(report: Report, confidence: float) -> str:
+    """The summary for a CI job page or a pull-request comment (GitHub-flavoured markdown)."""
+    failed = report.regressions
+    pct = f"{confidence:.0%}"
+    verdict = f"❌ {len(failed)} regression{'s' if len(failed) != 1 else ''}" if failed else "✅ no regression"
+    if report.unmeasured:  # never a pass: what changed was not measured
+        verdict = "⛔ not measured: no result" + (f" (and {verdict[2:]} in what was measured)" if failed else "")
+    lines = ["## compactlab check: " + verdict, ""]
+    if report.unmeasured:
+        lines += [f"- **{line}**" if i < len(report.unmeasured) - 1 else f"- {line}" for i, line in enumerate(report.unmeasured)]
+        lines.append("")
+    if not report.comparisons:  # nothing was compared (see `unmeasured`)
+        return "\n".join(lines + ["**What this check can detect**", ""] + [f"- {line}" for line in report.scope]) + "\n"
+    for c in failed:
+        lines.append(
+            f"- **`{c.label}` · {metric_name(c.metric)}**: {_change(c)}"
+            + (f" (tolerance {_tolerance(c.metric)})" if c.n else ": no values in this run")
+        )
+    if failed:
+        lines.append("")
+    lines.append(
+        f"Suite `{report.suite}` against baseline `{report.baseline}`, {report.transcripts} transcripts. A metric regresses "
+        f"when the {pct} paired-bootstrap interval of its change (new − baseline over the same transcripts) lies entirely "
+        "on the worse side of its tolerance, so noise alone does not fail the check. For a metric measured per compaction "
+        "the interval is two-level (transcripts resampled, then each one's compactions), and a second one, within sessions "
+        "(the transcripts held, their compactions resampled), also fails it: a change confined to a few long sessions "
+        "counts when it is consistent at their compactions."
+    )
+    if report.scope:
+        lines += ["", "**What this check can detect**", ""] + [f"- {line}" for line in report.scope]
+    if report.notes:
+        lines += ["", "**Changed since the baseline**", ""] + [f"- {note}" for note in report.notes]
+    for label in dict.fromkeys(c.label for c in report.comparisons):
+        lines += ["", f"### `{label}`", "", f"| metric | better | tolerance | baseline | new | change [{pct} CI] | n | verdict |"]
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for c in (c for c in report.comparisons if c.label == label):
+            verdict = f"**{VERDICT[c.verdict]}**" if c in failed else VERDICT[c.verdict]
+            lines.append(
+                f"| {metric_name(c.metric)} | {c.metric.direction} | {_tolerance(c.metric)} | {fmt(c.baseline)} | {fmt(c.new)} | {_change(c)} | {c.n} | {verdict} |"
+            )
+    lines += ["", "### Transcripts that flipped", "", "Transcripts whose value moved by more than the tolerance, worst first."]
+    flipped = [c for c in report.comparisons if c.flips or c.missing]
+    if not flipped:
+        lines += ["", "None."]
+    for c in sorted(flipped, key=lambda c: c not in failed):  # stable: regressions first, then suite order
+        worse = sum(f.worse for f in c.flips)
+        head = f"`{c.label}` · {metric_name(c.metric)}: {worse} worse, {len(c.flips) - worse} better" + (
+            f", {c.missing} lost their value" if c.missing else ""
+        )
+        table = ["| transcript | baseline | new | change |", "|---|---|---|---|"] if c.flips else []
+        for f in c.flips[:MAX_FLIPS_SHOWN]:
+            table.append(
+                f"| `{f.transcript}` | {fmt(f.baseline)} | {fmt(f.new)} | {f.new - f.baseline:+.4g} ({'worse' if f.worse else 'better'}) |"
+            )
+        if len(c.flips) > MAX_FLIPS_SHOWN:
+            table.append(f"| … and {len(c.flips) - MAX_FLIPS_SHOWN} more | | | |")
+        if c.lost_facts:
+            table += ["", "Facts lost at its compactions that the baseline kept:", ""]
+            table += [f"- `{transcript}`: {_facts(items)}" for transcript, items in c.lost_facts[:MAX_FLIPS_SHOWN]]
+        if c in failed:
+            lines += ["", f"**{head}**", "", *table]
+        else:  # folded: not what failed the check
+            lines += ["", f"<details><summary>{head}</summary>", "", *table, "", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def metric_name(spec: MetricSpec) -> str:
+    """The metric under its catalogue label, with the column name a suite uses."""
+    return f"{metric_label(spec.name)} (`{spec.name}`)"
+
+
+def _change(c: Comparison) -> str:
+    if c.n == 0:
+        return "–"
+    text = f"{c.change:+.4g} [{c.low:+.4g}, {c.high:+.4g}]"
+    if math.isnan(c.within_low):
+        return text
+    return f"{text}, within sessions [{c.within_low:+.4g}, {c.within_high:+.4g}] ({c.compactions} compactions)"
+
+
+def _facts(items: tuple[str, ...]) -> str:
+    shown = ", ".join(f"`{item}`" for item in items[:MAX_FACTS_SHOWN])
+    return shown + (f" … and {len(items) - MAX_FACTS_SHOWN} more" if len(items) > MAX_FACTS_SHOWN else "")
+
+
+def _tolerance(metric: MetricSpec) -> str:
+    return f"{metric.tolerance:g}" + (" (relative)" if metric.relative else "")
+
+
+def report_json(report: Report) -> dict:
+    """The check as a script reads it: the verdict, the regressions and every comparison."""
+
+    def number(value: float) -> float | None:
+        return None if value is None or value != value else float(value)
+
+    rows = [
+        {
+            "label": c.label,
+            "metric": c.metric.name,
+            "direction": c.metric.direction,
+            "tolerance": c.metric.tolerance,
+            "relative": c.metric.relative,
+            "baseline": number(c.baseline),
+            "new": number(c.new),
+            "change": number(c.change),
+            "low": number(c.low),
+            "high": number(c.high),
+            "n": c.n,
+            "verdict": c.verdict,
+            "missing": c.missing,
+            "flips": [{"transcript": f.transcript, "baseline": f.baseline, "new": f.new, "worse": f.worse} for f in c.flips],
+        }
+        for c in report.comparisons
+    ]
+    failed = report.regressions
+    return {
+        "verdict": "not measured" if report.unmeasured else "regression" if failed else "pass",
+        "unmeasured": report.unmeasured,
+        "suite": report.suite,
+        "baseline": report.baseline,
+        "transcripts": report.transcripts,
+        "regressions": [r for r, c in zip(rows, report.comparisons) if c in failed],
+        "comparisons": rows,
+        "notes": report.notes,
+    }
