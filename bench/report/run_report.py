@@ -80,7 +80,8 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     colours = colours_for(run.labels)
     overview = overview_context(run, figures, recommendation, pairs)
     overview["failures"] = run.summary.get("failures", [])  # bench/results/run_failures.py
-    overview["pareto_svg"], overview["pareto_key"] = pareto_chart(figures, recommendation, colours)
+    # No setting to place when every one failed or fell back: the failures above are the report's news.
+    overview["pareto_svg"], overview["pareto_key"] = pareto_chart(figures, recommendation, colours) if len(figures) else ("", [])
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
     step("token estimation")
     # One estimation of the run's transcripts, for its section and for the trust section's figures.
