@@ -87,6 +87,8 @@ class CompactionRequest:
     # engine's before/after: it adds what every prompt holds besides its messages (e.g. a system
     # prompt and tools the recording lacks). None: `count_tokens`.
     prompt_tokens: Callable[[Sequence[Message]], int] | None = None
+    # Whether the task statement (the first user message) is kept verbatim (`Harness.pin_task`).
+    pin_task: bool = True
     # The provider's count of one text on its own (what a tool that counts a file's tokens sees):
     # the model family's fitted tokenizer where one is shipped. None: not known.
     text_tokens: Callable[[str], float] | None = None
@@ -128,6 +130,38 @@ def fallback_note(failure: object, outcome: str) -> str:
 
 def fell_back(note: str | None) -> bool:
     return note is not None and FALLBACK_MARK in note
+
+
+WindowRule = Literal["scaled", "real"]
+
+
+@dataclass(frozen=True)
+class Harness:
+    """What the engine and the replay do around a strategy, which a preset sets as its source does
+    (`compactlab.strategies.presets`); a plain strategy gets these defaults.
+
+    pin_task: the task statement (the first user message) is kept verbatim by every compaction
+        (instructions always are).
+    loop_guard: after a threshold-triggered compaction that removed less than the engine's
+        `min_reduction` (or nothing), further threshold attempts wait until one works again. Off:
+        the trigger is obeyed at every call, as an agent without such a guard does.
+    emergency: a prompt over the window is compacted at once and the call retried. Off: the
+        over-window call stays over the window (the agent's request fails) and the trigger acts
+        before a later call.
+    anchor_output: the hybrid estimate starts from the last call's prompt plus its output (the
+        output is in the next prompt); off, from its prompt alone, as a design that counts
+        `prompt_tokens` only and estimates every newer message, the reply included.
+    window: how absolute sizes in the trigger (`absolute`, `reserve_tokens`) meet a simulated window
+        (a run's `--window`): "scaled" multiplies them by simulated ÷ the model's real window, so
+        they keep their share of the window; "real" runs the preset at the model's real window,
+        whatever the run simulates.
+    """
+
+    pin_task: bool = True
+    loop_guard: bool = True
+    emergency: bool = True
+    anchor_output: bool = True
+    window: WindowRule = "scaled"
 
 
 @dataclass(frozen=True)
@@ -191,3 +225,8 @@ class Trigger:
 
     def target_tokens(self, window: int) -> int:
         return int(self.target * window)
+
+    def scaled(self, factor: float) -> Trigger:
+        """This trigger with its absolute sizes (`absolute`, `reserve_tokens`) times `factor`: the
+        same shares of a window `factor` times the one they were set for (`Harness.window`)."""
+        return replace(self, absolute=round(self.absolute * factor), reserve_tokens=round(self.reserve_tokens * factor))

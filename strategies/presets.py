@@ -3,29 +3,40 @@
 A preset is a strategy plus the trigger and token estimator its design uses, with the source it
 was taken from. It compacts by delegating to its strategy, so anywhere a strategy is accepted a
 preset is too, and `--strategy pi` runs pi's whole design. Where a design does something the
-engine does not model, the preset says so in `deviations` rather than pretending.
+engine does not model, the preset says so rather than pretending.
 
-Sources: the agents' public code (each preset's `source` names the file each rule comes from) and, for
-the seeds, their documents in ../shared/seeds/ (each rule's section named).
+Each preset's `rules` (`compactlab.strategies.seed_rules`, `compactlab.strategies.engine_rules`) hold
+its design rule by rule: the source's file and line (or the seed document's section), what the
+preset does, and why where it differs; `deviations` is made from them. Its `harness` sets the
+engine's own policies (task pinning, the loop guard, the emergency path, how absolute sizes meet a
+simulated window) as its source would. docs/preset-rules.md is the table of them all.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy, Trigger
+from compactlab.contract import CompactionRequest, CompactionResult, Context, Harness, Strategy, Trigger
+from compactlab.strategies.engine_rules import ENGINES
+from compactlab.strategies.rule import Rule
+from compactlab.strategies.seed_rules import SEEDS as SEED_RULES
 
 SEEDS = "../shared/seeds/"  # the seed documents, next to the repository (see their README.md)
+RULES: dict[str, tuple[Rule, ...]] = {**SEED_RULES, **ENGINES}
+# What every preset's source does about the harness's policies, unless its own says otherwise
+# (each preset's rules give the source): nothing kept apart from the summary, no guard.
+SOURCE_HARNESS = Harness(pin_task=False, loop_guard=False, emergency=False)
 
 
 @dataclass(frozen=True)
 class Preset:
-    """A design: its strategy, trigger and estimator, where each rule comes from (`source`), what the
-    replay cannot do as the design does (`deviations`, nothing else), and the values the design
-    leaves open with the one chosen (`choices`). `context_windows`: the design's own model → window
-    table, which replaces compactlab's (a model it does not list gets `UNKNOWN_WINDOW` as in the
-    design; a window recorded in the transcript and the user's overrides still win)."""
+    """A design: its strategy, trigger and estimator, where its rules come from (`source`), its rules
+    one by one (`rules`: `RULES[name]`), the engine's policies as the design has them (`harness`), and
+    the values the design leaves open with the one chosen (`choices`). `context_windows`: the design's
+    own model → window table, which replaces compactlab's (a model it does not list gets
+    `UNKNOWN_WINDOW` as in the design; a window recorded in the transcript and the user's overrides
+    still win)."""
 
     name: str
     strategy: Strategy
@@ -33,9 +44,18 @@ class Preset:
     estimator: str
     source: str
     description: str
-    deviations: str = ""
     choices: str = ""
     context_windows: tuple[tuple[str, int], ...] = ()
+    harness: Harness = SOURCE_HARNESS
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return RULES[self.name]
+
+    @property
+    def deviations(self) -> str:
+        """What the preset does otherwise than its source, and why: its rules that differ."""
+        return "; ".join(f"{r.rule}: {r.does}, because {r.deviation}" for r in self.rules if not r.matches)
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         return self.strategy.compact(context, request)
@@ -68,10 +88,9 @@ def seed_000() -> Preset:
         "compactThreshold 0.8), Context Window Sizes (model table, unknown → 128,000), Compact Flow (the new session is "
         "the summary message alone, the old one archived), Archive Retrieval",
         seed_000.__doc__ or "",
-        "session_archive_read (the agent reading the archive back) needs the agent: the archive is kept, never read; "
-        "the summary is a user message, not a system one; the task statement stays verbatim, as with every strategy",
-        "tiktoken or len/3.5 for new messages: len/3.5",
-        SEED_000_WINDOWS,
+        choices="tiktoken or len/3.5 for new messages: len/3.5",
+        context_windows=SEED_000_WINDOWS,
+        harness=replace(SOURCE_HARNESS, anchor_output=False),
     )
 
 
@@ -88,8 +107,7 @@ def seed_001() -> Preset:
         "of the last call), 3 Compaction Process (history = [system, summary + last request]), 4 Summarization Prompt, "
         "6 Message Cleaning (missing tool results filled)",
         seed_001.__doc__ or "",
-        "the messages since the last call are added as chars/4 (the seed counts the last call's usage alone); the "
-        "recount by a 16-token API probe is the replay's measured size; the task statement stays verbatim",
+        choices="200,000 tokens under a simulated window: scaled by simulated ÷ the model's real window (harness window 'scaled')",
     )
 
 
@@ -110,10 +128,9 @@ def seed_002() -> Preset:
         "(PRUNE_PROTECT 40,000, PRUNE_MINIMUM 20,000, MAX_TOKENS_PER_PART 50,000), Protected Tools (skill; 'tool-' "
         "prefix; compactedAt), Token Estimation (ceil(len/4))",
         seed_002.__doc__ or "",
-        "pruning also runs at every agent session start: the replay prunes only when it compacts; every tool result "
-        "counts as completed (the recording has no part states)",
-        "the usable limit: the window (the RFC's example: 'exceeds 128k limit'); recent context kept beside the summary: "
-        "the 40,000 protected tokens",
+        choices="the usable limit: the window (the RFC's example: 'exceeds 128k limit'); recent context kept beside the "
+        "summary: the 40,000 protected tokens; the summary prompt (the RFC lists topics, not a prompt): summary.j2; an "
+        "earlier summary at a later compaction (the RFC does not say): summarized again into the new one",
     )
 
 
@@ -129,28 +146,33 @@ def seed_003() -> Preset:
         f"{SEEDS}003_4702767c5c832fea.txt: Warning Level (75%), Critical Level (90%, target 60% of max), Message "
         "Preservation Strategy (HistoryPruner's priority order; SummaryGenerator), Token Estimation Algorithm (+50)",
         seed_003.__doc__ or "",
-        "the task statement stays verbatim, as with every strategy",
-        "WARNING's target (only CRITICAL's is stated): 70% of the window; max_context_tokens (default 8,000): the model's window",
+        choices="WARNING's target (only CRITICAL's is stated): 70% of the window; max_context_tokens (default 8,000): the "
+        "model's window",
     )
 
 
 def seed_004() -> Preset:
-    """Seed 004 (Opal): iterative merge, window/4 kept, split turns, file lists; emergency window/5 forced; hybrid count."""
+    """Seed 004 (Opal): iterative merge, window/4 kept from a user message, split turns, file lists; emergency window/5 forced; hybrid count."""
     from compactlab.strategies.merge import IterativeMerge
     from compactlab.strategies.summarize import NOTE_FALLBACK
 
     return Preset(
         "seed-004",
-        IterativeMerge(emergency_keep_share=0.2, force_on_overflow=True, fallback=NOTE_FALLBACK),
+        IterativeMerge(
+            emergency_keep_share=0.2,
+            force_on_overflow=True,
+            fallback=NOTE_FALLBACK,
+            tail_rule="user-after",
+            append_last_request=False,
+        ),
         Trigger(fraction=0.8),
         "hybrid",
         f"{SEEDS}004_23e9301035d8b3fa.txt: Auto-Compaction (80%, hybrid ~4 chars/token, keep_recent_tokens = window/4), "
-        "Compaction Algorithm 1-5 (cut at a user boundary, split turns of 5+ messages, :summarize / :truncate "
-        "'[Compacted N messages: ...]', iterative update, cumulative file ops), Overflow Recovery (window/5, force: "
-        "all but the last 2), Context Window Sizes (128k fallback)",
+        "Compaction Algorithm 1-5 (cut at a user boundary at or after the point, split turns of 5+ messages, :summarize / "
+        ":truncate '[Compacted N messages: ...]', iterative update, cumulative file ops), Overflow Recovery (window/5, "
+        "force: all but the last 2), Context Window Sizes (128k fallback)",
         seed_004.__doc__ or "",
-        "manual /compact (session/compact with keep_recent) is a user's command: a replay compacts only when the "
-        "trigger fires or the prompt overflows; the task statement stays verbatim",
+        harness=replace(SOURCE_HARNESS, emergency=True, anchor_output=False),
     )
 
 
@@ -160,41 +182,61 @@ def pi() -> Preset:
 
     return Preset(
         "pi",
-        IterativeMerge(keep_recent_tokens=20_000, max_summary_tokens=13_107, split_turn_min_messages=1),
+        IterativeMerge(
+            keep_recent_tokens=20_000, max_summary_tokens=13_107, split_turn_min_messages=1, append_last_request=False
+        ),
         Trigger(fraction=1.0, reserve_tokens=16_384),
         "hybrid",
         "badlogic/pi-mono packages/coding-agent/src/core/compaction/compaction.ts: DEFAULT_COMPACTION_SETTINGS "
         "(reserveTokens 16384, keepRecentTokens 20000), shouldCompact (contextTokens > contextWindow − reserveTokens), "
         "estimateTokens (chars/4) over the last usage (calculateContextTokens), findCutPoint (any user or assistant "
         "message; isSplitTurn when it is not a user message), generateSummary (maxTokens 0.8 × reserveTokens, "
-        "UPDATE_SUMMARIZATION_PROMPT with the previous summary), extractFileOperations (read/modified files)",
+        "UPDATE_SUMMARIZATION_PROMPT with the previous summary), extractFileOperations (read/modified files); "
+        "agent-session.ts _checkCompaction (overflow: one compact-and-retry)",
         pi.__doc__ or "",
-        "pi checks at the end of a turn (and on an overflow error); the replay checks before each call",
+        choices="16,384 reserved under a simulated window: scaled by simulated ÷ the model's real window",
+        harness=replace(SOURCE_HARNESS, emergency=True),
     )
 
 
 def opencode() -> Preset:
-    """opencode: prune old tool outputs, then an anchored summary keeping ≤15k recent tokens."""
+    """opencode: prune old tool outputs, then always an anchored summary of all but the newest whole turns within
+    clamp(window/4, 2,000, 15,000) tokens."""
     from compactlab.strategies.pipeline import Pipeline
+    from compactlab.strategies.prune import Prune
 
     return Preset(
         "opencode",
-        Pipeline(stages=("prune", "opencode-summary")),
+        Pipeline(stages=(Prune(steps_as_turns=False), opencode_summary()), stop_when_under_target=False),
         Trigger(fraction=1.0, reserve_tokens=52_000),
         "hybrid",
-        "sst/opencode packages/opencode/src/session/compaction.ts and overflow.ts (PRUNE_PROTECT 40000, PRUNE_MINIMUM 20000, "
-        "reserved min(20000, max output), preserve_recent clamp(usable·0.25, 2000, 15000)); prompt compaction-suffix.ts",
+        "sst/opencode packages/opencode/src/session/overflow.ts (usable = window − min(output, 32,000) − "
+        "min(20,000, output); isOverflow) and packages/opencode/src/session/compaction.ts (prune: PRUNE_PROTECT 40000, PRUNE_MINIMUM 20000; select "
+        "and splitTurn: whole turns within preserveRecentBudget clamp(usable·0.25, 2000, 15000); processCompaction); "
+        "prompt compaction-suffix.ts",
         opencode.__doc__ or "",
-        "reserve assumes a 32,000-token max output (+20,000 reserved); prune is opt-in in recent opencode versions",
+        choices="output limit: 32,000 (ProviderTransform.maxOutputTokens' OUTPUT_TOKEN_MAX), so 52,000 reserved, scaled "
+        "by simulated ÷ the model's real window; compaction.prune: on; summary output budget: 4,096",
+        harness=replace(SOURCE_HARNESS, emergency=True),
     )
 
 
 def opencode_summary():
-    """opencode's summary stage: anchored summary prompt, 15,000 recent tokens kept, prior summary updated."""
+    """opencode's summary stage: anchored summary prompt over all but the newest whole turns within
+    clamp(window/4, 2,000, 15,000) tokens (a split turn folded into the one summary), prior summary updated."""
     from compactlab.strategies.merge import IterativeMerge
 
     return IterativeMerge(
-        keep_recent_tokens=15_000, template="opencode.j2", update_template="opencode.j2", max_summary_tokens=4_096
+        keep_recent_tokens=None,
+        keep_recent_min=2_000,
+        keep_recent_max=15_000,
+        tail_rule="within",
+        split_turn_summary=False,
+        template="opencode.j2",
+        update_template="opencode.j2",
+        max_summary_tokens=4_096,
+        track_files=False,
+        append_last_request=False,
     )
 
 
@@ -217,10 +259,10 @@ def codex() -> Preset:
         "collect_user_messages and build_compacted_history_with_limit (COMPACT_USER_MESSAGE_MAX_TOKENS 20,000 of the "
         "newest user messages, the one over the budget truncated, then the summary, SUMMARY_PREFIX), "
         "templates/compact/prompt.md; codex-rs/protocol/src/openai_models.rs ModelInfo::auto_compact_token_limit "
-        "((context_window * 9) / 10)",
+        "((context_window * 9) / 10); codex.rs (auto_compact_recently_attempted; ContextWindowExceeded ends the turn)",
         codex.__doc__ or "",
-        "remote compaction (the Responses API's compact endpoint, OpenAI providers) is the provider's own summary: "
-        "not reproducible offline; ghost snapshots are not in the recordings",
+        choices="the window 0.9 applies to: the recorded (raw) one",
+        harness=replace(SOURCE_HARNESS, loop_guard=True),
     )
 
 
@@ -245,7 +287,9 @@ def claude_code() -> Preset:
 
     return Preset(
         "claude-code",
-        WithReattachments(Summarize(keep_recent_tokens=0, template="claude_code.j2")),
+        WithReattachments(
+            Summarize(keep_recent_tokens=0, template="claude_code.j2", track_files=False, append_last_request=False)
+        ),
         Trigger(
             fraction=math.inf,
             reserve_tokens=CLAUDE_CODE_OUTPUT + CLAUDE_CODE_BUFFER,
@@ -256,9 +300,9 @@ def claude_code() -> Preset:
         "../shared/transcripts/pai-claude: threshold = window − output limit − 13,000, see CLAUDE_CODE_BUFFER); summary sections from real "
         "compact summaries in datasets/m-claude and public prompt copies",
         claude_code.__doc__ or "",
-        "closed source: microcompaction is not modelled; re-attached files are their last content in the transcript, "
-        "not the disk's (see strategies/reattach.py); the output limit is the model's default (a user's "
-        "CLAUDE_CODE_MAX_OUTPUT_TOKENS moves the threshold)",
+        choices="the output limit: the model's default (a user's CLAUDE_CODE_MAX_OUTPUT_TOKENS moves the threshold); "
+        "45,000 (or 77,000) reserved under a simulated window: scaled by simulated ÷ the model's real window",
+        harness=Harness(pin_task=False),
     )
 
 
@@ -268,16 +312,17 @@ def openhands() -> Preset:
 
     return Preset(
         "openhands",
-        IterativeMerge(template="openhands.j2", update_template="openhands.j2"),
+        IterativeMerge(template="openhands.j2", update_template="openhands.j2", track_files=False, append_last_request=False),
         Trigger(fraction=0.8),
         "hybrid",
         "All-Hands-AI/OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py: condense (over max_size "
         "events: keep_first events, the summary event, the newest max_size // 2 − keep_first events; the earlier "
         "summary and the forgotten events summarized together), the STATE/TESTS/CHANGES/DEPS/INTENT prompt; "
-        "openhands/core/config/condenser_config.py (keep_first 1, max_size 100)",
+        "openhands/core/config/condenser_config.py (keep_first 1, max_size 100); "
+        "openhands/controller/agent_controller.py (a condensation request on ContextWindowExceededError)",
         openhands.__doc__ or "",
-        "OpenHands counts events (actions and observations), which the recordings do not have: the event-count trigger "
-        "and tail are modelled in tokens (trigger 0.8 of the window, a quarter of the window kept)",
+        choices="the event-count trigger and tail in tokens: trigger 0.8 of the window, a quarter of the window kept",
+        harness=replace(SOURCE_HARNESS, emergency=True),
     )
 
 
@@ -295,6 +340,4 @@ def masking() -> Preset:
         "(history_processors: last_n_observations, n 10); SWE-agent sweagent/agent/history_processors.py "
         "(LastNObservations: 'Old environment output: (N lines omitted)')",
         masking.__doc__ or "",
-        "the paper's processor rewrites the prompt at every step; the engine stops compactions that remove under 5% "
-        "(its loop guard), so here masking runs when the context reaches 0.8 of the window",
     )

@@ -61,7 +61,7 @@ class PriorityPrune:
         messages = context.messages
         budget = int(self.warning_target * request.window) if request.reason == "warning" else request.target_tokens
         units = _units(messages)
-        must = self._must_keep(messages, units)
+        must = self._must_keep(messages, units, request.pin_task)
         optional = sorted(
             {units[i] for i in range(len(messages)) if i not in must and not is_summary(messages[i])}, key=max, reverse=True
         )
@@ -93,10 +93,10 @@ class PriorityPrune:
         )
         return CompactionResult(replace(context, messages=new, summary=text, known_usage=None), removed, calls, made[1], note)
 
-    def _must_keep(self, messages: Sequence[Message], units: dict[int, frozenset[int]]) -> set[int]:
+    def _must_keep(self, messages: Sequence[Message], units: dict[int, frozenset[int]], pin_task: bool) -> set[int]:
         """Priorities 1-4: system messages (with every pinned message), the latest user message, the
         latest assistant message and the last tool messages, each with its unit."""
-        keep = set(pinned_indexes(messages))
+        keep = set(pinned_indexes(messages, pin_task))
         user = next((i for i in range(len(messages) - 1, -1, -1) if is_user_turn_start(messages[i])), None)
         assistant = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"), None)
         tools = (
@@ -133,7 +133,7 @@ class PriorityPrune:
             fallback="",
         )
         text, calls, prompt_hash = writer.summary_of(summarized, previous, request, messages)
-        head = pinned_head(messages)
+        head = pinned_head(messages, request.pin_task)
         kept = [messages[i] if i in full else lean[i] for i in range(head, len(messages)) if i in full or i in thin]
         new = (*messages[:head], summary_message(text), *kept)
         removed = len(dropped) + sum(is_summary(m) for m in messages)

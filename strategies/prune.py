@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
 from compactlab.strategies.base import setting
-from compactlab.transcripts.messages import is_summary, turn_boundaries
+from compactlab.transcripts.messages import is_summary, turn_boundaries, turn_starts
 from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
 
 # opencode's replacement text for a pruned tool output (sst/opencode,
@@ -49,6 +49,11 @@ class Prune:
         True, "stop at an already pruned output (opencode); False: skip it and go on (seed 002's compactedAt marker)"
     )
     max_part_tokens: int = setting(0, "cap on one output's estimate (seed 002: MAX_TOKENS_PER_PART 50,000); 0 = no cap")
+    steps_as_turns: bool = setting(
+        True,
+        "in a session whose last user turn is the task's, each step counts as a turn (see `turn_boundaries`); False: only "
+        "user messages do, as in opencode, which so never prunes a single-prompt session",
+    )
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         # Follows opencode's prune() loop (sst/opencode, packages/opencode/src/session/compaction.ts,
@@ -81,7 +86,7 @@ class Prune:
         turns = total = pruned = 0
         marked: list[tuple[int, int]] = []
         stopped_at = ""
-        boundaries = set(turn_boundaries(messages))
+        boundaries = set(turn_boundaries(messages) if self.steps_as_turns else turn_starts(messages))
         for m_index in range(len(messages) - 1, -1, -1):
             message = messages[m_index]
             if m_index in boundaries:

@@ -44,6 +44,7 @@ from compactlab.transcripts.messages import (
 )
 from compactlab.transcripts.model import Message, TextPart
 
+TailRule = Literal["turn-before", "user-after", "within"]
 NOTE_FALLBACK = "note"  # seed 004's truncate fallback: a count of the messages replaced, no LLM
 TURN_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"  # pi's separator
 _FILES = re.compile(r"<(read|modified)-files>\n(.*?)\n</\1-files>", re.DOTALL)
@@ -86,25 +87,46 @@ class Summarize:
     force_on_overflow: bool = setting(
         False, "on an overflow compaction with nothing old enough, summarize all but the last 2 messages (seed 004)"
     )
+    tail_rule: TailRule = setting(
+        "turn-before",
+        "where the kept tail starts, from the message where keep_recent_tokens is reached: 'turn-before' (the user turn "
+        "it is in, split if long), 'user-after' (seed 004: the nearest user message at or after it, else split), "
+        "'within' (opencode: the longest tail within the budget; if none fits or all of it does, everything is summarized)",
+    )
+    keep_recent_min: int = setting(0, "with keep_recent_tokens None: at least this many tokens kept (opencode: 2,000)")
+    keep_recent_max: int = setting(
+        0, "with keep_recent_tokens None: at most this many tokens kept, 0 = no cap (opencode: 15,000)"
+    )
+    split_turn_summary: bool = setting(
+        True,
+        "a split turn's first part gets its own turn-prefix summary (seed 004, pi); False: it joins the history's (opencode)",
+    )
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         messages = context.messages
-        head = pinned_head(messages)  # system prompt, instructions and the task: kept verbatim
+        head = pinned_head(messages, request.pin_task)  # system prompt, instructions (and the task): kept verbatim
         previous = messages[head] if head < len(messages) and is_summary(messages[head]) else None
         start = head + (previous is not None)
         history = messages[start:]
         emergency = request.reason in ("overflow", "silent_overflow")
-        keep = request.window // 4 if self.keep_recent_tokens is None else self.keep_recent_tokens
+        keep = self.keep_recent_tokens
+        if keep is None:
+            keep = max(request.window // 4, self.keep_recent_min)
+            keep = min(keep, self.keep_recent_max) if self.keep_recent_max else keep
         if emergency and self.emergency_keep_share:
             keep = int(self.emergency_keep_share * request.window)
-        cut, turn_start = choose_cut(history, keep, request.count_tokens, self.split_turn_min_messages)
+        cut, turn_start = choose_cut(history, keep, request.count_tokens, self.split_turn_min_messages, self.tail_rule)
+        if cut == 0 and self.tail_rule == "within" and history:
+            cut, turn_start = len(history), None  # opencode's select(): no tail to keep, the whole history is summarized
+        if not self.split_turn_summary:
+            turn_start = None
         if cut == 0 and emergency and self.force_on_overflow:
             safe = set(safe_cut_points(history))
             cut, turn_start = next((i for i in range(len(history) - 2, 0, -1) if i in safe), 0), None
         if cut == 0:
             return CompactionResult(context, 0, note="nothing old enough to summarize")
         previous_text = summary_text(previous) if previous is not None else None
-        kept = pinned_in(messages, start, start + cut)  # instructions in the span stay out of the summary
+        kept = pinned_in(messages, start, start + cut, request.pin_task)  # instructions in the span stay out of the summary
         try:
             summarizer = self._summarizer(request)  # a missing LLM provider is a failed summarizer too
             text, calls, prompt_hash, template = self._summarize(history, cut, turn_start, previous_text, summarizer, kept)
@@ -277,12 +299,17 @@ def files_in(summary: str | None) -> FileActivity:
     return FileActivity(read=found.get("read", ()), modified=found.get("modified", ()))
 
 
-def choose_cut(history: Sequence[Message], keep_tokens: int, count, split_min: int) -> tuple[int, int | None]:
+def choose_cut(
+    history: Sequence[Message], keep_tokens: int, count, split_min: int, rule: TailRule = "turn-before"
+) -> tuple[int, int | None]:
     """Where to cut `history` (messages before the cut are summarized) and, for a split turn,
-    where the split turn starts. Returns (0, None) when nothing can be summarized."""
+    where the split turn starts. Returns (0, None) when nothing can be summarized. `rule`: see
+    `Summarize.tail_rule`."""
     size = len(history)
     if keep_tokens <= 0:  # nothing recent is kept: everything is summarized (Codex, Claude Code)
         return size, None
+    if rule == "within":
+        return _cut_within(history, keep_tokens, count)
     # The verbatim tail history[index:] is the shortest one holding at least keep_tokens.
     kept, index = 0, size
     while index > 0 and kept < keep_tokens:
@@ -295,11 +322,39 @@ def choose_cut(history: Sequence[Message], keep_tokens: int, count, split_min: i
     turn = next((i for i in range(min(index, size - 1), -1, -1) if i in safe and is_user_turn_start(history[i])), None)
     if turn == index:
         return index, None
+    if rule == "user-after":
+        # Seed 004's find_cut_point: the nearest user boundary at or after the point; without one
+        # (the point is in the last turn), the split-turn handling below.
+        after = next((i for i in range(index + 1, size) if i in safe and is_user_turn_start(history[i])), None)
+        if after is not None:
+            return after, None
     if turn is not None and _turn_end(history, turn) - turn < split_min:
         return turn, None  # a short turn is kept whole (turn 0: nothing to summarize)
     # A long turn (or no user turn at all, as in single-task agents): split it at a safe point.
     cut = next((i for i in range(index, size) if i in safe), size)
     return cut, (turn if turn is not None else 0)
+
+
+def _cut_within(history: Sequence[Message], keep_tokens: int, count) -> tuple[int, int | None]:
+    """opencode's select() and splitTurn(): whole user turns, newest first, while they fit the budget,
+    then the earliest message of the next turn from which the rest fits. That is the earliest safe
+    cut whose tail fits: the tail only shrinks as the cut moves later. (0, None) when the whole
+    history fits, or when no tail does, as opencode keeps no tail then (the caller summarizes all)."""
+    starts = [i for i in range(len(history)) if is_user_turn_start(history[i])]
+    if not starts:
+        return 0, None
+    safe = set(safe_cut_points(history))
+    kept, cut = 0, None
+    for index in range(len(history) - 1, starts[0] - 1, -1):
+        kept += count([history[index]])
+        if kept > keep_tokens:
+            break
+        if index in safe:
+            cut = index
+    if cut is None or cut <= starts[0]:  # no tail fits, or every turn does (opencode: keep.start === 0)
+        return 0, None
+    turn = max(i for i in starts if i <= cut)
+    return cut, (None if turn == cut else turn)
 
 
 def _turn_end(history: Sequence[Message], start: int) -> int:

@@ -35,7 +35,7 @@ class Truncate:
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         messages = context.messages
         budget = self.budget_tokens or request.target_tokens
-        head_end = pinned_head(messages)
+        head_end = pinned_head(messages, request.pin_task)
         if self.keep_summary and head_end < len(messages) and is_summary(messages[head_end]):
             head_end += 1
         head = messages[:head_end]
@@ -58,13 +58,13 @@ class Truncate:
         low, high = 0, len(cuts) - 1
         while low < high:
             middle = (low + high) // 2
-            if request.prompt_size(_kept(messages, head, head_end, cuts[middle])) <= budget:
+            if request.prompt_size(_kept(messages, head, head_end, cuts[middle], request.pin_task)) <= budget:
                 high = middle
             else:
                 low = middle + 1
         cut = cuts[low]
-        moved = pinned_in(messages, head_end, cut)
-        kept = _kept(messages, head, head_end, cut)
+        moved = pinned_in(messages, head_end, cut, request.pin_task)
+        kept = _kept(messages, head, head_end, cut, request.pin_task)
         size = request.prompt_size(kept)
         if size <= budget:
             note = (
@@ -80,6 +80,6 @@ class Truncate:
         return CompactionResult(context=new, messages_removed=cut - head_end - len(moved), note=note)
 
 
-def _kept(messages: tuple, head: tuple, head_end: int, cut: int) -> tuple:
+def _kept(messages: tuple, head: tuple, head_end: int, cut: int, pin_task: bool) -> tuple:
     """What a cut at `cut` keeps: the head, the pinned messages before the cut, and the rest."""
-    return head + pinned_in(messages, head_end, cut) + messages[cut:]
+    return head + pinned_in(messages, head_end, cut, pin_task) + messages[cut:]

@@ -384,8 +384,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-kind", type=int, default=12, help="damaged variants per kind of damage and sample file")
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--show", type=int, default=25, help="list this many tracebacks and silent inputs")
+    parser.add_argument("--cases", action="store_true", help="only issue 32's run-level cases (tests/input_cases.py)")
     args = parser.parse_args(argv)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
+    with tempfile.TemporaryDirectory(prefix="compactlab-cases-") as tmp:
+        from tests.input_cases import print_cases
+
+        print("run-level input cases (tests/input_cases.py):")
+        tracebacks, wrong = print_cases(Path(tmp))
+        print(f"cases: tracebacks {tracebacks}, not as wanted {wrong}")
+    if args.cases:
+        return 0
     with tempfile.TemporaryDirectory(prefix="compactlab-fuzz-") as tmp:
         tally = fuzz(args.per_kind, args.seed, Path(tmp))
         try:

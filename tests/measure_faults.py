@@ -3,6 +3,7 @@
     python -m tests.measure_faults            # both parts
     python -m tests.measure_faults runs      # kills, full disk, concurrent resume
     python -m tests.measure_faults llm       # a faulty LLM server, a server that is down, a 401
+    python -m tests.measure_faults cases     # issue 32: worker deaths, damaged parts, a refused key, all fallen back
 
 Interrupted runs: `compactlab run` in a child process whose writes into the run directory
 (`os.write`, `os.copy_file_range`, `os.replace`; the row files, done.jsonl, and what is written
@@ -57,10 +58,23 @@ def _target(fd):
         return ""
 
 def _hit(path):
+    if mode == "kill-worker" and os.getpid() != state["main"] and str(path).startswith(out):
+        # A worker process dies at its Nth write, as the OOM killer would end it (the first worker to get there).
+        state[os.getpid()] = state.get(os.getpid(), 0) + 1  # (the count inherited from the run's process is not its own)
+        if state[os.getpid()] == nth and _first(gate + ".killed"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return False
     if os.getpid() != state["main"] or not str(path).startswith(out):
         return False
     state["count"] += 1
     return state["full"] or state["count"] == nth
+
+def _first(marker):
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+        return True
+    except FileExistsError:
+        return False
 
 def _act(partial):
     if mode == "kill":
@@ -284,14 +298,34 @@ def board_line(text: str) -> str:
     return f"leaderboard: {lines[0].split()[:3]}" if lines else f"said: {text.strip().splitlines()[-1][:160]!r}"
 
 
+def measure_cases(work: Path) -> None:
+    """Issue 32's run faults (tests/fault_cases.py) on the same real sessions."""
+    from tests.conftest import bundled
+    from tests.fault_cases import measure_damaged_parts, measure_llm_cases, measure_worker_deaths
+
+    data = work / "case-sessions"
+    data.mkdir()
+    for dataset, stem in FILES:
+        shutil.copy(bundled(dataset, stem), data)
+    clean_out = work / "case-clean"
+    code, _, stderr = child("count", 0, clean_out, work / "case-gate", run_arguments(data, clean_out))
+    assert code == 0, stderr
+    clean = reported_rows(clean_out)
+    measure_worker_deaths(work, data, clean)
+    measure_damaged_parts(work, data, clean_out, clean, lambda out, resume: run_arguments(data, out, resume))
+    measure_llm_cases(work)
+
+
 def main(argv: list[str]) -> None:
-    parts = argv or ["runs", "llm"]
+    parts = argv or ["runs", "llm", "cases"]
     with tempfile.TemporaryDirectory(prefix="compactlab-faults-") as directory:
         work = Path(directory)
         if "runs" in parts:
             measure_runs(work)
         if "llm" in parts:
             measure_llm(work)
+        if "cases" in parts:
+            measure_cases(work)
 
 
 if __name__ == "__main__":

@@ -66,8 +66,9 @@ def test_codex_cuts_the_user_message_that_crosses_the_budget() -> None:
 def test_opencode_prunes_outputs_beyond_40000_tokens_before_summarizing() -> None:
     preset = get_strategy("opencode")
     result = compact(preset, LONG_CODEX, window=272_000, target=1)
-    assert result.note.startswith("prune: cleared") and "opencode-summary: summarized" in result.note
-    assert preset.trigger.reserve_tokens == 52_000 and get_strategy("opencode-summary").keep_recent_tokens == 15_000
+    assert result.note.startswith("prune: cleared") and "iterative-merge: summarized" in result.note
+    summary = get_strategy("opencode-summary")
+    assert preset.trigger.reserve_tokens == 52_000 and (summary.keep_recent_min, summary.keep_recent_max) == (2_000, 15_000)
 
 
 def test_claude_code_replaces_the_whole_history_with_its_summary_past_its_output_limit_and_buffer() -> None:

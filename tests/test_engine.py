@@ -79,6 +79,21 @@ def test_loop_guard_stops_after_an_ineffective_compaction() -> None:
     assert emergency.reason == "overflow"
 
 
+def test_the_guard_tries_again_once_the_history_has_grown_enough_for_an_attempt_to_differ() -> None:
+    # opencode's prune with small protections, on a real session: after 40 messages its tool output
+    # lies within the protected tail (nothing to clear); after 60 some is older than it.
+    engine, meter = engine_for(get_strategy("prune", protect_tokens=4_000, minimum_tokens=2_000), window=20_000)
+    early, later = Context(messages=SESSION.messages[:40]), Context(messages=SESSION.messages[:60])
+    _, event = engine.before_call(early)
+    assert event is not None and not event.changed and event.stalled
+    assert engine.before_call(early) == (early, None)  # the same history: the same nothing, not tried again
+    # Grown by more than 5% of the window (1,000 tokens): the attempt may differ, and here it works.
+    assert meter(later) - meter(early) > 0.05 * 20_000
+    after, retried = engine.before_call(later)
+    assert retried is not None and retried.changed and retried.reduction >= 0.05 and not retried.stalled
+    assert engine.fires_from() == 0.8 * 20_000  # the guard no longer holds
+
+
 def test_failure_breaker_opens_after_repeated_failures() -> None:
     engine, _ = engine_for(AlwaysFails(), trigger=Trigger())
     context = Context(messages=SESSION.messages)

@@ -14,7 +14,14 @@ import numpy as np
 import pytest
 
 from compactlab.contract import Context
-from compactlab.tokens.calibration import SHIPPED_FIT, fit_families, is_training, shipped_fits, transcript_family
+from compactlab.tokens.calibration import (
+    SHIPPED_FIT,
+    fit_families,
+    in_sample,
+    is_training,
+    shipped_fits,
+    transcript_family,
+)
 from compactlab.tokens.estimation import IN_SAMPLE, run_estimation, summarize
 from compactlab.tokens.estimators import get_estimator
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT
@@ -22,6 +29,7 @@ from compactlab.tokens.metering import Meter
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.loading import load_inputs
 from compactlab.transcripts.model import Message, TextPart
+from compactlab.transcripts.session_family import session_family
 from tests.conftest import bundled
 
 [_COMPACTED] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
@@ -107,15 +115,31 @@ def test_shipped_fit_names_its_training_transcripts_and_is_current() -> None:
     document = json.loads(SHIPPED_FIT.read_text(encoding="utf-8"))
     assert document["regenerate"] == "python -m compactlab.tokens.fit_calibration"
     transcripts = [t for t in load_inputs(document["datasets"]).transcripts if not t.skipped]
+    family_of = {t.id: session_family(t) for t in transcripts}
     calls = run_estimation(transcripts, ["tiktoken-o200k"]).calls
-    train = calls[calls["transcript"].map(lambda t: is_training(t, document["train_fraction"]))]
+    # split by session: a sub-agent's file with its parent's
+    train = calls[calls["transcript"].map(lambda t: is_training(family_of[t], document["train_fraction"]))]
     refitted = fit_families(train, "tiktoken-o200k")
     assert set(refitted) == set(shipped_fits()) == {"claude", "deepseek"}
     for family, fit in shipped_fits().items():
         assert (fit.slope, fit.intercept) == (pytest.approx(refitted[family].slope), pytest.approx(refitted[family].intercept))
         assert set(fit.transcripts) == set(refitted[family].transcripts)
         assert fit.train_transcripts == len(fit.transcripts) >= 2
+        assert set(fit.families) == {family_of[t] for t in fit.transcripts}
     assert shipped_fits()["claude"].slope > 1.05  # Claude's tokenizer yields more tokens than o200k
+
+
+def test_no_session_is_split_between_the_fit_and_its_out_of_sample_score() -> None:
+    # Claude Code's sub-agent files carry their parent's sessionId: ef958aa1 (claude-code-log) has six.
+    transcripts = load_inputs(["claude-code-log", "m-claude"], lenient=True).transcripts
+    families: dict[str, set[bool]] = {}
+    for transcript in transcripts:
+        families.setdefault(session_family(transcript), set()).add(in_sample(transcript))
+    subagents = [t for t in transcripts if t.is_subagent and "ef958aa1" in t.id]
+    assert len(subagents) == 6 and {session_family(t) for t in subagents} == {"ef958aa1-0e93-49f0-bb71-150f63befcd1"}
+    # Every session is wholly in sample or wholly out of it (split by file, ef958aa1 had 4 of its 7 files trained).
+    assert all(len(sides) == 1 for sides in families.values())
+    assert any(len([t for t in transcripts if session_family(t) == f]) > 1 for f in families)
 
 
 def test_estimate_never_scores_calibrated_on_its_training_transcripts(bundled_calls) -> None:

@@ -466,3 +466,21 @@ def test_extraction_patterns_find_what_they_read_as(fast: str, readable: str) ->
     assert sum(map(len, found)) > 100  # the texts hold many
     words = [w for text in CRAFTED for w in text.split()]
     assert [bool(pattern.fullmatch(w)) for w in words] == [bool(reference.fullmatch(w)) for w in words]
+
+
+def test_the_plan_a_step_proposes_is_written_not_needed(shared) -> None:
+    # pai-claude d6a37ffc, message 39: a step whose ExitPlanMode `plan` argument names 40-odd items of
+    # the session; they are what the step writes. Its thinking and text still say what it consumed.
+    [transcript] = [t for t in load_file(next((shared / "pai-claude").glob("d6a37ffc*")), lenient=True)]
+    step = transcript.messages[39]
+    [call] = [p for p in step.parts if isinstance(p, ToolCallPart)]
+    assert call.name == "ExitPlanMode" and len(call.parsed_arguments()["plan"]) > 5_000
+    found = [i.text for i in extract_items([step])]
+    assert found == [
+        "ExitPlanMode",
+        "load-core-context.ts",
+        "capture-decision.ts",
+        "SKILL.md",
+        "/Users/pretor/.claude/plans/dreamy-dancing-clarke.md",
+    ]
+    assert "capture-all-events.ts" not in found  # named only in the plan (47 items were found before)

@@ -10,7 +10,13 @@ from pathlib import Path
 import pandas as pd
 
 from compactlab.cli.main import main
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.results.leaderboard import setting_figures
+from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
 from compactlab.results.recommendation import Rule, recommend
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.transcripts.importers import load_file
 from tests.conftest import VERDICT, bundled
 
 
@@ -112,3 +118,26 @@ def test_the_sweep_recommends_by_the_rule_on_real_sessions(tmp_path: Path, capsy
     text = page.read_text(encoding="utf-8")
     if recommendation["config"]:
         assert re.search(VERDICT + re.escape(f"{recommendation['config']}</strong>"), text)
+
+
+def test_calls_over_the_window_of_a_setting_that_could_not_act_are_reported_as_such() -> None:
+    # prune at 64k on a real Claude Code session: opencode's protections (40,000 tokens of the newest
+    # tool output, and more than 20,000 to clear) leave it nothing to remove, so every attempt is a
+    # no-op and the session's calls overflow; truncate acts on the same session.
+    [transcript] = load_file(bundled("m-claude", "95f81cf4"))
+    windows = ContextWindows({"": 64_000})
+    calls: list[pd.DataFrame] = []
+    rows: list = []
+    for name in ("prune", "truncate"):
+        replayed = replay(transcript, StrategyConfig(name, name), windows)
+        calls.append(calls_frame(replayed.calls))
+        rows += replayed.compactions
+    per_session = transcript_summary(pd.concat(calls, ignore_index=True), compactions_frame(rows)).set_index("config")
+    prune, truncate = per_session.loc["prune"], per_session.loc["truncate"]
+    assert prune["compactions"] == 0 and prune["noop_compactions"] > 0
+    assert prune["over_window_unacted_calls"] == prune["over_window_calls"] == 12
+    assert truncate["compactions"] > 0 and truncate["over_window_unacted_calls"] == 0
+    board = setting_figures(per_session.reset_index(), resamples=200).set_index("config")
+    assert board.loc["prune", "over_window_unacted_calls_total"] == 12
+    [why] = Rule().why_not(board.loc["prune"])[:1]
+    assert why == "12 calls over the context window (12 in sessions where every attempt removed nothing: it could not act)"

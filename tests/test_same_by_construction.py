@@ -12,7 +12,7 @@ from compactlab.runs.preview import compact, format_preview
 from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
-SAME = ("summarize", "iterative-merge", "openhands")
+SAME = ("summarize", "iterative-merge")  # openhands appends no file lists nor last request, as OpenHands
 SESSIONS = (
     ("mini-swe-agent-pr816", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333"),
     ("mini-swe-agent-pr816", "deepseek_chat_test_1-100_django__django-15213"),
@@ -22,7 +22,7 @@ SESSIONS = (
 
 def configs() -> list[StrategyConfig]:
     # seed-004 has its own emergency compaction (keeps window/5): not one of them.
-    return [StrategyConfig(name, name) for name in (*SAME, "seed-000", "seed-004", "pi")] + [
+    return [StrategyConfig(name, name) for name in (*SAME, "openhands", "seed-000", "seed-004", "pi")] + [
         StrategyConfig("summarize-4k", "summarize", (("keep_recent_tokens", 4000),)),
         StrategyConfig("summarize-llm", "summarize", (("summarizer", "llm"),)),
     ]
@@ -32,8 +32,8 @@ def test_the_rule_groups_settings_that_differ_only_in_prompts() -> None:
     [group] = same_groups(configs())
     assert (
         group.labels == SAME
-    )  # not archive (seed-000), seed-004 (its emergency rule), pi (its own cut), another cut, an LLM summarizer
-    assert {"summary.j2", "update.j2", "openhands.j2", "turn_prefix.j2"} <= set(group.prompts_not_rendered)
+    )  # not openhands (no file lists), archive (seed-000), seed-004 (its emergency rule), pi (its own cut), another cut, an LLM summarizer
+    assert {"summary.j2", "update.j2", "turn_prefix.j2"} <= set(group.prompts_not_rendered)
     assert "needs an LLM [summarizer]" in group.why
 
 
@@ -71,3 +71,23 @@ def test_preview_names_no_prompt_hash_when_no_prompt_was_rendered() -> None:
     # lists it renders), but no prompt was rendered: the preview does not name one.
     assert shown.event.changed and shown.event.prompt_hash and not shown.prompt_rendered
     assert "prompt " + shown.event.prompt_hash not in format_preview(shown)
+
+
+def test_masking_and_its_jetbrains_preset_are_one_result_by_construction() -> None:
+    masking = [
+        StrategyConfig("observation-masking", "observation-masking"),
+        StrategyConfig("jetbrains-masking", "jetbrains-masking"),
+    ]
+    [group] = same_groups(masking)
+    assert group.labels == ("observation-masking", "jetbrains-masking") and not group.prompts_not_rendered
+    assert "same strategy, settings, trigger and estimator" in group.why
+    # Another window of observations, or another estimator for the bare strategy, is another result.
+    assert same_groups([*masking[:1], StrategyConfig("mask-5", "observation-masking", (("keep_last", 5),))]) == []
+    assert same_groups(masking, default_estimator="chars/4") == []
+    # On a real session at a small window, both make the same compactions and the same calls.
+    [loaded] = load_file(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333"))
+    transcript = replace(loaded, context_window=20_000)
+    done = [replay(transcript, config) for config in masking]
+    rows = [[(c.message_index, c.tokens_before, c.tokens_after, c.preservation) for c in d.compactions] for d in done]
+    assert rows[0] and rows[0] == rows[1]
+    assert done[0].calls["context_tokens"] == done[1].calls["context_tokens"]

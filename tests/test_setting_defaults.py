@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from compactlab.contract import Trigger
-from compactlab.replay.strategy_config import StrategyConfig, estimator_of, trigger_of
+from compactlab.replay.strategy_config import StrategyConfig, estimator_of, trigger_of, window_and_trigger
 from compactlab.results.same_by_construction import construction_key
 from compactlab.runs import runs
 from compactlab.runs.preview import compact
@@ -83,7 +83,9 @@ def test_compact_and_the_same_by_construction_rule_read_the_same_defaults(unset:
     design = compact(transcript, "seed-003", windows=windows)
     assert (design.trigger, design.estimator) == (get_strategy("seed-003").trigger, "words")
     # The rule that groups identical settings keys them by the trigger and estimator the replay uses.
-    pi = compact(transcript, "pi", windows=windows)
-    assert construction_key(StrategyConfig("pi", "pi"))[1:3] == (pi.trigger, pi.estimator)
+    # (The replay scales the trigger's reserve to the simulated window, alike for every pi setting.)
+    pi, preset = compact(transcript, "pi", windows=windows), get_strategy("pi")
+    scaled = window_and_trigger(preset, None, windows, transcript.calls[0].model, transcript.context_window)[1]
+    assert construction_key(StrategyConfig("pi", "pi"))[1:3] == (preset.trigger, pi.estimator) and scaled == pi.trigger
     chosen = StrategyConfig("pi-50", "pi", trigger=Trigger(fraction=0.5), estimator="words")
     assert construction_key(chosen)[1:3] == (Trigger(fraction=0.5), "words")

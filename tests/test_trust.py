@@ -69,11 +69,11 @@ def test_summary_json_holds_the_reacquisition_at_every_real_compaction(run: dict
         assert got["lost_not_reacquired"] == list(expected.lost_not_reacquired)
         assert got["lost_at_once"] == expected.lost_at_once
     # The auto compaction: both lost items are files Claude Code re-attached unseen (tests/test_reacquisition.py).
-    assert (found["lost"], found["lost_reacquired"], found["kept"], found["kept_reacquired"]) == (2, 0, 9, 4)
-    assert found["lost_share"] == 0 and found["kept_share"] == pytest.approx(4 / 9)
+    assert (found["lost"], found["lost_reacquired"], found["kept"], found["kept_reacquired"]) == (2, 0, 8, 3)
+    assert found["lost_share"] == 0 and found["kept_share"] == pytest.approx(3 / 8)
     assert found["lost_at_once"] == 2  # both named by the first step after the compaction
     assert "2 of the 2 lost items were used before any message could bring them back" in run["printed"]
-    assert "0 of 2 (0%) of the items the metric marks lost, 4 of 9 (44%)" in run["printed"]
+    assert "0 of 2 (0%) of the items the metric marks lost, 3 of 8 (38%)" in run["printed"]
 
 
 def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
@@ -86,7 +86,7 @@ def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
         ).group(1)
         assert f"{check['fidelity_predicted']:,.0f}" in row and f"{check['fidelity_recorded']:,.0f}" in row
         assert f"{100 * check['relative_error']:+.1f}%".replace("-", "−") in row
-    assert "Lost items re-acquired before use: 0 of 2 (0%)" in section and "kept items re-acquired: 4 of 9 (44%)" in section
+    assert "Lost items re-acquired before use: 0 of 2 (0%)" in section and "kept items re-acquired: 3 of 8 (38%)" in section
     assert "path:/tmp/filter-repo-output.log" in section
     assert "2 of the 2 lost items were used before any message could bring them back" in section
     # Both are files the agent named in its own calls and never saw read: unknown to the recoverability rule.
@@ -94,7 +94,7 @@ def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
     assert "recoverable 0 of 0; unrecoverable 0 of 0; unknown 0 of 2 (0%)" in " ".join(by_label.split())
     assert run["summary"]["trust"]["reacquisition"]["lost_unknown"] == 2
     at_once = re.search(r'id="trust-reacquisition-table">.*?3af9b1a7.*?</tr>', section, re.S).group(0)
-    assert re.findall(r'<td class="num">([^<]*)</td>', at_once) == ["103", "0 of 2 (0%)", "4 of 9 (44%)", "2"]
+    assert re.findall(r'<td class="num">([^<]*)</td>', at_once) == ["103", "0 of 2 (0%)", "3 of 8 (38%)", "2"]
     # 3. The run's estimator (hybrid) on its undamaged sessions, every call but the first.
     transcripts = [t for f in run["files"] for t in load_file(f, lenient=True) if not t.skipped]
     calls = run_estimation(transcripts, ["hybrid"]).calls
@@ -102,6 +102,13 @@ def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
     row = re.search(r'id="trust-estimators-table">.*?<td>hybrid</td>(.*?)</tr>', section, re.S).group(1)
     assert f"{100 * np.abs(rel).mean():.1f}%" in row and f"{len(rel):,}" in row
     assert "Left out: 1 sessions with damaged records" in section
+    # ... and per source beside the pooled figure: here one source, so its row and "all" agree.
+    by_source = re.search(r'id="trust-estimators-source-table">(.*?)</table>', section, re.S).group(1)
+    sources = re.findall(r"<td>hybrid</td><td>([^<]+)</td><td class=\"num\">([^<]+)</td>", by_source)
+    assert [name for name, _ in sources][-1] == "all" and len(sources) >= 2
+    assert (
+        sum(int(n.replace(",", "")) for name, n in sources if name != "all") == len(rel) == int(sources[-1][1].replace(",", ""))
+    )
     # 4. The measured-size rule on the one session without a real compaction.
     table = error_table([r for t in transcripts for r in kept_tail_errors(t, "hybrid")]).loc["all"]
     assert table["sessions"] == 1

@@ -20,6 +20,7 @@ from compactlab.results.recorded_results import format_recorded
 from compactlab.results.run_failures import INCOMPLETE_EXIT, failure_ranks, format_failures
 from compactlab.results.same_by_construction import SameGroup
 from compactlab.runs import runs, sweep_run
+from compactlab.runs.config_schema import check_number, schema_key
 from compactlab.runs.executors import EXECUTORS, executor_for
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import DEFAULT_WINDOW, load_config, strategy_config
@@ -147,10 +148,7 @@ def _run_config(args: argparse.Namespace, strategies=None):
     elif getattr(args, "strategy", None):
         changes["strategies"] = tuple(strategy_config(name, "--strategy") for name in args.strategy)
     if args.window is not None:
-        if args.window < 0:
-            raise ValueError(
-                f"--window: {args.window} out of range: a window is a number of tokens > 0 (0: each model's real window)"
-            )
+        check_number(schema_key("", "window"), args.window, "the command line", "--window")
         changes["window"] = args.window
     if args.estimator:
         changes["estimator"] = args.estimator
@@ -166,7 +164,8 @@ def _run_config(args: argparse.Namespace, strategies=None):
         changes.update(_in_flight(config, args.max_in_flight))
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers: {args.workers} out of range: at least 1 process")
-    return replace(config, **changes)
+    # What the configuration file set is checked already, naming it: what fails here came from a flag.
+    return replace(config, **changes).checked("the command line")
 
 
 def _in_flight(config, calls: int) -> dict[str, dict]:
@@ -188,6 +187,12 @@ def _replay(
     result = runs.run(config, out, **_run_options(config, args))
     if result.llm_calls is not None:
         print(result.llm_calls, file=sys.stderr)
+    if result.replayed_again:
+        print(
+            f"replayed again: {len(result.replayed_again)} transcripts whose row parts were gone or unreadable "
+            f"({', '.join(result.replayed_again[:5])}{', ...' if len(result.replayed_again) > 5 else ''})",
+            file=sys.stderr,
+        )
     return result, write_summary(result, config, rule=rule, all_pairs=all_pairs)
 
 
@@ -209,7 +214,9 @@ def run_run(args: argparse.Namespace) -> int:
     out = args.out or Path("reports/run")
     with RunLock(out):  # over the run and the files written from it
         _, document = _replay(config, out, args, all_pairs=args.all_pairs)
-        report = write_run_report(out, progress=sys.stderr.isatty()) if document.get("leaderboard") else None
+        # With failures and nothing to rank (every LLM setting fell back) the report still shows them, first.
+        shown = document.get("leaderboard") or document.get("failures")
+        report = write_run_report(out, progress=sys.stderr.isatty()) if shown else None
     if args.json:
         print(json.dumps(_brief(document, out, report), indent=2, default=str))
         return _incomplete_exit(document["failures"], quiet=True)

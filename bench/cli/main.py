@@ -296,7 +296,11 @@ def run_estimate(args: argparse.Namespace) -> int:
     overrides.update(parse_override(text) for text in args.context_window)
     loaded = _load(args)
     result = run_estimation(
-        loaded.transcripts, args.estimators, ContextWindows(overrides=overrides), progress=sys.stderr.isatty()
+        loaded.transcripts,
+        args.estimators,
+        ContextWindows(overrides=overrides),
+        progress=sys.stderr.isatty(),
+        keep_damaged=args.lenient,  # --lenient keeps files with skipped records, counted (compactlab.tokens.estimation)
     )
     summary = summarize_estimation(result.calls)
     print(format_summary(result, summary))

@@ -8,7 +8,10 @@ when it fires, and returns the new context with a `CompactionEvent` describing w
 Safety, as production agents learned it:
 - loop guard: a compaction that removes less than `min_reduction` (5%) of the context would fire
   again on the next call and the next; the engine stops threshold-triggered attempts after one,
-  until a compaction (an emergency one) works again.
+  until a compaction (an emergency one) works again, or the context has grown by `min_reduction`
+  of the window since: then what the strategy may remove has changed enough that an attempt can
+  differ (a pruning strategy finds nothing beyond its protected tail at first, and more as the
+  session grows), so it tries once more. A guard that held for good hid that a strategy could work.
   A strategy that returns the context unchanged (nothing it may remove) made no compaction: the
   event says so (`changed=False`, before = after), it counts as no compaction, and the guard stops
   further attempts of its kind.
@@ -20,6 +23,8 @@ Safety, as production agents learned it:
 - overflow: when the provider rejects a request as too long (`compactlab.compaction.overflow` recognises each
   provider's message) or reports an input larger than the window (silent overflow), `emergency()`
   compacts regardless of the guard; the driver retries the call once.
+The guard, the emergency path and task pinning are the engine's policies, not every agent's: a
+preset turns off those its source does not have (`compactlab.contract.Harness`).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from compactlab.contract import CompactionFailed, CompactionRequest, Context, Reason, Strategy, Summarizer, Trigger
+from compactlab.contract import CompactionFailed, CompactionRequest, Context, Harness, Reason, Strategy, Summarizer, Trigger
 from compactlab.transcripts.model import Message
 
 
@@ -71,10 +76,12 @@ class Engine:
     count_tokens: Callable[[Sequence[Message]], int]  # the same estimator over a message list
     trigger: Trigger = field(default_factory=Trigger)
     summarizer: Summarizer | None = None
+    harness: Harness = field(default_factory=Harness)  # the loop guard, the emergency path, task pinning
     text_tokens: Callable[[str], float] | None = None  # the provider's count of one text (`CompactionRequest`)
     min_reduction: float = 0.05
     max_failures: int = 3
     stalled: bool = False
+    stalled_at: int = 0  # the context's size (the trigger's measure) when the guard last stopped attempts
     failures: int = 0
     # An emergency compaction that could not shrink the context will not do better on the next
     # call: further emergencies wait until some compaction has worked again.
@@ -87,16 +94,24 @@ class Engine:
     def due(self, tokens: int) -> Reason | None:
         """Why a context of `tokens` must be compacted now, or None (also while the guard or breaker holds)."""
         reason = self.trigger.check(tokens, self.window)
-        return None if reason is None or self.stalled or self.breaker_open else reason
+        if reason is None or self.breaker_open or (self.stalled and tokens < self.retry_from):
+            return None
+        return reason
+
+    @property
+    def retry_from(self) -> float:
+        """While the guard holds, the context size from which a threshold attempt may differ from the
+        one it stopped: grown by what a working compaction must remove (`min_reduction` of the window)."""
+        return self.stalled_at + self.min_reduction * self.window if self.stalled else 0.0
 
     @property
     def can_emergency(self) -> bool:
         """Whether `emergency` would try a compaction now (else it returns no event)."""
-        return not (self.emergency_stalled or self.breaker_open)
+        return self.harness.emergency and not (self.emergency_stalled or self.breaker_open)
 
     def fires_from(self) -> float:
-        """The smallest context size `due` answers for (inf while the guard or breaker holds)."""
-        return math.inf if self.stalled or self.breaker_open else self.trigger.fires_from(self.window)
+        """The smallest context size `due` answers for (inf while the breaker holds)."""
+        return math.inf if self.breaker_open else max(self.trigger.fires_from(self.window), self.retry_from)
 
     def before_call(self, context: Context, tokens: int | None = None) -> tuple[Context, CompactionEvent | None]:
         """Compact if the trigger fires (and the guard and breaker allow it).
@@ -106,7 +121,10 @@ class Engine:
         reason = self.due(tokens)
         if reason is None:
             return context, None
-        return self._compact(context, reason)
+        compacted, event = self._compact(context, reason)
+        if event.stalled:
+            self.stalled_at = tokens
+        return compacted, event
 
     def size(self, context: Context) -> int:
         """The context's size for a compaction's before and after: the meter without the provider's
@@ -117,8 +135,9 @@ class Engine:
         """Compact now, whatever the loop guard says: the provider refused the request as too long.
 
         Returns no event when the previous emergency already failed to shrink the context and no
-        compaction has worked since (the driver then records the overflow and goes on)."""
-        if not self.can_emergency:
+        compaction has worked since (the driver then records the overflow and goes on), and when the
+        harness has no emergency path (a manual compaction, which a user asks for, still happens)."""
+        if self.emergency_stalled or self.breaker_open or (reason != "manual" and not self.harness.emergency):
             return context, None
         compacted, event = self._compact(context, reason)
         self.emergency_stalled = not event.compacted or event.reduction < self.min_reduction
@@ -132,6 +151,7 @@ class Engine:
             count_tokens=self.count_tokens,
             summarizer=self.summarizer,
             prompt_tokens=lambda messages: self.size(Context(tuple(messages))),
+            pin_task=self.harness.pin_task,
             text_tokens=self.text_tokens,
         )
         name = getattr(self.strategy, "name", type(self.strategy).__name__)
@@ -149,7 +169,7 @@ class Engine:
         if _unchanged(context, result.context):
             # Nothing was removed: no compaction to count or score, and trying again on the next
             # call would find the same nothing, so the guard holds for this kind of attempt.
-            if reason in ("threshold", "warning", "critical"):  # `emergency` holds its own kind itself
+            if reason in ("threshold", "warning", "critical") and self.harness.loop_guard:  # `emergency` holds its own
                 self.stalled = True
             event = CompactionEvent(
                 reason,
@@ -186,7 +206,7 @@ class Engine:
             # A compaction that worked changed the context enough that a later attempt is no repeat
             # of the one the guard stopped: threshold attempts may go on.
             self.stalled = self.emergency_stalled = False
-        elif reason not in ("overflow", "silent_overflow", "manual"):
+        elif reason not in ("overflow", "silent_overflow", "manual") and self.harness.loop_guard:
             self.stalled = True
             event = replace(event, stalled=True)
         return compacted, event

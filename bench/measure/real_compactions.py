@@ -11,7 +11,8 @@ after it) the `recorded` strategy replays it, and this prints:
 - the grid of candidate rules (what Claude Code re-attaches, how a summary is sized), each rule's
   figure on all compactions (in sample), and the figure of choosing a rule leave-one-session-out
   (`compactlab.measure.rule_choice`): per session, the rule chosen on the others, measured on it;
-- the items the preservation metric marks lost and kept, how many of each the agent re-acquired
+- at every real compaction, a known size after it or not: the items the preservation metric
+  marks lost and kept, how many of each the agent re-acquired
   before using them (`compactlab.scoring.reacquisition`), how many lost items were used before any
   message could bring them back, and the lost items never re-acquired;
 - the lost items by recoverability (recoverable, unrecoverable, unknown) and how many of each the
@@ -102,16 +103,30 @@ def measure(transcripts: list[Transcript]) -> list[dict]:
     return [row for t in transcripts if t.compactions for row in fidelity_rows(t)]
 
 
-def report(rows: list[dict]) -> str:
+def reacquisition_rows(transcript: Transcript) -> list[dict]:
+    """Re-acquisition at every real compaction the replay re-made under the shipped rule, a known
+    size after it or not (the fidelity rows hold only those with one)."""
+    replayed = replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows())
+    return [
+        {"transcript": transcript.id, "call": row.call, "reacquisition": row.reacquisition}
+        for row in replayed.compactions
+        if isinstance(row.reacquisition, dict)
+    ]
+
+
+def report(rows: list[dict], reacquired: list[dict] | None = None) -> str:
+    """The fidelity rows, then re-acquisition at every real compaction (`reacquired`; default: the
+    fidelity rows')."""
     lines = [f"{'transcript':<38}{'call':>5}{'recorded':>10}{'predicted':>11}{'error':>8}"]
     for row in rows:
         lines.append(
             f"{row['transcript'][:37]:<38}{row['call']:>5}{row['fidelity_recorded']:>10,}{row['fidelity_predicted']:>11,}"
             f"{100 * row['relative_error']:>+7.1f}%"
         )
-    lines.append("\nre-acquired before use (lost / kept by the production summary):")
+    reacquired = rows if reacquired is None else reacquired
+    lines.append(f"\nre-acquired before use at all {len(reacquired)} real compactions (lost / kept by the production summary):")
     totals = dict.fromkeys(COUNTS, 0)
-    for row in rows:
+    for row in reacquired:
         found = row["reacquisition"]
         if not isinstance(found, dict):
             continue
@@ -188,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     transcripts = list(loaded.transcripts)
     rows = measure(transcripts)
-    print(report(rows) if rows else "no real compaction with a known size after it")
+    reacquired = [row for t in transcripts if t.compactions for row in reacquisition_rows(t)]
+    print(report(rows, reacquired) if rows or reacquired else "no real compaction")
     reasons = Counter(reason.split(" (")[0] for t in transcripts if t.compactions for _, reason in excluded(t))
     print(f"excluded as no test of the replay: {sum(reasons.values())}" + "".join(f"; {n} {r}" for r, n in reasons.items()))
     if rows:

@@ -32,7 +32,7 @@ from compactlab.compaction.engine import Engine
 from compactlab.contract import Strategy, Summarizer
 from compactlab.replay.fast.coasting import Coasting
 from compactlab.replay.fast.prefix import start_at
-from compactlab.replay.strategy_config import StrategyConfig, estimator_of, trigger_of
+from compactlab.replay.strategy_config import StrategyConfig, estimator_of, harness_of, window_and_trigger
 from compactlab.replay.uncompacted import Uncompacted, uncompacted
 from compactlab.replay.walk import CALL_COLUMNS, CallColumns, CompactionRow, Walk
 from compactlab.strategies.recorded import Recorded
@@ -85,10 +85,10 @@ def _set_up(
     first_call = next((m.call for m in transcript.messages if m.call is not None), None)
     if first_call is None:
         return None
-    trigger = trigger_of(strategy, config.trigger).for_model(first_call.model)
-    windows = (windows or ContextWindows()).with_table(getattr(strategy, "context_windows", ()))
-    window = windows.lookup(first_call.model, transcript.context_window).tokens
-    base = uncompacted(meter, window)
+    window, trigger = window_and_trigger(
+        strategy, config.trigger, windows or ContextWindows(), first_call.model, transcript.context_window
+    )
+    base = uncompacted(meter, window, harness_of(strategy).anchor_output)
     walk = Walk(transcript, config, base)
     engine = Engine(
         strategy=strategy,
@@ -97,6 +97,7 @@ def _set_up(
         count_tokens=meter.count,
         trigger=trigger,
         summarizer=summarizer,
+        harness=harness_of(strategy),
         text_tokens=meter.text_counter(),
     )
     markers = {m.at_message: m for m in transcript.compactions}

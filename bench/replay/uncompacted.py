@@ -46,6 +46,8 @@ class Uncompacted:
     trigger_tokens: list[int]  # what the engine measures before each call
     columns: dict[str, list]  # the call rows (COLUMNS)
     ratios: list[float]  # each call's measured ratio (`compactlab.replay.prompt_size.measured_ratio`)
+    # Whether the hybrid anchor (the last prompt's size) adds that call's output (`Harness.anchor_output`).
+    anchor_output: bool = True
 
     @property
     def positions(self) -> list[int]:
@@ -92,12 +94,12 @@ class Uncompacted:
 _REPLAYS: IdentityMemo[Uncompacted] = IdentityMemo(8)
 
 
-def uncompacted(meter: Meter, window: int) -> Uncompacted:
+def uncompacted(meter: Meter, window: int, anchor_output: bool = True) -> Uncompacted:
     """The uncompacted replay of `meter.transcript` (kept for the few last transcripts asked for)."""
-    return _REPLAYS.get((meter,), window, lambda: _compute(meter, window))
+    return _REPLAYS.get((meter,), (window, anchor_output), lambda: _compute(meter, window, anchor_output))
 
 
-def _compute(meter: Meter, window: int) -> Uncompacted:
+def _compute(meter: Meter, window: int, anchor_output: bool) -> Uncompacted:
     messages = meter.transcript.messages
     markers = sorted({m.at_message for m in meter.transcript.compactions})
     first_marker = markers[0] if markers else len(messages)
@@ -143,8 +145,10 @@ def _compute(meter: Meter, window: int) -> Uncompacted:
             ratios.append(ratio)
             previous_full = full
             marker_since_call = False
-            known = (index + 1, full + call.output_tokens)
+            # The anchor covers the prompt, and the reply with its output tokens unless the design
+            # counts the prompt alone (then the reply is estimated as a new message).
+            known = (index + 1, full + call.output_tokens) if anchor_output else (index, full)
         running += tokens[index]
         history.append(running)
         known_before.append(known)
-    return Uncompacted(meter, window, tokens, history, known_before, markers, trigger_tokens, columns, ratios)
+    return Uncompacted(meter, window, tokens, history, known_before, markers, trigger_tokens, columns, ratios, anchor_output)

@@ -175,7 +175,8 @@ class Walk:
         self.context_sum = self.context_sum + self.base.message_tokens[index]
         call = self.transcript.messages[index].call
         if call is not None:  # the call's prompt was measured (its row), so the trigger anchors on it
-            self.known = (index + 1, self.rows["context_tokens"][-1] + call.output_tokens)
+            prompt = self.rows["context_tokens"][-1]  # as `uncompacted`'s anchor
+            self.known = (index + 1, prompt + call.output_tokens) if self.base.anchor_output else (index, prompt)
 
     def measure(self, index: int, message: Message) -> dict:
         """The row of the call at `index` with the current context (no side effects)."""

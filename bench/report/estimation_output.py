@@ -10,7 +10,7 @@ import pandas as pd
 
 from compactlab.results.leaderboard import json_records
 from compactlab.tokens.calibration import SHIPPED_FIT
-from compactlab.tokens.estimation import IN_SAMPLE, THRESHOLDS, EstimationResult, summarize
+from compactlab.tokens.estimation import IN_SAMPLE, THRESHOLDS, EstimationResult, summarize, summarize_by_source
 from compactlab.transcripts.neutralise import write_csv
 
 
@@ -22,13 +22,19 @@ def summary_document(result: EstimationResult, settings: dict, summary: pd.DataF
         "transcripts": int(result.calls["transcript"].nunique()),
         "calls": int(result.calls[["transcript", "call"]].drop_duplicates().shape[0]),
         "left_out": {
+            # with `damaged_kept` they were estimated (their rows say `damaged`), not left out
             "damaged_transcripts": list(result.damaged_transcripts),
+            "damaged_kept": result.damaged_kept,
+            "skipped_records": result.skipped_records,
             "transcripts_without_calls": result.transcripts_without_calls,
             "first_calls": int(result.calls.loc[result.calls["first_call"], ["transcript"]].drop_duplicates().shape[0]),
         },
         "calibration": [asdict(fit) for fit in result.fits.values()],
         "uncalibrated_calls": result.uncalibrated_calls or {},
         "summary": json_records(summary),
+        # bias and error per source and per model family, each beside the pooled figure ("all")
+        "by_source": json_records(summarize_by_source(result.calls)),
+        "by_family": json_records(summarize_by_source(result.calls, by="family")),
     }
 
 
@@ -77,7 +83,9 @@ def format_summary(result: EstimationResult, summary: pd.DataFrame | None = None
     table = summary[columns].round(
         {"bias_pct": 1, "mape_pct": 1, "median_abs": 0, "p95_abs": 0, "under5_pct": 1, "late_0.8": 2, "early_0.8": 2}
     )
-    lines = [table.to_string(index=False), ""]
+    lines = [table.to_string(index=False), "", "per source, beside the pooled figure (all):"]
+    by_source = summarize_by_source(result.calls).round({"bias_pct": 1, "mape_pct": 1, "under5_pct": 1, "over5_pct": 1})
+    lines += [by_source.to_string(index=False), ""]
     for fit in result.fits.values():
         lines.append(
             f"calibrated {fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f}  ({fit.train_calls} calls, {fit.train_transcripts} transcripts)"
@@ -88,7 +96,12 @@ def format_summary(result: EstimationResult, summary: pd.DataFrame | None = None
         )
     for family, count in sorted((result.uncalibrated_calls or {}).items()):
         lines.append(f"not calibrated: {count} calls of model family {family!r}, which has no shipped calibration")
-    if result.damaged_transcripts:
+    if result.damaged_transcripts and result.damaged_kept:
+        lines.append(
+            f"kept (--lenient): {len(result.damaged_transcripts)} transcripts with damaged records, {result.skipped_records} "
+            "records skipped in them (a lost message reads as estimator error; their rows in calls.csv say `damaged`)"
+        )
+    elif result.damaged_transcripts:
         lines.append(
             f"left out: {len(result.damaged_transcripts)} transcripts with damaged records (a lost message would read as estimator error)"
         )

@@ -107,7 +107,9 @@ def _same_groups(run: RunData, figures: pd.DataFrame) -> list[SameGroup]:
     """The ranked settings identical by construction (`compactlab.results.same_by_construction`)."""
     ranked = set(figures["config"]) if not figures.empty else set()
     try:
-        groups = same_groups([c for c in strategies_of_run(run.config) if c.label in ranked])
+        groups = same_groups(
+            [c for c in strategies_of_run(run.config) if c.label in ranked], run.config.get("estimator") or "hybrid"
+        )
     except (KeyError, TypeError, ValueError, FileNotFoundError):  # a strategy this install cannot build: no claim
         return []
     return groups

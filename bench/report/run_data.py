@@ -23,8 +23,9 @@ from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule, recommend
 from compactlab.results.run_failures import mark_incomplete
 from compactlab.results.unfit_sessions import unfit_sessions
+from compactlab.runs.run_files import DONE
 from compactlab.runs.run_results import results_from_rows
-from compactlab.runs.run_storage import run_calls, run_compaction_rows
+from compactlab.runs.run_storage import damaged_parts, run_calls, run_compaction_rows
 from compactlab.runs.runs import RunResult
 from compactlab.transcripts.loading import Loaded, ReadInputs, load_inputs
 from compactlab.transcripts.neutralise import read_csv
@@ -153,6 +154,11 @@ def load_light(path: str | Path) -> RunData:
         )
     if transcripts.empty:
         raise ValueError(f"{path}: transcripts.csv has no rows")
+    if (path / DONE).exists():  # (a committed reference run keeps no rows)
+        # Its figures stand only while the rows they were made from do: a damaged part is an error.
+        damaged = damaged_parts(path)
+        if damaged:
+            raise damaged[0]
     return RunData(
         path=path,
         config=config,

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 from tqdm import tqdm
 
+from compactlab.replay.strategy_config import window_and_trigger
 from compactlab.report.estimation import render_estimation_section
 from compactlab.report.overview import overview_context, pct
 from compactlab.report.page import environment, render_page
@@ -27,8 +29,9 @@ from compactlab.report.transcripts import transcripts_context
 from compactlab.report.trust import trust_context
 from compactlab.results.leaderboard import all_pair_comparisons, comparisons_document
 from compactlab.results.same_by_construction import rendered_prompts
-from compactlab.runs.run_config import strategies_of_run
+from compactlab.runs.run_config import RunConfig, strategies_of_run, windows_of
 from compactlab.runs.run_files import write_atomic
+from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.estimation import EstimationResult, run_estimation, summarize
 
 TITLE = "compactlab: which compaction strategy, at what cost"
@@ -77,7 +80,8 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     colours = colours_for(run.labels)
     overview = overview_context(run, figures, recommendation, pairs)
     overview["failures"] = run.summary.get("failures", [])  # bench/results/run_failures.py
-    overview["pareto_svg"], overview["pareto_key"] = pareto_chart(figures, recommendation, colours)
+    # No setting to place when every one failed or fell back: the failures above are the report's news.
+    overview["pareto_svg"], overview["pareto_key"] = pareto_chart(figures, recommendation, colours) if len(figures) else ("", [])
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
     step("token estimation")
     # One estimation of the run's transcripts, for its section and for the trust section's figures.
@@ -120,6 +124,7 @@ def metadata_context(run: RunData) -> dict[str, Any]:
     reasons = {t.id: _reasons(t) for t in run.loaded.transcripts if t.skipped}
     damaged = [{"id": k, "count": v, "reasons": reasons.get(k, "")} for k, v in sorted(left.get("skipped_records", {}).items())]
     window = config.get("window") or 0
+    ran_at = _windows(run)
     summarizer = config.get("summarizer") or {}
     return {
         "run_dir": str(run.path),
@@ -143,7 +148,7 @@ def metadata_context(run: RunData) -> dict[str, Any]:
         "not_read": left.get("files_not_read", []),
         "fidelity": [_fidelity(r) for r in run.summary.get("recorded_fidelity", [])],
         "cost_check": _cost_check(run.summary.get("cost_model_check", [])),
-        "strategies": [_strategy(s) for s in config.get("strategies", [])],
+        "strategies": [_strategy(s, ran_at.get(s.get("label", ""), ()), window, run) for s in config.get("strategies", [])],
         "files": sorted((Path(k).name if len(k) > 60 else k, v or "unreadable") for k, v in (meta.get("datasets") or {}).items()),
         **_prompts(run),
         "config_json": json.dumps(config, indent=2, ensure_ascii=False),
@@ -198,9 +203,53 @@ def _cost_check(rows: list[dict]) -> dict[str, str | None] | None:
     }
 
 
-def _strategy(entry: dict) -> dict[str, str]:
+def _windows(run: RunData) -> dict[str, tuple[int, ...]]:
+    """The windows each setting's calls ran at."""
+    if run.calls.empty:
+        return {}
+    return {label: tuple(sorted(int(w) for w in group.unique())) for label, group in run.calls.groupby("config")["window"]}
+
+
+def _window_text(entry: dict, windows: tuple[int, ...], simulated: int, run: RunData) -> str:
+    """Which windows a setting ran at, how a preset's absolute sizes met a simulated one, and in how many
+    sessions its trigger lay above the window (so that it never fired there: what it shows there is
+    over-window calls, not compactions)."""
+    text = ", ".join(f"{w:,}" for w in windows) or "–"
+    try:
+        made = get_strategy(entry.get("name", ""), **(entry.get("settings") or {}))
+    except (KeyError, TypeError, ValueError, ImportError, OSError):  # a strategy no longer where the run found it
+        return text
+    harness, trigger = getattr(made, "harness", None), getattr(made, "trigger", None)
+    if entry.get("trigger") is not None or harness is None or trigger is None:
+        return text
+    if simulated and harness.window == "real":
+        text += " (the model's real window, whatever the run simulates)"
+    elif simulated and (trigger.absolute or trigger.reserve_tokens or trigger.reserve_by_model):
+        text += f" (the preset's absolute sizes scaled by {simulated:,} ÷ the model's real window)"
+    above = _above_the_window(made, run)
+    if above:
+        text += f"; its trigger lies above the window in {above} session{'s' if above > 1 else ''}: it never fires there"
+    return text
+
+
+def _above_the_window(made: object, run: RunData) -> int:
+    """Sessions where a preset's trigger, sized as the replay sizes it, fires only above the window."""
+    config = run.config
+    windows = windows_of(
+        replace(RunConfig(), window=config.get("window") or 0, context_windows=dict(config.get("context_windows") or {}))
+    )
+    count = 0
+    for transcript in run.loaded.transcripts:
+        if transcript.calls:
+            window, trigger = window_and_trigger(made, None, windows, transcript.calls[0].model, transcript.context_window)
+            count += trigger.fires_from(window) > window
+    return count
+
+
+def _strategy(entry: dict, windows: tuple[int, ...], simulated: int, run: RunData) -> dict[str, str]:
     trigger = entry.get("trigger")
     return {
+        "window": _window_text(entry, windows, simulated, run),
         "label": entry.get("label", ""),
         "name": entry.get("name", ""),
         "settings": json.dumps(entry.get("settings") or {}, ensure_ascii=False) if entry.get("settings") else "defaults",

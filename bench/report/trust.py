@@ -30,7 +30,7 @@ from compactlab.runs.run_config import strategies_of_run
 from compactlab.scoring.reacquisition import reacquisition_summary
 from compactlab.scoring.recoverability import LABELS
 from compactlab.strategies.registry import get_strategy
-from compactlab.tokens.estimation import IN_SAMPLE, EstimationResult, run_estimation
+from compactlab.tokens.estimation import IN_SAMPLE, EstimationResult, run_estimation, summarize_by_source
 
 SIZE_CHECK = "python -m compactlab.runs.prompt_size_check"
 ESTIMATE = "compactlab estimate"
@@ -147,7 +147,21 @@ def _estimator_errors(run: RunData, estimation: EstimationResult | None, estimat
                 "in_sample": f"{left_out:,}" if left_out else "",
             }
         )
-    return {"rows": rows, "missing": "", "damaged": len(estimation.damaged_transcripts)}
+    # Per source beside the pooled figure: a pooled bias can hide a source run high and another run low.
+    wanted = calls[calls["estimator"].isin(estimators)]
+    by_source = [
+        {
+            "estimator": r["estimator"],
+            "source": r["source"],
+            "calls": f"{r['calls']:,}",
+            "bias": pct(r["bias_pct"] / 100, signed=True),
+            "mape": pct(r["mape_pct"] / 100),
+            "under5": pct(r["under5_pct"] / 100),
+            "over5": pct(r["over5_pct"] / 100),
+        }
+        for r in summarize_by_source(wanted).to_dict("records")
+    ]
+    return {"rows": rows, "missing": "", "damaged": len(estimation.damaged_transcripts), "by_source": by_source}
 
 
 def _size_error(run: RunData, estimator: str) -> dict[str, Any]:

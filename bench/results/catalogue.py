@@ -164,6 +164,17 @@ METRICS: tuple[Metric, ...] = (
         "Share of the session's calls whose replayed prompt exceeds the model's context window: the provider would refuse them.",
     ),
     Metric(
+        "over_window_unacted_calls",
+        "over-window calls where it could not act (total)",
+        "lower",
+        "count",
+        0.0,
+        "Over-window calls of the sessions where the setting tried to compact and every attempt removed nothing (no "
+        "compaction at all): the overflow comes from a strategy that finds nothing it may remove, not from a trigger "
+        "that fired too late. Added up over the sessions.",
+        aggregate="sum",
+    ),
+    Metric(
         "over_window_calls",
         "over-window calls (total)",
         "lower",

@@ -270,6 +270,12 @@ def with_derived(summary: pd.DataFrame) -> pd.DataFrame:
         # fires would have no score at all, and could look best.
         "preservation_or_untouched": lambda s: s["preservation_k1"].where(s["compactions"] > 0, 1.0),
         "over_window_share": lambda s: s["over_window_calls"] / s["calls"],
+        # Over-window calls of a session where the setting tried and every attempt removed nothing: it
+        # could not act there (e.g. prune at a window smaller than the tool output it protects), which
+        # the loop guard's no-ops would otherwise hide behind "0.0% removed".
+        "over_window_unacted_calls": lambda s: s["over_window_calls"].where(
+            (s["compactions"] == 0) & (s.get("noop_compactions", 0) > 0), 0
+        ),
         "cost_change": lambda s: s["total_cost"] - s["cost_full"],
     }
     # A table written before the recoverability split (a committed reference run) lacks its figures:

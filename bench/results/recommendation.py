@@ -40,6 +40,7 @@ SAVED, KEPT, KEPT_WHERE_COMPACTED, OVER = (
     "preservation_k1_mean",
     "over_window_calls_total",
 )
+UNACTED = "over_window_unacted_calls_total"  # of those, in sessions where the setting could not act
 
 
 def _pct(value: float) -> str:
@@ -79,7 +80,12 @@ class Rule:
         failed = []
         over = row.get(OVER, 0)
         if over and not (isinstance(over, float) and math.isnan(over)):
-            failed.append(f"{int(over):,} calls over the context window")
+            unacted = row.get(UNACTED, 0)
+            unacted = 0 if _nan(unacted) else int(unacted)
+            failed.append(
+                f"{int(over):,} calls over the context window"
+                + (f" ({unacted:,} in sessions where every attempt removed nothing: it could not act)" if unacted else "")
+            )
         saved, kept, where = row.get(SAVED), row.get(KEPT), row.get(KEPT_WHERE_COMPACTED)
         if saved is None or kept is None or _nan(saved) or _nan(kept):
             failed.append("no figures to judge it by")

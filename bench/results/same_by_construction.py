@@ -8,6 +8,11 @@ of the same strategy family, trigger and estimator whose other settings are equa
 cuts and write the same summaries, whatever their prompt templates say, as long as the templates
 render the same file lists (their `files` macro is used without an LLM). Such settings are one
 result under several names: comparing their prompts needs an LLM `[summarizer]`.
+
+Settings of a strategy that calls no LLM at all (observation masking, prune, truncate) compact alike
+when their strategy, with every setting, and their trigger, estimator and window table are equal:
+`observation-masking` and the `jetbrains-masking` preset (the same masking at the same 0.8 trigger
+with the hybrid estimator) are one result under two names.
 """
 
 from __future__ import annotations
@@ -19,14 +24,19 @@ from typing import Any
 
 import pandas as pd
 
-from compactlab.replay.strategy_config import StrategyConfig, estimator_of, trigger_of
+from compactlab.replay.strategy_config import DEFAULT_ESTIMATOR, StrategyConfig, estimator_of, harness_of, trigger_of
+from compactlab.strategies.masking import ObservationMasking
 from compactlab.strategies.prompting import TEMPLATES, file_lists, renders_prompt, template_files
+from compactlab.strategies.prune import Prune
 from compactlab.strategies.registry import get_strategy
 from compactlab.strategies.summarize import Summarize
+from compactlab.strategies.truncate import Truncate
 
 # Settings that only choose which prompt is rendered (`iterative`: the update prompt or a fresh one).
 PROMPT_ONLY = ("template", "update_template", "turn_prefix_template", "iterative")
 _PROBE = (["src/read.py"], ["src/modified.py"])  # what a template's `files` macro is asked to render
+# Strategies whose compactions follow from their settings alone: they call no LLM.
+WITHOUT_LLM = (ObservationMasking, Prune, Truncate)
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,11 @@ class SameGroup:
 
     @property
     def why(self) -> str:
+        if not self.prompts_not_rendered:
+            return (
+                "identical by construction: the same strategy, settings, trigger and estimator under different names "
+                "(no LLM is called, so they make the same compactions)"
+            )
         return (
             f"identical by construction: the extractive stand-in summarizer reads no prompt, so "
             f"{', '.join(self.prompts_not_rendered)} were never rendered and these settings differ only in them; "
@@ -55,28 +70,36 @@ def one_note(groups: Sequence[SameGroup]) -> str:
     buries the leaderboard under the same explanation."""
     if not groups:
         return ""
-    prompts = sorted({p for g in groups for p in g.prompts_not_rendered})
     rows = "1 row names" if len(groups) == 1 else f"{len(groups)} rows each name"
     example = " = ".join(groups[0].labels)
+    prompts = sorted({p for g in groups for p in g.prompts_not_rendered})
+    reasons = [SameGroup(groups[0].labels, tuple(prompts)).why] if prompts else []
+    if any(not g.prompts_not_rendered for g in groups):
+        reasons.append(SameGroup(groups[0].labels, ()).why)
     return (
-        f"{rows} settings that are one result under several names (e.g. {example}): identical by construction, as "
-        f"the extractive stand-in summarizer reads no prompt, so {', '.join(prompts)} were never rendered and these settings "
-        "differ only in them; comparing summary prompts needs an LLM [summarizer] (summary.json keeps each name's figures)"
+        f"{rows} settings that are one result under several names (e.g. {example}): "
+        + "; or ".join(reasons)
+        + " (summary.json keeps each name's figures)"
     )
 
 
-def construction_key(config: StrategyConfig) -> tuple | None:
-    """What decides a setting's compactions when its summarizer reads no prompt; None for settings
-    this rule does not cover (no summarizing strategy, or an LLM summarizer)."""
+def construction_key(config: StrategyConfig, default_estimator: str = DEFAULT_ESTIMATOR) -> tuple | None:
+    """What decides a setting's compactions when its summarizer reads no prompt, or when it calls no
+    LLM; None for settings this rule does not cover (an LLM summarizer, a strategy not known to call none).
+    `default_estimator`: the run's, for settings that set none."""
     made = get_strategy(config.strategy, **dict(config.settings))
     strategy = getattr(made, "strategy", made)  # a preset compacts with its strategy
+    trigger = trigger_of(made, config.trigger)
+    estimator = estimator_of(made, config.estimator, default_estimator)
+    if type(strategy) in WITHOUT_LLM:
+        return (strategy, trigger, estimator, tuple(getattr(made, "context_windows", ())), harness_of(made))
     if not isinstance(strategy, Summarize) or strategy.summarizer != "extractive":
         return None
-    trigger = trigger_of(made, config.trigger)
-    estimator = estimator_of(made, config.estimator)
     others = tuple((f.name, getattr(strategy, f.name)) for f in dataclasses.fields(strategy) if f.name not in PROMPT_ONLY)
     lists = tuple(file_lists(t, *_PROBE) for t in (strategy.template, strategy.update_template, strategy.turn_prefix_template))
-    return (others, trigger, estimator, lists if strategy.track_files else None)
+    # The trigger as set: the replay scales it to each model's window alike for every setting with the
+    # same harness (`compactlab.replay.strategy_config.window_and_trigger`), which is in the key too.
+    return (others, trigger, estimator, lists if strategy.track_files else None, harness_of(made))
 
 
 def prompts_of(config: StrategyConfig) -> tuple[str, ...]:
@@ -85,17 +108,18 @@ def prompts_of(config: StrategyConfig) -> tuple[str, ...]:
     return tuple(dict.fromkeys((strategy.template, strategy.update_template, strategy.turn_prefix_template)))
 
 
-def same_groups(configs: Sequence[StrategyConfig]) -> list[SameGroup]:
+def same_groups(configs: Sequence[StrategyConfig], default_estimator: str = DEFAULT_ESTIMATOR) -> list[SameGroup]:
     """The groups of two or more settings identical by construction (see the module docstring)."""
     by_key: dict[tuple, list[StrategyConfig]] = {}
     for config in configs:
-        key = construction_key(config)
+        key = construction_key(config, default_estimator)
         if key is not None:
             by_key.setdefault(key, []).append(config)
     groups = []
-    for members in by_key.values():
+    for key, members in by_key.items():
         if len(members) > 1:
-            prompts = tuple(dict.fromkeys(p for config in members for p in prompts_of(config)))
+            summarizing = not isinstance(key[0], WITHOUT_LLM)
+            prompts = tuple(dict.fromkeys(p for config in members for p in prompts_of(config))) if summarizing else ()
             groups.append(SameGroup(tuple(c.label for c in members), prompts))
     return groups
 

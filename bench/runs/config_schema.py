@@ -9,12 +9,18 @@ uses it.
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass
 
 # The bundled sessions peak at 20k-155k prompt tokens against 128k-200k windows, so at real
 # windows compaction would almost never fire. The default replays every session as if its model
 # had a 64k window, so strategies are compared where they act; `window = 0` uses real windows.
 DEFAULT_WINDOW = 64_000
+# The most tokens any window, budget or threshold may name: a hundred times the largest window a
+# model offers (about 1M-10M tokens). Larger values are typos or overflows: Parquet stores token
+# counts as 64-bit integers, and `window = 10^30` used to fail only after the whole replay.
+MAX_TOKENS = 10**9
+MAX_PRICE = 1e6  # USD per million tokens: a thousand times the dearest model's output price
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,20 @@ class Key:
     description: str
     example: str = ""  # a TOML value init writes (commented out unless `enabled`)
     enabled: bool = False  # init writes it uncommented
+    # The valid range of a number (checked before any work, `check_number`): low and high ends,
+    # `low_open` when the low end itself is not valid (a rate of 0 would never send a call).
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+
+    @property
+    def valid(self) -> str:
+        """The valid values as the documentation states them ("" for a key that is not a number)."""
+        if self.type not in ("integer", "number"):
+            return ""
+        low = "" if self.low is None else f"{'>' if self.low_open else '>='} {_number(self.low)}"
+        high = "" if self.high is None else f"<= {_number(self.high)}"
+        return ", ".join(p for p in (low, high) if p) or "any"
 
 
 _LLM = (
@@ -70,9 +90,9 @@ _LLM = (
         '"OPENAI_API_KEY"',
         False,
     ),
-    ("max_retries", "integer", "4", "retries of a failed call", "4", False),
-    ("timeout", "number", "300", "seconds per attempt", "300", False),
-    ("temperature", "number", "the provider's", "sampling temperature", "0", False),
+    ("max_retries", "integer", "4", "retries of a failed call", "4", False, (0, 100)),
+    ("timeout", "number", "300", "seconds per attempt", "300", False, (0, 86_400, True)),
+    ("temperature", "number", "the provider's", "sampling temperature", "0", False, (0, 2)),
     (
         "max_in_flight",
         "integer",
@@ -80,6 +100,7 @@ _LLM = (
         "calls sent at once to this provider (summarizer and judge on one provider share the lower bound)",
         "8",
         False,
+        (1, 10_000),
     ),
     (
         "requests_per_minute",
@@ -88,6 +109,7 @@ _LLM = (
         "the provider's request rate limit (429s are waited out either way, never failures)",
         "500",
         False,
+        (0, 10**9, True),
     ),
     (
         "tokens_per_minute",
@@ -96,9 +118,17 @@ _LLM = (
         "the provider's token rate limit (a call counts its prompt and its output budget)",
         "200000",
         False,
+        (0, 10**12, True),
     ),
     ("recorded_provider", "string", "any", 'with provider = "recorded": use only this provider\'s recordings', '"openai"', False),
 )
+
+
+def _llm_key(table: str, entry: tuple) -> Key:
+    name, kind, default, text, example, on, *valid = entry
+    low, high, *open_low = valid[0] if valid else (None, None)
+    return Key(table, name, kind, default, text, example, on, low, high, bool(open_low and open_low[0]))
+
 
 KEYS: tuple[Key, ...] = (
     Key(
@@ -118,6 +148,8 @@ KEYS: tuple[Key, ...] = (
         "replay every model with this context window, in tokens (0: each model's real window)",
         str(DEFAULT_WINDOW),
         True,
+        0,
+        MAX_TOKENS,
     ),
     Key("", "estimator", "string", '"hybrid"', "token estimator for strategies that do not set their own", '"hybrid"'),
     Key("", "lenient", "boolean", "false", "skip damaged records (counted and shown) instead of stopping", "false"),
@@ -128,6 +160,8 @@ KEYS: tuple[Key, ...] = (
         "0.0",
         "share of a setting's compaction attempts that may fail or fall back (e.g. LLM errors) with the setting still ranked",
         "0.0",
+        low=0,
+        high=1,
     ),
     Key(
         "",
@@ -136,6 +170,8 @@ KEYS: tuple[Key, ...] = (
         "none",
         "what one run (or --resume) may spend on LLM calls sent; it stops before passing it, and --resume continues",
         "5.0",
+        low=0,
+        high=1e9,
     ),
     Key(
         "",
@@ -169,7 +205,8 @@ KEYS: tuple[Key, ...] = (
         "settings",
         "table",
         "the strategy's defaults",
-        "the strategy's own settings (`compactlab strategies` lists them); an unknown one is an error",
+        "the strategy's own settings (`compactlab strategies` lists them); an unknown one is an error, and numbers "
+        f"must be >= 0 and <= {MAX_TOKENS:_} (whole numbers where the setting is one)",
         "{ keep_recent_tokens = 16000 }",
         True,
     ),
@@ -181,9 +218,12 @@ KEYS: tuple[Key, ...] = (
         "none",
         "a model's own window in tokens, over `window` too; the provider prefix is optional and it must match a model",
         "200000",
+        low=0,
+        high=MAX_TOKENS,
+        low_open=True,
     ),
-    Key("prices.MODEL", "input", "number", "(required)", "USD per million uncached input tokens", "1.0", True),
-    Key("prices.MODEL", "output", "number", "(required)", "USD per million output tokens", "2.0", True),
+    Key("prices.MODEL", "input", "number", "(required)", "USD per million uncached input tokens", "1.0", True, 0, MAX_PRICE),
+    Key("prices.MODEL", "output", "number", "(required)", "USD per million output tokens", "2.0", True, 0, MAX_PRICE),
     Key(
         "prices.MODEL",
         "cache_read",
@@ -191,6 +231,8 @@ KEYS: tuple[Key, ...] = (
         "no price: such tokens make the cost unknown",
         "USD per million cache-read tokens",
         "0.1",
+        low=0,
+        high=MAX_PRICE,
     ),
     Key(
         "prices.MODEL",
@@ -199,6 +241,8 @@ KEYS: tuple[Key, ...] = (
         "no price: such tokens make the cost unknown",
         "USD per million cache-write tokens",
         "1.25",
+        low=0,
+        high=MAX_PRICE,
     ),
     Key(
         "prices.MODEL",
@@ -207,6 +251,8 @@ KEYS: tuple[Key, ...] = (
         "none",
         "prompt tokens above which `long_context` prices apply",
         "200000",
+        low=0,
+        high=MAX_TOKENS,
     ),
     Key(
         "prices.MODEL",
@@ -216,8 +262,8 @@ KEYS: tuple[Key, ...] = (
         "the prices (same keys) of a prompt over the threshold",
         "{ input = 2.0, output = 4.0 }",
     ),
-    *(Key("summarizer", name, kind, default, text, example, on) for name, kind, default, text, example, on in _LLM),
-    *(Key("judge", name, kind, default, text, example, on) for name, kind, default, text, example, on in _LLM),
+    *(_llm_key("summarizer", entry) for entry in _LLM),
+    *(_llm_key("judge", entry) for entry in _LLM),
     Key(
         "judge",
         "probes",
@@ -226,9 +272,15 @@ KEYS: tuple[Key, ...] = (
         "which probes the judge answers (see bench/scoring/next_action.py)",
         '["recall"]',
     ),
-    Key("judge", "threshold", "number", "0.5", "score at which a probe counts as answered", "0.5"),
-    Key("judge", "max_output_tokens", "integer", "2048", "output budget of a judge call", "2048"),
+    Key("judge", "threshold", "number", "0.5", "score at which a probe counts as answered", "0.5", low=0, high=1),
+    Key("judge", "max_output_tokens", "integer", "2048", "output budget of a judge call", "2048", low=1, high=MAX_TOKENS),
 )
+
+# A strategy's own numeric settings (`settings = { keep_recent_tokens = ... }`) are counts of
+# tokens or messages, or shares: none of them is negative (a negative keep budget replayed as
+# nonsense without a word). Checked by the type of the strategy's field.
+SETTING_WHOLE = Key("strategy.settings", "SETTING", "integer", "", "", low=0, high=MAX_TOKENS)
+SETTING_NUMBER = Key("strategy.settings", "SETTING", "number", "", "", low=0, high=MAX_TOKENS)
 
 TABLE_HELP = {
     "": "top level",
@@ -276,6 +328,31 @@ def check_table(values: dict, table: str, where: object) -> None:
             ok = ok and all(isinstance(v, str) for v in value)
         if not ok:
             raise ValueError(f"{where}: `{name}` must be {_article(key.type)}, got {value!r:.60}")
+        if key.type in ("integer", "number"):
+            check_number(key, value, where)
+
+
+def check_number(key: Key, value: object, where: object, name: str | None = None) -> None:
+    """`value` is a number of `key`'s type within its valid range; else an error naming `where` and
+    the key (`name`: how the user spelt it, e.g. `--window` or a model's [context_windows] entry)."""
+    name = name or f"`{key.name}`"
+    whole = key.type == "integer"
+    number = isinstance(value, int if whole else (int, float)) and not isinstance(value, bool)
+    if not number or (isinstance(value, float) and not math.isfinite(value)):
+        raise ValueError(f"{where}: {name} must be {_article(key.type)} ({key.valid}), got {value!r:.60}")
+    assert isinstance(value, (int, float))
+    too_low = key.low is not None and (value <= key.low if key.low_open else value < key.low)
+    if too_low or (key.high is not None and value > key.high):
+        raise ValueError(f"{where}: {name} = {_number(value)} is out of range: it must be {key.valid}")
+
+
+def schema_key(table: str, name: str) -> Key:
+    """The schema's key `name` of `table`."""
+    return next(k for k in KEYS if k.table == table and k.name == name)
+
+
+def _number(value: float) -> str:
+    return f"{value:,}".replace(",", "_") if isinstance(value, int) and abs(value) >= 10_000 else f"{value:g}"
 
 
 def _article(kind: str) -> str:
@@ -284,10 +361,9 @@ def _article(kind: str) -> str:
 
 def schema_markdown() -> str:
     """The README's configuration table, one row per key."""
-    lines = ["| table | key | type | default | meaning |", "|---|---|---|---|---|"]
-    for key in KEYS:
-        table = {"": "", "strategy": "[[strategy]]", "prices.MODEL": '[prices."MODEL"]'}.get(key.table, f"[{key.table}]")
-        lines.append(
-            f"| {table} | `{key.name}` | {key.type} | {key.default.replace('|', '/')} | {key.description.replace('|', '/')} |"
-        )
+    lines = ["| table | key | type | valid | default | meaning |", "|---|---|---|---|---|---|"]
+    for entry in KEYS:
+        table = {"": "", "strategy": "[[strategy]]", "prices.MODEL": '[prices."MODEL"]'}.get(entry.table, f"[{entry.table}]")
+        default, meaning = entry.default.replace("|", "/"), entry.description.replace("|", "/")
+        lines.append(f"| {table} | `{entry.name}` | {entry.type} | {entry.valid} | {default} | {meaning} |")
     return "\n".join(lines)

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 from compactlab.compaction.engine import CompactionEvent, Engine
 from compactlab.contract import Context, Summarizer, Trigger
-from compactlab.replay.strategy_config import estimator_of, trigger_of
+from compactlab.replay.strategy_config import estimator_of, harness_of, window_and_trigger
 from compactlab.strategies.prompting import renders_prompt
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
@@ -43,9 +43,7 @@ def compact(
     if not positions:
         raise ValueError(f"{transcript.source_path}: no recorded LLM calls, so there is no context to compact")
     model = transcript.calls[0].model
-    trigger = trigger_of(strategy).for_model(model)
-    windows = (windows or ContextWindows()).with_table(getattr(strategy, "context_windows", ()))
-    window = windows.lookup(model, transcript.context_window).tokens
+    window, trigger = window_and_trigger(strategy, None, windows or ContextWindows(), model, transcript.context_window)
     meter = Meter(transcript, estimator_name)
     if at_call is not None:
         if not 0 <= at_call < len(positions):
@@ -55,7 +53,13 @@ def compact(
         call, chosen_by = _first_firing(transcript, positions, meter, trigger, window)
     context = _context_before(transcript, positions, call)
     engine = Engine(
-        strategy=strategy, window=window, meter=meter, count_tokens=meter.count, trigger=trigger, summarizer=summarizer
+        strategy=strategy,
+        window=window,
+        meter=meter,
+        count_tokens=meter.count,
+        trigger=trigger,
+        summarizer=summarizer,
+        harness=harness_of(strategy),
     )
     after, event = engine.emergency(context, reason="manual") if chosen_by != "trigger" else engine.before_call(context)
     assert event is not None  # a fresh engine always attempts the first compaction

@@ -17,20 +17,32 @@ Every key, its type, default and meaning is in `bench/runs/config_schema.py` (th
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from compactlab.contract import Trigger
 from compactlab.replay.strategy_config import StrategyConfig
-from compactlab.runs.config_schema import DEFAULT_WINDOW, check_table, unknown_keys
-from compactlab.strategies.registry import registered
+from compactlab.runs.config_schema import (
+    DEFAULT_WINDOW,
+    KEYS,
+    MAX_TOKENS,
+    SETTING_NUMBER,
+    SETTING_WHOLE,
+    check_number,
+    check_table,
+    schema_key,
+    unknown_keys,
+)
+from compactlab.strategies.registry import get_strategy, registered
 
 __all__ = ["DEFAULT_WINDOW", "RunConfig", "config_from_data", "load_config", "strategy_config", "windows_of"]
 
 # Registered entries that are parts of other designs rather than designs of their own.
 NOT_RUN_BY_DEFAULT = frozenset({"opencode-summary"})
 TRIGGER_FIELDS = {f.name for f in fields(Trigger)}
+_PRICE_KEYS = tuple(k for k in KEYS if k.table == "prices.MODEL" and k.type in ("integer", "number"))
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,21 @@ class RunConfig:
     # What one invocation may spend on LLM calls (bench/compaction/llm/concurrency.py). Not part of config.json:
     # it does not shape results, and a --resume may raise it.
     max_cost_usd: float | None = None
+
+    def checked(self, where: object) -> RunConfig:
+        """This configuration, once every number in it is within its range (`config_schema`); else
+        an error naming `where` (the file, or the flag) and the key. Runs check before any work."""
+        check_number(schema_key("", "window"), self.window, where)
+        check_number(schema_key("", "max_failed_share"), self.max_failed_share, where)
+        if self.max_cost_usd is not None:
+            check_number(schema_key("", "max_cost_usd"), self.max_cost_usd, where)
+        for model, tokens in self.context_windows.items():
+            check_number(schema_key("context_windows", "MODEL"), tokens, f"{where}: [context_windows]", f"{model!r}")
+        for model, price in self.prices.items():
+            for name, value in price.items() if isinstance(price, dict) else ():
+                if not isinstance(value, dict) and any(k.name == name for k in _PRICE_KEYS):
+                    check_number(schema_key("prices.MODEL", name), value, f'{where}: [prices."{model}"]')
+        return self
 
 
 def default_strategies() -> tuple[StrategyConfig, ...]:
@@ -73,6 +100,8 @@ def strategy_config(entry: object, where: str) -> StrategyConfig:
     settings = entry.get("settings", {})
     if not isinstance(settings, dict):
         raise ValueError(f"{where}: `settings` must be a table")
+    if ":" not in entry["name"] and entry["name"] in registered():  # (a file's strategy is checked when the run loads it)
+        check_setting_numbers(get_strategy(entry["name"]), settings, where)
     return StrategyConfig(
         label=str(entry.get("label", entry["name"])),
         strategy=entry["name"],
@@ -89,8 +118,23 @@ def _check_trigger(trigger: Trigger, where: str) -> None:
             raise ValueError(f"{where}: trigger `{name}` must be a fraction of the window in (0, 1], got {value!r}")
     for name in ("absolute", "reserve_tokens"):
         value = getattr(trigger, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{where}: trigger `{name}` must be a whole number of tokens >= 0, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+            raise ValueError(
+                f"{where}: trigger `{name}` must be a whole number of tokens from 0 to {MAX_TOKENS:_}, got {value!r}"
+            )
+
+
+def check_setting_numbers(strategy: object, settings: dict, where: object) -> None:
+    """A strategy's numeric settings are in range (`config_schema.SETTING_WHOLE`, `SETTING_NUMBER`):
+    whole where the strategy's field is an `int`."""
+    inner = getattr(strategy, "strategy", strategy) if hasattr(strategy, "trigger") else strategy  # a preset's strategy
+    if not dataclasses.is_dataclass(inner):
+        return
+    types = {f.name: str(f.type) for f in dataclasses.fields(inner)}
+    for name, value in settings.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and name in types:
+            whole = "int" in types[name] and "float" not in types[name]
+            check_number(SETTING_WHOLE if whole else SETTING_NUMBER, value, where, f"setting `{name}`")
 
 
 def load_config(path: Path | None) -> RunConfig:
@@ -129,34 +173,14 @@ def config_from_data(data: dict, path: object) -> RunConfig:
         strategies=tuple(entries),
         estimator=data.get("estimator", "hybrid"),
         lenient=bool(data.get("lenient", False)),
-        window=_window(data.get("window", DEFAULT_WINDOW), path),
+        window=data.get("window", DEFAULT_WINDOW),
         context_windows=dict(data.get("context_windows", {})),
         prices=dict(data.get("prices", {})),
         summarizer=dict(data.get("summarizer", {})),
         judge=dict(data.get("judge", {})),
-        max_failed_share=_share(data.get("max_failed_share", 0.0), path),
-        max_cost_usd=_budget(data.get("max_cost_usd"), path),
-    )
-
-
-def _budget(value: object, where: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"{where}: `max_cost_usd` must be a number of US dollars >= 0, got {value!r}")
-    return float(value)
-
-
-def _share(value: object, where: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ValueError(f"{where}: `max_failed_share` must be a number from 0 to 1, got {value!r}")
-    return float(value)
-
-
-def _window(value: object, where: object) -> int:
-    if not isinstance(value, int) or value < 0:
-        raise ValueError(f"{where}: `window` must be a whole number of tokens (0: each model's real window), got {value!r}")
-    return value
+        max_failed_share=float(data.get("max_failed_share", 0.0)),
+        max_cost_usd=None if data.get("max_cost_usd") is None else float(data["max_cost_usd"]),
+    ).checked(path)
 
 
 def windows_of(config: RunConfig):

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,17 +40,31 @@ def before_write(path: Path) -> None:
         WRITE_HOOK(path)
 
 
+@contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """An OSError met while writing `path` names it (a full disk's `os.write` error names no file)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            raise OSError(exc.errno or 0, exc.strerror or str(exc), str(path)) from exc
+        raise
+
+
 def write_atomic(path: Path, text: str) -> Path:
     """Write `text` (UTF-8) to `path` through a temporary file in the same folder and a rename."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     before_write(path)
     try:
-        with temporary.open("w", encoding="utf-8") as handle:
+        # A file name that is not UTF-8 (lone surrogates in Python) is written as \udcNN, which a
+        # JSON reader reads back as it was, rather than stopping the run at its last file.
+        with naming(path), temporary.open("w", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        with naming(path):
+            os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
@@ -160,9 +175,21 @@ def read_done(path: Path) -> DoneLog:
     return DoneLog(frozenset(units), hashes, parts, ends, size, legacy)
 
 
+def drop_commits(out: Path, transcripts: set[str]) -> None:
+    """Rewrite done.jsonl without the commits of `transcripts` (their parts are then no longer the
+    run's: `--resume` replays them again, as for a transcript never finished)."""
+    path = Path(out) / DONE
+    log = read_done(path)
+    with path.open("rb") as handle:
+        whole = handle.read(log.size).decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    kept = [line for line in whole if not line.strip() or json.loads(line).get("transcript") not in transcripts]
+    write_atomic(path, "".join(kept))
+
+
 def commit_line(transcript: str, labels: list[str], file: str, file_hash: str | None, parts: dict[str, str]) -> str:
     record = {"transcript": transcript, "configs": labels, "file": file, "file_sha256": file_hash, "parts": parts}
-    return json.dumps(record, ensure_ascii=False) + "\n"
+    # ASCII: a file name that is not UTF-8 (lone surrogates in Python) is written as \udcNN and read back as it was.
+    return json.dumps(record) + "\n"
 
 
 class Commits:
@@ -195,7 +222,8 @@ class Commits:
     def commit(self, transcript: str, labels: list[str], file: str, file_hash: str | None, parts: dict[str, str]) -> None:
         """Commit a transcript's parts (written already, under their names) with one done.jsonl line."""
         before_write(self.out / DONE)
-        _write_all(self.descriptor, commit_line(transcript, labels, file, file_hash, parts).encode("utf-8"))
+        with naming(self.out / DONE):
+            _write_all(self.descriptor, commit_line(transcript, labels, file, file_hash, parts).encode("utf-8"))
         self.named += parts.values()
 
 

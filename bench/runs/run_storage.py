@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from compactlab.replay.fast.call_rows import json_line
 from compactlab.replay.walk import CALL_COLUMNS
-from compactlab.runs.run_files import DONE, before_write, finished_rows, read_done
+from compactlab.runs.run_files import DONE, before_write, finished_rows, naming, read_done
 
 ROWS = "rows"
 KINDS = ("calls", "compactions")
@@ -64,10 +64,11 @@ def write_part(out: Path, kind: str, table: pa.Table) -> str:
     configs = table.column("config").to_numpy(zero_copy_only=False) if table.num_rows else np.array([])
     starts = [0, *np.flatnonzero(configs[1:] != configs[:-1]) + 1, len(configs)] if len(configs) else [0, 0]
     try:
-        with pq.ParquetWriter(temporary, table.schema) as writer:
+        with naming(path), pq.ParquetWriter(temporary, table.schema) as writer:
             for start, end in zip(starts, starts[1:]):
                 writer.write_table(table.slice(start, end - start))
-        os.replace(temporary, path)
+        with naming(path):
+            os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
@@ -106,10 +107,43 @@ def compactions_table(rows: list[dict]) -> pa.Table:
     return table.replace_schema_metadata({JSON_COLUMNS: json.dumps(nested).encode()})
 
 
+class DamagedPart(ValueError):
+    """A committed row part that is gone or cannot be read (a deleted file, a corrupted page)."""
+
+    def __init__(self, out: Path, name: str, transcript: str | None, reason: str) -> None:
+        self.out, self.name, self.transcript = Path(out), name, transcript
+        owner = f" (the rows of transcript {transcript!r})" if transcript is not None else ""
+        super().__init__(
+            f"{part_path(out, name)}{owner} cannot be read: {reason}; `compactlab run --resume --out {out}` "
+            f"(with the run's options) replays that transcript again"
+        )
+
+
+def _read_part(out: Path, name: str, filters=None) -> pa.Table:
+    try:
+        return pq.read_table(part_path(out, name), filters=filters)
+    except (OSError, pa.ArrowException) as exc:  # a missing file, a damaged footer or page
+        owners = {part: t for t, commits in read_done(Path(out) / DONE).parts.items() for c in commits for part in c.values()}
+        reason = "the file is gone" if isinstance(exc, FileNotFoundError) else str(exc).strip() or type(exc).__name__
+        raise DamagedPart(out, name, owners.get(name), reason) from None
+
+
+def damaged_parts(out: Path) -> list[DamagedPart]:
+    """Every committed part of the run in `out` that cannot be read whole, as its error."""
+    found = []
+    for kind in KINDS:
+        for name in read_done(Path(out) / DONE).part_names(kind):
+            try:
+                _read_part(out, name)
+            except DamagedPart as exc:
+                found.append(exc)
+    return found
+
+
 def _tables(out: Path, names: Iterable[str], configs: Iterable[str] | None) -> Iterator[pa.Table]:
     filters = None if configs is None else [("config", "in", list(configs))]
     for name in names:
-        yield pq.read_table(part_path(out, name), filters=filters)
+        yield _read_part(out, name, filters)
 
 
 def _part_rows(table: pa.Table) -> list[dict]:
@@ -193,7 +227,7 @@ def export_jsonl(out: Path, kind: str, target: Path, configs: Iterable[str] | No
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     count = 0
     try:
-        with temporary.open("w", encoding="utf-8") as handle:
+        with temporary.open("w", encoding="utf-8") as handle, naming(target):
             for row in iter_rows(out, kind, configs):
                 handle.write(json_line(row))
                 count += 1

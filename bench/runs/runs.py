@@ -48,10 +48,11 @@ from compactlab.results.run_failures import mark_incomplete
 from compactlab.results.unfit_sessions import check_window_fits_some_session
 from compactlab.runs.concurrent_replays import replay_concurrently
 from compactlab.runs.llm_config import make_run_judge
-from compactlab.runs.run_config import RunConfig, config_json, default_strategies, windows_of
-from compactlab.runs.run_files import DONE, ROW_FILES, Commits, DoneLog, RunLock, read_done, write_atomic
+from compactlab.runs.run_config import RunConfig, check_setting_numbers, config_json, default_strategies, windows_of
+from compactlab.runs.run_files import DONE, ROW_FILES, Commits, DoneLog, RunLock, drop_commits, read_done, write_atomic
 from compactlab.runs.run_results import RunTotals, TranscriptResults, results_from_rows
 from compactlab.runs.run_storage import (
+    damaged_parts,
     remove_unnamed,
     run_calls,
     run_compaction_rows,
@@ -59,9 +60,9 @@ from compactlab.runs.run_storage import (
 from compactlab.runs.transcript_job import TranscriptJob, hash_of_file
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
 from compactlab.strategies.registry import get_strategy
-from compactlab.transcripts.datasets import resolve_inputs
+from compactlab.transcripts.datasets import refuse_output_inside, resolve_inputs
 from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.loading import FailedFile, ReadInputs, ReadTranscript, read_files
+from compactlab.transcripts.loading import FailedFile, ReadInputs, ReadTranscript, WorkerDied, read_files
 from compactlab.transcripts.neutralise import csv_frame
 
 PROGRESS_SECONDS = 0.2  # between two updates of the LLM calls shown beside the progress bar
@@ -79,6 +80,7 @@ class RunResult:
     call_models: pd.DataFrame = field(default_factory=pd.DataFrame)  # (transcript, model) pairs, for the cost coverage
     prices: dict | None = None  # the configuration's, for the costs of `calls`
     llm_calls: str | None = None  # what the run's LLM calls came to (`CallAccount.line`), when it had any
+    replayed_again: tuple[str, ...] = ()  # transcripts --resume replayed again: their row parts were gone or unreadable
     engines: dict = field(default_factory=dict)  # the presets against the real engines (`compactlab.results.real_engines`)
 
     @cached_property
@@ -100,6 +102,7 @@ def resolve(config: RunConfig) -> tuple[RunConfig, dict[str, Strategy]]:
     resolved, instances = [], {}
     for entry in config.strategies or default_strategies():
         strategy = instances[entry.label] = get_strategy(entry.strategy, **dict(entry.settings))
+        check_setting_numbers(strategy, dict(entry.settings), f"strategy {entry.label!r}")
         if entry.estimator is None and getattr(strategy, "estimator", None) is None:  # it carries none: the run's
             entry = replace(entry, estimator=config.estimator)
         resolved.append(entry)
@@ -135,8 +138,9 @@ def run(
     """
     if limit is not None and limit < 1:
         raise ValueError(f"--limit: {limit} out of range: the number of sessions (files) to replay, at least 1")
-    config, instances = resolve(config)
     out = Path(out)
+    config, instances = resolve(config.checked("the run configuration"))
+    refuse_output_inside(out, list(config.datasets) or None)
     out.mkdir(parents=True, exist_ok=True)
     forget()  # a run starts with empty memos: nothing an earlier run in this process computed is kept alive
     with RunLock(out):
@@ -170,6 +174,11 @@ def _run_locked(
         previous = json.loads((out / "config.json").read_text())
         if previous != json.loads(json.dumps(_config_json(config, limit))):  # as config.json holds it (tuples are lists)
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
+    # Transcripts whose committed row parts are gone or unreadable are replayed again, as if never finished.
+    lost = {part.transcript for part in damaged_parts(out) if part.transcript is not None} if resume and log.parts else set()
+    if lost:
+        drop_commits(out, lost)
+        log = read_done(done_path)
     write_atomic(out / "config.json", json.dumps(_config_json(config, limit), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
     prices = resolve_prices(config.prices or None)
@@ -237,9 +246,18 @@ def _run_locked(
                         # One commit per transcript: its parts, written already, become part of the run with its done line.
                         commits.commit(transcript.id, replays.labels, str(read.path), read_hash, replays.parts)
                     totals.add(replays.results)
+    except WorkerDied as exc:
+        raise ValueError(
+            f"{exc}. The transcripts finished before are kept: continue with `compactlab run --resume --out {out}` "
+            f"(the same options), with fewer processes side by side if memory is short"
+        ) from None
     finally:
         remove_unnamed(out, commits.named)  # of files replayed after an error stopped the run
     bar.close()
+    if not transcripts and failed:
+        # A lenient run of files none of which could be read has no result to show (as an empty folder has none).
+        reasons = "\n  ".join(f.error for f in failed[:20]) + (f"\n  ... and {len(failed) - 20} more" if len(failed) > 20 else "")
+        raise ValueError(f"no transcript could be read: {len(failed)} files not read:\n  {reasons}")
     read_inputs = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
     job.windows.check_overrides(model for t in transcripts for model in t.models)
     write_atomic(out / "meta.json", json.dumps(run_meta(read_inputs, file_hashes), indent=2) + "\n")
@@ -253,6 +271,7 @@ def _run_locked(
     )
     # A window no session fits in measures nothing (every call over it): refused, with the numbers.
     check_window_fits_some_session(result.transcripts)
+    result = replace(result, replayed_again=tuple(sorted(lost)))
     return replace(result, llm_calls=account.line()) if completers else result
 
 

@@ -98,8 +98,11 @@ COMMAND_KEYS = frozenset({"command", "cmd"})
 URL_KEYS = frozenset({"url", "uri"})
 OLD_TEXT_KEYS = frozenset({"old_string", "old_str", "old_text"})
 PATTERN_KEYS = frozenset({"pattern", "regex", "query", "glob", "symbol"})
-# What a tool stores is produced by the step: file contents, new text, a todo list.
-WRITTEN_KEYS = frozenset({"new_string", "new_str", "new_text", "content", "file_text", "contents", "insert_text", "todos"})
+# What a tool stores is produced by the step: file contents, new text, a todo list, the plan a step
+# proposes (Claude Code's `ExitPlanMode`: one such plan named 220 items of the session it was written from).
+WRITTEN_KEYS = frozenset(
+    {"new_string", "new_str", "new_text", "content", "file_text", "contents", "insert_text", "todos", "plan"}
+)
 NUMBER_KEYS = frozenset({"offset", "line", "lines", "line_number", "start_line", "end_line", "view_range", "insert_line", "port"})
 SHELL_FENCES = frozenset({"bash", "sh", "shell", "zsh", "console"})
 # A prose word in upper camel case (`WhereNode`, but also `WireGuard`): kind "name" until the

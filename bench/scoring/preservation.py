@@ -9,6 +9,8 @@ compaction already contained, and score the share still present in the compacted
 
 Items that are absent from the history are new information the step found itself (e.g. a path it
 guessed or a name it invented) and no compaction could have kept them, so they are not needed.
+Nor are items whose survival cannot matter (`compactlab.scoring.general_items`): general words,
+round numbers, system paths, and items present in most of the history's messages.
 
 Extraction (`extract_items`, what a step consumes) lives in `compactlab.scoring.extraction`, with its rules.
 Matching (`present`, `Haystack`) lives in `compactlab.scoring.matching`.
@@ -16,6 +18,7 @@ Matching (`present`, `Haystack`) lives in `compactlab.scoring.matching`.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -24,6 +27,7 @@ from compactlab.memo import IdentityMemo
 from compactlab.scoring.extraction import (
     step_items,
 )  # noqa: F401 (re-exported)
+from compactlab.scoring.general_items import UBIQUITOUS_SHARE, is_general, is_ubiquitous
 from compactlab.scoring.matching import Item, TranscriptText
 from compactlab.transcripts.model import Message, ToolCallPart
 
@@ -51,21 +55,30 @@ def preservation(
 
 
 def preservation_at(
-    messages: Sequence[Message], index: int, compacted: Sequence[Message], ks: Sequence[int] = (1, 5)
+    messages: Sequence[Message],
+    index: int,
+    compacted: Sequence[Message],
+    ks: Sequence[int] = (1, 5),
+    ubiquitous: float = UBIQUITOUS_SHARE,
 ) -> dict[int, StepScore]:
-    """`preservation` for a compaction before `messages[index]`, for several k at once.
+    """`preservation` for a compaction before `messages[index]`, for several k at once; items in at
+    least the share `ubiquitous` of the history's messages are not needed (`general_items`).
 
     What the next steps need depends only on the session and the position, not on the strategy,
     and where an item occurs in the session is the same for every compaction of it: a sweep that
     compacts the same session many times extracts each step's items once and searches the
     session's text once per item (`TranscriptText`, kept for the last few sessions).
     """
-    return _SCORES.get((messages, compacted), (index, tuple(ks)), lambda: _scores(messages, index, compacted, tuple(ks)))
+    return _SCORES.get(
+        (messages, compacted), (index, tuple(ks), ubiquitous), lambda: _scores(messages, index, compacted, tuple(ks), ubiquitous)
+    )
 
 
-def _scores(messages: Sequence[Message], index: int, compacted: Sequence[Message], ks: tuple[int, ...]) -> dict[int, StepScore]:
+def _scores(
+    messages: Sequence[Message], index: int, compacted: Sequence[Message], ks: tuple[int, ...], ubiquitous: float
+) -> dict[int, StepScore]:
     text = _transcript_text(messages)
-    needed_by_k = _needed_at(text, index, tuple(ks))
+    needed_by_k = _needed_at(text, index, tuple(ks), ubiquitous)
     items = list(dict.fromkeys(i for needed in needed_by_k.values() if needed for i in needed))
     present = dict(zip(items, text.in_context(items, compacted)))
     scores = {}
@@ -94,18 +107,40 @@ def _transcript_text(messages: Sequence[Message]) -> TranscriptText:
 _NEEDED: IdentityMemo[dict[int, tuple[Item, ...] | None]] = IdentityMemo(513)
 
 
-def _needed_at(text: TranscriptText, index: int, ks: tuple[int, ...]) -> dict[int, tuple[Item, ...] | None]:
-    return _NEEDED.get((text,), (index, ks), lambda: _needed(text, index, ks))
+def _needed_at(
+    text: TranscriptText, index: int, ks: tuple[int, ...], ubiquitous: float = UBIQUITOUS_SHARE
+) -> dict[int, tuple[Item, ...] | None]:
+    return _NEEDED.get((text,), (index, ks, ubiquitous), lambda: _needed(text, index, ks, ubiquitous))
 
 
-def _needed(text: TranscriptText, index: int, ks: tuple[int, ...]) -> dict[int, tuple[Item, ...] | None]:
+def _needed(text: TranscriptText, index: int, ks: tuple[int, ...], ubiquitous: float) -> dict[int, tuple[Item, ...] | None]:
     steps = list(islice((m for m in text.messages[index:] if m.role == "assistant"), max(ks)))
     result: dict[int, tuple[Item, ...] | None] = {}
     for k in ks:
         items, weak = step_items(steps[:k])
-        # Items absent from the history are what the step found itself: not needed (module docstring).
-        result[k] = tuple(i for i in items if text.in_history(i, index) and _consumed(text, i, index, weak)) if items else None
+        # Items absent from the history are what the step found itself, and items whose survival
+        # cannot matter are known anyway: neither is needed (module docstring).
+        result[k] = (
+            tuple(
+                i
+                for i in items
+                if not is_general(i)
+                and text.in_history(i, index)
+                and _consumed(text, i, index, weak)
+                and not is_ubiquitous(history_count(text, i, index), index, ubiquitous)
+            )
+            if items
+            else None
+        )
     return result
+
+
+def history_count(text: TranscriptText, item: Item, index: int) -> int:
+    """How many of the messages before `index` hold `item` (0 for a command or a text with a line
+    break, which `TranscriptText` finds in no single message)."""
+    if item.kind == "command" or "\n" in item.text:
+        return 0
+    return bisect_left(text.occurring(item, index), index)
 
 
 def needed_items(messages: Sequence[Message], index: int, ks: Sequence[int] = (1, 5)) -> dict[int, tuple[Item, ...] | None]:

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from compactlab.scoring.general_items import UBIQUITOUS_SHARE
 from compactlab.scoring.matching import Haystack, Item, present
 from compactlab.scoring.preservation import preservation_at
 from compactlab.scoring.recoverability import LABELS, classify, use_positions
@@ -63,9 +64,13 @@ class Reacquisition:
         return self.kept_reacquired / self.kept if self.kept else None
 
 
-def reacquisition_at(messages: Sequence[Message], index: int, compacted: Sequence[Message], k: int = 5) -> Reacquisition:
-    """Re-acquisition of the items the next `k` steps after `messages[index]` need, lost or kept by `compacted`."""
-    score = preservation_at(messages, index, compacted, (k,))[k]
+def reacquisition_at(
+    messages: Sequence[Message], index: int, compacted: Sequence[Message], k: int = 5, ubiquitous: float = UBIQUITOUS_SHARE
+) -> Reacquisition:
+    """Re-acquisition of the items the next `k` steps after `messages[index]` need, lost or kept by
+    `compacted`; `ubiquitous`: the preservation metric's share of the history above which an item
+    is not needed (`compactlab.scoring.general_items`)."""
+    score = preservation_at(messages, index, compacted, (k,), ubiquitous)[k]
     use = use_positions(messages, index, k)
     lost_back = [item for item in score.lost if _reacquired(messages, index, use(item), item)]
     kept_back = [item for item in score.kept if _reacquired(messages, index, use(item), item)]

@@ -25,6 +25,7 @@ import pandas as pd
 from compactlab.tokens.estimators import Calibrated
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT
 from compactlab.transcripts.model import Transcript
+from compactlab.transcripts.session_family import session_family
 
 SHIPPED_FIT = Path(__file__).with_name("calibration_fit.json")
 REGENERATE = "python -m compactlab.tokens.fit_calibration"
@@ -66,6 +67,9 @@ class Fit:
     # as growth since the session's first call (see `fit_families`).
     growth_calls: int = 0
     transcripts: tuple[str, ...] = ()  # the training transcripts' ids
+    # the sessions they belong to (`compactlab.transcripts.session_family`): a sub-agent's file is in
+    # sample when its parent session was trained on, and the other way round
+    families: tuple[str, ...] = ()
 
     def estimator(self) -> Calibrated:
         return Calibrated(base=self.base, slope=self.slope, intercept=self.intercept, family=self.family)
@@ -133,7 +137,12 @@ def shipped_fits(path: Path = SHIPPED_FIT) -> dict[str, Fit]:
     """The fits shipped with the package, by family."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
-        return {entry["family"]: Fit(**{**entry, "transcripts": tuple(entry["transcripts"])}) for entry in document["fits"]}
+        return {
+            entry["family"]: Fit(
+                **{**entry, "transcripts": tuple(entry["transcripts"]), "families": tuple(entry.get("families", ()))}
+            )
+            for entry in document["fits"]
+        }
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: cannot read the calibration fits ({exc}); regenerate them with `{REGENERATE}`") from exc
 
@@ -157,7 +166,10 @@ def calibrated_for(transcript: Transcript) -> Calibrated:
     return fit.estimator()
 
 
-def in_sample(transcript_id: str, family: str) -> bool:
-    """Whether the shipped fit of `family` was trained on this transcript."""
-    fit = shipped_fits().get(family)
-    return fit is not None and transcript_id in fit.transcripts
+def in_sample(transcript: Transcript, family: str | None = None) -> bool:
+    """Whether the shipped fit of `family` (default: the transcript's) was trained on this transcript
+    or on another file of its session (a sub-agent of it, or its parent)."""
+    fit = shipped_fits().get(family or transcript_family(transcript))
+    if fit is None:
+        return False
+    return transcript.id in fit.transcripts or session_family(transcript) in fit.families

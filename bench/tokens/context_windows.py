@@ -72,6 +72,11 @@ class ContextWindows:
         listed = dict(table)
         return ContextWindows(self.overrides, listed) if listed else self
 
+    def without_simulated(self) -> ContextWindows:
+        """These windows without the run's simulated window (the override of every model, key ""):
+        each model's real window, or the one the user gave that model."""
+        return ContextWindows({k: v for k, v in self.overrides.items() if bare_name(k)}, self.table)
+
     def check_overrides(self, models: Iterable[str]) -> None:
         """An error for every override that matches none of `models` (it would be silently ignored)."""
         seen = sorted(set(models))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -44,11 +45,14 @@ class EstimationResult:
     calls: pd.DataFrame  # one row per recorded call × estimator
     fits: dict[str, Fit]  # the shipped calibration lines per model family
     transcripts_without_calls: int  # e.g. condenser logs: nothing to compare with
-    # Transcripts with skipped (damaged) records are left out: a lost message would show up as
-    # estimator error. Their ids are kept so every output can say what was left out and why.
+    # Transcripts with skipped (damaged) records: left out by default (a lost message would show up
+    # as estimator error), kept when asked (`keep_damaged`, the CLI's --lenient). Their ids are kept
+    # so every output can say what was left out or kept, and why.
     damaged_transcripts: tuple[str, ...] = ()
     # Calls calibrated could not estimate, by model family: no shipped fit for it.
     uncalibrated_calls: dict[str, int] | None = None
+    damaged_kept: bool = False  # whether the damaged transcripts were estimated (their rows flagged `damaged`)
+    skipped_records: int = 0  # the records skipped in the damaged transcripts
 
 
 def run_estimation(
@@ -57,7 +61,10 @@ def run_estimation(
     windows: ContextWindows | None = None,
     progress: bool = False,
     cache: TokenCache | None = None,
+    keep_damaged: bool = False,
 ) -> EstimationResult:
+    """Every estimator on every recorded call of `transcripts`; `keep_damaged`: also estimate the
+    transcripts with skipped records (their rows say `damaged`), instead of leaving them out."""
     windows = windows or ContextWindows()
     windows.check_overrides(call.model for t in transcripts for call in t.calls)
     cache = cache or TokenCache()
@@ -67,7 +74,8 @@ def run_estimation(
     without_calls = 0
     uncalibrated: dict[str, int] = {}
     damaged = tuple(t.id for t in transcripts if t.skipped)
-    usable = [t for t in transcripts if not t.skipped]
+    skipped = sum(len(t.skipped) for t in transcripts)
+    usable = list(transcripts) if keep_damaged else [t for t in transcripts if not t.skipped]
     _warm_cache(usable, estimators, cache)
     for transcript in tqdm(usable, desc="estimating", unit="transcript", disable=not progress, leave=False):
         if not transcript.calls:
@@ -83,11 +91,13 @@ def run_estimation(
     calls["error"] = calls["estimate"] - calls["true_tokens"]
     calls["rel_error"] = calls["error"] / calls["true_tokens"]
     fits = shipped_fits() if "calibrated" in estimators else {}
-    return EstimationResult(calls, fits, without_calls, damaged, uncalibrated)
+    return EstimationResult(calls, fits, without_calls, damaged, uncalibrated, keep_damaged, skipped)
 
 
 ROW_COLUMNS = [
     "transcript",
+    "source",
+    "damaged",
     "source_format",
     "model",
     "family",
@@ -115,7 +125,7 @@ def _warm_cache(transcripts: Sequence[Transcript], estimators: Sequence[str], ca
 
 def _transcript_rows(transcript: Transcript, estimators: Sequence[str], windows: ContextWindows, cache: TokenCache) -> list[dict]:
     # The split is the shipped calibration's: "train" for the transcripts its fit was trained on.
-    sampled = "calibrated" in estimators and in_sample(transcript.id, transcript_family(transcript))
+    sampled = "calibrated" in estimators and in_sample(transcript, transcript_family(transcript))
     split = "train" if sampled else "test"
     bases = []
     for number, (index, call) in enumerate((i, m.call) for i, m in enumerate(transcript.messages) if m.call is not None):
@@ -123,6 +133,8 @@ def _transcript_rows(transcript: Transcript, estimators: Sequence[str], windows:
         bases.append(
             {
                 "transcript": transcript.id,
+                "source": source_of(transcript),
+                "damaged": bool(transcript.skipped),
                 "source_format": transcript.source_format,
                 "model": call.model,
                 "family": model_family(call.model),
@@ -141,6 +153,13 @@ def _transcript_rows(transcript: Transcript, estimators: Sequence[str], windows:
         for base, estimate in zip(bases, recorded_prompt_estimates(Meter(transcript, name, cache)), strict=True):
             rows.append({**base, "estimator": label, "estimate": estimate})
     return rows
+
+
+def source_of(transcript: Transcript) -> str:
+    """The source a transcript comes from: the folder holding its file (a bundled dataset's name
+    rather than its `transcripts/` folder)."""
+    folder = Path(transcript.source_path).parent
+    return (folder.parent if folder.name == "transcripts" else folder).name or transcript.source_format
 
 
 def recorded_prompt_estimates(meter: Meter) -> list[int]:
@@ -208,3 +227,33 @@ def summarize(calls: pd.DataFrame) -> pd.DataFrame:
             row[f"over_{threshold}"] = 100 * true_over.mean()
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+BY_SOURCE_COLUMNS = ["estimator", "source", "calls", "transcripts", "bias_pct", "mape_pct", "under5_pct", "over5_pct"]
+
+
+def summarize_by_source(calls: pd.DataFrame, by: str = "source") -> pd.DataFrame:
+    """Bias and error per estimator × source (or × `by`, e.g. "family"), beside the pooled figure
+    (`source` "all"), over every call but each session's first: a pooled bias can hide a source
+    the estimator runs high on and another it runs low on.
+
+    over5_pct / under5_pct: share of calls over- / underestimated by more than 5%."""
+    scored = calls[~calls["first_call"].astype(bool)]
+    rows = []
+    for estimator, own in scored.groupby("estimator", sort=True):
+        groups = [*own.groupby(by, sort=True), ("all", own)]
+        for source, group in groups:
+            rel = group["rel_error"].to_numpy(float)
+            rows.append(
+                {
+                    "estimator": estimator,
+                    "source": source,
+                    "calls": len(group),
+                    "transcripts": group["transcript"].nunique(),
+                    "bias_pct": 100 * rel.mean(),
+                    "mape_pct": 100 * np.abs(rel).mean(),
+                    "under5_pct": 100 * (rel < -0.05).mean(),
+                    "over5_pct": 100 * (rel > 0.05).mean(),
+                }
+            )
+    return pd.DataFrame(rows, columns=BY_SOURCE_COLUMNS)

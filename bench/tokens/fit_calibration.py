@@ -1,7 +1,9 @@
 """Regenerate the shipped calibration: `python -m compactlab.tokens.fit_calibration`.
 
 Fits `calibrated`'s line per model family (`compactlab.tokens.calibration.fit_families`) on the training half
-of the bundled datasets (a stable hash split by transcript id) and writes
+of the bundled datasets (a stable hash split by session: a sub-agent's file goes with its parent
+session, `compactlab.transcripts.session_family`, so none of a training session's text is scored
+as out of sample) and writes
 `bench/tokens/calibration_fit.json` with the lines and the ids of the transcripts each was trained on.
 Rerun it whenever the bundled datasets or the base estimator change; `compactlab estimate` then
 scores the new lines on every transcript not named in the file.
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from compactlab.tokens.calibration import SHIPPED_FIT, fit_document, fit_families, is_training
@@ -19,6 +22,7 @@ from compactlab.tokens.estimation import run_estimation
 from compactlab.tokens.estimators import Calibrated
 from compactlab.transcripts.datasets import list_datasets
 from compactlab.transcripts.loading import load_inputs
+from compactlab.transcripts.session_family import session_family
 
 TRAIN_FRACTION = 0.5
 
@@ -28,12 +32,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "out", nargs="?", type=Path, default=SHIPPED_FIT, help=f"where to write the fits (default: {SHIPPED_FIT})"
     )
-    out = parser.parse_args(argv).out
-    datasets = [dataset.name for dataset in list_datasets()]
+    parser.add_argument(
+        "--datasets", nargs="+", help="bundled datasets to fit on (default: every bundled dataset); the file names them"
+    )
+    args = parser.parse_args(argv)
+    out = args.out
+    datasets = args.datasets or [dataset.name for dataset in list_datasets()]
     base = Calibrated().base
-    calls = run_estimation(load_inputs(datasets).transcripts, [base]).calls
-    train = calls[calls["transcript"].map(lambda t: is_training(t, TRAIN_FRACTION))]
-    fits = fit_families(train, base)
+    transcripts = load_inputs(datasets).transcripts
+    family_of = {t.id: session_family(t) for t in transcripts}
+    calls = run_estimation(transcripts, [base]).calls
+    train = calls[calls["transcript"].map(lambda t: is_training(family_of[t], TRAIN_FRACTION))]
+    fits = {
+        name: replace(fit, families=tuple(sorted({family_of[t] for t in fit.transcripts})))
+        for name, fit in fit_families(train, base).items()
+    }
     out.write_text(json.dumps(fit_document(fits, datasets, TRAIN_FRACTION), indent=1) + "\n", encoding="utf-8")
     for fit in fits.values():
         print(

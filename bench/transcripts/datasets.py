@@ -128,6 +128,22 @@ def resolve_inputs(arguments: list[str] | None) -> Inputs:
     return Inputs(files=tuple(unique), lenient_files=frozenset(lenient_files), passed_over=tuple(passed_over))
 
 
+def refuse_output_inside(out: Path, arguments: list[str] | None) -> None:
+    """An error when `out` (where a command writes) is one of the folders `arguments` read, or
+    inside one: the command would write into the dataset, and every later read of that folder
+    would take its own output (config.json, ...) for transcripts."""
+    folders = [Path(a) for a in arguments or () if Path(a).is_dir()]
+    names = [a for a in arguments or () if not Path(a).exists()]
+    folders += [d.folder for d in list_datasets() if not arguments or d.name in names]
+    target = os.path.realpath(out)
+    for folder in folders:
+        if _within(target, os.path.realpath(folder)):
+            raise ValueError(
+                f"--out {out} is inside the dataset folder {folder}: the run would write into the dataset and later read "
+                f"its own files as transcripts; give an --out outside it"
+            )
+
+
 def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
     """(transcript files, other files) under `folder`, sorted, following links to folders once.
 
@@ -139,6 +155,7 @@ def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
     found: list[Path] = []
     other: list[Path] = []
     seen: set[tuple[int, int]] = set()
+    inside = os.path.realpath(folder)
     pending = [folder]
     while pending:
         current = pending.pop()
@@ -158,8 +175,20 @@ def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
                 is_dir, is_file = entry.is_dir(), entry.is_file()
             except OSError:
                 is_dir = is_file = False
-            if is_dir:
+            if is_dir and entry.is_symlink() and not _within(os.path.realpath(path), inside):
+                # A link out of the folder named (to a parent, say) would read files nobody named:
+                # it is a file not read, naming where it leads (`source.Source.raw`).
+                found.append(path)
+            elif is_dir:
                 pending.append(path)
-            elif is_file or entry.is_symlink():  # (a link to nothing, or into a loop, is neither)
+            elif is_file or entry.is_symlink() or entry.name.endswith(TRANSCRIPT_SUFFIXES):
+                # (a link to nothing or into a loop is neither a file nor a folder; a FIFO, socket or
+                # device named like a transcript is read as one and refused, naming itself)
                 (found if entry.name.endswith(TRANSCRIPT_SUFFIXES) else other).append(path)
+            else:
+                other.append(path)  # a FIFO, socket or device: passed over, counted
     return sorted(found), sorted(other)
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

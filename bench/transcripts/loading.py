@@ -10,9 +10,11 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
+import signal
 from collections import deque
 from collections.abc import Callable, Collection, Generator, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -150,6 +152,7 @@ def read_files(
     global _JOB
     qualifiers = _qualifiers(files)
     jobs = [(path, lenient or path in lenient_files, format, qualifiers.get(path)) for path in files]
+    files = list(files)
     workers = min(workers if workers is not None else (os.cpu_count() or 1), len(jobs))
     _JOB = (jobs, then, keep)
     try:
@@ -160,14 +163,22 @@ def read_files(
         if workers <= 1 or "fork" not in mp.get_all_start_methods():
             yield from map(ids.check, map(_read_one, range(len(jobs))))
             return
-        # The forks inherit _JOB: nothing is pickled to them.
-        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_start_worker, initargs=(os.getpid(),))
+        # The forks inherit _JOB: nothing is pickled to them. Each worker notes in `held` which
+        # file it is reading, so that one that dies (the OOM killer) can be named.
+        context = mp.get_context("fork")
+        held, slots = context.Array("q", [-1] * workers), context.Value("i", 0)
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(), held, slots))
         try:
             # Each result is let go once handed on: a list of every future would keep every file's
             # result (a run's replay results) alive to the end of the run.
             futures = deque(pool.submit(_read_one, index) for index in range(len(jobs)))
             while futures:
-                yield ids.check(futures.popleft().result())
+                try:
+                    read = futures.popleft().result()
+                except BrokenProcessPool:
+                    pool.shutdown(wait=True, cancel_futures=True)  # the others are ended: what is still held died with its worker
+                    raise WorkerDied([files[i] for i in held[:] if i >= 0]) from None
+                yield ids.check(read)
         finally:
             # Reads not started are cancelled and running ones finish. (multiprocessing.Pool's
             # terminate could kill a worker in the middle of handing back a result, which left the
@@ -211,24 +222,61 @@ class _UniqueIds:
         return read
 
 
+class WorkerDied(ValueError):
+    """A worker process died while it read (and replayed) files: killed by a signal, most often
+    by the kernel for want of memory (the OOM killer). Names the files it held."""
+
+    def __init__(self, files: Sequence[Path]) -> None:
+        self.files = tuple(files)
+        held = ", ".join(map(str, self.files)) or "a file"
+        super().__init__(
+            f"{held}: the worker process reading and replaying {'it' if len(self.files) < 2 else 'them'} died "
+            f"(killed by a signal: most likely the system ran out of memory and its OOM killer ended it)"
+        )
+
+
 _JOB: tuple | None = None
+_HELD: tuple | None = None  # in a worker: (the pool's shared array of files being read, this worker's slot in it)
 YOUNG_THRESHOLD = 50_000  # a worker's collector runs after this many new objects (Python's default: 700)
 
 
-def _start_worker(parent: int) -> None:
+def _start_worker(parent: int, held=None, slots=None) -> None:
     """Each worker ends with the run's process (bench/transcripts/parent_exit.py), freezes what it inherited,
     so its collector never walks the parent's objects again (the use Python's gc.freeze docs
     give), and collects young objects less often: reading and replaying make millions of
-    short-lived objects and few cycles (the collector's time in a sweep's workers halves)."""
+    short-lived objects and few cycles (the collector's time in a sweep's workers halves).
+
+    It takes a slot of `held`, where it notes the file it is reading. The pool ends the other
+    workers with SIGTERM when one dies: they clear their slot first, so what is left is the
+    dead worker's file."""
+    global _HELD
     exit_with_parent(parent)
+    if held is not None and slots is not None:
+        with slots.get_lock():
+            slot, slots.value = slots.value % len(held), slots.value + 1
+        _HELD = (held, slot)
+        signal.signal(signal.SIGTERM, _ended_by_pool)
     gc.freeze()
     young, *older = gc.get_threshold()
     gc.set_threshold(max(YOUNG_THRESHOLD, young), *older)
 
 
+def _ended_by_pool(signum, frame) -> None:
+    if _HELD is not None:
+        _HELD[0][_HELD[1]] = -1
+    os._exit(128 + signum)
+
+
 def _read_one(index: int) -> FileRead:
     assert _JOB is not None, "files are read only while read_files has set their job"
-    return read_job(_JOB, index)
+    if _HELD is None:
+        return read_job(_JOB, index)
+    held, slot = _HELD
+    held[slot] = index
+    try:
+        return read_job(_JOB, index)
+    finally:
+        held[slot] = -1
 
 
 def read_job(job: tuple, index: int) -> FileRead:

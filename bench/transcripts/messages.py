@@ -65,27 +65,29 @@ def task_index(messages: Sequence[Message]) -> int | None:
     return next((i for i, m in enumerate(messages) if is_user_turn_start(m)), None)
 
 
-def pinned_indexes(messages: Sequence[Message]) -> set[int]:
-    """Messages every strategy keeps verbatim: instructions (system prompts included) and the task
-    statement. They cost what they cost: the agent cannot do its task without them."""
-    task = task_index(messages)
+def pinned_indexes(messages: Sequence[Message], pin_task: bool = True) -> set[int]:
+    """Messages a strategy keeps verbatim: instructions (system prompts included) and, with `pin_task`
+    (the harness's default, `compactlab.contract.Harness`), the task statement. They cost what they
+    cost: the agent cannot do its task without them. A preset whose source summarizes the first
+    user message like any other turns `pin_task` off."""
+    task = task_index(messages) if pin_task else None
     return {i for i, m in enumerate(messages) if i == task or is_instruction(m)}
 
 
-def pinned_head(messages: Sequence[Message]) -> int:
+def pinned_head(messages: Sequence[Message], pin_task: bool = True) -> int:
     """How many messages at the start are pinned (see `pinned_indexes`): the part a compaction keeps
     in front of its summary or of the history it kept."""
-    pinned = pinned_indexes(messages)
+    pinned = pinned_indexes(messages, pin_task)
     count = 0
     while count in pinned:
         count += 1
     return count
 
 
-def pinned_in(messages: Sequence[Message], start: int, end: int) -> tuple[Message, ...]:
+def pinned_in(messages: Sequence[Message], start: int, end: int, pin_task: bool = True) -> tuple[Message, ...]:
     """The pinned messages of `messages[start:end]`, a span a strategy drops or summarizes: it keeps
     them, in order, after the head (they are never tool results, so no call loses its result)."""
-    pinned = pinned_indexes(messages)
+    pinned = pinned_indexes(messages, pin_task)
     return tuple(messages[i] for i in range(start, end) if i in pinned)
 
 

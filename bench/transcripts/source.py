@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -72,6 +73,9 @@ class Source:
     @cached_property
     def raw(self) -> bytes:
         try:
+            if not stat.S_ISREG(mode := self.path.stat().st_mode) and not stat.S_ISDIR(mode):
+                # Opening a FIFO would wait for a writer forever; a device may never end.
+                raise TranscriptError(self.path, None, "not a regular file (a FIFO, socket or device): not read")
             data = self.path.read_bytes()
         except IsADirectoryError as exc:  # a folder that could not be listed (see datasets.folder_files)
             raise TranscriptError(self.path, None, f"cannot read folder: {_listing_error(self.path)}") from exc
@@ -252,6 +256,8 @@ def gunzip_limit(compressed_size: int) -> int:
 def _listing_error(folder: Path) -> str:
     try:
         with os.scandir(folder):
+            if folder.is_symlink():  # only links out of the folder named are left unwalked (datasets.folder_files)
+                return f"a link to the folder {os.path.realpath(folder)}, outside the folder named: not followed"
             return "it is a folder, not a transcript file"
     except OSError as exc:
         return exc.strerror or str(exc)

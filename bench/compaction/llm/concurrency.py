@@ -115,12 +115,14 @@ class ProviderGate:
         self._paused_until = 0.0
         self._backoff = 1.0
 
-    def send(self, call: Callable[[], T], tokens: int, account: CallAccount | None = None) -> T:
-        """`call()` within the limits, sent again after each 429 (counted in `account.rate_limited`)."""
+    def send(self, call: Callable[[], T], tokens: int, account: CallAccount | None = None, who: tuple[str, str] = ("", "")) -> T:
+        """`call()` within the limits, sent again after each 429 (counted in `account.rate_limited`);
+        never once the run is stopping (`who`: the provider and model, for the error)."""
         while True:
             self._wait_turn(tokens)
             with self._slots:
                 if account is not None:
+                    account.check_running(*who)  # it may have stopped while this call waited for a slot
                     account.sending()
                 try:
                     result = call()
@@ -129,6 +131,11 @@ class ProviderGate:
                     if account is not None:
                         account.rate_limited_once()
                     continue
+                except LLMUnavailable as exc:
+                    if account is not None and not isinstance(exc, RunStopped):
+                        # Before the slot is let go: a call waiting for it must find the run stopped.
+                        account.unusable(exc)
+                    raise
                 finally:
                     if account is not None:
                         account.sent()
@@ -182,7 +189,9 @@ class CallAccount:
         self.spent = 0.0
         self.unpriced = 0  # calls whose actual cost is unknown: their estimate is counted instead
         self.stopped: str | None = None  # why no call is sent any more
-        self.stop_error: BudgetExhausted | None = None  # the budget stopped the run
+        # What stopped the run: the budget, or a provider that cannot be used (a refused key: one 401
+        # or 403 stops every call, none is sent after it, as no later call can do better).
+        self.stop_error: LLMUnavailable | None = None
         self._reserved = 0.0
         self._lock = threading.Lock()
 
@@ -215,6 +224,18 @@ class CallAccount:
     def stop(self, why: str) -> None:
         with self._lock:
             self.stopped = self.stopped or why
+
+    def unusable(self, error: LLMUnavailable) -> None:
+        """A provider refused the key or cannot be reached: the run stops, no call is sent after this one."""
+        with self._lock:
+            if self.stop_error is None:
+                self.stop_error = error
+            self.stopped = self.stopped or str(error)
+
+    def check_running(self, provider: str, model: str) -> None:
+        """`RunStopped` once the run is stopping: a call that waited for its turn is not sent then."""
+        if self.stopped is not None:
+            raise RunStopped(provider, model, self.stopped)
 
     def sending(self) -> None:
         with self._lock:

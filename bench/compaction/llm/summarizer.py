@@ -148,6 +148,7 @@ class LLMSummarizer:
                 lambda: self.client.complete(request.system, request.prompt, request.max_output_tokens),
                 tokens + request.max_output_tokens,
                 account,
+                (self.client.provider, self.client.model),
             )
             return completion
         finally:

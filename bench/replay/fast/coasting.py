@@ -58,8 +58,9 @@ class Coasting:
         context = np.rint(walk.overhead + written.tokens + (before - written.estimate) * arrays["ratios"][calls])
         if walk.uses_usage and walk.known is not None:  # as `hybrid_tokens`, anchored on the previous call's row
             history = arrays["history"]
-            anchor = np.concatenate(([walk.known[1]], context[:-1] + arrays["outputs"][calls][:-1]))
-            covered = np.concatenate(([walk.known[0]], positions[:-1] + 1))
+            reply = int(base.anchor_output)  # the anchor covers the reply and its output, or neither
+            anchor = np.concatenate(([walk.known[1]], context[:-1] + arrays["outputs"][calls][:-1] * reply))
+            covered = np.concatenate(([walk.known[0]], positions[:-1] + reply))
             trigger = np.rint(anchor + history[positions] - history[covered])
         else:
             trigger = np.rint(before + walk.meter.local.prompt_overhead + walk.meter.offset)  # as `_own_estimate`
@@ -85,7 +86,9 @@ class Coasting:
         walk.real_compaction_seen = walk.real_compaction_seen or base.marker_between(index - 1, stop)
         walk.context_sum = float(sums[stop - index])
         if count:  # as `append` after the last call rowed
-            walk.known = (last_call + 1, walk.rows["context_tokens"][-1] + base.columns["output_tokens"][first + count - 1])
+            reply = int(base.anchor_output)
+            output = base.columns["output_tokens"][first + count - 1] * reply
+            walk.known = (last_call + reply, walk.rows["context_tokens"][-1] + output)
         return stop
 
     @staticmethod

@@ -165,6 +165,7 @@ class _Builder:
         self.by_response_id: dict[str, _Draft] = {}
         # Lines of one response share `message.id` and `requestId`; the latter joins a line whose id is missing.
         self.by_request_id: dict[str, _Draft] = {}
+        self.request_responses: dict[str, str | None] = {}  # requestId -> the message.id its first line had
         self.ignored: Counter[str] = Counter()
         self.pending_boundary: Record | None = None
         self.session_id: str | None = None
@@ -201,7 +202,24 @@ class _Builder:
                 record.line, "assistant line has neither `message.id` nor `requestId`: its response cannot be told apart"
             )
             return
-        draft = self.by_response_id.get(response_id) if response_id else self.by_request_id.get(request_id or "")
+        draft = self.by_response_id.get(response_id) if response_id else None
+        if draft is None and request_id:
+            draft = self.by_request_id.get(request_id)
+            # A response's lines share both ids: one without `message.id`, or with another one,
+            # is damaged. Read as part of the response its requestId names (not as a call of its
+            # own, which would count one call twice), and reported.
+            first = self.request_responses.get(request_id)
+            if response_id is None:
+                self.issues.report(
+                    record.line, "assistant line has no `message.id`: read as part of the response its `requestId` names"
+                )
+            elif draft is not None and first is not None and first != response_id:
+                self.issues.report(
+                    record.line,
+                    f"assistant line's `message.id` {response_id!r:.40} differs from {first!r:.40} of the response its "
+                    f"`requestId` names (a damaged id): read as part of that response",
+                )
+            self.request_responses.setdefault(request_id, response_id)
         if draft is None:
             draft = _Draft(role="assistant", line=record.line, source_id=response_id or record.data.get("uuid"))
             self.items.append(draft)

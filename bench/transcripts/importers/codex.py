@@ -12,6 +12,7 @@ the model; see `_token_count` for how each call is counted once.
 
 from __future__ import annotations
 
+import difflib
 import json
 import mimetypes
 from collections import Counter
@@ -44,6 +45,18 @@ LEGACY_ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_out
 INSTRUCTION_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions for ")
 # Event copies of response items, written for UIs (policy.rs persists them); the item is the truth.
 COPY_EVENTS = ("user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content")
+# Response item types this importer reads or ignores by design (the serde tags of `ResponseItem`).
+ITEM_TYPES = (
+    *LEGACY_ITEM_TYPES,
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "web_search_call",
+    "ghost_snapshot",
+)
+# How alike (difflib's ratio) a kind must be to a known one to be taken for a damaged spelling of
+# it: one letter lost or changed in a name of 7+ letters is over 0.85; distinct real kinds
+# ("function_call" / "custom_tool_call", "reasoning" / "agent_reasoning") stay below 0.8.
+DAMAGED_KIND_CUTOFF = 0.85
 
 
 @dataclass
@@ -132,6 +145,10 @@ class _Reader:
                 self._compacted(payload, line)
             elif kind == "event_msg":
                 self._event(payload, line)
+            elif _damaged_kind(kind, ENVELOPE_TYPES):
+                self.issues.report(
+                    line, f"rollout line type {kind!r:.30} is no known kind (a damaged {_damaged_kind(kind, ENVELOPE_TYPES)!r}?)"
+                )
             else:
                 self.ignored[f"record:{kind}"] += 1
         elif data.get("record_type") == "state":
@@ -199,6 +216,10 @@ class _Reader:
             self.ignored["response_item:ghost_snapshot (undo snapshot, not sent to the model)"] += 1
         elif not _is_type_name(kind):
             self.issues.report(line, f"response item has no 'type' name (got {kind!r:.30})")
+        elif _damaged_kind(kind, ITEM_TYPES):
+            self.issues.report(
+                line, f"response item type {kind!r:.30} is no known kind (a damaged {_damaged_kind(kind, ITEM_TYPES)!r}?)"
+            )
         else:
             self.ignored[f"response_item:{kind}"] += 1
 
@@ -285,6 +306,8 @@ class _Reader:
             self._token_count(payload, line)
         elif kind in COPY_EVENTS:
             self.ignored[f"event_msg:{kind} (copy of a response item)"] += 1
+        elif _damaged_kind(kind, ("token_count",)):  # a model call's usage would be lost without a word
+            self.issues.report(line, f"event type {kind!r:.30} is no known kind (a damaged 'token_count'?)")
         else:
             self.ignored[f"event_msg:{kind}"] += 1
 
@@ -389,6 +412,16 @@ class _Reader:
             ignored=tuple(sorted(self.ignored.items())),
             is_subagent=self.is_subagent,
         )
+
+
+def _damaged_kind(kind: object, known: tuple[str, ...]) -> str | None:
+    """The known kind `kind` is a damaged spelling of (a letter lost, changed or added: "mesage"),
+    else None. Codex adds kinds over time, and a new one is ignored and counted; one this close to
+    a kind it already has is damage, which would drop a record without a word."""
+    if not isinstance(kind, str) or kind in known:
+        return None
+    close = difflib.get_close_matches(kind, known, n=1, cutoff=DAMAGED_KIND_CUTOFF)
+    return close[0] if close else None
 
 
 def _is_type_name(kind: object) -> bool:

@@ -1,0 +1,99 @@
+"""What a strategy does when its first attempt removes nothing: the loop guard's figures of issue 27.
+
+    python -m compactlab.measure.guard_retry [--strategy prune] [--window 64000] [DATASET|PATH ...]
+
+With no input, the bundled Claude Code datasets (claude-code-log, m-claude). Each session is
+replayed with the strategy at the window (every model); this prints, per dataset and in all, the
+compactions that changed the context, how many of them were emergencies (the call was over the
+window) and how many left the context at or above 0.8 of the window (the default trigger: the kept
+part alone is too large, so the next calls are due again or overflow), the attempts that removed
+nothing or under 5% (the loop guard then holds), the calls whose prompt was over the window, and the tokens removed as a share of
+what the calls would have sent uncompacted. Damaged records are skipped (lenient loading) and counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.tokens.context_windows import ContextWindows
+from compactlab.transcripts.loading import load_inputs
+from compactlab.transcripts.model import Transcript
+
+CLAUDE_CODE = ["claude-code-log", "m-claude"]
+FIGURES = (
+    "sessions",
+    "calls",
+    "compactions",
+    "emergencies",
+    "left_high",
+    "stalls",
+    "over_window",
+    "full_tokens",
+    "context_tokens",
+)
+TRIGGER_SHARE = 0.8  # the default trigger: a compaction leaving the context at or above it leaves it due again
+
+
+def session_figures(transcript: Transcript, strategy: str, window: int) -> dict[str, int]:
+    replayed = replay(transcript, StrategyConfig(strategy, strategy), ContextWindows({"": window}))
+    if replayed is None:
+        return dict.fromkeys(FIGURES, 0)
+    calls = replayed.calls
+    done = [row for row in replayed.compactions if row.failed is None]
+    return {
+        "sessions": 1,
+        "calls": len(calls["full_tokens"]),
+        "compactions": sum(1 for row in done),
+        # Emergency compactions (the call was over the window), and compactions that left the context
+        # at or above the trigger (their kept part alone is too large for the window).
+        "emergencies": sum(1 for row in done if row.reason in ("overflow", "silent_overflow")),
+        "left_high": sum(1 for row in done if row.tokens_after >= TRIGGER_SHARE * window),
+        "stalls": sum(1 for row in replayed.compactions if row.stalled) + sum(calls["noop_before"]),
+        "over_window": sum(bool(v) for v in calls["over_window"]),
+        "full_tokens": int(sum(calls["full_tokens"])),
+        "context_tokens": int(sum(calls["context_tokens"])),
+    }
+
+
+def line(label: str, figures: dict[str, int]) -> str:
+    removed = 1 - figures["context_tokens"] / figures["full_tokens"] if figures["full_tokens"] else 0.0
+    return (
+        f"{label:<20}{figures['sessions']:>9}{figures['calls']:>7}{figures['compactions']:>13}{figures['emergencies']:>13}"
+        f"{figures['left_high']:>11}{figures['stalls']:>8}"
+        f"{figures['over_window']:>13}{100 * removed:>10.1f}%"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m compactlab.measure.guard_retry", description=__doc__.split("\n\n")[0])
+    parser.add_argument("inputs", nargs="*", help="dataset names or paths (default: the bundled Claude Code datasets)")
+    parser.add_argument("--strategy", default="prune")
+    parser.add_argument("--window", type=int, default=64_000)
+    args = parser.parse_args(argv)
+    by_dataset: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(FIGURES, 0))
+    for name in args.inputs or CLAUDE_CODE:
+        loaded = load_inputs([name], lenient=True)
+        damaged = sum(1 for t in loaded.transcripts if t.skipped)
+        print(
+            f"{name}: {len(loaded.transcripts)} sessions ({damaged} with damaged records skipped, {len(loaded.failed)} unreadable)"
+        )
+        for transcript in loaded.transcripts:
+            found = session_figures(transcript, args.strategy, args.window)
+            for group in (name, "all"):
+                for figure in FIGURES:
+                    by_dataset[group][figure] += found[figure]
+    print(f"{args.strategy} at {args.window:,} tokens (every model)")
+    print(
+        f"{'dataset':<20}{'sessions':>9}{'calls':>7}{'compactions':>13}{'emergencies':>13}{'left >=0.8':>11}{'no-ops':>8}"
+        f"{'over window':>13}{'removed':>11}"
+    )
+    for group, figures in sorted(by_dataset.items(), key=lambda kv: kv[0] == "all"):
+        print(line(group, figures))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,337 @@
+"""The engine presets' rules (pi, opencode, codex, claude-code, openhands, jetbrains-masking), each
+against the engine's own code (the commits are in `compactlab.strategies.rule`)."""
+
+from __future__ import annotations
+
+from compactlab.strategies.rule import ANCHOR, PRESET, Rule, appends_nothing, harness_rules, llm_summary
+
+PI = "pi-mono packages/coding-agent/src/core/"
+OC = "opencode packages/opencode/src/session/"
+CX = "codex codex-rs/core/src/"
+OH = "OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py"
+
+ENGINES: dict[str, tuple[Rule, ...]] = {
+    "pi": (
+        Rule(
+            "compact when contextTokens > contextWindow − reserveTokens (16,384)",
+            f"{PI}compaction/compaction.ts:116, 212-215",
+            "Trigger(reserve_tokens=16,384), scaled by simulated ÷ real window",
+            test=f"{ANCHOR}test_pi_compacts_when_the_context_leaves_less_than_16384_tokens",
+        ),
+        Rule(
+            "contextTokens = the last usage's input + output + cache read + cache write",
+            f"{PI}compaction/compaction.ts:128-130",
+            "hybrid anchor: last prompt + its output",
+            test=f"{PRESET}test_seed_000_and_seed_004_anchor_on_the_prompt_alone",
+        ),
+        Rule(
+            "messages after the last usage added as chars/4",
+            f"{PI}compaction/compaction.ts:179-209, 225",
+            "estimator hybrid (chars/4 locally)",
+        ),
+        Rule(
+            "checked after each assistant message (end of a turn)",
+            f"{PI}agent-session.ts:509, 1742-1818",
+            "checked before each recorded call",
+            "the check after a reply and the one before the next call see the same context but for the tool results in between",
+        ),
+        Rule(
+            "keep the newest 20,000 tokens (keepRecentTokens)",
+            f"{PI}compaction/compaction.ts:117, 397-412",
+            "keep_recent_tokens 20,000",
+            test=f"{ANCHOR}test_pi_keeps_20000_recent_tokens_and_updates_the_summary",
+        ),
+        Rule(
+            "cut at the first user or assistant message at or after the point; a split turn when it is not a user message",
+            f"{PI}compaction/compaction.ts:376-438",
+            "split_turn_min_messages 1 (any message starts the kept tail)",
+            test=f"{ANCHOR}test_pi_cuts_mid_turn_where_seed_004_keeps_a_short_turn_whole",
+        ),
+        Rule(
+            "summary output budget 0.8 × reserveTokens",
+            f"{PI}compaction/compaction.ts:529",
+            "max_summary_tokens 13,107",
+            test=f"{ANCHOR}test_pi_keeps_20000_recent_tokens_and_updates_the_summary",
+        ),
+        Rule(
+            "the previous summary updated (UPDATE_SUMMARIZATION_PROMPT)",
+            f"{PI}compaction/compaction.ts:655-659",
+            "IterativeMerge",
+            test=f"{ANCHOR}test_pi_keeps_20000_recent_tokens_and_updates_the_summary",
+        ),
+        Rule(
+            "only messages after the previous compaction entry are summarized: its kept tail is dropped",
+            f"{PI}compaction/compaction.ts:601-645 (boundaryStart = prevCompactionIndex + 1)",
+            "the kept tail is summarized with the new messages",
+            "the context does not record where the previous compaction's kept tail ended",
+        ),
+        Rule(
+            "read and modified files from the read/write/edit tools appended",
+            f"{PI}compaction/utils.ts:35-55; compaction.ts:762-763",
+            "track_files: file tools and shell commands of every recorded agent",
+            "the recordings come from agents whose tools are not pi's three; by pi's names alone no file would be listed",
+        ),
+        appends_nothing(
+            "nothing else appended to the summary", f"{PI}compaction/compaction.ts:709-775", "append_last_request off"
+        ),
+        llm_summary("summary by the session's model", f"{PI}compaction/compaction.ts:520-560"),
+        *harness_rules(
+            f"{PI}compaction/compaction.ts:601-680 (no message kept apart)",
+            f"{PI}agent-session.ts:1757-1766 (stale usage skipped, no size guard)",
+            f"{PI}agent-session.ts:1769-1790 (one compact-and-retry)",
+            True,
+        ),
+    ),
+    "opencode": (
+        Rule(
+            "compact when total tokens ≥ usable = window − min(output limit, 32,000) − min(20,000, that)",
+            f"{OC}overflow.ts:8-19, 31-33",
+            "Trigger(reserve_tokens=52,000) (a 32,000-token output limit), scaled by simulated ÷ real window",
+            test=f"{ANCHOR}test_opencode_prunes_outputs_beyond_40000_tokens_before_summarizing",
+        ),
+        Rule(
+            "models with an input limit reserve 20,000 of it; an output limit under 32,000 reserves twice itself",
+            f"{OC}overflow.ts:14-19",
+            "the 52,000 reserve for every model",
+            "compactlab's window table has neither input nor output limits (gpt-5: 272k input; DeepSeek: 8k output)",
+        ),
+        Rule(
+            "total = input + output + cache read + cache write of the last reply",
+            f"{OC}overflow.ts:31-32",
+            "hybrid anchor: last prompt + its output",
+            test=f"{PRESET}test_seed_000_and_seed_004_anchor_on_the_prompt_alone",
+        ),
+        Rule(
+            "pruning: completed tool outputs beyond the newest 40,000 tokens, if more than 20,000; 'skill' protected",
+            f"{OC}compaction.ts prune(), PRUNE_PROTECT, PRUNE_MINIMUM",
+            "Prune stage",
+            test=f"{ANCHOR}test_opencode_prunes_outputs_beyond_40000_tokens_before_summarizing",
+        ),
+        Rule(
+            "pruning skips the last 2 user turns: a single-prompt session is never pruned",
+            f"{OC}compaction.ts prune() (if (turns < 2) continue)",
+            "Prune(steps_as_turns=False)",
+            test=f"{PRESET}test_opencode_never_prunes_a_single_prompt_session",
+        ),
+        Rule(
+            "pruning runs after a prompt loop, when compaction.prune is set (off by default)",
+            f"{OC}compaction.ts prune() (if (!cfg.compaction?.prune) return)",
+            "pruning before each summary",
+            "the preset shows opencode with pruning on; the replay has no loop end to prune at but its compactions",
+        ),
+        Rule(
+            "on overflow the summary always runs",
+            f"{OC}compaction.ts processCompaction()",
+            "Pipeline(stop_when_under_target=False)",
+            test=f"{PRESET}test_opencode_always_summarizes",
+        ),
+        Rule(
+            "tail budget clamp(usable × 0.25, 2,000, 15,000)",
+            f"{OC}compaction.ts preserveRecentBudget(), MIN/MAX_PRESERVE_RECENT_TOKENS",
+            "clamp(window × 0.25, 2,000, 15,000)",
+            "the strategy sees the window, not the trigger's reserve: a quarter of the window, not of the usable part",
+        ),
+        Rule(
+            "whole turns newest first while they fit the budget, then the turn that does not fit split where its rest fits",
+            f"{OC}compaction.ts select(), splitTurn()",
+            "tail_rule 'within'",
+            test=f"{PRESET}test_opencode_keeps_whole_turns_within_the_budget",
+        ),
+        Rule(
+            "no tail fits, or the whole history does: everything is summarized",
+            f"{OC}compaction.ts select() (!keep || keep.start === 0)",
+            "tail_rule 'within' summarizes the whole history",
+            test=f"{PRESET}test_opencode_summarizes_everything_when_no_tail_fits",
+        ),
+        Rule(
+            "the head (before the tail) summarized in one summary, a split turn's part included",
+            f"{OC}compaction.ts processCompaction() (selected.head)",
+            "split_turn_summary off",
+            test=f"{PRESET}test_opencode_keeps_whole_turns_within_the_budget",
+        ),
+        Rule(
+            "the previous summary given to the new one",
+            f"{OC}compaction.ts processCompaction() (previousSummary)",
+            "IterativeMerge with opencode.j2",
+        ),
+        appends_nothing(
+            "nothing appended to the summary", f"{OC}compaction.ts processCompaction()", "track_files and append_last_request off"
+        ),
+        llm_summary("summary by the compaction agent's model", f"{OC}compaction.ts processCompaction()"),
+        *harness_rules(
+            f"{OC}compaction.ts turns(), select() (every user message a turn)",
+            f"{OC}compaction.ts processCompaction() (no size guard)",
+            f"{OC}compaction.ts processCompaction(overflow: replays the last user message)",
+            True,
+        ),
+    ),
+    "codex": (
+        Rule(
+            "auto compaction at (context_window × 9) / 10",
+            "codex codex-rs/protocol/src/openai_models.rs ModelInfo::auto_compact_token_limit",
+            "Trigger(fraction=0.9)",
+            "whether the window recorded is the raw or the 95% effective one is open: at the effective one it fires at 85.5%",
+        ),
+        Rule(
+            "tokens in the context window of the last usage: total minus reasoning output",
+            f"{CX}codex.rs run_turn (total_usage_tokens), protocol TokenUsage::tokens_in_context_window",
+            "hybrid anchor: last prompt + its output",
+            "the recorded output tokens include the reasoning ones, which the anchor does not take apart",
+        ),
+        Rule(
+            "the whole history summarized (prompt.md)",
+            f"{CX}compact.rs run_compact_task_inner",
+            "Summarize(keep_recent_tokens=0, template codex.j2)",
+            test=f"{ANCHOR}test_codex_keeps_the_newest_user_messages_then_the_summary_alone",
+        ),
+        Rule(
+            "new history = initial context + newest user messages up to 20,000 tokens + summary",
+            f"{CX}compact.rs build_compacted_history_with_limit, COMPACT_USER_MESSAGE_MAX_TOKENS",
+            "keep_user_message_tokens 20,000",
+            test=f"{ANCHOR}test_codex_keeps_the_newest_user_messages_then_the_summary_alone",
+        ),
+        Rule(
+            "the user message over the budget truncated, the walk stops",
+            f"{CX}compact.rs build_compacted_history_with_limit (truncate_text)",
+            "cut around '…N tokens truncated…'",
+            test=f"{ANCHOR}test_codex_cuts_the_user_message_that_crosses_the_budget",
+        ),
+        Rule(
+            "earlier summaries are not user messages to keep",
+            f"{CX}compact.rs collect_user_messages, is_summary_message",
+            "summaries are not turn starts",
+            test=f"{PRESET}test_codex_keeps_no_earlier_summary_among_the_user_messages",
+        ),
+        Rule(
+            "remote compaction for OpenAI providers",
+            f"{CX}compact.rs should_use_remote_compact_task",
+            "the local summary",
+            "the provider's own compaction endpoint cannot be replayed offline",
+        ),
+        Rule(
+            "ghost snapshots carried over",
+            f"{CX}compact.rs run_compact_task_inner",
+            "none",
+            "ghost snapshots are not in the recordings",
+        ),
+        llm_summary("summary by the session's model", f"{CX}compact.rs drain_to_completed"),
+        Rule(
+            "the task is one of the user messages kept while they fit",
+            f"{CX}compact.rs collect_user_messages",
+            "harness pin_task off",
+            test=f"{PRESET}test_presets_do_not_pin_the_task",
+        ),
+        Rule(
+            "one auto compaction per turn: still over the limit after it, the turn stops with an error",
+            f"{CX}codex.rs run_task (auto_compact_recently_attempted)",
+            "harness loop_guard on",
+            test=f"{PRESET}test_without_the_loop_guard_the_trigger_is_obeyed_again",
+        ),
+        Rule(
+            "an over-window request is not compacted: ContextWindowExceeded marks the window full and ends the turn",
+            f"{CX}codex.rs run_sampling_request (set_total_tokens_full)",
+            "harness emergency off: the trigger compacts before the next call",
+            test=f"{PRESET}test_presets_set_the_emergency_path_as_their_sources",
+        ),
+    ),
+    "claude-code": (
+        Rule(
+            "compact when the context exceeds the window − the model's output limit − 13,000",
+            "/context readings ('Autocompact buffer') and real compactions: datasets/m-claude, "
+            "../shared/transcripts/pai-claude (issue 26)",
+            "Trigger(reserve_tokens=45,000; 77,000 for claude-opus-4-5), scaled by simulated ÷ real window",
+            test=f"{ANCHOR}test_claude_code_replaces_the_whole_history_with_its_summary_past_its_output_limit_and_buffer",
+        ),
+        Rule(
+            "a nine-section summary replaces the history",
+            "real compact summaries in datasets/m-claude; public prompt copies",
+            "Summarize(keep_recent_tokens=0, template claude_code.j2)",
+            test=f"{ANCHOR}test_claude_code_replaces_the_whole_history_with_its_summary_past_its_output_limit_and_buffer",
+        ),
+        Rule(
+            "the user's messages are a section of the summary, not kept verbatim",
+            "real compact summaries in datasets/m-claude ('All user messages')",
+            "harness pin_task off",
+            test=f"{PRESET}test_presets_do_not_pin_the_task",
+        ),
+        Rule(
+            "recent files, the todo list and the plan re-attached after the summary",
+            "real compactions in datasets/m-claude",
+            "WithReattachments",
+            "re-attached files are their last content in the transcript, not the disk's (strategies/reattach.py)",
+        ),
+        appends_nothing(
+            "nothing appended to the summary but the re-attachments",
+            "real compact summaries in datasets/m-claude",
+            "track_files and append_last_request off",
+        ),
+        Rule("microcompaction of old tool results", "Claude Code docs", "not modelled", "closed source: its rule is not public"),
+        Rule(
+            "guard and overflow path",
+            "closed source",
+            "the harness defaults (loop guard, emergency compaction)",
+            "closed source: what Claude Code does is not public, so the harness's defaults stay",
+        ),
+        llm_summary("summary by the session's model", "Claude Code docs"),
+    ),
+    "openhands": (
+        Rule(
+            "condense when the view holds more than max_size (100) events",
+            f"{OH}:28, 160-161",
+            "Trigger(fraction=0.8)",
+            "the recordings have no OpenHands events; the trigger is modelled in tokens",
+        ),
+        Rule(
+            "keep the first keep_first (1) events",
+            f"{OH}:29, 53",
+            "instructions kept; the task is not pinned",
+            "keep_first keeps OpenHands' first event, its system prompt: here the instructions (system messages) are kept",
+            f"{ANCHOR}test_openhands_keeps_the_first_event_and_merges_the_earlier_summary",
+        ),
+        Rule(
+            "keep the newest max_size // 2 − keep_first − 1 events",
+            f"{OH}:54-57",
+            "a quarter of the window kept (keep_recent_tokens None)",
+            "events are not messages; modelled in tokens",
+        ),
+        Rule(
+            "the previous summary and the forgotten events summarized together",
+            f"{OH}:59-70, 122-136",
+            "IterativeMerge with openhands.j2",
+            test=f"{ANCHOR}test_openhands_keeps_the_first_event_and_merges_the_earlier_summary",
+        ),
+        Rule("the STATE/TESTS/CHANGES/DEPS/INTENT prompt", f"{OH}:72-121", "template openhands.j2"),
+        appends_nothing(
+            "the summary inserted after the kept head, nothing appended",
+            f"{OH}:150-157 (summary_offset = keep_first)",
+            "track_files and append_last_request off",
+        ),
+        llm_summary("summary by the condenser's LLM", f"{OH}:140-146"),
+        *harness_rules(
+            f"{OH}:53 (only the first event kept)",
+            f"{OH}:160-161 (no size guard)",
+            "OpenHands openhands/controller/agent_controller.py:970-972 (CondensationRequestAction on ContextWindowExceededError)",
+            True,
+        ),
+    ),
+    "jetbrains-masking": (
+        Rule(
+            "the last 10 observations kept, older ones replaced by a placeholder",
+            "arXiv 2508.21433 section 3; SWE-agent sweagent/agent/history_processors.py LastNObservations",
+            "ObservationMasking(keep_last=10)",
+            test=f"{ANCHOR}test_jetbrains_masking_keeps_the_last_10_observations",
+        ),
+        Rule(
+            "applied to the prompt at every step",
+            "SWE-agent history_processors (run on every query)",
+            "masking when the context reaches 0.8 of the window",
+            "masking at every call would count every call as a compaction; at 0.8 it acts where it matters",
+        ),
+        *harness_rules(
+            "SWE-agent history_processors (only observations change)",
+            "SWE-agent history_processors (no guard)",
+            "SWE-agent: a context-window error ends the run",
+            False,
+        ),
+    ),
+}
