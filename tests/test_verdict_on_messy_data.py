@@ -97,10 +97,14 @@ def test_the_verdict_says_how_many_compactions_it_rests_on(swept: dict) -> None:
     table = read_csv(swept["out"] / "transcripts.csv")
     counted = table[(table["config"] == recommendation["config"]) & (table["transcript"] != UNFIT_ID)]["compactions"].sum()
     assert recommendation["compactions"] == counted
-    # 12 compactions: named as too few, not a confident "recommended".
-    assert counted < 20 and not recommendation["clear"]
-    assert f"rests on {counted} compactions: too few" in swept["printed"]
-    assert "tentatively recommended:" in swept["printed"] and "\nrecommended:" not in swept["printed"]
+    # The count is said, and under 20 it is named as too few rather than a confident "recommended"
+    # (tests/test_recommendation.py's two-session sweep rests on 4).
+    assert f"rests on {counted} compactions" in swept["printed"]
+    too_few = counted < 20
+    assert (f"rests on {counted} compactions: too few" in swept["printed"]) == too_few
+    assert ("tentatively recommended:" in swept["printed"]) == (too_few and not recommendation["tied"])
+    if too_few:
+        assert not recommendation["clear"] and "\nrecommended:" not in swept["printed"]
 
 
 def test_a_window_no_session_fits_in_is_refused_with_the_numbers(tmp_path: Path, capsys) -> None:
