@@ -73,17 +73,21 @@ def test_preview_names_no_prompt_hash_when_no_prompt_was_rendered() -> None:
     assert "prompt " + shown.event.prompt_hash not in format_preview(shown)
 
 
-def test_masking_and_its_jetbrains_preset_are_one_result_by_construction() -> None:
+def test_llm_free_settings_that_are_the_same_strategy_are_one_result_by_construction() -> None:
     masking = [
         StrategyConfig("observation-masking", "observation-masking"),
-        StrategyConfig("jetbrains-masking", "jetbrains-masking"),
+        StrategyConfig("masking-10", "observation-masking", (("keep_last", 10),)),  # the default, named
     ]
     [group] = same_groups(masking)
-    assert group.labels == ("observation-masking", "jetbrains-masking") and not group.prompts_not_rendered
+    assert group.labels == ("observation-masking", "masking-10") and not group.prompts_not_rendered
     assert "same strategy, settings, trigger and estimator" in group.why
+    # The JetBrains preset masks the same way but runs as its source does (no loop guard, no task pinning:
+    # `compactlab.contract.Harness`), so it is another result.
+    assert same_groups([masking[0], StrategyConfig("jetbrains-masking", "jetbrains-masking")]) == []
     # Another window of observations, or another estimator for the bare strategy, is another result.
     assert same_groups([*masking[:1], StrategyConfig("mask-5", "observation-masking", (("keep_last", 5),))]) == []
-    assert same_groups(masking, default_estimator="chars/4") == []
+    hybrid = StrategyConfig("masking-hybrid", "observation-masking", estimator="hybrid")
+    assert same_groups([masking[0], hybrid], default_estimator="chars/4") == []
     # On a real session at a small window, both make the same compactions and the same calls.
     [loaded] = load_file(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333"))
     transcript = replace(loaded, context_window=20_000)
