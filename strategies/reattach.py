@@ -138,12 +138,10 @@ class Reattachment:
         return ", ".join(parts)
 
 
-@dataclass(frozen=True)
-class WithReattachments:
-    """A strategy followed by what Claude Code re-attaches after compacting (see the module docstring)."""
+@dataclass(frozen=True, kw_only=True)
+class ReattachSettings:
+    """The `ReattachRules` as settings of a strategy that re-attaches (`WithReattachments`, `Recorded`)."""
 
-    name = "with-reattachments"
-    inner: Strategy | None = setting(None, "the strategy that compacts; its result gets Claude Code's re-attachments")
     created_files: bool = setting(ReattachRules.created_files, "files the session only created are re-attached too")
     partial_files: str = setting(ReattachRules.partial_files, "a file known only in part: 'slice' (the part seen) or 'left-out'")
     file_limit_count: str = setting(
@@ -153,6 +151,17 @@ class WithReattachments:
         ReattachRules.newest, "which files are newest: 'touched' (read or written last) or 'modified' (written first)"
     )
 
+    def rules(self) -> ReattachRules:
+        return rules_of(self.created_files, self.partial_files, self.file_limit_count, self.newest)
+
+
+@dataclass(frozen=True)
+class WithReattachments(ReattachSettings):
+    """A strategy followed by what Claude Code re-attaches after compacting (see the module docstring)."""
+
+    name = "with-reattachments"
+    inner: Strategy | None = setting(None, "the strategy that compacts; its result gets Claude Code's re-attachments")
+
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         if self.inner is None:
             raise ValueError("with-reattachments needs the strategy that compacts (its `inner` setting)")
@@ -161,7 +170,7 @@ class WithReattachments:
             return result
         kept = file_states(result.context.messages)
         history = context.messages[leading_system(context.messages) :]
-        rules = rules_of(self.created_files, self.partial_files, self.file_limit_count, self.newest)
+        rules = self.rules()
         extra = reattach(history, file_tokens(request, rules), frozenset(kept), rules)
         if not extra.messages:
             return result

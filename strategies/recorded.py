@@ -16,27 +16,19 @@ from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
 from compactlab.strategies.base import setting
-from compactlab.strategies.reattach import ReattachRules, file_tokens, reattach, rules_of
+from compactlab.strategies.reattach import ReattachSettings, file_tokens, reattach
 from compactlab.transcripts.messages import leading_system, summary_message
 from compactlab.transcripts.model import Message
 
 
 @dataclass(frozen=True)
-class Recorded:
+class Recorded(ReattachSettings):
     """The production agent's own summary, applied where it really compacted."""
 
     name: ClassVar[str] = "recorded"
     source: ClassVar[str] = "the compaction markers of the transcript itself"
     summary: str = setting("", "the recorded summary text (the replay fills it in at each real compaction)")
     reattach: bool = setting(True, "add what Claude Code re-attaches after compacting (recent files, todo list, plan file)")
-    created_files: bool = setting(ReattachRules.created_files, "files the session only created are re-attached too")
-    partial_files: str = setting(ReattachRules.partial_files, "a file known only in part: 'slice' (the part seen) or 'left-out'")
-    file_limit_count: str = setting(
-        ReattachRules.file_limit_count, "the file limit counts the file's 'text' alone or what it adds to the 'prompt'"
-    )
-    newest: str = setting(
-        ReattachRules.newest, "which files are newest: 'touched' (read or written last) or 'modified' (written first)"
-    )
     kept: tuple[Message, ...] = setting((), "the messages the agent kept verbatim beside its summary (the replay fills them in)")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
@@ -46,7 +38,7 @@ class Recorded:
         wanted = {id(m) for m in self.kept}
         kept = tuple(m for m in context.messages[head:] if id(m) in wanted)
         summarized = tuple(m for m in context.messages[head:] if id(m) not in wanted)
-        rules = rules_of(self.created_files, self.partial_files, self.file_limit_count, self.newest)
+        rules = self.rules()
         extra = reattach(summarized, file_tokens(request, rules), rules=rules) if self.reattach else None
         messages = (
             *context.messages[:head],
