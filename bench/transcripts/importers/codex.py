@@ -16,11 +16,11 @@ import difflib
 import json
 import mimetypes
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TypeGuard
 
 from compactlab.transcripts.importers.base import check_tool_pairing, image_part, is_count
-from compactlab.transcripts.importers.codex_compaction import kept_locally, kept_remotely, shifted
+from compactlab.transcripts.importers.codex_compaction import compaction_marker, repointed
 from compactlab.transcripts.model import (
     CompactionMarker,
     ImagePart,
@@ -289,16 +289,7 @@ class _Reader:
             # this item, and its output is the summary below, not a message of the conversation.
             self.ignored["token_count of the compaction summary request"] += 1
             self.pending = None
-        replacement = payload.get("replacement_history")
-        summary = payload["message"] or _replacement_text(replacement)
-        at = len(self.messages)
-        kept = (
-            kept_remotely(self.messages, at, _replacement_user_texts(replacement))
-            if isinstance(replacement, list)
-            else kept_locally(self.messages, at)
-        )
-        # Nothing in the rollout says whether /compact or the token limit started it.
-        self.compactions.append(CompactionMarker(at, "unknown", self.last_prompt_tokens, summary, line, kept))
+        self.compactions.append(compaction_marker(payload, self.messages, self.last_prompt_tokens, line))
 
     def _event(self, payload: dict, line: int) -> None:
         kind = payload.get("type")
@@ -398,7 +389,7 @@ class _Reader:
         self._flush()
         self._orphan_pending()
         messages = check_tool_pairing(self.messages, self.issues)
-        compactions = tuple(_shift(c, self.messages, messages) for c in self.compactions)
+        compactions = tuple(repointed(c, self.messages, messages) for c in self.compactions)
         models = {c.model for c in (m.call for m in messages) if c is not None} | self.models
         return Transcript(
             id=self.session_id or source.path.name.split(".")[0],
@@ -458,44 +449,3 @@ def _image(url: str) -> ImagePart:
         header, data = url[5:].split(",", 1)
         return image_part(header.split(";")[0], data if header.endswith(";base64") else None)
     return image_part(mimetypes.guess_type(url)[0] or "", None)
-
-
-def _replacement_text(history: object) -> str:
-    """Remote compaction writes no summary text, only the history that replaced the old one."""
-    chunks: list[str] = []
-    for item in history if isinstance(history, list) else []:
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") == "message" and isinstance(item.get("content"), list):
-            chunks += [c["text"] for c in item["content"] if isinstance(c, dict) and isinstance(c.get("text"), str)]
-        elif item.get("type") in ("compaction", "compaction_summary"):
-            chunks.append("[encrypted compaction summary, unreadable]")
-    return "\n\n".join(chunks)
-
-
-def _shift(marker: CompactionMarker, before: list[Message], after: list[Message]) -> CompactionMarker:
-    """Re-point a marker after check_tool_pairing dropped messages (kept ones keep their line)."""
-    kept_lines = {m.line for m in after}
-    new_index: dict[int, int] = {}
-    for old, message in enumerate(before):
-        if message.line in kept_lines:
-            new_index[old] = len(new_index)
-    index = sum(1 for m in before[: marker.at_message] if m.line in kept_lines)
-    if index == marker.at_message and len(new_index) == len(before):
-        return marker
-    return replace(shifted(marker, new_index), at_message=index)
-
-
-def _replacement_user_texts(history: list) -> list[str]:
-    """The texts of the user messages of a remote compaction's replacement history."""
-    texts = []
-    for item in history:
-        if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user":
-            content = item.get("content")
-            parts = (
-                [c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
-                if isinstance(content, list)
-                else []
-            )
-            texts.append("\n".join(parts))
-    return texts

@@ -59,13 +59,61 @@ def kept_remotely(messages: Sequence[Message], at: int, replacement_user_texts: 
     return tuple(sorted({*instructions, *chosen}))
 
 
-def shifted(marker: CompactionMarker, new_index: dict[int, int]) -> CompactionMarker:
-    """The marker with its kept indices re-pointed (`new_index`: old index -> new; dropped ones go)."""
+def compaction_marker(payload: dict, messages: Sequence[Message], pre_tokens: int | None, line: int) -> CompactionMarker:
+    """The marker of a `compacted` item read after `messages`: its summary (a remote compaction writes
+    none, only the history that replaced the old one) and what Codex kept. Nothing in the rollout
+    says whether /compact or the token limit started it."""
+    replacement = payload.get("replacement_history")
+    at = len(messages)
+    if isinstance(replacement, list):
+        summary = payload["message"] or _replacement_text(replacement)
+        kept = kept_remotely(messages, at, _replacement_user_texts(replacement))
+    else:
+        summary, kept = payload["message"], kept_locally(messages, at)
+    return CompactionMarker(at, "unknown", pre_tokens, summary, line, kept)
+
+
+def repointed(marker: CompactionMarker, before: Sequence[Message], after: Sequence[Message]) -> CompactionMarker:
+    """The marker re-pointed after check_tool_pairing dropped messages of `before` (kept ones keep their line)."""
+    kept_lines = {m.line for m in after}
+    new_index = {old: new for new, old in enumerate(i for i, m in enumerate(before) if m.line in kept_lines)}
+    if len(new_index) == len(before):
+        return marker
     return CompactionMarker(
-        marker.at_message,
+        sum(1 for old in new_index if old < marker.at_message),
         marker.trigger,
         marker.pre_tokens,
         marker.summary,
         marker.line,
         tuple(new_index[i] for i in marker.kept if i in new_index),
     )
+
+
+def _texts(content: object) -> list[str]:
+    return (
+        [c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
+        if isinstance(content, list)
+        else []
+    )
+
+
+def _replacement_text(history: list) -> str:
+    """A remote compaction's summary: the text of its replacement history."""
+    chunks: list[str] = []
+    for item in history:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "message":
+            chunks += _texts(item.get("content"))
+        elif item.get("type") in ("compaction", "compaction_summary"):
+            chunks.append("[encrypted compaction summary, unreadable]")
+    return "\n\n".join(chunks)
+
+
+def _replacement_user_texts(history: list) -> list[str]:
+    """The texts of the user messages of a remote compaction's replacement history."""
+    return [
+        "\n".join(_texts(item.get("content")))
+        for item in history
+        if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user"
+    ]
