@@ -7,6 +7,8 @@ from dataclasses import replace
 
 from compactlab.measure.real_compactions import SHIPPED, excluded, fidelity_rows, grid, rule_report
 from compactlab.measure.rule_choice import Figures, choose, loso
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.transcripts.context_readings import fidelity_exclusions
 from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
@@ -49,6 +51,9 @@ def test_a_next_call_to_another_model_is_excluded_with_its_reason() -> None:
     assert fidelity_exclusions(other) == {at: "the next call went to another model (claude-opus-4-5 → claude-sonnet-4-5)"}
     [(call, reason)] = excluded(other)
     assert reason.startswith("the next call went to another model") and call > 0
+    # The replay names it in the compaction's row.
+    [row] = [r for r in replay(other, StrategyConfig("recorded", "recorded")).compactions if r.message_index == at]
+    assert row.note.endswith(f"its next prompt is no test of the replay: {reason}") and row.fidelity_recorded is None
     assert len(fidelity_rows(other)) == len(fidelity_rows(PI)) - 1  # its fidelity is not in the figure
 
 

@@ -36,10 +36,9 @@ from compactlab.scoring.recoverability import LABELS
 from compactlab.strategies.reattach import ReattachRules, rules_of
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
+from compactlab.transcripts.context_readings import fidelity_exclusions
 from compactlab.transcripts.loading import load_inputs
 from compactlab.transcripts.model import Transcript
-
-EXCLUDED_MARK = "its next prompt is no test of the replay: "
 
 
 @dataclass(frozen=True)
@@ -93,9 +92,9 @@ def fidelity_rows(transcript: Transcript, rule: Rule = SHIPPED) -> list[dict]:
 
 
 def excluded(transcript: Transcript) -> list[tuple[int, str]]:
-    """The real compactions of `transcript` whose next prompt is no test of the replay, with why."""
-    replayed = replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows())
-    return [(row.call, row.note.split(EXCLUDED_MARK, 1)[1]) for row in replayed.compactions if EXCLUDED_MARK in row.note]
+    """The real compactions of `transcript` (by the message they come before) whose next prompt is
+    no test of the replay, with why (the replay notes them so, and leaves them out of the figure)."""
+    return sorted(fidelity_exclusions(transcript).items())
 
 
 def measure(transcripts: list[Transcript]) -> list[dict]:

@@ -79,8 +79,8 @@ def engine_rows(transcript: Transcript) -> list[EngineRow]:
         fired, peak = None, 0
         # Before each call of the stretch but its first (nothing is known before it), and at the real compaction.
         checks = [*((number, index) for number, index in stretch[1:]), (real_call, marker.at_message)] if stretch else []
-        for number, index in checks:
-            tokens = _seen_before(meter, transcript, calls, index)
+        for number, index in checks:  # the call before `number` is the last one the agent counted
+            tokens = _seen_before(meter, transcript, calls[number - 1], index)
             peak = max(peak, tokens)
             if fired is None and trigger.check(tokens, window) is not None:
                 fired = number
@@ -103,12 +103,12 @@ def engine_rows(transcript: Transcript) -> list[EngineRow]:
     return rows
 
 
-def _seen_before(meter: Meter, transcript: Transcript, calls: list, index: int) -> int:
-    """What a hybrid count sees before message `index`: the last call's prompt and output, and the
-    estimate of the messages after it."""
-    last_index, last = max(((i, c) for i, c in calls if i < index), key=lambda found: found[0])
+def _seen_before(meter: Meter, transcript: Transcript, last: tuple, index: int) -> int:
+    """What a hybrid count sees before message `index`: the `last` call's (its message index and
+    call) prompt and output, and the estimate of the messages after it."""
+    last_index, call = last
     since = sum(meter.message_tokens(m) for m in transcript.messages[last_index + 1 : index])
-    return round(last.prompt_tokens + last.output_tokens + since)
+    return round(call.prompt_tokens + call.output_tokens + since)
 
 
 def _sizes_after(transcript: Transcript, preset_name: str) -> dict[int, tuple[int | None, int | None]]:
