@@ -14,7 +14,7 @@ import pytest
 
 from compactlab.cli.cli_runs import BUDGET_EXIT
 from compactlab.cli.main import main
-from compactlab.compaction.llm.concurrency import CallAccount, Limits, _Bucket, shared_gates
+from compactlab.llm.concurrency import CallAccount, Limits, _Bucket, shared_gates
 from compactlab.runs import runs
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import load_config

@@ -1,6 +1,6 @@
 """The layer order of compactlab's packages, and no import cycles, counting every import.
 
-Data flows one way: transcripts → tokens → strategies → compaction → scoring → replay → results →
+Data flows one way: transcripts → tokens → strategies → compaction → llm → scoring → replay → results →
 runs → report → gate → cli. A module may import its own stage and the stages below it, never one
 above, not even inside a function or under TYPE_CHECKING; and no two modules import each other,
 directly or around a loop. The strategy contract (`compactlab.contract`) sits just above the
@@ -24,6 +24,7 @@ LAYERS = [
     "tokens",
     "strategies",
     "compaction",
+    "llm",  # provider clients, the call cache, prices and call limits
     "scoring",
     "replay",
     "results",

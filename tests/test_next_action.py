@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from compactlab.compaction.llm import CacheMiss, make_summarizer
 from compactlab.contract import Trigger
+from compactlab.llm import CacheMiss, make_summarizer
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.runs import runs

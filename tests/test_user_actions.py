@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from compactlab.cli.main import build_parser, main
-from compactlab.compaction.llm.prices import price_for
 from compactlab.gate.suite import load_suite
+from compactlab.llm.prices import price_for
 from compactlab.results.cost_coverage import format_cost_coverage
 from compactlab.runs.config_schema import KEYS, schema_markdown
 from compactlab.runs.run_config import load_config
@@ -147,8 +147,8 @@ def test_init_writes_a_config_and_a_suite_that_load_and_run(tmp_path: Path, caps
 
 
 def test_the_readme_table_is_the_schema_and_defaults_agree_with_the_code() -> None:
-    from compactlab.compaction.llm import DEFAULT_CACHE_DIR
-    from compactlab.compaction.llm.clients import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+    from compactlab.llm import DEFAULT_CACHE_DIR
+    from compactlab.llm.clients import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
     from compactlab.runs.run_config import RunConfig
     from compactlab.scoring.next_action import DEFAULT_MAX_OUTPUT_TOKENS
 

@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 from compactlab.cli.gate_markdown import markdown, metric_name, report_json
-from compactlab.compaction.llm import CacheMiss
 from compactlab.gate.answers import Answers
 from compactlab.gate.gate import (
     Comparison,
@@ -38,6 +37,7 @@ from compactlab.gate.gate import (
 )
 from compactlab.gate.measured import scope_lines, unmeasured
 from compactlab.gate.suite import Suite, SuiteError, load_suite, select
+from compactlab.llm import CacheMiss
 from compactlab.strategies.prompting import renders_prompt
 from compactlab.strategies.registry import get_strategy
 

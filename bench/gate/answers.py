@@ -1,6 +1,6 @@
 """Recorded answers: a suite's LLM summaries kept beside it, so CI replays them with no key.
 
-The answers are the LLM call cache (`compactlab.compaction.llm.cache`) in a folder relative to the
+The answers are the LLM call cache (`compactlab.llm.cache`) in a folder relative to the
 suite: `[summarizer] cache_dir`, by default `<suite file stem>-answers/`. One JSON file per request,
 `<key[:2]>/<key>.json`, where the key is the sha256 of the full request (provider, model, system
 prompt, prompt and parameters); the file holds the answer's text, stop reason and usage, never the
@@ -25,8 +25,8 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from compactlab.compaction.llm import CacheMiss, RecordedSummarizer
 from compactlab.contract import CompactionFailed, SummaryRequest, SummaryResponse
+from compactlab.llm import CacheMiss, RecordedSummarizer
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import RunConfig
 

@@ -8,7 +8,7 @@ counted with o200k_base (what the summary call sends), and it answers with the e
 the same messages, so the replay goes on and later requests stay about as long as with a model
 (a model's summaries differ in length: later prompts differ by that much). The output is bounded
 by each request's budget (`max_summary_tokens`); the extractive answers' length is shown as a
-typical one. Priced with the model's price (`compactlab.compaction.llm.prices`).
+typical one. Priced with the model's price (`compactlab.llm.prices`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from compactlab.cli.init_config import SUITE_NAME, write_init
-from compactlab.compaction.llm.prices import price_for
 from compactlab.contract import SummaryRequest, SummaryResponse
 from compactlab.gate.suite import load_suite
+from compactlab.llm.prices import price_for
 from compactlab.runs import runs
 from compactlab.strategies.extractive_summarizer import ExtractiveSummarizer
 from compactlab.tokens.tokenizers import get_encoding
@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     price = price_for(args.model)
     if price is None:
-        parser.error(f"no price for {args.model!r} in compactlab.compaction.llm.prices")
+        parser.error(f"no price for {args.model!r} in compactlab.llm.prices")
     with tempfile.TemporaryDirectory(prefix="compactlab-baseline-cost-") as folder:
         path = args.suite
         if path is None:

@@ -13,7 +13,7 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from compactlab.compaction.llm.prices import price_for
+from compactlab.llm.prices import price_for
 from compactlab.transcripts.loading import load_inputs
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "transcripts"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from compactlab.compaction.llm.prices import resolve_prices
+from compactlab.llm.prices import resolve_prices
 from compactlab.results.leaderboard import NOT_RANKED, ranked, setting_figures, summary_document
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule, recommend

@@ -12,7 +12,7 @@ import difflib
 
 import pandas as pd
 
-from compactlab.compaction.llm.prices import PriceTable, normalize_model, price_for, resolve_prices
+from compactlab.llm.prices import PriceTable, normalize_model, price_for, resolve_prices
 
 NO_MODEL = "(no model recorded)"
 

@@ -19,8 +19,8 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from compactlab.compaction.llm.prices import PriceTable, price_for
 from compactlab.contract import fell_back
+from compactlab.llm.prices import PriceTable, price_for
 from compactlab.replay.fast.text_codes import rows_of_each
 from compactlab.replay.replay import CallColumns, CompactionRow
 from compactlab.scoring.drift import drift_counts
@@ -59,7 +59,7 @@ def _costs(
 ) -> pd.Series:
     """Modelled cost per row, vectorised per model (a run has few models and many calls).
 
-    The same rules as `compactlab.compaction.llm.prices.cost_of`: a long-context tier replaces every price above
+    The same rules as `compactlab.llm.prices.cost_of`: a long-context tier replaces every price above
     its threshold, and tokens of a kind the model has no price for make the cost unknown (NaN).
     """
     all_prompts = frame[prompt_column].to_numpy(dtype=float)

@@ -5,7 +5,7 @@ waiting on the provider. So its (transcript, setting) replays run in a pool of t
 process: each replay's compactions stay in order (a summary builds on the one before), replays
 of other settings and transcripts go on meanwhile, and a judge's calls on one replay's
 compactions, which are independent of each other, go to a second pool. The calls actually sent
-are bounded per provider by `compactlab.compaction.llm.concurrency` (in flight, per minute, the cost budget).
+are bounded per provider by `compactlab.llm.concurrency` (in flight, per minute, the cost budget).
 
 Why threads in one process, not the run's worker processes: the bound on calls in flight, the
 rate limits and the budget then hold across the whole run with plain locks, and the call cache's
@@ -30,7 +30,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import closing
 from dataclasses import dataclass, replace
 
-from compactlab.compaction.llm.concurrency import CallAccount
+from compactlab.llm.concurrency import CallAccount
 from compactlab.transcripts.loading import FileRead
 
 MAX_THREADS = 64  # replays at once: past what any provider limit keeps busy, threads only cost memory

@@ -26,7 +26,7 @@ def make_run_summarizer(config: RunConfig):
     if not settings:
         return None
     _checked("summarizer", settings, SUMMARIZER_KEYS)
-    from compactlab.compaction.llm import make_summarizer
+    from compactlab.llm import make_summarizer
 
     return make_summarizer(prices=config.prices or None, **settings)
 

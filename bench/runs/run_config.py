@@ -57,7 +57,7 @@ class RunConfig:
     summarizer: dict = field(default_factory=dict)
     judge: dict = field(default_factory=dict)  # empty: no model judge (the default, offline)
     max_failed_share: float = 0.0  # see bench/results/run_failures.py
-    # What one invocation may spend on LLM calls (bench/compaction/llm/concurrency.py). Not part of config.json:
+    # What one invocation may spend on LLM calls (bench/llm/concurrency.py). Not part of config.json:
     # it does not shape results, and a --resume may raise it.
     max_cost_usd: float | None = None
 

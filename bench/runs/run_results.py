@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from compactlab.compaction.llm.prices import PriceTable
+from compactlab.llm.prices import PriceTable
 from compactlab.replay.fast.text_codes import coded_text, rows_of_each, summary_groups
 from compactlab.results.metrics import calls_frame, compactions_frame, cost_model_check, recorded_fidelity, transcript_summary
 from compactlab.runs.run_files import DONE, read_done

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from compactlab.compaction.llm.prices import resolve_prices
+from compactlab.llm.prices import resolve_prices
 from compactlab.results.cost_coverage import cost_coverage, unmatched_price_keys
 from compactlab.results.leaderboard import summary_document
 from compactlab.results.recommendation import Rule

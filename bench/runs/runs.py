@@ -37,10 +37,10 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from compactlab.compaction.llm.concurrency import CallAccount, check_budget_prices, default_replay_threads, llm_completers
-from compactlab.compaction.llm.concurrency import run_calls as calls_limited
-from compactlab.compaction.llm.prices import resolve_prices
 from compactlab.contract import Strategy
+from compactlab.llm.concurrency import CallAccount, check_budget_prices, default_replay_threads, llm_completers
+from compactlab.llm.concurrency import run_calls as calls_limited
+from compactlab.llm.prices import resolve_prices
 from compactlab.memo import forget
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.real_engines import PRESET_OF_FORMAT, engines_document

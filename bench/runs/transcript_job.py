@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from compactlab.compaction.llm.prices import PriceTable
 from compactlab.contract import Strategy, Summarizer
+from compactlab.llm.prices import PriceTable
 from compactlab.memo import forget
 from compactlab.replay.fast.call_rows import SharedRows, call_arrays
 from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_by_setting

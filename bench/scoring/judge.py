@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from compactlab.compaction.llm import make_summarizer
-from compactlab.compaction.llm.clients import LLMError, LLMUnavailable
+from compactlab.llm import make_summarizer
+from compactlab.llm.clients import LLMError, LLMUnavailable
 from compactlab.scoring.actions import DEFAULT_THRESHOLD, Action, agree
 from compactlab.scoring.next_action import (
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -37,7 +37,7 @@ def _error_kept(task: Callable[[], Any]) -> Callable[[], Any]:
         try:
             return task()
         except LLMUnavailable:
-            raise  # no later call can do better: the run stops (see bench/compaction/llm/clients.py)
+            raise  # no later call can do better: the run stops (see bench/llm/clients.py)
         except LLMError as exc:
             return exc
 
@@ -114,7 +114,7 @@ def make_judge(
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
     **llm: Any,
 ) -> Judge:
-    """A judge over `compactlab.compaction.llm.make_summarizer(provider, model, **llm)` (cache_dir, mode, base_url, ...)."""
+    """A judge over `compactlab.llm.make_summarizer(provider, model, **llm)` (cache_dir, mode, base_url, ...)."""
     if isinstance(probes, str) or set(probes) - set(PROBE_KINDS):
         raise ValueError(f"[judge] probes: a list of {list(PROBE_KINDS)}, got {probes!r}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:

@@ -2,7 +2,7 @@
 
 `compactlab.scoring.preservation` checks whether the *items* the next steps use survive a compaction. This
 module asks a model instead. At each compaction it shows a model (the "judge", any provider of
-`compactlab.compaction.llm`) the compacted context and asks for the single next action as JSON, then compares the
+`compactlab.llm`) the compacted context and asks for the single next action as JSON, then compares the
 answer with what the agent really did next (the recorded next assistant turn): they agree on the
 same tool with similar arguments (`compactlab.scoring.actions.agree` says exactly when).
 The same model is asked again with the full, uncompacted history, which is the model's own
@@ -19,7 +19,7 @@ correct guesses that survive the compaction, never above 1) can be read off the 
 Optional probes (recall, artifact, continuation, decision; `compactlab.scoring.probes`) ask questions whose
 reference answers come from the recorded history, graded yes/no by a judge prompt.
 
-Every call goes through the content-addressed cache of `compactlab.compaction.llm` (`LLMSummarizer.complete`), so
+Every call goes through the content-addressed cache of `compactlab.llm` (`LLMSummarizer.complete`), so
 a rerun costs nothing and CI replays recordings offline (a missing recording raises `CacheMiss`).
 
 Limits, honestly: replay is open-loop, so only the first recorded action after a compaction is a
@@ -66,7 +66,7 @@ or, if your next step is a message to the user rather than a tool call:
 
 
 class Completer(Protocol):
-    """What the judge needs: `compactlab.compaction.llm.LLMSummarizer` (cached) or, uncached, a bare `LLMClient`."""
+    """What the judge needs: `compactlab.llm.LLMSummarizer` (cached) or, uncached, a bare `LLMClient`."""
 
     def complete(self, system: str, prompt: str, max_tokens: int) -> Any: ...  # .text, optional .usage
 

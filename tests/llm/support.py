@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compactlab.compaction.llm import AnthropicClient, OpenAIChatClient
 from compactlab.contract import SummaryRequest
+from compactlab.llm import AnthropicClient, OpenAIChatClient
 from tests.fake_providers import FakeProvider
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"

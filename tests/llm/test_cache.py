@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from compactlab.compaction.llm import CacheMiss, CacheRequest, LLMCache, LLMSummarizer, RecordedSummarizer, make_summarizer
-from compactlab.compaction.llm.cache import Completion
 from compactlab.contract import CompactionFailed
+from compactlab.llm import CacheMiss, CacheRequest, LLMCache, LLMSummarizer, RecordedSummarizer, make_summarizer
+from compactlab.llm.cache import Completion
 from tests.fake_providers import FakeProvider, bad_request, ok, serve, server_error
 from tests.llm.support import MODELS, PROVIDERS, cache_files, client, request
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from compactlab.compaction.llm import (
+from compactlab.contract import CompactionFailed
+from compactlab.llm import (
     AnthropicClient,
     ContextOverflowError,
     Limits,
@@ -29,9 +30,8 @@ from compactlab.compaction.llm import (
     resolve_prices,
     summarize_many,
 )
-from compactlab.compaction.llm.clients import NO_AUTH_KEY
-from compactlab.compaction.llm.prices import load_prices_toml
-from compactlab.contract import CompactionFailed
+from compactlab.llm.clients import NO_AUTH_KEY
+from compactlab.llm.prices import load_prices_toml
 from compactlab.transcripts.model import LLMCall
 from tests.fake_providers import (
     ANTHROPIC_PATH,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from compactlab.compaction.llm import BadAnswer, LLMCache, LLMSummarizer, LLMUnavailable, RecordedSummarizer
-from compactlab.compaction.llm.cache import CacheMiss, CacheRequest, Completion
 from compactlab.contract import CompactionFailed
+from compactlab.llm import BadAnswer, LLMCache, LLMSummarizer, LLMUnavailable, RecordedSummarizer
+from compactlab.llm.cache import CacheMiss, CacheRequest, Completion
 from compactlab.transcripts.model import LLMCall
 from tests.fake_providers import FakeProvider, echo_credentials, empty_answer, ok, truncated_body
 from tests.llm.support import MODELS, OPEN, PROVIDERS, cache_files, client, request

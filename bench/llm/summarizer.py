@@ -14,7 +14,7 @@ than quietly fall back to another strategy at every compaction.
 
 Calls actually sent (cache misses) go through the summarizer's `ProviderGate` (in-flight bound,
 rate limits, 429 waits) and, during a run, the run's `CallAccount` (cost budget, progress counts):
-see `compactlab.compaction.llm.concurrency`.
+see `compactlab.llm.concurrency`.
 
 `RecordedSummarizer` is the offline, cache-only variant for CI: no client, no key, no network.
 """
@@ -27,11 +27,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from compactlab.compaction.llm.cache import CacheMiss, CacheRequest, Completion, LLMCache
-from compactlab.compaction.llm.clients import ContextOverflowError, LLMClient, LLMError, LLMUnavailable
-from compactlab.compaction.llm.concurrency import CallAccount, Limits, ProviderGate, estimated_cost
-from compactlab.compaction.llm.prices import ModelPrice, cost_of, price_for, resolve_prices
 from compactlab.contract import CompactionFailed, Summarizer, SummaryRequest, SummaryResponse
+from compactlab.llm.cache import CacheMiss, CacheRequest, Completion, LLMCache
+from compactlab.llm.clients import ContextOverflowError, LLMClient, LLMError, LLMUnavailable
+from compactlab.llm.concurrency import CallAccount, Limits, ProviderGate, estimated_cost
+from compactlab.llm.prices import ModelPrice, cost_of, price_for, resolve_prices
 from compactlab.tokens.tokenizers import get_encoding
 
 
@@ -54,7 +54,7 @@ class LLMSummarizer:
         self.name = name or f"llm:{client.provider}:{client.model}"
         # Bounds calls actually sent to the provider, across every thread using this summarizer
         # (cache hits take no slot): the rate limit is per account, not per transcript. A run
-        # gives summarizers of one provider account one gate (`compactlab.compaction.llm.concurrency.shared_gates`).
+        # gives summarizers of one provider account one gate (`compactlab.llm.concurrency.shared_gates`).
         self.limits = limits or Limits()
         self.gate = ProviderGate(self.limits)
         self.account: CallAccount | None = None  # set for the duration of a run

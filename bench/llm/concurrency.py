@@ -30,8 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
-from compactlab.compaction.llm.clients import LLMUnavailable, RateLimited
-from compactlab.compaction.llm.prices import ModelPrice, cost_of
+from compactlab.llm.clients import LLMUnavailable, RateLimited
+from compactlab.llm.prices import ModelPrice, cost_of
 from compactlab.transcripts.model import LLMCall
 
 T = TypeVar("T")

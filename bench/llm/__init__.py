@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from compactlab.compaction.llm.cache import CacheMiss, CacheRequest, Completion, LLMCache, Mode
-from compactlab.compaction.llm.clients import (
+from compactlab.llm.cache import CacheMiss, CacheRequest, Completion, LLMCache, Mode
+from compactlab.llm.clients import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     AnthropicClient,
@@ -25,9 +25,9 @@ from compactlab.compaction.llm.clients import (
     LLMUnavailable,
     OpenAIChatClient,
 )
-from compactlab.compaction.llm.concurrency import DEFAULT_MAX_IN_FLIGHT, BudgetExhausted, CallAccount, Limits
-from compactlab.compaction.llm.prices import DEFAULT_PRICES, ModelPrice, cost_of, price_for, resolve_prices
-from compactlab.compaction.llm.summarizer import LLMSummarizer, RecordedSummarizer, summarize_many
+from compactlab.llm.concurrency import DEFAULT_MAX_IN_FLIGHT, BudgetExhausted, CallAccount, Limits
+from compactlab.llm.prices import DEFAULT_PRICES, ModelPrice, cost_of, price_for, resolve_prices
+from compactlab.llm.summarizer import LLMSummarizer, RecordedSummarizer, summarize_many
 
 __all__ = [
     "AnthropicClient",
@@ -82,7 +82,7 @@ def make_summarizer(
     the cache only; it uses a recording by any provider unless `recorded_provider` names one.
     `mode="offline"` with a real provider is the same, restricted to that provider.
     `max_in_flight`, `requests_per_minute` and `tokens_per_minute` bound the calls sent (see
-    `compactlab.compaction.llm.concurrency`).
+    `compactlab.llm.concurrency`).
     """
     limits = Limits(max_in_flight, requests_per_minute, tokens_per_minute)  # checked even when no call is sent
     if provider == "recorded":

@@ -7,7 +7,7 @@ overflow needs: it is recognised with `compactlab.compaction.overflow.classify_o
 `ContextOverflowError` so the engine can compact instead of paying for hopeless retries.
 
 A 429 the SDK's retries did not get past is `RateLimited`, carrying the server's `retry-after`:
-`compactlab.compaction.llm.concurrency` waits and sends it again, however often, without counting a failure (a
+`compactlab.llm.concurrency` waits and sends it again, however often, without counting a failure (a
 burst of 429s slows a run, never fails it). A 429 that says the account's quota is used up is
 `LLMUnavailable`: waiting does not help.
 
@@ -32,8 +32,8 @@ import logging
 import os
 from typing import Any, Protocol, runtime_checkable
 
-from compactlab.compaction.llm.cache import Completion
 from compactlab.compaction.overflow import Overflow, classify_overflow
+from compactlab.llm.cache import Completion
 from compactlab.transcripts.model import LLMCall
 
 log = logging.getLogger(__name__)
