@@ -4,11 +4,18 @@ their construction, checked against the rows of real replays."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
 
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
-from compactlab.results.same_by_construction import rendered_prompts, same_groups
+from compactlab.results.same_by_construction import rendered_prompts, replayed_once, same_groups
+from compactlab.runs import runs, transcript_job
 from compactlab.runs.preview import compact, format_preview
+from compactlab.runs.run_config import RunConfig
+from compactlab.runs.run_storage import run_calls, run_compaction_rows
 from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
@@ -95,3 +102,59 @@ def test_llm_free_settings_that_are_the_same_strategy_are_one_result_by_construc
     rows = [[(c.message_index, c.tokens_before, c.tokens_after, c.preservation) for c in d.compactions] for d in done]
     assert rows[0] and rows[0] == rows[1]
     assert done[0].calls["context_tokens"] == done[1].calls["context_tokens"]
+
+
+# Two groups identical by construction (summarize = iterative-merge: prompts only; observation-masking =
+# masking-10: no LLM, the same masking with its default named) and two settings of their own.
+RUN_SETTINGS = (
+    StrategyConfig("summarize", "summarize"),
+    StrategyConfig("iterative-merge", "iterative-merge"),
+    StrategyConfig("observation-masking", "observation-masking"),
+    StrategyConfig("masking-10", "observation-masking", (("keep_last", 10),)),
+    StrategyConfig("jetbrains-masking", "jetbrains-masking"),
+    StrategyConfig("truncate", "truncate"),
+)
+
+
+def _run_rows(out: Path) -> tuple[pd.DataFrame, list[dict]]:
+    calls = run_calls(out).sort_values(["config", "transcript", "call"]).reset_index(drop=True)
+    compactions = sorted(run_compaction_rows(out), key=lambda r: (r["config"], r["transcript"], r["call"]))
+    return calls, compactions
+
+
+def test_a_run_replays_settings_identical_by_construction_once_with_the_rows_of_replaying_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = [bundled(dataset, stem) for dataset, stem in SESSIONS]
+    settings = RUN_SETTINGS
+    assert replayed_once(settings) == {"iterative-merge": "summarize", "masking-10": "observation-masking"}
+    # Compacting only where the production agent did is another result, whatever else is the same.
+    assert replayed_once([settings[0], replace(settings[1], at_real_compactions=True)]) == {}
+    replayed: list[str] = []
+
+    def counted(transcript, config, *args, **kwargs):
+        replayed.append(config.label)
+        return replay(transcript, config, *args, **kwargs)
+
+    monkeypatch.setattr(transcript_job, "replay", counted)  # in this process: one worker
+    together = tmp_path / "together"
+    runs.run(RunConfig(datasets=tuple(map(str, files)), strategies=settings, window=24_000), together, workers=1)
+    # Decided before any work: the members are never replayed, each of the others once per transcript.
+    once = ("summarize", "observation-masking", "jetbrains-masking", "truncate")
+    assert sorted(replayed) == sorted(label for label in once for _ in files)
+    calls, compactions = _run_rows(together)
+    assert set(calls["config"]) == {s.label for s in settings}  # reported under every name
+    # Each setting replayed alone, in a run of its own: the same rows, row for row.
+    alone_calls, alone_compactions = [], []
+    for setting in settings:
+        out = tmp_path / setting.label
+        runs.run(RunConfig(datasets=tuple(map(str, files)), strategies=(setting,), window=24_000), out, workers=1)
+        calls_alone, compactions_alone = _run_rows(out)
+        alone_calls.append(calls_alone)
+        alone_compactions += compactions_alone
+    alone = pd.concat(alone_calls).sort_values(["config", "transcript", "call"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(calls, alone)
+    assert compactions == sorted(alone_compactions, key=lambda r: (r["config"], r["transcript"], r["call"]))
+    members = [r for r in compactions if r["config"] == "iterative-merge"]
+    assert len(members) > 10 and {r["strategy"] for r in members} == {"iterative-merge"}  # its own name
+    assert any(r["config"] == "masking-10" for r in compactions)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from compactlab.replay.strategy_config import DEFAULT_ESTIMATOR, StrategyConfig, estimator_of, harness_of, trigger_of
 from compactlab.strategies.masking import ObservationMasking
-from compactlab.strategies.prompting import TEMPLATES, file_lists, renders_prompt, template_files
+from compactlab.strategies.prompting import TEMPLATES, file_lists, prompt_set_hash, renders_prompt, template_files
 from compactlab.strategies.prune import Prune
 from compactlab.strategies.registry import get_strategy
 from compactlab.strategies.summarize import Summarize
@@ -92,14 +92,16 @@ def construction_key(config: StrategyConfig, default_estimator: str = DEFAULT_ES
     trigger = trigger_of(made, config.trigger)
     estimator = estimator_of(made, config.estimator, default_estimator)
     if type(strategy) in WITHOUT_LLM:
-        return (strategy, trigger, estimator, tuple(getattr(made, "context_windows", ())), harness_of(made))
+        windows = tuple(getattr(made, "context_windows", ()))
+        return (strategy, trigger, estimator, windows, harness_of(made), config.at_real_compactions)
     if not isinstance(strategy, Summarize) or strategy.summarizer != "extractive":
         return None
     others = tuple((f.name, getattr(strategy, f.name)) for f in dataclasses.fields(strategy) if f.name not in PROMPT_ONLY)
     lists = tuple(file_lists(t, *_PROBE) for t in (strategy.template, strategy.update_template, strategy.turn_prefix_template))
     # The trigger as set: the replay scales it to each model's window alike for every setting with the
     # same harness (`compactlab.replay.strategy_config.window_and_trigger`), which is in the key too.
-    return (others, trigger, estimator, lists if strategy.track_files else None, harness_of(made))
+    # Where it compacts (at the real compactions only, or where its trigger fires) is in the key too.
+    return (others, trigger, estimator, lists if strategy.track_files else None, harness_of(made), config.at_real_compactions)
 
 
 def prompts_of(config: StrategyConfig) -> tuple[str, ...]:
@@ -148,6 +150,39 @@ def one_row_each(
             hidden |= set(same) - {head}
     rows = board[~board["config"].isin(hidden)].reset_index(drop=True) if hidden else board
     return rows, shown
+
+
+def replayed_once(configs: Sequence[StrategyConfig], default_estimator: str = DEFAULT_ESTIMATOR) -> dict[str, str]:
+    """By label, each setting identical by construction to one before it, and that one's label (the
+    first of its group): a run replays the first once and writes its rows under every name of the
+    group (`as_member`). Decided from the settings alone, before anything is replayed."""
+    return {label: group.labels[0] for group in same_groups(configs, default_estimator) for label in group.labels[1:]}
+
+
+def row_names(strategy: Any) -> tuple[str, str | None]:
+    """What a setting's compaction rows name besides its label: the strategy's name as the engine
+    records it, and the hash of the prompt set it would render (None for a strategy without prompts)."""
+    name = getattr(strategy, "name", type(strategy).__name__)
+    inner = getattr(strategy, "strategy", strategy)  # a preset compacts with its strategy
+    if isinstance(inner, Summarize):
+        return name, prompt_set_hash(inner.template, inner.update_template, inner.turn_prefix_template)
+    return name, None
+
+
+def as_member(rows: Sequence[dict], label: str, first: Any, member: Any) -> list[dict]:
+    """The compaction rows of the group's first setting (strategy `first`) as the member `label` (strategy
+    `member`) writes them: the same compactions under its own label, strategy name and prompt set hash
+    (a summary that was never rendered from a prompt is the same whichever set it would have used)."""
+    (first_name, first_hash), (name, hash_) = row_names(first), row_names(member)
+    return [
+        {
+            **row,
+            "config": label,
+            "strategy": name if row["strategy"] == first_name else row["strategy"],
+            "prompt_hash": hash_ if row["prompt_hash"] is not None and row["prompt_hash"] == first_hash else row["prompt_hash"],
+        }
+        for row in rows
+    ]
 
 
 def rendered_prompts(configs: Sequence[StrategyConfig]) -> set[str]:

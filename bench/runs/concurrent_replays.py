@@ -136,7 +136,7 @@ def _start(read: FileRead, job, replays: _LongestFirst, fan_out, running: set[Fu
             units.append(None)
             continue
         size = len(transcript.messages)
-        futures = [replays.submit(size, _bound(job.replay_setting, plan, strategy, fan_out)) for strategy in plan.strategies]
+        futures = [replays.submit(size, _bound(job.replay_setting, plan, strategy, fan_out)) for strategy in plan.replayed]
         running.update(futures)
         units.append(futures)
     return _PendingFile(read, units, plans)

@@ -45,6 +45,7 @@ from compactlab.memo import forget
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.real_engines import PRESET_OF_FORMAT, engines_document
 from compactlab.results.run_failures import mark_incomplete
+from compactlab.results.same_by_construction import replayed_once
 from compactlab.results.unfit_sessions import check_window_fits_some_session
 from compactlab.runs.concurrent_replays import replay_concurrently
 from compactlab.runs.llm_config import make_run_judge
@@ -183,7 +184,18 @@ def _run_locked(
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
     prices = resolve_prices(config.prices or None)
     job = TranscriptJob(
-        config.strategies, instances, log.units, windows_of(config), config.estimator, summarizer, judge, out, prices, log.parts
+        config.strategies,
+        instances,
+        log.units,
+        windows_of(config),
+        config.estimator,
+        summarizer,
+        judge,
+        out,
+        prices,
+        log.parts,
+        # Settings identical by construction are replayed once, decided here before any replay.
+        same_as=replayed_once(config.strategies, config.estimator),
     )
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
     workers = 1 if summarizer is not None or judge is not None else workers

@@ -20,6 +20,7 @@ from compactlab.replay.fast.call_rows import SharedRows, call_arrays
 from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
 from compactlab.replay.strategy_config import StrategyConfig, estimator_of
+from compactlab.results.same_by_construction import as_member
 from compactlab.runs.run_results import TranscriptResults, transcript_results
 from compactlab.runs.run_storage import (
     calls_table,
@@ -52,9 +53,12 @@ class TranscriptPlan:
     """What the settings of one transcript share while they replay (side by side in threads, or in turn)."""
 
     transcript: Transcript
-    strategies: list[StrategyConfig]
+    strategies: list[StrategyConfig]  # the settings not done yet, in the run's order
     meters: dict[str, Meter]  # by estimator
     sharing: dict[str, SharedCompactions]  # by label
+    # The settings replayed: those of `strategies` not identical by construction to one replayed here.
+    replayed: list[StrategyConfig]
+    copies: dict[str, str]  # by label, the replayed setting whose rows it takes
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,9 @@ class TranscriptJob:
     # Token counts shared by every transcript a process replays: sessions of one dataset repeat
     # their system prompt and task texts. (Bounded: see TokenCache.)
     cache: TokenCache = field(default_factory=lambda: TokenCache(max_chars=CACHED_CHARS))
+    # Settings identical by construction to an earlier one (`compactlab.results.same_by_construction.replayed_once`):
+    # by label, the setting whose replay they take instead of replaying the same again.
+    same_as: dict[str, str] = field(default_factory=dict)
 
     def replay_file(self, transcripts: tuple[Transcript, ...]) -> tuple[str | None, list[Replays]]:
         """The file's hash for the run's metadata (taken here, beside the other reading, not by the
@@ -94,7 +101,7 @@ class TranscriptJob:
         plan = self.plan(transcript)
         if plan is None:
             return self.nothing_new(transcript)
-        return self.assemble(plan, [self.replay_setting(plan, strategy) for strategy in plan.strategies])
+        return self.assemble(plan, [self.replay_setting(plan, strategy) for strategy in plan.replayed])
 
     def nothing_new(self, transcript: Transcript) -> Replays:
         """The replays of a transcript every setting of which was done before --resume."""
@@ -105,16 +112,21 @@ class TranscriptJob:
         strategies = [s for s in self.strategies if (transcript.id, s.label) not in self.done]
         if not strategies:  # every setting of this transcript was done before --resume
             return None
+        # A setting identical by construction to one replayed here takes its rows (one done before
+        # --resume is not replayed here: the setting is then replayed itself).
+        labels = {s.label for s in strategies}
+        copies = {s.label: self.same_as[s.label] for s in strategies if self.same_as.get(s.label) in labels}
+        replayed = [s for s in strategies if s.label not in copies]
         # One meter per estimator, shared by every strategy of this transcript: each message is
         # counted once for the whole run, however many settings replay it.
         meters: dict[str, Meter] = {}
-        for strategy in strategies:
+        for strategy in replayed:
             estimator = self.estimator_of(strategy)
             if estimator not in meters:
                 meters[estimator] = Meter(transcript, estimator, self.cache)
         # Settings that differ only in their trigger share each compaction of the same context.
-        sharing = shared_by_setting({s.label: self.instances[s.label] for s in strategies})
-        return TranscriptPlan(transcript, strategies, meters, sharing)
+        sharing = shared_by_setting({s.label: self.instances[s.label] for s in replayed})
+        return TranscriptPlan(transcript, strategies, meters, sharing, replayed, copies)
 
     def estimator_of(self, strategy: StrategyConfig) -> str:
         return estimator_of(self.instances[strategy.label], strategy.estimator, self.default_estimator)
@@ -139,7 +151,10 @@ class TranscriptJob:
         return replayed, rows
 
     def assemble(self, plan: TranscriptPlan, results: list[tuple[Replayed, list[dict]]]) -> Replays:
-        """The transcript's `Replays` from each setting's replay, in the order of its settings."""
+        """The transcript's `Replays` from the replays of `plan.replayed`, in their order: every setting
+        of the plan's, each identical by construction to a replayed one under its own names."""
+        by_label = {s.label: result for s, result in zip(plan.replayed, results)}
+        results = [self._as_setting(s.label, plan.copies.get(s.label), by_label) for s in plan.strategies]
         compaction_rows: list[dict] = []
         # Per setting, the rows it shares with the uncompacted replay (kept once per estimator), then its own rows.
         shared_rows: dict[str, SharedRows] = {}
@@ -160,6 +175,13 @@ class TranscriptJob:
             "compactions": write_part(self.out, "compactions", compactions_table(compaction_rows)),
         }
         return Replays(labels, written, self._results(plan.transcript, arrays, compaction_rows))
+
+    def _as_setting(self, label: str, first: str | None, by_label: dict[str, tuple[Replayed, list[dict]]]):
+        """The replay of setting `label`: its own, or that of the setting `first` it is identical to by construction."""
+        if first is None:
+            return by_label[label]
+        replayed, rows = by_label[first]
+        return replayed, as_member(rows, label, self.instances[first], self.instances[label])
 
     def _results(self, transcript: Transcript, arrays, compaction_rows: list[dict]) -> TranscriptResults:
         """What the run keeps of the transcript: of its new rows, and of those committed before --resume."""
