@@ -82,3 +82,12 @@ def test_the_cli_and_a_run_show_it(tmp_path: Path, capsys) -> None:
     summary = summary_document(runs.run(config, tmp_path / "run", workers=1), resamples=100)
     assert len(summary["presets_vs_engines"]["rows"]) == 4
     assert "fires within ±2 calls of 2 of 4" in summary["presets_vs_engines"]["agreement"]["pi"]["line"]
+
+
+def test_a_run_finds_in_its_workers_what_reading_the_files_again_finds(tmp_path: Path) -> None:
+    # The presets against the real engines are made where each transcript is replayed (two worker
+    # processes here): the same document as the definition, the files read again by the run's process.
+    config = RunConfig(datasets=("m-claude", "pi-sessions"), strategies=(StrategyConfig("truncate", "truncate"),))
+    result = runs.run(config, tmp_path / "run", workers=2)
+    again = runs.real_engines(result.read)
+    assert len(again["rows"]) >= 6 and result.engines == again

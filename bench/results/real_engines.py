@@ -178,7 +178,13 @@ def agreement_line(found: dict) -> str:
 
 def engines_document(transcripts: list[Transcript]) -> dict:
     """What summary.json holds of the presets against the real engines: every row, and the agreement per preset."""
-    rows = [row for transcript in transcripts for row in engine_rows(transcript)]
+    return rows_document([row for transcript in transcripts for row in engine_rows(transcript)])
+
+
+def rows_document(rows: list[EngineRow]) -> dict:
+    """`engines_document` of the rows `engine_rows` gave, where each transcript was replayed ({} without any)."""
+    if not rows:
+        return {}
     return {
         "near_calls": NEAR_CALLS,
         "rows": [row.as_json() for row in rows],

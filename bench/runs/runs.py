@@ -43,7 +43,7 @@ from compactlab.llm.concurrency import run_calls as calls_limited
 from compactlab.llm.prices import resolve_prices
 from compactlab.memo import forget
 from compactlab.results.metrics import calls_frame, compactions_frame
-from compactlab.results.real_engines import PRESET_OF_FORMAT, engines_document
+from compactlab.results.real_engines import PRESET_OF_FORMAT, EngineRow, engines_document, rows_document
 from compactlab.results.run_failures import mark_incomplete
 from compactlab.results.same_by_construction import replayed_once
 from compactlab.results.unfit_sessions import check_window_fits_some_session
@@ -211,6 +211,7 @@ def _run_locked(
     transcripts: list[ReadTranscript] = []  # what the run keeps of each transcript
     failed: list[FailedFile] = []
     totals = RunTotals()
+    engines: list[EngineRow] = []  # the real compactions beside their engines' presets, made where each transcript was replayed
     file_hashes: dict[str, str | None] = {}  # each file's, as the worker that read it found it
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
     completers = llm_completers(summarizer, judge)
@@ -258,6 +259,7 @@ def _run_locked(
                         # One commit per transcript: its parts, written already, become part of the run with its done line.
                         commits.commit(transcript.id, replays.labels, str(read.path), read_hash, replays.parts)
                     totals.add(replays.results)
+                    engines += replays.engines
     except WorkerDied as exc:
         raise ValueError(
             f"{exc}. The transcripts finished before are kept: continue with `compactlab run --resume --out {out}` "
@@ -280,6 +282,7 @@ def _run_locked(
         prices=config.prices,
         results=totals.totals(),
         max_failed_share=config.max_failed_share,
+        engines=rows_document(engines),
     )
     # A window no session fits in measures nothing (every call over it): refused, with the numbers.
     check_window_fits_some_session(result.transcripts)
@@ -330,9 +333,11 @@ def finish(
     prices: dict | None = None,
     results: TranscriptResults | None = None,
     max_failed_share: float = 0.0,
+    engines: dict | None = None,
 ) -> RunResult:
     """The run's tables from its transcripts' results (`results`, gathered as they arrived), or
-    from the committed rows in `out`, read a transcript at a time."""
+    from the committed rows in `out`, read a transcript at a time; `engines`: the presets against the
+    real engines as the replaying processes found them (None: from the files read again)."""
     if results is None:
         results = results_from_rows(out, read, resolve_prices(prices or None))
     transcripts = results.summary
@@ -355,7 +360,7 @@ def finish(
         results.cost_model_check,
         results.call_models,
         prices,
-        engines=real_engines(read),
+        engines=real_engines(read) if engines is None else engines,
     )
 
 

@@ -20,6 +20,7 @@ from compactlab.replay.fast.call_rows import SharedRows, call_arrays
 from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
 from compactlab.replay.strategy_config import StrategyConfig, estimator_of
+from compactlab.results.real_engines import EngineRow, engine_rows
 from compactlab.results.same_by_construction import as_member
 from compactlab.runs.run_results import TranscriptResults, transcript_results
 from compactlab.runs.run_storage import (
@@ -46,6 +47,9 @@ class Replays:
     labels: list[str]
     parts: dict[str, str] | None  # its row parts by kind, written (compactlab.runs.run_storage); None: nothing new to commit
     results: TranscriptResults  # what the run keeps of it, its earlier committed rows included
+    # Its real compactions beside its engine's preset (`compactlab.results.real_engines`), made here where
+    # its messages are, so the run's process need not read the file again.
+    engines: tuple[EngineRow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,7 @@ class TranscriptJob:
 
     def nothing_new(self, transcript: Transcript) -> Replays:
         """The replays of a transcript every setting of which was done before --resume."""
-        return Replays([], None, self._results(transcript, None, []))
+        return Replays([], None, self._results(transcript, None, []), tuple(engine_rows(transcript)))
 
     def plan(self, transcript: Transcript) -> TranscriptPlan | None:
         """What the settings of `transcript` not done yet share; None when every one is done."""
@@ -174,7 +178,8 @@ class TranscriptJob:
             "calls": write_part(self.out, "calls", calls_table(arrays)),
             "compactions": write_part(self.out, "compactions", compactions_table(compaction_rows)),
         }
-        return Replays(labels, written, self._results(plan.transcript, arrays, compaction_rows))
+        kept = self._results(plan.transcript, arrays, compaction_rows)
+        return Replays(labels, written, kept, tuple(engine_rows(plan.transcript)))
 
     def _as_setting(self, label: str, first: str | None, by_label: dict[str, tuple[Replayed, list[dict]]]):
         """The replay of setting `label`: its own, or that of the setting `first` it is identical to by construction."""
