@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # Bottom first. A stage is a subpackage of compactlab or one of its top-level modules.
 LAYERS = [
     "version",

@@ -27,9 +27,9 @@ from compactlab.tokens.metering import Meter
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.messages import is_summary, is_user_turn_start, safe_cut_points, task_index
 from tests.conftest import bundled
-from tests.test_seed_rules import GPT5_MINI, LONG_CODEX, MANIFEST, compact, request
+from tests.strategies.test_seed_rules import GPT5_MINI, LONG_CODEX, MANIFEST, compact, request
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OVERFLOWING = load_file(bundled("m-claude", "agent-abc3cb6"), lenient=True)[0]  # one prompt jumps over a 64k window
 SUMMARIZING = ("seed-000", "seed-001", "seed-002", "seed-004", "pi", "opencode", "claude-code", "openhands")
 

@@ -74,12 +74,12 @@ def test_recorded_strategy_replays_the_real_compaction() -> None:
     replayed = replay(compacted, StrategyConfig("recorded", "recorded"), ContextWindows())
     [event] = replayed.compactions
     marker = compacted.compactions[0]
-    # The summary, then what Claude Code re-attaches: four files and the todo list (tests/test_reattach.py).
+    # The summary, then what Claude Code re-attaches: four files and the todo list (tests/strategies/test_reattach.py).
     assert event.summary == marker.summary and event.messages_after == 6
     assert event.fidelity_recorded == 32_473  # the first prompt recorded after the real compaction
     assert event.fidelity_predicted is not None
     fidelity = recorded_fidelity(compactions_frame(replayed.compactions))
-    # +10.5% under the shipped rules (one created document re-attached; see tests/test_reattach.py)
+    # +10.5% under the shipped rules (one created document re-attached; see tests/strategies/test_reattach.py)
     assert len(fidelity) == 1 and abs(fidelity.loc[0, "relative_error"]) < 0.11
     # Other strategies never see the production summary: they replay the full history.
     other = replay(compacted, StrategyConfig("truncate", "truncate"), ContextWindows())

@@ -23,8 +23,8 @@ from compactlab.report.run_report import TITLE
 from compactlab.report.transcripts import SHOWN_TRANSCRIPTS, select_transcripts
 from compactlab.results.catalogue import metric as metric_named
 from tests.conftest import VERDICT
+from tests.report.test_estimation_page import parse
 from tests.report_runs import END, HOSTILE, IMG, SCRIPT, hostile_run, small_run
-from tests.test_report_estimation import parse
 
 REAL_COMPACTION = "3af9b1a7-6512-4883-ad18-320658ced099"
 
@@ -248,7 +248,7 @@ def test_diff_names_what_got_better_and_worse(run_dir: Path, tmp_path: Path) -> 
 def test_diff_shows_a_and_b_over_the_pairs_its_change_is_over(tmp_path: Path) -> None:
     # A session where only one run has the figure (here: B no longer has summarize's facts kept where it
     # compacted) must be in neither mean, or A and B disagree with B − A (it read 30.2% → 33.1%, "−0.4 pp").
-    reference = Path(__file__).resolve().parents[1] / "reports" / "reference"
+    reference = Path(__file__).resolve().parents[2] / "reports" / "reference"
     changed = tmp_path / "b"
     shutil.copytree(reference, changed)
     frame = load_light(reference).transcripts

@@ -12,7 +12,7 @@ from compactlab.results.metrics import calls_frame, compactions_frame, transcrip
 from compactlab.scoring.drift import drift_counts
 from compactlab.scoring.matching import Item, present
 from compactlab.tokens.context_windows import ContextWindows
-from tests.test_seed_rules import MANIFEST
+from tests.strategies.test_seed_rules import MANIFEST
 
 WINDOW = ContextWindows(overrides={"": 64_000})
 

@@ -10,7 +10,7 @@ from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.messages import is_summary, is_user_turn_start, pinned_head
 from compactlab.transcripts.model import ToolResultPart
 from tests.conftest import bundled
-from tests.test_seed_rules import LONG_CODEX, MANIFEST, ME_NEXT, compact
+from tests.strategies.test_seed_rules import LONG_CODEX, MANIFEST, ME_NEXT, compact
 
 SHORT_TURNS = load_file(bundled("codex-rollouts", "Hoper-J__cpolar-connect"))[0]  # turns of a few messages
 

@@ -14,7 +14,7 @@ import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # Imported only where the optional feature is asked for, and declared in that extra.
 OPTIONAL = {"dask": "dask", "distributed": "dask"}
 # Imported by the pytest plugin, which only pytest itself loads.

@@ -17,7 +17,7 @@ from compactlab.transcripts.importers.openai_chat import OpenAIChatImporter
 from compactlab.transcripts.model import ImagePart, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Transcript
 from compactlab.transcripts.source import RecordIssues, Source, TranscriptError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "json_chat"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "json_chat"
 OPENAI = OpenAIChatImporter()
 ANTHROPIC = AnthropicMessagesImporter()
 

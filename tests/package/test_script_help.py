@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(
     "compactlab." + path.relative_to(ROOT / "bench").with_suffix("").as_posix().replace("/", ".")
     for path in (ROOT / "bench").rglob("*.py")

@@ -11,7 +11,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = (ROOT / "README.md", ROOT / "reports" / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 PATH = re.compile(r"(?<![\w/.])((?:bench|strategies|tests|docs|datasets|reports|\.ci)/[\w./-]*[\w/])(?![{*\w])")
 MODULE = re.compile(r"python3? -m ((?:compactlab|tests)(?:\.\w+)+)")

@@ -15,7 +15,7 @@ from compactlab.measure.gate_baseline_cost import CountingSummarizer
 from compactlab.measure.gate_sensitivity import detection, recall_points
 from compactlab.runs import runs
 from tests.conftest import bundled
-from tests.test_gate_summary_prompt import SESSIONS
+from tests.gate.test_worse_summary_prompt import SESSIONS
 
 
 @pytest.fixture(scope="module")

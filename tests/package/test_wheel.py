@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOT_SHIPPED = (".git", ".venv", "build", "dist", "reports", "__pycache__", "*.egg-info", ".pytest_cache", ".compactlab")
 SMALL_DATASET = "mini-swe-agent-pr816"
 

@@ -30,7 +30,7 @@ from compactlab.runs.run_files import DONE, RunDirectoryBusy, read_done, write_a
 from compactlab.runs.run_storage import KINDS, ROWS, iter_rows
 from tests.conftest import bundled
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = (
     bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9"),
     bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"),
@@ -127,7 +127,7 @@ def test_a_real_kill_between_rows_and_their_done_line(tmp_path: Path) -> None:
 import os, signal, sys
 from pathlib import Path
 from compactlab.runs import run_files, runs
-from tests.test_run_interruptions import _config
+from tests.runs.test_interrupted_runs import _config
 seen = []
 def hook(path):
     seen.append(path.name)

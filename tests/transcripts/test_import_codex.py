@@ -13,7 +13,7 @@ from compactlab.transcripts.importers.codex import CodexImporter
 from compactlab.transcripts.model import ThinkingPart, ToolCallPart, ToolResultPart, Transcript
 from compactlab.transcripts.source import RecordIssues, Source, TranscriptError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codex"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "codex"
 REAL = FIXTURES / "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
 STREAMING = FIXTURES / "streaming-order-compaction.jsonl"
 LEGACY = FIXTURES / "legacy-2025-05.jsonl"

@@ -68,7 +68,7 @@ def test_summary_json_holds_the_reacquisition_at_every_real_compaction(run: dict
         )
         assert got["lost_not_reacquired"] == list(expected.lost_not_reacquired)
         assert got["lost_at_once"] == expected.lost_at_once
-    # The auto compaction: both lost items are files Claude Code re-attached unseen (tests/test_reacquisition.py).
+    # The auto compaction: both lost items are files Claude Code re-attached unseen (tests/scoring/test_reacquisition.py).
     assert (found["lost"], found["lost_reacquired"], found["kept"], found["kept_reacquired"]) == (2, 0, 8, 3)
     assert found["lost_share"] == 0 and found["kept_share"] == pytest.approx(3 / 8)
     assert found["lost_at_once"] == 2  # both named by the first step after the compaction

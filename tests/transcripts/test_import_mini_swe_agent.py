@@ -18,7 +18,7 @@ from compactlab.transcripts.source import RecordIssues, Source, TranscriptError
 from tests.conftest import SHARED
 
 V2_DIR = SHARED / "mini-swe-agent-pr816"
-V1_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "mini_swe_agent" / "v1_modelled_django__django-11099.traj.json"
+V1_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mini_swe_agent" / "v1_modelled_django__django-11099.traj.json"
 ALL_V2 = sorted(V2_DIR.glob("*.traj.json"))
 needs_shared = pytest.mark.skipif(not ALL_V2, reason=f"shared transcripts not found at {V2_DIR}")
 

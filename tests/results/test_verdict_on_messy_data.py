@@ -98,7 +98,7 @@ def test_the_verdict_says_how_many_compactions_it_rests_on(swept: dict) -> None:
     counted = table[(table["config"] == recommendation["config"]) & (table["transcript"] != UNFIT_ID)]["compactions"].sum()
     assert recommendation["compactions"] == counted
     # The count is said, and under 20 it is named as too few rather than a confident "recommended"
-    # (tests/test_recommendation.py's two-session sweep rests on 4).
+    # (tests/results/test_recommendation_rule.py's two-session sweep rests on 4).
     assert f"rests on {counted} compactions" in swept["printed"]
     too_few = counted < 20
     assert (f"rests on {counted} compactions: too few" in swept["printed"]) == too_few

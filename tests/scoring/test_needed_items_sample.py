@@ -7,7 +7,7 @@ from pathlib import Path
 from compactlab.measure.needed_items_sample import SAMPLE as DEFAULT_SAMPLE
 from compactlab.measure.needed_sample import LABELS, SOURCES, needed_now, read_sample, scores, unlabelled
 
-SAMPLE = Path(__file__).parent / "data" / "needed_items_sample.jsonl"
+SAMPLE = Path(__file__).parents[1] / "data" / "needed_items_sample.jsonl"
 
 
 def test_the_sample_covers_every_shared_source_and_is_labelled() -> None:
