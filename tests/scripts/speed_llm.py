@@ -1,6 +1,6 @@
 """Speed of a run's LLM calls against their ideal, measured in one run per workload.
 
-    python -m tests.speed_llm [summaries|judge|probes ...]
+    python -m tests.scripts.speed_llm [summaries|judge|probes ...]
 
 Each workload is a `compactlab run` (compactlab.runs.runs.run) of real bundled sessions whose LLM calls go to
 the local wire-format server of tests/fake_providers.py, through the real `openai` SDK, with
