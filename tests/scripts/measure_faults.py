@@ -22,6 +22,7 @@ The script never patches the library: it works on any version of it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -317,7 +318,11 @@ def measure_cases(work: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    parts = argv or ["runs", "llm", "cases"]
+    parser = argparse.ArgumentParser(prog="python -m tests.scripts.measure_faults", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "parts", nargs="*", choices=["runs", "llm", "cases"], metavar="PART", help="runs, llm or cases (default: all)"
+    )
+    parts = parser.parse_args(argv).parts or ["runs", "llm", "cases"]
     with tempfile.TemporaryDirectory(prefix="compactlab-faults-") as directory:
         work = Path(directory)
         if "runs" in parts:
