@@ -1,6 +1,6 @@
 """Time and peak memory of `compactlab run` as the number of sessions grows.
 
-    python -m compactlab.measure.speed_scale [--sizes 100 1000 10000] [--settings 21] [--source PATH ...]
+    python -m compactlab.measure.speed_scale [--sizes 300 3000] [--settings 4 20] [--source PATH ...]
                                 [--corpus DIR] [--workers N]
 
 N sessions are built from real ones (the shared transcripts, else the bundled datasets): session
@@ -11,12 +11,13 @@ canonical JSONL (gzipped, one session per file, as SWE-bench publishes a traject
 `--corpus` (default: a temporary folder), once per N and reused.
 
 Each N runs in a fresh process, as `compactlab run` would, replaying the first `--settings` of the
-default strategies; it reports the wall time from `compactlab.runs.runs.run` on (reading, replaying,
-metrics, the run directory) and its peak memory: the resident size of the run's process
-(getrusage RUSAGE_SELF maxrss) and of its largest worker (RUSAGE_CHILDREN maxrss), and their sum
-bound: the parent plus every worker at the largest one's peak (forked workers share pages with
-the parent, so the real total is lower). The ratios are against the smallest N: time should grow
-as N, memory not at all.
+default strategies (each count given); it reports the wall and CPU time from `compactlab.runs.runs.run` on
+(reading, replaying, metrics, the run directory; the workers' CPU included) and the peak of the
+whole process tree's memory (the run's process and its workers, their proportional set sizes
+summed, sampled every 50 ms: `compactlab.measure.timing.timed_command`), beside each process's own
+peak. The ratios are against the smallest N: time should grow as N, memory not at all (target: the
+whole tree's peak at the largest N at most 1.3 times that at the smallest). The load is printed
+after each run: the time is the machine's as much as the run's.
 """
 
 from __future__ import annotations
@@ -27,18 +28,19 @@ import json
 import os
 import random
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from compactlab.measure.timing import cpu_seconds, load, timed_command
 from compactlab.transcripts.importers.canonical import transcript_lines
 from compactlab.transcripts.loading import load_inputs
 from compactlab.transcripts.model import TextPart, ThinkingPart, ToolResultPart, Transcript
 
 REPO = Path(__file__).resolve().parents[1]
+TARGET = 1.3  # the whole tree's peak at the largest N over that at the smallest
 ONE_RUN = "--one-run"  # internal: time one run in this process and print it as JSON
 
 
@@ -88,17 +90,18 @@ def build_corpus(real: list[Transcript], size: int, folder: Path) -> Path:
 
 
 def one_run(corpus: str, settings: int, workers: int | None) -> dict:
-    """One run over `corpus` in this process: its time and peak memory."""
+    """One run over `corpus` in this process: its time (from `compactlab.runs.runs.run` on)."""
     from compactlab.runs import runs
     from compactlab.runs.run_config import RunConfig, default_strategies
 
     config = RunConfig(datasets=(corpus,), strategies=default_strategies()[:settings])
     with tempfile.TemporaryDirectory() as out:
-        start = time.perf_counter()
+        cpu, start = cpu_seconds(), time.perf_counter()
         result = runs.run(config, Path(out), workers=workers)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     return {
         "seconds": seconds,
+        "cpu": cpu,
         "sessions": int(result.transcripts["transcript"].nunique()),
         "settings": settings,
         "parent_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -108,10 +111,10 @@ def one_run(corpus: str, settings: int, workers: int | None) -> dict:
 
 def _run_in_fresh_process(corpus: Path, settings: int, workers: int | None) -> dict:
     command = [sys.executable, "-m", "compactlab.measure.speed_scale", ONE_RUN, str(corpus), str(settings), str(workers or 0)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    timing, done = timed_command(command)
     if done.returncode != 0:
         raise RuntimeError(f"the measured run over {corpus} failed:\n{done.stderr}")
-    return json.loads(done.stdout.splitlines()[-1])
+    return {**json.loads(done.stdout.splitlines()[-1]), "tree_mb": timing.peak_mb, "process_seconds": timing.wall}
 
 
 def main(arguments: list[str]) -> None:
@@ -120,38 +123,50 @@ def main(arguments: list[str]) -> None:
         print(json.dumps(one_run(corpus, settings, workers)))
         return
     parser = argparse.ArgumentParser(prog="python -m compactlab.measure.speed_scale", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", nargs="+", type=int, default=[100, 1_000, 10_000], metavar="N", help="numbers of sessions")
+    parser.add_argument("--sizes", nargs="+", type=int, default=[300, 3_000], metavar="N", help="numbers of sessions")
     parser.add_argument(
-        "--settings", type=int, default=21, help="how many of the default strategies each run replays (default: all 21)"
+        "--settings",
+        nargs="+",
+        type=int,
+        default=[4, 20],
+        help="how many of the default strategies each run replays (default: 4 and 20)",
     )
     parser.add_argument("--source", nargs="+", metavar="PATH", help="real sessions to copy (default: the shared transcripts)")
     parser.add_argument("--corpus", type=Path, help="folder for the built sessions, kept for the next call (default: temporary)")
     parser.add_argument("--workers", type=int, help="worker processes (default: one per core)")
     args = parser.parse_args(arguments)
-    bad = [n for n in args.sizes if n < 1]
-    if bad or args.settings < 1:
+    bad = [n for n in [*args.sizes, *args.settings] if n < 1]
+    if bad:
         parser.error(f"--sizes and --settings are counts >= 1 (got sizes {args.sizes}, settings {args.settings})")
     real = real_sessions(args.source or sources())
     workers = args.workers or os.cpu_count() or 1
-    print(f"{len(real)} real sessions copied; {args.settings} settings; {workers} workers")
+    print(f"{len(real)} real sessions copied; {workers} workers; before: {load()}", flush=True)
     with tempfile.TemporaryDirectory() as temporary:
         base = args.corpus or Path(temporary)
-        rows = []
-        for size in sorted(set(args.sizes)):
-            folder = build_corpus(real, size, base / f"sessions-{size}")
-            measured = _run_in_fresh_process(folder, args.settings, args.workers)
-            measured["bound_mb"] = measured["parent_mb"] + workers * measured["worker_mb"]
-            rows.append(measured)
-            print(_line(measured, rows[0]), flush=True)
+        for settings in args.settings:
+            rows = []
+            for size in sorted(set(args.sizes)):
+                folder = build_corpus(real, size, base / f"sessions-{size}")
+                measured = _run_in_fresh_process(folder, settings, args.workers)
+                rows.append(measured)
+                print(_line(measured, rows[0]), flush=True)
+                print(f"  {load()}", flush=True)
+            if len(rows) > 1:
+                growth = rows[-1]["tree_mb"] / rows[0]["tree_mb"]
+                print(
+                    f"{settings} settings: whole-tree peak at {rows[-1]['sessions']:,} sessions / at {rows[0]['sessions']:,}: "
+                    f"{growth:.2f} (target <= {TARGET}): {'PASS' if growth <= TARGET else 'FAIL'}",
+                    flush=True,
+                )
 
 
 def _line(row: dict, first: dict) -> str:
     return (
-        f"N={row['sessions']:>6,} × {row['settings']} settings: {row['seconds']:8.1f} s "
-        f"({1000 * row['seconds'] / row['sessions']:.0f} ms/session), peak parent {row['parent_mb']:6.0f} MB, "
-        f"worker {row['worker_mb']:5.0f} MB, bound {row['bound_mb']:6.0f} MB; "
-        f"× smallest N: sessions {row['sessions'] / first['sessions']:.0f}, time {row['seconds'] / first['seconds']:.2f}, "
-        f"parent memory {row['parent_mb'] / first['parent_mb']:.2f}, bound {row['bound_mb'] / first['bound_mb']:.2f}"
+        f"N={row['sessions']:>6,} × {row['settings']} settings: {row['seconds']:8.1f} s wall, {row['cpu']:8.1f} s CPU "
+        f"({1000 * row['cpu'] / row['sessions']:.0f} ms CPU/session), whole-tree peak {row['tree_mb']:6.0f} MB "
+        f"(largest process alone: parent {row['parent_mb']:.0f} MB, worker {row['worker_mb']:.0f} MB); "
+        f"× smallest N: sessions {row['sessions'] / first['sessions']:.0f}, CPU {row['cpu'] / first['cpu']:.2f}, "
+        f"whole-tree peak {row['tree_mb'] / first['tree_mb']:.2f}"
     )
 
 
