@@ -96,10 +96,12 @@ class Ratio:
         """One line: the ratio of the bests, the median of the per-repeat ratios, every repeat, the verdict."""
         checked = replace(self, target=target if target is not None else self.target)
         values = checked.per_repeat(kind)
+        # Without a target (an infinite one) the line gives the figures alone, no verdict.
+        judged = f": target <= {checked.target:g}: {checked.verdict(kind)}" if checked.target != float("inf") else ""
         return (
             f"{self.name} ({'wall' if kind == 'wall' else 'CPU'}): {checked.best(kind):.2f} (best of each), median "
             f"{statistics.median(values):.2f}, repeats {', '.join(f'{v:.2f}' for v in values)}, spread "
-            f"{100 * checked.spread(kind):.0f}% (bound {100 * self.bound:.0f}%): target <= {checked.target:g}: {checked.verdict(kind)}"
+            f"{100 * checked.spread(kind):.0f}% (bound {100 * self.bound:.0f}%){judged}"
         )
 
 

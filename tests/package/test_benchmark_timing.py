@@ -17,6 +17,7 @@ def test_repeats_that_disagree_are_unstable_not_a_pass() -> None:
     assert Ratio("r", disturbed, baseline, 2.5).verdict("wall") == "UNSTABLE"
     assert Ratio("r", disturbed, baseline, 2.5).verdict("cpu") == "PASS"  # CPU time moved less
     assert "UNSTABLE" in Ratio("r", disturbed, baseline, 2.5).line("wall")
+    assert "target" not in Ratio("r", steady, baseline, float("inf")).line("wall")  # figures alone, never a pass
     # A ratio that cannot be (the measured work contains the baseline's) is never a pass.
     assert verdict([0.9, 0.92], 0.9, 1.25, floor=1.0).startswith("UNSTABLE")
 
