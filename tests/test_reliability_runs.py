@@ -121,6 +121,23 @@ def test_one_refused_key_stops_the_run_with_no_request_sent_after_it(
     assert server.max_in_flight == 1 and len(arrivals) == 1
 
 
+def test_a_refused_key_cancels_the_other_replays_calls_in_flight(
+    server: FakeProvider, data: Path, tmp_path: Path, capsys
+) -> None:
+    # The first call is refused after a second; the other replay's call, sent meanwhile, would be after 4 s.
+    def refuse() -> Behaviour:
+        return Behaviour("echo_credentials", status=401, delay=1.0 if len(server.received) == 1 else 4.0)
+
+    server.otherwise = refuse
+    config = _llm_config(tmp_path, data, server.openai_base_url, "max_in_flight = 4\n")
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "run")]) == 2
+    assert "HTTP 401" in capsys.readouterr().err
+    [(refused_at, status)] = server.answered  # only the first call was answered
+    assert status == 401 and server.count() == 2  # both replays' calls were in flight; none sent again
+    [abandoned_at] = server.abandoned  # the other one's connection was closed at the refusal
+    assert 0 <= abandoned_at - refused_at < 1.5
+
+
 def test_when_every_llm_setting_falls_back_the_report_is_written_with_the_failures_first(
     server: FakeProvider, data: Path, tmp_path: Path
 ) -> None:

@@ -15,7 +15,9 @@ What the SDKs do not retry, we do, as often as they would (`max_retries`): an an
 answer (`BadAnswer`: an empty text, a body that is not the JSON it claims to be, no choices). Such
 a call is a failure like any other, so it is never cached. A refused key (401/403) or a server
 that cannot be reached after the SDK's retries is `LLMUnavailable`: no later call can do better,
-so a run stops there instead of recording one failure per compaction.
+so a run stops there instead of recording one failure per compaction, and the calls it sent
+meanwhile are cancelled (each client's `cancellation`, `compactlab.llm.cancellation`): they end
+with `RequestCancelled`, their connections closed, none of them sent again.
 
 Usage is mapped onto `LLMCall` exactly as the importers map recorded usage: OpenAI's
 `prompt_tokens` includes cached tokens (input = prompt - cached - cache writes); Anthropic's
@@ -34,6 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from compactlab.compaction.overflow import Overflow, classify_overflow
 from compactlab.llm.cache import Completion
+from compactlab.llm.cancellation import Cancellation, Cancelled, cancellable_http_client
 from compactlab.transcripts.model import LLMCall
 
 log = logging.getLogger(__name__)
@@ -55,6 +58,13 @@ class LLMError(RuntimeError):
 
 class LLMUnavailable(LLMError):
     """The provider cannot be used at all: it refused the credentials (401/403) or cannot be reached."""
+
+
+class RequestCancelled(LLMUnavailable):
+    """A call in flight cancelled because the run stopped (another call's key was refused)."""
+
+
+CANCELLED = "cancelled in flight: the run stopped (see its first error)"
 
 
 class RateLimited(LLMError):
@@ -145,6 +155,7 @@ class _SDKClient:
         self.model, self.base_url = model, base_url
         self.max_retries, self.timeout = max_retries, float(timeout)
         self.temperature = float(temperature) if temperature is not None else None
+        self.cancellation = Cancellation()  # cancel() ends the requests in flight (the run stopped)
 
     def __repr__(self) -> str:  # no key here, by construction
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, max_retries={self.max_retries}, timeout={self.timeout})"
@@ -155,6 +166,16 @@ class _SDKClient:
     def close(self) -> None:
         """Close the SDK's connection pool (keep-alive sockets to the provider)."""
         self._client.close()
+
+    def _sdk_client(self, sdk_class: Any, default_http_client: Any) -> Any:
+        """The SDK's client, sending through a transport whose requests `self.cancellation` can end."""
+        return sdk_class(
+            api_key=self._key,
+            base_url=self.base_url,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            http_client=cancellable_http_client(default_http_client, self.cancellation),
+        )
 
     def __enter__(self) -> _SDKClient:
         return self
@@ -243,7 +264,7 @@ class OpenAIChatClient(_SDKClient):
         # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens); many
         # compatible servers only know max_tokens.
         self.max_tokens_param = max_tokens_param or ("max_completion_tokens" if base_url is None else "max_tokens")
-        self._client = openai.OpenAI(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
+        self._client = self._sdk_client(openai.OpenAI, openai.DefaultHttpxClient)
 
     def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
         import openai
@@ -264,6 +285,8 @@ class OpenAIChatClient(_SDKClient):
                 )
         except openai.OpenAIError as exc:
             error = self._translate(exc)
+        except Cancelled:
+            error = RequestCancelled(self.provider, self.model, CANCELLED)
         except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
             error = self._malformed(exc)
         if error is not None:
@@ -328,7 +351,7 @@ class AnthropicClient(_SDKClient):
 
         super().__init__(model, base_url, max_retries, timeout, temperature)
         self._key = api_key_from_env(api_key_env or "ANTHROPIC_API_KEY", self.provider, model, base_url)
-        self._client = anthropic.Anthropic(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
+        self._client = self._sdk_client(anthropic.Anthropic, anthropic.DefaultHttpxClient)
 
     def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
         import anthropic
@@ -359,6 +382,8 @@ class AnthropicClient(_SDKClient):
             )
         except anthropic.AnthropicError as exc:
             error = self._translate(exc)
+        except Cancelled:
+            error = RequestCancelled(self.provider, self.model, CANCELLED)
         except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
             error = self._malformed(exc)
         if error is not None:
