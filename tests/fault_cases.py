@@ -1,4 +1,4 @@
-"""Issue 32's run faults, measured through the CLI in child processes (`python -m tests.measure_faults cases`):
+"""Issue 32's run faults, measured through the CLI in child processes (`python -m tests.scripts.measure_faults cases`):
 
 - worker death: a worker process SIGKILLed at its Nth write (as the OOM killer ends one), for
   every N a worker reaches (on Dask, `--executor dask`, for the first three: its workers are
@@ -14,7 +14,7 @@
 - every LLM setting falling back (HTTP 500 on every call): the exit status and whether
   report.html was written.
 
-Like the rest of tests/measure_faults.py it never patches the library, so it measures an older
+Like the rest of tests/scripts/measure_faults.py it never patches the library, so it measures an older
 checkout too (put that checkout's package first on PYTHONPATH).
 """
 
@@ -47,7 +47,7 @@ def outcome(code: int, text: str) -> str:
 
 
 def measure_worker_deaths(work: Path, data: Path, clean, executor: str = "local") -> None:
-    from tests.measure_faults import child, extra_rows, run_arguments
+    from tests.scripts.measure_faults import child, extra_rows, run_arguments
 
     def arguments(out: Path, resume: bool = False) -> list[str]:
         return [*run_arguments(data, out, resume), *(["--executor", "dask"] if executor == "dask" else [])]
@@ -92,7 +92,7 @@ def _flip(path: Path) -> None:
 
 
 def measure_damaged_parts(work: Path, data: Path, clean_out: Path, clean, arguments) -> None:
-    from tests.measure_faults import extra_rows
+    from tests.scripts.measure_faults import extra_rows
 
     done = [json.loads(line) for line in (clean_out / "done.jsonl").read_text().splitlines() if line.strip()]
     for damage in ("deleted", "corrupted"):
