@@ -20,6 +20,7 @@ import json
 import re
 import select
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -460,11 +461,18 @@ def fault_mix(seed: int, shares: dict[Callable[[], Behaviour], float]) -> Callab
     return choose
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that closed its connection (a cancelled request) is no server error: not printed."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]  # (typeshed: a socket, an address)
+
+
 @contextmanager
 def serve() -> Iterator[FakeProvider]:
     """Run a fake provider on 127.0.0.1 for the duration of the `with` block."""
     state = FakeProvider()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server = _Server(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True  # a handler stuck on a dead socket never blocks interpreter exit
     state.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
