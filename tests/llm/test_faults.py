@@ -89,20 +89,18 @@ def test_a_server_that_cannot_be_reached_stops_the_run(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", PROVIDERS)
 def test_a_refused_key_cancels_the_calls_in_flight(kind: str, server: FakeProvider) -> None:
-    # The first request is refused after 1 s; the others, sent meanwhile, would be refused after 4 s.
-    def refuse() -> Behaviour:
-        return Behaviour(
-            "echo_credentials", status=401, delay=1.0 if len(server.received) == 1 else 4.0
-        )  # (under the server's lock)
+    # The first request is refused after 2 s; the others, sent meanwhile, would be refused after 5 s.
+    def refuse() -> Behaviour:  # (called under the server's lock: its count() would wait for it)
+        return Behaviour("echo_credentials", status=401, delay=2.0 if len(server.received) == 1 else 5.0)
 
     server.otherwise = refuse
-    summarizer = LLMSummarizer(client(kind, server, max_retries=2), limits=Limits(max_in_flight=6))
+    summarizer = LLMSummarizer(client(kind, server, max_retries=2, timeout=10.0), limits=Limits(max_in_flight=6))
     account = CallAccount()
     started = time.monotonic()
     with run_calls([summarizer], account), ThreadPoolExecutor(6) as pool:
         futures = [pool.submit(summarizer.summarize, request(prompt=f"call {i}")) for i in range(6)]
         errors = [future.exception(timeout=30) for future in futures]
-    assert time.monotonic() - started < 3.5  # none waited for its 4 s answer
+    assert time.monotonic() - started < 4.5  # none waited for its 5 s answer
     assert server.count() == 6  # all six were in flight, and none was sent again
     [(refused_at, status)] = server.answered  # the server answered the first request only
     assert status == 401 and "HTTP 401" in str(account.stop_error)

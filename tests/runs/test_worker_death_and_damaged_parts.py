@@ -124,9 +124,10 @@ def test_one_refused_key_stops_the_run_with_no_request_sent_after_it(
 def test_a_refused_key_cancels_the_other_replays_calls_in_flight(
     server: FakeProvider, data: Path, tmp_path: Path, capsys
 ) -> None:
-    # The first call is refused after a second; the other replay's call, sent meanwhile, would be after 4 s.
+    # The first call is refused after 3 s (time for the other replay to send its call on a loaded
+    # machine); the other replay's call, sent meanwhile, would be refused after 5 s.
     def refuse() -> Behaviour:
-        return Behaviour("echo_credentials", status=401, delay=1.0 if len(server.received) == 1 else 4.0)
+        return Behaviour("echo_credentials", status=401, delay=3.0 if len(server.received) == 1 else 5.0)
 
     server.otherwise = refuse
     config = _llm_config(tmp_path, data, server.openai_base_url, "max_in_flight = 4\n")
