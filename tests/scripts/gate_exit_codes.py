@@ -25,7 +25,7 @@ from pathlib import Path
 from compactlab.cli.main import main
 from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.fake_providers import serve, summarizing
-from tests.test_gate_answers import FILES_IMPORT, KEY_ENV, SUITE, own_suite_with_a_model
+from tests.gate.test_suite_with_a_model import FILES_IMPORT, KEY_ENV, SUITE, own_suite_with_a_model
 
 BASELINE = SUITE.parent / "baseline.json"
 

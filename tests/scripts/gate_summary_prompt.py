@@ -2,7 +2,7 @@
 
     python -m tests.scripts.gate_summary_prompt [OUT_DIR] [--metrics preservation_k5 ...]
 
-The scenario of tests/test_gate_summary_prompt.py: ten real mini-swe-agent sessions, `summarize` on
+The scenario of tests/gate/test_worse_summary_prompt.py: ten real mini-swe-agent sessions, `summarize` on
 an LLM summarizer served by the local wire-format server (its answer follows the prompt), a baseline
 with the original prompt, then `compactlab check` with `{{ conversation }} Summarize briefly.` and
 with the original again. Prints both checks' exit codes and writes their markdown to OUT_DIR.
@@ -18,7 +18,7 @@ from pathlib import Path
 from compactlab.cli.main import main
 from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.fake_providers import serve, summarizing
-from tests.test_gate_summary_prompt import KEY_ENV, METRICS, NEAR_EMPTY, write_suite
+from tests.gate.test_worse_summary_prompt import KEY_ENV, METRICS, NEAR_EMPTY, write_suite
 
 
 def measure(out: Path, metrics: dict[str, float]) -> dict[str, int]:

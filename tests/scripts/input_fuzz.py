@@ -1,6 +1,6 @@
 """Seeded damage to real transcript files, and what compactlab does with each damaged file.
 
-Shared by `tests/test_input_fuzz.py` (a small, fixed share in CI) and by running this module as a
+Shared by `tests/transcripts/test_input_fuzz.py` (a small, fixed share in CI) and by running this module as a
 script, which measures the reliability table of issue 16 for inputs:
 
     .venv/bin/python -m tests.scripts.input_fuzz [--per-kind N] [--seed S]

@@ -3,9 +3,9 @@
     python -m tests.scripts.layer_figures [--rev REV]
 
 Reads the source of the working tree (or of commit REV, through `git archive`) with
-tests/layer_graph.py twice: import statements alone (how tests/test_layers.py read it before issue 30)
+tests/package/layer_graph.py twice: import statements alone (how tests/package/test_layers.py read it before issue 30)
 and everything Python runs (importlib by literal name, the strategy entry points, package `__init__`
-code). Prints the number of modules and arrows, the stage pairs the order in tests/test_layers.py
+code). Prints the number of modules and arrows, the stage pairs the order in tests/package/test_layers.py
 allows against those its explicit `ALLOWED` list allows, the pairs in use, the arrows `ALLOWED`
 forbids (known exceptions included), and every import cycle each reading finds.
 """
@@ -18,8 +18,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from tests.layer_graph import REPO, cycles, graph
-from tests.test_layers import ALLOWED, KNOWN_EXCEPTIONS, ORDER, stage
+from tests.package.layer_graph import REPO, cycles, graph
+from tests.package.test_layers import ALLOWED, KNOWN_EXCEPTIONS, ORDER, stage
 
 
 def figures(tree: Path) -> list[str]:
