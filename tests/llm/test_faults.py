@@ -100,13 +100,14 @@ def test_a_refused_key_cancels_the_calls_in_flight(kind: str, server: FakeProvid
     with run_calls([summarizer], account), ThreadPoolExecutor(6) as pool:
         futures = [pool.submit(summarizer.summarize, request(prompt=f"call {i}")) for i in range(6)]
         errors = [future.exception(timeout=30) for future in futures]
-    assert time.monotonic() - started < 4.5  # none waited for its 5 s answer
-    assert server.count() == 6  # all six were in flight, and none was sent again
+    sent = server.count()  # (on a loaded machine a thread may send its call only after the refusal: refused unsent)
+    assert 3 <= sent <= 6  # several of the six calls were in flight, and none was sent twice
     [(refused_at, status)] = server.answered  # the server answered the first request only
     assert status == 401 and "HTTP 401" in str(account.stop_error)
-    # The other five connections were closed by the client within moments of the refusal.
-    assert len(server.abandoned) == 5 and all(0 <= t - refused_at < 1.5 for t in server.abandoned)
-    assert sum(isinstance(e, RequestCancelled) for e in errors) == 5
+    # The others' connections were closed by the client at the refusal, before their 5 s answers.
+    assert len(server.abandoned) == sent - 1 and all(0 <= t - refused_at < 2.5 for t in server.abandoned)
+    assert time.monotonic() - started < 4.5  # no call waited for its answer
+    assert sum(isinstance(e, RequestCancelled) for e in errors) == sent - 1
     assert all(isinstance(e, LLMUnavailable) for e in errors)
     # The same client sends again once the stopped run is over.
     server.otherwise = ok()

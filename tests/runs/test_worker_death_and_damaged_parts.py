@@ -136,7 +136,7 @@ def test_a_refused_key_cancels_the_other_replays_calls_in_flight(
     [(refused_at, status)] = server.answered  # only the first call was answered
     assert status == 401 and server.count() == 2  # both replays' calls were in flight; none sent again
     [abandoned_at] = server.abandoned  # the other one's connection was closed at the refusal
-    assert 0 <= abandoned_at - refused_at < 1.5
+    assert 0 <= abandoned_at - refused_at < 2.5  # (before its 5 s answer)
 
 
 def test_when_every_llm_setting_falls_back_the_report_is_written_with_the_failures_first(
