@@ -94,7 +94,7 @@ def construction_key(config: StrategyConfig, default_estimator: str = DEFAULT_ES
     if type(strategy) in WITHOUT_LLM:
         windows = tuple(getattr(made, "context_windows", ()))
         return (strategy, trigger, estimator, windows, harness_of(made), config.at_real_compactions)
-    if not isinstance(strategy, Summarize) or strategy.summarizer != "extractive":
+    if not isinstance(strategy, Summarize) or strategy.summarizer != "extractive" or not _summarizes_as_summarize(type(strategy)):
         return None
     others = tuple((f.name, getattr(strategy, f.name)) for f in dataclasses.fields(strategy) if f.name not in PROMPT_ONLY)
     lists = tuple(file_lists(t, *_PROBE) for t in (strategy.template, strategy.update_template, strategy.turn_prefix_template))
@@ -102,6 +102,18 @@ def construction_key(config: StrategyConfig, default_estimator: str = DEFAULT_ES
     # same harness (`compactlab.replay.strategy_config.window_and_trigger`), which is in the key too.
     # Where it compacts (at the real compactions only, or where its trigger fires) is in the key too.
     return (others, trigger, estimator, lists if strategy.track_files else None, harness_of(made), config.at_real_compactions)
+
+
+def _summarizes_as_summarize(cls: type) -> bool:
+    """Whether `cls` compacts with `Summarize`'s own code: it and every class between it and `Summarize`
+    define no method (`IterativeMerge` only sets other defaults). A subclass with code of its own may
+    compact otherwise whatever its settings, and a run copies rows on this rule's word."""
+    for klass in cls.__mro__:
+        if klass is Summarize:
+            return True
+        if any(not name.startswith("__") and callable(getattr(klass, name)) for name in vars(klass)):
+            return False
+    return False
 
 
 def prompts_of(config: StrategyConfig) -> tuple[str, ...]:

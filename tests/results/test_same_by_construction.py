@@ -158,3 +158,19 @@ def test_a_run_replays_settings_identical_by_construction_once_with_the_rows_of_
     members = [r for r in compactions if r["config"] == "iterative-merge"]
     assert len(members) > 10 and {r["strategy"] for r in members} == {"iterative-merge"}  # its own name
     assert any(r["config"] == "masking-10" for r in compactions)
+
+
+def test_a_summarize_subclass_with_code_of_its_own_is_never_one_result_with_summarize(tmp_path: Path) -> None:
+    # Its settings equal summarize's, but its own code may compact otherwise: its rows are never copied.
+    module = tmp_path / "own_summary.py"
+    module.write_text(
+        "from dataclasses import dataclass\n"
+        "from compactlab.strategies.summarize import Summarize\n\n\n"
+        "@dataclass(frozen=True)\n"
+        "class Shorter(Summarize):\n"
+        "    def compact(self, context, request):\n"
+        "        return super().compact(context, request)\n"
+    )
+    own = StrategyConfig("shorter", f"{module}:Shorter")
+    assert replayed_once([StrategyConfig("summarize", "summarize"), own]) == {}
+    assert replayed_once([StrategyConfig("summarize", "summarize"), StrategyConfig("iterative-merge", "iterative-merge")])
