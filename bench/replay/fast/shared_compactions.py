@@ -19,6 +19,7 @@ import operator
 import threading
 from dataclasses import dataclass, field
 
+from compactlab.compaction.engine import Engine
 from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy
 
 
@@ -59,8 +60,7 @@ class SharedCompactions:
             request.reason,
             request.window,
             request.target_tokens,
-            id(getattr(counter, "__self__", counter)),
-            id(getattr(counter, "__func__", counter)),
+            *_counter_identity(counter),
             id(request.summarizer),
         )
         with self.lock:
@@ -75,6 +75,16 @@ class SharedCompactions:
             # can be freed and its id reused while the entry lives.
             entries.append((context, request, result))
             return result
+
+
+def _counter_identity(counter: object) -> tuple[int, int]:
+    """What a request's counter counts with, by identity. An engine's `piece_size` follows its
+    estimator's meter at the context's call, so every setting's engine sharing that meter counts a
+    piece alike: it is keyed by the meter, not by the engine (one per setting)."""
+    owner, func = getattr(counter, "__self__", counter), getattr(counter, "__func__", counter)
+    if isinstance(owner, Engine) and func is Engine.piece_size:
+        owner = getattr(owner.count_tokens, "__self__", owner.count_tokens)
+    return id(owner), id(func)
 
 
 def shared_by_setting(instances: dict[str, Strategy]) -> dict[str, SharedCompactions]:
