@@ -37,6 +37,9 @@ class Context:
     known_usage: tuple[int, int] | None = None
     # Full pre-compaction histories kept by the archive strategy, newest last.
     archives: tuple[tuple[Message, ...], ...] = ()
+    # How many messages right after the summary the last compaction kept verbatim (its kept tail):
+    # pi summarizes only what came after its previous compaction and drops that tail at the next one.
+    kept_tail: int = 0
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,11 @@ def pi() -> Preset:
     return Preset(
         "pi",
         IterativeMerge(
-            keep_recent_tokens=20_000, max_summary_tokens=13_107, split_turn_min_messages=1, append_last_request=False
+            keep_recent_tokens=20_000,
+            max_summary_tokens=13_107,
+            split_turn_min_messages=1,
+            append_last_request=False,
+            drop_kept_tail=True,
         ),
         Trigger(fraction=1.0, reserve_tokens=16_384),
         "hybrid",

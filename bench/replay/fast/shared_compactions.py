@@ -57,6 +57,7 @@ class SharedCompactions:
             context.compactions,
             context.known_usage,
             id(context.archives),
+            context.kept_tail,
             request.reason,
             request.window,
             request.target_tokens,
