@@ -14,7 +14,7 @@ import pytest
 from compactlab.compaction.engine import Engine
 from compactlab.contract import Context, SummaryRequest, SummaryResponse
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.strategy_config import StrategyConfig, window_and_trigger
 from compactlab.replay.uncompacted import uncompacted
 from compactlab.strategies.prune import PLACEHOLDER as PRUNED
 from compactlab.strategies.registry import get_strategy
@@ -313,14 +313,17 @@ def test_manual_compactions_are_not_replayed() -> None:
 
 
 def test_opencode_reserves_one_reserve_for_every_model() -> None:
-    trigger = get_strategy("opencode").trigger
-    for model in ("gpt-5", "deepseek-chat", "claude-sonnet-4-5"):
-        assert trigger.for_model(model).reserve_tokens == trigger.reserve_tokens
-    for transcript in (GPT5_MINI, LONG_CODEX, MANIFEST):  # at their real windows: window − the one reserve
-        done = _replayed("opencode", transcript, ContextWindows())
-        window = done.calls["window"][0]
-        if done.compactions:
-            assert done.compactions[0].tokens_before > window - trigger.reserve_tokens - 5_000
+    preset = get_strategy("opencode")
+    for model in ("gpt-5", "deepseek-chat", "claude-sonnet-4-5"):  # no model's input or output limit changes it
+        assert preset.trigger.for_model(model).reserve_tokens == preset.trigger.reserve_tokens == 52_000
+    # On a real gpt-5 session at a 64k window the reserve is scaled by 64,000 ÷ the real window, and the
+    # first compaction comes at the first call whose size passes window − that reserve.
+    real = LONG_CODEX.context_window or ContextWindows().lookup(LONG_CODEX.calls[0].model).tokens
+    window, trigger = window_and_trigger(preset, None, AT_64K, LONG_CODEX.calls[0].model, LONG_CODEX.context_window)
+    assert trigger.reserve_tokens == round(52_000 * 64_000 / real)
+    base = uncompacted(Meter(LONG_CODEX, preset.estimator), window, preset.harness.anchor_output)
+    first = next(i for i, tokens in enumerate(base.trigger_tokens) if tokens > window - trigger.reserve_tokens)
+    assert _replayed("opencode").compactions[0].call == first
 
 
 def test_opencode_and_openhands_give_the_previous_summary_to_the_new_one() -> None:
