@@ -19,7 +19,6 @@ import operator
 import threading
 from dataclasses import dataclass, field
 
-from compactlab.compaction.engine import Engine
 from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy
 
 
@@ -83,7 +82,7 @@ def _counter_identity(counter: object) -> tuple[int, int]:
     estimator's meter at the context's call, so every setting's engine sharing that meter counts a
     piece alike: it is keyed by the meter, not by the engine (one per setting)."""
     owner, func = getattr(counter, "__self__", counter), getattr(counter, "__func__", counter)
-    if isinstance(owner, Engine) and func is Engine.piece_size:
+    if getattr(func, "__name__", "") == "piece_size" and hasattr(owner, "count_tokens"):  # `Engine.piece_size`
         owner = getattr(owner.count_tokens, "__self__", owner.count_tokens)
     return id(owner), id(func)
 
