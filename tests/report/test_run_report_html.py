@@ -22,16 +22,16 @@ from compactlab.report.run_data import figures_and_recommendation, load_light, l
 from compactlab.report.run_report import TITLE
 from compactlab.report.transcripts import SHOWN_TRANSCRIPTS, select_transcripts
 from compactlab.results.catalogue import metric as metric_named
-from tests.conftest import VERDICT
+from tests.conftest import VERDICT, SharedRun
 from tests.report.test_estimation_page import parse
-from tests.report_runs import END, HOSTILE, IMG, SCRIPT, hostile_run, small_run
+from tests.report_runs import END, HOSTILE, IMG, SCRIPT, hostile_run
 
 REAL_COMPACTION = "3af9b1a7-6512-4883-ad18-320658ced099"
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_run(tmp_path_factory.mktemp("report") / "run")
+def run_dir(small_run: SharedRun) -> Path:
+    return small_run.folder
 
 
 @pytest.fixture(scope="module")
