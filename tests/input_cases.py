@@ -1,6 +1,6 @@
 """The run-level input cases of issue 32, each made from real bundled files, run through the CLI.
 
-`python -m tests.input_fuzz --cases` runs them after the damaged transcripts and prints one line
+`python -m tests.scripts.input_fuzz --cases` runs them after the damaged transcripts and prints one line
 per case: the command's exit status, whether it ended in a traceback, and what it said or counted.
 Each case runs `python -m compactlab.cli.main` in a child process, so the script measures an older
 checkout just as well (put its package first on PYTHONPATH). `tests/cli/test_input_cases.py`

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import runpy
 import sys
 from pathlib import Path
@@ -15,15 +16,33 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+MAIN = re.compile(r'^if __name__ == "__main__":', re.MULTILINE)
+# The package's scripts (bench/, installed as compactlab) and those needing tests/ (tests/scripts/).
 SCRIPTS = sorted(
-    "compactlab." + path.relative_to(ROOT / "bench").with_suffix("").as_posix().replace("/", ".")
-    for path in (ROOT / "bench").rglob("*.py")
-    if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8")
+    [
+        "compactlab." + path.relative_to(ROOT / "bench").with_suffix("").as_posix().replace("/", ".")
+        for path in (ROOT / "bench").rglob("*.py")
+        if MAIN.search(path.read_text(encoding="utf-8"))
+    ]
+    + [f"tests.scripts.{path.stem}" for path in (ROOT / "tests" / "scripts").glob("*.py") if path.stem != "__init__"]
 )
 
 
 def test_the_scripts_are_found() -> None:
-    assert "compactlab.tokens.fit_calibration" in SCRIPTS and len(SCRIPTS) > 10
+    assert "compactlab.tokens.fit_calibration" in SCRIPTS and "tests.scripts.input_fuzz" in SCRIPTS and len(SCRIPTS) > 10
+
+
+def test_runnable_scripts_live_in_their_two_homes() -> None:
+    """A script elsewhere in tests/ is one nobody finds. tests/typecheck.py stays: it is the checker
+    .ci/run, the pre-commit hook and the README name as `python -m tests.typecheck`."""
+    stray = sorted(
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "tests").rglob("*.py")
+        if MAIN.search(path.read_text(encoding="utf-8"))
+        and path.parent != ROOT / "tests" / "scripts"
+        and path.name != "typecheck.py"
+    )
+    assert stray == []
 
 
 @pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")  # runpy on a module a test imported

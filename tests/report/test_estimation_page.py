@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compactlab.report.estimation import estimation_context, render_estimation_page, write_estimation_report
+from compactlab.report.estimation_section import estimation_context, render_estimation_page, write_estimation_report
 from compactlab.tokens.estimation import EstimationResult, run_estimation, summarize
 from compactlab.transcripts.loading import load_inputs
 

@@ -20,7 +20,7 @@ from compactlab.runs.run_storage import run_calls
 from tests.fake_providers import Behaviour, FakeProvider, serve, server_error
 from tests.input_cases import sessions
 from tests.llm.support import KEY_ENV
-from tests.measure_faults import child, run_arguments
+from tests.scripts.measure_faults import child, run_arguments
 
 RUN = ["--strategy", "truncate", "observation-masking", "--window", "32000"]
 

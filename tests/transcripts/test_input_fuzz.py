@@ -1,7 +1,7 @@
 """Damaged real files never end in a traceback or a silently wrong result (issue 16).
 
 The fuzz share here is small and seeded, so CI runs the same inputs each time in a few seconds;
-`python -m tests.input_fuzz` runs many more and prints the table (see its docstring).
+`python -m tests.scripts.input_fuzz` runs many more and prints the table (see its docstring).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.loading import load_inputs
 from compactlab.transcripts.source import TranscriptError
-from tests.input_fuzz import Tally, broken_invariant, fingerprint, fuzz, read_cli
 from tests.listed_inputs import listed_cases
+from tests.scripts.input_fuzz import Tally, broken_invariant, fingerprint, fuzz, read_cli
 
 
 def test_seeded_fuzz_of_real_files_of_every_format(tmp_path: Path) -> None:
@@ -101,7 +101,7 @@ def test_the_same_session_under_two_names_is_refused(tmp_path: Path) -> None:
 
 def test_tally_counts_an_unreported_change_as_silent(tmp_path: Path) -> None:
     """The measuring rule itself: a changed result with nothing reported is silently wrong."""
-    from tests.input_fuzz import check_input
+    from tests.scripts.input_fuzz import check_input
 
     source = Path(next(c for c in listed_cases(tmp_path / "cases") if c.name == "multi-member gzip").inputs[0])
     tally = Tally()

@@ -3,7 +3,7 @@
 Shared by `tests/transcripts/test_input_fuzz.py` (a small, fixed share in CI) and by running this module as a
 script, which measures the reliability table of issue 16 for inputs:
 
-    .venv/bin/python -m tests.input_fuzz [--per-kind N] [--seed S]
+    .venv/bin/python -m tests.scripts.input_fuzz [--per-kind N] [--seed S]
 
 prints inputs tried, command runs, clean errors, tracebacks (distinct and total) and runs with
 silently wrong values. It uses only `load_file`, `load_inputs`, `write_canonical` and the CLI's
@@ -38,7 +38,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LIMIT = 2**53
 
 # (format, file): small real files of every format read by compactlab. The canonical sample is

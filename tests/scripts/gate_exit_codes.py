@@ -1,6 +1,6 @@
 """The exit codes of issue 28's cases on the repository's own suite (before → after a change).
 
-    python -m tests.gate_exit_codes [OUT_DIR]
+    python -m tests.scripts.gate_exit_codes [OUT_DIR]
 
 1. `summary.j2` without its `files.j2` import, offline (the suite as committed: no model);
 2. the same edit with a model: the suite's `summarize` and `iterative-merge` on the local

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from compactlab.report.overview import pct
+from compactlab.report.overview_section import pct
 from compactlab.report.run_data import RunData
 from compactlab.report.transcripts import compaction_view, recorded_rows, source_of
 

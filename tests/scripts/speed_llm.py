@@ -1,6 +1,6 @@
 """Speed of a run's LLM calls against their ideal, measured in one run per workload.
 
-    python -m tests.speed_llm [summaries|judge|probes ...]
+    python -m tests.scripts.speed_llm [summaries|judge|probes ...]
 
 Each workload is a `compactlab run` (compactlab.runs.runs.run) of real bundled sessions whose LLM calls go to
 the local wire-format server of tests/fake_providers.py, through the real `openai` SDK, with
@@ -20,6 +20,7 @@ ceil(N / 16) × LATENCY (16 calls in flight at every moment); the script prints
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import sys
@@ -107,6 +108,9 @@ def measure(workload: str) -> float:
 
 
 def main(arguments: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.scripts.speed_llm", description=__doc__.split("\n\n")[0])
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD", help=f"of {', '.join(WORKLOADS)} (default: all)")
+    arguments = parser.parse_args(arguments).workloads
     os.environ.setdefault(KEY_ENV, "sk-speed-llm")
     unknown = sorted(set(arguments) - set(WORKLOADS))
     if unknown:

@@ -1,6 +1,6 @@
 """Measure the gate's verdict on a near-empty summary prompt (issue 15 §4).
 
-    python -m tests.gate_summary_prompt [OUT_DIR] [--metrics preservation_k5 ...]
+    python -m tests.scripts.gate_summary_prompt [OUT_DIR] [--metrics preservation_k5 ...]
 
 The scenario of tests/gate/test_worse_summary_prompt.py: ten real mini-swe-agent sessions, `summarize` on
 an LLM summarizer served by the local wire-format server (its answer follows the prompt), a baseline

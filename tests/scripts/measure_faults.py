@@ -1,9 +1,9 @@
 """Measure issue 16's rows on interrupted runs and LLM faults, on real bundled sessions.
 
-    python -m tests.measure_faults            # both parts
-    python -m tests.measure_faults runs      # kills, full disk, concurrent resume
-    python -m tests.measure_faults llm       # a faulty LLM server, a server that is down, a 401
-    python -m tests.measure_faults cases     # issue 32: worker deaths, damaged parts, a refused key, all fallen back
+    python -m tests.scripts.measure_faults            # both parts
+    python -m tests.scripts.measure_faults runs      # kills, full disk, concurrent resume
+    python -m tests.scripts.measure_faults llm       # a faulty LLM server, a server that is down, a 401
+    python -m tests.scripts.measure_faults cases     # issue 32: worker deaths, damaged parts, a refused key, all fallen back
 
 Interrupted runs: `compactlab run` in a child process whose writes into the run directory
 (`os.write`, `os.copy_file_range`, `os.replace`; the row files, done.jsonl, and what is written
@@ -22,6 +22,7 @@ The script never patches the library: it works on any version of it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -35,7 +36,7 @@ import pandas as pd
 
 from compactlab.runs.run_storage import run_compaction_rows
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FILES = (
     ("m-claude", "3af9b1a7"),
     ("m-claude", "97b0ffde"),
@@ -317,7 +318,11 @@ def measure_cases(work: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    parts = argv or ["runs", "llm", "cases"]
+    parser = argparse.ArgumentParser(prog="python -m tests.scripts.measure_faults", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "parts", nargs="*", choices=["runs", "llm", "cases"], metavar="PART", help="runs, llm or cases (default: all)"
+    )
+    parts = parser.parse_args(argv).parts or ["runs", "llm", "cases"]
     with tempfile.TemporaryDirectory(prefix="compactlab-faults-") as directory:
         work = Path(directory)
         if "runs" in parts:

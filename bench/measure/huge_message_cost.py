@@ -1,6 +1,6 @@
 """What one huge message costs a run: wall time and peak memory of `compactlab run`.
 
-    .venv/bin/python -m tests.huge_message_cost [--mb 50] [--strategy NAME ...]
+    .venv/bin/python -m compactlab.measure.huge_message_cost [--mb 50] [--strategy NAME ...]
 
 Takes a small real Claude Code session from datasets/, puts one tool result of --mb megabytes
 of text (real lines of the session repeated) into it, and runs `compactlab run` on it in a child
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SESSION = REPO / "datasets/claude-code-log/transcripts/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl.gz"
 
 
