@@ -28,7 +28,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 # pytest's --durations lines: "12.34s call     tests/x/test_y.py::test_z[param]"
-DURATION = re.compile(r"^(\d+(?:\.\d+)?)s (setup|call|teardown)\s+(\S+?\.py)::(\S+)$", re.MULTILINE)
+# (a parameter's id may hold spaces: "...::test_each_input_case_ends_as_wanted[FIFO in a dataset folder]")
+DURATION = re.compile(r"^(\d+(?:\.\d+)?)s (setup|call|teardown)\s+(\S+?\.py)::(.+)$", re.MULTILINE)
 
 
 def slow_tests(extra: list[str]) -> set[str]:
@@ -47,15 +48,31 @@ def children_cpu() -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, help="also write pytest's output here")
+    parser.add_argument("--read", type=Path, help="read the output --out saved instead of running the suite again")
     arguments, extra = parser.parse_known_args(argv)
     slow = slow_tests(extra)
     cpu_before, started = children_cpu(), time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-m", "", "--durations=0", "--durations-min=0", "-p", "no:cacheprovider", *extra],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
+    if arguments.read:
+        done = subprocess.CompletedProcess([], 0, arguments.read.read_text(encoding="utf-8"), "")
+    else:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-m",
+                "",
+                "--durations=0",
+                "--durations-min=0",
+                "-p",
+                "no:cacheprovider",
+                *extra,
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
     wall, cpu = time.monotonic() - started, children_cpu() - cpu_before
     if arguments.out:
         arguments.out.write_text(done.stdout + done.stderr, encoding="utf-8")
@@ -73,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     slow_sum = sum(s for (_, is_slow), s in per_file.items() if is_slow)
     [summary] = [line for line in done.stdout.splitlines()[-3:] if " in " in line] or ["(no summary line)"]
     print(f"\npytest: {summary.strip('= ')}")
-    print(f"whole suite (CI, -m ''): wall {wall / 60:.1f} min, CPU {cpu / 60:.1f} min")
+    if not arguments.read:  # (a saved output has no times of its own but its tests')
+        print(f"whole suite (CI, -m ''): wall {wall / 60:.1f} min, CPU {cpu / 60:.1f} min")
     print(f"tests a local run keeps: {local / 60:.1f} min of test time; slow tests: {slow_sum / 60:.1f} min ({len(slow)} tests)")
     return 0 if done.returncode == 0 else 1
 
