@@ -108,8 +108,8 @@ def test_presets_set_the_emergency_path_as_their_sources() -> None:
     with_path = replay(
         OVERFLOWING, StrategyConfig("s", "seed-001"), windows, strategy=replace(preset, harness=Harness(pin_task=False))
     )
-    assert sum(own.calls["over_window"]) >= 1 and not any(c.reason == "silent_overflow" for c in own.compactions)
-    assert any(c.reason == "silent_overflow" for c in with_path.compactions)
+    assert sum(own.calls["over_window"]) >= 1 and not any(c.event.reason == "silent_overflow" for c in own.compactions)
+    assert any(c.event.reason == "silent_overflow" for c in with_path.compactions)
     assert sum(with_path.calls["over_window"]) < sum(own.calls["over_window"])
 
 
@@ -120,7 +120,7 @@ def test_absolute_sizes_scale_with_a_simulated_window() -> None:
     assert (window, trigger.absolute) == (64_000, round(200_000 * 64_000 / real))
     scaled = replay(LONG_CODEX, StrategyConfig("s", "seed-001"), ContextWindows(overrides={"": 64_000}))
     first = scaled.compactions[0]
-    assert first.reason == "threshold" and first.tokens_before >= trigger.absolute
+    assert first.event.reason == "threshold" and first.event.tokens_before >= trigger.absolute
     # "real": the preset runs at the model's window whatever the run simulates.
     at_real = replace(preset, harness=replace(preset.harness, window="real"))
     done = replay(LONG_CODEX, StrategyConfig("s", "seed-001"), ContextWindows(overrides={"": 64_000}), strategy=at_real)

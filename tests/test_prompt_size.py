@@ -59,10 +59,10 @@ def test_every_replayed_size_is_the_one_definition() -> None:
         assert written.tokens == meter.family_fit.message_tokens(summary, meter.framing, meter.cache) > 0
         assert written.estimate == meter.message_tokens(summary)
         size = measured_size(fixed, estimate, base.ratios[row.call], written)
-        assert at["context_tokens"] == size == row.tokens_after
+        assert at["context_tokens"] == size == row.event.tokens_after
         assert size == round(fixed + written.tokens + (estimate - written.estimate) * base.ratios[row.call])
         # ...and its tokens_before the uncompacted context measured the same way.
-        assert row.tokens_before > row.tokens_after
+        assert row.event.tokens_before > row.event.tokens_after
     untouched = calls[calls["compactions_so_far"] == 0]
     assert (untouched["context_tokens"] == untouched["recorded_prompt_tokens"]).all()
 
@@ -78,7 +78,7 @@ def test_the_hybrid_trigger_sees_the_measured_size_after_a_compaction() -> None:
         replayed = replay(
             transcript, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.8)), ContextWindows(overrides={"": 64_000})
         )
-        stalls = {row.call for row in replayed.compactions if row.stalled}  # a compaction that removed under 5%
+        stalls = {row.call for row in replayed.compactions if row.event.stalled}  # a compaction that removed under 5%
         guard_holds = False
         for row in calls_frame(replayed.calls).itertuples():
             guard_holds = (guard_holds and not row.compacted_before) or row.noop_before > 0 or row.call in stalls
@@ -115,7 +115,7 @@ def test_prune_on_the_bundled_sessions_rows_only_real_compactions() -> None:
         replayed = replay(transcript, StrategyConfig("prune", "prune"), windows)
         noops += sum(replayed.calls["noop_before"])
         for row in replayed.compactions:
-            assert row.failed is None and row.tokens_after < row.tokens_before
+            assert row.event.failed is None and row.event.tokens_after < row.event.tokens_before
     assert noops > 0
 
 

@@ -72,12 +72,12 @@ def test_compaction_saves_tokens_from_the_compaction_on() -> None:
 def test_recorded_strategy_replays_the_real_compaction() -> None:
     [compacted] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
     replayed = replay(compacted, StrategyConfig("recorded", "recorded"), ContextWindows())
-    [event] = replayed.compactions
+    [row] = replayed.compactions
     marker = compacted.compactions[0]
     # The summary, then what Claude Code re-attaches: four files and the todo list (tests/test_reattach.py).
-    assert event.summary == marker.summary and event.messages_after == 6
-    assert event.fidelity_recorded == 32_473  # the first prompt recorded after the real compaction
-    assert event.fidelity_predicted is not None
+    assert row.summary == marker.summary and row.event.messages_after == 6
+    assert row.fidelity_recorded == 32_473  # the first prompt recorded after the real compaction
+    assert row.fidelity_predicted is not None
     fidelity = recorded_fidelity(compactions_frame(replayed.compactions))
     # +10.5% under the shipped rules (one created document re-attached; see tests/test_reattach.py)
     assert len(fidelity) == 1 and abs(fidelity.loc[0, "relative_error"]) < 0.11
@@ -220,7 +220,7 @@ def test_a_run_keeps_of_each_transcript_its_identity_skips_and_recorded_call_cou
 
 
 def test_text_columns_sent_as_codes_join_into_the_frame_the_texts_make() -> None:
-    from compactlab.replay.fast.text_codes import joined_text, text_codes
+    from compactlab.runs.text_codes import joined_text, text_codes
 
     replays = [
         replay(MINI, StrategyConfig(label, "truncate", trigger=Trigger(fraction=f))).calls

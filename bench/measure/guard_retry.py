@@ -42,16 +42,16 @@ def session_figures(transcript: Transcript, strategy: str, window: int) -> dict[
     if replayed is None:
         return dict.fromkeys(FIGURES, 0)
     calls = replayed.calls
-    done = [row for row in replayed.compactions if row.failed is None]
+    done = [row for row in replayed.compactions if row.event.failed is None]
     return {
         "sessions": 1,
         "calls": len(calls["full_tokens"]),
         "compactions": sum(1 for row in done),
         # Emergency compactions (the call was over the window), and compactions that left the context
         # at or above the trigger (their kept part alone is too large for the window).
-        "emergencies": sum(1 for row in done if row.reason in ("overflow", "silent_overflow")),
-        "left_high": sum(1 for row in done if row.tokens_after >= TRIGGER_SHARE * window),
-        "stalls": sum(1 for row in replayed.compactions if row.stalled) + sum(calls["noop_before"]),
+        "emergencies": sum(1 for row in done if row.event.reason in ("overflow", "silent_overflow")),
+        "left_high": sum(1 for row in done if row.event.tokens_after >= TRIGGER_SHARE * window),
+        "stalls": sum(1 for row in replayed.compactions if row.event.stalled) + sum(calls["noop_before"]),
         "over_window": sum(bool(v) for v in calls["over_window"]),
         "full_tokens": int(sum(calls["full_tokens"])),
         "context_tokens": int(sum(calls["context_tokens"])),

@@ -11,79 +11,18 @@ same order, so the rows a setting copies from there equal the ones it would have
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import replace
 
 from compactlab.compaction.engine import CompactionEvent
 from compactlab.compaction.overflow import silent_overflow
 from compactlab.contract import Context
 from compactlab.replay.prompt_size import hybrid_tokens, measured_size
+from compactlab.replay.row_schema import CALL_COLUMNS, CallColumns, CompactionRow
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.replay.uncompacted import COLUMNS, Uncompacted
-from compactlab.scoring.preservation import preservation_at
-from compactlab.scoring.reacquisition import reacquisition_json
-from compactlab.scoring.recoverability import loss_json, loss_split
-from compactlab.scoring.summary_recall import recall_json, summary_recall_at
 from compactlab.tokens.estimators import Hybrid
 from compactlab.tokens.metering import NOTHING_WRITTEN
 from compactlab.transcripts.model import Message, Transcript
-
-K_STEPS = (1, 5)
-
-# The per-call rows of a replay, as columns (one list per name; a replay has thousands of calls):
-#   transcript, config, call (number), message_index, model, window,
-#   recorded_prompt_tokens, output_tokens: what the source recorded for this call;
-#   full_tokens, context_tokens, prefix_tokens, full_prefix_tokens: see `compactlab.replay.replay`'s docstring;
-#   compactions_so_far; compacted_before: a compaction happened right before this call;
-#   noop_before: attempts right before this call whose strategy changed nothing (no compaction);
-#   over_window: the replayed prompt would still not fit.
-CALL_COLUMNS = (
-    "transcript",
-    "config",
-    "call",
-    "message_index",
-    "model",
-    "window",
-    "recorded_prompt_tokens",
-    "output_tokens",
-    "full_tokens",
-    "context_tokens",
-    "prefix_tokens",
-    "full_prefix_tokens",
-    "compactions_so_far",
-    "compacted_before",
-    "noop_before",
-    "over_window",
-)
-CallColumns = dict[str, list]
-
-
-@dataclass(frozen=True)
-class CompactionRow:
-    transcript: str
-    config: str
-    call: int
-    message_index: int
-    reason: str
-    strategy: str
-    tokens_before: int
-    tokens_after: int
-    messages_before: int
-    messages_after: int
-    messages_removed: int
-    summarizer_input_tokens: int
-    summarizer_output_tokens: int
-    summarizer_cost_usd: float | None
-    prompt_hash: str | None
-    note: str
-    failed: str | None
-    stalled: bool
-    summary: str | None
-    preservation: dict = field(default_factory=dict)  # {"k1": {...}, "k5": {...}}
-    # For recorded compactions: the replay's predicted prompt of the next call vs the recorded one.
-    fidelity_predicted: int | None = None
-    fidelity_recorded: int | None = None
-    # For recorded compactions: what the agent re-acquired after it (`compactlab.scoring.reacquisition`).
-    reacquisition: dict | None = None
 
 
 class Walk:
@@ -121,7 +60,8 @@ class Walk:
         self.noops_since_call = 0
         self.previous_prompt: tuple[tuple[Message, ...], int, int] = ((), 0, 0)  # (head, tail_start, end) at the last call
         self.compactions: list[CompactionRow] = []
-        self.compacted: list[tuple[Message, ...]] = []
+        self.compacted: list[tuple[Message, ...]] = []  # each compaction's context after it
+        self.before: list[tuple[Message, ...]] = []  # and before it
         self.last_built: Context | None = None
         # The last context the engine's meter counted anew (a compaction's result) with the running
         # sums of its messages' estimates: the walk takes its size and the cache model its shared
@@ -264,30 +204,19 @@ class Walk:
                 self.written = self.meter.written(context.messages)
             self.head, self.tail_start, self.known = context, index, None
             self.last_built = context
-        scores = {}
-        if not event.failed:
-            found = preservation_at(self.transcript.messages, index, context.messages, K_STEPS)
-            recalls = summary_recall_at(self.transcript.messages, index, before.messages, context.messages, K_STEPS)
-            scores = {f"k{k}": _score_json(score) | recall_json(recalls[k]) for k, score in found.items()}
-            # The lost items of the widest k by recoverability, and what getting them back would cost.
-            widest = max(K_STEPS)
-            scores[f"k{widest}"] |= loss_json(loss_split(self.transcript.messages, index, found[widest].lost, widest))
-        # A real compaction (its fidelity is pending): the recorded continuation says what was really gone.
-        reacquired = reacquisition_json(self.transcript.messages, index, context.messages) if real and not event.failed else None
-        note = event.note + (f"; its next prompt is no test of the replay: {excluded}" if excluded else "")
+        # Scored after the replay (`compactlab.replay.replay`), from the contexts kept here.
         self.compactions.append(
             CompactionRow(
                 transcript=self.transcript.id,
                 config=self.config.label,
                 call=len(self.rows["full_tokens"]),
                 message_index=index,
+                event=event,
                 summary=context.summary,
-                preservation=scores,
-                reacquisition=reacquired,
-                **{f.name: getattr(event, f.name) for f in fields(CompactionEvent) if f.name not in ("changed", "note")},
-                note=note,
+                excluded=excluded,
             )
         )
+        self.before.append(before.messages)
         self.compacted.append(context.messages)
         if not event.failed:
             self.compacted_since_call = True
@@ -314,14 +243,6 @@ def _shared_prefix(previous: Sequence[Message], current: Sequence[Message]) -> i
             break
         shared += 1
     return shared
-
-
-def _score_json(score) -> dict:
-    return {
-        "score": score.score,
-        "needed": [f"{i.kind}:{i.text}" for i in score.needed],
-        "lost": [f"{i.kind}:{i.text}" for i in score.lost],
-    }
 
 
 def _with_fidelity(row: CompactionRow, predicted: int, recorded: int) -> CompactionRow:
