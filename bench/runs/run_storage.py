@@ -155,8 +155,10 @@ def _tables(out: Path, names: Iterable[str], configs: Iterable[str] | None) -> I
 
 
 def _part_rows(table: pa.Table) -> list[dict]:
-    """A compaction part's rows as the replay wrote them (JSON text columns decoded)."""
-    nested = json.loads((table.schema.metadata or {}).get(JSON_COLUMNS, b"[]"))
+    """A compaction part's rows as the replay wrote them (JSON text columns decoded: those the
+    schema declares nested, and those an older part's metadata names)."""
+    declared = [name for name in table.column_names if COMPACTION_TYPES.get(name) is dict]
+    nested = dict.fromkeys([*declared, *json.loads((table.schema.metadata or {}).get(JSON_COLUMNS, b"[]"))])
     rows = table.to_pylist()
     for row in rows:
         for name in nested:
