@@ -7,7 +7,7 @@ import numpy as np
 from compactlab.cli.main import main
 from compactlab.compaction.engine import Engine
 from compactlab.contract import Context, Trigger
-from compactlab.replay.prompt_size import measured_size
+from compactlab.replay.prompt_size import measured_size, own_estimate
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.replay.uncompacted import uncompacted
@@ -166,3 +166,19 @@ def test_the_consistency_check_reads_a_run_as_it_is_stored(tmp_path) -> None:
     assert found["compactions"] >= summarize_compactions > 0
     assert found["noop_attempts"] >= sum(replayed.calls["noop_before"])
     assert set(found["over_window_share_by_config"]) == {"summarize", "prune"}
+
+
+def test_the_size_kernel_gives_the_same_sizes_over_arrays_as_call_by_call() -> None:
+    # The uncompacted replay sizes call by call, the coasting fast path a stretch of calls at once:
+    # both call the one kernel, and on a real session its array form equals the per-call one.
+    for estimator in ("hybrid", "chars/4"):
+        base = uncompacted(Meter(CLAUDE, estimator), 200_000)
+        arrays = base.arrays
+        history = arrays["history"][arrays["positions"]]
+        overhead = base.meter.local.prompt_overhead + base.meter.offset
+        sizes = measured_size(overhead, history, arrays["ratios"])
+        assert sizes.tolist() == [measured_size(overhead, h, r) for h, r in zip(history.tolist(), base.ratios)]
+        if estimator == "chars/4":  # without usage the trigger counts on its own
+            own = own_estimate(history, base.meter.local.prompt_overhead, base.meter.offset)
+            assert own.astype(int).tolist() == base.trigger_tokens
+    assert len(base.ratios) > 100

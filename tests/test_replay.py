@@ -287,3 +287,26 @@ def test_a_fresh_run_groups_its_rows_by_codes_as_a_run_read_back_groups_its_text
     read_back = runs.finish(tmp_path / "run", fresh.read)
     pd.testing.assert_frame_equal(read_back.transcripts, fresh.transcripts)
     pd.testing.assert_frame_equal(read_back.calls[["cost_full", "cost_context"]], fresh.calls[["cost_full", "cost_context"]])
+
+
+def test_only_the_walk_writes_its_state() -> None:
+    # `Walk` has methods for what the fast path hands it (start_at, coasted, production_compaction):
+    # no other module of the replay assigns to a walk's fields.
+    import ast
+
+    writers = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "bench" / "replay").rglob("*.py")):
+        if path.name == "walk.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+            for target in targets:
+                while isinstance(target, ast.Subscript):
+                    target = target.value
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "walk":
+                    writers.append(f"{path.name}:{node.lineno}")
+                elif (
+                    isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute) and target.value.attr == "rows"
+                ):
+                    writers.append(f"{path.name}:{node.lineno}")
+    assert writers == []

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field, replace
 from compactlab.compaction.engine import Engine
 from compactlab.contract import Strategy, Summarizer
 from compactlab.replay.fast.coasting import Coasting
-from compactlab.replay.fast.prefix import start_at
 from compactlab.replay.row_schema import CALL_COLUMNS, CallColumns, CompactionRow
 from compactlab.replay.strategy_config import StrategyConfig, estimator_of, harness_of, window_and_trigger
 from compactlab.replay.uncompacted import Uncompacted, uncompacted
@@ -122,8 +121,7 @@ def _step(setup: _Setup, index: int) -> None:
     call's row, then the message appended to the context."""
     walk, engine, message = setup.walk, setup.engine, setup.transcript.messages[index]
     if index in setup.markers:
-        walk.real_compaction_seen = True
-        walk.compaction_marker_since_call = True
+        walk.production_compaction()
         if setup.recorded_mode:
             marker = setup.markers[index]
             if setup.recorded is not None:  # the production agent's own summary and what it kept
@@ -209,7 +207,7 @@ def replay(
     else:
         first = base.first_stop(engine.fires_from())
         start = len(transcript.messages) if first is None else base.positions[first]
-    start_at(walk, start)
+    walk.start_at(start)
     coasting = Coasting()
     index = start
     while index < len(transcript.messages):

@@ -2,10 +2,13 @@
 
 A `Walk` holds what a replay knows between calls: the context (the last compaction's result
 followed by the transcript's later messages), the running estimate of the context, the last
-prompt's size (the hybrid trigger's anchor), and the rows written so far. Sizes follow
-`compactlab.replay.prompt_size`. `compactlab.replay.replay` drives it call by call and asks the engine when to compact; the
-token arithmetic is the same as the shared uncompacted replay's (`compactlab.replay.uncompacted`), in the
-same order, so the rows a setting copies from there equal the ones it would have walked.
+prompt's size (the hybrid trigger's anchor), and the rows written so far. `compactlab.replay.replay`
+drives it call by call and asks the engine when to compact. Every size comes from the one kernel
+in `compactlab.replay.prompt_size`, which the shared uncompacted replay (`compactlab.replay.uncompacted`)
+and the coasting fast path call too, so the rows a setting copies from there equal the ones it
+would have walked. Only the walk writes its state: what the fast path computes it hands over
+through `start_at` and `coasted`, and the replay notes a production compaction with
+`production_compaction`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import replace
 from compactlab.compaction.engine import CompactionEvent
 from compactlab.compaction.overflow import silent_overflow
 from compactlab.contract import Context
-from compactlab.replay.prompt_size import hybrid_tokens, measured_size
+from compactlab.replay.prompt_size import hybrid_tokens, measured_size, own_estimate
 from compactlab.replay.row_schema import CALL_COLUMNS, CallColumns, CompactionRow
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.replay.uncompacted import COLUMNS, Uncompacted
@@ -101,15 +104,74 @@ class Walk:
         """The estimate of the first `count` messages of the last counted context (as `sum` adds them)."""
         return self.counted[1][count - 1] if count else 0
 
-    def _own_estimate(self) -> int:
-        """The running estimate of the walk's context, as the engine's meter would count it."""
-        return round(self.context_sum + self.meter.local.prompt_overhead + self.meter.offset)
-
     def trigger_tokens(self, index: int) -> int:
         """What the engine's trigger sees before the call at `index` (`compactlab.replay.prompt_size`)."""
         if self.known is None or not self.uses_usage:
-            return self._own_estimate()
-        return hybrid_tokens(self.known, self.base.history_tokens[index], self.base.history_tokens)
+            return own_estimate(self.context_sum, self.meter.local.prompt_overhead, self.meter.offset)
+        history = self.base.history_tokens
+        return hybrid_tokens(self.known[1], history[index], history[self.known[0]])
+
+    def start_at(self, index: int) -> None:
+        """Take over the uncompacted replay's rows and running state before message `index`: until a
+        setting first compacts, its replay is the recorded session itself, which every setting of a
+        transcript shares (`compactlab.replay.uncompacted`). Equals walking those calls."""
+        base = self.base
+        calls = base.calls_before(index)
+        for name in COLUMNS:
+            self.rows[name] = base.columns[name][:calls]
+        self.compactions_so_far = [0] * calls
+        self.compacted_before = [False] * calls
+        self.noop_before = [0] * calls
+        previous = base.positions[calls - 1] if calls else -1
+        self.previous_prompt = ((), 0, max(previous, 0))
+        self.context_sum = base.history_tokens[index]
+        self.known = base.known_usage[index]
+        self.real_compaction_seen = bool(base.markers) and base.markers[0] < index
+        self.compaction_marker_since_call = base.marker_between(previous, index)
+
+    def production_compaction(self) -> None:
+        """The production agent compacted before the next message: from here on its recorded counts
+        describe its compacted prompts, and only the system prompt and tools stay cached."""
+        self.real_compaction_seen = True
+        self.compaction_marker_since_call = True
+
+    def coasted(
+        self, index: int, stop: int, count: int, context_tokens: list[int], over_window: list[bool], context_sum: float
+    ) -> None:
+        """Take the rows of the `count` calls from message `index` on that the fast path sized in
+        bulk (`compactlab.replay.fast.coasting`: their `context_tokens` and `over_window`), with no
+        compaction among them, and move on to message `stop` as `append` would (`context_sum`: the
+        context's estimate there)."""
+        base, rows = self.base, self.rows
+        first = base.calls_before(index)
+        end = first + count
+        last_call = base.positions[end - 1] if count else index - 1
+        if count:
+            for name in (
+                "message_index",
+                "model",
+                "recorded_prompt_tokens",
+                "output_tokens",
+                "full_tokens",
+                "full_prefix_tokens",
+            ):
+                rows[name] += base.columns[name][first:end]  # as the uncompacted replay's: they do not depend on the context
+            # Append-only between calls: the previous prompt is cached, as far as it reaches.
+            rows["prefix_tokens"] += map(min, [rows["context_tokens"][-1], *context_tokens[:-1]], context_tokens)
+            rows["context_tokens"] += context_tokens
+            rows["over_window"] += over_window
+            self.compactions_so_far += [self.head.compactions] * count
+            self.compacted_before += [False] * count
+            self.noop_before += [0] * count
+            self.previous_prompt = (self.head.messages, self.tail_start, last_call)
+        # The production agent's compactions passed on the way, as the call-by-call loop notes them.
+        since_last_call = base.marker_between(last_call, stop)
+        self.compaction_marker_since_call = since_last_call or (self.compaction_marker_since_call and not count)
+        self.real_compaction_seen = self.real_compaction_seen or base.marker_between(index - 1, stop)
+        self.context_sum = context_sum
+        if count:  # as `append` after the last call rowed
+            reply = int(base.anchor_output)
+            self.known = (last_call + reply, rows["context_tokens"][-1] + base.columns["output_tokens"][end - 1] * reply)
 
     def append(self, index: int) -> None:
         self.context_sum = self.context_sum + self.base.message_tokens[index]

@@ -3,7 +3,7 @@
 The definition of a replay is `compactlab.replay.replay.replay_plain`: every recorded call, one by
 one, through the engine. A run replays with `compactlab.replay.replay.replay`, which gives the same
 rows faster with what is here:
-- `prefix`: the rows before a setting's first compaction are the uncompacted replay's;
+- the rows before a setting's first compaction are the uncompacted replay's (`Walk.start_at`);
 - `coasting`: the calls between compactions are rowed in bulk, on arrays;
 - `shared_compactions`: settings that reach the same context compact it once.
 How a transcript's rows then move between processes (as arrays and text codes) is the run's
