@@ -56,7 +56,7 @@ from compactlab.tokens.metering import NOTHING_WRITTEN, Written
 # The kernel below is the only place these sizes are computed. The uncompacted replay and the walk
 # call it on one call's numbers (floats), the coasting fast path on a stretch of calls at once
 # (arrays): the same additions in the same order, rounded half to even both ways (`round` and
-# `np.rint`), so the two agree to the token (tests/test_fast_path.py).
+# `np.rint`), so the two agree to the token (tests/replay/test_fast_path_equals_plain.py).
 Number = TypeVar("Number", float, np.ndarray)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from compactlab.report.overview import pct
+from compactlab.report.overview_section import pct
 from compactlab.report.run_charts import sawtooth_chart
 from compactlab.report.run_data import RunData
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from compactlab.report.overview import pct
+from compactlab.report.overview_section import pct
 from compactlab.report.run_data import RunData
 from compactlab.results.leaderboard import json_records
 from compactlab.results.metrics import recorded_fidelity

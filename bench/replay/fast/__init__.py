@@ -8,5 +8,5 @@ rows faster with what is here:
 - `shared_compactions`: settings that reach the same context compact it once.
 How a transcript's rows then move between processes (as arrays and text codes) is the run's
 business: `compactlab.runs.call_rows` and `compactlab.runs.text_codes`, beside the executors.
-tests/test_fast_path.py shows that a run's rows equal the plain replay's on every bundled dataset.
+tests/replay/test_fast_path_equals_plain.py shows that a run's rows equal the plain replay's on every bundled dataset.
 """

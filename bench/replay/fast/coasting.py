@@ -5,7 +5,7 @@ fits. `Coasting.coast` finds the next call that needs the engine, sizes every ca
 the kernel `Walk.measure` and `Walk.trigger_tokens` call (`compactlab.replay.prompt_size`), over
 arrays, with the running sum as a cumulative sum (which adds one term at a time, as the running
 sum does), and hands the rows to the walk (`Walk.coasted`), which alone writes its state. It must equal the plain replay
-(`compactlab.replay.replay.replay_plain`); tests/test_fast_path.py checks it on every bundled dataset.
+(`compactlab.replay.replay.replay_plain`); tests/replay/test_fast_path_equals_plain.py checks it on every bundled dataset.
 """
 
 from __future__ import annotations
