@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from compactlab.compaction.overflow import Overflow, classify_overflow
@@ -134,10 +135,20 @@ class _SDKClient:
     """What both clients share: settings, closing, and turning SDK errors into ours."""
 
     provider = "unknown"
-    _client: Any  # the SDK client, set by the subclass
+    key_env = ""  # where the API key is read from unless `api_key_env` names another variable
+    _client: Any  # the SDK client (`_sdk_client`)
     _key: str  # the API key, scrubbed from every error message
 
-    def __init__(self, model: str, base_url: str | None, max_retries: int, timeout: float, temperature: float | None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT,
+        temperature: float | None = None,
+    ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         if timeout <= 0:
@@ -145,6 +156,12 @@ class _SDKClient:
         self.model, self.base_url = model, base_url
         self.max_retries, self.timeout = max_retries, float(timeout)
         self.temperature = float(temperature) if temperature is not None else None
+        self._key = api_key_from_env(api_key_env or self.key_env, self.provider, model, base_url)
+        self._client = self._sdk_client()
+
+    def _sdk_client(self) -> Any:
+        """The SDK's client, with this client's key, server, retries and timeout."""
+        raise NotImplementedError
 
     def __repr__(self) -> str:  # no key here, by construction
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, max_retries={self.max_retries}, timeout={self.timeout})"
@@ -175,6 +192,22 @@ class _SDKClient:
         raise BadAnswer(self.provider, self.model, f"{failure.reason} ({self._attempts()})")
 
     def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        raise NotImplementedError
+
+    def _answer(self, ask: Callable[[], Completion], sdk_error: type[Exception]) -> Completion:
+        """The completion `ask` gets from the SDK, checked; an SDK error or a malformed body becomes ours."""
+        error: LLMError | None = None
+        try:
+            completion = ask()
+        except sdk_error as exc:
+            error = self._translate(exc)
+        except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
+            error = self._malformed(exc)
+        if error is not None:
+            raise error  # outside the except block: the SDK exception (and its request) is not chained
+        return self._checked(completion)
+
+    def _translate(self, exc: Exception) -> LLMError:
         raise NotImplementedError
 
     def _checked(self, completion: Completion) -> Completion:
@@ -224,26 +257,18 @@ class OpenAIChatClient(_SDKClient):
     """Chat Completions through the `openai` SDK; any OpenAI-compatible server via `base_url`."""
 
     provider = "openai"
+    key_env = "OPENAI_API_KEY"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        timeout: float = DEFAULT_TIMEOUT,
-        temperature: float | None = None,
-        max_tokens_param: str | None = None,
-    ) -> None:
+    def _sdk_client(self) -> Any:
         import openai
 
-        super().__init__(model, base_url, max_retries, timeout, temperature)
-        self._key = api_key_from_env(api_key_env or "OPENAI_API_KEY", self.provider, model, base_url)
-        # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens); many
-        # compatible servers only know max_tokens.
-        self.max_tokens_param = max_tokens_param or ("max_completion_tokens" if base_url is None else "max_tokens")
-        self._client = openai.OpenAI(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
+        return openai.OpenAI(api_key=self._key, base_url=self.base_url, max_retries=self.max_retries, timeout=self.timeout)
+
+    @property
+    def max_tokens_param(self) -> str:
+        """OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens); many
+        compatible servers only know max_tokens."""
+        return "max_completion_tokens" if self.base_url is None else "max_tokens"
 
     def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
         import openai
@@ -252,23 +277,15 @@ class OpenAIChatClient(_SDKClient):
         extra: dict[str, object] = {self.max_tokens_param: max_tokens}
         if self.temperature is not None:
             extra["temperature"] = self.temperature
-        error: LLMError | None = None
-        try:
+
+        def ask() -> Completion:
             response = self._client.chat.completions.create(model=self.model, messages=messages, **extra)
             if not response.choices:
-                error = BadAnswer(self.provider, self.model, "the response has no choices")
-            else:
-                choice = response.choices[0]
-                completion = Completion(
-                    text=choice.message.content or "", usage=self._usage(response), stop_reason=choice.finish_reason
-                )
-        except openai.OpenAIError as exc:
-            error = self._translate(exc)
-        except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
-            error = self._malformed(exc)
-        if error is not None:
-            raise error  # outside the except block: the SDK exception (and its request) is not chained
-        return self._checked(completion)
+                raise BadAnswer(self.provider, self.model, "the response has no choices")
+            choice = response.choices[0]
+            return Completion(text=choice.message.content or "", usage=self._usage(response), stop_reason=choice.finish_reason)
+
+        return self._answer(ask, openai.OpenAIError)
 
     def _translate(self, exc: Exception) -> LLMError:
         import openai
@@ -313,22 +330,12 @@ class AnthropicClient(_SDKClient):
     """The Messages API through the `anthropic` SDK."""
 
     provider = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        timeout: float = DEFAULT_TIMEOUT,
-        temperature: float | None = None,
-    ) -> None:
+    def _sdk_client(self) -> Any:
         import anthropic
 
-        super().__init__(model, base_url, max_retries, timeout, temperature)
-        self._key = api_key_from_env(api_key_env or "ANTHROPIC_API_KEY", self.provider, model, base_url)
-        self._client = anthropic.Anthropic(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
+        return anthropic.Anthropic(api_key=self._key, base_url=self.base_url, max_retries=self.max_retries, timeout=self.timeout)
 
     def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
         import anthropic
@@ -339,8 +346,8 @@ class AnthropicClient(_SDKClient):
         if self.temperature is not None:
             # Recent SDKs dropped `temperature` from messages.create(); the body field still passes.
             extra["extra_body"] = {"temperature": self.temperature}
-        error: LLMError | None = None
-        try:
+
+        def ask() -> Completion:
             response = self._client.messages.create(
                 model=self.model,
                 max_tokens=max_tokens,
@@ -357,13 +364,9 @@ class AnthropicClient(_SDKClient):
                 output_tokens=usage.output_tokens or 0,
                 request_id=getattr(response, "_request_id", None) or response.id,
             )
-        except anthropic.AnthropicError as exc:
-            error = self._translate(exc)
-        except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
-            error = self._malformed(exc)
-        if error is not None:
-            raise error  # outside the except block: the SDK exception (and its request) is not chained
-        return self._checked(Completion(text=text, usage=call, stop_reason=response.stop_reason))
+            return Completion(text=text, usage=call, stop_reason=response.stop_reason)
+
+        return self._answer(ask, anthropic.AnthropicError)
 
     def _translate(self, exc: Exception) -> LLMError:
         import anthropic
