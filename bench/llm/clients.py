@@ -15,7 +15,9 @@ What the SDKs do not retry, we do, as often as they would (`max_retries`): an an
 answer (`BadAnswer`: an empty text, a body that is not the JSON it claims to be, no choices). Such
 a call is a failure like any other, so it is never cached. A refused key (401/403) or a server
 that cannot be reached after the SDK's retries is `LLMUnavailable`: no later call can do better,
-so a run stops there instead of recording one failure per compaction.
+so a run stops there instead of recording one failure per compaction, and the calls it sent
+meanwhile are cancelled (each client's `cancellation`, `compactlab.llm.cancellation`): they end
+with `RequestCancelled`, their connections closed, none of them sent again.
 
 Usage is mapped onto `LLMCall` exactly as the importers map recorded usage: OpenAI's
 `prompt_tokens` includes cached tokens (input = prompt - cached - cache writes); Anthropic's
@@ -35,6 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from compactlab.compaction.overflow import Overflow, classify_overflow
 from compactlab.llm.cache import Completion
+from compactlab.llm.cancellation import Cancellation, Cancelled, cancellable_http_client
 from compactlab.transcripts.model import LLMCall
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,13 @@ class LLMError(RuntimeError):
 
 class LLMUnavailable(LLMError):
     """The provider cannot be used at all: it refused the credentials (401/403) or cannot be reached."""
+
+
+class RequestCancelled(LLMUnavailable):
+    """A call in flight cancelled because the run stopped (another call's key was refused)."""
+
+
+CANCELLED = "cancelled in flight: the run stopped (see its first error)"
 
 
 class RateLimited(LLMError):
@@ -157,11 +167,24 @@ class _SDKClient:
         self.max_retries, self.timeout = max_retries, float(timeout)
         self.temperature = float(temperature) if temperature is not None else None
         self._key = api_key_from_env(api_key_env or self.key_env, self.provider, model, base_url)
+        self.cancellation = Cancellation()  # cancel() ends the requests in flight (the run stopped)
         self._client = self._sdk_client()
 
     def _sdk_client(self) -> Any:
-        """The SDK's client, with this client's key, server, retries and timeout."""
+        """The SDK's client, with `_sdk_settings`."""
         raise NotImplementedError
+
+    def _sdk_settings(self, default_http_client: Any) -> dict[str, Any]:
+        """This client's key, server, retries and timeout, and an httpx client (the SDK's default
+        one) whose requests `self.cancellation` can end (None: the SDK's own, behind a proxy)."""
+        http_client = cancellable_http_client(default_http_client, self.cancellation)
+        return {
+            "api_key": self._key,
+            "base_url": self.base_url,
+            "max_retries": self.max_retries,
+            "timeout": self.timeout,
+            "http_client": http_client,
+        }
 
     def __repr__(self) -> str:  # no key here, by construction
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, max_retries={self.max_retries}, timeout={self.timeout})"
@@ -201,6 +224,8 @@ class _SDKClient:
             completion = ask()
         except sdk_error as exc:
             error = self._translate(exc)
+        except Cancelled:
+            error = RequestCancelled(self.provider, self.model, CANCELLED)
         except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
             error = self._malformed(exc)
         if error is not None:
@@ -262,7 +287,7 @@ class OpenAIChatClient(_SDKClient):
     def _sdk_client(self) -> Any:
         import openai
 
-        return openai.OpenAI(api_key=self._key, base_url=self.base_url, max_retries=self.max_retries, timeout=self.timeout)
+        return openai.OpenAI(**self._sdk_settings(openai.DefaultHttpxClient))
 
     @property
     def max_tokens_param(self) -> str:
@@ -335,7 +360,7 @@ class AnthropicClient(_SDKClient):
     def _sdk_client(self) -> Any:
         import anthropic
 
-        return anthropic.Anthropic(api_key=self._key, base_url=self.base_url, max_retries=self.max_retries, timeout=self.timeout)
+        return anthropic.Anthropic(**self._sdk_settings(anthropic.DefaultHttpxClient))
 
     def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
         import anthropic
