@@ -37,6 +37,9 @@ class Context:
     known_usage: tuple[int, int] | None = None
     # Full pre-compaction histories kept by the archive strategy, newest last.
     archives: tuple[tuple[Message, ...], ...] = ()
+    # How many messages right after the summary the last compaction kept verbatim (its kept tail):
+    # pi summarizes only what came after its previous compaction and drops that tail at the next one.
+    kept_tail: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,22 +65,33 @@ class SummaryRequest:
 
 @dataclass(frozen=True)
 class SummaryResponse:
+    """What a summarizer answers: the summary text, and the LLM call that wrote it (if one did)."""
+
     text: str
     usage: LLMCall | None = None  # None for summarizers that call no LLM
 
 
 class Summarizer(Protocol):
+    """What writes a summary for a strategy: an LLM client, or an extractive stand-in that calls none."""
+
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The summarizer's name, as results record it (a model, or "extractive")."""
+        ...
 
     # Optional: `reads_prompt = False` for a summarizer that reads only `SummaryRequest.messages`
     # (a strategy then skips rendering a prompt no one reads; see docs/performance.md).
 
-    def summarize(self, request: SummaryRequest) -> SummaryResponse: ...
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        """The summary `request` asks for; raises `CompactionFailed` when none can be written."""
+        ...
 
 
 @dataclass(frozen=True)
 class CompactionRequest:
+    """What the engine allows a strategy to use for one compaction: why it was asked (`reason`), the
+    window, the size to get under (`target_tokens`), the run's token counter and the summarizer."""
+
     reason: Reason
     window: int
     target_tokens: int  # the prompt size the engine would like the context to end up at or below
@@ -100,6 +114,9 @@ class CompactionRequest:
 
 @dataclass(frozen=True)
 class CompactionResult:
+    """What a strategy returns: the new context, how many messages it removed (a summary replacing
+    several counts them), the summarizer calls it made and a one-line note of what it did."""
+
     context: Context
     messages_removed: int
     summarizer_calls: tuple[LLMCall, ...] = ()
@@ -108,10 +125,20 @@ class CompactionResult:
 
 
 class Strategy(Protocol):
-    @property
-    def name(self) -> str: ...
+    """A compaction strategy: a frozen dataclass whose fields are its settings (see the module's doc).
 
-    def compact(self, context: Context, request: CompactionRequest) -> CompactionResult: ...
+    Its result depends only on the context and the request; it never sees the replay, the recorded
+    future or the metrics. It raises `CompactionFailed` when it cannot compact.
+    """
+
+    @property
+    def name(self) -> str:
+        """The strategy's registered name (a class attribute: "truncate", "summarize", ...)."""
+        ...
+
+    def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
+        """The compacted `context`, made with what `request` allows."""
+        ...
 
 
 class CompactionFailed(RuntimeError):
@@ -125,14 +152,17 @@ FALLBACK_MARK = "[fell back]"
 
 
 def fallback_note(failure: object, outcome: str) -> str:
+    """The note of a compaction finished another way after `failure`: marked, so a run counts it."""
     return f"{FALLBACK_MARK} {failure}; {outcome}"
 
 
 def fell_back(note: str | None) -> bool:
+    """Whether a compaction's note says it fell back (see `fallback_note`)."""
     return note is not None and FALLBACK_MARK in note
 
 
 WindowRule = Literal["scaled", "real"]
+PieceRule = Literal["measured", "estimator"]
 
 
 @dataclass(frozen=True)
@@ -155,6 +185,13 @@ class Harness:
         (a run's `--window`): "scaled" multiplies them by simulated ÷ the model's real window, so
         they keep their share of the window; "real" runs the preset at the model's real window,
         whatever the run simulates.
+    pieces: what a strategy's `CompactionRequest.count_tokens` counts a piece of the context (a kept
+        tail, one output) in. "measured": the units of the engine's sizes (the window's, the
+        trigger's, a compaction's before and after), so a tail kept at a quarter of the window is a
+        quarter of it when the next prompt is measured; counted with the bare estimator it was a
+        quarter of the estimate, up to twice that measured, and the next call overflowed (issue 27
+        §3). "estimator": the bare estimator, as a design that counts its tail with its own
+        estimate (pi's and opencode's chars/4) does, mismatch included.
     """
 
     pin_task: bool = True
@@ -162,6 +199,7 @@ class Harness:
     emergency: bool = True
     anchor_output: bool = True
     window: WindowRule = "scaled"
+    pieces: PieceRule = "measured"
 
 
 @dataclass(frozen=True)
@@ -194,36 +232,34 @@ class Trigger:
             return self
         return replace(self, reserve_tokens=max(matches, key=lambda match: len(match[0]))[1], reserve_by_model=())
 
+    def levels(self, window: int) -> list[tuple[float, Reason]]:
+        """The trigger's one definition: each of its rules as the smallest context size it fires at
+        and the reason it gives, in the order `check` asks them (the first that fires names the
+        compaction). Every rule is a lower bound on the size, so `fires_from` is their minimum and
+        a replay finds the first call the trigger fires at without asking call by call."""
+        levels: list[tuple[float, Reason]] = []
+        if self.critical is not None:
+            levels.append((self.critical * window, "critical"))
+        if self.warning is not None:
+            levels.append((self.warning * window, "warning"))
+        if self.warning is None and self.critical is None:
+            levels.append((self.fraction * window, "threshold"))
+        if self.absolute:
+            levels.append((self.absolute, "threshold"))
+        if self.reserve_tokens:
+            levels.append((window - self.reserve_tokens + 1, "threshold"))  # over window − reserve: sizes are whole tokens
+        return levels
+
     def check(self, tokens: int, window: int) -> Reason | None:
-        if self.critical is not None and tokens >= self.critical * window:
-            return "critical"
-        if self.warning is not None and tokens >= self.warning * window:
-            return "warning"
-        if self.warning is None and self.critical is None and tokens >= self.fraction * window:
-            return "threshold"
-        if self.absolute and tokens >= self.absolute:
-            return "threshold"
-        if self.reserve_tokens and tokens > window - self.reserve_tokens:
-            return "threshold"
-        return None
+        """Why a context of `tokens` (whole tokens) in `window` must be compacted, or None when it need not be."""
+        return next((reason for size, reason in self.levels(window) if tokens >= size), None)
 
     def fires_from(self, window: int) -> float:
-        """The smallest context size `check` fires at (inf: never). Every rule is a lower bound on
-        the size, so a replay can find the first call it fires at without asking call by call."""
-        levels: list[float] = []
-        if self.critical is not None:
-            levels.append(self.critical * window)
-        if self.warning is not None:
-            levels.append(self.warning * window)
-        if self.warning is None and self.critical is None:
-            levels.append(self.fraction * window)
-        if self.absolute:
-            levels.append(self.absolute)
-        if self.reserve_tokens:
-            levels.append(window - self.reserve_tokens + 1)  # sizes are whole tokens
-        return min(levels, default=math.inf)
+        """The smallest context size `check` fires at (inf: never)."""
+        return min((size for size, _ in self.levels(window)), default=math.inf)
 
     def target_tokens(self, window: int) -> int:
+        """The size a compaction aims to get under in `window`."""
         return int(self.target * window)
 
     def scaled(self, factor: float) -> Trigger:

@@ -20,6 +20,8 @@ Safety, as production agents learned it:
   compaction's reduction is never an artefact of two different counts.
 - failure breaker: after `max_failures` consecutive failed compactions (e.g. the summarizer keeps
   erroring) the engine stops trying rather than stalling every call.
+- one size: a strategy's budgets (`CompactionRequest.count_tokens`) count in the units of the
+  engine's sizes (`piece_size`), unless the harness says the design counts with its own estimator.
 - overflow: when the provider rejects a request as too long (`compactlab.compaction.overflow` recognises each
   provider's message) or reports an input larger than the window (silent overflow), `emergency()`
   compacts regardless of the guard; the driver retries the call once.
@@ -39,6 +41,10 @@ from compactlab.transcripts.model import Message
 
 @dataclass(frozen=True)
 class CompactionEvent:
+    """What one compaction did, or why it did not: why it was asked, the strategy, the context's size
+    and message count before and after (measured the same way), the summarizer's tokens and cost,
+    and whether it failed, stalled the loop guard or changed nothing."""
+
     reason: Reason
     strategy: str
     tokens_before: int
@@ -57,6 +63,7 @@ class CompactionEvent:
 
     @property
     def reduction(self) -> float:
+        """The share of the context's tokens the compaction removed (0 for an empty context)."""
         return 1 - self.tokens_after / self.tokens_before if self.tokens_before else 0.0
 
     @property
@@ -70,6 +77,13 @@ Meter = Callable[[Context], int]
 
 @dataclass
 class Engine:
+    """Decides when to compact and calls the strategy, with the safety rules of the module's doc.
+
+    A driver (an agent, the replay) calls `before_call` before each LLM call and `emergency` when the
+    provider rejected a request as too long; each returns the context to send and the event, if any.
+    The fields after `max_failures` are its state between calls.
+    """
+
     strategy: Strategy
     window: int
     meter: Meter  # the run's estimator applied to a whole context (may use known usage)
@@ -89,6 +103,7 @@ class Engine:
 
     @property
     def breaker_open(self) -> bool:
+        """Whether too many consecutive compactions failed for the engine to try again."""
         return self.failures >= self.max_failures
 
     def due(self, tokens: int) -> Reason | None:
@@ -131,6 +146,12 @@ class Engine:
         last count, which describes only the uncompacted prompt (so before and after are alike)."""
         return self.meter(replace(context, known_usage=None) if context.known_usage else context)
 
+    def piece_size(self, messages: Sequence[Message]) -> int:
+        """A piece of a context (a kept tail, one message) in the units of `size`: what it adds to a
+        prompt. The one size definition a strategy budgets with (`Harness.pieces` "measured"), so
+        that what it keeps is what the next prompt is measured at."""
+        return self.size(Context(tuple(messages))) - self.size(Context(()))
+
     def emergency(self, context: Context, reason: Reason = "overflow") -> tuple[Context, CompactionEvent | None]:
         """Compact now, whatever the loop guard says: the provider refused the request as too long.
 
@@ -148,7 +169,7 @@ class Engine:
             reason=reason,
             window=self.window,
             target_tokens=self.trigger.target_tokens(self.window),
-            count_tokens=self.count_tokens,
+            count_tokens=self.piece_size if self.harness.pieces == "measured" else self.count_tokens,
             summarizer=self.summarizer,
             prompt_tokens=lambda messages: self.size(Context(tuple(messages))),
             pin_task=self.harness.pin_task,

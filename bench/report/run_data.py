@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from compactlab.llm.prices import resolve_prices
-from compactlab.results.leaderboard import NOT_RANKED, ranked, setting_figures, summary_document
+from compactlab.results.leaderboard import ranked, setting_figures, summary_document
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule, recommend
 from compactlab.results.run_failures import mark_incomplete
@@ -30,9 +30,6 @@ from compactlab.runs.runs import RunResult
 from compactlab.transcripts.loading import Loaded, ReadInputs, load_inputs
 from compactlab.transcripts.neutralise import read_csv
 from compactlab.transcripts.source import TranscriptError
-
-# Strategies that replay what the production agent did: a reference, not a setting one can choose.
-REFERENCE_STRATEGIES = NOT_RANKED
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ def _estimation_section(run: RunData, result: EstimationResult | None) -> Markup
         return Markup(
             environment()
             .from_string(
-                '<section id="estimation"><h2>Token estimation</h2><p class="warn">Not shown: the run\'s transcripts could not be reloaded ({{ reason }}).</p></section>'
+                '<section id="estimation"><h2>Token estimation</h2><p class="warn">Not shown: the run\'s sessions could not be reloaded ({{ reason }}).</p></section>'
             )
             .render(reason=reason)
         )

@@ -120,7 +120,7 @@ def _count(back: int, of: int) -> str:
 
 def _estimator_errors(run: RunData, estimation: EstimationResult | None, estimators: list[str]) -> dict[str, Any]:
     if not run.loaded.transcripts:
-        return {"rows": [], "missing": f"the run's transcripts could not be reloaded ({run.load_error or 'none'})"}
+        return {"rows": [], "missing": f"the run's sessions could not be reloaded ({run.load_error or 'none'})"}
     if estimation is None:
         return {
             "rows": [],
@@ -166,7 +166,7 @@ def _estimator_errors(run: RunData, estimation: EstimationResult | None, estimat
 
 def _size_error(run: RunData, estimator: str) -> dict[str, Any]:
     if not run.loaded.transcripts:
-        return {"row": None, "why": f"the run's transcripts could not be reloaded: `{SIZE_CHECK} DATASET …` measures it"}
+        return {"row": None, "why": f"the run's sessions could not be reloaded: `{SIZE_CHECK} DATASET …` measures it"}
     table = error_table([row for t in run.loaded.transcripts for row in kept_tail_errors(t, estimator)])
     if table.empty:
         return {

@@ -14,22 +14,26 @@ source recorded where it recorded cache splits or costs (`cost_model_check`).
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import numpy as np
 import pandas as pd
 
 from compactlab.contract import fell_back
 from compactlab.llm.prices import PriceTable, price_for
-from compactlab.replay.fast.text_codes import rows_of_each
 from compactlab.replay.replay import CallColumns, CompactionRow
 from compactlab.scoring.drift import drift_counts
 from compactlab.tokens.calibration import model_family
 
 
+def rows_of_each(coded: tuple[np.ndarray, list]) -> dict[str, np.ndarray]:
+    """Each text's row positions in a coded column (codes into its distinct texts, as
+    `pd.factorize` or `compactlab.runs.text_codes` give them; rows without a text, code -1 or None, in none)."""
+    codes, distinct = coded
+    return {value: np.flatnonzero(codes == code) for code, value in enumerate(distinct) if isinstance(value, str)}
+
+
 def _dicts(rows: list) -> list[dict]:
-    # Rows come as dataclasses from a replay, or as dicts read back from a run's JSONL files.
-    return [r if isinstance(r, dict) else asdict(r) for r in rows]
+    # Rows come as `CompactionRow`s from a replay, or as dicts read back from a run's files.
+    return [r if isinstance(r, dict) else r.values() for r in rows]
 
 
 def calls_frame(

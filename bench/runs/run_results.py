@@ -20,10 +20,17 @@ from pathlib import Path
 import pandas as pd
 
 from compactlab.llm.prices import PriceTable
-from compactlab.replay.fast.text_codes import coded_text, rows_of_each, summary_groups
-from compactlab.results.metrics import calls_frame, compactions_frame, cost_model_check, recorded_fidelity, transcript_summary
+from compactlab.results.metrics import (
+    calls_frame,
+    compactions_frame,
+    cost_model_check,
+    recorded_fidelity,
+    rows_of_each,
+    transcript_summary,
+)
 from compactlab.runs.run_files import DONE, read_done
 from compactlab.runs.run_storage import part_calls, part_compaction_rows, run_calls, run_compaction_rows
+from compactlab.runs.text_codes import coded_text, summary_groups
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,7 @@ def transcript_results(
     calls: pd.DataFrame, compaction_rows: list[dict], transcripts, prices: PriceTable | None
 ) -> TranscriptResults:
     """The results of the call rows `calls` (a frame, or arrays with coded text columns as
-    `compactlab.replay.fast.call_rows.call_arrays` makes them) and their compaction rows; `transcripts`: the
+    `compactlab.runs.call_rows.call_arrays` makes them) and their compaction rows; `transcripts`: the
     transcripts they replay, or what the run kept of them (their recorded calls)."""
     rows_by_model = groups = None
     if isinstance(calls, dict):  # arrays: group by the codes the text columns came as

@@ -27,21 +27,24 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from compactlab.replay.fast.call_rows import json_line
-from compactlab.replay.walk import CALL_COLUMNS
+from compactlab.replay.row_schema import CALL_TYPES, COMPACTION_TYPES, ColumnType
+from compactlab.runs.call_rows import json_line
 from compactlab.runs.run_files import DONE, before_write, finished_rows, naming, read_done
 
 ROWS = "rows"
 KINDS = ("calls", "compactions")
 JSON_COLUMNS = b"compactlab.json_columns"  # file metadata: the columns stored as JSON text
 
-_TEXT = ("transcript", "config", "model")
-_FLAGS = ("compacted_before", "over_window")
+_ARROW: dict[ColumnType, pa.DataType] = {
+    str: pa.string(),
+    int: pa.int64(),
+    bool: pa.bool_(),
+    float: pa.float64(),
+    dict: pa.string(),
+}
 # One schema for every part, whatever a transcript's values are (a column that is empty in one
 # transcript must not get another type there): the files then read as one table.
-CALL_SCHEMA = pa.schema(
-    [(name, pa.string() if name in _TEXT else pa.bool_() if name in _FLAGS else pa.int64()) for name in CALL_COLUMNS]
-)
+CALL_SCHEMA = pa.schema([(name, _ARROW[kind]) for name, kind in CALL_TYPES.items()])
 
 
 def part_path(out: Path, name: str) -> Path:
@@ -76,7 +79,7 @@ def write_part(out: Path, kind: str, table: pa.Table) -> str:
 
 
 def calls_table(columns: dict[str, np.ndarray | tuple[np.ndarray, list]]) -> pa.Table:
-    """A transcript's call rows (arrays; text columns as codes into their values, `compactlab.replay.fast.text_codes.text_codes`)."""
+    """A transcript's call rows (arrays; text columns as codes into their values, `compactlab.runs.text_codes.text_codes`)."""
     arrays = []
     for field in CALL_SCHEMA:
         values = columns[field.name]
@@ -94,15 +97,20 @@ def calls_table(columns: dict[str, np.ndarray | tuple[np.ndarray, list]]) -> pa.
 
 
 def compactions_table(rows: list[dict]) -> pa.Table:
-    """Compaction rows as written by a replay: nested values (dicts, lists) as JSON text."""
+    """Compaction rows as written by a replay (and the judge), typed by `COMPACTION_TYPES`: nested
+    values (dicts, lists) as JSON text. A column the schema does not declare is an error, not a
+    column stored with whatever type its values suggest."""
     names = list(dict.fromkeys(name for row in rows for name in row))
-    nested = [n for n in names if any(isinstance(row.get(n), (dict, list)) for row in rows)]
+    undeclared = [name for name in names if name not in COMPACTION_TYPES]
+    if undeclared:
+        raise ValueError(f"compaction rows hold columns compactlab.replay.row_schema does not declare: {', '.join(undeclared)}")
+    nested = [n for n in names if COMPACTION_TYPES[n] is dict]
     columns = {}
     for name in names:
         values = [row.get(name) for row in rows]
         if name in nested:
             values = [None if v is None else json.dumps(v, ensure_ascii=False) for v in values]
-        columns[name] = pa.array(values)
+        columns[name] = pa.array(values, type=_ARROW[COMPACTION_TYPES[name]])
     table = pa.table(columns) if columns else pa.table({"config": pa.array([], pa.string())})
     return table.replace_schema_metadata({JSON_COLUMNS: json.dumps(nested).encode()})
 
@@ -147,8 +155,10 @@ def _tables(out: Path, names: Iterable[str], configs: Iterable[str] | None) -> I
 
 
 def _part_rows(table: pa.Table) -> list[dict]:
-    """A compaction part's rows as the replay wrote them (JSON text columns decoded)."""
-    nested = json.loads((table.schema.metadata or {}).get(JSON_COLUMNS, b"[]"))
+    """A compaction part's rows as the replay wrote them (JSON text columns decoded: those the
+    schema declares nested, and those an older part's metadata names)."""
+    declared = [name for name in table.column_names if COMPACTION_TYPES.get(name) is dict]
+    nested = dict.fromkeys([*declared, *json.loads((table.schema.metadata or {}).get(JSON_COLUMNS, b"[]"))])
     rows = table.to_pylist()
     for row in rows:
         for name in nested:

@@ -16,10 +16,10 @@ import pandas as pd
 from compactlab.contract import Strategy, Summarizer
 from compactlab.llm.prices import PriceTable
 from compactlab.memo import forget
-from compactlab.replay.fast.call_rows import SharedRows, call_arrays
 from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
 from compactlab.replay.strategy_config import StrategyConfig, estimator_of
+from compactlab.runs.call_rows import SharedRows, call_arrays
 from compactlab.runs.run_results import TranscriptResults, transcript_results
 from compactlab.runs.run_storage import (
     calls_table,
@@ -133,7 +133,7 @@ class TranscriptJob:
             meter=plan.meters[self.estimator_of(strategy)],
             strategy=plan.sharing[strategy.label],
         )
-        rows = [dict(vars(r)) for r in replayed.compactions]
+        rows = [r.values() for r in replayed.compactions]
         if self.judge is not None:  # next-action preservation with a model (bench/scoring/next_action.py)
             rows = score_compactions(self.judge, transcript, rows, replayed.compacted, fan_out)
         return replayed, rows

@@ -62,7 +62,7 @@ def test_a_runs_rows_equal_the_plain_replays(dataset, every_file: bool, tmp_path
             for setting in SETTINGS:
                 replayed = replay_plain(transcript, setting, windows_of(config))
                 calls.append(calls_frame(replayed.calls))
-                compactions.append(compactions_frame([dict(vars(row)) for row in replayed.compactions]))
+                compactions.append(compactions_frame([row.values() for row in replayed.compactions]))
     if all(c.empty for c in calls):  # a dataset without recorded LLM calls (condenser pairs): nothing to replay
         assert result.calls.empty and result.compactions.empty
         return

@@ -46,18 +46,18 @@ def test_the_readme_shows_each_presets_counts() -> None:
     assert preset_table.counts_table() in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def test_every_rule_names_a_test_that_exists_and_every_deviation_says_why() -> None:
+def test_every_rule_has_a_test_that_exists_and_every_deviation_says_why() -> None:
     defined: dict[str, set[str]] = {}
     for rules in RULES.values():
         for rule in rules:
             assert rule.rule and rule.source and rule.does, rule
             assert rule.matches or len(rule.deviation) > 20, rule  # a reason, not a word
-            if rule.test:
-                path, name = rule.test.split("::")
-                if path not in defined:
-                    tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
-                    defined[path] = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-                assert name in defined[path], rule.test
+            assert rule.test, f"no test on a real session for {rule.rule!r}"
+            path, name = rule.test.split("::")
+            if path not in defined:
+                tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+                defined[path] = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+            assert name in defined[path], rule.test
     for name in RULES:  # a preset's deviations are its differing rules, nothing else
         preset = get_strategy(name)
         assert preset.deviations.count("because") == sum(not r.matches for r in preset.rules)
@@ -108,8 +108,8 @@ def test_presets_set_the_emergency_path_as_their_sources() -> None:
     with_path = replay(
         OVERFLOWING, StrategyConfig("s", "seed-001"), windows, strategy=replace(preset, harness=Harness(pin_task=False))
     )
-    assert sum(own.calls["over_window"]) >= 1 and not any(c.reason == "silent_overflow" for c in own.compactions)
-    assert any(c.reason == "silent_overflow" for c in with_path.compactions)
+    assert sum(own.calls["over_window"]) >= 1 and not any(c.event.reason == "silent_overflow" for c in own.compactions)
+    assert any(c.event.reason == "silent_overflow" for c in with_path.compactions)
     assert sum(with_path.calls["over_window"]) < sum(own.calls["over_window"])
 
 
@@ -120,7 +120,7 @@ def test_absolute_sizes_scale_with_a_simulated_window() -> None:
     assert (window, trigger.absolute) == (64_000, round(200_000 * 64_000 / real))
     scaled = replay(LONG_CODEX, StrategyConfig("s", "seed-001"), ContextWindows(overrides={"": 64_000}))
     first = scaled.compactions[0]
-    assert first.reason == "threshold" and first.tokens_before >= trigger.absolute
+    assert first.event.reason == "threshold" and first.event.tokens_before >= trigger.absolute
     # "real": the preset runs at the model's window whatever the run simulates.
     at_real = replace(preset, harness=replace(preset.harness, window="real"))
     done = replay(LONG_CODEX, StrategyConfig("s", "seed-001"), ContextWindows(overrides={"": 64_000}), strategy=at_real)

@@ -15,7 +15,7 @@ from compactlab.strategies.pipeline import Pipeline
 from compactlab.strategies.priority import PLACEHOLDER, PriorityPrune
 from compactlab.strategies.prune import PLACEHOLDER as PRUNED
 from compactlab.strategies.prune import Prune
-from compactlab.strategies.registry import get_strategy
+from compactlab.strategies.registry import get_strategy, resolved
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.estimators import get_estimator
 from compactlab.tokens.metering import Meter
@@ -40,7 +40,7 @@ def request(transcript, reason="threshold", window=40_000, target=None, estimato
 
 
 def compact(name_or_strategy, transcript, **kw):
-    strategy = get_strategy(name_or_strategy) if isinstance(name_or_strategy, str) else name_or_strategy
+    strategy = get_strategy(name_or_strategy) if isinstance(name_or_strategy, str) else resolved(name_or_strategy)
     return strategy.compact(Context(messages=transcript.messages), request(transcript, **kw))
 
 
@@ -84,7 +84,7 @@ def test_seed_001_compacts_at_200k_tokens_whatever_the_window() -> None:
     replayed = replay(LONG_CODEX, StrategyConfig("s", "seed-001"), ContextWindows())
     assert set(replayed.calls["window"]) == {LONG_CODEX.context_window} != {200_000}
     first = replayed.compactions[0]
-    assert first.reason == "threshold" and first.tokens_before >= 200_000
+    assert first.event.reason == "threshold" and first.event.tokens_before >= 200_000
     assert max(replayed.calls["context_tokens"][: first.call]) < 200_000  # no earlier call reached it
     assert trigger.check(199_999, 1_000_000) is None and trigger.check(150_000, 160_000) is None
 
