@@ -117,7 +117,7 @@ def test_pareto_labels_never_overlap_on_a_crowded_sweep(tmp_path: Path) -> None:
     from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS, grid
 
     assert main(["sweep", "--dataset", "codex-rollouts", "--out", str(tmp_path / "sweep"), "--no-report"]) == 0
-    run = load_run(tmp_path / "sweep", reload_transcripts=False)
+    run = load_run(tmp_path / "sweep")
     figures, recommendation = figures_and_recommendation(run)
     boxes: list = []
     svg, key = pareto_chart(figures, recommendation, colours_for(run.labels), placed=boxes)
