@@ -3,7 +3,7 @@ section), what the preset does, and why where the two differ.
 
 `compactlab.strategies.presets` attaches these to its presets (a preset's `deviations` is made from
 its rules, so the two cannot disagree); `python -m compactlab.measure.preset_table` writes them as
-docs/preset-rules.md, and tests/test_preset_rules.py checks that file is up to date and that every
+docs/preset-rules.md, and tests/strategies/test_preset_rules.py checks that file is up to date and that every
 rule naming a test names one that exists. Sources, read for this table:
 - the seed documents in ../shared/seeds/ (by section);
 - badlogic/pi-mono at 83378aad: packages/coding-agent/src/core/compaction/compaction.ts ("compaction.ts")
@@ -34,10 +34,10 @@ class Rule:
         return not self.deviation
 
 
-SEED = "tests/test_seed_rules.py::"
-ANCHOR = "tests/test_anchor_rules.py::"
-PRESET = "tests/test_preset_rules.py::"
-SUMMARY = "tests/test_strategies_summary.py::"
+SEED = "tests/strategies/test_seed_rules.py::"
+ANCHOR = "tests/strategies/test_anchor_rules.py::"
+PRESET = "tests/strategies/test_preset_rules.py::"
+SUMMARY = "tests/strategies/test_summarizing_strategies.py::"
 OFFLINE = (
     'offline a replay has no LLM: the extractive summarizer stands in; `summarizer = "llm"` with a [summarizer] table '
     "uses the run's LLM"

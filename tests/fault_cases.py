@@ -1,4 +1,4 @@
-"""Issue 32's run faults, measured through the CLI in child processes (`python -m tests.measure_faults cases`):
+"""Issue 32's run faults, measured through the CLI in child processes (`python -m tests.scripts.measure_faults cases`):
 
 - worker death: a worker process SIGKILLed at its Nth write (as the OOM killer ends one), for
   every N a worker reaches, then `--resume`: the exit status, a traceback or not, whether the
@@ -10,7 +10,7 @@
 - every LLM setting falling back (HTTP 500 on every call): the exit status and whether
   report.html was written.
 
-Like the rest of tests/measure_faults.py it never patches the library, so it measures an older
+Like the rest of tests/scripts/measure_faults.py it never patches the library, so it measures an older
 checkout too (put that checkout's package first on PYTHONPATH).
 """
 
@@ -43,7 +43,7 @@ def outcome(code: int, text: str) -> str:
 
 
 def measure_worker_deaths(work: Path, data: Path, clean) -> None:
-    from tests.measure_faults import child, extra_rows, run_arguments
+    from tests.scripts.measure_faults import child, extra_rows, run_arguments
 
     results = []
     for nth in range(1, 9):
@@ -75,7 +75,7 @@ def _flip(path: Path) -> None:
 
 
 def measure_damaged_parts(work: Path, data: Path, clean_out: Path, clean, arguments) -> None:
-    from tests.measure_faults import extra_rows
+    from tests.scripts.measure_faults import extra_rows
 
     done = [json.loads(line) for line in (clean_out / "done.jsonl").read_text().splitlines() if line.strip()]
     for damage in ("deleted", "corrupted"):

@@ -1,9 +1,9 @@
 """The run-level input cases of issue 32, each made from real bundled files, run through the CLI.
 
-`python -m tests.input_fuzz --cases` runs them after the damaged transcripts and prints one line
+`python -m tests.scripts.input_fuzz --cases` runs them after the damaged transcripts and prints one line
 per case: the command's exit status, whether it ended in a traceback, and what it said or counted.
 Each case runs `python -m compactlab.cli.main` in a child process, so the script measures an older
-checkout just as well (put its package first on PYTHONPATH). `tests/test_reliability_inputs.py`
+checkout just as well (put its package first on PYTHONPATH). `tests/cli/test_input_cases.py`
 asserts the outcome each case must have.
 
 Cases: file names that are not UTF-8, a FIFO and a link to a parent folder inside a dataset
@@ -72,7 +72,7 @@ def sessions(folder: Path) -> Path:
 class Case:
     name: str
     run: Callable[[Path], Outcome]  # given a fresh working folder
-    # What must hold of the outcome once issue 32 is done (`tests/test_reliability_inputs.py`).
+    # What must hold of the outcome once issue 32 is done (`tests/cli/test_input_cases.py`).
     expected: Callable[[Outcome], bool]
     wanted: str  # the expectation in words
 

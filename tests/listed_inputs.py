@@ -3,7 +3,7 @@
 `listed_cases(folder)` writes them and returns `Case`s: the command-line inputs to read, and, when
 the input is valid after all (a multi-member gzip, a non-UTF-8 file name, two files of one name),
 what the undamaged result is, so that a changed result counts as silently wrong. Every other case
-must end in a clean error or a counted skip. `tests/input_fuzz.py` reads them all through the
+must end in a clean error or a counted skip. `tests/scripts/input_fuzz.py` reads them all through the
 library and the CLI; `tests/test_listed_inputs.py` asserts each one's outcome.
 """
 
@@ -51,7 +51,7 @@ def _assistant_indexes(lines: list[dict]) -> list[int]:
 def listed_cases(folder: Path) -> Iterator[Case]:
     from compactlab.transcripts.importers import load_file
     from compactlab.transcripts.importers.canonical import write_canonical
-    from tests.input_fuzz import fingerprint
+    from tests.scripts.input_fuzz import fingerprint
 
     folder.mkdir(parents=True, exist_ok=True)
 
@@ -227,7 +227,7 @@ def unreadable(path: Path):
 def check_listed(folder: Path, tally) -> None:
     """Read every listed case four ways (see input_fuzz.check_input) and add the outcomes to `tally`."""
     from compactlab.transcripts.loading import load_inputs
-    from tests.input_fuzz import broken_invariant, fingerprint, read_cli
+    from tests.scripts.input_fuzz import broken_invariant, fingerprint, read_cli
 
     for case in listed_cases(folder):
         label = f"listed: {case.name}"
@@ -267,7 +267,7 @@ def _without_ids(found: tuple) -> tuple:
 
 def _read_inputs(load_inputs, inputs: list[str], lenient: bool):
     from compactlab.transcripts.source import TranscriptError
-    from tests.input_fuzz import _where
+    from tests.scripts.input_fuzz import _where
 
     try:
         loaded = load_inputs(inputs, lenient=lenient, workers=1)

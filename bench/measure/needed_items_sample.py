@@ -1,13 +1,15 @@
 """Draw, refresh and score the labelled sample of next-step needed items (compactlab.measure.needed_sample).
 
-    python -m compactlab.measure.needed_items_sample draw [--seed 15] [--items 70] [--out FILE]
+    python -m compactlab.measure.needed_items_sample draw [--seed 27] [--items 50] [--exclude OLD] [--out FILE]
     python -m compactlab.measure.needed_items_sample refresh [FILE]
-    python -m compactlab.measure.needed_items_sample score [FILE]
+    python -m compactlab.measure.needed_items_sample score [FILE] [--held-out]
 
 `draw` writes a fresh sample with null labels, for relabelling by docs/needed-items-labelling.md
-(it refuses to overwrite a file). `refresh` adds to a sample what the current extractor now finds in
+(it refuses to overwrite a file); `--exclude` names samples whose steps it leaves out (held out). `refresh` adds to a sample what the current extractor now finds in
 its steps (new needed items get a null label: read them). `score` prints precision per source on
-what the extractor finds now, and recall on the steps read for it. FILE defaults to the committed
+what the extractor finds now with its 95% Wilson interval, and recall on the steps read for it
+with its counts. `--held-out` scores only the steps of sessions no extractor fix was chosen on
+(needed_sample.TUNED_ON). FILE defaults to the committed
 sample; the shared transcripts are looked for where tests/conftest.py looks (--shared to change).
 """
 
@@ -17,7 +19,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from compactlab.measure.needed_sample import SOURCES, draw, needed_now, read_sample, refresh, scores, unlabelled, write_sample
+from compactlab.measure.needed_sample import (
+    CAP,
+    SOURCES,
+    TUNED_ON,
+    draw,
+    needed_now,
+    read_sample,
+    refresh,
+    scores,
+    unlabelled,
+    write_sample,
+)
 
 REPO = Path(__file__).resolve().parents[2]  # bench/measure/ → the repository
 SAMPLE = REPO / "tests" / "data" / "needed_items_sample.jsonl"
@@ -32,15 +45,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=("draw", "refresh", "score"))
     parser.add_argument("file", nargs="?", type=Path, default=SAMPLE)
     parser.add_argument("--out", type=Path, help="draw: where to write (default: FILE)")
-    parser.add_argument("--seed", type=int, default=15)
-    parser.add_argument("--items", type=int, default=70, help="draw: needed items per source, at least")
+    parser.add_argument("--seed", type=int, default=27)
+    parser.add_argument(
+        "--items", type=int, default=50, help=f"draw: counted needed items per source (at most {CAP} a step), at least"
+    )
+    parser.add_argument("--exclude", type=Path, action="append", default=[], help="draw: leave out the steps of this sample")
+    parser.add_argument("--held-out", action="store_true", help="score: leave out the sessions extractor fixes were chosen on")
     parser.add_argument("--shared", type=Path, default=SHARED)
     args = parser.parse_args(argv)
     if args.action == "draw":
         out = args.out or args.file
         if out.exists():
             parser.error(f"{out} exists; give --out for a fresh sample")
-        steps = draw(args.shared, args.seed, args.items, SOURCES)
+        held_out = frozenset((s.transcript, s.step) for sample in args.exclude for s in read_sample(sample))
+        steps = draw(args.shared, args.seed, args.items, SOURCES, held_out)
         write_sample(steps, out)
         print(f"{out}: {len(steps)} steps, {sum(len(s.items) for s in steps)} needed items to label")
         return 0
@@ -50,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         write_sample(steps, args.file)
         print(f"{args.file}: {len(unlabelled(steps, needed_now(steps, args.shared)))} needed items to label")
         return 0
+    if args.held_out:
+        steps = [s for s in steps if s.transcript not in TUNED_ON]
+        print(f"held out: the steps of {len(TUNED_ON)} sessions that extractor fixes were chosen on are left out")
     needed = needed_now(steps, args.shared)
     open_labels = unlabelled(steps, needed)
     for step, item in open_labels:
@@ -58,17 +79,18 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     print(
-        f"{'source':22} {'steps':>5} {'items':>5} {'meaningful':>10} {'noise':>5} {'produced':>8} {'precision':>9} {'recall':>16}"
+        f"{'source':22} {'steps':>5} {'items':>5} {'meaningful':>10} {'noise':>5} {'produced':>8} {'precision':>9} {'95% interval':>13} {'recall':>16}"
     )
     for score in scores(steps, needed).values():
         precision = f"{score.precision:.1%}" if score.precision is not None else "-"
+        interval = f"{score.precision_interval[0]:.0%}–{score.precision_interval[1]:.0%}" if score.precision_interval else "-"
         recall = (
             f"{score.recall:.1%} ({score.recall_found}/{score.recall_found + score.recall_missed})"
             if score.recall is not None
             else "-"
         )
         print(
-            f"{score.source:22} {score.steps:>5} {score.labelled:>5} {score.meaningful:>10} {score.noise:>5} {score.produced:>8} {precision:>9} {recall:>16}"
+            f"{score.source:22} {score.steps:>5} {score.labelled:>5} {score.meaningful:>10} {score.noise:>5} {score.produced:>8} {precision:>9} {interval:>13} {recall:>16}"
         )
     return 1 if open_labels else 0
 

@@ -1,19 +1,22 @@
 """A hand-labelled sample of next-step needed items, to measure the extractor's precision and recall.
 
 The labelling rule is docs/needed-items-labelling.md. The sample (tests/data/needed_items_sample.jsonl)
-holds whole steps, one JSON record per sampled assistant step, drawn with a fixed seed from every
-source of the shared real transcripts:
+holds steps, one JSON record per sampled assistant step, drawn with a fixed seed from every source
+of the shared real transcripts that holds agent steps:
 
     {"source", "transcript" (path under the shared folder), "step" (message index), "message"
      (the step itself: role and parts), "items": [{"kind", "text", "context", "label"}],
      "missed": [[kind, text], ...] or absent}
 
-`items` are the needed items of the step as compactlab.scoring.preservation computes them for k = 1 (what the
-extractor finds in the step that the history before it holds), with a short context. `label` is
+`items` are needed items of the step as compactlab.scoring.preservation computes them for k = 1 (what the
+extractor finds in the step that the history before it holds), with a short context and a `reason`.
+At most `CAP` of a step's items count for precision: those first in a fixed pseudo-random order
+(`capped`). Whole steps let one step dominate a source (an ExitPlanMode plan held 220 items), and
+the items of one step stand or fall together, so a source's figure rests on its steps. `label` is
 "meaningful", "noise" or "produced" (by the rule), or null until someone reads it. A record with
-`missed` was read for recall: `missed` lists the meaningful consumed items that the history holds
-and the extractor did not find. Labels of items the extractor no longer finds are kept (they no
-longer count), so a change can be undone without labelling again.
+`missed` was read for recall, all its items labelled: `missed` lists the meaningful consumed items
+that the history holds and the extractor did not find. Labels of items the extractor no longer
+finds are kept (they no longer count), so a change can be undone without labelling again.
 
 Scoring recomputes the needed items from the shared transcripts with the current code; the stored
 step must still be the transcript's message there. A needed item that no record labels is an
@@ -22,7 +25,9 @@ error to fix by labelling it (`python -m compactlab.measure.needed_items_sample 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import random
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -33,9 +38,40 @@ from compactlab.scoring.preservation import needed_items
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.model import Message, Transcript, part_from_dict, part_to_dict
 
-SOURCES = ("claude-code-log", "m-claude", "mini-swe-agent-pr816", "mini-swe-agent-v1", "codex-rollouts")
+# Every shared source with agent steps (condenser-pairs-gpt5mini holds context → summary pairs: no agent acts there).
+SOURCES = (
+    "claude-code-log",
+    "m-claude",
+    "pai-claude",
+    "mini-swe-agent-pr816",
+    "mini-swe-agent-v1",
+    "codex-rollouts",
+    "pi-sessions",
+)
+# Items per step that count for precision. A source's ~50 items then come from 10 steps or more,
+# so no step holds more than a tenth of its figure.
+CAP = 5
+# Steps per source read for recall (all their items labelled, what the extractor missed listed): the
+# first ones drawn that need at most RECALL_MAX_ITEMS items, so that no one step makes up a source's recall.
+RECALL_STEPS = 3
+RECALL_MAX_ITEMS = 2 * CAP
 LABELS = ("meaningful", "noise", "produced")
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json")
+
+
+# Sessions whose sampled steps showed an extractor defect that was then fixed (issue 27 §2): a figure
+# on them is in-sample for that fix. `score --held-out` leaves their steps out, so that what the
+# fixes do is also measured on sessions none of them was chosen on.
+TUNED_ON = {
+    "pi-sessions/compact.jsonl": "pi's edit tool names its texts oldText/newText (step 649)",
+    "claude-code-log/-Users-dain-workspace-coderabbit-review-helper__cb2e607c-c758-415a-8b45-c49e4631906a.jsonl": (
+        "standard-library classes' methods: parser.parse_args (step 67)"
+    ),
+    "pai-claude/b566e56e-94a7-425e-a662-d701321e27ce.jsonl": "quoted paths holding spaces (steps 5, 115, 240)",
+    "pai-claude/24a90d02-9724-4548-9f4f-97bcb9f93ef3.jsonl": "JavaScript globals, template URLs (step 29)",
+    "m-claude/f551142a-ef6a-46fd-a3bf-14a924370fb0.jsonl": "echo's text to the terminal (step 97)",
+    "m-claude/ea6b9704-440b-478b-bcc7-3705480cec17.jsonl": "a path right after a glob's `*` (step 6)",
+}
 
 
 class SampleError(ValueError):
@@ -48,7 +84,7 @@ class SampledStep:
     transcript: str
     step: int
     message: Message
-    items: tuple[dict, ...]  # {"kind", "text", "context", "label"}
+    items: tuple[dict, ...]  # {"kind", "text", "context", "label", "reason"}
     missed: tuple[tuple[str, str], ...] | None  # None: not read for recall
 
     def labels(self) -> dict[Item, str | None]:
@@ -75,6 +111,21 @@ class SourceScore:
     def recall(self) -> float | None:
         total = self.recall_found + self.recall_missed
         return self.recall_found / total if total else None
+
+    @property
+    def precision_interval(self) -> tuple[float, float] | None:
+        return wilson_interval(self.meaningful, self.labelled) if self.labelled else None
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (95% by default): unlike p ± z·se it stays inside
+    [0, 1] and keeps its coverage near 0 or 1 and for a few dozen trials, as per-source figures have."""
+    if trials <= 0:
+        raise ValueError(f"a proportion needs at least one trial, not {trials}")
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 # --- reading and writing -------------------------------------------------------------------------
@@ -161,13 +212,35 @@ def needed_now(steps: Sequence[SampledStep], shared: Path) -> Needed:
     return result
 
 
+def capped(transcript: str, step: int, items: Sequence[Item]) -> tuple[Item, ...]:
+    """The `CAP` items of a step that count for precision: first in an order fixed by each item's
+    text and place (a hash), so anyone recomputes the same choice, and a change to the extractor
+    that adds or drops an item leaves the others' order alone. Returned in the step's order."""
+
+    def rank(item: Item) -> str:
+        return hashlib.sha256(f"{transcript}\0{step}\0{item.kind}\0{item.text}".encode()).hexdigest()
+
+    chosen = set(sorted(items, key=rank)[:CAP])
+    return tuple(i for i in items if i in chosen)
+
+
+def counted(step: SampledStep, needed: Needed) -> tuple[Item, ...]:
+    """The needed items of a sampled step that are scored for precision (`capped`)."""
+    return capped(step.transcript, step.step, needed[(step.transcript, step.step)])
+
+
+def to_label(step: SampledStep, needed: Needed) -> tuple[Item, ...]:
+    """What must carry a label: the counted items, and every needed item of a step read for recall."""
+    return needed[(step.transcript, step.step)] if step.missed is not None else counted(step, needed)
+
+
 def unlabelled(steps: Sequence[SampledStep], needed: Needed) -> list[tuple[SampledStep, Item]]:
-    """Needed items that no record labels (new to the sample, or with a null label)."""
-    return [(step, item) for step in steps for item in needed[(step.transcript, step.step)] if step.labels().get(item) is None]
+    """Needed items to label (`to_label`) that no record labels (new to the sample, or with a null label)."""
+    return [(step, item) for step in steps for item in to_label(step, needed) if step.labels().get(item) is None]
 
 
 def scores(steps: Sequence[SampledStep], needed: Needed) -> dict[str, SourceScore]:
-    """Precision per source on what the extractor needs now; recall on the steps read for it."""
+    """Precision per source on the counted items the extractor needs now; recall on the steps read for it."""
     result = {}
     for source in dict.fromkeys(s.source for s in steps):
         counts = dict.fromkeys(LABELS, 0)
@@ -175,12 +248,12 @@ def scores(steps: Sequence[SampledStep], needed: Needed) -> dict[str, SourceScor
         of_source = [s for s in steps if s.source == source]
         for step in of_source:
             labels = step.labels()
-            found = [label for i in needed[(step.transcript, step.step)] if (label := labels.get(i)) is not None]
-            for label in found:
-                counts[label] += 1
+            for label in (labels.get(i) for i in counted(step, needed)):
+                if label is not None:
+                    counts[label] += 1
             if step.missed is not None:
                 recall_steps += 1
-                recall_found += found.count("meaningful")
+                recall_found += sum(labels.get(i) == "meaningful" for i in needed[(step.transcript, step.step)])
                 recall_missed += len(step.missed)
         result[source] = SourceScore(
             source,
@@ -223,13 +296,22 @@ def context_of(message: Message, text: str, width: int = 60) -> str:
 
 
 def _item_record(message: Message, item: Item) -> dict:
-    return {"kind": item.kind, "text": item.text, "context": context_of(message, item.text), "label": None}
+    return {"kind": item.kind, "text": item.text, "context": context_of(message, item.text), "label": None, "reason": ""}
 
 
-def draw(shared: Path, seed: int, items_per_source: int, sources: Sequence[str] = SOURCES) -> list[SampledStep]:
-    """Random assistant steps of each source (uniform over steps that need something), whole, until
-    each source has at least `items_per_source` needed items. Labels are null: read them by the rule."""
-    sample = []
+def draw(
+    shared: Path,
+    seed: int,
+    items_per_source: int,
+    sources: Sequence[str] = SOURCES,
+    exclude: frozenset[tuple[str, int]] = frozenset(),
+) -> list[SampledStep]:
+    """Random assistant steps of each source (uniform over steps that need something, none of
+    `exclude`: (transcript, step) pairs held out, such as an earlier sample's), until each source has
+    at least `items_per_source` counted needed items. The first `RECALL_STEPS` steps of a source that
+    need at most `RECALL_MAX_ITEMS` items are read for recall: all their items listed, `missed` empty
+    until the reader fills it. Labels are null: read them by the rule."""
+    sample: list[SampledStep] = []
     for source in sources:
         transcripts = list(load_source(shared, source))
         positions = [(t, i) for t, (_, tr) in enumerate(transcripts) for i, m in enumerate(tr.messages) if m.role == "assistant"]
@@ -239,20 +321,31 @@ def draw(shared: Path, seed: int, items_per_source: int, sources: Sequence[str] 
             if total >= items_per_source:
                 break
             name, transcript = transcripts[t]
+            if (name, index) in exclude:
+                continue
             needed = needed_items(transcript.messages, index, (1,))[1] or ()
             if needed:
-                total += len(needed)
+                for_recall = (
+                    len(needed) <= RECALL_MAX_ITEMS
+                    and sum(s.source == source and s.missed is not None for s in sample) < RECALL_STEPS
+                )
+                chosen = tuple(needed) if for_recall else capped(name, index, needed)
+                total += min(len(needed), CAP)
                 message = transcript.messages[index]
-                sample.append(SampledStep(source, name, index, message, tuple(_item_record(message, i) for i in needed), None))
+                sample.append(
+                    SampledStep(
+                        source, name, index, message, tuple(_item_record(message, i) for i in chosen), () if for_recall else None
+                    )
+                )
     return sample
 
 
 def refresh(steps: Sequence[SampledStep], shared: Path) -> list[SampledStep]:
-    """The steps with each item the current code needs and no record lists added, label null (to read)."""
+    """The steps with each counted item the current code needs and no record lists added, label null (to read)."""
     needed = needed_now(steps, shared)
     result = []
     for step in steps:
         known = step.labels()
-        new = [_item_record(step.message, i) for i in needed[(step.transcript, step.step)] if i not in known]
+        new = [_item_record(step.message, i) for i in to_label(step, needed) if i not in known]
         result.append(replace(step, items=(*step.items, *new)))
     return result

@@ -10,7 +10,7 @@ were still there; they cannot say what the agent would have done instead.
 `replay_plain` is the definition: every message in order, the engine asked before every call.
 `replay` gives the same rows faster (what a run uses): it starts at the setting's first
 compaction with the uncompacted replay's rows before it, and rows the calls between compactions in
-bulk (`compactlab.replay.fast`); tests/test_fast_path.py checks the two agree on every bundled dataset.
+bulk (`compactlab.replay.fast`); tests/replay/test_fast_path_equals_plain.py checks the two agree on every bundled dataset.
 
 Token numbers per call (one definition, `compactlab.replay.prompt_size`, used by every figure a run reports):
 - `full_tokens`: the prompt without compaction. Before any real compaction in the source this is

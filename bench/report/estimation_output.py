@@ -58,7 +58,7 @@ def write_estimation(
     summary_path = out / "summary.json"
     summary_path.write_text(json.dumps(summary_document(result, settings, summary), indent=2) + "\n", encoding="utf-8")
     written.append(summary_path)
-    from compactlab.report.estimation import write_estimation_report
+    from compactlab.report.estimation_section import write_estimation_report
 
     written.append(write_estimation_report(result, summary, out / "estimation.html"))
     return written

@@ -19,10 +19,10 @@ from markupsafe import Markup
 from tqdm import tqdm
 
 from compactlab.replay.strategy_config import window_and_trigger
-from compactlab.report.estimation import render_estimation_section
-from compactlab.report.overview import overview_context, pct
+from compactlab.report.estimation_section import render_estimation_section
+from compactlab.report.overview_section import overview_context, pct
 from compactlab.report.page import environment, render_page
-from compactlab.report.real_compactions import real_compactions_context
+from compactlab.report.real_compactions_section import real_compactions_context
 from compactlab.report.run_charts import colours_for, pareto_chart
 from compactlab.report.run_data import RunData, figures_and_recommendation, load_run, ranked_rows
 from compactlab.report.transcripts import transcripts_context

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from compactlab.report.overview import pct
+from compactlab.report.overview_section import pct
 from compactlab.report.run_charts import sawtooth_chart
 from compactlab.report.run_data import RunData
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from compactlab.report.overview import pct
+from compactlab.report.overview_section import pct
 from compactlab.report.run_data import RunData
 from compactlab.runs.prompt_size_check import error_table
 from compactlab.scoring.recoverability import LABELS

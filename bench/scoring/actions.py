@@ -18,7 +18,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from compactlab.scoring.extraction import COMMAND_KEYS, PATH_KEYS, _command_line
+from compactlab.scoring.extraction import COMMAND_KEYS, PATH_KEYS
+from compactlab.scoring.shell_lines import command_line
 
 DEFAULT_THRESHOLD = 0.5
 DESCRIPTIVE_KEYS = frozenset({"description", "explanation", "reason", "thought", "thoughts", "justification"})
@@ -55,7 +56,7 @@ def _flat(value: object) -> str:
 def _words(key: str, value: object) -> set[str]:
     """A value's tokens: a shell command's words (first line, normalised), a path whole, else words."""
     if key in COMMAND_KEYS:
-        line = _command_line(value) or ""
+        line = command_line(value) or ""
         try:
             words = shlex.split(line)
         except ValueError:  # an unclosed quote: plain whitespace split

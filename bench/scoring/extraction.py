@@ -3,24 +3,31 @@
 An item is something the step *consumes*, never something it produces, whatever wraps it. The
 reader's rule is docs/needed-items-labelling.md; the hand-labelled sample (compactlab.measure.needed_sample)
 measures precision and recall by it. Extraction reads only assistant steps, never tool results:
-  * tool calls: path-valued arguments (`file_path`, `path`, ...) and `url`s as they are; written
-    content (`new_string`, `content`, `todos`, ...) gives nothing; old text and search patterns
-    give their code-like names; numbers only from line/offset-like keys; other strings are read
-    like prose, one-word values are options. Tool-call ids and JSON keys are never read.
+  * tool calls: path-valued arguments (`file_path`, `path`, ...) and `url`s as they are, except the
+    path of a file written whole (`Write`, `create`: produced like its content); written content
+    (`new_string`, pi's `newText`, `content`, `todos`, an `ExitPlanMode` `plan`, ...) gives nothing;
+    old text and search patterns give their code-like names; numbers only from line/offset-like keys;
+    other strings are read like prose, one-word values are options. Tool-call ids and JSON keys are
+    never read.
   * shell commands (a `command` argument, Codex argv, or a ```bash block in text, as mini-swe-agent
     v1 writes them): the first line, whitespace-normalised, without a leading `cd DIR &&`, as a
     command item unless it opens a script (heredoc, unclosed quote) or is plain words and options
     only (`git status -sb`); its paths, URLs, names and numbers, but not the programs it runs
-    (`apply_patch`), the module `-m` runs, a heredoc's delimiter or what `echo`/`printf` write into
-    a file. A heredoc's body is written content, except a patch's: for `apply_patch` and diffs,
-    the files updated and the removed and context lines are consumed, added lines produced.
+    (`apply_patch`), the module `-m` runs, a heredoc's delimiter, the text `echo`/`printf` print,
+    the script of `python -c`/`node -e`, or the file a `>`/`>>` redirection writes. A heredoc's
+    body is written content, except a patch's: for `apply_patch` and diffs (`cat > x.patch <<EOF`
+    included), the files updated and the removed and context lines are consumed, added lines produced.
   * text and thinking: URLs; pytest node ids; paths (a known extension, absolute paths of 2+
     components, `./` `../` `~/` paths, not right after a placeholder's `]`); error names;
     identifiers: one token in backticks, or code-like tokens (snake_case, CamelCase with an inner
-    capital, dotted.names, `name(`); numbers with 3+ digits or a decimal point, but not option
-    values (`-n 200`), display limits (`'1,200p'`), the last group of `6,623`, or digits glued to names.
-  * never: keywords, builtins, names whose first part is a standard-library module
-    (`os.path.join`), protocol names (`__dict__`), redaction marks (`[REDACTED_IP]`).
+    capital, dotted.names, `name(`), a dotted name ending in a type's own method reduced to what it
+    is called on (`order_items.append` → `order_items`); a quoted path may hold spaces; numbers
+    with 3+ digits or a decimal point, but not option values (`-n 200`), display limits
+    (`'1,200p'`), the last group of `6,623`, or digits glued to names.
+  * never: keywords, builtins, names whose first part is a standard-library module or a JavaScript
+    global (`os.path.join`, `console.log`), protocol names (`__dict__`), redaction marks
+    (`[REDACTED_IP]`), public hosts (`github.com`), acronyms after one lower-case letter (`dGPU`),
+    URL templates (`http://localhost:${PORT}`), a glob's `**/` read as a root.
   * a prose word in upper camel case (`WhereNode`, `WireGuard`) is listed, and `step_items` marks
     it: compactlab.scoring.preservation needs it only when the history uses it as code, and never a name of
     one of the session's tools (`TodoWrite`).
@@ -31,17 +38,16 @@ only a command's first line is read.
 
 from __future__ import annotations
 
-import builtins
-import keyword
 import re
-import sys
 from collections.abc import Sequence
 from functools import lru_cache
 from operator import itemgetter
 from typing import Literal
 
 from compactlab.memo import IdentityMemo
+from compactlab.scoring.known_names import GENERAL_NAMES, HOST, PREFIXED_ACRONYM, STOP_WORDS, TYPE_METHODS
 from compactlab.scoring.matching import Item, Kind
+from compactlab.scoring.shell_lines import PATCH_START, command_item, command_line, consumed_part
 from compactlab.transcripts.messages import FILE_EXTENSIONS  # one list of "file extensions" for the whole project
 from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart
 
@@ -58,6 +64,11 @@ _PATH = re.compile(
 # written to start with the capital it needs, then to look behind it: Python's regular expressions
 # skip quickly to where a pattern's first character can match, but try every position of the
 # text when it starts by looking behind (the same matches; docs/performance.md).
+# A quoted path whose names hold spaces (`"/Users/x/Documents/PAI - TPOS/notes.txt"`): one path, where
+# _PATH would find only its fragments. A space must be followed by a further `/`, so that quoted prose
+# or a command that starts with a path (`"/compact now"`) is not read as one. (Written, like _ERROR
+# below, to start with its first character, the `/` right after the quote.)
+_SPACED_PATH = re.compile(r"""/(?<=["'`]/)[^"'`\n<>|;&]*? [^"'`\n<>|;&]*/[^"'`\n<>|;&]*(?=["'`])""")
 _ERROR = re.compile(
     r"[A-Z](?:(?<![\w.][A-Z])\w*(?:Error|Exception|Warning)(?!\w)|(?<=\bS)topIteration\b|(?<=\bK)eyboardInterrupt\b|(?<=\bS)ystemExit\b)"
 )
@@ -76,33 +87,20 @@ _NUMBER = re.compile(r"\d(?:(?<=\bv\d)|(?<![\w.]\d))(?:\d*(?:\.\d+)+|\d{2,})(?!(
 _OPTION_BEFORE = re.compile(r"(?:^|\s)--?[A-Za-z][\w-]*[ =]$")  # `-n ` / `--lines=` just before
 _RANGE_FROM_START = re.compile(r"(?:^|[\s'\"])1,$")
 _THOUSANDS = re.compile(r"(?<![\d,.])\d{1,3},$")
+_GLOB_STARS = re.compile(r"\*+/")
 _BACKTICK = re.compile(r"`([^`\n]+)`")
 _FENCE = re.compile(r"```([^\n`]*)\n(.*?)(?:```|\Z)", re.S)  # an unclosed fence runs to the end
-_CD_PREFIX = re.compile(r"^cd\s+\S+\s*&&\s*")
-# Text `shlex.split` accepts: every quote closed, no backslash left at the end. (A regular
-# expression rather than shlex's character-by-character tokenizer, which is slow in Python.)
-_SHELL_WORDS = re.compile(r"""(?:[^'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")*""", re.S)
-
-# Names every program knows without the session (docs/needed-items-labelling.md, "noise"): Python's
-# keywords and builtins, and any name whose first part is a standard-library module (`os.path.join`,
-# `zipfile.ZipFile`, `sys.exit`). The few words below are other languages' keywords and globals,
-# and product names written in lower camel case, which look like code to `_is_identifier`.
-_GENERAL_NAMES = (
-    frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins)) | frozenset(sys.stdlib_module_names)
-)
-_STOP = _GENERAL_NAMES | frozenset(
-    "self cls this null undefined true false def function const let var echo macOS iOS iPhone iPad".split()
-)
 PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "dir", "directory"})
 COMMAND_KEYS = frozenset({"command", "cmd"})
 URL_KEYS = frozenset({"url", "uri"})
-OLD_TEXT_KEYS = frozenset({"old_string", "old_str", "old_text"})
+OLD_TEXT_KEYS = frozenset({"old_string", "old_str", "old_text", "oldtext"})  # (keys are read lower-cased: pi's `oldText`)
 PATTERN_KEYS = frozenset({"pattern", "regex", "query", "glob", "symbol"})
 # What a tool stores is produced by the step: file contents, new text, a todo list, the plan a step
 # proposes (Claude Code's `ExitPlanMode`: one such plan named 220 items of the session it was written from).
 WRITTEN_KEYS = frozenset(
-    {"new_string", "new_str", "new_text", "content", "file_text", "contents", "insert_text", "todos", "plan"}
+    {"new_string", "new_str", "new_text", "newtext", "content", "file_text", "contents", "insert_text", "todos", "plan"}
 )
+WHOLE_FILE_KEYS = frozenset({"content", "file_text", "contents"})  # the whole of a file a tool writes
 NUMBER_KEYS = frozenset({"offset", "line", "lines", "line_number", "start_line", "end_line", "view_range", "insert_line", "port"})
 SHELL_FENCES = frozenset({"bash", "sh", "shell", "zsh", "console"})
 # A prose word in upper camel case (`WhereNode`, but also `WireGuard`): kind "name" until the
@@ -115,7 +113,9 @@ ScanKind = Kind | Literal["name"]
 @lru_cache(maxsize=1 << 16)  # the same words recur in every step of a session
 def _is_identifier(token: str, followed_by: str) -> bool:
     """Whether a word-like token is code-like enough to count (see the module docstring)."""
-    if token in _STOP or len(token) < 3 or token.split(".", 1)[0] in _GENERAL_NAMES:
+    if token in STOP_WORDS or len(token) < 3 or token.split(".", 1)[0] in GENERAL_NAMES:
+        return False
+    if HOST.fullmatch(token) or PREFIXED_ACRONYM.fullmatch(token):
         return False
     if token.startswith("__") and token.endswith("__"):  # a protocol name of the language (`__get__`)
         return False
@@ -128,6 +128,17 @@ def _is_identifier(token: str, followed_by: str) -> bool:
         return any(c.isalpha() for c in stripped)
     # CamelCase with an inner capital (`applyFilters`, `WhereNode`), but not plurals like `URLs`.
     return bool(re.search(r"[a-z]", token) and re.search(r"[A-Z]", token[1:]) and not re.fullmatch(r"[A-Z]+s", token))
+
+
+def _receiver(token: str, called: bool) -> str | None:
+    """A call of a type's own method (`order_items.append(`, `self.rows.append(`), or JavaScript's
+    `.length`, is the name it is called on (`order_items`, `self.rows`), or None when that is no item
+    either (`lines`); other names stay as they are. Not called, the name may be an attribute of the
+    session's data that shares a method's name (`l.title`, `row.index`)."""
+    head, _, last = token.rpartition(".")
+    if not head or last not in TYPE_METHODS or not (called or last == "length"):
+        return token
+    return head if _is_identifier(head, "") else None
 
 
 def _path_item(value: str) -> str | None:
@@ -158,6 +169,8 @@ def _scan(text: str, found: list[tuple[ScanKind, str]], *, numbers: bool = True,
                 if not path:
                     continue
                 value = path
+            elif kind == "url" and ("${" in value or "{{" in value):
+                continue  # a template (`http://localhost:${PORT}/notify`), cut at its `}`: no URL of the session
             hits.append((m.start(), kind, value))
             if kind == "identifier" and "::" in value:  # a node id also names its file
                 hits.append((m.start(), "path", value.split("::", 1)[0]))
@@ -166,6 +179,7 @@ def _scan(text: str, found: list[tuple[ScanKind, str]], *, numbers: bool = True,
     take(_URL, "url")
     if ".py::" in text:  # every node id holds it; the pattern is slow on text without one
         take(_NODE_ID, "identifier")
+    take(_SPACED_PATH, "path")
     take(_PATH, "path")
     if any(word in text for word in _ERROR_WORDS):  # likewise for error names
         take(_ERROR, "error")
@@ -178,6 +192,13 @@ def _scan(text: str, found: list[tuple[ScanKind, str]], *, numbers: bool = True,
         start = m.start()
         if start and text[start - 1] == "[" and following[:1] == "]" and token.isupper():
             continue  # a placeholder or redaction mark (`[REDACTED_IP]`), not a name
+        if _is_identifier(token, following[:1]) and "." in token:
+            receiver = _receiver(token, following[:1] == "(")
+            if receiver is None:
+                continue
+            if receiver != token:
+                hits.append((start, "identifier", receiver))
+                continue
         if _is_identifier(token, following[:1]):
             weak = prose and token[0].isupper() and following[:1] != "(" and "_" not in token and "." not in token
             hits.append((start, _NAME if weak else "identifier", token))
@@ -222,47 +243,17 @@ def _scan_prose(text: str, found: list[tuple[ScanKind, str]]) -> None:
         text = _FENCE.sub(" ", text)
     for span in _BACKTICK.findall(text):
         token = span.strip().removesuffix("()")
+        called = token != span.strip()
         is_name = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", token) and not _PATH.fullmatch(token)
-        general = token.split(".", 1)[0] in _GENERAL_NAMES or (token.startswith("__") and token.endswith("__"))
+        general = token.split(".", 1)[0] in GENERAL_NAMES or (token.startswith("__") and token.endswith("__"))
         if is_name and _ERROR.fullmatch(token):
             found.append(("error", token))  # builtin error names too: the step reacts to one it saw
-        elif is_name and token not in _STOP and len(token) >= 3 and not general:
-            found.append(("identifier", token))  # `session_nav.html` stays a path
+        elif is_name and token not in STOP_WORDS and len(token) >= 3 and not general and not HOST.fullmatch(token):
+            if (name := _receiver(token, called)) is not None:
+                found.append(("identifier", name))  # `session_nav.html` stays a path
         elif not is_name:
-            _scan(span, found)
+            _scan(f"`{span}`", found)  # in its backticks: a path in them may hold spaces (_SPACED_PATH)
     _scan(_BACKTICK.sub(" ", text), found, prose=True)
-
-
-def _command_line(value: object) -> str | None:
-    """The first line of a shell command, whitespace-normalised, without a leading `cd DIR &&`."""
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        # Codex-style argv: ["bash", "-lc", "the command"] means the last element.
-        value = value[-1] if value[0] in ("bash", "sh", "zsh") and len(value) >= 3 else " ".join(value)
-    if not isinstance(value, str):
-        return None
-    line = " ".join(value.strip().split("\n", 1)[0].split())
-    return _CD_PREFIX.sub("", line) or None
-
-
-def _opens_script(line: str) -> bool:
-    """A first line that only opens a heredoc or a multi-line quoted script (`python -c "`): the
-    command is really the script, which is content being written, so the line is no command item."""
-    return "<<" in line or _SHELL_WORDS.fullmatch(line) is None  # no closing quotation on this line
-
-
-# A command of plain words and options only (`git status -sb`, `ls -la`, `pytest -q`): anyone runs
-# it without the session, so it is no command item (its words were never items either).
-_GENERAL_COMMAND = re.compile(r"(?:[A-Za-z][\w-]*|--?[\w-]+(?:=[\w,-]*)?)(?: (?:[A-Za-z][\w-]*|--?[\w-]+(?:=[\w,-]*)?))*")
-# What a command line holds that the step does not consume: the program run at the start of each
-# piece (a tool, not a fact: `apply_patch`, `sc_auth`; a path stays), a heredoc's delimiter, the
-# module `-m` runs, and the text `echo`/`printf` write into a file (produced).
-_NOT_CONSUMED = re.compile(
-    r"\b(?:echo|printf)\s+((?:[^|;&>]|&(?!&))*?)\s*(?=>|\|\s*tee\b)"
-    r"|\s-m\s+([\w.]+|\"[^\"]*\"|'[^']*')"
-    r"|<<-?\s*['\"]?\w+['\"]?"
-    r"|(?:^|&&|\|\|?|;)\s*(?:\w+=\S*\s+)*([\w+-]+(?:\.[\w+-]+)*)(?![\w./])"
-)
-_PATCH_START = "*** Begin Patch"
 
 
 def _scan_command(value: object, found: list[tuple[ScanKind, str]]) -> None:
@@ -270,28 +261,16 @@ def _scan_command(value: object, found: list[tuple[ScanKind, str]]) -> None:
     if isinstance(value, list) and len(value) == 2 and value[0] == "apply_patch" and isinstance(value[1], str):
         _scan_patch(value[1], found)  # Codex argv ["apply_patch", PATCH]
         return
-    line = _command_line(value)
+    line = command_line(value)
     if not line:
         return
-    if " " in line and not _opens_script(line) and not _GENERAL_COMMAND.fullmatch(line):
-        found.append(("command", line))
-    _scan(_NOT_CONSUMED.sub(_blank_groups, line), found)
+    if item := command_item(line):
+        found.append(("command", item))
+    _scan(consumed_part(line), found)
     if isinstance(value, list):
         value = value[-1]
-    if isinstance(value, str) and (_PATCH_START in value or "\n--- " in value) and "\n" in value:
+    if isinstance(value, str) and (PATCH_START in value or "\n--- " in value) and "\n" in value:
         _scan_patch(value.split("\n", 1)[1], found)  # a patch given on standard input (`apply_patch <<EOF`)
-
-
-def _blank_groups(m: re.Match[str]) -> str:
-    """The match with what it does not consume blanked (see _NOT_CONSUMED); a program given by its path stays."""
-    if m.lastindex is None:  # a heredoc's operator and delimiter
-        return " " * len(m.group(0))
-    group = m.lastindex
-    if group == 3 and "/" in m.group(3):
-        return m.group(0)
-    start, end = m.start(group) - m.start(), m.end(group) - m.start()
-    text = m.group(0)
-    return text[:start] + " " * (end - start) + text[end:]
 
 
 def _scan_patch(patch: str, found: list[tuple[ScanKind, str]]) -> None:
@@ -318,8 +297,12 @@ def _scan_arguments(value: object, key: str, found: list[tuple[ScanKind, str]]) 
     if key in WRITTEN_KEYS:
         return
     if isinstance(value, dict):
+        # A file written whole (`Write`, `create`): its path is where the step puts what it writes,
+        # produced like the content, whether or not the file was there before.
+        whole = any(str(k).lower() in WHOLE_FILE_KEYS for k in value)
         for sub_key, sub_value in value.items():
-            _scan_arguments(sub_value, str(sub_key).lower(), found)
+            if not (whole and str(sub_key).lower() in PATH_KEYS):
+                _scan_arguments(sub_value, str(sub_key).lower(), found)
     elif isinstance(value, list) and key not in COMMAND_KEYS:
         for element in value:
             _scan_arguments(element, key, found)
@@ -335,9 +318,11 @@ def _scan_arguments(value: object, key: str, found: list[tuple[ScanKind, str]]) 
             found.append(("path", path))
     elif key in URL_KEYS:
         found.append(("url", value.strip()))
-    elif key in OLD_TEXT_KEYS or key in PATTERN_KEYS:
+    elif key in PATTERN_KEYS:  # a glob's `**/` is no root: `**/claude.md` names claude.md, not /claude.md
+        _scan(_GLOB_STARS.sub(" ", value), found, numbers=False, prose=True)
+    elif key in OLD_TEXT_KEYS:
         _scan(value, found, numbers=False, prose=True)  # old text may be prose too (a README's)
-    elif value.startswith(_PATCH_START):  # a patch as the whole input (`{"input": PATCH}`)
+    elif value.startswith(PATCH_START):  # a patch as the whole input (`{"input": PATCH}`)
         _scan_patch(value, found)
     elif len(value.split()) > 1:  # prose (a description, a prompt); one word is an option value
         _scan_prose(value, found)
@@ -386,7 +371,7 @@ def _items_of(message: Message) -> list[tuple[ScanKind, str]]:
             arguments = part.parsed_arguments()
             if isinstance(arguments, (dict, list)):
                 _scan_arguments(arguments, "", found)
-            elif str(arguments).startswith(_PATCH_START):  # raw text input: Codex's apply_patch
+            elif str(arguments).startswith(PATCH_START):  # raw text input: Codex's apply_patch
                 _scan_patch(str(arguments), found)
             else:  # other raw text input: read it like prose
                 _scan_prose(str(arguments), found)

@@ -8,5 +8,5 @@ rows faster with what is here:
 - `shared_compactions`: settings that reach the same context compact it once;
 - `text_codes` and `call_rows`: a transcript's rows move between processes as arrays and codes,
   the rows it shares with the uncompacted replay as one template.
-tests/test_fast_path.py shows that a run's rows equal the plain replay's on every bundled dataset.
+tests/replay/test_fast_path_equals_plain.py shows that a run's rows equal the plain replay's on every bundled dataset.
 """

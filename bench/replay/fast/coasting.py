@@ -4,7 +4,7 @@ Most of a replay is stretches where nothing can happen: the trigger does not fir
 fits. `Coasting.coast` finds the next call that needs the engine and rows every call before it with
 `Walk.measure`'s and `Walk.append`'s arithmetic, the same additions in the same order (a cumulative
 sum adds one term at a time, as the running sum does). It must equal the plain replay
-(`compactlab.replay.replay.replay_plain`); tests/test_fast_path.py checks it on every bundled dataset.
+(`compactlab.replay.replay.replay_plain`); tests/replay/test_fast_path_equals_plain.py checks it on every bundled dataset.
 """
 
 from __future__ import annotations

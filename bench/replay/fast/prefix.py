@@ -3,7 +3,7 @@
 Until a setting first compacts, its replay is the recorded session itself: the rows before that
 point are the uncompacted replay's (`compactlab.replay.uncompacted`), which every setting of a
 transcript shares, and `start_at` hands them and the running state over to the walk. It must
-equal walking those calls (`compactlab.replay.replay.replay_plain`); tests/test_fast_path.py checks it.
+equal walking those calls (`compactlab.replay.replay.replay_plain`); tests/replay/test_fast_path_equals_plain.py checks it.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from compactlab.transcripts.importers.base import Importer
+from compactlab.transcripts.importers.importer import Importer
 from compactlab.transcripts.model import Transcript
 from compactlab.transcripts.source import TOO_DEEP, RecordIssues, Source, TranscriptError
 

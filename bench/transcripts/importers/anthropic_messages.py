@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 
-from compactlab.transcripts.importers.base import image_part
+from compactlab.transcripts.importers.importer import image_part
 from compactlab.transcripts.importers.json_chat import (
     ANTHROPIC,
     ChatDocument,

@@ -13,7 +13,7 @@ import typing
 from dataclasses import MISSING, fields
 from functools import cache
 
-from compactlab.transcripts.importers.base import is_cost, is_count
+from compactlab.transcripts.importers.importer import is_cost, is_count
 
 
 def checked(cls: type, data: object, where: str):

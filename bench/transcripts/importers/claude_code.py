@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from compactlab.transcripts.importers.base import ToolPairing, image_part, is_count
+from compactlab.transcripts.importers.importer import ToolPairing, image_part, is_count
 from compactlab.transcripts.model import (
     CompactionMarker,
     LLMCall,

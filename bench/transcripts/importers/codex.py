@@ -19,8 +19,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
-from compactlab.transcripts.importers.base import check_tool_pairing, image_part, is_count
 from compactlab.transcripts.importers.codex_compaction import compaction_marker, repointed
+from compactlab.transcripts.importers.importer import check_tool_pairing, image_part, is_count
 from compactlab.transcripts.model import (
     CompactionMarker,
     ImagePart,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from compactlab.transcripts.importers.base import check_tool_pairing, image_part, is_cost, is_count
+from compactlab.transcripts.importers.importer import check_tool_pairing, image_part, is_cost, is_count
 from compactlab.transcripts.model import ImagePart, Message, Part, TextPart, Transcript
 from compactlab.transcripts.source import RecordIssues, Source, TranscriptError
 

@@ -31,7 +31,7 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-from compactlab.transcripts.importers.base import check_tool_pairing, image_part, is_cost, is_count
+from compactlab.transcripts.importers.importer import check_tool_pairing, image_part, is_cost, is_count
 from compactlab.transcripts.model import (
     LLMCall,
     Message,

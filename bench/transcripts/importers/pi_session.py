@@ -31,7 +31,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 
-from compactlab.transcripts.importers.base import ToolPairing, image_part, is_cost, is_count
+from compactlab.transcripts.importers.importer import ToolPairing, image_part, is_cost, is_count
 from compactlab.transcripts.model import (
     CompactionMarker,
     LLMCall,

@@ -1,0 +1,1 @@
+"""Tests of the compaction engine: triggers, events, guards."""

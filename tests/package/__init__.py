@@ -1,0 +1,1 @@
+"""Tests of the package as a whole: layers, dependencies, public API, wheel, documentation, plugin."""

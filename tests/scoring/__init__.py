@@ -1,0 +1,1 @@
+"""Tests of the scoring stage: preservation, the model judge, drift, recoverability, statistics."""

@@ -1,0 +1,56 @@
+"""Summary drift across repeated compactions (bench/scoring/drift.py), on a real session compacted several times."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pytest
+
+from compactlab.replay.replay import replay
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
+from compactlab.scoring.drift import drift_counts
+from compactlab.scoring.matching import Item, present
+from compactlab.tokens.context_windows import ContextWindows
+from tests.strategies.test_seed_rules import MANIFEST
+
+WINDOW = ContextWindows(overrides={"": 64_000})
+
+
+@pytest.fixture(scope="module")
+def codex_rows() -> list[dict]:
+    replayed = replay(MANIFEST, StrategyConfig("codex", "codex"), WINDOW)
+    return [asdict(row) for row in replayed.compactions]
+
+
+def test_drift_counts_what_the_next_summary_dropped(codex_rows) -> None:
+    summaries = [r for r in codex_rows if r["summary"] and not r["failed"]]
+    assert len(summaries) >= 3, "the session is compacted several times"
+    counts = drift_counts(codex_rows)
+    assert counts[0] is None  # the first summary has none before it
+    pairs = [(i, c) for i, c in enumerate(counts) if c is not None]
+    assert pairs and any(dropped for _, (_, dropped) in pairs)
+    for index, (carried, dropped) in pairs:
+        earlier = next(r["summary"] for r in reversed(codex_rows[:index]) if r["summary"] and not r["failed"])
+        needed = [Item(*text.split(":", 1)) for text in codex_rows[index]["preservation"]["k5"]["needed"]]
+        in_earlier = [i for i in needed if present(i, earlier)]
+        assert carried == len(in_earlier)
+        assert dropped == sum(not present(i, codex_rows[index]["summary"]) for i in in_earlier)
+
+
+def test_an_unchanged_or_failed_summary_is_no_new_summary(codex_rows) -> None:
+    first = next(r for r in codex_rows if r["summary"])
+    repeated = [first, dict(first, call=first["call"] + 1), dict(first, call=first["call"] + 2, summary="other", failed="boom")]
+    assert drift_counts(repeated) == [None, None, None]
+
+
+def test_session_drift_is_dropped_over_carried_in_the_summary_table(codex_rows) -> None:
+    replayed = replay(MANIFEST, StrategyConfig("codex", "codex"), WINDOW)
+    table = transcript_summary(calls_frame(replayed.calls), compactions_frame(codex_rows))
+    counts = [c for c in drift_counts(codex_rows) if c is not None]
+    row = table.iloc[0]
+    assert row["summary_pairs"] == len(counts)
+    assert row["summary_drift"] == pytest.approx(sum(d for _, d in counts) / sum(c for c, _ in counts))
+    masked = replay(MANIFEST, StrategyConfig("m", "observation-masking"), WINDOW)
+    no_summary = transcript_summary(calls_frame(masked.calls), compactions_frame(masked.compactions)).iloc[0]
+    assert no_summary["summary_pairs"] == 0 and no_summary["summary_drift"] != no_summary["summary_drift"]  # NaN

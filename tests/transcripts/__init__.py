@@ -1,0 +1,1 @@
+"""Tests of the transcripts stage: the importers, the canonical model, bad and damaged input."""
