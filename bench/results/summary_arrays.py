@@ -8,7 +8,7 @@ computes the same table from the columns' arrays: rows ordered by transcript × 
 ordered arrays. Float sums and means are made as pandas' grouped `sum` and `mean` make them, so the
 figures agree to the last bit: where the rows come grouped already (group numbers never decrease)
 and no value is NaN, `np.add.reduceat` over each group; otherwise compensated (Kahan) sums in row
-order skipping NaN. `tests/test_summary_arrays.py` holds the two to equality on real replays.
+order skipping NaN. `tests/results/test_summary_arrays.py` holds the two to equality on real replays.
 """
 
 from __future__ import annotations

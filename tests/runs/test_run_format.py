@@ -18,7 +18,7 @@ from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_format import FORMAT, UnreadableFormat, checked, format_of
 from compactlab.runs.run_summary import write_summary
 
-REFERENCE = Path(__file__).resolve().parents[1] / "reports" / "reference"
+REFERENCE = Path(__file__).resolve().parents[2] / "reports" / "reference"
 FORMAT_ONE_COMMIT = {"transcript": "t", "configs": ["truncate"], "file": "f.jsonl", "file_sha256": None, "calls_end": 10}
 
 
