@@ -62,22 +62,33 @@ class SummaryRequest:
 
 @dataclass(frozen=True)
 class SummaryResponse:
+    """What a summarizer answers: the summary text, and the LLM call that wrote it (if one did)."""
+
     text: str
     usage: LLMCall | None = None  # None for summarizers that call no LLM
 
 
 class Summarizer(Protocol):
+    """What writes a summary for a strategy: an LLM client, or an extractive stand-in that calls none."""
+
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The summarizer's name, as results record it (a model, or "extractive")."""
+        ...
 
     # Optional: `reads_prompt = False` for a summarizer that reads only `SummaryRequest.messages`
     # (a strategy then skips rendering a prompt no one reads; see docs/performance.md).
 
-    def summarize(self, request: SummaryRequest) -> SummaryResponse: ...
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        """The summary `request` asks for; raises `CompactionFailed` when none can be written."""
+        ...
 
 
 @dataclass(frozen=True)
 class CompactionRequest:
+    """What the engine allows a strategy to use for one compaction: why it was asked (`reason`), the
+    window, the size to get under (`target_tokens`), the run's token counter and the summarizer."""
+
     reason: Reason
     window: int
     target_tokens: int  # the prompt size the engine would like the context to end up at or below
@@ -100,6 +111,9 @@ class CompactionRequest:
 
 @dataclass(frozen=True)
 class CompactionResult:
+    """What a strategy returns: the new context, how many messages it removed (a summary replacing
+    several counts them), the summarizer calls it made and a one-line note of what it did."""
+
     context: Context
     messages_removed: int
     summarizer_calls: tuple[LLMCall, ...] = ()
@@ -108,10 +122,20 @@ class CompactionResult:
 
 
 class Strategy(Protocol):
-    @property
-    def name(self) -> str: ...
+    """A compaction strategy: a frozen dataclass whose fields are its settings (see the module's doc).
 
-    def compact(self, context: Context, request: CompactionRequest) -> CompactionResult: ...
+    Its result depends only on the context and the request; it never sees the replay, the recorded
+    future or the metrics. It raises `CompactionFailed` when it cannot compact.
+    """
+
+    @property
+    def name(self) -> str:
+        """The strategy's registered name (a class attribute: "truncate", "summarize", ...)."""
+        ...
+
+    def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
+        """The compacted `context`, made with what `request` allows."""
+        ...
 
 
 class CompactionFailed(RuntimeError):
@@ -125,10 +149,12 @@ FALLBACK_MARK = "[fell back]"
 
 
 def fallback_note(failure: object, outcome: str) -> str:
+    """The note of a compaction finished another way after `failure`: marked, so a run counts it."""
     return f"{FALLBACK_MARK} {failure}; {outcome}"
 
 
 def fell_back(note: str | None) -> bool:
+    """Whether a compaction's note says it fell back (see `fallback_note`)."""
     return note is not None and FALLBACK_MARK in note
 
 
@@ -195,6 +221,7 @@ class Trigger:
         return replace(self, reserve_tokens=max(matches, key=lambda match: len(match[0]))[1], reserve_by_model=())
 
     def check(self, tokens: int, window: int) -> Reason | None:
+        """Why a context of `tokens` in `window` must be compacted, or None when it need not be."""
         if self.critical is not None and tokens >= self.critical * window:
             return "critical"
         if self.warning is not None and tokens >= self.warning * window:
@@ -224,6 +251,7 @@ class Trigger:
         return min(levels, default=math.inf)
 
     def target_tokens(self, window: int) -> int:
+        """The size a compaction aims to get under in `window`."""
         return int(self.target * window)
 
     def scaled(self, factor: float) -> Trigger:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy
-from compactlab.strategies.base import setting
+from compactlab.strategies.base import named_strategy, strategy_setting
 from compactlab.transcripts.messages import is_summary
 from compactlab.transcripts.model import TextPart
 
@@ -23,12 +23,12 @@ class Archive:
 
     name: ClassVar[str] = "archive"
     source: ClassVar[str] = "seed 000 (main agent)"
-    inner: str | Strategy = setting("summarize", "the strategy that compacts (registered name, file.py:Name or a strategy)")
+    inner: str | Strategy = strategy_setting(
+        "summarize", "the strategy that compacts (registered name, file.py:Name or a strategy)"
+    )
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
-        from compactlab.strategies.registry import get_strategy
-
-        inner = get_strategy(self.inner) if isinstance(self.inner, str) else self.inner
+        inner = named_strategy(self.inner, "archive's inner")
         result = inner.compact(context, request)
         if result.messages_removed == 0:
             return result

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from compactlab.contract import CompactionFailed, CompactionRequest, CompactionResult, Context, Strategy, fallback_note
-from compactlab.strategies.base import setting
+from compactlab.strategies.base import named_strategy, setting, strategy_setting
 from compactlab.transcripts.model import LLMCall
 
 
@@ -14,8 +14,8 @@ from compactlab.transcripts.model import LLMCall
 class Pipeline:
     """Run stages in order (cheap first, truncate as the last resort), stopping once under the target.
 
-    Each stage is a registered strategy name, a `path/to/file.py:Name` reference (resolved through
-    `compactlab.strategies.registry.get_strategy`, so a user's own strategies compose too) or a strategy
+    Each stage is a registered strategy name, a `path/to/file.py:Name` reference (built with the
+    pipeline by `compactlab.strategies.registry`, so a user's own strategies compose too) or a strategy
     object. After every stage the context is measured with the request's counter; at or under
     `request.target_tokens` the pipeline stops (`stop_when_under_target`). The result adds up the
     stages: messages removed, every summarizer call, the last prompt hash, the notes joined by "; ".
@@ -29,15 +29,13 @@ class Pipeline:
         "truncation as the last resort"
     )
 
-    stages: tuple[str | Strategy, ...] = setting(
+    stages: tuple[str | Strategy, ...] = strategy_setting(
         ("prune", "summarize", "truncate"), "strategies to run in order: registered names or path/to/file.py:Name"
     )
     stop_when_under_target: bool = setting(True, "stop as soon as the context is at or under the engine's target")
     skip_failed_stages: bool = setting(True, "when a stage fails (CompactionFailed), note it and go on to the next stage")
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
-        from compactlab.strategies.registry import get_strategy  # the registry imports strategies: import late
-
         if not self.stages:
             return CompactionResult(context=context, messages_removed=0, note="nothing to do: the pipeline has no stages")
         current = context
@@ -48,7 +46,7 @@ class Pipeline:
         failures: list[CompactionFailed] = []
         ran = 0
         for stage in self.stages:
-            strategy = get_strategy(stage) if isinstance(stage, str) else stage
+            strategy = named_strategy(stage, "a pipeline stage")
             label = stage if isinstance(stage, str) else getattr(stage, "name", type(stage).__name__)
             ran += 1
             try:

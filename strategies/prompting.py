@@ -26,6 +26,7 @@ import jinja2
 import jinja2.meta
 from jinja2 import nodes
 
+from compactlab.strategies.base import named_strategy
 from compactlab.transcripts.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
@@ -171,13 +172,12 @@ def template_hash(template: str) -> str:
 
 def summarizing_parts(strategy: object) -> Iterator[object]:
     """The parts of a strategy that may write summaries: the strategy, a preset's strategy, an
-    archive's inner strategy and a pipeline's stages (names resolved to their default strategies)."""
-    from compactlab.strategies.registry import get_strategy  # the registry imports the strategies: import late
-
+    archive's inner strategy and a pipeline's stages (names built with the strategy: see
+    `compactlab.strategies.registry.resolved`)."""
     pending = [strategy]
     while pending:
         part = pending.pop(0)
-        part = get_strategy(part) if isinstance(part, str) else part
+        part = named_strategy(part, "a strategy's part") if isinstance(part, str) else part
         if any(hasattr(part, name) for name in TEMPLATES):
             yield part
         pending += [getattr(part, name) for name in ("strategy", "inner") if hasattr(part, name)]

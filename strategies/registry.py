@@ -13,15 +13,17 @@ import difflib
 import importlib.util
 import inspect
 import sys
+from collections.abc import Mapping
 from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from compactlab.contract import Strategy
-from compactlab.strategies.base import parameters_of
+from compactlab.strategies.base import StrategyName, parameters_of
 
 GROUP = "compactlab.strategies"
+T = TypeVar("T")
 
 
 @lru_cache(maxsize=1)
@@ -48,8 +50,35 @@ def get_strategy(name: str, **settings: object) -> Strategy:
         raise TypeError(f"{name!r} does not give a strategy: {strategy!r} has no compact() method")
     if settings and hasattr(strategy, "trigger") and hasattr(strategy, "strategy"):
         # A preset: its settings are its strategy's.
-        return dataclasses.replace(strategy, strategy=_with_settings(name, strategy.strategy, settings))
-    return _with_settings(name, strategy, settings)
+        return resolved(dataclasses.replace(strategy, strategy=_with_settings(name, strategy.strategy, settings)))
+    return resolved(_with_settings(name, strategy, settings))
+
+
+def resolved(strategy: T) -> T:
+    """`strategy` with every strategy its settings name built, in the strategies it holds too (a preset's,
+    a pipeline's stages): each name becomes a `StrategyName` carrying the strategy `get_strategy` makes
+    of it. The registry does it when it builds a strategy, and the engine for one built by hand, so a
+    strategy that composes others never imports the registry (which imports every strategy)."""
+    if not dataclasses.is_dataclass(strategy) or isinstance(strategy, type):
+        return strategy
+    changes = {}
+    for field in dataclasses.fields(strategy):
+        value = getattr(strategy, field.name)
+        built = _built(value, field.metadata)
+        if field.init and built is not value:
+            changes[field.name] = built
+    return dataclasses.replace(strategy, **changes) if changes else strategy
+
+
+def _built(value: object, metadata: Mapping[str, Any]) -> object:
+    if isinstance(value, tuple):
+        items = tuple(_built(item, metadata) for item in value)
+        return items if any(new is not old for new, old in zip(items, value)) else value
+    if isinstance(value, str):
+        if isinstance(value, StrategyName) or not metadata.get("names_strategies") or value in metadata.get("besides", ()):
+            return value
+        return StrategyName(value, get_strategy(value))
+    return resolved(value) if hasattr(value, "compact") else value
 
 
 def settings_of(name: str) -> frozenset[str]:

@@ -27,7 +27,7 @@ from compactlab.contract import (
     SummaryRequest,
     fallback_note,
 )
-from compactlab.strategies.base import setting
+from compactlab.strategies.base import named_strategy, setting, strategy_setting
 from compactlab.strategies.extractive_summarizer import ExtractiveSummarizer
 from compactlab.strategies.prompting import Prompt, file_lists, fill_missing_results, prompt_set_hash, render, serialize
 from compactlab.transcripts.messages import (
@@ -73,9 +73,10 @@ class Summarize:
         True, "append cumulative <read-files>/<modified-files> lists (seed 004) through the template's `files` macro"
     )
     append_last_request: bool = setting(True, "append 'Last request from user was: ...' (seed 001)")
-    fallback: str = setting(
+    fallback: str = strategy_setting(
         "truncate",
         "strategy used when the summarizer fails ('' to let the failure through; 'note': seed 004's '[Compacted N messages: ...]')",
+        besides=("", NOTE_FALLBACK),
     )
     keep_user_message_tokens: int = setting(
         0,
@@ -140,9 +141,7 @@ class Summarize:
                 return CompactionResult(
                     replace(context, messages=new_messages, summary=text), cut - len(kept) + (previous is not None), note=note
                 )
-            from compactlab.strategies.registry import get_strategy
-
-            result = get_strategy(self.fallback).compact(context, request)
+            result = named_strategy(self.fallback, "summarize's fallback").compact(context, request)
             return replace(result, note=fallback_note(f"summarizer failed ({failure})", f"{self.fallback}: {result.note}"))
         text = self._decorate(text, history[:cut], previous_text, messages, template)
         users = self._kept_user_messages(history[:cut], kept, request)

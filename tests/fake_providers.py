@@ -6,7 +6,8 @@ with a queue of behaviours (answer, rate-limit, fail, stall, refuse a too-long p
 queue is empty every further request gets `otherwise` (a normal answer unless the test sets it, e.g.
 to `summarizing()`, a summarizer whose answer follows its prompt). Every request received is recorded
 (path, headers without credentials, JSON body) so a test can assert what the client sent and how
-often.
+often; so is the end of each delayed request: answered (its status and when), or abandoned by the
+client before its answer (it closed the connection while the server waited).
 
 The server binds to 127.0.0.1 on a free port only; `serve()` is a context manager that always shuts
 it down, and a stalled handler sleeps a bounded time, so nothing outlives its test.
@@ -17,7 +18,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import select
+import socket
+import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -235,6 +240,10 @@ class FakeProvider:
     lock: threading.Lock = field(default_factory=threading.Lock)
     port: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
+    # When each answer went out (time.monotonic()) and its status; when each request the client
+    # abandoned during its delay was given up (its connection closed before the answer).
+    answered: list[tuple[float, int]] = field(default_factory=list)
+    abandoned: list[float] = field(default_factory=list)
     # What every request gets once the script is empty: a behaviour, or a function that picks one per
     # request (e.g. a seeded mix of faults).
     otherwise: Behaviour | Callable[[], Behaviour] = field(default_factory=ok)
@@ -364,9 +373,10 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
             is_openai = self.path.startswith(OPENAI_PATH)
             if not is_openai and not self.path.startswith(ANTHROPIC_PATH):
                 return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
-            if behaviour.delay:
-                # Bounded wait that also ends early when the server is shutting down.
-                state.stop.wait(min(behaviour.delay, MAX_STALL_SECONDS))
+            if behaviour.delay and self._abandoned_within(min(behaviour.delay, MAX_STALL_SECONDS)):
+                with state.lock:
+                    state.abandoned.append(time.monotonic())
+                return
             if behaviour.kind == "stall":
                 # The client has given up by now; answering may hit a closed socket.
                 try:
@@ -396,6 +406,22 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 return self._send_raw(200, data[: len(data) // 2])
             self._send(200, payload, (("x-request-id" if is_openai else "request-id", f"req_fake{n}"),))
 
+        def _abandoned_within(self, seconds: float) -> bool:
+            """Wait `seconds` (less when the server is shutting down); True as soon as the client
+            closes the connection meanwhile (it reads as the end of the stream)."""
+            deadline = time.monotonic() + seconds
+            while not state.stop.is_set() and (left := deadline - time.monotonic()) > 0:
+                readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+                if not readable:
+                    continue
+                try:
+                    if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                        return True
+                except OSError:
+                    return True
+                state.stop.wait(min(left, 0.05))  # more bytes from the client (not sent by the SDKs): keep waiting
+            return False
+
         def _send(self, status: int, payload: dict, headers: tuple[tuple[str, str], ...] = ()) -> None:
             self._send_raw(status, json.dumps(payload).encode(), headers)
 
@@ -409,6 +435,8 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
             self.wfile.flush()
+            with state.lock:
+                state.answered.append((time.monotonic(), status))
 
     return Handler
 
@@ -433,11 +461,18 @@ def fault_mix(seed: int, shares: dict[Callable[[], Behaviour], float]) -> Callab
     return choose
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that closed its connection (a cancelled request) is no server error: not printed."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]  # (typeshed: a socket, an address)
+
+
 @contextmanager
 def serve() -> Iterator[FakeProvider]:
     """Run a fake provider on 127.0.0.1 for the duration of the `with` block."""
     state = FakeProvider()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server = _Server(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True  # a handler stuck on a dead socket never blocks interpreter exit
     state.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

@@ -164,7 +164,12 @@ def _file_not_read(name: str) -> Callable[[Outcome], bool]:
 
 
 CASES: tuple[Case, ...] = (
-    Case("file name not UTF-8, run --lenient", non_utf8_name, lambda o: o.code == 0 and not o.traceback, "exit 0, both read"),
+    Case(
+        "file name not UTF-8, run --lenient",
+        non_utf8_name,
+        lambda o: o.code == 0 and not o.traceback and "2 transcripts × 1 strategies" in o.stdout and "not read" not in o.stdout,
+        "exit 0, both read",
+    ),
     Case("FIFO in a dataset folder", fifo, _file_not_read("pipe.jsonl"), "a 'file not read' line"),
     Case(
         "link to a parent folder in a dataset folder",
@@ -172,7 +177,14 @@ CASES: tuple[Case, ...] = (
         lambda o: o.code == 0 and "not followed" in o.stdout and CLAUDE.name not in o.stdout,
         "not followed; reported",
     ),
-    Case("run --lenient, no file readable", nothing_readable, _clean_error("no transcript could be read"), "exit 2, reasons"),
+    Case(
+        "run --lenient, no file readable",
+        nothing_readable,
+        _clean_error(
+            "no transcript could be read: 2 files not read", "a.jsonl: unknown transcript format", "b.json.gz: not a valid gzip"
+        ),
+        "exit 2, each file's reason",
+    ),
     Case("--out inside the dataset folder", out_inside_dataset, _clean_error("inside the dataset folder"), "refused, exit 2"),
     Case(
         "window = 10^30",

@@ -16,6 +16,7 @@ from compactlab.contract import CompactionRequest, CompactionResult, Context
 from compactlab.strategies.masking import ObservationMasking
 from compactlab.strategies.pipeline import Pipeline
 from compactlab.strategies.prune import Prune
+from compactlab.strategies.registry import resolved
 from compactlab.strategies.truncate import Truncate
 from compactlab.tokens.estimators import estimate, get_estimator
 from compactlab.tokens.framing import framing_for
@@ -94,7 +95,8 @@ def run(
     strategy, transcript: Transcript, messages: Sequence[Message] | None = None, target: int | None = None
 ) -> CompactionResult:
     messages = tuple(transcript.messages if messages is None else messages)
-    return strategy.compact(Context(messages=messages), request_for(transcript, messages, target))
+    # A strategy built by hand: the strategies its settings name are built as the registry builds them.
+    return resolved(strategy).compact(Context(messages=messages), request_for(transcript, messages, target))
 
 
 def part_tokens(transcript: Transcript, message: Message, part: ToolResultPart) -> int:

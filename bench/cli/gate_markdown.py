@@ -50,7 +50,7 @@ def markdown(report: Report, confidence: float) -> str:
         f"Suite `{report.suite}` against baseline `{report.baseline}`, {report.transcripts} transcripts. A metric regresses "
         f"when the {pct} paired-bootstrap interval of its change (new − baseline over the same transcripts) lies entirely "
         "on the worse side of its tolerance, so noise alone does not fail the check. For a metric measured per compaction "
-        "the interval is two-level (transcripts resampled, then each one's compactions), and a second one, within sessions "
+        "the interval is two-level (sessions resampled, then each one's compactions), and a second one, within sessions "
         "(the transcripts held, their compactions resampled), also fails it: a change confined to a few long sessions "
         "counts when it is consistent at their compactions."
     )

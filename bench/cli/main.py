@@ -35,7 +35,7 @@ from compactlab.transcripts.overview import overview_frame, summarize
 from compactlab.transcripts.source import TranscriptError
 from compactlab.version import compactlab_version
 
-INPUTS_HELP = "transcript files, folders (searched recursively) or bundled dataset names; none: all bundled datasets"
+INPUTS_HELP = "session files, folders (searched recursively) or bundled dataset names; none: all bundled datasets"
 # A reader that stops early (`compactlab strategies | head`) is not an error of ours: exit quietly,
 # with the status a process killed by SIGPIPE would have.
 BROKEN_PIPE = 141
@@ -96,7 +96,7 @@ def _command(commands, name: str, help: str, exits: str = EXIT_CODES) -> argpars
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="compactlab",
-        description="Measure context-compaction strategies on real agent transcripts.",
+        description="Measure context-compaction strategies on real agent sessions.",
         epilog="Every command exits 0 when done and 2 on bad input or configuration; `check` exits 1 on a regression. "
         "A reader that closes the output early (| head) ends it quietly with 141.",
     )
@@ -113,9 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--force", action="store_true", help="replace existing files")
     init.set_defaults(run=run_init)
 
-    inspect = _command(commands, "inspect", "show what each transcript holds: messages, LLM calls, prompt sizes, skips")
+    inspect = _command(commands, "inspect", "show what each session holds: messages, LLM calls, prompt sizes, skips")
     _add_input_arguments(inspect)
-    inspect.add_argument("--json", action="store_true", help="print one JSON object per transcript")
+    inspect.add_argument("--json", action="store_true", help="print one JSON object per session")
     inspect.set_defaults(run=run_inspect)
 
     datasets = _command(commands, "datasets", "list the bundled datasets with counts")
@@ -164,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     strategies.add_argument("--json", action="store_true", help="print JSON")
     strategies.set_defaults(run=run_strategies)
 
-    compact = _command(commands, "compact", "compact one transcript once with a strategy and show the result")
-    compact.add_argument("path", metavar="PATH", help="a transcript file")
+    compact = _command(commands, "compact", "compact one session once with a strategy and show the result")
+    compact.add_argument("path", metavar="PATH", help="a session file")
     compact.add_argument("--strategy", required=True, help="strategy or preset name, or path/to/file.py:Name")
     compact.add_argument(
         "--at",
@@ -184,12 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--json", action="store_true", help="print the compacted context and the event as JSON")
     compact.set_defaults(run=run_compact)
 
-    formats = _command(commands, "formats", "list the transcript formats compactlab reads")
+    formats = _command(commands, "formats", "list the session file formats compactlab reads")
     formats.set_defaults(run=run_formats)
 
-    export = _command(commands, "export", "write transcripts as compactlab canonical JSONL")
+    export = _command(commands, "export", "write sessions as compactlab canonical JSONL")
     _add_input_arguments(export)
-    export.add_argument("--out", type=Path, required=True, help="output folder (one .jsonl per input transcript file)")
+    export.add_argument("--out", type=Path, required=True, help="output folder (one .jsonl per input session file)")
     export.set_defaults(run=run_export)
 
     rows = _command(commands, "export-rows", "write a run's call or compaction rows (Parquet in the run directory) as JSON lines")

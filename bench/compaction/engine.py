@@ -39,6 +39,10 @@ from compactlab.transcripts.model import Message
 
 @dataclass(frozen=True)
 class CompactionEvent:
+    """What one compaction did, or why it did not: why it was asked, the strategy, the context's size
+    and message count before and after (measured the same way), the summarizer's tokens and cost,
+    and whether it failed, stalled the loop guard or changed nothing."""
+
     reason: Reason
     strategy: str
     tokens_before: int
@@ -57,6 +61,7 @@ class CompactionEvent:
 
     @property
     def reduction(self) -> float:
+        """The share of the context's tokens the compaction removed (0 for an empty context)."""
         return 1 - self.tokens_after / self.tokens_before if self.tokens_before else 0.0
 
     @property
@@ -70,6 +75,13 @@ Meter = Callable[[Context], int]
 
 @dataclass
 class Engine:
+    """Decides when to compact and calls the strategy, with the safety rules of the module's doc.
+
+    A driver (an agent, the replay) calls `before_call` before each LLM call and `emergency` when the
+    provider rejected a request as too long; each returns the context to send and the event, if any.
+    The fields after `max_failures` are its state between calls.
+    """
+
     strategy: Strategy
     window: int
     meter: Meter  # the run's estimator applied to a whole context (may use known usage)
@@ -89,6 +101,7 @@ class Engine:
 
     @property
     def breaker_open(self) -> bool:
+        """Whether too many consecutive compactions failed for the engine to try again."""
         return self.failures >= self.max_failures
 
     def due(self, tokens: int) -> Reason | None:

@@ -15,7 +15,9 @@ What the SDKs do not retry, we do, as often as they would (`max_retries`): an an
 answer (`BadAnswer`: an empty text, a body that is not the JSON it claims to be, no choices). Such
 a call is a failure like any other, so it is never cached. A refused key (401/403) or a server
 that cannot be reached after the SDK's retries is `LLMUnavailable`: no later call can do better,
-so a run stops there instead of recording one failure per compaction.
+so a run stops there instead of recording one failure per compaction, and the calls it sent
+meanwhile are cancelled (each client's `cancellation`, `compactlab.llm.cancellation`): they end
+with `RequestCancelled`, their connections closed, none of them sent again.
 
 Usage is mapped onto `LLMCall` exactly as the importers map recorded usage: OpenAI's
 `prompt_tokens` includes cached tokens (input = prompt - cached - cache writes); Anthropic's
@@ -30,10 +32,12 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from compactlab.compaction.overflow import Overflow, classify_overflow
 from compactlab.llm.cache import Completion
+from compactlab.llm.cancellation import Cancellation, Cancelled, cancellable_http_client
 from compactlab.transcripts.model import LLMCall
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,13 @@ class LLMError(RuntimeError):
 
 class LLMUnavailable(LLMError):
     """The provider cannot be used at all: it refused the credentials (401/403) or cannot be reached."""
+
+
+class RequestCancelled(LLMUnavailable):
+    """A call in flight cancelled because the run stopped (another call's key was refused)."""
+
+
+CANCELLED = "cancelled in flight: the run stopped (see its first error)"
 
 
 class RateLimited(LLMError):
@@ -134,10 +145,20 @@ class _SDKClient:
     """What both clients share: settings, closing, and turning SDK errors into ours."""
 
     provider = "unknown"
-    _client: Any  # the SDK client, set by the subclass
+    key_env = ""  # where the API key is read from unless `api_key_env` names another variable
+    _client: Any  # the SDK client (`_sdk_client`)
     _key: str  # the API key, scrubbed from every error message
 
-    def __init__(self, model: str, base_url: str | None, max_retries: int, timeout: float, temperature: float | None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT,
+        temperature: float | None = None,
+    ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         if timeout <= 0:
@@ -145,6 +166,25 @@ class _SDKClient:
         self.model, self.base_url = model, base_url
         self.max_retries, self.timeout = max_retries, float(timeout)
         self.temperature = float(temperature) if temperature is not None else None
+        self._key = api_key_from_env(api_key_env or self.key_env, self.provider, model, base_url)
+        self.cancellation = Cancellation()  # cancel() ends the requests in flight (the run stopped)
+        self._client = self._sdk_client()
+
+    def _sdk_client(self) -> Any:
+        """The SDK's client, with `_sdk_settings`."""
+        raise NotImplementedError
+
+    def _sdk_settings(self, default_http_client: Any) -> dict[str, Any]:
+        """This client's key, server, retries and timeout, and an httpx client (the SDK's default
+        one) whose requests `self.cancellation` can end (None: the SDK's own, behind a proxy)."""
+        http_client = cancellable_http_client(default_http_client, self.cancellation)
+        return {
+            "api_key": self._key,
+            "base_url": self.base_url,
+            "max_retries": self.max_retries,
+            "timeout": self.timeout,
+            "http_client": http_client,
+        }
 
     def __repr__(self) -> str:  # no key here, by construction
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, max_retries={self.max_retries}, timeout={self.timeout})"
@@ -175,6 +215,24 @@ class _SDKClient:
         raise BadAnswer(self.provider, self.model, f"{failure.reason} ({self._attempts()})")
 
     def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        raise NotImplementedError
+
+    def _answer(self, ask: Callable[[], Completion], sdk_error: type[Exception]) -> Completion:
+        """The completion `ask` gets from the SDK, checked; an SDK error or a malformed body becomes ours."""
+        error: LLMError | None = None
+        try:
+            completion = ask()
+        except sdk_error as exc:
+            error = self._translate(exc)
+        except Cancelled:
+            error = RequestCancelled(self.provider, self.model, CANCELLED)
+        except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
+            error = self._malformed(exc)
+        if error is not None:
+            raise error  # outside the except block: the SDK exception (and its request) is not chained
+        return self._checked(completion)
+
+    def _translate(self, exc: Exception) -> LLMError:
         raise NotImplementedError
 
     def _checked(self, completion: Completion) -> Completion:
@@ -224,26 +282,18 @@ class OpenAIChatClient(_SDKClient):
     """Chat Completions through the `openai` SDK; any OpenAI-compatible server via `base_url`."""
 
     provider = "openai"
+    key_env = "OPENAI_API_KEY"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        timeout: float = DEFAULT_TIMEOUT,
-        temperature: float | None = None,
-        max_tokens_param: str | None = None,
-    ) -> None:
+    def _sdk_client(self) -> Any:
         import openai
 
-        super().__init__(model, base_url, max_retries, timeout, temperature)
-        self._key = api_key_from_env(api_key_env or "OPENAI_API_KEY", self.provider, model, base_url)
-        # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens); many
-        # compatible servers only know max_tokens.
-        self.max_tokens_param = max_tokens_param or ("max_completion_tokens" if base_url is None else "max_tokens")
-        self._client = openai.OpenAI(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
+        return openai.OpenAI(**self._sdk_settings(openai.DefaultHttpxClient))
+
+    @property
+    def max_tokens_param(self) -> str:
+        """OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens); many
+        compatible servers only know max_tokens."""
+        return "max_completion_tokens" if self.base_url is None else "max_tokens"
 
     def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
         import openai
@@ -252,23 +302,15 @@ class OpenAIChatClient(_SDKClient):
         extra: dict[str, object] = {self.max_tokens_param: max_tokens}
         if self.temperature is not None:
             extra["temperature"] = self.temperature
-        error: LLMError | None = None
-        try:
+
+        def ask() -> Completion:
             response = self._client.chat.completions.create(model=self.model, messages=messages, **extra)
             if not response.choices:
-                error = BadAnswer(self.provider, self.model, "the response has no choices")
-            else:
-                choice = response.choices[0]
-                completion = Completion(
-                    text=choice.message.content or "", usage=self._usage(response), stop_reason=choice.finish_reason
-                )
-        except openai.OpenAIError as exc:
-            error = self._translate(exc)
-        except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
-            error = self._malformed(exc)
-        if error is not None:
-            raise error  # outside the except block: the SDK exception (and its request) is not chained
-        return self._checked(completion)
+                raise BadAnswer(self.provider, self.model, "the response has no choices")
+            choice = response.choices[0]
+            return Completion(text=choice.message.content or "", usage=self._usage(response), stop_reason=choice.finish_reason)
+
+        return self._answer(ask, openai.OpenAIError)
 
     def _translate(self, exc: Exception) -> LLMError:
         import openai
@@ -313,22 +355,12 @@ class AnthropicClient(_SDKClient):
     """The Messages API through the `anthropic` SDK."""
 
     provider = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        timeout: float = DEFAULT_TIMEOUT,
-        temperature: float | None = None,
-    ) -> None:
+    def _sdk_client(self) -> Any:
         import anthropic
 
-        super().__init__(model, base_url, max_retries, timeout, temperature)
-        self._key = api_key_from_env(api_key_env or "ANTHROPIC_API_KEY", self.provider, model, base_url)
-        self._client = anthropic.Anthropic(api_key=self._key, base_url=base_url, max_retries=max_retries, timeout=self.timeout)
+        return anthropic.Anthropic(**self._sdk_settings(anthropic.DefaultHttpxClient))
 
     def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
         import anthropic
@@ -339,8 +371,8 @@ class AnthropicClient(_SDKClient):
         if self.temperature is not None:
             # Recent SDKs dropped `temperature` from messages.create(); the body field still passes.
             extra["extra_body"] = {"temperature": self.temperature}
-        error: LLMError | None = None
-        try:
+
+        def ask() -> Completion:
             response = self._client.messages.create(
                 model=self.model,
                 max_tokens=max_tokens,
@@ -357,13 +389,9 @@ class AnthropicClient(_SDKClient):
                 output_tokens=usage.output_tokens or 0,
                 request_id=getattr(response, "_request_id", None) or response.id,
             )
-        except anthropic.AnthropicError as exc:
-            error = self._translate(exc)
-        except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
-            error = self._malformed(exc)
-        if error is not None:
-            raise error  # outside the except block: the SDK exception (and its request) is not chained
-        return self._checked(Completion(text=text, usage=call, stop_reason=response.stop_reason))
+            return Completion(text=text, usage=call, stop_reason=response.stop_reason)
+
+        return self._answer(ask, anthropic.AnthropicError)
 
     def _translate(self, exc: Exception) -> LLMError:
         import anthropic

@@ -16,6 +16,11 @@ calls wait on the provider (`compactlab.runs.concurrent_replays`). Each call goe
   was spent plus what calls in flight reserved plus this estimate would pass the budget. From then
   on every call is refused, so the run stops at once; what was paid for is in the call cache, and
   `--resume` replays it for nothing.
+- a provider that cannot be used (a refused key, 401 or 403): the run stops at its first such
+  answer. No call is sent after it, and the calls in flight are cancelled (`CallAccount.unusable`
+  cancels each client's `cancellation`, registered by `run_calls`): their connections are shut
+  down, so they end at once instead of when the server answers (`compactlab.llm.cancellation`).
+  Calls in flight when the budget stops a run finish: they were within the budget.
 
 One process holds a run's gates: an LLM-bound run replays in threads, never in worker processes,
 so the bound holds across the whole run with plain locks (see `compactlab.runs.concurrent_replays`).
@@ -30,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
-from compactlab.llm.clients import LLMUnavailable, RateLimited
+from compactlab.llm.clients import LLMUnavailable, RateLimited, RequestCancelled
 from compactlab.llm.prices import ModelPrice, cost_of
 from compactlab.transcripts.model import LLMCall
 
@@ -132,7 +137,7 @@ class ProviderGate:
                         account.rate_limited_once()
                     continue
                 except LLMUnavailable as exc:
-                    if account is not None and not isinstance(exc, RunStopped):
+                    if account is not None and not isinstance(exc, (RunStopped, RequestCancelled)):
                         # Before the slot is let go: a call waiting for it must find the run stopped.
                         account.unusable(exc)
                     raise
@@ -194,6 +199,9 @@ class CallAccount:
         self.stop_error: LLMUnavailable | None = None
         self._reserved = 0.0
         self._lock = threading.Lock()
+        # What ends the calls in flight when a provider cannot be used (`run_calls` registers each
+        # client's `cancellation.cancel`).
+        self.cancellers: list[Callable[[], None]] = []
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -226,11 +234,15 @@ class CallAccount:
             self.stopped = self.stopped or why
 
     def unusable(self, error: LLMUnavailable) -> None:
-        """A provider refused the key or cannot be reached: the run stops, no call is sent after this one."""
+        """A provider refused the key or cannot be reached: the run stops, no call is sent after this
+        one, and the calls in flight are cancelled."""
         with self._lock:
             if self.stop_error is None:
                 self.stop_error = error
             self.stopped = self.stopped or str(error)
+            cancellers = list(self.cancellers)
+        for cancel in cancellers:
+            cancel()
 
     def check_running(self, provider: str, model: str) -> None:
         """`RunStopped` once the run is stopping: a call that waited for its turn is not sent then."""
@@ -312,14 +324,20 @@ def check_budget_prices(completers: Iterable, account: CallAccount) -> None:
 @contextmanager
 def run_calls(completers: Iterable, account: CallAccount) -> Iterator[list[ProviderGate]]:
     """For the duration of a run: LLM completers (`LLMSummarizer`s) of one provider account share
-    one gate, and all of them book their calls in `account`. Yields the gates."""
+    one gate, and all of them book their calls in `account`, which cancels their clients' calls in
+    flight when a provider cannot be used. Yields the gates."""
     completers = list({id(c): c for c in completers}.values())
     gates = shared_gates((c.provider_account, c.limits) for c in completers)
     saved = [(c, c.gate, c.account) for c in completers]
+    cancellations = [c.client.cancellation for c in completers if hasattr(c.client, "cancellation")]
+    cancellations = list({id(c): c for c in cancellations}.values())
+    account.cancellers += [cancellation.cancel for cancellation in cancellations]
     for completer in completers:
         completer.gate, completer.account = gates[completer.provider_account], account
     try:
         yield list(gates.values())
     finally:
+        for cancellation in cancellations:
+            cancellation.allow()  # a client used again in a later run sends again
         for completer, gate, previous in saved:
             completer.gate, completer.account = gate, previous

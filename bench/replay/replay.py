@@ -36,7 +36,7 @@ from compactlab.replay.strategy_config import StrategyConfig, estimator_of, harn
 from compactlab.replay.uncompacted import Uncompacted, uncompacted
 from compactlab.replay.walk import CALL_COLUMNS, CallColumns, CompactionRow, Walk
 from compactlab.strategies.recorded import Recorded
-from compactlab.strategies.registry import get_strategy
+from compactlab.strategies.registry import get_strategy, resolved
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
 from compactlab.transcripts.context_readings import fidelity_exclusions, readings_after_compactions, with_readings
@@ -78,7 +78,8 @@ def _set_up(
     strategy: Strategy | None,
 ) -> _Setup | None:
     """None for a transcript without recorded calls (nothing to replay)."""
-    strategy = strategy if strategy is not None else get_strategy(config.strategy, **dict(config.settings))
+    # A strategy built by hand gets the strategies its settings name built here, as the registry does.
+    strategy = resolved(strategy) if strategy is not None else get_strategy(config.strategy, **dict(config.settings))
     estimator = estimator_of(strategy, config.estimator)
     if meter is None or meter.estimator_name != estimator or meter.transcript is not transcript:
         meter = Meter(transcript, estimator)

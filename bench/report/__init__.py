@@ -4,8 +4,8 @@ Every page is self-contained: no network, no external scripts or stylesheets, ch
 SVG, so a report can be mailed, archived or opened from disk years later.
 
 - `page`: the shell (styles, the table-sorting script, a Content-Security-Policy allowing only it);
-- `estimation`, `charts`: the token-estimation section;
-- `run_report` (with `run_data`, `overview`, `run_charts`, `transcripts`, `real_compactions`): the
+- `estimation_section`, `charts`: the token-estimation section;
+- `run_report` (with `run_data`, `overview_section`, `run_charts`, `transcripts`, `real_compactions_section`): the
   report of a run directory, `compactlab report`;
 - `diff`: what changed between two runs, `compactlab diff`.
 """

@@ -18,16 +18,13 @@ from pathlib import Path
 import pandas as pd
 
 from compactlab.llm.prices import resolve_prices
-from compactlab.results.leaderboard import NOT_RANKED, ranked
+from compactlab.results.leaderboard import ranked
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.recommendation import Recommendation
 from compactlab.runs.report_inputs import RunEstimation, read_estimation, read_sessions
 from compactlab.runs.run_files import DONE
 from compactlab.runs.run_format import upgraded_table
 from compactlab.runs.run_storage import damaged_parts, run_calls, run_compaction_rows
-
-# Strategies that replay what the production agent did: a reference, not a setting one can choose.
-REFERENCE_STRATEGIES = NOT_RANKED
 
 CHART_COLUMNS = ["transcript", "config", "call", "model", "window", "full_tokens", "context_tokens"]  # what a chart draws
 

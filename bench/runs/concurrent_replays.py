@@ -33,7 +33,6 @@ from dataclasses import dataclass, replace
 from compactlab.llm.concurrency import CallAccount
 from compactlab.transcripts.loading import FileRead
 
-MAX_THREADS = 64  # replays at once: past what any provider limit keeps busy, threads only cost memory
 LOOKAHEAD = 2  # replays read and waiting per thread: enough to keep every thread busy, bounded memory
 
 

@@ -9,6 +9,11 @@ a `LocalCluster` of `workers` processes is started on this machine (and closed a
 one, the run uses that cluster, whose workers must see the run directory and the datasets at the
 same paths (a shared file system) and have compactlab installed.
 
+A worker process that dies (most often the OOM killer) ends the run as it does on the local
+executor: `WorkerDied`, naming the file whose task it ran. The LocalCluster does not hand that task
+to another worker (`allowed-failures` 0: a file that takes a worker's memory would take the next
+one's too); a scheduler given by its address retries it as it is configured to, then gives up.
+
 Dask is an optional dependency (`pip install "compactlab[dask]"`).
 """
 
@@ -18,6 +23,8 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 
+from compactlab.transcripts.loading import WorkerDied, job_file
+
 EXECUTORS = ("local", "dask")
 IN_FLIGHT_PER_WORKER = 4  # tasks queued per worker: enough to keep it busy, few results held at once
 
@@ -25,7 +32,8 @@ IN_FLIGHT_PER_WORKER = 4  # tasks queued per worker: enough to keep it busy, few
 def dask_executor(scheduler: str | None = None, workers: int | None = None) -> Callable[[Callable, tuple, int], Iterator]:
     """An executor for `compactlab.transcripts.loading.read_files` that runs each file's read on Dask."""
     try:
-        from dask.distributed import Client, LocalCluster
+        import dask
+        from dask.distributed import Client, KilledWorker, LocalCluster
     except ImportError as exc:
         raise ValueError('--executor dask needs Dask distributed: pip install "compactlab[dask]"') from exc
 
@@ -35,23 +43,28 @@ def dask_executor(scheduler: str | None = None, workers: int | None = None) -> C
             client = Client(scheduler)
         else:
             # One thread per worker process: a replay holds the interpreter lock, processes run side by side.
-            cluster = LocalCluster(
-                n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None
-            )
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+                cluster = LocalCluster(
+                    n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None
+                )
             client = Client(cluster)
         try:
             # Sent to every worker once, not with each task.
             [shared] = client.scatter([job], broadcast=True)
             limit = IN_FLIGHT_PER_WORKER * max(1, len(client.scheduler_info().get("workers", {})))
-            pending: deque = deque()
+            pending: deque = deque()  # (file index, its task)
             submitted = 0
             while submitted < count or pending:
                 while submitted < count and len(pending) < limit:
-                    pending.append(
-                        client.submit(function, shared, submitted, pure=False, key=f"compactlab-read-{submitted}-{os.getpid()}")
-                    )
+                    key = f"compactlab-read-{submitted}-{os.getpid()}"
+                    pending.append((submitted, client.submit(function, shared, submitted, pure=False, key=key)))
                     submitted += 1
-                yield pending.popleft().result()  # in file order: the run commits files in order
+                index, task = pending.popleft()
+                try:
+                    read = task.result()  # in file order: the run commits files in order
+                except KilledWorker:
+                    raise WorkerDied([job_file(job, index)]) from None
+                yield read
         finally:
             client.close()
             if cluster is not None:

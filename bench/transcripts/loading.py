@@ -279,6 +279,11 @@ def _read_one(index: int) -> FileRead:
         held[slot] = -1
 
 
+def job_file(job: tuple, index: int) -> Path:
+    """The file that `read_job(job, index)` reads (an executor names it when its worker died)."""
+    return job[0][index][0]
+
+
 def read_job(job: tuple, index: int) -> FileRead:
     """Read file `index` of `job` (the files, `then` and `keep` of `read_files`)."""
     jobs, then, keep = job

@@ -26,6 +26,8 @@ def is_role(value: object) -> TypeGuard[Role]:
 
 @dataclass(frozen=True)
 class TextPart:
+    """Text of a message, as recorded."""
+
     text: str
     kind: Literal["text"] = "text"
 
@@ -69,6 +71,8 @@ def parsed_arguments(arguments: str) -> object:
 
 @dataclass(frozen=True)
 class ToolResultPart:
+    """The output of a tool call (`call_id` names the call), as the agent sent it back."""
+
     call_id: str
     content: str
     is_error: bool = False
@@ -184,6 +188,14 @@ class SkippedRecord:
 
 @dataclass(frozen=True)
 class Transcript:
+    """One recorded agent session in the canonical form every importer produces.
+
+    `messages` is the full uncompacted history in order, each assistant message carrying the LLM
+    call that produced it; `compactions` are the compactions the production agent really made,
+    beside the messages. What the importer skipped (damaged records) and ignored (records outside
+    the conversation by design) is counted here, so nothing is lost silently.
+    """
+
     id: str
     source_format: str
     source_path: str
@@ -199,19 +211,23 @@ class Transcript:
 
     @property
     def calls(self) -> list[LLMCall]:
+        """The recorded LLM calls, in order."""
         return [m.call for m in self.messages if m.call is not None]
 
     @property
     def max_prompt_tokens(self) -> int | None:
+        """The largest recorded prompt, or None without calls."""
         sizes = [c.prompt_tokens for c in self.calls]
         return max(sizes) if sizes else None
 
 
 def part_to_dict(part: Part) -> dict:
+    """A part as plain data (its `kind` says which part it is)."""
     return {k: v for k, v in part.__dict__.items()}
 
 
 def part_from_dict(data: dict) -> Part:
+    """The part `part_to_dict` wrote; an unknown kind is a ValueError naming the kinds known."""
     kind = data.get("kind")
     if kind not in PART_TYPES:
         raise ValueError(f"unknown part kind {kind!r}; expected one of {sorted(PART_TYPES)}")

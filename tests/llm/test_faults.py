@@ -1,5 +1,6 @@
 """LLM faults never pass as answers: empty or malformed answers are retried failures, never
-cached; a refused key or an unreachable server stops at the first call.
+cached; a refused key or an unreachable server stops at the first call, and a refused key
+cancels the calls in flight beside it.
 
 Against the local wire-format server (tests/fake_providers.py) through the real SDKs.
 """
@@ -7,6 +8,8 @@ Against the local wire-format server (tests/fake_providers.py) through the real 
 from __future__ import annotations
 
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,8 +17,10 @@ import pytest
 from compactlab.contract import CompactionFailed
 from compactlab.llm import BadAnswer, LLMCache, LLMSummarizer, LLMUnavailable, RecordedSummarizer
 from compactlab.llm.cache import CacheMiss, CacheRequest, Completion
+from compactlab.llm.clients import RequestCancelled
+from compactlab.llm.concurrency import CallAccount, Limits, run_calls
 from compactlab.transcripts.model import LLMCall
-from tests.fake_providers import FakeProvider, echo_credentials, empty_answer, ok, truncated_body
+from tests.fake_providers import Behaviour, FakeProvider, echo_credentials, empty_answer, ok, truncated_body
 from tests.llm.support import MODELS, OPEN, PROVIDERS, cache_files, client, request
 
 
@@ -80,3 +85,30 @@ def test_a_server_that_cannot_be_reached_stops_the_run(kind: str) -> None:
     OPEN.append(made)
     with pytest.raises(LLMUnavailable, match="cannot reach"):
         LLMSummarizer(made).summarize(request())
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_a_refused_key_cancels_the_calls_in_flight(kind: str, server: FakeProvider) -> None:
+    # The first request is refused after 2 s; the others, sent meanwhile, would be refused after 5 s.
+    def refuse() -> Behaviour:  # (called under the server's lock: its count() would wait for it)
+        return Behaviour("echo_credentials", status=401, delay=2.0 if len(server.received) == 1 else 5.0)
+
+    server.otherwise = refuse
+    summarizer = LLMSummarizer(client(kind, server, max_retries=2, timeout=10.0), limits=Limits(max_in_flight=6))
+    account = CallAccount()
+    started = time.monotonic()
+    with run_calls([summarizer], account), ThreadPoolExecutor(6) as pool:
+        futures = [pool.submit(summarizer.summarize, request(prompt=f"call {i}")) for i in range(6)]
+        errors = [future.exception(timeout=30) for future in futures]
+    sent = server.count()  # (on a loaded machine a thread may send its call only after the refusal: refused unsent)
+    assert 3 <= sent <= 6  # several of the six calls were in flight, and none was sent twice
+    [(refused_at, status)] = server.answered  # the server answered the first request only
+    assert status == 401 and "HTTP 401" in str(account.stop_error)
+    # The others' connections were closed by the client at the refusal, before their 5 s answers.
+    assert len(server.abandoned) == sent - 1 and all(0 <= t - refused_at < 2.5 for t in server.abandoned)
+    assert time.monotonic() - started < 4.5  # no call waited for its answer
+    assert sum(isinstance(e, RequestCancelled) for e in errors) == sent - 1
+    assert all(isinstance(e, LLMUnavailable) for e in errors)
+    # The same client sends again once the stopped run is over.
+    server.otherwise = ok()
+    assert summarizer.summarize(request(prompt="a new run")).text.startswith("Summary of:")

@@ -89,7 +89,7 @@ def test_the_headline_says_what_the_strategy_is_what_the_cost_counts_and_the_win
         assert f"{model} {tokens:,}" in headline
     assert f"rests on {summary['recommendation']['compactions']} compactions" in headline
     # Every strategy of the leaderboard with its one line and source, beside the table.
-    about = text[text.index("What each strategy is") : text.index("Tokens saved against facts kept", start)]
+    about = text[text.index("What each strategy is") : text.index("Tokens removed against facts kept", start)]
     for name in DEFAULT_STRATEGIES:
         assert name in about
     assert about.count("Source: ") == len(DEFAULT_STRATEGIES)

@@ -121,6 +121,24 @@ def test_one_refused_key_stops_the_run_with_no_request_sent_after_it(
     assert server.max_in_flight == 1 and len(arrivals) == 1
 
 
+def test_a_refused_key_cancels_the_other_replays_calls_in_flight(
+    server: FakeProvider, data: Path, tmp_path: Path, capsys
+) -> None:
+    # The first call is refused after 3 s (time for the other replay to send its call on a loaded
+    # machine); the other replay's call, sent meanwhile, would be refused after 5 s.
+    def refuse() -> Behaviour:
+        return Behaviour("echo_credentials", status=401, delay=3.0 if len(server.received) == 1 else 5.0)
+
+    server.otherwise = refuse
+    config = _llm_config(tmp_path, data, server.openai_base_url, "max_in_flight = 4\n")
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "run")]) == 2
+    assert "HTTP 401" in capsys.readouterr().err
+    [(refused_at, status)] = server.answered  # only the first call was answered
+    assert status == 401 and server.count() == 2  # both replays' calls were in flight; none sent again
+    [abandoned_at] = server.abandoned  # the other one's connection was closed at the refusal
+    assert 0 <= abandoned_at - refused_at < 2.5  # (before its 5 s answer)
+
+
 def test_when_every_llm_setting_falls_back_the_report_is_written_with_the_failures_first(
     server: FakeProvider, data: Path, tmp_path: Path
 ) -> None:

@@ -35,8 +35,10 @@ import sys
 import tempfile
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 2**53
@@ -160,17 +162,30 @@ def _is_document(name: str) -> bool:
 
 def _retype(name: str, data: bytes, lines: list[bytes], filled: list[int], rng: random.Random) -> Damaged | None:
     value = rng.choice(HOSTILE)
-    return _replace_value(name, data, lines, filled, rng, json.dumps(value), "retype", f"a value made {json.dumps(value)[:30]}")
+    # A text made another text is no change of type: "5" is a valid model name, not damage to notice.
+    retyped = (lambda old: not isinstance(old, str)) if isinstance(value, str) else None
+    return _replace_value(
+        name, data, lines, filled, rng, json.dumps(value), "retype", f"a value made {json.dumps(value)[:30]}", retyped
+    )
 
 
 def _replace_value(
-    name: str, data: bytes, lines: list[bytes], filled: list[int], rng: random.Random, text: str, kind: str, what: str
+    name: str,
+    data: bytes,
+    lines: list[bytes],
+    filled: list[int],
+    rng: random.Random,
+    text: str,
+    kind: str,
+    what: str,
+    replaceable: Callable[[object], bool] | None = None,
 ) -> Damaged | None:
-    """Replace one value (a token count or cost when there is one, half of the time) by `text`."""
+    """Replace one value (a token count or cost when there is one, half of the time; one that
+    `replaceable` accepts, when given) by `text`."""
     marker = "\x00REPLACED\x00"
     if _is_document(name):
         doc, where = json.loads(data), "the document"
-        edited = _edit(doc, rng, marker)
+        edited = _edit(doc, rng, marker, replaceable)
         if edited is None:
             return None
         out = json.dumps(edited, indent=1).replace(json.dumps(marker), text).encode()
@@ -181,7 +196,7 @@ def _replace_value(
             record = json.loads(lines[i])
         except ValueError:
             continue
-        edited = _edit(record, rng, marker)
+        edited = _edit(record, rng, marker, replaceable)
         if edited is None:
             continue
         at = edited_at(edited, marker)
@@ -190,8 +205,8 @@ def _replace_value(
     return None
 
 
-def _edit(value: object, rng: random.Random, marker: str) -> object | None:
-    paths = list(_paths(value, ()))
+def _edit(value: object, rng: random.Random, marker: str, replaceable: Callable[[object], bool] | None = None) -> object | None:
+    paths = [path for path in _paths(value, ()) if replaceable is None or replaceable(_at(value, path))]
     if not paths:
         return None
     counts = [p for p in paths if p and isinstance(p[-1], str) and any(h in p[-1] for h in COUNT_HINTS)]
@@ -204,6 +219,12 @@ def _edit(value: object, rng: random.Random, marker: str) -> object | None:
         holder = holder[key]
     holder[path[-1]] = marker
     return copy
+
+
+def _at(value: Any, path: tuple) -> object:
+    for key in path:
+        value = value[key]
+    return value
 
 
 def _paths(value: object, prefix: tuple):

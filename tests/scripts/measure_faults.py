@@ -3,7 +3,7 @@
     python -m tests.scripts.measure_faults            # both parts
     python -m tests.scripts.measure_faults runs      # kills, full disk, concurrent resume
     python -m tests.scripts.measure_faults llm       # a faulty LLM server, a server that is down, a 401
-    python -m tests.scripts.measure_faults cases     # issue 32: worker deaths, damaged parts, a refused key, all fallen back
+    python -m tests.scripts.measure_faults cases     # issue 32: worker deaths (local, Dask), damaged parts, a refused key, all fallen back
 
 Interrupted runs: `compactlab run` in a child process whose writes into the run directory
 (`os.write`, `os.copy_file_range`, `os.replace`; the row files, done.jsonl, and what is written
@@ -313,6 +313,7 @@ def measure_cases(work: Path) -> None:
     assert code == 0, stderr
     clean = reported_rows(clean_out)
     measure_worker_deaths(work, data, clean)
+    measure_worker_deaths(work, data, clean, "dask")
     measure_damaged_parts(work, data, clean_out, clean, lambda out, resume: run_arguments(data, out, resume))
     measure_llm_cases(work)
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 
 import pytest
 
 from compactlab.contract import CompactionFailed, CompactionRequest, CompactionResult, Context, fell_back
+from compactlab.strategies.base import named_strategy
 from compactlab.strategies.pipeline import Pipeline
 from compactlab.strategies.prune import Prune
 from compactlab.strategies.registry import describe_all, get_strategy
+from compactlab.strategies.truncate import Truncate
 from tests.strategy_sessions import STRATEGIES, assert_no_orphans, by_id, counter, request_for, run, sample
 
 # --- pipeline -----------------------------------------------------------------------------------
@@ -18,6 +21,21 @@ from tests.strategy_sessions import STRATEGIES, assert_no_orphans, by_id, counte
 def test_pipeline_defaults() -> None:
     pipeline = get_strategy("pipeline")
     assert pipeline.stages == ("prune", "summarize", "truncate") and pipeline.stop_when_under_target
+
+
+def test_the_strategies_a_pipeline_names_are_built_with_it() -> None:
+    """The registry builds the stages a pipeline names when it builds the pipeline (so no strategy
+    imports the registry); the settings stay the names given, also across processes."""
+    built = get_strategy("pipeline")
+    assert built == Pipeline() and [str(stage) for stage in built.stages] == ["prune", "summarize", "truncate"]
+    assert [named_strategy(stage, "a stage") for stage in built.stages] == [Prune(), get_strategy("summarize"), Truncate()]
+    again = pickle.loads(pickle.dumps(built))
+    assert again == built and named_strategy(again.stages[0], "a stage") == Prune()
+    transcript = by_id("m-claude", "3af9b1a7")
+    by_hand = Pipeline(stages=("prune", "truncate"))
+    with pytest.raises(TypeError, match="names the strategy 'prune', which was never built"):
+        by_hand.compact(Context(messages=transcript.messages), request_for(transcript))
+    assert run(by_hand, transcript).note.startswith("prune: cleared")  # run() builds it as the replay does
 
 
 def test_pipeline_stops_when_the_first_stage_is_enough() -> None:

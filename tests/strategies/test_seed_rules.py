@@ -15,7 +15,7 @@ from compactlab.strategies.pipeline import Pipeline
 from compactlab.strategies.priority import PLACEHOLDER, PriorityPrune
 from compactlab.strategies.prune import PLACEHOLDER as PRUNED
 from compactlab.strategies.prune import Prune
-from compactlab.strategies.registry import get_strategy
+from compactlab.strategies.registry import get_strategy, resolved
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.estimators import get_estimator
 from compactlab.tokens.metering import Meter
@@ -40,7 +40,7 @@ def request(transcript, reason="threshold", window=40_000, target=None, estimato
 
 
 def compact(name_or_strategy, transcript, **kw):
-    strategy = get_strategy(name_or_strategy) if isinstance(name_or_strategy, str) else name_or_strategy
+    strategy = get_strategy(name_or_strategy) if isinstance(name_or_strategy, str) else resolved(name_or_strategy)
     return strategy.compact(Context(messages=transcript.messages), request(transcript, **kw))
 
 

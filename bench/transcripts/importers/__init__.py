@@ -20,10 +20,6 @@ from compactlab.transcripts.source import TOO_DEEP, RecordIssues, Source, Transc
 IMPORTERS: dict[str, Importer] = {}
 
 
-def register_importer(importer: Importer) -> None:
-    IMPORTERS[importer.name] = importer
-
-
 def _register_builtins() -> None:
     # Imported here, not at module top, so that importing one importer module does not pull in
     # (or break on) all the others.

@@ -32,17 +32,14 @@ import json
 from compactlab.transcripts.importers.importer import image_part
 from compactlab.transcripts.importers.json_chat import (
     ANTHROPIC,
-    ChatDocument,
-    assistant_usages,
-    build_transcript,
-    classify,
+    ChatConverter,
+    ChatImporter,
+    Classification,
     cost_of,
     ensure_parts,
     json_kind,
-    load_chat_document,
     placeholder,
     token_counts,
-    top_model,
     url_image,
 )
 from compactlab.transcripts.model import (
@@ -54,26 +51,19 @@ from compactlab.transcripts.model import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
-    Transcript,
     is_role,
 )
-from compactlab.transcripts.source import RecordIssues, Source
 
 ROLES = ("user", "assistant", "system")
 TOOL_USES = ("tool_use", "server_tool_use", "mcp_tool_use")
 USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
 
 
-class AnthropicMessagesImporter:
+class AnthropicMessagesImporter(ChatImporter):
     name = ANTHROPIC
     description = "Anthropic Messages request JSON ({model, system, messages, usage}) with recorded per-call usage"
 
-    def match(self, source: Source) -> str | None:
-        found = classify(source)
-        if found.flavor == ANTHROPIC:
-            return None
-        if found.reason:
-            return found.reason
+    def why_not(self, found: Classification) -> str:
         if found.openai:
             return f"has OpenAI Chat Completions markers: {'; '.join(found.openai[:3])}"
         return (
@@ -81,37 +71,21 @@ class AnthropicMessagesImporter:
             "Anthropic usage fields); plain string conversations are read as openai-chat"
         )
 
-    def load(self, source: Source, issues: RecordIssues) -> list[Transcript]:
-        doc = load_chat_document(source, issues)
-        model = top_model(doc, issues)
-        messages = _Converter(doc, model, issues).convert()
-        return [build_transcript(source, self.name, messages, {model} if model else set(), issues)]
+    def converter(self) -> type[ChatConverter]:
+        return _Converter
 
 
-class _Converter:
-    def __init__(self, doc: ChatDocument, model: str | None, issues: RecordIssues):
-        self.doc = doc
-        self.model = model
-        self.issues = issues
-        self.usages = assistant_usages(doc, issues)
-
-    def report(self, what: str) -> None:
-        self.issues.report(None, what)  # a JSON document has no per-record line; `what` names the record
+class _Converter(ChatConverter):
+    roles = ROLES
 
     def convert(self) -> list[Message]:
         out: list[Message] = []
         system = self.system(self.doc.top.get("system"))
         if system is not None:
             out.append(system)
-        for i, raw in enumerate(self.doc.messages):
-            where = f"messages[{i}]"
-            if not isinstance(raw, dict):
-                self.report(f"{where} must be an object, got {json_kind(raw)}")
-                continue
-            role = raw.get("role")
-            if not is_role(role) or role not in ROLES:
-                self.report(f"{where} has unknown role {role!r}; expected one of {', '.join(ROLES)}")
-                continue
+        for i, where, raw in self.records():
+            role = raw["role"]
+            assert is_role(role)
             blocks = self.blocks(raw.get("content"), where)
             if blocks is None:
                 continue
@@ -248,9 +222,8 @@ class _Converter:
         if counts is None:
             return None
         assert isinstance(usage, dict)
-        model = raw.get("model") if isinstance(raw.get("model"), str) else self.model
         return LLMCall(
-            model=model or "unknown",
+            model=self.model_of(raw),
             input_tokens=counts["input_tokens"],
             cache_read_tokens=counts["cache_read_input_tokens"],
             cache_write_tokens=counts["cache_creation_input_tokens"],

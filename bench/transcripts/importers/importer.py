@@ -119,10 +119,3 @@ def is_count(value: object) -> TypeGuard[int | float]:
 def is_cost(value: object) -> TypeGuard[int | float]:
     """A cost in USD: a finite, non-negative number below 2^53 (not a boolean)."""
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value < COUNT_LIMIT
-
-
-def require(condition: bool, issues: RecordIssues, line: int | None, what: str) -> bool:
-    """Report `what` unless `condition` holds; returns the condition so callers can skip."""
-    if not condition:
-        issues.report(line, what)
-    return condition

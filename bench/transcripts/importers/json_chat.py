@@ -26,6 +26,7 @@ methods cannot disagree:
 from __future__ import annotations
 
 import mimetypes
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -231,6 +232,70 @@ def assistant_usages(doc: ChatDocument, issues: RecordIssues) -> dict[int, objec
         if doc.messages[i].get("usage") is not None:
             found[i] = doc.messages[i]["usage"]
     return found
+
+
+class ChatConverter:
+    """One chat document turned into messages, record by record (`convert`, per format). What both
+    formats share: the document, its top-level model, each assistant message's usage, the records
+    that are objects with a role of the format, and where problems go."""
+
+    roles: tuple[str, ...] = ()  # the roles the format knows, in the order its errors name them
+
+    def __init__(self, doc: ChatDocument, model: str | None, issues: RecordIssues):
+        self.doc = doc
+        self.model = model
+        self.issues = issues
+        self.usages = assistant_usages(doc, issues)
+
+    def report(self, what: str) -> None:
+        self.issues.report(None, what)  # a JSON document has no per-record line; `what` names the record
+
+    def records(self) -> Iterator[tuple[int, str, dict]]:
+        """(index, where, record) of each message record that is an object with a known role; the others are reported."""
+        for i, raw in enumerate(self.doc.messages):
+            where = f"messages[{i}]"
+            if not isinstance(raw, dict):
+                self.report(f"{where} must be an object, got {json_kind(raw)}")
+                continue
+            role = raw.get("role")
+            if not isinstance(role, str) or role not in self.roles:
+                self.report(f"{where} has unknown role {role!r}; expected one of {', '.join(self.roles)}")
+                continue
+            yield i, where, raw
+
+    def model_of(self, raw: dict) -> str:
+        """The model of an assistant message's call: its own, else the document's."""
+        return (raw.get("model") if isinstance(raw.get("model"), str) else self.model) or "unknown"
+
+    def convert(self) -> list[Message]:
+        raise NotImplementedError
+
+
+class ChatImporter:
+    """An importer of one of the two chat formats: it matches a document `classify` finds to be of
+    its format (`name`), and loads it through its format's `converter`."""
+
+    name: str
+    description: str
+
+    def match(self, source: Source) -> str | None:
+        found = classify(source)
+        if found.flavor == self.name:
+            return None
+        return found.reason or self.why_not(found)
+
+    def why_not(self, found: Classification) -> str:
+        """Why a document of no other problem is not of this format (the other format's markers)."""
+        raise NotImplementedError
+
+    def converter(self) -> type[ChatConverter]:
+        raise NotImplementedError
+
+    def load(self, source: Source, issues: RecordIssues) -> list[Transcript]:
+        doc = load_chat_document(source, issues)
+        model = top_model(doc, issues)
+        messages = self.converter()(doc, model, issues).convert()
+        return [build_transcript(source, self.name, messages, {model} if model else set(), issues)]
 
 
 def token_counts(

@@ -33,22 +33,20 @@ import json
 from compactlab.transcripts.importers.importer import image_part
 from compactlab.transcripts.importers.json_chat import (
     OPENAI,
+    ChatConverter,
     ChatDocument,
+    ChatImporter,
+    Classification,
     as_count,
-    assistant_usages,
-    build_transcript,
-    classify,
     cost_of,
     ensure_parts,
     json_kind,
-    load_chat_document,
     placeholder,
     token_counts,
-    top_model,
     url_image,
 )
-from compactlab.transcripts.model import LLMCall, Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Transcript
-from compactlab.transcripts.source import RecordIssues, Source
+from compactlab.transcripts.model import LLMCall, Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from compactlab.transcripts.source import RecordIssues
 
 ROLE_MAP = {
     "system": "system",
@@ -61,48 +59,29 @@ ROLE_MAP = {
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "prompt_cache_hit_tokens")
 
 
-class OpenAIChatImporter:
+class OpenAIChatImporter(ChatImporter):
     name = OPENAI
     description = "OpenAI Chat Completions request JSON ({model, messages, usage}) with recorded per-call usage"
 
-    def match(self, source: Source) -> str | None:
-        found = classify(source)
-        if found.flavor == OPENAI:
-            return None
-        if found.reason:
-            return found.reason
+    def why_not(self, found: Classification) -> str:
         return f"has Anthropic Messages markers: {'; '.join(found.anthropic[:3])}"
 
-    def load(self, source: Source, issues: RecordIssues) -> list[Transcript]:
-        doc = load_chat_document(source, issues)
-        model = top_model(doc, issues)
-        messages = _Converter(doc, model, issues).convert()
-        return [build_transcript(source, self.name, messages, {model} if model else set(), issues)]
+    def converter(self) -> type[ChatConverter]:
+        return _Converter
 
 
-class _Converter:
+class _Converter(ChatConverter):
+    roles = tuple(ROLE_MAP)
+
     def __init__(self, doc: ChatDocument, model: str | None, issues: RecordIssues):
-        self.doc = doc
-        self.model = model
-        self.issues = issues
-        self.usages = assistant_usages(doc, issues)
+        super().__init__(doc, model, issues)
         # Legacy function calls have no ids: (name, synthetic id) of calls not yet answered.
         self.open_functions: list[tuple[str, str]] = []
 
-    def report(self, what: str) -> None:
-        self.issues.report(None, what)  # a JSON document has no per-record line; `what` names the record
-
     def convert(self) -> list[Message]:
         out: list[Message] = []
-        for i, raw in enumerate(self.doc.messages):
-            where = f"messages[{i}]"
-            if not isinstance(raw, dict):
-                self.report(f"{where} must be an object, got {json_kind(raw)}")
-                continue
-            role = raw.get("role")
-            if not isinstance(role, str) or role not in ROLE_MAP:
-                self.report(f"{where} has unknown role {role!r}; expected one of {', '.join(ROLE_MAP)}")
-                continue
+        for i, where, raw in self.records():
+            role = raw["role"]
             if role == "assistant":
                 message = self.assistant(i, raw, where)
             elif role in ("tool", "function"):
@@ -281,9 +260,8 @@ class _Converter:
         if cached + written > prompt:
             self.report(f"{at}: cached ({cached}) + cache-write ({written}) tokens exceed prompt_tokens ({prompt})")
             return None
-        model = raw.get("model") if isinstance(raw.get("model"), str) else self.model
         return LLMCall(
-            model=model or "unknown",
+            model=self.model_of(raw),
             input_tokens=prompt - cached - written,
             cache_read_tokens=cached,
             cache_write_tokens=written,
