@@ -37,6 +37,9 @@ class Context:
     known_usage: tuple[int, int] | None = None
     # Full pre-compaction histories kept by the archive strategy, newest last.
     archives: tuple[tuple[Message, ...], ...] = ()
+    # How many messages right after the summary the last compaction kept verbatim (its kept tail):
+    # pi summarizes only what came after its previous compaction and drops that tail at the next one.
+    kept_tail: int = 0
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,7 @@ def fell_back(note: str | None) -> bool:
 
 
 WindowRule = Literal["scaled", "real"]
+PieceRule = Literal["measured", "estimator"]
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,13 @@ class Harness:
         (a run's `--window`): "scaled" multiplies them by simulated ÷ the model's real window, so
         they keep their share of the window; "real" runs the preset at the model's real window,
         whatever the run simulates.
+    pieces: what a strategy's `CompactionRequest.count_tokens` counts a piece of the context (a kept
+        tail, one output) in. "measured": the units of the engine's sizes (the window's, the
+        trigger's, a compaction's before and after), so a tail kept at a quarter of the window is a
+        quarter of it when the next prompt is measured; counted with the bare estimator it was a
+        quarter of the estimate, up to twice that measured, and the next call overflowed (issue 27
+        §3). "estimator": the bare estimator, as a design that counts its tail with its own
+        estimate (pi's and opencode's chars/4) does, mismatch included.
     """
 
     pin_task: bool = True
@@ -188,6 +199,7 @@ class Harness:
     emergency: bool = True
     anchor_output: bool = True
     window: WindowRule = "scaled"
+    pieces: PieceRule = "measured"
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ against the engine's own code (the commits are in `compactlab.strategies.rule`).
 
 from __future__ import annotations
 
-from compactlab.strategies.rule import ANCHOR, PRESET, Rule, appends_nothing, harness_rules, llm_summary
+from compactlab.strategies.rule import ANCHOR, CHECKS, PRESET, REATTACH, Rule, appends_nothing, harness_rules, llm_summary
 
 PI = "pi-mono packages/coding-agent/src/core/"
 OC = "opencode packages/opencode/src/session/"
@@ -28,12 +28,14 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "messages after the last usage added as chars/4",
             f"{PI}compaction/compaction.ts:179-209, 225",
             "estimator hybrid (chars/4 locally)",
+            test=f"{CHECKS}test_hybrid_presets_add_new_messages_as_chars_over_4",
         ),
         Rule(
             "checked after each assistant message (end of a turn)",
             f"{PI}agent-session.ts:509, 1742-1818",
             "checked before each recorded call",
             "the check after a reply and the one before the next call see the same context but for the tool results in between",
+            test=f"{CHECKS}test_presets_are_asked_before_every_recorded_call",
         ),
         Rule(
             "keep the newest 20,000 tokens (keepRecentTokens)",
@@ -62,14 +64,15 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
         Rule(
             "only messages after the previous compaction entry are summarized: its kept tail is dropped",
             f"{PI}compaction/compaction.ts:601-645 (boundaryStart = prevCompactionIndex + 1)",
-            "the kept tail is summarized with the new messages",
-            "the context does not record where the previous compaction's kept tail ended",
+            "drop_kept_tail: the context records the tail the last compaction kept (Context.kept_tail)",
+            test=f"{CHECKS}test_pi_drops_the_tail_it_kept_at_its_previous_compaction",
         ),
         Rule(
             "read and modified files from the read/write/edit tools appended",
             f"{PI}compaction/utils.ts:35-55; compaction.ts:762-763",
             "track_files: file tools and shell commands of every recorded agent",
             "the recordings come from agents whose tools are not pi's three; by pi's names alone no file would be listed",
+            test=f"{PRESET}test_presets_append_only_what_their_sources_append",
         ),
         appends_nothing(
             "nothing else appended to the summary", f"{PI}compaction/compaction.ts:709-775", "append_last_request off"
@@ -85,7 +88,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
     "opencode": (
         Rule(
             "compact when total tokens ≥ usable = window − min(output limit, 32,000) − min(20,000, that)",
-            f"{OC}overflow.ts:8-19, 31-33",
+            f"{OC}overflow.ts:8-19 (:18 context − maxOutputTokens − reserved), 31-33",
             "Trigger(reserve_tokens=52,000) (a 32,000-token output limit), scaled by simulated ÷ real window",
             test=f"{ANCHOR}test_opencode_prunes_outputs_beyond_40000_tokens_before_summarizing",
         ),
@@ -93,7 +96,11 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "models with an input limit reserve 20,000 of it; an output limit under 32,000 reserves twice itself",
             f"{OC}overflow.ts:14-19",
             "the 52,000 reserve for every model",
-            "compactlab's window table has neither input nor output limits (gpt-5: 272k input; DeepSeek: 8k output)",
+            "compactlab's window table has neither input nor output limits (gpt-5: 272k input; DeepSeek: 8k output); "
+            "opencode's versions differ here and the preset follows the commit read: anomalyco/opencode 08f74b9 "
+            "overflow.ts:14-19 reserves the output limit alone without an input limit (32,000), 0d51724 overflow.ts:14-19 "
+            "the 20,000 buffer alone",
+            test=f"{CHECKS}test_opencode_reserves_one_reserve_for_every_model",
         ),
         Rule(
             "total = input + output + cache read + cache write of the last reply",
@@ -118,6 +125,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             f"{OC}compaction.ts prune() (if (!cfg.compaction?.prune) return)",
             "pruning before each summary",
             "the preset shows opencode with pruning on; the replay has no loop end to prune at but its compactions",
+            test=f"{CHECKS}test_presets_change_nothing_between_compactions",
         ),
         Rule(
             "on overflow the summary always runs",
@@ -130,6 +138,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             f"{OC}compaction.ts preserveRecentBudget(), MIN/MAX_PRESERVE_RECENT_TOKENS",
             "clamp(window × 0.25, 2,000, 15,000)",
             "the strategy sees the window, not the trigger's reserve: a quarter of the window, not of the usable part",
+            test=f"{PRESET}test_opencode_keeps_whole_turns_within_the_budget",
         ),
         Rule(
             "whole turns newest first while they fit the budget, then the turn that does not fit split where its rest fits",
@@ -153,6 +162,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "the previous summary given to the new one",
             f"{OC}compaction.ts processCompaction() (previousSummary)",
             "IterativeMerge with opencode.j2",
+            test=f"{CHECKS}test_opencode_and_openhands_give_the_previous_summary_to_the_new_one",
         ),
         appends_nothing(
             "nothing appended to the summary", f"{OC}compaction.ts processCompaction()", "track_files and append_last_request off"
@@ -171,12 +181,14 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "codex codex-rs/protocol/src/openai_models.rs ModelInfo::auto_compact_token_limit",
             "Trigger(fraction=0.9)",
             "whether the window recorded is the raw or the 95% effective one is open: at the effective one it fires at 85.5%",
+            test=f"{CHECKS}test_thresholds_fire_at_their_share_of_the_window",
         ),
         Rule(
             "tokens in the context window of the last usage: total minus reasoning output",
             f"{CX}codex.rs run_turn (total_usage_tokens), protocol TokenUsage::tokens_in_context_window",
             "hybrid anchor: last prompt + its output",
             "the recorded output tokens include the reasoning ones, which the anchor does not take apart",
+            test=f"{PRESET}test_seed_000_and_seed_004_anchor_on_the_prompt_alone",
         ),
         Rule(
             "the whole history summarized (prompt.md)",
@@ -207,12 +219,14 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             f"{CX}compact.rs should_use_remote_compact_task",
             "the local summary",
             "the provider's own compaction endpoint cannot be replayed offline",
+            test=f"{CHECKS}test_codex_compacts_locally_without_ghost_snapshots",
         ),
         Rule(
             "ghost snapshots carried over",
             f"{CX}compact.rs run_compact_task_inner",
             "none",
             "ghost snapshots are not in the recordings",
+            test=f"{CHECKS}test_codex_compacts_locally_without_ghost_snapshots",
         ),
         llm_summary("summary by the session's model", f"{CX}compact.rs drain_to_completed"),
         Rule(
@@ -259,18 +273,26 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "real compactions in datasets/m-claude",
             "WithReattachments",
             "re-attached files are their last content in the transcript, not the disk's (strategies/reattach.py)",
+            test=f"{REATTACH}test_the_claude_code_preset_reattaches_after_its_summary",
         ),
         appends_nothing(
             "nothing appended to the summary but the re-attachments",
             "real compact summaries in datasets/m-claude",
             "track_files and append_last_request off",
         ),
-        Rule("microcompaction of old tool results", "Claude Code docs", "not modelled", "closed source: its rule is not public"),
+        Rule(
+            "microcompaction of old tool results",
+            "Claude Code docs",
+            "not modelled",
+            "closed source: its rule is not public",
+            test=f"{CHECKS}test_presets_change_nothing_between_compactions",
+        ),
         Rule(
             "guard and overflow path",
             "closed source",
             "the harness defaults (loop guard, emergency compaction)",
             "closed source: what Claude Code does is not public, so the harness's defaults stay",
+            test=f"{CHECKS}test_claude_code_keeps_the_harness_guard_and_overflow_path",
         ),
         llm_summary("summary by the session's model", "Claude Code docs"),
     ),
@@ -280,6 +302,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             f"{OH}:28, 160-161",
             "Trigger(fraction=0.8)",
             "the recordings have no OpenHands events; the trigger is modelled in tokens",
+            test=f"{CHECKS}test_thresholds_fire_at_their_share_of_the_window",
         ),
         Rule(
             "keep the first keep_first (1) events",
@@ -293,6 +316,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             f"{OH}:54-57",
             "a quarter of the window kept (keep_recent_tokens None)",
             "events are not messages; modelled in tokens",
+            test=f"{CHECKS}test_openhands_keeps_a_quarter_of_the_window",
         ),
         Rule(
             "the previous summary and the forgotten events summarized together",
@@ -300,7 +324,12 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "IterativeMerge with openhands.j2",
             test=f"{ANCHOR}test_openhands_keeps_the_first_event_and_merges_the_earlier_summary",
         ),
-        Rule("the STATE/TESTS/CHANGES/DEPS/INTENT prompt", f"{OH}:72-121", "template openhands.j2"),
+        Rule(
+            "the STATE/TESTS/CHANGES/DEPS/INTENT prompt",
+            f"{OH}:72-121",
+            "template openhands.j2",
+            test=f"{CHECKS}test_presets_ask_with_their_sources_prompt",
+        ),
         appends_nothing(
             "the summary inserted after the kept head, nothing appended",
             f"{OH}:150-157 (summary_offset = keep_first)",
@@ -326,6 +355,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "SWE-agent history_processors (run on every query)",
             "masking when the context reaches 0.8 of the window",
             "masking at every call would count every call as a compaction; at 0.8 it acts where it matters",
+            test=f"{CHECKS}test_presets_change_nothing_between_compactions",
         ),
         *harness_rules(
             "SWE-agent history_processors (only observations change)",

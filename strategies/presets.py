@@ -25,8 +25,9 @@ from compactlab.strategies.seed_rules import SEEDS as SEED_RULES
 SEEDS = "../shared/seeds/"  # the seed documents, next to the repository (see their README.md)
 RULES: dict[str, tuple[Rule, ...]] = {**SEED_RULES, **ENGINES}
 # What every preset's source does about the harness's policies, unless its own says otherwise
-# (each preset's rules give the source): nothing kept apart from the summary, no guard.
-SOURCE_HARNESS = Harness(pin_task=False, loop_guard=False, emergency=False)
+# (each preset's rules give the source): nothing kept apart from the summary, no guard, pieces of
+# the context (a kept tail) counted with the design's own estimator.
+SOURCE_HARNESS = Harness(pin_task=False, loop_guard=False, emergency=False, pieces="estimator")
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,11 @@ def pi() -> Preset:
     return Preset(
         "pi",
         IterativeMerge(
-            keep_recent_tokens=20_000, max_summary_tokens=13_107, split_turn_min_messages=1, append_last_request=False
+            keep_recent_tokens=20_000,
+            max_summary_tokens=13_107,
+            split_turn_min_messages=1,
+            append_last_request=False,
+            drop_kept_tail=True,
         ),
         Trigger(fraction=1.0, reserve_tokens=16_384),
         "hybrid",

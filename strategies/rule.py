@@ -8,7 +8,9 @@ rule naming a test names one that exists. Sources, read for this table:
 - the seed documents in ../shared/seeds/ (by section);
 - badlogic/pi-mono at 83378aad: packages/coding-agent/src/core/compaction/compaction.ts ("compaction.ts")
   and packages/coding-agent/src/core/agent-session.ts ("agent-session.ts");
-- sst/opencode at 31e22f65: packages/opencode/src/session/overflow.ts and compaction.ts;
+- sst/opencode at 31e22f65: packages/opencode/src/session/overflow.ts and compaction.ts (its reserve: window − min(output
+  limit, 32,000) − min(20,000, that), overflow.ts:14-19; the anomalyco/opencode snapshots 08f74b9 and
+  0d51724 reserve 32,000 and 20,000 there: opencode changed it between versions);
 - openai/codex at 0100b103: codex-rs/core/src/compact.rs, and codex.rs's turn loop;
 - All-Hands-AI/OpenHands: openhands/memory/condenser/impl/llm_summarizing_condenser.py ("condenser.py").
 """
@@ -38,6 +40,8 @@ SEED = "tests/strategies/test_seed_rules.py::"
 ANCHOR = "tests/strategies/test_anchor_rules.py::"
 PRESET = "tests/strategies/test_preset_rules.py::"
 SUMMARY = "tests/strategies/test_summarizing_strategies.py::"
+CHECKS = "tests/strategies/test_preset_rule_checks.py::"
+REATTACH = "tests/strategies/test_reattach.py::"
 OFFLINE = (
     'offline a replay has no LLM: the extractive summarizer stands in; `summarizer = "llm"` with a [summarizer] table '
     "uses the run's LLM"
@@ -74,7 +78,13 @@ def harness_rules(pin: str, guard: str, emergency: str, emergency_on: bool) -> t
 
 def llm_summary(rule: str, source: str) -> Rule:
     """The rule that a design's summary is written by an LLM, which an offline replay has not."""
-    return Rule(rule, source, "the run's summarizer", OFFLINE)
+    return Rule(
+        rule,
+        source,
+        "the run's summarizer",
+        OFFLINE,
+        f"{CHECKS}test_offline_the_extractive_stand_in_writes_the_summary_and_the_runs_llm_otherwise",
+    )
 
 
 def appends_nothing(rule: str, source: str, does: str) -> Rule:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from compactlab.strategies.rule import (
     ANCHOR,
+    CHECKS,
     PRESET,
     PROMPT_ANCHOR,
     SEED,
@@ -16,7 +17,12 @@ from compactlab.strategies.rule import (
 
 SEEDS: dict[str, tuple[Rule, ...]] = {
     "seed-000": (
-        Rule("checked before every LLM call", "Trigger Strategy (When)", "the engine asks before each recorded call"),
+        Rule(
+            "checked before every LLM call",
+            "Trigger Strategy (When)",
+            "the engine asks before each recorded call",
+            test=f"{CHECKS}test_presets_are_asked_before_every_recorded_call",
+        ),
         Rule(
             "estimate = lastPromptTokens + estimate(new messages)",
             "Trigger Strategy (How)",
@@ -40,6 +46,7 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "Trigger Strategy; Compact Threshold",
             "Trigger(fraction=0.8)",
             "fires at ≥ 0.8 × window, not >: one token earlier",
+            test=f"{CHECKS}test_thresholds_fire_at_their_share_of_the_window",
         ),
         Rule(
             "model → window table, unknown models 128,000",
@@ -59,6 +66,7 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "Post-Compact Session Structure",
             "a user message",
             "every compactlab summary is a user message (Claude Code's and Codex's are too); the text is the same",
+            test=f"{CHECKS}test_summaries_are_user_messages",
         ),
         Rule(
             "the old session is archived, referenced from the summary",
@@ -71,9 +79,15 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "Archive Retrieval",
             "the archive is kept, never read",
             "reading it back is the agent's decision, which an open-loop replay does not make",
+            test=f"{CHECKS}test_seed_000_keeps_every_archive_and_reads_none",
         ),
         llm_summary("summary by an independent LLM call, the agent's model", "Summary Generation"),
-        Rule("lastPromptTokens = 0 after compact", "Compact Flow 4", "the engine drops the provider count after a compaction"),
+        Rule(
+            "lastPromptTokens = 0 after compact",
+            "Compact Flow 4",
+            "the engine drops the provider count after a compaction",
+            test=f"{CHECKS}test_the_provider_count_is_dropped_after_a_compaction",
+        ),
         *harness_rules(
             "Compact Flow 4 (sessionMessages = [summary message])", "Compact Flow (no guard)", "no overflow path", False
         ),
@@ -96,6 +110,7 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "2 Trigger (Token Tracking)",
             "added as chars/4",
             "the seed counts the last call's usage alone, which before a call would miss the new tool results",
+            test=f"{CHECKS}test_hybrid_presets_add_new_messages_as_chars_over_4",
         ),
         Rule(
             "history = [system prompt, summary + last request]",
@@ -109,24 +124,32 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "append_last_request",
             test=f"{SEED}test_seed_001_history_is_system_and_summary_with_the_last_request",
         ),
-        Rule("the 7-section summarization prompt", "4 Summarization Prompt", "template seed_001.j2"),
+        Rule(
+            "the 7-section summarization prompt",
+            "4 Summarization Prompt",
+            "template seed_001.j2",
+            test=f"{CHECKS}test_presets_ask_with_their_sources_prompt",
+        ),
         Rule(
             "missing tool results filled with 'Tool no response'",
             "6 Message Cleaning",
             "filled with '[no result recorded before this point]'",
             "one placeholder for every strategy: it is in the summarizer's input only, never in the agent's context",
+            test=f"{CHECKS}test_missing_tool_results_are_filled_for_the_summarizer_only",
         ),
         Rule(
             "'Understood.' appended after trailing tool messages",
             "6 Message Cleaning (ensureAssistantAfterTools)",
             "not added",
             "it keeps the provider's message order valid; the summarizer here reads a transcript, not a chat",
+            test=f"{CHECKS}test_seed_001_adds_no_understood_message",
         ),
         Rule(
             "tokens recounted by a 16-token API probe",
             "7 Token Recounting",
             "the replay's measured size",
             "no API offline; the replay's own measure of the compacted prompt stands in",
+            test=f"{CHECKS}test_the_replays_measure_stands_in_for_the_api_recount",
         ),
         llm_summary("summary by the agent's LLM", "3 Compaction Process 3-4"),
         *harness_rules("5 Post-Compaction State", "9 Integration with Agent Loop (no guard)", "no overflow path", False),
@@ -137,6 +160,7 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "Compaction (How it works 1)",
             "Trigger(fraction=1.0) on the hybrid anchor (prompt + output)",
             "fires at ≥ the window, not >: one token earlier",
+            test=f"{CHECKS}test_thresholds_fire_at_their_share_of_the_window",
         ),
         Rule(
             "a summary replaces the old history",
@@ -150,14 +174,24 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "Prune(protect_tokens=40,000)",
             test=f"{SEED}test_seed_002_summarizes_then_prunes_beyond_the_newest_40k",
         ),
-        Rule("prune only when more than 20,000 tokens are prunable", "Pruning 2; PRUNE_MINIMUM", "Prune(minimum_tokens=20,000)"),
+        Rule(
+            "prune only when more than 20,000 tokens are prunable",
+            "Pruning 2; PRUNE_MINIMUM",
+            "Prune(minimum_tokens=20,000)",
+            test=f"{CHECKS}test_seed_002_prunes_only_beyond_its_minimum",
+        ),
         Rule(
             "one part's estimate capped at 50,000",
             "Configuration (MAX_TOKENS_PER_PART); Token Estimation",
             "Prune(max_part_tokens=50,000)",
             test=f"{SEED}test_seed_002_caps_one_outputs_estimate",
         ),
-        Rule("'skill' tool protected", "Protected Tools", "protected_tools ('skill',)"),
+        Rule(
+            "'skill' tool protected",
+            "Protected Tools",
+            "protected_tools ('skill',)",
+            test=f"{CHECKS}test_seed_002_protects_the_skill_tool",
+        ),
         Rule(
             "parts whose type starts with 'tool-' protected",
             "Protected Tools",
@@ -176,19 +210,31 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "Prunable States",
             "every recorded tool result",
             "the recordings have no part states: every result is a completed one",
+            test=f"{CHECKS}test_seed_002_prunes_every_recorded_result_errors_included",
         ),
         Rule(
             "pruning runs at every agent session start",
             "Pruning (When it triggers)",
             "pruning runs when it compacts",
             "a replayed session starts once; its later 'session starts' are not in the recordings",
+            test=f"{CHECKS}test_presets_change_nothing_between_compactions",
         ),
-        Rule("tokens = ceil(len / 4)", "Token Estimation", "estimator hybrid (chars/4 locally)"),
+        Rule(
+            "tokens = ceil(len / 4)",
+            "Token Estimation",
+            "estimator hybrid (chars/4 locally)",
+            test=f"{CHECKS}test_hybrid_presets_add_new_messages_as_chars_over_4",
+        ),
         llm_summary("summary by an LLM", "Compaction (How it works 3)"),
         *harness_rules("Compaction (Future requests use the summary)", "Visual Flow (no guard)", "no overflow path", False),
     ),
     "seed-003": (
-        Rule("checked before each LLM call", "How It Works (Normal Case 1)", "the engine asks before each recorded call"),
+        Rule(
+            "checked before each LLM call",
+            "How It Works (Normal Case 1)",
+            "the engine asks before each recorded call",
+            test=f"{CHECKS}test_presets_are_asked_before_every_recorded_call",
+        ),
         Rule(
             "WARNING at 75% of max_context_tokens",
             "Warning Level",
@@ -206,6 +252,7 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "Configuration Schema",
             "the model's window",
             "8,000 is a configuration default for small local models; the presets compare designs at one window",
+            test=f"{CHECKS}test_seed_003_runs_at_the_models_window_not_8000",
         ),
         Rule(
             "priority order: system, latest user, latest assistant, last 5 tool messages, older exchanges, tool outputs",
@@ -225,7 +272,12 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "a summary of the removed span",
             test=f"{SEED}test_seed_003_summarizes_what_it_removed_and_runs_in_a_pipeline",
         ),
-        Rule("words × 0.75 + CJK × 0.5 + special × 0.25, + 50", "Token Estimation Algorithm", "estimator words"),
+        Rule(
+            "words × 0.75 + CJK × 0.5 + special × 0.25, + 50",
+            "Token Estimation Algorithm",
+            "estimator words",
+            test=f"{CHECKS}test_seed_003_counts_words_cjk_and_special_characters",
+        ),
         llm_summary("summary by the agent's LLM client", "Integration Points 1"),
         *harness_rules("Message Preservation Strategy (no task rule)", "How It Works (no guard)", "no overflow path", False),
     ),
@@ -235,8 +287,14 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "Auto-Compaction (Trigger)",
             "before each recorded call",
             "a replay cannot tell a turn's first call from its others before the call; checking every call fires at the same size",
+            test=f"{CHECKS}test_presets_are_asked_before_every_recorded_call",
         ),
-        Rule("compact at ≥ 80% of the window", "Auto-Compaction (Trigger)", "Trigger(fraction=0.8)"),
+        Rule(
+            "compact at ≥ 80% of the window",
+            "Auto-Compaction (Trigger)",
+            "Trigger(fraction=0.8)",
+            test=f"{CHECKS}test_thresholds_fire_at_their_share_of_the_window",
+        ),
         Rule(
             "estimate = last prompt_tokens + ~4 chars/token for newer messages",
             "Auto-Compaction (Estimation 1)",
@@ -265,6 +323,7 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "structured summary + <read-files>/<modified-files>",
             "Compaction Algorithm 3 (:summarize)",
             "template summary.j2 with file lists",
+            test=f"{CHECKS}test_presets_ask_with_their_sources_prompt",
         ),
         Rule(
             "no LLM: '[Compacted N messages: ...]'",
@@ -297,12 +356,18 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "force_on_overflow",
             test=f"{SEED}test_seed_004_forced_emergency_keeps_the_last_two_messages",
         ),
-        Rule("window from LLMDB, 128k fallback", "Context Window Sizes", "compactlab's table, 128k for unknown models"),
+        Rule(
+            "window from LLMDB, 128k fallback",
+            "Context Window Sizes",
+            "compactlab's table, 128k for unknown models",
+            test=f"{CHECKS}test_seed_004_window_from_its_table_and_128k_for_unknown_models",
+        ),
         Rule(
             "/compact with keep_recent",
             "Manual Compaction",
             "not replayed",
             "a user's command: a replay compacts only when the trigger fires or the prompt overflows",
+            test=f"{CHECKS}test_manual_compactions_are_not_replayed",
         ),
         llm_summary("summary by the provider's LLM", "Compaction Algorithm 3"),
         *harness_rules(

@@ -102,13 +102,20 @@ class Summarize:
         True,
         "a split turn's first part gets its own turn-prefix summary (seed 004, pi); False: it joins the history's (opencode)",
     )
+    drop_kept_tail: bool = setting(
+        False,
+        "only what came after the previous compaction is summarized: the tail it kept verbatim is dropped (pi's "
+        "prepareCompaction: boundaryStart = prevCompactionIndex + 1)",
+    )
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         messages = context.messages
         head = pinned_head(messages, request.pin_task)  # system prompt, instructions (and the task): kept verbatim
         previous = messages[head] if head < len(messages) and is_summary(messages[head]) else None
         start = head + (previous is not None)
-        history = messages[start:]
+        # pi: the previous compaction's kept tail is neither summarized nor kept (`drop_kept_tail`).
+        dropped = min(context.kept_tail, len(messages) - start) if self.drop_kept_tail and previous is not None else 0
+        history = messages[start + dropped :]
         emergency = request.reason in ("overflow", "silent_overflow")
         keep = self.keep_recent_tokens
         if keep is None:
@@ -124,10 +131,11 @@ class Summarize:
         if cut == 0 and emergency and self.force_on_overflow:
             safe = set(safe_cut_points(history))
             cut, turn_start = next((i for i in range(len(history) - 2, 0, -1) if i in safe), 0), None
-        if cut == 0:
+        if cut == 0 and not dropped:
             return CompactionResult(context, 0, note="nothing old enough to summarize")
         previous_text = summary_text(previous) if previous is not None else None
-        kept = pinned_in(messages, start, start + cut, request.pin_task)  # instructions in the span stay out of the summary
+        # Instructions in the span (and in a dropped tail) stay out of the summary, kept verbatim.
+        kept = pinned_in(messages, start, start + dropped + cut, request.pin_task)
         try:
             summarizer = self._summarizer(request)  # a missing LLM provider is a failed summarizer too
             text, calls, prompt_hash, template = self._summarize(history, cut, turn_start, previous_text, summarizer, kept)
@@ -139,20 +147,24 @@ class Summarize:
                 new_messages = (*messages[:head], *kept, summary_message(text), *history[cut:])
                 note = f"summarizer failed ({failure}); {NOTE_FALLBACK}: {cut - len(kept)} messages replaced by a count"
                 return CompactionResult(
-                    replace(context, messages=new_messages, summary=text), cut - len(kept) + (previous is not None), note=note
+                    replace(context, messages=new_messages, summary=text, kept_tail=len(history) - cut),
+                    dropped + cut - len(kept) + (previous is not None),
+                    note=note,
                 )
             result = named_strategy(self.fallback, "summarize's fallback").compact(context, request)
             return replace(result, note=fallback_note(f"summarizer failed ({failure})", f"{self.fallback}: {result.note}"))
         text = self._decorate(text, history[:cut], previous_text, messages, template)
         users = self._kept_user_messages(history[:cut], kept, request)
         new_messages = (*messages[:head], *kept, *users, summary_message(text), *history[cut:])
-        removed = cut - len(kept) - len(users) + (previous is not None)
+        removed = dropped + cut - len(kept) - len(users) + (previous is not None)
         note = (
             f"summarized {cut - len(kept)} messages"
             + (" (split turn)" if turn_start is not None else "")
+            + (f", dropped the {dropped} the previous compaction kept" if dropped else "")
             + f", kept {len(history) - cut}"
         )
-        return CompactionResult(replace(context, messages=new_messages, summary=text), removed, tuple(calls), prompt_hash, note)
+        compacted = replace(context, messages=new_messages, summary=text, kept_tail=len(history) - cut)
+        return CompactionResult(compacted, removed, tuple(calls), prompt_hash, note)
 
     def summary_of(
         self, span: Sequence[Message], previous_text: str | None, request: CompactionRequest, messages: Sequence[Message]

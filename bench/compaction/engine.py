@@ -20,6 +20,8 @@ Safety, as production agents learned it:
   compaction's reduction is never an artefact of two different counts.
 - failure breaker: after `max_failures` consecutive failed compactions (e.g. the summarizer keeps
   erroring) the engine stops trying rather than stalling every call.
+- one size: a strategy's budgets (`CompactionRequest.count_tokens`) count in the units of the
+  engine's sizes (`piece_size`), unless the harness says the design counts with its own estimator.
 - overflow: when the provider rejects a request as too long (`compactlab.compaction.overflow` recognises each
   provider's message) or reports an input larger than the window (silent overflow), `emergency()`
   compacts regardless of the guard; the driver retries the call once.
@@ -144,6 +146,12 @@ class Engine:
         last count, which describes only the uncompacted prompt (so before and after are alike)."""
         return self.meter(replace(context, known_usage=None) if context.known_usage else context)
 
+    def piece_size(self, messages: Sequence[Message]) -> int:
+        """A piece of a context (a kept tail, one message) in the units of `size`: what it adds to a
+        prompt. The one size definition a strategy budgets with (`Harness.pieces` "measured"), so
+        that what it keeps is what the next prompt is measured at."""
+        return self.size(Context(tuple(messages))) - self.size(Context(()))
+
     def emergency(self, context: Context, reason: Reason = "overflow") -> tuple[Context, CompactionEvent | None]:
         """Compact now, whatever the loop guard says: the provider refused the request as too long.
 
@@ -161,7 +169,7 @@ class Engine:
             reason=reason,
             window=self.window,
             target_tokens=self.trigger.target_tokens(self.window),
-            count_tokens=self.count_tokens,
+            count_tokens=self.piece_size if self.harness.pieces == "measured" else self.count_tokens,
             summarizer=self.summarizer,
             prompt_tokens=lambda messages: self.size(Context(tuple(messages))),
             pin_task=self.harness.pin_task,

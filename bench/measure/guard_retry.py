@@ -1,23 +1,29 @@
 """What a strategy does when its first attempt removes nothing: the loop guard's figures of issue 27.
 
-    python -m compactlab.measure.guard_retry [--strategy prune] [--window 64000] [DATASET|PATH ...]
+    python -m compactlab.measure.guard_retry [--strategy prune] [--window 64000] [--pieces estimator] [DATASET|PATH ...]
 
 With no input, the bundled Claude Code datasets (claude-code-log, m-claude). Each session is
 replayed with the strategy at the window (every model); this prints, per dataset and in all, the
 compactions that changed the context, how many of them were emergencies (the call was over the
 window) and how many left the context at or above 0.8 of the window (the default trigger: the kept
 part alone is too large, so the next calls are due again or overflow), the attempts that removed
-nothing or under 5% (the loop guard then holds), the calls whose prompt was over the window, and the tokens removed as a share of
-what the calls would have sent uncompacted. Damaged records are skipped (lenient loading) and counted.
+nothing or under 5% (the loop guard then holds), the calls after a first compaction and those of
+them sent at 0.8 to 1.0 of the window, the calls whose prompt was over the window, and the tokens
+removed as a share of what the calls would have sent uncompacted. Damaged records are skipped
+(lenient loading) and counted. `--pieces estimator` has the strategy budget its kept tail with the
+bare estimator, as before issue 27 §3 (`compactlab.contract.Harness.pieces`), for the before figure.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections import defaultdict
+from dataclasses import dataclass, replace
 
+from compactlab.contract import CompactionRequest, CompactionResult, Context, Harness, PieceRule, Strategy
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.strategy_config import StrategyConfig, harness_of
+from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.transcripts.loading import load_inputs
 from compactlab.transcripts.model import Transcript
@@ -30,6 +36,8 @@ FIGURES = (
     "emergencies",
     "left_high",
     "stalls",
+    "after_compaction",
+    "near_full",
     "over_window",
     "full_tokens",
     "context_tokens",
@@ -37,8 +45,27 @@ FIGURES = (
 TRIGGER_SHARE = 0.8  # the default trigger: a compaction leaving the context at or above it leaves it due again
 
 
-def session_figures(transcript: Transcript, strategy: str, window: int) -> dict[str, int]:
-    replayed = replay(transcript, StrategyConfig(strategy, strategy), ContextWindows({"": window}))
+@dataclass(frozen=True)
+class WithHarness:
+    """A strategy replayed under another harness (the before figure of `--pieces estimator`)."""
+
+    strategy: Strategy
+    harness: Harness
+
+    @property
+    def name(self) -> str:
+        return self.strategy.name
+
+    def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
+        return self.strategy.compact(context, request)
+
+
+def session_figures(transcript: Transcript, strategy: str, window: int, pieces: PieceRule | None = None) -> dict[str, int]:
+    chosen: Strategy | None = None
+    if pieces is not None:
+        plain = get_strategy(strategy)
+        chosen = WithHarness(plain, replace(harness_of(plain), pieces=pieces))
+    replayed = replay(transcript, StrategyConfig(strategy, strategy), ContextWindows({"": window}), strategy=chosen)
     if replayed is None:
         return dict.fromkeys(FIGURES, 0)
     calls = replayed.calls
@@ -52,6 +79,14 @@ def session_figures(transcript: Transcript, strategy: str, window: int) -> dict[
         "emergencies": sum(1 for row in done if row.reason in ("overflow", "silent_overflow")),
         "left_high": sum(1 for row in done if row.tokens_after >= TRIGGER_SHARE * window),
         "stalls": sum(1 for row in replayed.compactions if row.stalled) + sum(calls["noop_before"]),
+        # Calls after a first compaction, and those of them sent at 0.8 to 1.0 of the window: a
+        # compacted context that sits there has kept too much for the next messages.
+        "after_compaction": sum(1 for n in calls["compactions_so_far"] if n),
+        "near_full": sum(
+            1
+            for n, size in zip(calls["compactions_so_far"], calls["context_tokens"], strict=True)
+            if n and TRIGGER_SHARE * window <= size <= window
+        ),
         "over_window": sum(bool(v) for v in calls["over_window"]),
         "full_tokens": int(sum(calls["full_tokens"])),
         "context_tokens": int(sum(calls["context_tokens"])),
@@ -62,7 +97,7 @@ def line(label: str, figures: dict[str, int]) -> str:
     removed = 1 - figures["context_tokens"] / figures["full_tokens"] if figures["full_tokens"] else 0.0
     return (
         f"{label:<20}{figures['sessions']:>9}{figures['calls']:>7}{figures['compactions']:>13}{figures['emergencies']:>13}"
-        f"{figures['left_high']:>11}{figures['stalls']:>8}"
+        f"{figures['left_high']:>11}{figures['stalls']:>8}{figures['after_compaction']:>7}{figures['near_full']:>9}"
         f"{figures['over_window']:>13}{100 * removed:>10.1f}%"
     )
 
@@ -72,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("inputs", nargs="*", help="dataset names or paths (default: the bundled Claude Code datasets)")
     parser.add_argument("--strategy", default="prune")
     parser.add_argument("--window", type=int, default=64_000)
+    parser.add_argument(
+        "--pieces",
+        choices=("measured", "estimator"),
+        help="what the strategy budgets its kept tail in (default: its own harness's)",
+    )
     args = parser.parse_args(argv)
     by_dataset: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(FIGURES, 0))
     for name in args.inputs or CLAUDE_CODE:
@@ -81,13 +121,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{name}: {len(loaded.transcripts)} sessions ({damaged} with damaged records skipped, {len(loaded.failed)} unreadable)"
         )
         for transcript in loaded.transcripts:
-            found = session_figures(transcript, args.strategy, args.window)
+            found = session_figures(transcript, args.strategy, args.window, args.pieces)
             for group in (name, "all"):
                 for figure in FIGURES:
                     by_dataset[group][figure] += found[figure]
-    print(f"{args.strategy} at {args.window:,} tokens (every model)")
+    print(f"{args.strategy} at {args.window:,} tokens (every model)" + (f", pieces {args.pieces}" if args.pieces else ""))
     print(
         f"{'dataset':<20}{'sessions':>9}{'calls':>7}{'compactions':>13}{'emergencies':>13}{'left >=0.8':>11}{'no-ops':>8}"
+        f"{'after':>7}{'0.8-1.0':>9}"
         f"{'over window':>13}{'removed':>11}"
     )
     for group, figures in sorted(by_dataset.items(), key=lambda kv: kv[0] == "all"):

@@ -4,8 +4,9 @@
 
 One table per preset: the rule, where its source says so (file and line, or the seed document's
 section), what the preset does, and whether that matches or deviates (with the reason), and the
-test that checks it on a real session. Above them, the per-preset counts the README shows. The
-file is generated so that it cannot drift from the presets: tests/strategies/test_preset_rules.py checks the
+test that checks it on a real session (its pytest id; tests/strategies/test_preset_rules.py fails
+when a rule has none). Above them, the per-preset counts the README shows. The file is generated
+so that it cannot drift from the presets: tests/strategies/test_preset_rules.py checks the
 committed one is what this writes.
 """
 
@@ -55,7 +56,7 @@ def render() -> str:
             "",
             f"Harness: pin_task {_on(harness.pin_task)}, loop_guard {_on(harness.loop_guard)}, emergency "
             f"{_on(harness.emergency)}, anchor_output {_on(harness.anchor_output)}, absolute sizes under a simulated "
-            f"window: {harness.window}. "
+            f"window: {harness.window}, a kept tail counted by: {harness.pieces}. "
             f"Trigger: {_trigger(preset.trigger)}. Estimator: `{preset.estimator}`."
             + (f" Choices: {preset.choices}." if preset.choices else ""),
             "",
@@ -64,7 +65,7 @@ def render() -> str:
         ]
         for rule in rules:
             verdict = "match" if rule.matches else f"deviation: {rule.deviation}"
-            test = f"`{rule.test.split('::')[-1]}`" if rule.test else "–"
+            test = f"`{rule.test}`" if rule.test else "none"  # a pytest id: `pytest ID` runs it
             parts.append(f"| {_cell(rule.rule)} | {_cell(rule.source)} | {_cell(rule.does)} | {_cell(verdict)} | {test} |")
     return "\n".join(parts) + "\n"
 

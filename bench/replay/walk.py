@@ -138,7 +138,7 @@ class Walk:
             built = head
         else:
             messages = head.messages + self.transcript.messages[self.tail_start : index]
-            built = Context(messages, head.summary, head.compactions, known, head.archives)
+            built = Context(messages, head.summary, head.compactions, known, head.archives, head.kept_tail)
         self.last_built = built
         return built
 

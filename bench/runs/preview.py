@@ -1,12 +1,21 @@
-"""`compactlab compact`: run one strategy once on one transcript, to see exactly what it does."""
+"""`compactlab compact`: run one strategy once on one transcript, to see exactly what it does.
+
+Its sizes are the run's (issue 27 §3): the trigger sees what a replay's trigger sees before the call
+(`Uncompacted.trigger_tokens`), and a compaction's before and after are measured as a replay measures
+a prompt at that call (`compactlab.replay.prompt_size.measured_size` with the call's ratio), not with
+the bare estimator, which put them about 30% below `run`'s on Claude Code sessions.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from compactlab.compaction.engine import CompactionEvent, Engine
 from compactlab.contract import Context, Summarizer, Trigger
+from compactlab.replay.prompt_size import measured_size
 from compactlab.replay.strategy_config import estimator_of, harness_of, window_and_trigger
+from compactlab.replay.uncompacted import Uncompacted, uncompacted
 from compactlab.strategies.prompting import renders_prompt
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
@@ -45,23 +54,29 @@ def compact(
     model = transcript.calls[0].model
     window, trigger = window_and_trigger(strategy, None, windows or ContextWindows(), model, transcript.context_window)
     meter = Meter(transcript, estimator_name)
+    harness = harness_of(strategy)
+    base = uncompacted(meter, window, harness.anchor_output)
     if at_call is not None:
         if not 0 <= at_call < len(positions):
             raise ValueError(f"--at {at_call}: the transcript has calls 0 to {len(positions) - 1}")
         call, chosen_by = at_call, "--at"
     else:
-        call, chosen_by = _first_firing(transcript, positions, meter, trigger, window)
+        call, chosen_by = _first_firing(base, trigger, window)
     context = _context_before(transcript, positions, call)
     engine = Engine(
         strategy=strategy,
         window=window,
-        meter=meter,
+        meter=_measured_at(base, call),
         count_tokens=meter.count,
         trigger=trigger,
         summarizer=summarizer,
-        harness=harness_of(strategy),
+        harness=harness,
+        text_tokens=meter.text_counter(),
     )
-    after, event = engine.emergency(context, reason="manual") if chosen_by != "trigger" else engine.before_call(context)
+    if chosen_by == "trigger":
+        after, event = engine.before_call(context, base.trigger_tokens[call])
+    else:
+        after, event = engine.emergency(context, reason="manual")
     assert event is not None  # a fresh engine always attempts the first compaction
     return Preview(
         transcript.id,
@@ -91,11 +106,24 @@ def _context_before(transcript: Transcript, positions: list[int], call: int) -> 
     return Context(messages=transcript.messages[:index], known_usage=known)
 
 
-def _first_firing(transcript: Transcript, positions: list[int], meter: Meter, trigger: Trigger, window: int) -> tuple[int, str]:
-    for call in range(len(positions)):
-        if trigger.check(meter(_context_before(transcript, positions, call)), window):
+def _measured_at(base: Uncompacted, call: int) -> Callable[[Context], int]:
+    """A context's size at recorded call `call`, as a replay measures it there (the engine's meter)."""
+    meter = base.meter
+    overhead = meter.local.prompt_overhead + meter.offset
+
+    def size(context: Context) -> int:
+        estimated = sum(meter.message_tokens(m) for m in context.messages)
+        return measured_size(overhead, estimated, base.ratios[call], meter.written(context.messages))
+
+    return size
+
+
+def _first_firing(base: Uncompacted, trigger: Trigger, window: int) -> tuple[int, str]:
+    """The first call whose size, as a replay's trigger sees it, fires `trigger`."""
+    for call, tokens in enumerate(base.trigger_tokens):
+        if trigger.check(tokens, window):
             return call, "trigger"
-    return len(positions) - 1, "last call (the trigger never fired in this transcript)"
+    return len(base.trigger_tokens) - 1, "last call (the trigger never fired in this transcript)"
 
 
 def preview_json(result: Preview) -> dict:

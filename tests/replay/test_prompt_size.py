@@ -73,6 +73,9 @@ def test_the_hybrid_trigger_sees_the_measured_size_after_a_compaction() -> None:
     # emergencies followed. Now a call above the line goes uncompacted while the loop guard holds
     # (after an attempt that changed nothing, until a compaction works again), or by the hybrid's
     # own lag: it adds the plain estimate of the messages since the last call, as a real agent does.
+    # With the kept tail budgeted in measured tokens (issue 27 §3) compactions no longer follow one
+    # another at every call, and one large tool result after a compaction lags by up to 8.6% (9 of
+    # 643 calls after a compaction lag at all; the largest: 21037e11 call 127).
     line, after, lagging = 0.8 * 64_000, 0, 0
     for transcript in load_inputs(["m-claude"], lenient=True).transcripts:
         replayed = replay(
@@ -86,8 +89,8 @@ def test_the_hybrid_trigger_sees_the_measured_size_after_a_compaction() -> None:
                 after += 1
                 if row.context_tokens >= line and not guard_holds:
                     lagging += 1
-                    assert row.context_tokens < 1.05 * line, (transcript.id, row.call)
-    assert after > 300 and lagging <= 0.05 * after
+                    assert row.context_tokens < 1.1 * line, (transcript.id, row.call)
+    assert after > 300 and lagging <= 0.02 * after
 
 
 def test_a_compaction_that_changes_nothing_is_no_compaction() -> None:

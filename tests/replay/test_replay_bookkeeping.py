@@ -60,8 +60,11 @@ def test_compaction_saves_tokens_from_the_compaction_on() -> None:
     assert (after["saved_tokens"] > 0).all()
     assert (calls["full_tokens"] == [u["prompt_tokens"] for u in RAW_USAGE]).all()
     # The compaction changed the prompt from the summary on: the cache serves only the system prompt there.
+    # (Under a fifth of the previous prompt, which a cache held whole: the compacted context itself is
+    # small since its kept tail is budgeted in measured tokens, so the system prompt is a larger share of it.)
     at = calls[calls["call"] == first["call"]].iloc[0]
-    assert at["compacted_before"] and at["prefix_tokens"] < 0.2 * at["context_tokens"]
+    previous = calls[calls["call"] == first["call"] - 1].iloc[0]
+    assert at["compacted_before"] and at["prefix_tokens"] < 0.2 * previous["context_tokens"]
     summary = transcript_summary(calls, compactions).iloc[0]
     assert summary["billed_context"] == calls["context_tokens"].sum() < summary["billed_full"]
     assert summary["compactions"] == len(compactions[compactions["failed"].isna()])

@@ -56,11 +56,11 @@ class SharedCompactions:
             context.compactions,
             context.known_usage,
             id(context.archives),
+            context.kept_tail,
             request.reason,
             request.window,
             request.target_tokens,
-            id(getattr(counter, "__self__", counter)),
-            id(getattr(counter, "__func__", counter)),
+            *_counter_identity(counter),
             id(request.summarizer),
         )
         with self.lock:
@@ -75,6 +75,16 @@ class SharedCompactions:
             # can be freed and its id reused while the entry lives.
             entries.append((context, request, result))
             return result
+
+
+def _counter_identity(counter: object) -> tuple[int, int]:
+    """What a request's counter counts with, by identity. An engine's `piece_size` follows its
+    estimator's meter at the context's call, so every setting's engine sharing that meter counts a
+    piece alike: it is keyed by the meter, not by the engine (one per setting)."""
+    owner, func = getattr(counter, "__self__", counter), getattr(counter, "__func__", counter)
+    if getattr(func, "__name__", "") == "piece_size" and hasattr(owner, "count_tokens"):  # `Engine.piece_size`
+        owner = getattr(owner.count_tokens, "__self__", owner.count_tokens)
+    return id(owner), id(func)
 
 
 def shared_by_setting(instances: dict[str, Strategy]) -> dict[str, SharedCompactions]:
