@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from compactlab.replay.row_schema import CALL_TYPES, COMPACTION_TYPES, ColumnType
 from compactlab.runs.call_rows import json_line
-from compactlab.runs.run_files import DONE, before_write, finished_rows, naming, read_done
+from compactlab.runs.run_files import DONE, before_write, naming, read_done
 
 ROWS = "rows"
 KINDS = ("calls", "compactions")
@@ -127,31 +127,43 @@ class DamagedPart(ValueError):
         )
 
 
-def _read_part(out: Path, name: str, filters=None) -> pa.Table:
+def _read_part(out: Path, name: str, filters=None, columns: list[str] | None = None) -> pa.Table:
     try:
-        return pq.read_table(part_path(out, name), filters=filters)
+        return pq.read_table(part_path(out, name), filters=filters, columns=columns)
     except (OSError, pa.ArrowException) as exc:  # a missing file, a damaged footer or page
-        owners = {part: t for t, commits in read_done(Path(out) / DONE).parts.items() for c in commits for part in c.values()}
-        reason = "the file is gone" if isinstance(exc, FileNotFoundError) else str(exc).strip() or type(exc).__name__
-        raise DamagedPart(out, name, owners.get(name), reason) from None
+        raise _damaged(out, name, exc) from None
 
 
-def damaged_parts(out: Path) -> list[DamagedPart]:
-    """Every committed part of the run in `out` that cannot be read whole, as its error."""
+def _damaged(out: Path, name: str, exc: Exception) -> DamagedPart:
+    owners = {part: t for t, commits in read_done(Path(out) / DONE).parts.items() for c in commits for part in c.values()}
+    reason = "the file is gone" if isinstance(exc, FileNotFoundError) else str(exc).strip() or type(exc).__name__
+    return DamagedPart(out, name, owners.get(name), reason)
+
+
+def damaged_parts(out: Path, whole: bool = True) -> list[DamagedPart]:
+    """Every committed part of the run in `out` that cannot be read whole (`whole=False`: whose file
+    is gone or whose footer is damaged, which reading the footers alone finds), as its error."""
     found = []
     for kind in KINDS:
         for name in read_done(Path(out) / DONE).part_names(kind):
             try:
-                _read_part(out, name)
+                if whole:
+                    _read_part(out, name)
+                else:
+                    pq.read_metadata(part_path(out, name))
             except DamagedPart as exc:
                 found.append(exc)
+            except (OSError, pa.ArrowException) as exc:
+                found.append(_damaged(out, name, exc))
     return found
 
 
-def _tables(out: Path, names: Iterable[str], configs: Iterable[str] | None) -> Iterator[pa.Table]:
+def _tables(
+    out: Path, names: Iterable[str], configs: Iterable[str] | None, columns: list[str] | None = None
+) -> Iterator[pa.Table]:
     filters = None if configs is None else [("config", "in", list(configs))]
     for name in names:
-        yield _read_part(out, name, filters)
+        yield _read_part(out, name, filters, columns)
 
 
 def _part_rows(table: pa.Table) -> list[dict]:
@@ -185,14 +197,15 @@ def _committed(out: Path, kind: str, transcripts: Iterable[str] | None) -> list[
     return [commit[kind] for t in transcripts for commit in log.parts.get(t, [])]
 
 
-def run_calls(out: Path, configs: Iterable[str] | None = None, transcripts: Iterable[str] | None = None) -> pd.DataFrame:
-    """The committed call rows of the run in `out` (of `configs` and `transcripts` only, when given),
-    in commit order; of a run an earlier version wrote, its calls.jsonl rows."""
-    log = read_done(Path(out) / DONE)
-    if log.legacy:
-        rows = finished_rows(Path(out), "calls.jsonl")
-        return pd.DataFrame([r for r in rows if _wanted(r, configs, transcripts)])
-    tables = list(_tables(out, _committed(out, "calls", transcripts), configs))
+def run_calls(
+    out: Path,
+    configs: Iterable[str] | None = None,
+    transcripts: Iterable[str] | None = None,
+    columns: list[str] | None = None,
+) -> pd.DataFrame:
+    """The committed call rows of the run in `out` (of `configs` and `transcripts` only, and
+    `columns` only, when given), in commit order."""
+    tables = list(_tables(out, _committed(out, "calls", transcripts), configs, columns))
     frame = pa.concat_tables(tables).to_pandas() if tables else pd.DataFrame()
     return frame if len(frame) else pd.DataFrame()
 
@@ -206,17 +219,8 @@ def iter_rows(
     out: Path, kind: str, configs: Iterable[str] | None = None, transcripts: Iterable[str] | None = None
 ) -> Iterator[dict]:
     """The committed rows of `kind` ("calls" or "compactions"), part by part, as dicts of plain values."""
-    if read_done(Path(out) / DONE).legacy:
-        yield from (r for r in finished_rows(Path(out), f"{kind}.jsonl") if _wanted(r, configs, transcripts))
-        return
     for table in _tables(out, _committed(out, kind, transcripts), configs):
         yield from _part_rows(table) if kind == "compactions" else table.to_pylist()
-
-
-def _wanted(row: dict, configs, transcripts) -> bool:
-    return (configs is None or row.get("config") in set(configs)) and (
-        transcripts is None or row.get("transcript") in set(transcripts)
-    )
 
 
 def remove_unnamed(out: Path, named: Iterable[str]) -> None:

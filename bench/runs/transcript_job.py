@@ -20,6 +20,7 @@ from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_
 from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
 from compactlab.replay.strategy_config import StrategyConfig, estimator_of
 from compactlab.runs.call_rows import SharedRows, call_arrays
+from compactlab.runs.report_inputs import estimated, session_facts
 from compactlab.runs.run_results import TranscriptResults, transcript_results
 from compactlab.runs.run_storage import (
     calls_table,
@@ -75,6 +76,8 @@ class TranscriptJob:
     # Token counts shared by every transcript a process replays: sessions of one dataset repeat
     # their system prompt and task texts. (Bounded: see TokenCache.)
     cache: TokenCache = field(default_factory=lambda: TokenCache(max_chars=CACHED_CHARS))
+    # The estimators the run measures (its default first, `compactlab.runs.report_inputs`); None: no token estimation.
+    estimators: tuple[str, ...] | None = None
 
     def replay_file(self, transcripts: tuple[Transcript, ...]) -> tuple[str | None, list[Replays]]:
         """The file's hash for the run's metadata (taken here, beside the other reading, not by the
@@ -162,7 +165,13 @@ class TranscriptJob:
         return Replays(labels, written, self._results(plan.transcript, arrays, compaction_rows))
 
     def _results(self, transcript: Transcript, arrays, compaction_rows: list[dict]) -> TranscriptResults:
-        """What the run keeps of the transcript: of its new rows, and of those committed before --resume."""
+        """What the run keeps of the transcript (with what its report needs of it, computed here
+        where its messages are: `compactlab.runs.report_inputs`)."""
+        measured = estimated(transcript, list(self.estimators), self.cache) if self.estimators else None
+        return self._row_results(transcript, arrays, compaction_rows).with_inputs(session_facts(transcript), measured)
+
+    def _row_results(self, transcript: Transcript, arrays, compaction_rows: list[dict]) -> TranscriptResults:
+        """Of its new rows, and of those committed before --resume."""
         earlier = self.committed.get(transcript.id)
         if not earlier:
             return transcript_results(arrays, compaction_rows, [transcript], self.prices)

@@ -117,7 +117,7 @@ def test_pareto_labels_never_overlap_on_a_crowded_sweep(codex_sweep: SharedRun) 
     from compactlab.report.run_data import figures_and_recommendation, load_run
     from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS, grid
 
-    run = load_run(codex_sweep.folder, reload_transcripts=False)
+    run = load_run(codex_sweep.folder)
     figures, recommendation = figures_and_recommendation(run)
     boxes: list = []
     svg, key = pareto_chart(figures, recommendation, colours_for(run.labels), placed=boxes)

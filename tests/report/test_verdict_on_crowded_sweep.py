@@ -48,7 +48,7 @@ def test_identical_settings_are_one_note_not_one_per_pair(crowded: Path) -> None
 
 
 def test_the_pareto_plot_names_only_the_frontier_and_the_pick(crowded: Path) -> None:
-    run = load_run(crowded, reload_transcripts=False)
+    run = load_run(crowded)
     figures, recommendation = figures_and_recommendation(run)
     boxes: list = []
     svg, key = pareto_chart(figures, recommendation, colours_for(run.labels), placed=boxes)

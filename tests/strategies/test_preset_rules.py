@@ -18,6 +18,7 @@ from compactlab.report.run_data import load_run
 from compactlab.report.run_report import metadata_context
 from compactlab.runs import runs
 from compactlab.runs.run_config import RunConfig, strategy_config
+from compactlab.runs.run_summary import write_summary
 from compactlab.strategies.presets import RULES
 from compactlab.strategies.prune import Prune
 from compactlab.strategies.registry import get_strategy
@@ -269,7 +270,7 @@ def test_the_report_says_which_window_each_preset_ran_at_and_where_it_cannot_fir
         window=64_000,
         strategies=tuple(strategy_config(name, "test") for name in ("seed-001", "pi", "summarize")),
     )
-    runs.run(config, tmp_path / "run", progress=False)
+    write_summary(runs.run(config, tmp_path / "run", progress=False), config)  # (the report reads summary.json)
     shown = {s["label"]: s["window"] for s in metadata_context(load_run(tmp_path / "run"))["strategies"]}
     scaled = "64,000 (the preset's absolute sizes scaled by 64,000 ÷ the model's real window)"
     assert shown["seed-001"] == f"{scaled}; its trigger lies above the window in 1 session: it never fires there"
