@@ -232,35 +232,31 @@ class Trigger:
             return self
         return replace(self, reserve_tokens=max(matches, key=lambda match: len(match[0]))[1], reserve_by_model=())
 
+    def levels(self, window: int) -> list[tuple[float, Reason]]:
+        """The trigger's one definition: each of its rules as the smallest context size it fires at
+        and the reason it gives, in the order `check` asks them (the first that fires names the
+        compaction). Every rule is a lower bound on the size, so `fires_from` is their minimum and
+        a replay finds the first call the trigger fires at without asking call by call."""
+        levels: list[tuple[float, Reason]] = []
+        if self.critical is not None:
+            levels.append((self.critical * window, "critical"))
+        if self.warning is not None:
+            levels.append((self.warning * window, "warning"))
+        if self.warning is None and self.critical is None:
+            levels.append((self.fraction * window, "threshold"))
+        if self.absolute:
+            levels.append((self.absolute, "threshold"))
+        if self.reserve_tokens:
+            levels.append((window - self.reserve_tokens + 1, "threshold"))  # over window − reserve: sizes are whole tokens
+        return levels
+
     def check(self, tokens: int, window: int) -> Reason | None:
-        """Why a context of `tokens` in `window` must be compacted, or None when it need not be."""
-        if self.critical is not None and tokens >= self.critical * window:
-            return "critical"
-        if self.warning is not None and tokens >= self.warning * window:
-            return "warning"
-        if self.warning is None and self.critical is None and tokens >= self.fraction * window:
-            return "threshold"
-        if self.absolute and tokens >= self.absolute:
-            return "threshold"
-        if self.reserve_tokens and tokens > window - self.reserve_tokens:
-            return "threshold"
-        return None
+        """Why a context of `tokens` (whole tokens) in `window` must be compacted, or None when it need not be."""
+        return next((reason for size, reason in self.levels(window) if tokens >= size), None)
 
     def fires_from(self, window: int) -> float:
-        """The smallest context size `check` fires at (inf: never). Every rule is a lower bound on
-        the size, so a replay can find the first call it fires at without asking call by call."""
-        levels: list[float] = []
-        if self.critical is not None:
-            levels.append(self.critical * window)
-        if self.warning is not None:
-            levels.append(self.warning * window)
-        if self.warning is None and self.critical is None:
-            levels.append(self.fraction * window)
-        if self.absolute:
-            levels.append(self.absolute)
-        if self.reserve_tokens:
-            levels.append(window - self.reserve_tokens + 1)  # sizes are whole tokens
-        return min(levels, default=math.inf)
+        """The smallest context size `check` fires at (inf: never)."""
+        return min((size for size, _ in self.levels(window)), default=math.inf)
 
     def target_tokens(self, window: int) -> int:
         """The size a compaction aims to get under in `window`."""

@@ -1,7 +1,13 @@
-"""Shared test helpers: where the bundled and the shared real transcripts are."""
+"""Shared test helpers: where the bundled and the shared real transcripts are, and the real runs that
+the tests of several files read (made once per test session)."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -31,3 +37,56 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.skip(f"the shared real transcripts are not at {SHARED}")
     return SHARED
+
+
+# --- real runs made once per test session -----------------------------------------------------------
+# A run takes seconds to minutes; tests that only read what a run wrote share one. They must never
+# change it: a test that needs a changed run copies it first (shutil.copytree). Each shared run's files
+# are fingerprinted when it is made and again when the session ends, so a test that wrote into one
+# fails the session instead of quietly changing what the tests after it read.
+
+
+@dataclass(frozen=True)
+class SharedRun:
+    folder: Path  # what `compactlab run` or `sweep` wrote
+    printed: str  # what it printed
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    """Every file under `folder` by its path, with the SHA-256 of its bytes."""
+    return {
+        path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _made_once(folder: Path, argv: list[str]) -> Iterator[SharedRun]:
+    from compactlab.cli.main import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(argv)
+    assert code == 0, printed.getvalue()
+    before = fingerprint(folder)
+    yield SharedRun(folder, printed.getvalue())
+    after = fingerprint(folder)
+    changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+    assert changed == [], f"a test changed the shared run {folder} (copy it first): {changed}"
+
+
+@pytest.fixture(scope="session")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRun]:
+    """`compactlab run` on four bundled files and four strategies (tests/report_runs.py: SMALL_FILES,
+    SMALL_STRATEGIES), leniently, as a user runs it: the run directory and its report."""
+    from tests.report_runs import small_run_argv
+
+    out = tmp_path_factory.mktemp("shared-small-run") / "run"
+    yield from _made_once(out, small_run_argv(out))
+
+
+@pytest.fixture(scope="session")
+def codex_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRun]:
+    """`compactlab sweep` of the default grid on the bundled Codex rollouts: a crowded sweep (72 settings)."""
+    out = tmp_path_factory.mktemp("shared-codex-sweep") / "sweep"
+    yield from _made_once(out, ["sweep", "--dataset", "codex-rollouts", "--out", str(out)])

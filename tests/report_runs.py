@@ -27,15 +27,19 @@ END = "</html>"
 HOSTILE = f"{SCRIPT} {IMG} {END}"
 
 
-def make_run(out: Path, files: list[Path], strategies: tuple[str, ...]) -> Path:
+def run_argv(out: Path, files: list[Path], strategies: tuple[str, ...]) -> list[str]:
     """`compactlab run` as a user runs it (it writes the report too)."""
-    code = main(["run", "--dataset", *map(str, files), "--strategy", *strategies, "--lenient", "--out", str(out)])
-    assert code == 0
+    return ["run", "--dataset", *map(str, files), "--strategy", *strategies, "--lenient", "--out", str(out)]
+
+
+def make_run(out: Path, files: list[Path], strategies: tuple[str, ...]) -> Path:
+    assert main(run_argv(out, files, strategies)) == 0
     return out
 
 
-def small_run(out: Path) -> Path:
-    return make_run(out, [bundled(dataset, stem) for dataset, stem in SMALL_FILES], SMALL_STRATEGIES)
+def small_run_argv(out: Path) -> list[str]:
+    """The small run, made once per test session (the `small_run` fixture of tests/conftest.py)."""
+    return run_argv(out, [bundled(dataset, stem) for dataset, stem in SMALL_FILES], SMALL_STRATEGIES)
 
 
 def hostile_file(folder: Path) -> Path:

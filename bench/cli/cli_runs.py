@@ -48,6 +48,11 @@ def add_run_commands(commands, command) -> None:
     run.add_argument(
         "--all-pairs", action="store_true", help="also compare every pair of settings (summary.json's all_pairs, the report)"
     )
+    run.add_argument(
+        "--no-estimation",
+        action="store_true",
+        help="do not measure the token estimators on the run's sessions (`estimation = false`; the report then leaves them out)",
+    )
     run.set_defaults(run=run_run)
 
     sweep = command(
@@ -156,6 +161,8 @@ def _run_config(args: argparse.Namespace, strategies=None):
         changes["context_windows"] = {**config.context_windows, **dict(parse_override(text) for text in args.context_window)}
     if args.lenient:
         changes["lenient"] = True
+    if getattr(args, "no_estimation", False):
+        changes["estimation"] = False
     if args.max_cost is not None:
         if not args.max_cost > 0:
             raise ValueError(f"--max-cost: {args.max_cost:g} out of range: a budget in USD > 0")

@@ -69,16 +69,16 @@ def session_figures(transcript: Transcript, strategy: str, window: int, pieces: 
     if replayed is None:
         return dict.fromkeys(FIGURES, 0)
     calls = replayed.calls
-    done = [row for row in replayed.compactions if row.failed is None]
+    done = [row for row in replayed.compactions if row.event.failed is None]
     return {
         "sessions": 1,
         "calls": len(calls["full_tokens"]),
         "compactions": sum(1 for row in done),
         # Emergency compactions (the call was over the window), and compactions that left the context
         # at or above the trigger (their kept part alone is too large for the window).
-        "emergencies": sum(1 for row in done if row.reason in ("overflow", "silent_overflow")),
-        "left_high": sum(1 for row in done if row.tokens_after >= TRIGGER_SHARE * window),
-        "stalls": sum(1 for row in replayed.compactions if row.stalled) + sum(calls["noop_before"]),
+        "emergencies": sum(1 for row in done if row.event.reason in ("overflow", "silent_overflow")),
+        "left_high": sum(1 for row in done if row.event.tokens_after >= TRIGGER_SHARE * window),
+        "stalls": sum(1 for row in replayed.compactions if row.event.stalled) + sum(calls["noop_before"]),
         # Calls after a first compaction, and those of them sent at 0.8 to 1.0 of the window: a
         # compacted context that sits there has kept too much for the next messages.
         "after_compaction": sum(1 for n in calls["compactions_so_far"] if n),

@@ -91,7 +91,7 @@ def crowded_figures(out: Path) -> dict:
     code, printed = _cli(["sweep", "--dataset", "codex-rollouts", "--out", str(sweep)])
     page = (sweep / "report.html").read_text(encoding="utf-8")
     summary = json.loads((sweep / "summary.json").read_text())
-    run = load_run(sweep, reload_transcripts=False)
+    run = load_run(sweep)
     figures, recommendation = figures_and_recommendation(run)
     boxes: list = []
     _, key = pareto_chart(figures, recommendation, colours_for(run.labels), placed=boxes)

@@ -47,7 +47,22 @@ as the agent it models does, and its error is then the agent's.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+import numpy as np
+
 from compactlab.tokens.metering import NOTHING_WRITTEN, Written
+
+# The kernel below is the only place these sizes are computed. The uncompacted replay and the walk
+# call it on one call's numbers (floats), the coasting fast path on a stretch of calls at once
+# (arrays): the same additions in the same order, rounded half to even both ways (`round` and
+# `np.rint`), so the two agree to the token (tests/replay/test_fast_path_equals_plain.py).
+Number = TypeVar("Number", float, np.ndarray)
+
+
+def _whole(value):
+    """`value` rounded to whole tokens: an int for one call, an array of whole floats for many."""
+    return np.rint(value) if isinstance(value, np.ndarray) else round(value)
 
 
 def measured_ratio(recorded: int, fixed: float, estimated: float) -> float:
@@ -58,15 +73,22 @@ def measured_ratio(recorded: int, fixed: float, estimated: float) -> float:
     return 1.0
 
 
-def measured_size(fixed: float, estimated: float, ratio: float, written: Written = NOTHING_WRITTEN) -> int:
+def measured_size(fixed: float, estimated: Number, ratio: Number, written: Written = NOTHING_WRITTEN):
     """The measured size of a prompt whose messages are estimated at `estimated`, `written` of it
-    summaries (their estimate is in `estimated`; with none, `fixed + estimated × ratio` exactly)."""
-    return round(fixed + written.tokens + (estimated - written.estimate) * ratio)
+    summaries (their estimate is in `estimated`; with none, `fixed + estimated × ratio` exactly).
+    Over arrays (`estimated`, `ratio`: one entry per call), each call's."""
+    return _whole(fixed + written.tokens + (estimated - written.estimate) * ratio)
 
 
-def hybrid_tokens(known: tuple[int, int], history_before: float, history: list[float]) -> int:
-    """The hybrid estimator's count before a call: the last prompt's size (and its output) plus the
-    estimate of the messages since. `known`: (index of the first message not covered, tokens);
-    `history`: running sums of the messages' estimates; `history_before`: the sum before the call."""
-    covered, tokens = known
-    return round(tokens + history_before - history[covered])
+def own_estimate(estimated: Number, prompt_overhead: float, offset: float):
+    """What an estimator without usage counts before a call, as the agent it models would: the
+    estimate of the context's messages, the per-prompt framing and the per-session constant."""
+    return _whole(estimated + prompt_overhead + offset)
+
+
+def hybrid_tokens(anchor: Number, history_before: Number, history_covered: Number):
+    """The hybrid estimator's count before a call: the last prompt's size (with its output, as the
+    harness anchors it: `anchor`) plus the estimate of the messages since, the difference of the
+    running sums of the messages' estimates before the call (`history_before`) and before the first
+    message the anchor does not cover (`history_covered`)."""
+    return _whole(anchor + history_before - history_covered)

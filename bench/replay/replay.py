@@ -31,10 +31,11 @@ from dataclasses import dataclass, field, replace
 from compactlab.compaction.engine import Engine
 from compactlab.contract import Strategy, Summarizer
 from compactlab.replay.fast.coasting import Coasting
-from compactlab.replay.fast.prefix import start_at
+from compactlab.replay.row_schema import CALL_COLUMNS, CallColumns, CompactionRow
 from compactlab.replay.strategy_config import StrategyConfig, estimator_of, harness_of, window_and_trigger
 from compactlab.replay.uncompacted import Uncompacted, uncompacted
-from compactlab.replay.walk import CALL_COLUMNS, CallColumns, CompactionRow, Walk
+from compactlab.replay.walk import Walk
+from compactlab.scoring.compaction_scores import compaction_scores
 from compactlab.strategies.recorded import Recorded
 from compactlab.strategies.registry import get_strategy, resolved
 from compactlab.tokens.context_windows import ContextWindows
@@ -121,8 +122,7 @@ def _step(setup: _Setup, index: int) -> None:
     call's row, then the message appended to the context."""
     walk, engine, message = setup.walk, setup.engine, setup.transcript.messages[index]
     if index in setup.markers:
-        walk.real_compaction_seen = True
-        walk.compaction_marker_since_call = True
+        walk.production_compaction()
         if setup.recorded_mode:
             marker = setup.markers[index]
             if setup.recorded is not None:  # the production agent's own summary and what it kept
@@ -151,7 +151,21 @@ def _replayed(setup: _Setup, shared_calls: int) -> Replayed:
     # A real compaction no call followed is checked against Claude Code's own /context reading.
     readings = readings_after_compactions(setup.transcript) if setup.recorded_mode else None
     compactions = with_readings(walk.compactions, readings) if readings is not None else walk.compactions
-    return Replayed(walk.columns(), compactions, walk.compacted, shared_calls)
+    return Replayed(walk.columns(), _scored(setup, compactions), walk.compacted, shared_calls)
+
+
+def _scored(setup: _Setup, rows: list[CompactionRow]) -> list[CompactionRow]:
+    """The compaction rows with their scores, made after the walk from the contexts it kept (as
+    the model judge scores them, `compactlab.scoring.judge`); a failed compaction has none."""
+    messages, walk = setup.transcript.messages, setup.walk
+    scored = []
+    for row, before, after in zip(rows, walk.before, walk.compacted):
+        if row.event.failed is None:
+            # Every compaction of the recorded mode is the production agent's own (a real one).
+            preservation, reacquired = compaction_scores(messages, row.message_index, before, after, setup.recorded_mode)
+            row = replace(row, preservation=preservation, reacquisition=reacquired)
+        scored.append(row)
+    return scored
 
 
 def replay_plain(
@@ -194,7 +208,7 @@ def replay(
     else:
         first = base.first_stop(engine.fires_from())
         start = len(transcript.messages) if first is None else base.positions[first]
-    start_at(walk, start)
+    walk.start_at(start)
     coasting = Coasting()
     index = start
     while index < len(transcript.messages):

@@ -17,7 +17,7 @@ import numpy as np
 
 from compactlab.compaction.overflow import silent_overflow
 from compactlab.memo import IdentityMemo
-from compactlab.replay.prompt_size import hybrid_tokens, measured_ratio, measured_size
+from compactlab.replay.prompt_size import hybrid_tokens, measured_ratio, measured_size, own_estimate
 from compactlab.tokens.estimators import Hybrid
 from compactlab.tokens.metering import Meter
 
@@ -124,9 +124,9 @@ def _compute(meter: Meter, window: int, anchor_output: bool) -> Uncompacted:
         if call is not None:
             real_compaction_seen = first_marker <= index
             if known is None or not uses_usage:
-                trigger_tokens.append(round(running + prompt_overhead + offset))
+                trigger_tokens.append(own_estimate(running, prompt_overhead, offset))
             else:  # hybrid: the last prompt's size plus the messages after it
-                trigger_tokens.append(hybrid_tokens(known, running, history))
+                trigger_tokens.append(hybrid_tokens(known[1], running, history[known[0]]))
             # After the production agent compacted, the recorded count describes its compacted
             # prompt, not this history: the history is sized with the last ratio measured before.
             full = measured_size(overhead, running, ratio) if real_compaction_seen else call.prompt_tokens

@@ -2,88 +2,30 @@
 
 A `Walk` holds what a replay knows between calls: the context (the last compaction's result
 followed by the transcript's later messages), the running estimate of the context, the last
-prompt's size (the hybrid trigger's anchor), and the rows written so far. Sizes follow
-`compactlab.replay.prompt_size`. `compactlab.replay.replay` drives it call by call and asks the engine when to compact; the
-token arithmetic is the same as the shared uncompacted replay's (`compactlab.replay.uncompacted`), in the
-same order, so the rows a setting copies from there equal the ones it would have walked.
+prompt's size (the hybrid trigger's anchor), and the rows written so far. `compactlab.replay.replay`
+drives it call by call and asks the engine when to compact. Every size comes from the one kernel
+in `compactlab.replay.prompt_size`, which the shared uncompacted replay (`compactlab.replay.uncompacted`)
+and the coasting fast path call too, so the rows a setting copies from there equal the ones it
+would have walked. Only the walk writes its state: what the fast path computes it hands over
+through `start_at` and `coasted`, and the replay notes a production compaction with
+`production_compaction`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import replace
 
 from compactlab.compaction.engine import CompactionEvent
 from compactlab.compaction.overflow import silent_overflow
 from compactlab.contract import Context
-from compactlab.replay.prompt_size import hybrid_tokens, measured_size
+from compactlab.replay.prompt_size import hybrid_tokens, measured_size, own_estimate
+from compactlab.replay.row_schema import CALL_COLUMNS, CallColumns, CompactionRow
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.replay.uncompacted import COLUMNS, Uncompacted
-from compactlab.scoring.preservation import preservation_at
-from compactlab.scoring.reacquisition import reacquisition_json
-from compactlab.scoring.recoverability import loss_json, loss_split
-from compactlab.scoring.summary_recall import recall_json, summary_recall_at
 from compactlab.tokens.estimators import Hybrid
 from compactlab.tokens.metering import NOTHING_WRITTEN
 from compactlab.transcripts.model import Message, Transcript
-
-K_STEPS = (1, 5)
-
-# The per-call rows of a replay, as columns (one list per name; a replay has thousands of calls):
-#   transcript, config, call (number), message_index, model, window,
-#   recorded_prompt_tokens, output_tokens: what the source recorded for this call;
-#   full_tokens, context_tokens, prefix_tokens, full_prefix_tokens: see `compactlab.replay.replay`'s docstring;
-#   compactions_so_far; compacted_before: a compaction happened right before this call;
-#   noop_before: attempts right before this call whose strategy changed nothing (no compaction);
-#   over_window: the replayed prompt would still not fit.
-CALL_COLUMNS = (
-    "transcript",
-    "config",
-    "call",
-    "message_index",
-    "model",
-    "window",
-    "recorded_prompt_tokens",
-    "output_tokens",
-    "full_tokens",
-    "context_tokens",
-    "prefix_tokens",
-    "full_prefix_tokens",
-    "compactions_so_far",
-    "compacted_before",
-    "noop_before",
-    "over_window",
-)
-CallColumns = dict[str, list]
-
-
-@dataclass(frozen=True)
-class CompactionRow:
-    transcript: str
-    config: str
-    call: int
-    message_index: int
-    reason: str
-    strategy: str
-    tokens_before: int
-    tokens_after: int
-    messages_before: int
-    messages_after: int
-    messages_removed: int
-    summarizer_input_tokens: int
-    summarizer_output_tokens: int
-    summarizer_cost_usd: float | None
-    prompt_hash: str | None
-    note: str
-    failed: str | None
-    stalled: bool
-    summary: str | None
-    preservation: dict = field(default_factory=dict)  # {"k1": {...}, "k5": {...}}
-    # For recorded compactions: the replay's predicted prompt of the next call vs the recorded one.
-    fidelity_predicted: int | None = None
-    fidelity_recorded: int | None = None
-    # For recorded compactions: what the agent re-acquired after it (`compactlab.scoring.reacquisition`).
-    reacquisition: dict | None = None
 
 
 class Walk:
@@ -121,7 +63,8 @@ class Walk:
         self.noops_since_call = 0
         self.previous_prompt: tuple[tuple[Message, ...], int, int] = ((), 0, 0)  # (head, tail_start, end) at the last call
         self.compactions: list[CompactionRow] = []
-        self.compacted: list[tuple[Message, ...]] = []
+        self.compacted: list[tuple[Message, ...]] = []  # each compaction's context after it
+        self.before: list[tuple[Message, ...]] = []  # and before it
         self.last_built: Context | None = None
         # The last context the engine's meter counted anew (a compaction's result) with the running
         # sums of its messages' estimates: the walk takes its size and the cache model its shared
@@ -161,15 +104,74 @@ class Walk:
         """The estimate of the first `count` messages of the last counted context (as `sum` adds them)."""
         return self.counted[1][count - 1] if count else 0
 
-    def _own_estimate(self) -> int:
-        """The running estimate of the walk's context, as the engine's meter would count it."""
-        return round(self.context_sum + self.meter.local.prompt_overhead + self.meter.offset)
-
     def trigger_tokens(self, index: int) -> int:
         """What the engine's trigger sees before the call at `index` (`compactlab.replay.prompt_size`)."""
         if self.known is None or not self.uses_usage:
-            return self._own_estimate()
-        return hybrid_tokens(self.known, self.base.history_tokens[index], self.base.history_tokens)
+            return own_estimate(self.context_sum, self.meter.local.prompt_overhead, self.meter.offset)
+        history = self.base.history_tokens
+        return hybrid_tokens(self.known[1], history[index], history[self.known[0]])
+
+    def start_at(self, index: int) -> None:
+        """Take over the uncompacted replay's rows and running state before message `index`: until a
+        setting first compacts, its replay is the recorded session itself, which every setting of a
+        transcript shares (`compactlab.replay.uncompacted`). Equals walking those calls."""
+        base = self.base
+        calls = base.calls_before(index)
+        for name in COLUMNS:
+            self.rows[name] = base.columns[name][:calls]
+        self.compactions_so_far = [0] * calls
+        self.compacted_before = [False] * calls
+        self.noop_before = [0] * calls
+        previous = base.positions[calls - 1] if calls else -1
+        self.previous_prompt = ((), 0, max(previous, 0))
+        self.context_sum = base.history_tokens[index]
+        self.known = base.known_usage[index]
+        self.real_compaction_seen = bool(base.markers) and base.markers[0] < index
+        self.compaction_marker_since_call = base.marker_between(previous, index)
+
+    def production_compaction(self) -> None:
+        """The production agent compacted before the next message: from here on its recorded counts
+        describe its compacted prompts, and only the system prompt and tools stay cached."""
+        self.real_compaction_seen = True
+        self.compaction_marker_since_call = True
+
+    def coasted(
+        self, index: int, stop: int, count: int, context_tokens: list[int], over_window: list[bool], context_sum: float
+    ) -> None:
+        """Take the rows of the `count` calls from message `index` on that the fast path sized in
+        bulk (`compactlab.replay.fast.coasting`: their `context_tokens` and `over_window`), with no
+        compaction among them, and move on to message `stop` as `append` would (`context_sum`: the
+        context's estimate there)."""
+        base, rows = self.base, self.rows
+        first = base.calls_before(index)
+        end = first + count
+        last_call = base.positions[end - 1] if count else index - 1
+        if count:
+            for name in (
+                "message_index",
+                "model",
+                "recorded_prompt_tokens",
+                "output_tokens",
+                "full_tokens",
+                "full_prefix_tokens",
+            ):
+                rows[name] += base.columns[name][first:end]  # as the uncompacted replay's: they do not depend on the context
+            # Append-only between calls: the previous prompt is cached, as far as it reaches.
+            rows["prefix_tokens"] += map(min, [rows["context_tokens"][-1], *context_tokens[:-1]], context_tokens)
+            rows["context_tokens"] += context_tokens
+            rows["over_window"] += over_window
+            self.compactions_so_far += [self.head.compactions] * count
+            self.compacted_before += [False] * count
+            self.noop_before += [0] * count
+            self.previous_prompt = (self.head.messages, self.tail_start, last_call)
+        # The production agent's compactions passed on the way, as the call-by-call loop notes them.
+        since_last_call = base.marker_between(last_call, stop)
+        self.compaction_marker_since_call = since_last_call or (self.compaction_marker_since_call and not count)
+        self.real_compaction_seen = self.real_compaction_seen or base.marker_between(index - 1, stop)
+        self.context_sum = context_sum
+        if count:  # as `append` after the last call rowed
+            reply = int(base.anchor_output)
+            self.known = (last_call + reply, rows["context_tokens"][-1] + base.columns["output_tokens"][end - 1] * reply)
 
     def append(self, index: int) -> None:
         self.context_sum = self.context_sum + self.base.message_tokens[index]
@@ -264,30 +266,19 @@ class Walk:
                 self.written = self.meter.written(context.messages)
             self.head, self.tail_start, self.known = context, index, None
             self.last_built = context
-        scores = {}
-        if not event.failed:
-            found = preservation_at(self.transcript.messages, index, context.messages, K_STEPS)
-            recalls = summary_recall_at(self.transcript.messages, index, before.messages, context.messages, K_STEPS)
-            scores = {f"k{k}": _score_json(score) | recall_json(recalls[k]) for k, score in found.items()}
-            # The lost items of the widest k by recoverability, and what getting them back would cost.
-            widest = max(K_STEPS)
-            scores[f"k{widest}"] |= loss_json(loss_split(self.transcript.messages, index, found[widest].lost, widest))
-        # A real compaction (its fidelity is pending): the recorded continuation says what was really gone.
-        reacquired = reacquisition_json(self.transcript.messages, index, context.messages) if real and not event.failed else None
-        note = event.note + (f"; its next prompt is no test of the replay: {excluded}" if excluded else "")
+        # Scored after the replay (`compactlab.replay.replay`), from the contexts kept here.
         self.compactions.append(
             CompactionRow(
                 transcript=self.transcript.id,
                 config=self.config.label,
                 call=len(self.rows["full_tokens"]),
                 message_index=index,
+                event=event,
                 summary=context.summary,
-                preservation=scores,
-                reacquisition=reacquired,
-                **{f.name: getattr(event, f.name) for f in fields(CompactionEvent) if f.name not in ("changed", "note")},
-                note=note,
+                excluded=excluded,
             )
         )
+        self.before.append(before.messages)
         self.compacted.append(context.messages)
         if not event.failed:
             self.compacted_since_call = True
@@ -314,14 +305,6 @@ def _shared_prefix(previous: Sequence[Message], current: Sequence[Message]) -> i
             break
         shared += 1
     return shared
-
-
-def _score_json(score) -> dict:
-    return {
-        "score": score.score,
-        "needed": [f"{i.kind}:{i.text}" for i in score.needed],
-        "lost": [f"{i.kind}:{i.text}" for i in score.lost],
-    }
 
 
 def _with_fidelity(row: CompactionRow, predicted: int, recorded: int) -> CompactionRow:

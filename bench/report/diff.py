@@ -7,8 +7,7 @@ the metric's tolerance in the good direction is "better", in the bad one "worse"
 Only `transcripts.csv` and `config.json` of each run are needed (plus sweep.json if there is one).
 Like the leaderboard, the comparison leaves out `recorded` and transcripts with damaged records.
 The metrics, their labels, directions and tolerances are those of `compactlab.results.catalogue.REPORTED`, and
-a run's recommendation is its summary.json's (`compactlab.results.recommendation`, computed the same way from
-transcripts.csv for a run whose summary.json predates it).
+a run's recommendation is its summary.json's (`compactlab.results.recommendation`).
 """
 
 from __future__ import annotations
@@ -145,7 +144,7 @@ def fmt(value: float, kind: str, signed: bool = False) -> str:
 
 
 def recommendations(diff: RunDiff) -> tuple[Recommendation, Recommendation]:
-    return figures_and_recommendation(diff.a, resamples=1_000)[1], figures_and_recommendation(diff.b, resamples=1_000)[1]
+    return figures_and_recommendation(diff.a)[1], figures_and_recommendation(diff.b)[1]
 
 
 def format_diff(diff: RunDiff, limit: int = 25) -> str:

@@ -4,7 +4,7 @@ The `recorded` strategy replays the production agent's own compactions, so its r
 production summary and the replay's prediction of the next prompt against the recorded one. For
 each of them, every other strategy's compaction in the same session nearest to that call (at or
 before it on a tie) is shown beside it. Sources without LLM calls (condenser logs) cannot be
-replayed; their production summaries are listed from the reloaded transcripts.
+replayed; their production summaries are listed from what the run wrote of them (sessions.json).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def real_compactions_context(run: RunData) -> dict[str, Any]:
                 "untouched": _untouched(run, row),
             }
         )
-    return {"shown": shown, "condenser": _unreplayed(run), "load_error": run.load_error}
+    return {"shown": shown, "condenser": _unreplayed(run), "sessions_recorded": bool(run.sessions)}
 
 
 def _others(run: RunData, real: dict) -> list[dict[str, Any]]:
@@ -97,17 +97,17 @@ def _unreplayed(run: RunData) -> list[dict[str, Any]]:
     """Production summaries of sessions the replay skipped because they hold no LLM calls."""
     replayed = set(run.transcripts["transcript"])
     rows = []
-    for transcript in run.loaded.transcripts:
-        if transcript.id in replayed or transcript.calls or not transcript.compactions:
+    for transcript, facts in run.sessions.items():
+        if transcript in replayed:
             continue
-        for marker in transcript.compactions:
-            text = marker.summary or ""
+        for marker in facts["unreplayed"]:
+            text = marker["summary"]
             rows.append(
                 {
-                    "transcript": transcript.id,
-                    "format": transcript.source_format,
-                    "trigger": marker.trigger,
-                    "messages": f"{marker.at_message:,}",
+                    "transcript": transcript,
+                    "format": facts["format"],
+                    "trigger": marker["trigger"],
+                    "messages": f"{marker['at_message']:,}",
                     "chars": f"{len(text):,}",
                     "summary": text[:CONDENSER_SUMMARY_CHARS],
                     "cut": f"{max(0, len(text) - CONDENSER_SUMMARY_CHARS):,}" if len(text) > CONDENSER_SUMMARY_CHARS else "",

@@ -32,7 +32,7 @@ from compactlab.results.same_by_construction import rendered_prompts
 from compactlab.runs.run_config import RunConfig, strategies_of_run, windows_of
 from compactlab.runs.run_files import write_atomic
 from compactlab.strategies.registry import get_strategy
-from compactlab.tokens.estimation import EstimationResult, run_estimation, summarize
+from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, IN_SAMPLE, summarize
 
 TITLE = "compactlab: which compaction strategy, at what cost"
 NAV = (
@@ -57,7 +57,7 @@ def write_run_report(
     `progress`: show on stderr which section is being written (several seconds on a large run)."""
     with tqdm(total=8, desc="report", unit="step", disable=not progress, leave=False) as bar:
         bar.set_postfix_str("reading the run")
-        run = load_run(run_dir, reload_transcripts=True)
+        run = load_run(run_dir)
         bar.update()
         path = Path(out) if out is not None else Path(run_dir) / "report.html"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,12 +84,10 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     overview["pareto_svg"], overview["pareto_key"] = pareto_chart(figures, recommendation, colours) if len(figures) else ("", [])
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
     step("token estimation")
-    # One estimation of the run's transcripts, for its section and for the trust section's figures.
-    estimated = run_estimation(run.loaded.transcripts) if estimation and run.loaded.transcripts else None
     if estimation:
-        sections.append(_estimation_section(run, estimated))
+        sections.append(_estimation_section(run))
     step("how far to trust these numbers")
-    sections.append(Markup(env.get_template("run_trust.html.j2").render(**trust_context(run, estimated))))
+    sections.append(Markup(env.get_template("run_trust.html.j2").render(**trust_context(run))))
     step("session by session")
     sections.append(Markup(env.get_template("run_transcripts.html.j2").render(**transcripts_context(run, colours))))
     step("real compactions")
@@ -106,22 +104,23 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     return render_page(sections, TITLE, nav=nav, lead=lead)
 
 
-def _estimation_section(run: RunData, result: EstimationResult | None) -> Markup:
-    if result is None:
-        reason = run.load_error or "no transcripts"
+def _estimation_section(run: RunData) -> Markup:
+    """The estimation the run measured, on the benchmark's estimators (the run's settings may add others, for the trust section)."""
+    if run.estimation is None:
         return Markup(
-            environment()
-            .from_string(
-                '<section id="estimation"><h2>Token estimation</h2><p class="warn">Not shown: the run\'s sessions could not be reloaded ({{ reason }}).</p></section>'
-            )
-            .render(reason=reason)
+            '<section id="estimation"><h2>Token estimation</h2><p class="warn">Not measured by this run (a sweep never '
+            "measures it; <code>compactlab run</code> does unless <code>estimation = false</code>): "
+            "<code>compactlab estimate</code> on the run's datasets measures it.</p></section>"
         )
+    result = run.estimation.result
+    shown = result.calls[result.calls["estimator"].isin((*DEFAULT_ESTIMATORS, IN_SAMPLE))]
+    result = replace(result, calls=shown.reset_index(drop=True)) if len(shown) < len(result.calls) else result
     return render_estimation_section(result, summarize(result.calls))
 
 
 def metadata_context(run: RunData) -> dict[str, Any]:
     config, meta, left = run.config, run.meta, run.summary.get("left_out", {})
-    reasons = {t.id: _reasons(t) for t in run.loaded.transcripts if t.skipped}
+    reasons = {t: facts["skipped"] for t, facts in run.sessions.items() if facts["skipped"]}
     damaged = [{"id": k, "count": v, "reasons": reasons.get(k, "")} for k, v in sorted(left.get("skipped_records", {}).items())]
     window = config.get("window") or 0
     ran_at = _windows(run)
@@ -140,8 +139,7 @@ def metadata_context(run: RunData) -> dict[str, Any]:
         ),
         "versions": sorted((meta.get("versions") or {}).items()),
         "replayed": f"{run.transcripts['transcript'].nunique()} × {len(run.labels)} strategy settings = {len(run.transcripts):,} replays",
-        "load_error": run.load_error,
-        "changed_files": list(run.changed_files),
+        "sessions_recorded": bool(run.sessions),
         "without_calls": list(left.get("transcripts_without_calls", [])),
         "damaged": damaged,
         "damaged_total": sum(d["count"] for d in damaged),
@@ -167,13 +165,6 @@ def _prompts(run: RunData) -> dict[str, Any]:
         "prompts": sorted((k, v) for k, v in hashes.items() if k in rendered),
         "prompts_not_rendered": sorted(set(hashes) - rendered),
     }
-
-
-def _reasons(transcript) -> str:
-    counts: dict[str, int] = {}
-    for record in transcript.skipped:
-        counts[record.reason] = counts.get(record.reason, 0) + 1
-    return "; ".join(f"{n}× {reason}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _fidelity(row: dict) -> dict[str, str]:
@@ -204,10 +195,8 @@ def _cost_check(rows: list[dict]) -> dict[str, str | None] | None:
 
 
 def _windows(run: RunData) -> dict[str, tuple[int, ...]]:
-    """The windows each setting's calls ran at."""
-    if run.calls.empty:
-        return {}
-    return {label: tuple(sorted(int(w) for w in group.unique())) for label, group in run.calls.groupby("config")["window"]}
+    """The windows each setting's calls ran at (a session's calls run at one window: transcripts.csv's)."""
+    return {label: tuple(sorted(int(w) for w in group.unique())) for label, group in run.transcripts.groupby("config")["window"]}
 
 
 def _window_text(entry: dict, windows: tuple[int, ...], simulated: int, run: RunData) -> str:
@@ -239,9 +228,9 @@ def _above_the_window(made: object, run: RunData) -> int:
         replace(RunConfig(), window=config.get("window") or 0, context_windows=dict(config.get("context_windows") or {}))
     )
     count = 0
-    for transcript in run.loaded.transcripts:
-        if transcript.calls:
-            window, trigger = window_and_trigger(made, None, windows, transcript.calls[0].model, transcript.context_window)
+    for facts in run.sessions.values():
+        if facts["model"] is not None:  # a session with calls
+            window, trigger = window_and_trigger(made, None, windows, facts["model"], facts["context_window"])
             count += trigger.fires_from(window) > window
     return count
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from compactlab.report.overview_section import pct
@@ -39,7 +38,8 @@ def select_transcripts(run: RunData, count: int = SHOWN_TRANSCRIPTS) -> list[str
 
 
 def source_of(run: RunData) -> dict[str, str]:
-    return {t.id: Path(t.source_path).name for t in run.loaded.transcripts}
+    """Each session's file name (sessions.json; none in a run directory of format 2)."""
+    return {t: facts["source"] for t, facts in run.sessions.items()}
 
 
 def transcripts_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]:
@@ -49,8 +49,9 @@ def transcripts_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]
     for row in run.compaction_rows:
         by_transcript.setdefault(row["transcript"], []).append(row)
     shown = []
+    drawn = run.calls_of(chosen)  # the call rows of the sessions shown, and nothing else
     for position, transcript in enumerate(chosen):
-        calls = run.calls[run.calls["transcript"] == transcript]
+        calls = drawn[drawn["transcript"] == transcript]
         real = sorted({r["call"] for r in recorded_rows(run) if r["transcript"] == transcript})
         svg, untouched = sawtooth_chart(calls, colours, real, salt=str(position))
         first = calls.drop_duplicates("call")

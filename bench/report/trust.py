@@ -11,7 +11,8 @@
 4. The replay's own size error: the measured-size rule (`compactlab.replay.prompt_size`) against the
    recorded sizes of prompts that keep a tail of the session (`compactlab.runs.prompt_size_check`).
 
-The run's summary.json holds 1 and 2; 3 and 4 are measured on the run's reloaded transcripts.
+The run's summary.json holds 1 and 2; the run measured 3 and 4 while it read its sessions, when
+it measured token estimation (`compactlab.runs.report_inputs`; a sweep does not).
 """
 
 from __future__ import annotations
@@ -19,60 +20,32 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from compactlab.report.overview_section import pct
 from compactlab.report.run_data import RunData
-from compactlab.results.leaderboard import json_records
-from compactlab.results.metrics import recorded_fidelity
-from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
-from compactlab.runs.run_config import strategies_of_run
-from compactlab.scoring.reacquisition import reacquisition_summary
+from compactlab.runs.prompt_size_check import error_table
 from compactlab.scoring.recoverability import LABELS
-from compactlab.strategies.registry import get_strategy
-from compactlab.tokens.estimation import IN_SAMPLE, EstimationResult, run_estimation, summarize_by_source
+from compactlab.tokens.estimation import IN_SAMPLE, summarize_by_source
 
 SIZE_CHECK = "python -m compactlab.runs.prompt_size_check"
 ESTIMATE = "compactlab estimate"
 
 
-def trust_context(run: RunData, estimation: EstimationResult | None) -> dict[str, Any]:
-    """`estimation`: the estimation section's result on the run's transcripts (None when the report
-    leaves that section out: the section then says where to get the figures)."""
-    estimators = run_estimators(run)
+def trust_context(run: RunData) -> dict[str, Any]:
+    estimators = run.estimation.estimators if run.estimation is not None else []
     return {
         "fidelity": _fidelity(run),
         "reacquisition": _reacquisition(run),
-        "estimators": _estimator_errors(run, estimation, estimators),
+        "estimators": _estimator_errors(run, estimators),
         "size": _size_error(run, estimators[0] if estimators else "hybrid"),
         "datasets": " ".join(run.config.get("datasets") or []) or "(the bundled datasets)",
-        "load_error": run.load_error,
     }
 
 
-def run_estimators(run: RunData) -> list[str]:
-    """The estimators the run's settings measured prompts with: the run's default first."""
-    found = [run.config.get("estimator") or "hybrid"]
-    try:
-        configs = strategies_of_run(run.config)
-    except ValueError:  # a configuration this version cannot read: the run's default only
-        configs = ()
-    for config in configs:
-        name = config.estimator
-        if name is None:
-            try:
-                name = getattr(get_strategy(config.strategy, **dict(config.settings)), "estimator", None)
-            except (KeyError, TypeError, ValueError, FileNotFoundError):  # a strategy this install cannot build
-                name = None
-        if name and name not in found:
-            found.append(name)
-    return found
+NOT_MEASURED = "the run did not measure token estimation (a sweep never does; `compactlab run` does unless `estimation = false`)"
 
 
 def _fidelity(run: RunData) -> list[dict[str, str]]:
-    rows = run.summary.get("recorded_fidelity")
-    if rows is None:  # a summary.json written before it held them
-        rows = json_records(recorded_fidelity(run.compactions))
     return [
         {
             "transcript": r["transcript"],
@@ -81,14 +54,12 @@ def _fidelity(run: RunData) -> list[dict[str, str]]:
             "recorded": f"{r['fidelity_recorded']:,.0f}",
             "error": pct(r.get("relative_error"), signed=True),
         }
-        for r in rows
+        for r in run.summary["recorded_fidelity"]
     ]
 
 
 def _reacquisition(run: RunData) -> dict[str, Any]:
-    found = (run.summary.get("trust") or {}).get("reacquisition")
-    if found is None:  # a summary.json written before it held them: from the rows, as the run computes it
-        found = reacquisition_summary(run.compactions)
+    found = run.summary["trust"]["reacquisition"]
     return {
         "rows": [
             {
@@ -118,18 +89,11 @@ def _count(back: int, of: int) -> str:
     return f"{back} of {of} ({pct(back / of, 0)})" if of else "0 of 0"
 
 
-def _estimator_errors(run: RunData, estimation: EstimationResult | None, estimators: list[str]) -> dict[str, Any]:
-    if not run.loaded.transcripts:
-        return {"rows": [], "missing": f"the run's sessions could not be reloaded ({run.load_error or 'none'})"}
-    if estimation is None:
-        return {
-            "rows": [],
-            "missing": f"the report was written without the token estimation section: `{ESTIMATE} --dataset …` on the run's datasets",
-        }
-    missing = [e for e in estimators if e not in set(estimation.calls["estimator"])]
-    calls = estimation.calls
-    if missing:  # an estimator of a setting that the estimation section does not compare
-        calls = pd.concat([calls, run_estimation(run.loaded.transcripts, missing).calls], ignore_index=True)
+def _estimator_errors(run: RunData, estimators: list[str]) -> dict[str, Any]:
+    if run.estimation is None:
+        return {"rows": [], "missing": f"{NOT_MEASURED}: `{ESTIMATE} --dataset …` on the run's datasets measures them"}
+    estimation = run.estimation.result
+    calls = estimation.calls  # (with the estimators of the run's settings that the estimation section does not compare)
     scored = calls[~calls["first_call"].astype(bool)]
     rows = []
     for name in estimators:
@@ -165,9 +129,9 @@ def _estimator_errors(run: RunData, estimation: EstimationResult | None, estimat
 
 
 def _size_error(run: RunData, estimator: str) -> dict[str, Any]:
-    if not run.loaded.transcripts:
-        return {"row": None, "why": f"the run's sessions could not be reloaded: `{SIZE_CHECK} DATASET …` measures it"}
-    table = error_table([row for t in run.loaded.transcripts for row in kept_tail_errors(t, estimator)])
+    if run.estimation is None:
+        return {"row": None, "why": f"{NOT_MEASURED}: `{SIZE_CHECK} DATASET …` measures it"}
+    table = error_table(run.estimation.size_rows)
     if table.empty:
         return {
             "row": None,

@@ -14,22 +14,26 @@ source recorded where it recorded cache splits or costs (`cost_model_check`).
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import numpy as np
 import pandas as pd
 
 from compactlab.contract import fell_back
 from compactlab.llm.prices import PriceTable, price_for
-from compactlab.replay.fast.text_codes import rows_of_each
 from compactlab.replay.replay import CallColumns, CompactionRow
 from compactlab.scoring.drift import drift_counts
 from compactlab.tokens.calibration import model_family
 
 
+def rows_of_each(coded: tuple[np.ndarray, list]) -> dict[str, np.ndarray]:
+    """Each text's row positions in a coded column (codes into its distinct texts, as
+    `pd.factorize` or `compactlab.runs.text_codes` give them; rows without a text, code -1 or None, in none)."""
+    codes, distinct = coded
+    return {value: np.flatnonzero(codes == code) for code, value in enumerate(distinct) if isinstance(value, str)}
+
+
 def _dicts(rows: list) -> list[dict]:
-    # Rows come as dataclasses from a replay, or as dicts read back from a run's JSONL files.
-    return [r if isinstance(r, dict) else asdict(r) for r in rows]
+    # Rows come as `CompactionRow`s from a replay, or as dicts read back from a run's files.
+    return [r if isinstance(r, dict) else r.values() for r in rows]
 
 
 def calls_frame(
@@ -110,9 +114,9 @@ def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
             record[f"{key}_score"] = found.get("score")
             record[f"{key}_needed"] = len(found.get("needed", []))
             record[f"{key}_lost"] = found.get("lost", [])
-            record[f"{key}_recall"] = found.get("summary_recall")  # compactlab.scoring.summary_recall (absent in older runs)
+            record[f"{key}_recall"] = found.get("summary_recall")  # compactlab.scoring.summary_recall
             record[f"{key}_summary_lost"] = found.get("summary_lost", [])
-        # Lost items by recoverability (compactlab.scoring.recoverability), on k5 (absent in older runs).
+        # Lost items by recoverability (compactlab.scoring.recoverability), on k5.
         record.update(loss_values(scores.get("k5", {})))
         records.append(record)
     frame = pd.DataFrame(records)
@@ -158,8 +162,6 @@ def transcript_summary(
     `groups`: the rows' transcript × config as `summary_groups` numbers them, when the caller has them."""
     if calls.empty:
         return pd.DataFrame()
-    if "noop_before" not in calls:  # rows of a run made before no-op attempts were counted
-        calls = calls.assign(noop_before=0)
     keys = ["transcript", "config"] if groups is None else groups[0]
     calls = calls.assign(floor_tokens=smallest_prompts(calls, keys))
     grouped = calls.groupby(keys, sort=True)
@@ -263,8 +265,8 @@ def smallest_prompts(calls: pd.DataFrame, keys) -> pd.Series:
 
 def with_derived(summary: pd.DataFrame) -> pd.DataFrame:
     """The per-session columns computed from the others (`compactlab.results.catalogue` describes each). Always
-    computed here, never read back: a table written by an earlier version (a committed reference
-    run) gets them too, and they cannot disagree with the columns they come from."""
+    computed from the others wherever a table is made or upgraded (`compactlab.runs.run_format`), so they
+    cannot disagree with the columns they come from."""
     derived = {
         # A session the setting never compacted lost nothing: without this a setting that never
         # fires would have no score at all, and could look best.
@@ -278,10 +280,7 @@ def with_derived(summary: pd.DataFrame) -> pd.DataFrame:
         ),
         "cost_change": lambda s: s["total_cost"] - s["cost_full"],
     }
-    # A table written before the recoverability split (a committed reference run) lacks its figures:
-    # unknown there (NaN: "–" on every surface), so `diff` and the report of such a run still work.
-    missing = {column: float("nan") for column in LOSS_COLUMNS if column not in summary}
-    return summary.assign(**missing, **derived)
+    return summary.assign(**derived)
 
 
 def compression_label(removed_share: float) -> str:

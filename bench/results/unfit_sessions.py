@@ -20,8 +20,8 @@ import pandas as pd
 
 def unfit_sessions(transcripts: pd.DataFrame) -> dict[str, str]:
     """Session id -> why no setting can keep it under the window, for every such session of a run's
-    per-session table (empty for a table without the floor: a run written before it was measured)."""
-    if transcripts.empty or "floor_tokens" not in transcripts or "window" not in transcripts:
+    per-session table (a floor unknown, NaN, in an upgraded table of an earlier format: none, `compactlab.runs.run_format`)."""
+    if transcripts.empty:
         return {}
     # The floor and the window are the session's, the same under every setting.
     rows = transcripts.drop_duplicates("transcript")

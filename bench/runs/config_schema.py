@@ -155,6 +155,14 @@ KEYS: tuple[Key, ...] = (
     Key("", "lenient", "boolean", "false", "skip damaged records (counted and shown) instead of stopping", "false"),
     Key(
         "",
+        "estimation",
+        "boolean",
+        "true",
+        "measure the token estimators on the run's sessions (the report's estimation section and trust figures); a sweep never does",
+        "true",
+    ),
+    Key(
+        "",
         "max_failed_share",
         "number",
         "0.0",

@@ -57,6 +57,9 @@ class RunConfig:
     summarizer: dict = field(default_factory=dict)
     judge: dict = field(default_factory=dict)  # empty: no model judge (the default, offline)
     max_failed_share: float = 0.0  # see bench/results/run_failures.py
+    # Measure the token estimators on the run's sessions while they are read (`compactlab.runs.report_inputs`):
+    # the report's estimation section and trust figures. A sweep never does (its grid does not change them).
+    estimation: bool = True
     # What one invocation may spend on LLM calls (bench/llm/concurrency.py). Not part of config.json:
     # it does not shape results, and a --resume may raise it.
     max_cost_usd: float | None = None
@@ -179,6 +182,7 @@ def config_from_data(data: dict, path: object) -> RunConfig:
         summarizer=dict(data.get("summarizer", {})),
         judge=dict(data.get("judge", {})),
         max_failed_share=float(data.get("max_failed_share", 0.0)),
+        estimation=bool(data.get("estimation", True)),
         max_cost_usd=None if data.get("max_cost_usd") is None else float(data["max_cost_usd"]),
     ).checked(path)
 
@@ -228,4 +232,5 @@ def config_json(config: RunConfig) -> dict:
         # Only when set, so the configuration of a run without a judge reads as before (--resume).
         **({"judge": {k: v for k, v in config.judge.items() if "key" not in k.lower()}} if config.judge else {}),
         **({"max_failed_share": config.max_failed_share} if config.max_failed_share else {}),
+        **({} if config.estimation else {"estimation": False}),  # (as for the judge: a default run's reads as before)
     }

@@ -7,8 +7,7 @@
   commits nothing. A run that opens the directory again cuts done.jsonl back to its last whole
   line and removes every part no line names, so rows of a unit that was cut off (by a kill, a full
   disk) are dropped before the unit is replayed again.
-- Runs of earlier versions appended rows to `calls.jsonl` and `compactions.jsonl`, their done
-  lines recording where those files end: such a run is read (`finished_rows`), not resumed.
+- A run directory of an older format is read (or refused) by `compactlab.runs.run_format` alone.
 - Everything else (config.json, meta.json, transcripts.csv, summary.json, report.html) is written
   to a temporary file and renamed over the old one: a reader sees the old file or the new one.
 - `RunLock` holds an exclusive lock (`fcntl.flock` on `.lock`) while a process works in the
@@ -27,10 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROW_FILES = ("calls.jsonl", "compactions.jsonl")
 DONE = "done.jsonl"
 LOCK = ".lock"
-ENDS = {"calls.jsonl": "calls_end", "compactions.jsonl": "compactions_end"}
 
 WRITE_HOOK: Callable[[Path], None] | None = None
 
@@ -124,15 +121,12 @@ class RunLock:
 @dataclass(frozen=True)
 class DoneLog:
     """What done.jsonl commits: the finished units, the dataset files they came from, and each
-    transcript's row parts (by kind, `compactlab.runs.run_storage`). `ends` (where the row files end) is set
-    for a log of an earlier version that appended JSONL row files, None for one without ends."""
+    transcript's row parts (by kind, `compactlab.runs.run_storage`)."""
 
     units: frozenset[tuple[str, str]] = frozenset()
     file_hashes: dict[str, str | None] = field(default_factory=dict)
     parts: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # transcript -> its commits' parts, in order
-    ends: dict[str, int] | None = None
     size: int = 0  # bytes of done.jsonl up to the end of its last whole line
-    legacy: bool = False  # written by a version that appended JSONL row files
 
     def part_names(self, kind: str) -> list[str]:
         """Every committed part of `kind`, in commit order."""
@@ -140,14 +134,15 @@ class DoneLog:
 
 
 def read_done(path: Path) -> DoneLog:
-    """The commits in `path` (done.jsonl). A last line cut off by an interruption commits nothing."""
+    """The commits in `path` (done.jsonl). A last line cut off by an interruption commits nothing;
+    a damaged line before it is an error naming it (the directory's format is checked before,
+    `compactlab.runs.run_format`)."""
     if not path.exists():
         return DoneLog()
     units: set[tuple[str, str]] = set()
     hashes: dict[str, str | None] = {}
     parts: dict[str, list[dict[str, str]]] = {}
-    ends: dict[str, int] | None = None
-    size, damaged, legacy = 0, None, False
+    size = 0
     # A commit is a whole line, newline included (written last): the piece after the last newline
     # is empty, or a line cut off, which commits nothing.
     *whole, _cut_off = path.read_bytes().split(b"\n")
@@ -157,22 +152,19 @@ def read_done(path: Path) -> DoneLog:
             continue
         try:
             record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            damaged = damaged or number  # an older version went on after a cut-off line
-            continue
-        if "configs" in record:
             units.update((record["transcript"], label) for label in record["configs"])
             hashes[record["file"]] = record["file_sha256"]
-            if "parts" in record:
-                parts.setdefault(record["transcript"], []).append(record["parts"])
-            else:  # an earlier version's commit: where its JSONL row files end
-                legacy, ends = True, {name: record[key] for name, key in ENDS.items()}
-        else:  # a line of a version that committed no ends: one unit per line
-            units.add((record["transcript"], record["config"]))
-            legacy, ends = True, None
-    if damaged and not legacy:
-        raise ValueError(f"{path}:{damaged}: a damaged line in the middle of the log; this run directory cannot be resumed")
-    return DoneLog(frozenset(units), hashes, parts, ends, size, legacy)
+            parts.setdefault(record["transcript"], []).append(dict(record["parts"]))
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+            reason = (
+                "not JSON"
+                if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError))
+                else f"no commit ({exc!r} missing or wrong)"
+            )
+            raise ValueError(
+                f"{path}:{number}: a damaged line ({reason}); this run directory cannot be read or resumed"
+            ) from None
+    return DoneLog(frozenset(units), hashes, parts, size)
 
 
 def drop_commits(out: Path, transcripts: set[str]) -> None:
@@ -199,11 +191,6 @@ class Commits:
     Each line goes to the file at once (no buffer): a killed process loses nothing committed."""
 
     def __init__(self, out: Path, log: DoneLog) -> None:
-        if log.legacy:
-            raise ValueError(
-                f"{out}: this run was written by an older compactlab (JSONL row files); it cannot be resumed: "
-                f"start it again (without --resume, or with another --out)"
-            )
         self.out, self.log = out, log
         self.descriptor = -1
         # The parts done.jsonl names (those of `log`, then each commit's): all others are not the run's.
@@ -231,22 +218,3 @@ def _write_all(descriptor: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(descriptor, view) :]
-
-
-def finished_rows(out: Path, name: str) -> list[dict]:
-    """The committed rows of the JSONL row file `name` of a run an earlier version wrote (also of
-    one that was cut off: what follows the last commit is left out)."""
-    log, path = read_done(out / DONE), out / name
-    if not path.exists():
-        return []
-    with path.open("rb") as handle:
-        data = handle.read(log.ends[name]) if log.ends is not None else handle.read()
-    rows = []
-    for line in data.decode("utf-8").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:  # only in a log of an older version: a line cut off by a kill
-            continue
-        if (row.get("transcript"), row.get("config")) in log.units:
-            rows.append(row)
-    return rows

@@ -14,16 +14,24 @@ blocks, and hands back the run's tables; the rows themselves stay in the run dir
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from compactlab.llm.prices import PriceTable
-from compactlab.replay.fast.text_codes import coded_text, rows_of_each, summary_groups
-from compactlab.results.metrics import calls_frame, compactions_frame, cost_model_check, recorded_fidelity, transcript_summary
+from compactlab.results.metrics import (
+    calls_frame,
+    compactions_frame,
+    cost_model_check,
+    recorded_fidelity,
+    rows_of_each,
+)
+from compactlab.results.summary_arrays import summary_from_arrays
+from compactlab.runs.report_inputs import Estimated
 from compactlab.runs.run_files import DONE, read_done
-from compactlab.runs.run_storage import part_calls, part_compaction_rows, run_calls, run_compaction_rows
+from compactlab.runs.run_storage import part_calls, part_compaction_rows
+from compactlab.runs.text_codes import coded_text, summary_groups
 
 
 @dataclass(frozen=True)
@@ -32,13 +40,20 @@ class TranscriptResults:
     recorded_fidelity: pd.DataFrame  # compactlab.results.metrics.recorded_fidelity
     cost_model_check: pd.DataFrame  # compactlab.results.metrics.cost_model_check
     call_models: pd.DataFrame  # the (transcript, model) pairs its calls name, for compactlab.results.cost_coverage
+    # What the report needs of it besides its rows (`compactlab.runs.report_inputs`): its facts, and its estimation when asked.
+    sessions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    estimation: list[Estimated] | None = None
+
+    def with_inputs(self, facts: dict, estimated: Estimated | None) -> TranscriptResults:
+        """These results with the transcript's report inputs (`compactlab.runs.report_inputs`)."""
+        return replace(self, sessions=pd.DataFrame([facts]), estimation=None if estimated is None else [estimated])
 
 
 def transcript_results(
     calls: pd.DataFrame, compaction_rows: list[dict], transcripts, prices: PriceTable | None
 ) -> TranscriptResults:
     """The results of the call rows `calls` (a frame, or arrays with coded text columns as
-    `compactlab.replay.fast.call_rows.call_arrays` makes them) and their compaction rows; `transcripts`: the
+    `compactlab.runs.call_rows.call_arrays` makes them) and their compaction rows; `transcripts`: the
     transcripts they replay, or what the run kept of them (their recorded calls)."""
     rows_by_model = groups = None
     if isinstance(calls, dict):  # arrays: group by the codes the text columns came as
@@ -52,13 +67,14 @@ def transcript_results(
         return no_rows()
     models = frame[["transcript", "model"]].drop_duplicates()
     return TranscriptResults(
-        transcript_summary(frame, compactions, groups),
+        summary_from_arrays(frame, compactions, groups),  # (transcript_summary's rows, computed on arrays)
         recorded_fidelity(compactions),
         cost_model_check(frame, transcripts),
         models,
     )
 
 
+FRAMES = ("summary", "recorded_fidelity", "cost_model_check", "call_models", "sessions")  # the fields that are frames
 BLOCK = 100  # transcripts' results joined into one frame at a time: a small frame costs more than its rows, so few are kept
 
 
@@ -66,10 +82,14 @@ class RunTotals:
     """The results of a run's transcripts, in the order they were added."""
 
     def __init__(self) -> None:
-        self.blocks: dict[str, list[pd.DataFrame]] = {f.name: [] for f in fields(TranscriptResults)}
-        self.pending: dict[str, list[pd.DataFrame]] = {f.name: [] for f in fields(TranscriptResults)}
+        self.blocks: dict[str, list[pd.DataFrame]] = {name: [] for name in FRAMES}
+        self.pending: dict[str, list[pd.DataFrame]] = {name: [] for name in FRAMES}
+        self.estimation: list[Estimated] | None = None  # each transcript's, when the run measures it
 
     def add(self, results: TranscriptResults) -> None:
+        if results.estimation is not None:
+            self.estimation = self.estimation if self.estimation is not None else []
+            self.estimation += results.estimation
         for name, frames in self.pending.items():
             frame = getattr(results, name)
             if not frame.empty:
@@ -93,7 +113,9 @@ class RunTotals:
             summary = summary.sort_values(["transcript", "config"], kind="stable").reset_index(drop=True)
         if not check.empty:  # by transcript, as cost_model_check orders a whole run's
             check = check.sort_values("transcript", kind="stable").reset_index(drop=True)
-        return TranscriptResults(summary, tables["recorded_fidelity"], check, tables["call_models"])
+        return TranscriptResults(
+            summary, tables["recorded_fidelity"], check, tables["call_models"], tables["sessions"], self.estimation
+        )
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -103,7 +125,7 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def no_rows() -> TranscriptResults:
-    return TranscriptResults(*(pd.DataFrame() for _ in fields(TranscriptResults)))
+    return TranscriptResults(*(pd.DataFrame() for _ in FRAMES))
 
 
 def results_from_rows(out: Path, read, prices: PriceTable | None) -> TranscriptResults:
@@ -111,8 +133,6 @@ def results_from_rows(out: Path, read, prices: PriceTable | None) -> TranscriptR
     `read`: what the run read (`compactlab.transcripts.loading.ReadInputs`: the transcripts' recorded calls)."""
     log, totals = read_done(Path(out) / DONE), RunTotals()
     kept = {t.id: t for t in read.transcripts}
-    if log.legacy:  # JSONL row files of an earlier version, whole
-        totals.add(transcript_results(run_calls(out), run_compaction_rows(out), list(kept.values()), prices))
     for transcript, commits in log.parts.items():
         calls = part_calls(out, [c["calls"] for c in commits])
         rows = part_compaction_rows(out, [c["compactions"] for c in commits])

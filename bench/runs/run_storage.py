@@ -27,21 +27,24 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from compactlab.replay.fast.call_rows import json_line
-from compactlab.replay.walk import CALL_COLUMNS
-from compactlab.runs.run_files import DONE, before_write, finished_rows, naming, read_done
+from compactlab.replay.row_schema import CALL_TYPES, COMPACTION_TYPES, ColumnType
+from compactlab.runs.call_rows import json_line
+from compactlab.runs.run_files import DONE, before_write, naming, read_done
 
 ROWS = "rows"
 KINDS = ("calls", "compactions")
 JSON_COLUMNS = b"compactlab.json_columns"  # file metadata: the columns stored as JSON text
 
-_TEXT = ("transcript", "config", "model")
-_FLAGS = ("compacted_before", "over_window")
+_ARROW: dict[ColumnType, pa.DataType] = {
+    str: pa.string(),
+    int: pa.int64(),
+    bool: pa.bool_(),
+    float: pa.float64(),
+    dict: pa.string(),
+}
 # One schema for every part, whatever a transcript's values are (a column that is empty in one
 # transcript must not get another type there): the files then read as one table.
-CALL_SCHEMA = pa.schema(
-    [(name, pa.string() if name in _TEXT else pa.bool_() if name in _FLAGS else pa.int64()) for name in CALL_COLUMNS]
-)
+CALL_SCHEMA = pa.schema([(name, _ARROW[kind]) for name, kind in CALL_TYPES.items()])
 
 
 def part_path(out: Path, name: str) -> Path:
@@ -76,7 +79,7 @@ def write_part(out: Path, kind: str, table: pa.Table) -> str:
 
 
 def calls_table(columns: dict[str, np.ndarray | tuple[np.ndarray, list]]) -> pa.Table:
-    """A transcript's call rows (arrays; text columns as codes into their values, `compactlab.replay.fast.text_codes.text_codes`)."""
+    """A transcript's call rows (arrays; text columns as codes into their values, `compactlab.runs.text_codes.text_codes`)."""
     arrays = []
     for field in CALL_SCHEMA:
         values = columns[field.name]
@@ -94,15 +97,20 @@ def calls_table(columns: dict[str, np.ndarray | tuple[np.ndarray, list]]) -> pa.
 
 
 def compactions_table(rows: list[dict]) -> pa.Table:
-    """Compaction rows as written by a replay: nested values (dicts, lists) as JSON text."""
+    """Compaction rows as written by a replay (and the judge), typed by `COMPACTION_TYPES`: nested
+    values (dicts, lists) as JSON text. A column the schema does not declare is an error, not a
+    column stored with whatever type its values suggest."""
     names = list(dict.fromkeys(name for row in rows for name in row))
-    nested = [n for n in names if any(isinstance(row.get(n), (dict, list)) for row in rows)]
+    undeclared = [name for name in names if name not in COMPACTION_TYPES]
+    if undeclared:
+        raise ValueError(f"compaction rows hold columns compactlab.replay.row_schema does not declare: {', '.join(undeclared)}")
+    nested = [n for n in names if COMPACTION_TYPES[n] is dict]
     columns = {}
     for name in names:
         values = [row.get(name) for row in rows]
         if name in nested:
             values = [None if v is None else json.dumps(v, ensure_ascii=False) for v in values]
-        columns[name] = pa.array(values)
+        columns[name] = pa.array(values, type=_ARROW[COMPACTION_TYPES[name]])
     table = pa.table(columns) if columns else pa.table({"config": pa.array([], pa.string())})
     return table.replace_schema_metadata({JSON_COLUMNS: json.dumps(nested).encode()})
 
@@ -119,36 +127,50 @@ class DamagedPart(ValueError):
         )
 
 
-def _read_part(out: Path, name: str, filters=None) -> pa.Table:
+def _read_part(out: Path, name: str, filters=None, columns: list[str] | None = None) -> pa.Table:
     try:
-        return pq.read_table(part_path(out, name), filters=filters)
+        return pq.read_table(part_path(out, name), filters=filters, columns=columns)
     except (OSError, pa.ArrowException) as exc:  # a missing file, a damaged footer or page
-        owners = {part: t for t, commits in read_done(Path(out) / DONE).parts.items() for c in commits for part in c.values()}
-        reason = "the file is gone" if isinstance(exc, FileNotFoundError) else str(exc).strip() or type(exc).__name__
-        raise DamagedPart(out, name, owners.get(name), reason) from None
+        raise _damaged(out, name, exc) from None
 
 
-def damaged_parts(out: Path) -> list[DamagedPart]:
-    """Every committed part of the run in `out` that cannot be read whole, as its error."""
+def _damaged(out: Path, name: str, exc: Exception) -> DamagedPart:
+    owners = {part: t for t, commits in read_done(Path(out) / DONE).parts.items() for c in commits for part in c.values()}
+    reason = "the file is gone" if isinstance(exc, FileNotFoundError) else str(exc).strip() or type(exc).__name__
+    return DamagedPart(out, name, owners.get(name), reason)
+
+
+def damaged_parts(out: Path, whole: bool = True) -> list[DamagedPart]:
+    """Every committed part of the run in `out` that cannot be read whole (`whole=False`: whose file
+    is gone or whose footer is damaged, which reading the footers alone finds), as its error."""
     found = []
     for kind in KINDS:
         for name in read_done(Path(out) / DONE).part_names(kind):
             try:
-                _read_part(out, name)
+                if whole:
+                    _read_part(out, name)
+                else:
+                    pq.read_metadata(part_path(out, name))
             except DamagedPart as exc:
                 found.append(exc)
+            except (OSError, pa.ArrowException) as exc:
+                found.append(_damaged(out, name, exc))
     return found
 
 
-def _tables(out: Path, names: Iterable[str], configs: Iterable[str] | None) -> Iterator[pa.Table]:
+def _tables(
+    out: Path, names: Iterable[str], configs: Iterable[str] | None, columns: list[str] | None = None
+) -> Iterator[pa.Table]:
     filters = None if configs is None else [("config", "in", list(configs))]
     for name in names:
-        yield _read_part(out, name, filters)
+        yield _read_part(out, name, filters, columns)
 
 
 def _part_rows(table: pa.Table) -> list[dict]:
-    """A compaction part's rows as the replay wrote them (JSON text columns decoded)."""
-    nested = json.loads((table.schema.metadata or {}).get(JSON_COLUMNS, b"[]"))
+    """A compaction part's rows as the replay wrote them (JSON text columns decoded: those the
+    schema declares nested, and those an older part's metadata names)."""
+    declared = [name for name in table.column_names if COMPACTION_TYPES.get(name) is dict]
+    nested = dict.fromkeys([*declared, *json.loads((table.schema.metadata or {}).get(JSON_COLUMNS, b"[]"))])
     rows = table.to_pylist()
     for row in rows:
         for name in nested:
@@ -175,14 +197,15 @@ def _committed(out: Path, kind: str, transcripts: Iterable[str] | None) -> list[
     return [commit[kind] for t in transcripts for commit in log.parts.get(t, [])]
 
 
-def run_calls(out: Path, configs: Iterable[str] | None = None, transcripts: Iterable[str] | None = None) -> pd.DataFrame:
-    """The committed call rows of the run in `out` (of `configs` and `transcripts` only, when given),
-    in commit order; of a run an earlier version wrote, its calls.jsonl rows."""
-    log = read_done(Path(out) / DONE)
-    if log.legacy:
-        rows = finished_rows(Path(out), "calls.jsonl")
-        return pd.DataFrame([r for r in rows if _wanted(r, configs, transcripts)])
-    tables = list(_tables(out, _committed(out, "calls", transcripts), configs))
+def run_calls(
+    out: Path,
+    configs: Iterable[str] | None = None,
+    transcripts: Iterable[str] | None = None,
+    columns: list[str] | None = None,
+) -> pd.DataFrame:
+    """The committed call rows of the run in `out` (of `configs` and `transcripts` only, and
+    `columns` only, when given), in commit order."""
+    tables = list(_tables(out, _committed(out, "calls", transcripts), configs, columns))
     frame = pa.concat_tables(tables).to_pandas() if tables else pd.DataFrame()
     return frame if len(frame) else pd.DataFrame()
 
@@ -196,17 +219,8 @@ def iter_rows(
     out: Path, kind: str, configs: Iterable[str] | None = None, transcripts: Iterable[str] | None = None
 ) -> Iterator[dict]:
     """The committed rows of `kind` ("calls" or "compactions"), part by part, as dicts of plain values."""
-    if read_done(Path(out) / DONE).legacy:
-        yield from (r for r in finished_rows(Path(out), f"{kind}.jsonl") if _wanted(r, configs, transcripts))
-        return
     for table in _tables(out, _committed(out, kind, transcripts), configs):
         yield from _part_rows(table) if kind == "compactions" else table.to_pylist()
-
-
-def _wanted(row: dict, configs, transcripts) -> bool:
-    return (configs is None or row.get("config") in set(configs)) and (
-        transcripts is None or row.get("transcript") in set(transcripts)
-    )
 
 
 def remove_unnamed(out: Path, named: Iterable[str]) -> None:

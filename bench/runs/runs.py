@@ -49,8 +49,10 @@ from compactlab.results.same_by_construction import replayed_once
 from compactlab.results.unfit_sessions import check_window_fits_some_session
 from compactlab.runs.concurrent_replays import replay_concurrently
 from compactlab.runs.llm_config import make_run_judge
+from compactlab.runs.report_inputs import run_estimators, write_report_inputs
 from compactlab.runs.run_config import RunConfig, check_setting_numbers, config_json, default_strategies, windows_of
-from compactlab.runs.run_files import DONE, ROW_FILES, Commits, DoneLog, RunLock, drop_commits, read_done, write_atomic
+from compactlab.runs.run_files import DONE, Commits, DoneLog, RunLock, drop_commits, read_done, write_atomic
+from compactlab.runs.run_format import OLD_ROW_FILES, checked, meta_format
 from compactlab.runs.run_results import RunTotals, TranscriptResults, results_from_rows
 from compactlab.runs.run_storage import (
     damaged_parts,
@@ -168,8 +170,10 @@ def _run_locked(
     if not resume and done_path.exists():
         if not overwrite:
             raise ValueError(f"{out} already holds a run: use --resume to continue it, or another --out")
-        for name in (*ROW_FILES, DONE):
+        for name in (*OLD_ROW_FILES, DONE):
             (out / name).unlink(missing_ok=True)
+    if resume:
+        checked(out)  # a directory of a format this version does not read is refused, naming it
     log = read_done(done_path) if resume else DoneLog()
     if resume and (out / "config.json").exists():
         previous = json.loads((out / "config.json").read_text())
@@ -197,6 +201,8 @@ def _run_locked(
         # Settings identical by construction are replayed once, decided here before any replay.
         same_as=replayed_once(config.strategies, config.estimator),
     )
+    measured = run_estimators(config.estimator, [job.estimator_of(s) for s in config.strategies])
+    job = replace(job, estimators=tuple(measured) if config.estimation else None)
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
     workers = 1 if summarizer is not None or judge is not None else workers
     if executor is not None and (summarizer is not None or judge is not None):
@@ -275,12 +281,14 @@ def _run_locked(
     read_inputs = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
     job.windows.check_overrides(model for t in transcripts for model in t.models)
     write_atomic(out / "meta.json", json.dumps(run_meta(read_inputs, file_hashes), indent=2) + "\n")
+    results = totals.totals()
+    write_report_inputs(out, results.sessions, results.estimation if config.estimation else None, measured)
     result = finish(
         out,
         read_inputs,
         resumed_units=len(log.units),
         prices=config.prices,
-        results=totals.totals(),
+        results=results,
         max_failed_share=config.max_failed_share,
         engines=rows_document(engines),
     )
@@ -380,6 +388,7 @@ def run_meta(read: ReadInputs, file_hashes: dict[str, str | None] | None = None)
     file_hashes = file_hashes or {}
     packages = ("compactlab", "pandas", "tiktoken", "openai", "anthropic", "matplotlib", "jinja2")
     return {
+        **meta_format(),
         "versions": {"python": platform.python_version(), **{p: _version(p) for p in packages}},
         "datasets": {
             t.source_path: file_hashes.get(t.source_path) or hash_of_file(Path(t.source_path)) for t in read.transcripts

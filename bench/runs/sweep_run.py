@@ -60,7 +60,8 @@ def sweep_grid(
     """Replay `strategies` × `thresholds` × `keep` budgets on `config`'s datasets and window into `out`;
     `run_options` go to `compactlab.runs.runs.run` (resume, workers, summarizer, ...)."""
     configs = checked_grid(strategies, thresholds, keep, min_preservation)
-    config = dataclasses.replace(config, strategies=tuple(configs))
+    # No token estimation: the grid's settings do not change it, and a sweep is many settings' work already.
+    config = dataclasses.replace(config, strategies=tuple(configs), estimation=False)
     out = Path(out)
     result = runs.run(config, out, limit=limit, **run_options)
     summary = write_summary(result, config, Rule(min_preservation))

@@ -16,12 +16,13 @@ import pandas as pd
 from compactlab.contract import Strategy, Summarizer
 from compactlab.llm.prices import PriceTable
 from compactlab.memo import forget
-from compactlab.replay.fast.call_rows import SharedRows, call_arrays
 from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
 from compactlab.replay.strategy_config import StrategyConfig, estimator_of
 from compactlab.results.real_engines import EngineRow, engine_rows
 from compactlab.results.same_by_construction import as_member
+from compactlab.runs.call_rows import SharedRows, call_arrays
+from compactlab.runs.report_inputs import estimated, session_facts
 from compactlab.runs.run_results import TranscriptResults, transcript_results
 from compactlab.runs.run_storage import (
     calls_table,
@@ -83,6 +84,8 @@ class TranscriptJob:
     # Token counts shared by every transcript a process replays: sessions of one dataset repeat
     # their system prompt and task texts. (Bounded: see TokenCache.)
     cache: TokenCache = field(default_factory=lambda: TokenCache(max_chars=CACHED_CHARS))
+    # The estimators the run measures (its default first, `compactlab.runs.report_inputs`); None: no token estimation.
+    estimators: tuple[str, ...] | None = None
     # Settings identical by construction to an earlier one (`compactlab.results.same_by_construction.replayed_once`):
     # by label, the setting whose replay they take instead of replaying the same again.
     same_as: dict[str, str] = field(default_factory=dict)
@@ -149,7 +152,7 @@ class TranscriptJob:
             meter=plan.meters[self.estimator_of(strategy)],
             strategy=plan.sharing[strategy.label],
         )
-        rows = [dict(vars(r)) for r in replayed.compactions]
+        rows = [r.values() for r in replayed.compactions]
         if self.judge is not None:  # next-action preservation with a model (bench/scoring/next_action.py)
             rows = score_compactions(self.judge, transcript, rows, replayed.compacted, fan_out)
         return replayed, rows
@@ -189,7 +192,13 @@ class TranscriptJob:
         return replayed, as_member(rows, label, self.instances[first], self.instances[label])
 
     def _results(self, transcript: Transcript, arrays, compaction_rows: list[dict]) -> TranscriptResults:
-        """What the run keeps of the transcript: of its new rows, and of those committed before --resume."""
+        """What the run keeps of the transcript (with what its report needs of it, computed here
+        where its messages are: `compactlab.runs.report_inputs`)."""
+        measured = estimated(transcript, list(self.estimators), self.cache) if self.estimators else None
+        return self._row_results(transcript, arrays, compaction_rows).with_inputs(session_facts(transcript), measured)
+
+    def _row_results(self, transcript: Transcript, arrays, compaction_rows: list[dict]) -> TranscriptResults:
+        """Of its new rows, and of those committed before --resume."""
         earlier = self.committed.get(transcript.id)
         if not earlier:
             return transcript_results(arrays, compaction_rows, [transcript], self.prices)

@@ -54,6 +54,26 @@ class EstimationResult:
     damaged_kept: bool = False  # whether the damaged transcripts were estimated (their rows flagged `damaged`)
     skipped_records: int = 0  # the records skipped in the damaged transcripts
 
+    @classmethod
+    def combined(cls, results: Sequence[EstimationResult]) -> EstimationResult:
+        """The result of `run_estimation` over the transcripts of `results` together, each made on
+        some of them with the same estimators (a run estimates each session where it is read)."""
+        frames = [r.calls for r in results if len(r.calls)]
+        calls = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames else _no_rows()
+        uncalibrated: dict[str, int] = {}
+        for result in results:
+            for family, count in (result.uncalibrated_calls or {}).items():
+                uncalibrated[family] = uncalibrated.get(family, 0) + count
+        return cls(
+            calls,
+            next((r.fits for r in results if r.fits), {}),
+            sum(r.transcripts_without_calls for r in results),
+            tuple(t for r in results for t in r.damaged_transcripts),
+            uncalibrated,
+            any(r.damaged_kept for r in results),
+            sum(r.skipped_records for r in results),
+        )
+
 
 def run_estimation(
     transcripts: Sequence[Transcript],
@@ -87,11 +107,19 @@ def run_estimation(
             family = transcript_family(transcript)
             uncalibrated[family] = uncalibrated.get(family, 0) + len(transcript.calls)
         rows.extend(_transcript_rows(transcript, names, windows, cache))
-    calls = pd.DataFrame(rows, columns=ROW_COLUMNS)
-    calls["error"] = calls["estimate"] - calls["true_tokens"]
-    calls["rel_error"] = calls["error"] / calls["true_tokens"]
+    calls = _with_errors(pd.DataFrame(rows, columns=ROW_COLUMNS))
     fits = shipped_fits() if "calibrated" in estimators else {}
     return EstimationResult(calls, fits, without_calls, damaged, uncalibrated, keep_damaged, skipped)
+
+
+def _with_errors(calls: pd.DataFrame) -> pd.DataFrame:
+    calls["error"] = calls["estimate"] - calls["true_tokens"]
+    calls["rel_error"] = calls["error"] / calls["true_tokens"]
+    return calls
+
+
+def _no_rows() -> pd.DataFrame:
+    return _with_errors(pd.DataFrame([], columns=ROW_COLUMNS))
 
 
 ROW_COLUMNS = [

@@ -51,12 +51,12 @@ def _until_next_call(transcript: Transcript, start: int) -> Iterable:
 
 
 def with_readings(rows: list, readings: dict[int, int]) -> list:
-    """Compaction rows (`compactlab.replay.walk.CompactionRow`) of real compactions that no call followed,
+    """Compaction rows (`compactlab.replay.row_schema.CompactionRow`) of real compactions that no call followed,
     checked against the `/context` reading instead: the size right after the compaction (nothing
     was added before the reading) against the reported one."""
     return [
-        replace(row, fidelity_predicted=row.tokens_after, fidelity_recorded=readings[row.message_index])
-        if row.fidelity_recorded is None and row.message_index in readings and not row.failed
+        replace(row, fidelity_predicted=row.event.tokens_after, fidelity_recorded=readings[row.message_index])
+        if row.fidelity_recorded is None and row.message_index in readings and not row.event.failed
         else row
         for row in rows
     ]

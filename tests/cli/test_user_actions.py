@@ -20,7 +20,7 @@ from compactlab.llm.prices import price_for
 from compactlab.results.cost_coverage import format_cost_coverage
 from compactlab.runs.config_schema import KEYS, schema_markdown
 from compactlab.runs.run_config import load_config
-from tests.conftest import REPO, bundled
+from tests.conftest import REPO, SharedRun, bundled
 
 SMALL = [
     str(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9")),
@@ -111,13 +111,13 @@ def test_a_setting_the_strategy_does_not_have_is_an_error_with_a_suggestion(tmp_
     assert "did you mean 'keep_recent_tokens'" in capsys.readouterr().err
 
 
-def test_pareto_labels_never_overlap_on_a_crowded_sweep(tmp_path: Path) -> None:
+@pytest.mark.slow  # the crowded sweep of tests/conftest.py (codex_sweep): minutes
+def test_pareto_labels_never_overlap_on_a_crowded_sweep(codex_sweep: SharedRun) -> None:
     from compactlab.report.run_charts import colours_for, pareto_chart
     from compactlab.report.run_data import figures_and_recommendation, load_run
     from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS, grid
 
-    assert main(["sweep", "--dataset", "codex-rollouts", "--out", str(tmp_path / "sweep"), "--no-report"]) == 0
-    run = load_run(tmp_path / "sweep", reload_transcripts=False)
+    run = load_run(codex_sweep.folder)
     figures, recommendation = figures_and_recommendation(run)
     boxes: list = []
     svg, key = pareto_chart(figures, recommendation, colours_for(run.labels), placed=boxes)

@@ -19,6 +19,9 @@ from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.conftest import REPO
 from tests.fake_providers import FakeProvider, serve, summarizing
 
+# The repository's whole suite replayed with a model, twice and more: minutes.
+pytestmark = pytest.mark.slow
+
 SUITE = REPO / "reports" / "baselines" / "suite.toml"
 FILES_IMPORT = '{%- from "files.j2" import files -%}'
 KEY_ENV = "COMPACTLAB_TEST_ANSWERS_KEY"

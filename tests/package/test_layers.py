@@ -79,14 +79,11 @@ ALLOWED: dict[str, set[str]] = {
     "api": {"results", "runs", "report"},
     "": {"version", "transcripts", "contract", "tokens", "strategies", "replay", "runs", "api"},
 }
-# Arrows the order allows but the design does not, there today: results and runs reach into the
-# replay's speed machinery for the transport of rows between processes. Issue 30 §1 moves that
-# transport beside the executor (h30s); each arrow is listed so that no new one can join them.
+# Arrows the order allows but the design does not, there today: a run builds each transcript's
+# shared compactions (the replay's speed machinery) itself. The transport of rows between processes
+# moved beside the executor (runs/call_rows.py, runs/text_codes.py, issue 30 §1), which removed the
+# four arrows results and runs had into replay/fast; each arrow left is listed so no new one joins it.
 KNOWN_EXCEPTIONS = {
-    ("compactlab.results.metrics", "compactlab.replay.fast.text_codes"),
-    ("compactlab.runs.run_results", "compactlab.replay.fast.text_codes"),
-    ("compactlab.runs.run_storage", "compactlab.replay.fast.call_rows"),
-    ("compactlab.runs.transcript_job", "compactlab.replay.fast.call_rows"),
     ("compactlab.runs.transcript_job", "compactlab.replay.fast.shared_compactions"),
 }
 

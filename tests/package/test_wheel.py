@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+# Builds a wheel and installs it with its dependencies into a new virtual environment: minutes.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 NOT_SHIPPED = (".git", ".venv", "build", "dist", "reports", "__pycache__", "*.egg-info", ".pytest_cache", ".compactlab")
 SMALL_DATASET = "mini-swe-agent-pr816"

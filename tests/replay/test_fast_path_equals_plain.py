@@ -25,7 +25,6 @@ from compactlab.transcripts.datasets import list_datasets
 from compactlab.transcripts.importers import load_file
 
 WINDOW = 32_000  # small enough that every dataset's sessions compact, several times in the long ones
-FILES_PER_DATASET = None
 # A sweep of one strategy's thresholds (shared compactions), a summarizer, a pruner, a preset with
 # its own trigger and estimator, and the production agent's own compactions.
 SETTINGS = (
@@ -42,16 +41,18 @@ SETTINGS = (
 KEYS = ["transcript", "config", "call"]
 
 
-def _files(dataset) -> list:
-    """The dataset's smallest and largest files and one between: short and long sessions both."""
+def _files(dataset, every_file: bool) -> list:
+    """Every file of the dataset, or its smallest and largest files and one between: short and long sessions both."""
     files = sorted(dataset.files, key=lambda path: path.stat().st_size)
-    picked = files if FILES_PER_DATASET is None else [files[0], files[len(files) // 2], files[-1]]
+    picked = files if every_file else [files[0], files[len(files) // 2], files[-1]]
     return list(dict.fromkeys(picked))
 
 
+# A local run checks three files of each dataset; CI checks every file (minutes: marked slow).
+@pytest.mark.parametrize("every_file", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["three-files", "every-file"])
 @pytest.mark.parametrize("dataset", list_datasets(), ids=lambda d: d.name)
-def test_a_runs_rows_equal_the_plain_replays(dataset, tmp_path) -> None:
-    files = _files(dataset)
+def test_a_runs_rows_equal_the_plain_replays(dataset, every_file: bool, tmp_path) -> None:
+    files = _files(dataset, every_file)
     config = RunConfig(datasets=tuple(map(str, files)), strategies=SETTINGS, lenient=dataset.lenient, window=WINDOW)
     result = run(config, tmp_path / "run", workers=1)
 
@@ -61,7 +62,7 @@ def test_a_runs_rows_equal_the_plain_replays(dataset, tmp_path) -> None:
             for setting in SETTINGS:
                 replayed = replay_plain(transcript, setting, windows_of(config))
                 calls.append(calls_frame(replayed.calls))
-                compactions.append(compactions_frame([dict(vars(row)) for row in replayed.compactions]))
+                compactions.append(compactions_frame([row.values() for row in replayed.compactions]))
     if all(c.empty for c in calls):  # a dataset without recorded LLM calls (condenser pairs): nothing to replay
         assert result.calls.empty and result.compactions.empty
         return

@@ -7,7 +7,7 @@ import numpy as np
 from compactlab.cli.main import main
 from compactlab.compaction.engine import Engine
 from compactlab.contract import Context, Trigger
-from compactlab.replay.prompt_size import measured_size
+from compactlab.replay.prompt_size import measured_size, own_estimate
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.replay.uncompacted import uncompacted
@@ -59,10 +59,10 @@ def test_every_replayed_size_is_the_one_definition() -> None:
         assert written.tokens == meter.family_fit.message_tokens(summary, meter.framing, meter.cache) > 0
         assert written.estimate == meter.message_tokens(summary)
         size = measured_size(fixed, estimate, base.ratios[row.call], written)
-        assert at["context_tokens"] == size == row.tokens_after
+        assert at["context_tokens"] == size == row.event.tokens_after
         assert size == round(fixed + written.tokens + (estimate - written.estimate) * base.ratios[row.call])
         # ...and its tokens_before the uncompacted context measured the same way.
-        assert row.tokens_before > row.tokens_after
+        assert row.event.tokens_before > row.event.tokens_after
     untouched = calls[calls["compactions_so_far"] == 0]
     assert (untouched["context_tokens"] == untouched["recorded_prompt_tokens"]).all()
 
@@ -81,7 +81,7 @@ def test_the_hybrid_trigger_sees_the_measured_size_after_a_compaction() -> None:
         replayed = replay(
             transcript, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.8)), ContextWindows(overrides={"": 64_000})
         )
-        stalls = {row.call for row in replayed.compactions if row.stalled}  # a compaction that removed under 5%
+        stalls = {row.call for row in replayed.compactions if row.event.stalled}  # a compaction that removed under 5%
         guard_holds = False
         for row in calls_frame(replayed.calls).itertuples():
             guard_holds = (guard_holds and not row.compacted_before) or row.noop_before > 0 or row.call in stalls
@@ -118,7 +118,7 @@ def test_prune_on_the_bundled_sessions_rows_only_real_compactions() -> None:
         replayed = replay(transcript, StrategyConfig("prune", "prune"), windows)
         noops += sum(replayed.calls["noop_before"])
         for row in replayed.compactions:
-            assert row.failed is None and row.tokens_after < row.tokens_before
+            assert row.event.failed is None and row.event.tokens_after < row.event.tokens_before
     assert noops > 0
 
 
@@ -169,3 +169,19 @@ def test_the_consistency_check_reads_a_run_as_it_is_stored(tmp_path) -> None:
     assert found["compactions"] >= summarize_compactions > 0
     assert found["noop_attempts"] >= sum(replayed.calls["noop_before"])
     assert set(found["over_window_share_by_config"]) == {"summarize", "prune"}
+
+
+def test_the_size_kernel_gives_the_same_sizes_over_arrays_as_call_by_call() -> None:
+    # The uncompacted replay sizes call by call, the coasting fast path a stretch of calls at once:
+    # both call the one kernel, and on a real session its array form equals the per-call one.
+    for estimator in ("hybrid", "chars/4"):
+        base = uncompacted(Meter(CLAUDE, estimator), 200_000)
+        arrays = base.arrays
+        history = arrays["history"][arrays["positions"]]
+        overhead = base.meter.local.prompt_overhead + base.meter.offset
+        sizes = measured_size(overhead, history, arrays["ratios"])
+        assert sizes.tolist() == [measured_size(overhead, h, r) for h, r in zip(history.tolist(), base.ratios)]
+        if estimator == "chars/4":  # without usage the trigger counts on its own
+            own = own_estimate(history, base.meter.local.prompt_overhead, base.meter.offset)
+            assert own.astype(int).tolist() == base.trigger_tokens
+    assert len(base.ratios) > 100

@@ -21,7 +21,7 @@ from compactlab.tokens.context_windows import ContextWindows
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.loading import ReadTranscript, load_inputs
 from compactlab.transcripts.model import CompactionMarker
-from tests.conftest import bundled
+from tests.conftest import REPO, bundled
 
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
 MINI = load_file(MINI_PATH)[0]
@@ -75,12 +75,12 @@ def test_compaction_saves_tokens_from_the_compaction_on() -> None:
 def test_recorded_strategy_replays_the_real_compaction() -> None:
     [compacted] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
     replayed = replay(compacted, StrategyConfig("recorded", "recorded"), ContextWindows())
-    [event] = replayed.compactions
+    [row] = replayed.compactions
     marker = compacted.compactions[0]
     # The summary, then what Claude Code re-attaches: four files and the todo list (tests/strategies/test_reattach.py).
-    assert event.summary == marker.summary and event.messages_after == 6
-    assert event.fidelity_recorded == 32_473  # the first prompt recorded after the real compaction
-    assert event.fidelity_predicted is not None
+    assert row.summary == marker.summary and row.event.messages_after == 6
+    assert row.fidelity_recorded == 32_473  # the first prompt recorded after the real compaction
+    assert row.fidelity_predicted is not None
     fidelity = recorded_fidelity(compactions_frame(replayed.compactions))
     # +10.5% under the shipped rules (one created document re-attached; see tests/strategies/test_reattach.py)
     assert len(fidelity) == 1 and abs(fidelity.loc[0, "relative_error"]) < 0.11
@@ -223,7 +223,7 @@ def test_a_run_keeps_of_each_transcript_its_identity_skips_and_recorded_call_cou
 
 
 def test_text_columns_sent_as_codes_join_into_the_frame_the_texts_make() -> None:
-    from compactlab.replay.fast.text_codes import joined_text, text_codes
+    from compactlab.runs.text_codes import joined_text, text_codes
 
     replays = [
         replay(MINI, StrategyConfig(label, "truncate", trigger=Trigger(fraction=f))).calls
@@ -290,3 +290,26 @@ def test_a_fresh_run_groups_its_rows_by_codes_as_a_run_read_back_groups_its_text
     read_back = runs.finish(tmp_path / "run", fresh.read)
     pd.testing.assert_frame_equal(read_back.transcripts, fresh.transcripts)
     pd.testing.assert_frame_equal(read_back.calls[["cost_full", "cost_context"]], fresh.calls[["cost_full", "cost_context"]])
+
+
+def test_only_the_walk_writes_its_state() -> None:
+    # `Walk` has methods for what the fast path hands it (start_at, coasted, production_compaction):
+    # no other module of the replay assigns to a walk's fields.
+    import ast
+
+    writers = []
+    for path in sorted((REPO / "bench" / "replay").rglob("*.py")):
+        if path.name == "walk.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+            for target in targets:
+                while isinstance(target, ast.Subscript):
+                    target = target.value
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "walk":
+                    writers.append(f"{path.name}:{node.lineno}")
+                elif (
+                    isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute) and target.value.attr == "rows"
+                ):
+                    writers.append(f"{path.name}:{node.lineno}")
+    assert writers == []

@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 from compactlab.report.run_report import TITLE
-from tests.report_runs import END, IMG, SCRIPT, hostile_run, small_run
+from tests.conftest import SharedRun
+from tests.report_runs import END, IMG, SCRIPT, hostile_run
 
 CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT = 120  # seconds per browser run
@@ -97,8 +98,8 @@ def dump_dom(page: Path, profile: Path) -> tuple[Dom, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_run(tmp_path_factory.mktemp("browser") / "run") / "report.html"
+def report(small_run: SharedRun) -> Path:
+    return small_run.folder / "report.html"
 
 
 def test_loads_without_console_messages_and_sorting_works(report: Path, tmp_path: Path) -> None:

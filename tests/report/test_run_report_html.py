@@ -22,16 +22,16 @@ from compactlab.report.run_data import figures_and_recommendation, load_light, l
 from compactlab.report.run_report import TITLE
 from compactlab.report.transcripts import SHOWN_TRANSCRIPTS, select_transcripts
 from compactlab.results.catalogue import metric as metric_named
-from tests.conftest import VERDICT
+from tests.conftest import VERDICT, SharedRun
 from tests.report.test_estimation_page import parse
-from tests.report_runs import END, HOSTILE, IMG, SCRIPT, hostile_run, small_run
+from tests.report_runs import END, HOSTILE, IMG, SCRIPT, hostile_run
 
 REAL_COMPACTION = "3af9b1a7-6512-4883-ad18-320658ced099"
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_run(tmp_path_factory.mktemp("report") / "run")
+def run_dir(small_run: SharedRun) -> Path:
+    return small_run.folder
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,7 @@ def test_overview_answers_which_strategy_and_what_it_costs(run_dir: Path, page: 
 
 
 def test_untouched_sessions_count_as_kept_in_the_recommendation(run_dir: Path) -> None:
-    run = load_run(run_dir, reload_transcripts=False)
+    run = load_run(run_dir)
     figures, _ = figures_and_recommendation(run)
     figures = figures.set_index("config")
     frame = run.transcripts[~run.transcripts["damaged"] & (run.transcripts["config"] == "summarize")]
@@ -132,20 +132,36 @@ def test_untouched_sessions_count_as_kept_in_the_recommendation(run_dir: Path) -
     assert "recorded" not in figures.index
 
 
-def test_a_sweep_threshold_is_the_rule_s_threshold(run_dir: Path, tmp_path: Path) -> None:
-    copy = tmp_path / "sweep"
+def test_the_report_renders_from_the_run_directory_alone(run_dir: Path, page: str, tmp_path: Path, monkeypatch) -> None:
+    """No transcript is read again: with the datasets gone (and any read of one failing) the report
+    is the same page, its estimation and trust figures read from what the run wrote."""
+    import compactlab.transcripts.loading as loading
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("the report read a transcript")
+
+    monkeypatch.setattr(loading, "read_files", no_reading)
+    monkeypatch.setattr(loading, "load_inputs", no_reading)
+    copy = tmp_path / "moved"
     shutil.copytree(run_dir, copy)
-    (copy / "summary.json").unlink()  # a sweep's report computes it with the sweep's threshold
-    # At 95% summarize (90% kept where it compacted) fails and pi (95.5%) passes; at the default 90% summarize is chosen.
-    (copy / "sweep.json").write_text(json.dumps({"recommendation": {"config": "summarize", "min_kept": 0.95}}))
-    run = load_run(copy, reload_transcripts=False)
-    _, choice = figures_and_recommendation(run)
-    assert choice.rule.min_kept == 0.95 and "95%" in choice.rule.text
-    assert "under 95%" in choice.not_recommendable["summarize"] and choice.config == "pi"
+    assert main(["report", str(copy), "--out", str(tmp_path / "again.html")]) == 0
+    again = (tmp_path / "again.html").read_text(encoding="utf-8")
+    assert again.replace(str(copy), str(run_dir)) == page
+    assert (copy / "sessions.json").exists() and (copy / "estimation" / "calls.parquet").exists()
+    section = page[page.index('<section id="trust">') : page.index('<section id="transcripts">')]
+    assert "did not measure" not in section and "Not measured" not in page
+
+
+def test_a_run_directory_without_its_summary_is_refused(run_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "cut"
+    shutil.copytree(run_dir, copy)
+    (copy / "summary.json").unlink()  # as a run cut off before its end leaves it
+    with pytest.raises(FileNotFoundError, match=r"summary\.json"):
+        load_run(copy)
 
 
 def test_every_session_shown_has_its_saw_tooth_and_drill_down(run_dir: Path, page: str) -> None:
-    run = load_run(run_dir, reload_transcripts=False)
+    run = load_run(run_dir)
     shown = select_transcripts(run)
     assert REAL_COMPACTION in shown and len(shown) <= SHOWN_TRANSCRIPTS + 2
     section = page[page.index('<section id="transcripts">') : page.index('<section id="real-compactions">')]
@@ -223,8 +239,11 @@ def test_diff_of_a_run_with_itself_changes_nothing(run_dir: Path, tmp_path: Path
 def test_diff_names_what_got_better_and_worse(run_dir: Path, tmp_path: Path) -> None:
     changed = tmp_path / "b"
     changed.mkdir()
-    for name in ("config.json", "meta.json"):
+    for name in ("config.json", "summary.json"):
         shutil.copy(run_dir / name, changed / name)
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta.pop("format") == 3  # B is of format 2, as the reference run: read through its upgrade
+    (changed / "meta.json").write_text(json.dumps(meta))
     frame = load_light(run_dir).transcripts
     ranked = frame[~frame["damaged"]]
     target = ranked[ranked["config"] == "summarize"]["transcript"].iloc[0]
@@ -268,7 +287,7 @@ def test_diff_shows_a_and_b_over_the_pairs_its_change_is_over(tmp_path: Path) ->
 def test_strategy_labels_in_charts_are_escaped(run_dir: Path) -> None:
     from compactlab.report.run_charts import colours_for, pareto_chart, sawtooth_chart
 
-    run = load_run(run_dir, reload_transcripts=False)
+    run = load_run(run_dir)
     hostile = {label: f"{label}{SCRIPT}" for label in run.labels}
     figures, choice = figures_and_recommendation(run)
     figures = figures.assign(config=lambda f: f["config"].map(hostile))

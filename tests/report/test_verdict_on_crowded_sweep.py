@@ -22,14 +22,15 @@ from compactlab.results.leaderboard import format_leaderboard
 from compactlab.results.recommendation import Recommendation
 from compactlab.results.same_by_construction import SameGroup
 from compactlab.runs.sweep import DEFAULT_KEEP, DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS, grid
+from tests.conftest import SharedRun
+
+# The default grid swept over the long Codex rollouts: minutes.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def crowded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("crowded") / "sweep"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["sweep", "--dataset", "codex-rollouts", "--out", str(out)]) == 0
-    return out
+def crowded(codex_sweep: SharedRun) -> Path:
+    return codex_sweep.folder
 
 
 def _text(page: str) -> str:
@@ -47,7 +48,7 @@ def test_identical_settings_are_one_note_not_one_per_pair(crowded: Path) -> None
 
 
 def test_the_pareto_plot_names_only_the_frontier_and_the_pick(crowded: Path) -> None:
-    run = load_run(crowded, reload_transcripts=False)
+    run = load_run(crowded)
     figures, recommendation = figures_and_recommendation(run)
     boxes: list = []
     svg, key = pareto_chart(figures, recommendation, colours_for(run.labels), placed=boxes)

@@ -8,19 +8,16 @@ catalogue, so none of them has a list of its own to extend.
 
 from __future__ import annotations
 
-import contextlib
 import html
-import io
 import json
 
 import pandas as pd
 import pytest
 
-from compactlab.cli.main import main
 from compactlab.gate.suite import KNOWN_METRICS
 from compactlab.report.diff import METRICS as DIFF_METRICS
 from compactlab.results.catalogue import BY_NAME, KIND_METRICS, REPORTED, metric
-from tests.conftest import bundled
+from tests.conftest import SharedRun
 
 # Columns of transcripts.csv that are not figures: the row's keys and the run's own bookkeeping
 # (damaged records, incomplete sessions, no-op and fallback compactions are counted, not compared).
@@ -28,21 +25,14 @@ NOT_FIGURES = {"transcript", "config", "damaged", "incomplete", "noop_compaction
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    out = tmp_path_factory.mktemp("catalogue") / "run"
-    files = [
-        str(bundled("m-claude", "3af9b1a7")),
-        str(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_")),
-    ]
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        code = main(["run", "--lenient", "--dataset", *files, "--strategy", "summarize", "truncate", "--out", str(out)])
-    assert code == 0, printed.getvalue()
+def run(small_run: SharedRun) -> dict:
+    """The session's small real run (tests/conftest.py): four bundled files, four strategies."""
+    out = small_run.folder
     return {
         "table": pd.read_csv(out / "transcripts.csv"),
         "summary": json.loads((out / "summary.json").read_text()),
         "page": html.unescape((out / "report.html").read_text(encoding="utf-8")),
-        "printed": printed.getvalue(),
+        "printed": small_run.printed,
     }
 
 

@@ -54,7 +54,7 @@ def test_settings_the_rule_groups_make_the_same_compactions_on_real_sessions() -
         for name in (*SAME, "seed-000"):
             done = replay(transcript, StrategyConfig(name, name))
             rows[name] = [
-                (c.message_index, c.tokens_before, c.tokens_after, c.messages_after, c.summary, c.preservation)
+                (c.message_index, c.event.tokens_before, c.event.tokens_after, c.event.messages_after, c.summary, c.preservation)
                 for c in done.compactions
             ]
             compared += len(done.compactions)
@@ -99,7 +99,7 @@ def test_llm_free_settings_that_are_the_same_strategy_are_one_result_by_construc
     [loaded] = load_file(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333"))
     transcript = replace(loaded, context_window=20_000)
     done = [replay(transcript, config) for config in masking]
-    rows = [[(c.message_index, c.tokens_before, c.tokens_after, c.preservation) for c in d.compactions] for d in done]
+    rows = [[(c.message_index, c.event.tokens_before, c.event.tokens_after, c.preservation) for c in d.compactions] for d in done]
     assert rows[0] and rows[0] == rows[1]
     assert done[0].calls["context_tokens"] == done[1].calls["context_tokens"]
 

@@ -99,8 +99,9 @@ def test_a_failure_at_every_write_then_resume_gives_the_clean_rows(mode: str, tm
     counter = _FailAt(0, "count")
     monkeypatch.setattr(run_files, "WRITE_HOOK", counter)
     clean = runs.run(config, tmp_path / "clean", workers=1)
-    # config.json, per transcript its calls, compactions and done line, meta.json, transcripts.csv
-    assert counter.count == 3 + 3 * len(SESSIONS) and counter.paths.count(DONE) == len(SESSIONS)
+    # config.json, per transcript its calls, compactions and done line, meta.json, sessions.json, the
+    # estimation's calls and document, transcripts.csv
+    assert counter.count == 6 + 3 * len(SESSIONS) and counter.paths.count(DONE) == len(SESSIONS)
     for nth in range(1, counter.count + 1):
         out = tmp_path / f"{mode}-{nth}"
         monkeypatch.setattr(run_files, "WRITE_HOOK", _FailAt(nth, "kill" if mode == "kill" else "enospc"))

@@ -46,7 +46,7 @@ def test_the_kept_tail_is_budgeted_in_the_units_the_next_prompt_is_measured_in()
     # After each compaction the context is at most what the engine keeps (a quarter of the window
     # for the tail, plus the summary and the fixed part), far below the trigger.
     done = replay(HIGH_RATIO, StrategyConfig("summarize", "summarize"), WINDOW)
-    assert done.compactions and all(row.tokens_after < 0.8 * 64_000 for row in done.compactions)
+    assert done.compactions and all(row.event.tokens_after < 0.8 * 64_000 for row in done.compactions)
 
 
 def test_presets_count_their_tail_with_their_sources_estimator() -> None:
@@ -60,5 +60,5 @@ def test_presets_count_their_tail_with_their_sources_estimator() -> None:
         HIGH_RATIO, StrategyConfig("pi", "pi"), WINDOW, strategy=replace(pi, harness=replace(pi.harness, pieces="measured"))
     )
     # The measured budget keeps less of the tail, so the context after each compaction is smaller.
-    after = [row.tokens_after for row in at_source.compactions]
-    assert after and max(row.tokens_after for row in measured.compactions) < max(after)
+    after = [row.event.tokens_after for row in at_source.compactions]
+    assert after and max(row.event.tokens_after for row in measured.compactions) < max(after)

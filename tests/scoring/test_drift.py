@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import pytest
 
 from compactlab.replay.replay import replay
@@ -20,7 +18,7 @@ WINDOW = ContextWindows(overrides={"": 64_000})
 @pytest.fixture(scope="module")
 def codex_rows() -> list[dict]:
     replayed = replay(MANIFEST, StrategyConfig("codex", "codex"), WINDOW)
-    return [asdict(row) for row in replayed.compactions]
+    return [row.values() for row in replayed.compactions]
 
 
 def test_drift_counts_what_the_next_summary_dropped(codex_rows) -> None:

@@ -5,7 +5,6 @@ call cache (reruns and offline replays send nothing)."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -161,7 +160,7 @@ def test_plain_text_steps() -> None:
 
 def mini_replay():
     replayed = replay(MINI, SUMMARIZE_20K, WINDOW_20K)
-    rows = [asdict(r) for r in replayed.compactions]
+    rows = [r.values() for r in replayed.compactions]
     assert len(rows) == len(replayed.compacted) >= 2
     rows, contexts = rows[:2], replayed.compacted[:2]  # the first two: what the tests below script answers for
     recorded = [recorded_actions(MINI.messages[r["message_index"] :])[0] for r in rows]

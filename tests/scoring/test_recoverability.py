@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import asdict
 from functools import cache
 from pathlib import Path
 
@@ -161,7 +160,7 @@ def test_at_the_real_compactions_the_agent_reacquired_the_recoverable_items_and_
 def test_the_rows_the_per_session_table_and_the_gate_carry_the_split_of_each_real_compaction() -> None:
     [transcript] = load_file(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"))
     replayed = replay(transcript, StrategyConfig("truncate", "truncate"), ContextWindows(overrides={"": 16_000}))
-    rows = [asdict(row) for row in replayed.compactions if not row.failed]
+    rows = [row.values() for row in replayed.compactions if not row.event.failed]
     assert len(rows) >= 2
     expected = []
     for row, compacted in zip(replayed.compactions, replayed.compacted):

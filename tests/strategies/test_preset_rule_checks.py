@@ -83,7 +83,9 @@ def test_presets_are_asked_before_every_recorded_call(name: str) -> None:
     # Asked before every call, not only at a turn's start or end: some compaction falls in mid-turn
     # (the message before its call is a tool result), as seed 004's and pi's tables say.
     messages = LONG_CODEX.messages
-    assert any(messages[row.message_index - 1].role == "tool" for row in done.compactions if row.reason != "silent_overflow")
+    assert any(
+        messages[row.message_index - 1].role == "tool" for row in done.compactions if row.event.reason != "silent_overflow"
+    )
 
 
 @pytest.mark.parametrize(
@@ -223,7 +225,7 @@ def test_the_replays_measure_stands_in_for_the_api_recount() -> None:
     done = _replayed("seed-001")
     assert done.compactions
     for row in done.compactions:  # the next call's prompt is the compacted context as the engine measured it
-        assert done.calls["context_tokens"][row.call] == row.tokens_after
+        assert done.calls["context_tokens"][row.call] == row.event.tokens_after
 
 
 # --- pruning -------------------------------------------------------------------------------------------
@@ -308,7 +310,7 @@ def test_seed_004_window_from_its_table_and_128k_for_unknown_models() -> None:
 def test_manual_compactions_are_not_replayed() -> None:
     assert [m.trigger for m in MANUAL.compactions] == ["manual"]
     done = _replayed("seed-004", MANUAL, ContextWindows(overrides={"": 24_000}))
-    assert done.compactions and all(row.reason != "manual" for row in done.compactions)
+    assert done.compactions and all(row.event.reason != "manual" for row in done.compactions)
     assert MANUAL.compactions[0].at_message not in {row.message_index for row in done.compactions}
 
 

@@ -18,6 +18,7 @@ from compactlab.report.run_data import load_run
 from compactlab.report.run_report import metadata_context
 from compactlab.runs import runs
 from compactlab.runs.run_config import RunConfig, strategy_config
+from compactlab.runs.run_summary import write_summary
 from compactlab.strategies.presets import RULES
 from compactlab.strategies.prune import Prune
 from compactlab.strategies.registry import get_strategy
@@ -108,8 +109,8 @@ def test_presets_set_the_emergency_path_as_their_sources() -> None:
     with_path = replay(
         OVERFLOWING, StrategyConfig("s", "seed-001"), windows, strategy=replace(preset, harness=Harness(pin_task=False))
     )
-    assert sum(own.calls["over_window"]) >= 1 and not any(c.reason == "silent_overflow" for c in own.compactions)
-    assert any(c.reason == "silent_overflow" for c in with_path.compactions)
+    assert sum(own.calls["over_window"]) >= 1 and not any(c.event.reason == "silent_overflow" for c in own.compactions)
+    assert any(c.event.reason == "silent_overflow" for c in with_path.compactions)
     assert sum(with_path.calls["over_window"]) < sum(own.calls["over_window"])
 
 
@@ -120,7 +121,7 @@ def test_absolute_sizes_scale_with_a_simulated_window() -> None:
     assert (window, trigger.absolute) == (64_000, round(200_000 * 64_000 / real))
     scaled = replay(LONG_CODEX, StrategyConfig("s", "seed-001"), ContextWindows(overrides={"": 64_000}))
     first = scaled.compactions[0]
-    assert first.reason == "threshold" and first.tokens_before >= trigger.absolute
+    assert first.event.reason == "threshold" and first.event.tokens_before >= trigger.absolute
     # "real": the preset runs at the model's window whatever the run simulates.
     at_real = replace(preset, harness=replace(preset.harness, window="real"))
     done = replay(LONG_CODEX, StrategyConfig("s", "seed-001"), ContextWindows(overrides={"": 64_000}), strategy=at_real)
@@ -269,7 +270,7 @@ def test_the_report_says_which_window_each_preset_ran_at_and_where_it_cannot_fir
         window=64_000,
         strategies=tuple(strategy_config(name, "test") for name in ("seed-001", "pi", "summarize")),
     )
-    runs.run(config, tmp_path / "run", progress=False)
+    write_summary(runs.run(config, tmp_path / "run", progress=False), config)  # (the report reads summary.json)
     shown = {s["label"]: s["window"] for s in metadata_context(load_run(tmp_path / "run"))["strategies"]}
     scaled = "64,000 (the preset's absolute sizes scaled by 64,000 ÷ the model's real window)"
     assert shown["seed-001"] == f"{scaled}; its trigger lies above the window in 1 session: it never fires there"

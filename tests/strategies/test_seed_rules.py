@@ -84,7 +84,7 @@ def test_seed_001_compacts_at_200k_tokens_whatever_the_window() -> None:
     replayed = replay(LONG_CODEX, StrategyConfig("s", "seed-001"), ContextWindows())
     assert set(replayed.calls["window"]) == {LONG_CODEX.context_window} != {200_000}
     first = replayed.compactions[0]
-    assert first.reason == "threshold" and first.tokens_before >= 200_000
+    assert first.event.reason == "threshold" and first.event.tokens_before >= 200_000
     assert max(replayed.calls["context_tokens"][: first.call]) < 200_000  # no earlier call reached it
     assert trigger.check(199_999, 1_000_000) is None and trigger.check(150_000, 160_000) is None
 

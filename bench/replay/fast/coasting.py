@@ -1,9 +1,10 @@
 """Coasting: the calls between two compactions rowed in bulk, on arrays, instead of one by one.
 
 Most of a replay is stretches where nothing can happen: the trigger does not fire and the prompt
-fits. `Coasting.coast` finds the next call that needs the engine and rows every call before it with
-`Walk.measure`'s and `Walk.append`'s arithmetic, the same additions in the same order (a cumulative
-sum adds one term at a time, as the running sum does). It must equal the plain replay
+fits. `Coasting.coast` finds the next call that needs the engine, sizes every call before it with
+the kernel `Walk.measure` and `Walk.trigger_tokens` call (`compactlab.replay.prompt_size`), over
+arrays, with the running sum as a cumulative sum (which adds one term at a time, as the running
+sum does), and hands the rows to the walk (`Walk.coasted`), which alone writes its state. It must equal the plain replay
 (`compactlab.replay.replay.replay_plain`); tests/replay/test_fast_path_equals_plain.py checks it on every bundled dataset.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from compactlab.replay.prompt_size import hybrid_tokens, measured_size, own_estimate
 from compactlab.replay.walk import Walk
 
 
@@ -42,8 +44,8 @@ class Coasting:
         A call needs the engine when the trigger fires there (the context reaches `fires_from`
         tokens) or the prompt overflows the window (unless `overflow_stops` is false: the engine
         would not try an emergency compaction). Most of a replay is such stretches between
-        compactions (docs/performance.md). The numbers are `measure`'s and `append`'s: the same additions in the same order, on arrays
-        (a cumulative sum adds one term at a time, as the running sum does)."""
+        compactions (docs/performance.md). The sizes are the kernel's (`compactlab.replay.prompt_size`)
+        that `Walk.measure` and `Walk.trigger_tokens` call, over arrays; the walk takes the rows."""
         base, arrays = walk.base, walk.base.arrays
         first = base.calls_before(index)
         # A look-ahead that grows while no call stops: right after a compaction the next stop is
@@ -55,15 +57,15 @@ class Coasting:
         before = sums[positions - index]  # the context's estimate before each call
         calls = slice(first, first + len(positions))
         written = walk.written  # the context's summaries, sized apart as in `measured_size`
-        context = np.rint(walk.overhead + written.tokens + (before - written.estimate) * arrays["ratios"][calls])
-        if walk.uses_usage and walk.known is not None:  # as `hybrid_tokens`, anchored on the previous call's row
+        context = measured_size(walk.overhead, before, arrays["ratios"][calls], written)
+        if walk.uses_usage and walk.known is not None:  # anchored on the previous call's row
             history = arrays["history"]
             reply = int(base.anchor_output)  # the anchor covers the reply and its output, or neither
             anchor = np.concatenate(([walk.known[1]], context[:-1] + arrays["outputs"][calls][:-1] * reply))
             covered = np.concatenate(([walk.known[0]], positions[:-1] + reply))
-            trigger = np.rint(anchor + history[positions] - history[covered])
+            trigger = hybrid_tokens(anchor, history[positions], history[covered])
         else:
-            trigger = np.rint(before + walk.meter.local.prompt_overhead + walk.meter.offset)  # as `_own_estimate`
+            trigger = own_estimate(before, walk.meter.local.prompt_overhead, walk.meter.offset)
         over = context > walk.window
         stops = np.flatnonzero((trigger >= fires_from) | over) if overflow_stops else np.flatnonzero(trigger >= fires_from)
         count = int(stops[0]) if len(stops) else len(positions)
@@ -77,31 +79,7 @@ class Coasting:
             self.coast_from = int(arrays["positions"][later]) if later < len(arrays["positions"]) else end
         if stop == index:
             return index
-        if count:
-            self._row_coasted(walk, first, count, context[:count].astype(np.int64).tolist(), over[:count].tolist())
-        # The production agent's compactions passed on the way, as the loop notes them.
-        last_call = int(positions[count - 1]) if count else index - 1
-        since_last_call = base.marker_between(last_call, stop)
-        walk.compaction_marker_since_call = since_last_call or (walk.compaction_marker_since_call and not count)
-        walk.real_compaction_seen = walk.real_compaction_seen or base.marker_between(index - 1, stop)
-        walk.context_sum = float(sums[stop - index])
-        if count:  # as `append` after the last call rowed
-            reply = int(base.anchor_output)
-            output = base.columns["output_tokens"][first + count - 1] * reply
-            walk.known = (last_call + reply, walk.rows["context_tokens"][-1] + output)
+        walk.coasted(
+            index, stop, count, context[:count].astype(np.int64).tolist(), over[:count].tolist(), float(sums[stop - index])
+        )
         return stop
-
-    @staticmethod
-    def _row_coasted(walk: Walk, first: int, count: int, context_tokens: list[int], over_window: list[bool]) -> None:
-        """The rows of `count` calls from call `first` on, with no compaction among them."""
-        rows, columns, end = walk.rows, walk.base.columns, first + count
-        for name in ("message_index", "model", "recorded_prompt_tokens", "output_tokens", "full_tokens", "full_prefix_tokens"):
-            rows[name] += columns[name][first:end]  # as the uncompacted replay's: they do not depend on the context
-        # Append-only between calls: the previous prompt is cached, as far as it reaches.
-        rows["prefix_tokens"] += map(min, [rows["context_tokens"][-1], *context_tokens[:-1]], context_tokens)
-        rows["context_tokens"] += context_tokens
-        rows["over_window"] += over_window
-        walk.compactions_so_far += [walk.head.compactions] * count
-        walk.compacted_before += [False] * count
-        walk.noop_before += [0] * count
-        walk.previous_prompt = (walk.head.messages, walk.tail_start, columns["message_index"][end - 1])

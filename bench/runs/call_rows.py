@@ -15,8 +15,8 @@ from itertools import accumulate
 
 import numpy as np
 
-from compactlab.replay.fast.text_codes import TextCodes, text_codes
-from compactlab.replay.walk import CALL_COLUMNS, CallColumns
+from compactlab.replay.row_schema import CALL_COLUMNS, CallColumns
+from compactlab.runs.text_codes import TextCodes, text_codes
 
 TEXT_COLUMNS = frozenset({"transcript", "config", "model"})
 
@@ -42,7 +42,7 @@ def call_arrays(
     """A transcript's call rows as arrays, setting after setting: for each (its shared rows, how
     many of them it takes, how many own rows follow in `own`). Each value is converted once and
     the rows are gathered by one index per column, not converted again for every setting's copy
-    of the shared rows. Text columns come as codes (`compactlab.replay.fast.text_codes.text_codes`)."""
+    of the shared rows. Text columns come as codes (`compactlab.runs.text_codes.text_codes`)."""
     sources = list({id(shared): shared.columns for shared, _, _ in parts}.values()) + [own]
     starts = dict(zip(map(id, sources), accumulate((len(s["call"]) for s in sources), initial=0)))
     ranges: list[np.ndarray] = []

@@ -47,12 +47,6 @@ def coded_text(coded: TextCodes):
     return pd.Series(distinct).array.take(codes)
 
 
-def rows_of_each(coded: TextCodes) -> dict[str, np.ndarray]:
-    """Each text's row positions in a coded column (rows without a text, code -1 or None, in none)."""
-    codes, distinct = coded
-    return {value: np.flatnonzero(codes == code) for code, value in enumerate(distinct) if isinstance(value, str)}
-
-
 def summary_groups(transcripts: TextCodes, configs: TextCodes) -> tuple[np.ndarray, list[tuple[str, str]]]:
     """Each row's transcript × config as a number, numbered in sorted order, and the pairs by number:
     what `transcript_summary` groups by (numbers group faster than pairs of texts)."""

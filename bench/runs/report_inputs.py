@@ -1,0 +1,143 @@
+"""What a run writes for its report beside the rows, so that the report never reads a transcript.
+
+The report needs a few facts of each session the rows do not hold (its file's name, why records
+were skipped, its first model and recorded window, the production summaries of a session without
+calls, which cannot be replayed), and, when the run measures token estimation (`estimation = true`,
+the default of `compactlab run`; a sweep never does), every estimator's estimate of every recorded
+call and the replay's own size error on prompts that keep a tail. Both are computed where the
+transcript is read and replayed (`compactlab.runs.transcript_job`), once, and written at the end:
+
+- `sessions.json`: one object per session read, by id;
+- `estimation/calls.parquet`: `compactlab.tokens.estimation.run_estimation`'s rows over the run's
+  sessions; `estimation/estimation.json`: the rest of its result, the estimators the run's settings
+  measured with (the run's default first) and the size-check rows (`compactlab.runs.prompt_size_check`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from compactlab.runs.prompt_size_check import kept_tail_errors
+from compactlab.runs.run_files import before_write, naming, write_atomic
+from compactlab.tokens.calibration import Fit
+from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, EstimationResult, run_estimation
+from compactlab.tokens.tokenizers import TokenCache
+from compactlab.transcripts.model import Transcript
+
+SESSIONS = "sessions.json"
+ESTIMATION = "estimation"  # the folder
+ESTIMATION_CALLS = f"{ESTIMATION}/calls.parquet"
+ESTIMATION_DOCUMENT = f"{ESTIMATION}/estimation.json"
+
+
+def session_facts(transcript: Transcript) -> dict:
+    """What the report shows of a session that its rows do not hold."""
+    unreplayed = [
+        {"trigger": marker.trigger, "at_message": marker.at_message, "summary": marker.summary or ""}
+        for marker in (transcript.compactions if not transcript.calls else ())
+    ]
+    return {
+        "transcript": transcript.id,
+        "source": Path(transcript.source_path).name,
+        "format": transcript.source_format,
+        "skipped": skipped_reasons(transcript),
+        "model": transcript.calls[0].model if transcript.calls else None,
+        "context_window": transcript.context_window,
+        "unreplayed": unreplayed,  # a session without calls is not replayed: its production summaries
+    }
+
+
+def skipped_reasons(transcript: Transcript) -> str:
+    """'3× invalid JSON; 1× ...': the reasons records were skipped, the most frequent first."""
+    counts: dict[str, int] = {}
+    for record in transcript.skipped:
+        counts[record.reason] = counts.get(record.reason, 0) + 1
+    return "; ".join(f"{n}× {reason}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+@dataclass(frozen=True)
+class Estimated:
+    """One session's part of the run's estimation: the benchmark's result and the size-check rows."""
+
+    result: EstimationResult
+    size_rows: list[dict]
+
+
+def run_estimators(default: str, setting_estimators: list[str]) -> list[str]:
+    """The estimators the run measured prompts with: the run's default first, then each setting's, once."""
+    return list(dict.fromkeys([default or "hybrid", *setting_estimators]))
+
+
+def estimated(transcript: Transcript, measured: list[str], cache: TokenCache) -> Estimated:
+    """`transcript`'s estimation (the benchmark's estimators, and those of the run's settings it
+    does not compare) and its size-check rows, with the run's default estimator (`measured[0]`)."""
+    estimators = [*DEFAULT_ESTIMATORS, *(name for name in measured if name not in DEFAULT_ESTIMATORS)]
+    return Estimated(run_estimation([transcript], estimators, cache=cache), kept_tail_errors(transcript, measured[0]))
+
+
+def write_report_inputs(out: Path, sessions: pd.DataFrame, estimation: list[Estimated] | None, measured: list[str]) -> None:
+    """sessions.json and, when the run measured it, the estimation files (see the module docstring)."""
+    records = {} if sessions.empty else {row["transcript"]: row for row in sessions.to_dict("records")}
+    write_atomic(Path(out) / SESSIONS, json.dumps(records, indent=1, ensure_ascii=False, default=str) + "\n")
+    if estimation is None:
+        return
+    result = EstimationResult.combined([e.result for e in estimation])
+    folder = Path(out) / ESTIMATION
+    folder.mkdir(exist_ok=True)
+    path, temporary = Path(out) / ESTIMATION_CALLS, folder / ".calls.parquet.tmp"
+    before_write(path)
+    try:
+        with naming(path):  # written whole under a temporary name, then renamed, as every run file
+            result.calls.to_parquet(temporary, index=False)
+            temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    document = {
+        "estimators": measured,
+        "fits": {family: asdict(fit) for family, fit in result.fits.items()},
+        "transcripts_without_calls": result.transcripts_without_calls,
+        "damaged_transcripts": list(result.damaged_transcripts),
+        "uncalibrated_calls": result.uncalibrated_calls,
+        "damaged_kept": result.damaged_kept,
+        "skipped_records": result.skipped_records,
+        "size_rows": [row for e in estimation for row in e.size_rows],
+    }
+    write_atomic(Path(out) / ESTIMATION_DOCUMENT, json.dumps(document, indent=1, default=float) + "\n")
+
+
+def read_sessions(out: Path) -> dict[str, dict]:
+    path = Path(out) / SESSIONS
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+@dataclass(frozen=True)
+class RunEstimation:
+    """The estimation a run measured, read back."""
+
+    result: EstimationResult
+    estimators: list[str]  # the run's settings' estimators, its default first
+    size_rows: list[dict]
+
+
+def read_estimation(out: Path) -> RunEstimation | None:
+    """The run's estimation, or None when it did not measure it."""
+    path = Path(out) / ESTIMATION_DOCUMENT
+    if not path.exists():
+        return None
+    document = json.loads(path.read_text(encoding="utf-8"))
+    fits = {family: Fit(**{**fit, "transcripts": tuple(fit["transcripts"])}) for family, fit in document["fits"].items()}
+    result = EstimationResult(
+        pd.read_parquet(Path(out) / ESTIMATION_CALLS),
+        fits,
+        document["transcripts_without_calls"],
+        tuple(document["damaged_transcripts"]),
+        document["uncalibrated_calls"],
+        document["damaged_kept"],
+        document["skipped_records"],
+    )
+    return RunEstimation(result, document["estimators"], document["size_rows"])

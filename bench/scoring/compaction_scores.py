@@ -1,0 +1,46 @@
+"""Every offline score of one compaction, made after the replay from what it kept.
+
+The replay records each compaction (the context before it and the context it produced); the scores
+are computed afterwards from those, as the model judge scores them (`compactlab.scoring.judge`),
+so a new score is one more entry here, not state the replay's walk must carry:
+- preservation of what the next k steps need (`compactlab.scoring.preservation`), with the
+  summary's recall (`compactlab.scoring.summary_recall`) and, for the widest k, the lost items by
+  recoverability (`compactlab.scoring.recoverability`);
+- for a real compaction (the production agent's), what the agent re-acquired after it
+  (`compactlab.scoring.reacquisition`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from compactlab.scoring.preservation import StepScore, preservation_at
+from compactlab.scoring.reacquisition import reacquisition_json
+from compactlab.scoring.recoverability import loss_json, loss_split
+from compactlab.scoring.summary_recall import recall_json, summary_recall_at
+from compactlab.transcripts.model import Message
+
+K_STEPS = (1, 5)
+
+
+def compaction_scores(
+    messages: Sequence[Message], index: int, before: Sequence[Message], compacted: Sequence[Message], real: bool
+) -> tuple[dict[str, dict], dict | None]:
+    """The scores of a compaction before `messages[index]` that turned the context `before` into
+    `compacted`: its preservation by k ({"k1": {...}, "k5": {...}}) and, when it is `real` (the
+    production agent's), what the recorded continuation re-acquired: what was really gone."""
+    found = preservation_at(messages, index, compacted, K_STEPS)
+    recalls = summary_recall_at(messages, index, before, compacted, K_STEPS)
+    scores = {f"k{k}": _score_json(score) | recall_json(recalls[k]) for k, score in found.items()}
+    # The lost items of the widest k by recoverability, and what getting them back would cost.
+    widest = max(K_STEPS)
+    scores[f"k{widest}"] |= loss_json(loss_split(messages, index, found[widest].lost, widest))
+    return scores, reacquisition_json(messages, index, compacted) if real else None
+
+
+def _score_json(score: StepScore) -> dict:
+    return {
+        "score": score.score,
+        "needed": [f"{i.kind}:{i.text}" for i in score.needed],
+        "lost": [f"{i.kind}:{i.text}" for i in score.lost],
+    }

@@ -1,0 +1,77 @@
+"""The run directory's format number, the one step that reads an older format or refuses it by
+name, and the report inputs a run writes (estimation only when asked)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from compactlab.cli.main import main
+from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.report.run_data import load_light, load_run
+from compactlab.report.run_report import write_run_report
+from compactlab.runs import runs
+from compactlab.runs.run_config import RunConfig
+from compactlab.runs.run_format import FORMAT, UnreadableFormat, checked, format_of
+from compactlab.runs.run_summary import write_summary
+
+REFERENCE = Path(__file__).resolve().parents[2] / "reports" / "reference"
+FORMAT_ONE_COMMIT = {"transcript": "t", "configs": ["truncate"], "file": "f.jsonl", "file_sha256": None, "calls_end": 10}
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real run of two bundled sessions under one setting, without token estimation, and its summary."""
+    out = tmp_path_factory.mktemp("format") / "run"
+    config = RunConfig(datasets=("claude-code-log",), strategies=(StrategyConfig("truncate", "truncate"),), estimation=False)
+    write_summary(runs.run(config, out, limit=2), config)
+    return out
+
+
+def test_a_run_numbers_its_format_and_writes_estimation_only_when_asked(small: Path) -> None:
+    assert json.loads((small / "meta.json").read_text())["format"] == FORMAT == format_of(small)
+    assert json.loads((small / "config.json").read_text())["estimation"] is False
+    sessions = json.loads((small / "sessions.json").read_text())
+    assert len(sessions) == 2 and all(facts["source"].endswith(".jsonl.gz") for facts in sessions.values())
+    assert not (small / "estimation").exists()  # not asked: not measured, and the report says so
+    page = write_run_report(small).read_text(encoding="utf-8")
+    assert "Not measured by this run" in page and "the run did not measure token estimation" in page
+    assert load_run(small).estimation is None
+
+
+def test_the_reference_run_is_format_2_and_read_through_its_upgrade() -> None:
+    assert format_of(REFERENCE) == 2  # meta.json without a number
+    table = load_light(REFERENCE).transcripts
+    assert {"damaged", "unrecoverable_loss", "floor_tokens", "cost_change"} <= set(table.columns) and len(table) > 100
+
+
+def test_format_1_and_newer_formats_are_refused_by_name(small: Path, tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    shutil.copytree(small, old)
+    meta = json.loads((old / "meta.json").read_text())
+    del meta["format"]
+    (old / "meta.json").write_text(json.dumps(meta))
+    (old / "done.jsonl").write_text(json.dumps(FORMAT_ONE_COMMIT) + "\n")  # a commit of JSONL row files
+    with pytest.raises(UnreadableFormat, match="run directory format 1 .*reads formats 2 to 3"):
+        checked(old)
+    with pytest.raises(UnreadableFormat, match="format 1"):
+        load_light(old)
+    newer = tmp_path / "newer"
+    shutil.copytree(small, newer)
+    (newer / "meta.json").write_text(json.dumps({**meta, "format": FORMAT + 1}))
+    with pytest.raises(UnreadableFormat, match=f"format {FORMAT + 1}, written by a newer compactlab"):
+        load_run(newer)
+
+
+def test_resuming_a_format_1_directory_is_refused_before_any_work(small: Path, tmp_path: Path, capsys) -> None:
+    old = tmp_path / "old"
+    shutil.copytree(small, old)
+    (old / "meta.json").unlink()
+    (old / "done.jsonl").write_text(json.dumps(FORMAT_ONE_COMMIT) + "\n")
+    arguments = ["run", "--dataset", "claude-code-log", "--strategy", "truncate", "--limit", "2", "--no-estimation"]
+    assert main([*arguments, "--resume", "--out", str(old)]) == 2
+    assert "run directory format 1" in capsys.readouterr().err
+    assert (old / "done.jsonl").read_text() == json.dumps(FORMAT_ONE_COMMIT) + "\n"  # nothing written
