@@ -18,7 +18,8 @@ from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_format import FORMAT, UnreadableFormat, checked, format_of
 from compactlab.runs.run_summary import write_summary
 
-REFERENCE = Path(__file__).resolve().parents[2] / "reports" / "reference"
+# The reference run as compactlab wrote it before run directories had a format number (its report left out).
+FORMAT_2 = Path(__file__).resolve().parents[1] / "data" / "run-format-2"
 FORMAT_ONE_COMMIT = {"transcript": "t", "configs": ["truncate"], "file": "f.jsonl", "file_sha256": None, "calls_end": 10}
 
 
@@ -42,9 +43,9 @@ def test_a_run_numbers_its_format_and_writes_estimation_only_when_asked(small: P
     assert load_run(small).estimation is None
 
 
-def test_the_reference_run_is_format_2_and_read_through_its_upgrade() -> None:
-    assert format_of(REFERENCE) == 2  # meta.json without a number
-    table = load_light(REFERENCE).transcripts
+def test_a_format_2_run_is_read_through_its_upgrade() -> None:
+    assert format_of(FORMAT_2) == 2  # meta.json without a number
+    table = load_light(FORMAT_2).transcripts
     assert {"damaged", "unrecoverable_loss", "floor_tokens", "cost_change"} <= set(table.columns) and len(table) > 100
 
 
