@@ -42,13 +42,19 @@ def session_facts(transcript: Transcript) -> dict:
     ]
     return {
         "transcript": transcript.id,
-        "source": Path(transcript.source_path).name,
+        "source": printable_name(Path(transcript.source_path).name),
         "format": transcript.source_format,
         "skipped": skipped_reasons(transcript),
         "model": transcript.calls[0].model if transcript.calls else None,
         "context_window": transcript.context_window,
         "unreplayed": unreplayed,  # a session without calls is not replayed: its production summaries
     }
+
+
+def printable_name(name: str) -> str:
+    """A file name as UTF-8 text: bytes that are not UTF-8 (lone surrogates in Python) become \\xNN,
+    as in the session's id, so the name can be written to sessions.json and Parquet."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def skipped_reasons(transcript: Transcript) -> str:
