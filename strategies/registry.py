@@ -125,11 +125,17 @@ def _load_reference(reference: str) -> object:
     if not path.is_file():
         raise KeyError(f"strategy reference {reference!r}: no file {path}")
     module_name = f"compactlab_user_{path.stem}_{abs(hash(path.resolve()))}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    # A user's file runs once per process while it is unchanged, however often a setting naming it is
+    # built (the run's grouping of identical settings builds it before the run does): it may have effects.
+    stamp = path.stat().st_mtime_ns
+    module = sys.modules.get(module_name)
+    if module is None or getattr(module, "__compactlab_stamp__", None) != stamp:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        module.__compactlab_stamp__ = stamp  # type: ignore[attr-defined]
     if not hasattr(module, attribute):
         names = [n for n in vars(module) if not n.startswith("_")]
         close = difflib.get_close_matches(attribute, names, n=1)

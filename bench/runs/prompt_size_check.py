@@ -31,13 +31,15 @@ import pandas as pd
 from compactlab.replay.uncompacted import uncompacted
 from compactlab.runs.run_storage import run_calls, run_compaction_rows
 from compactlab.tokens.metering import Meter
+from compactlab.tokens.tokenizers import TokenCache
 from compactlab.transcripts.loading import load_inputs
 from compactlab.transcripts.model import Transcript
 
 
-def kept_tail_errors(transcript: Transcript, estimator: str = "hybrid") -> list[dict]:
-    """For one session, the two rules' errors on the size of prompts that keep a tail (see the docstring)."""
-    meter = Meter(transcript, estimator)
+def kept_tail_errors(transcript: Transcript, estimator: str = "hybrid", cache: TokenCache | None = None) -> list[dict]:
+    """For one session, the two rules' errors on the size of prompts that keep a tail (see the docstring);
+    `cache`: the replaying process's counts, so that a run counts no text twice."""
+    meter = Meter(transcript, estimator, cache) if cache is not None else Meter(transcript, estimator)
     base = uncompacted(meter, 10**9)
     positions, recorded = base.positions, base.columns["recorded_prompt_tokens"]
     if len(positions) < 10 or transcript.compactions or transcript.skipped:

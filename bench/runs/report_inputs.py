@@ -82,7 +82,7 @@ def estimated(transcript: Transcript, measured: list[str], cache: TokenCache) ->
     """`transcript`'s estimation (the benchmark's estimators, and those of the run's settings it
     does not compare) and its size-check rows, with the run's default estimator (`measured[0]`)."""
     estimators = [*DEFAULT_ESTIMATORS, *(name for name in measured if name not in DEFAULT_ESTIMATORS)]
-    return Estimated(run_estimation([transcript], estimators, cache=cache), kept_tail_errors(transcript, measured[0]))
+    return Estimated(run_estimation([transcript], estimators, cache=cache), kept_tail_errors(transcript, measured[0], cache))
 
 
 def write_report_inputs(out: Path, sessions: pd.DataFrame, estimation: list[Estimated] | None, measured: list[str]) -> None:

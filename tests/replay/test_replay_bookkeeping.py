@@ -189,15 +189,19 @@ def test_a_process_counts_each_distinct_text_once_across_transcripts_and_setting
     # text once for all of them, and for every setting.
     from compactlab.tokens import tokenizers
 
-    encoding = tokenizers.get_encoding("o200k_base")
-    encoded: list[str] = []
+    # (The run's token-estimation counts the same texts in the other encodings too: each once.)
+    real = tokenizers.get_encoding
+    encoded: list[tuple[str, str]] = []
 
     class Counting:
-        def encode(self, text, **options):
-            encoded.append(text)
-            return encoding.encode(text, **options)
+        def __init__(self, name: str) -> None:
+            self.name, self.encoding = name, real(name)
 
-    monkeypatch.setattr(tokenizers, "get_encoding", lambda name: Counting())
+        def encode(self, text, **options):
+            encoded.append((self.name, text))
+            return self.encoding.encode(text, **options)
+
+    monkeypatch.setattr(tokenizers, "get_encoding", Counting)
     settings = tuple(
         StrategyConfig(f"m{f}", "observation-masking", trigger=Trigger(fraction=f), estimator="tiktoken-o200k")
         for f in (0.3, 0.6)
