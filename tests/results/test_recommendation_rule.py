@@ -107,9 +107,11 @@ def test_the_sweep_recommends_by_the_rule_on_real_sessions(tmp_path: Path, capsy
     if eligible:
         best = max(eligible.values(), key=lambda p: (p["removed_share_mean"], p["preservation_or_untouched_mean"]))
         assert recommendation["config"] == best["config"] and best["over_window_calls_total"] == 0
-        # Two sessions, 4 compactions: the verdict names the pick, and says it is neither clear nor well founded.
+        # Two sessions, a few compactions: the verdict names the pick, and says it is neither clear nor well founded.
+        compactions = round(best["compactions_mean"] * best["compactions_n"])
+        assert 0 < compactions < 20
         assert f"no clear winner; best: {best['config']} — " in printed
-        assert "rests on 4 compactions: too few to go by" in printed
+        assert f"rests on {compactions} compactions: too few to go by" in printed
     else:
         assert recommendation["config"] is None and "no recommendation:" in printed
     # The report of the sweep shows the same pick and the same frontier.
