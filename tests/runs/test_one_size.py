@@ -29,7 +29,7 @@ def test_compact_and_run_agree_on_a_real_session(stem: str) -> None:
     first = replay(transcript, StrategyConfig("summarize", "summarize"), WINDOW).compactions[0]
     preview = compact(transcript, "summarize", windows=WINDOW)
     assert (preview.call, preview.chosen_by) == (first.call, "trigger")
-    assert (preview.event.tokens_before, preview.event.tokens_after) == (first.tokens_before, first.tokens_after)
+    assert (preview.event.tokens_before, preview.event.tokens_after) == (first.event.tokens_before, first.event.tokens_after)
     # `--at` another call: the size before is the run's uncompacted size there, within rounding.
     full = replay(transcript, StrategyConfig("truncate", "truncate"), ContextWindows({"": 10**7})).calls["full_tokens"]
     at = compact(transcript, "summarize", at_call=first.call - 2, windows=WINDOW)
