@@ -99,7 +99,7 @@ def test_thresholds_fire_at_their_share_of_the_window(name: str, share: float) -
     base = uncompacted(Meter(LONG_CODEX, preset.estimator), 64_000, preset.harness.anchor_output)
     first = next(i for i, tokens in enumerate(base.trigger_tokens) if tokens >= line)
     done = _replayed(name)
-    assert done.compactions[0].call == first and done.compactions[0].reason == "threshold"
+    assert done.compactions[0].call == first and done.compactions[0].event.reason == "threshold"
 
 
 def test_the_provider_count_is_dropped_after_a_compaction() -> None:
