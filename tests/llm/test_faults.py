@@ -104,8 +104,10 @@ def test_a_refused_key_cancels_the_calls_in_flight(kind: str, server: FakeProvid
     assert 3 <= sent <= 6  # several of the six calls were in flight, and none was sent twice
     [(refused_at, status)] = server.answered  # the server answered the first request only
     assert status == 401 and "HTTP 401" in str(account.stop_error)
-    # The others' connections were closed by the client at the refusal, before their 5 s answers.
-    assert len(server.abandoned) == sent - 1 and all(0 <= t - refused_at < 2.5 for t in server.abandoned)
+    # The others' connections were closed by the client at the refusal, before their 5 s answers. (The
+    # server notes its answer's time after writing it; the client may close the others first, so an
+    # abandon can be noted a few milliseconds before the refusal: the bound is the 5 s answer, not 0.)
+    assert len(server.abandoned) == sent - 1 and all(-0.5 < t - refused_at < 2.5 for t in server.abandoned)
     assert time.monotonic() - started < 4.5  # no call waited for its answer
     assert sum(isinstance(e, RequestCancelled) for e in errors) == sent - 1
     assert all(isinstance(e, LLMUnavailable) for e in errors)
