@@ -26,6 +26,7 @@ from compactlab.runs.run_files import before_write, naming, write_atomic
 from compactlab.tokens.calibration import Fit
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, EstimationResult, run_estimation
 from compactlab.tokens.tokenizers import TokenCache
+from compactlab.transcripts.importers import utf8_text
 from compactlab.transcripts.model import Transcript
 
 SESSIONS = "sessions.json"
@@ -42,19 +43,13 @@ def session_facts(transcript: Transcript) -> dict:
     ]
     return {
         "transcript": transcript.id,
-        "source": printable_name(Path(transcript.source_path).name),
+        "source": utf8_text(Path(transcript.source_path).name),  # as the session id
         "format": transcript.source_format,
         "skipped": skipped_reasons(transcript),
         "model": transcript.calls[0].model if transcript.calls else None,
         "context_window": transcript.context_window,
         "unreplayed": unreplayed,  # a session without calls is not replayed: its production summaries
     }
-
-
-def printable_name(name: str) -> str:
-    """A file name as UTF-8 text: bytes that are not UTF-8 (lone surrogates in Python) become \\xNN,
-    as in the session's id, so the name can be written to sessions.json and Parquet."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def skipped_reasons(transcript: Transcript) -> str:

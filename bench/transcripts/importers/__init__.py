@@ -152,6 +152,13 @@ def _check_message_sizes(source: Source, transcript: Transcript) -> None:
             )
 
 
+def utf8_text(text: str) -> str:
+    """`text` as UTF-8 can hold it: bytes of a file name that are not UTF-8 (kept by Python as lone
+    surrogates) are written as \\xNN, so the text can be written to UTF-8 files and shown."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _printable(transcript: Transcript) -> Transcript:
     """Ids are written to UTF-8 files and shown: bytes of a file name that are not UTF-8 (kept by
     Python as lone surrogates) are written as \\xNN."""
@@ -159,5 +166,4 @@ def _printable(transcript: Transcript) -> Transcript:
         transcript.id.encode("utf-8")
         return transcript
     except UnicodeEncodeError:
-        text = transcript.id.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        return replace(transcript, id=text.encode("utf-8", "backslashreplace").decode("utf-8"))
+        return replace(transcript, id=utf8_text(transcript.id))
