@@ -128,7 +128,8 @@ def _llm_config(work: Path, name: str, base_url: str, extra: str = "") -> Path:
 
 
 def measure_llm_cases(work: Path) -> None:
-    from tests.fake_providers import Behaviour, serve, server_error
+    from tests.fake_behaviours import Behaviour, server_error
+    from tests.fake_providers import serve
 
     delay, later = 1.0, 4.0
     for in_flight in (1, 10):

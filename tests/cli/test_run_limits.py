@@ -12,7 +12,8 @@ import pytest
 from compactlab.cli.cli_runs import BUDGET_EXIT
 from compactlab.cli.main import main
 from tests.conftest import bundled
-from tests.fake_providers import Behaviour, FakeProvider
+from tests.fake_behaviours import Behaviour
+from tests.fake_providers import FakeProvider
 from tests.runs.test_concurrent_llm_replays import _config, key, server  # noqa: F401 - the fake provider's fixtures
 
 ASTROID = bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_")

@@ -17,7 +17,8 @@ import pytest
 from compactlab.cli.main import main
 from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.conftest import REPO
-from tests.fake_providers import FakeProvider, serve, summarizing
+from tests.fake_behaviours import summarizing
+from tests.fake_providers import FakeProvider, serve
 
 # The repository's whole suite replayed with a model, twice and more: minutes.
 pytestmark = pytest.mark.slow

@@ -21,7 +21,8 @@ from compactlab.gate.suite import load_suite
 from compactlab.results.compaction_values import CompactionValue
 from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.conftest import bundled
-from tests.fake_providers import FakeProvider, serve, summarizing
+from tests.fake_behaviours import summarizing
+from tests.fake_providers import FakeProvider, serve
 
 SESSIONS = (
     "deepseek_chat_dev_pvlib__pvlib-python-1707",

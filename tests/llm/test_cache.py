@@ -11,7 +11,8 @@ import pytest
 from compactlab.contract import CompactionFailed
 from compactlab.llm import CacheMiss, CacheRequest, LLMCache, LLMSummarizer, RecordedSummarizer, make_summarizer
 from compactlab.llm.cache import Completion
-from tests.fake_providers import FakeProvider, bad_request, ok, serve, server_error
+from tests.fake_behaviours import bad_request, ok, server_error
+from tests.fake_providers import FakeProvider, serve
 from tests.llm.support import MODELS, PROVIDERS, cache_files, client, request
 
 

@@ -32,11 +32,8 @@ from compactlab.llm import (
 from compactlab.llm.clients import NO_AUTH_KEY
 from compactlab.llm.prices import load_prices_toml
 from compactlab.transcripts.model import LLMCall
-from tests.fake_providers import (
-    ANTHROPIC_PATH,
+from tests.fake_behaviours import (
     MAX_STALL_SECONDS,
-    OPENAI_PATH,
-    FakeProvider,
     bad_request,
     context_overflow,
     echo_credentials,
@@ -45,6 +42,7 @@ from tests.fake_providers import (
     server_error,
     stall,
 )
+from tests.fake_providers import ANTHROPIC_PATH, OPENAI_PATH, FakeProvider
 from tests.llm.support import MODELS, OPEN, PROVIDERS, SECRET, cache_files, client, request
 
 # --- usage mapping and cost ---------------------------------------------------------------------

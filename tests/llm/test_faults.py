@@ -20,7 +20,8 @@ from compactlab.llm.cache import CacheMiss, CacheRequest, Completion
 from compactlab.llm.clients import RequestCancelled
 from compactlab.llm.concurrency import CallAccount, Limits, run_calls
 from compactlab.transcripts.model import LLMCall
-from tests.fake_providers import Behaviour, FakeProvider, echo_credentials, empty_answer, ok, truncated_body
+from tests.fake_behaviours import Behaviour, echo_credentials, empty_answer, ok, truncated_body
+from tests.fake_providers import FakeProvider
 from tests.llm.support import MODELS, OPEN, PROVIDERS, cache_files, client, request
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.conftest import bundled
-from tests.fake_providers import serve, summarizing
+from tests.fake_behaviours import summarizing
+from tests.fake_providers import serve
 
 # A session whose summaries need the file lists to keep the paths the next steps use.
 MINI = bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pvlib__pvlib-python-1707")

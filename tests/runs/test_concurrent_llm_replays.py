@@ -20,7 +20,8 @@ from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import load_config
 from compactlab.runs.run_storage import export_jsonl, run_compaction_rows
 from tests.conftest import bundled
-from tests.fake_providers import Behaviour, FakeProvider, rate_limited, serve
+from tests.fake_behaviours import Behaviour, rate_limited
+from tests.fake_providers import FakeProvider, serve
 
 KEY_ENV = "COMPACTLAB_TEST_CONCURRENT_KEY"
 SESSIONS = (

@@ -16,17 +16,16 @@ from compactlab.cli.main import main
 from compactlab.results.run_failures import INCOMPLETE_EXIT
 from compactlab.runs.run_storage import run_compaction_rows
 from tests.conftest import bundled
-from tests.fake_providers import (
-    FakeProvider,
+from tests.fake_behaviours import (
     context_overflow,
     echo_credentials,
     empty_answer,
     fault_mix,
     rate_limited,
-    serve,
     server_error,
     truncated_body,
 )
+from tests.fake_providers import FakeProvider, serve
 from tests.llm.support import KEY_ENV
 
 SESSIONS = (

@@ -17,7 +17,8 @@ from compactlab.results.run_failures import INCOMPLETE_EXIT
 from compactlab.runs import run_files
 from compactlab.runs.run_files import read_done
 from compactlab.runs.run_storage import run_calls
-from tests.fake_providers import Behaviour, FakeProvider, serve, server_error
+from tests.fake_behaviours import Behaviour, server_error
+from tests.fake_providers import FakeProvider, serve
 from tests.input_cases import sessions
 from tests.llm.support import KEY_ENV
 from tests.scripts.measure_faults import child, run_arguments

@@ -33,7 +33,8 @@ from compactlab.scoring.probes import probe, probe_questions
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
-from tests.fake_providers import ANTHROPIC_PATH, OPENAI_PATH, FakeProvider, bad_request, ok, serve
+from tests.fake_behaviours import bad_request, ok
+from tests.fake_providers import ANTHROPIC_PATH, OPENAI_PATH, FakeProvider, serve
 
 KEY_ENV = "COMPACTLAB_TEST_LLM_KEY"
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")

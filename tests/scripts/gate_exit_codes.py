@@ -24,7 +24,8 @@ from pathlib import Path
 
 from compactlab.cli.main import main
 from compactlab.strategies.prompting import PROMPTS_DIR
-from tests.fake_providers import serve, summarizing
+from tests.fake_behaviours import summarizing
+from tests.fake_providers import serve
 from tests.gate.test_suite_with_a_model import FILES_IMPORT, KEY_ENV, SUITE, own_suite_with_a_model
 
 BASELINE = SUITE.parent / "baseline.json"

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from compactlab.cli.main import main
 from compactlab.strategies.prompting import PROMPTS_DIR
-from tests.fake_providers import serve, summarizing
+from tests.fake_behaviours import summarizing
+from tests.fake_providers import serve
 from tests.gate.test_worse_summary_prompt import KEY_ENV, METRICS, NEAR_EMPTY, write_suite
 
 

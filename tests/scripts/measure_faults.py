@@ -230,16 +230,8 @@ def measure_runs(work: Path) -> None:
 
 
 def measure_llm(work: Path) -> None:
-    from tests.fake_providers import (
-        context_overflow,
-        empty_answer,
-        fault_mix,
-        rate_limited,
-        serve,
-        server_error,
-        stall,
-        truncated_body,
-    )
+    from tests.fake_behaviours import context_overflow, empty_answer, fault_mix, rate_limited, server_error, stall, truncated_body
+    from tests.fake_providers import serve
 
     def config(base_url: str, name: str) -> Path:
         path = work / f"{name}.toml"

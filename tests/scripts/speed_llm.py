@@ -37,7 +37,8 @@ from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.runs import runs
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import RunConfig
-from tests.fake_providers import Behaviour, FakeProvider, serve
+from tests.fake_behaviours import Behaviour
+from tests.fake_providers import FakeProvider, serve
 
 LATENCY = 1.0
 REPEATS = 2
