@@ -3,7 +3,6 @@ and a worker that dies ends the run as it does on the local executor (issue 32).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -13,34 +12,22 @@ from compactlab.contract import Trigger
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.runs import run_files, runs
 from compactlab.runs.executors import dask_executor, executor_for
-from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import read_done
 from compactlab.runs.run_storage import run_calls, run_compaction_rows
-from tests.conftest import bundled
 from tests.input_cases import sessions
+from tests.runs.run_inputs import KEY, SESSIONS, run_config, session_folder
 from tests.scripts.measure_faults import child, run_arguments
 
 pytest.importorskip("dask.distributed")
 
-SESSIONS = (
-    bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9"),
-    bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"),
-    bundled("claude-code-log", "-src-deep-manifest__a7da6a22"),
-    bundled("mini-swe-agent-v1", "nano-output__django__django-11848"),
-)
 STRATEGIES = (
     StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.3)),
     StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.3)),
 )
-KEY = ["transcript", "config", "call"]
 
 
 def test_a_run_on_a_two_worker_local_cluster_equals_the_local_run(tmp_path: Path) -> None:
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    for path in SESSIONS:
-        shutil.copy(path, folder)
-    config = RunConfig(datasets=(str(folder),), strategies=STRATEGIES, window=40_000)
+    config = run_config(session_folder(tmp_path / "sessions"), STRATEGIES)
     local = runs.run(config, tmp_path / "local", workers=2)
     on_dask = runs.run(config, tmp_path / "dask", executor=dask_executor(workers=2))
     pd.testing.assert_frame_equal(on_dask.transcripts, local.transcripts)

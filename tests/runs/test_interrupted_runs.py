@@ -12,7 +12,6 @@ import errno
 import gzip
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,19 +27,16 @@ from compactlab.runs import run_files, runs
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import DONE, RunDirectoryBusy, read_done, write_atomic
 from compactlab.runs.run_storage import KINDS, ROWS, iter_rows
-from tests.conftest import bundled
+from tests.runs import run_inputs
+from tests.runs.run_inputs import KEY, run_config, session_folder
 
 ROOT = Path(__file__).resolve().parents[2]
-SESSIONS = (
-    bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9"),
-    bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"),
-    bundled("claude-code-log", "-src-deep-manifest__a7da6a22"),
-)
+# Three sessions: a failure at each of a run's writes replays them twice per write.
+SESSIONS = run_inputs.SESSIONS[:3]
 STRATEGIES = (
     StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.3)),
     StrategyConfig("m", "observation-masking", trigger=Trigger(fraction=0.3)),
 )
-KEY = ["transcript", "config", "call"]
 
 
 class Killed(BaseException):
@@ -48,15 +44,11 @@ class Killed(BaseException):
 
 
 def _folder(tmp_path: Path) -> Path:
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    for path in SESSIONS:
-        shutil.copy(path, folder)
-    return folder
+    return session_folder(tmp_path / "sessions", SESSIONS)
 
 
 def _config(folder: Path) -> RunConfig:
-    return RunConfig(datasets=(str(folder),), strategies=STRATEGIES, window=40_000)
+    return run_config(folder, STRATEGIES)
 
 
 def _rows(out: Path, kind: str) -> list[str]:
