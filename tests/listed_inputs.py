@@ -4,7 +4,7 @@
 the input is valid after all (a multi-member gzip, a non-UTF-8 file name, two files of one name),
 what the undamaged result is, so that a changed result counts as silently wrong. Every other case
 must end in a clean error or a counted skip. `tests/scripts/input_fuzz.py` reads them all through the
-library and the CLI; `tests/test_listed_inputs.py` asserts each one's outcome.
+library and the CLI; `tests/transcripts/test_input_fuzz.py` asserts each one's outcome.
 """
 
 from __future__ import annotations

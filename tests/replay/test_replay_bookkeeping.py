@@ -1,4 +1,4 @@
-"""The replay's bookkeeping on real sessions, by numbers read off the raw files (`compactlab run` end to end: test_run_command.py)."""
+"""The replay's bookkeeping on real sessions, by numbers read off the raw files (`compactlab run` end to end: tests/runs/test_run_and_sweep.py)."""
 
 from __future__ import annotations
 
