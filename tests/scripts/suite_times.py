@@ -1,16 +1,16 @@
 """How long the test suite takes: the whole suite once, its time per test file, and what the local
 run (the tests not marked slow) and CI (every test) each cost.
 
-    python -m tests.scripts.suite_times [--out FILE] [PYTEST ARGUMENT ...]
+    python -m tests.scripts.suite_times [--local] [--out FILE] [PYTEST ARGUMENT ...]
 
-Runs `pytest -m "" --durations=0` in a child process (so every test, as CI does), with the given
-arguments after it, and prints:
+Runs `pytest -m "" --durations=0` in a child process (so every test, as CI does; with --local the
+default `pytest -q`, slow tests left out, as a local run), with the given arguments after it, and prints:
 - the wall time and the CPU time (user + system, the child's and every process it waited for:
-  replay workers, the browser, pip) of the whole run;
+  pytest-xdist's workers, replay workers, the browser, pip) of the whole run;
 - per test file, the seconds its tests took (setup, call and teardown as pytest reports them; a
-  session fixture counts in the file whose test first asked for it), marked slow or not;
-- the sum over the tests a local run keeps and over the slow ones: the local run's time is the
-  first sum plus collection, measured here in the same run rather than in a second one.
+  session fixture counts in the file whose test first asked for it, in each worker), marked slow or not;
+- the sum over the tests a local run keeps and over the slow ones. The suite runs on every core
+  (pytest-xdist), so these sums are work, not wall time: a local run's wall time is measured by --local.
 A loaded machine stretches wall time; CPU time stays near what a quiet machine needs. --out also
 writes pytest's own output to FILE.
 """
@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, help="also write pytest's output here")
     parser.add_argument("--read", type=Path, help="read the output --out saved instead of running the suite again")
+    parser.add_argument("--local", action="store_true", help="run what a local run runs (slow tests left out), not every test")
     arguments, extra = parser.parse_known_args(argv)
     slow = slow_tests(extra)
     cpu_before, started = children_cpu(), time.monotonic()
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                 "pytest",
                 "-q",
                 "-m",
-                "",
+                "not slow" if arguments.local else "",
                 "--durations=0",
                 "--durations-min=0",
                 "-p",
@@ -91,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     [summary] = [line for line in done.stdout.splitlines()[-3:] if " in " in line] or ["(no summary line)"]
     print(f"\npytest: {summary.strip('= ')}")
     if not arguments.read:  # (a saved output has no times of its own but its tests')
-        print(f"whole suite (CI, -m ''): wall {wall / 60:.1f} min, CPU {cpu / 60:.1f} min")
+        which = "local run (-m 'not slow')" if arguments.local else "whole suite (CI, -m '')"
+        print(f"{which}: wall {wall / 60:.1f} min, CPU {cpu / 60:.1f} min")
     print(f"tests a local run keeps: {local / 60:.1f} min of test time; slow tests: {slow_sum / 60:.1f} min ({len(slow)} tests)")
     return 0 if done.returncode == 0 else 1
 
