@@ -56,7 +56,7 @@ class FakeProvider:
     lock: threading.Lock = field(default_factory=threading.Lock)
     port: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
-    # When each answer went out (time.monotonic()) and its status; when each request the client
+    # When each answer started going out (time.monotonic()) and its status; when each request the client
     # abandoned during its delay was given up (its connection closed before the answer).
     answered: list[tuple[float, int]] = field(default_factory=list)
     abandoned: list[float] = field(default_factory=list)
@@ -243,6 +243,10 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
 
         def _send_raw(self, status: int, data: bytes, headers: tuple[tuple[str, str], ...] = ()) -> None:
             self._finished()
+            # Noted before the answer is written: the client may act on it (close the other requests'
+            # connections, which notes them abandoned) before this thread runs again.
+            with state.lock:
+                state.answered.append((time.monotonic(), status))
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
@@ -251,8 +255,6 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
             self.wfile.flush()
-            with state.lock:
-                state.answered.append((time.monotonic(), status))
 
     return Handler
 

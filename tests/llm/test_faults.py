@@ -8,7 +8,6 @@ Against the local wire-format server (tests/fake_providers.py) through the real 
 from __future__ import annotations
 
 import json
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -97,7 +96,6 @@ def test_a_refused_key_cancels_the_calls_in_flight(kind: str, server: FakeProvid
     server.otherwise = refuse
     summarizer = LLMSummarizer(client(kind, server, max_retries=2, timeout=10.0), limits=Limits(max_in_flight=6))
     account = CallAccount()
-    started = time.monotonic()
     with run_calls([summarizer], account), ThreadPoolExecutor(6) as pool:
         futures = [pool.submit(summarizer.summarize, request(prompt=f"call {i}")) for i in range(6)]
         errors = [future.exception(timeout=30) for future in futures]
@@ -105,11 +103,11 @@ def test_a_refused_key_cancels_the_calls_in_flight(kind: str, server: FakeProvid
     assert 3 <= sent <= 6  # several of the six calls were in flight, and none was sent twice
     [(refused_at, status)] = server.answered  # the server answered the first request only
     assert status == 401 and "HTTP 401" in str(account.stop_error)
-    # The others' connections were closed by the client at the refusal, before their 5 s answers. (The
-    # server notes its answer's time after writing it; the client may close the others first, so an
-    # abandon can be noted a few milliseconds before the refusal: the bound is the 5 s answer, not 0.)
-    assert len(server.abandoned) == sent - 1 and all(-0.5 < t - refused_at < 2.5 for t in server.abandoned)
-    assert time.monotonic() - started < 4.5  # no call waited for its answer
+    # The others' connections were closed by the client at the refusal (the server notes its answer's
+    # time before writing it), before their 5 s answers. No call waited for its answer: every call is
+    # over, and the server answered one request only (a wall-clock bound on the test would say the
+    # same and fail on a loaded machine).
+    assert len(server.abandoned) == sent - 1 and all(0 <= t - refused_at < 2.5 for t in server.abandoned)
     assert sum(isinstance(e, RequestCancelled) for e in errors) == sent - 1
     assert all(isinstance(e, LLMUnavailable) for e in errors)
     # The same client sends again once the stopped run is over.
