@@ -31,8 +31,11 @@ from tests.runs import run_inputs
 from tests.runs.run_inputs import KEY, run_config, session_folder
 
 ROOT = Path(__file__).resolve().parents[2]
-# Three sessions: a failure at each of a run's writes replays them twice per write.
 SESSIONS = run_inputs.SESSIONS[:3]
+# A failure at each of a run's writes replays the sessions twice per write (some 50 runs): two sessions
+# that compact often (21 and 40 compactions here) and replay fast. Every kind of write still occurs,
+# and one session's writes come after another's done line.
+EVERY_WRITE = run_inputs.SESSIONS[1:3]
 STRATEGIES = (
     StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.3)),
     StrategyConfig("m", "observation-masking", trigger=Trigger(fraction=0.3)),
@@ -86,14 +89,14 @@ class _FailAt:
 
 @pytest.mark.parametrize("mode", ["kill", "full disk"])
 def test_a_failure_at_every_write_then_resume_gives_the_clean_rows(mode: str, tmp_path: Path, monkeypatch) -> None:
-    folder = _folder(tmp_path)
-    config = _config(folder)
+    config = _config(session_folder(tmp_path / "sessions", EVERY_WRITE))
     counter = _FailAt(0, "count")
     monkeypatch.setattr(run_files, "WRITE_HOOK", counter)
     clean = runs.run(config, tmp_path / "clean", workers=1)
     # config.json, per transcript its calls, compactions and done line, meta.json, sessions.json, the
     # estimation's calls and document, transcripts.csv
-    assert counter.count == 6 + 3 * len(SESSIONS) and counter.paths.count(DONE) == len(SESSIONS)
+    assert counter.count == 6 + 3 * len(EVERY_WRITE) and counter.paths.count(DONE) == len(EVERY_WRITE)
+    assert len(clean.compactions) > 40  # so that the compaction rows compared below are many
     for nth in range(1, counter.count + 1):
         out = tmp_path / f"{mode}-{nth}"
         monkeypatch.setattr(run_files, "WRITE_HOOK", _FailAt(nth, "kill" if mode == "kill" else "enospc"))
