@@ -22,6 +22,7 @@ from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.loading import ReadTranscript, load_inputs
 from compactlab.transcripts.model import CompactionMarker
 from tests.conftest import REPO, bundled
+from tests.runs.run_inputs import SESSIONS
 
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
 MINI = load_file(MINI_PATH)[0]
@@ -288,7 +289,9 @@ def test_a_fresh_run_groups_its_rows_by_codes_as_a_run_read_back_groups_its_text
         StrategyConfig("trunc", "truncate", trigger=Trigger(fraction=0.5)),
         StrategyConfig("mask", "observation-masking"),
     )
-    config = RunConfig(datasets=("claude-code-log", "mini-swe-agent-pr816"), strategies=strategies)
+    # Four sessions of three agents (tests/runs/run_inputs.py) rather than two whole datasets: several
+    # models, and files replayed in two worker processes whose codes the run merges.
+    config = RunConfig(datasets=tuple(map(str, SESSIONS)), strategies=strategies)
     fresh = runs.run(config, tmp_path / "run", workers=2)
     assert fresh.calls["model"].nunique() > 1 and fresh.transcripts["config"].nunique() == 2
     read_back = runs.finish(tmp_path / "run", fresh.read)
