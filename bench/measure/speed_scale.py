@@ -58,7 +58,9 @@ def sources() -> list[str]:
 def real_sessions(arguments: list[str], max_calls: int | None = None) -> list[Transcript]:
     """The real sessions with calls (at most `max_calls` of them, when given), in a fixed shuffled order."""
     transcripts = [
-        t for t in load_inputs(arguments or None, lenient=True).transcripts if t.calls and len(t.calls) <= (max_calls or len(t.calls))
+        t
+        for t in load_inputs(arguments or None, lenient=True).transcripts
+        if t.calls and len(t.calls) <= (max_calls or len(t.calls))
     ]
     if not transcripts:
         raise ValueError(f"no real session in {arguments or 'the bundled datasets'} recorded between 1 and {max_calls} calls")
@@ -140,7 +142,10 @@ def main(arguments: list[str]) -> None:
     )
     parser.add_argument("--source", nargs="+", metavar="PATH", help="real sessions to copy (default: the shared transcripts)")
     parser.add_argument(
-        "--max-calls", type=int, metavar="CALLS", help="copy only the real sessions with at most CALLS recorded calls (a size class)"
+        "--max-calls",
+        type=int,
+        metavar="CALLS",
+        help="copy only the real sessions with at most CALLS recorded calls (a size class)",
     )
     parser.add_argument("--corpus", type=Path, help="folder for the built sessions, kept for the next call (default: temporary)")
     parser.add_argument("--workers", type=int, help="worker processes (default: one per core)")

@@ -282,7 +282,11 @@ def _run_locked(
     job.windows.check_overrides(model for t in transcripts for model in t.models)
     write_atomic(out / "meta.json", json.dumps(run_meta(read_inputs, file_hashes), indent=2) + "\n")
     results = totals.totals()
-    write_report_inputs(out, results.sessions, results.estimation if config.estimation else None, measured)
+    try:
+        write_report_inputs(out, results.sessions, totals.estimation if config.estimation else None, measured)
+    finally:
+        if totals.estimation is not None:
+            totals.estimation.close()
     result = finish(
         out,
         read_inputs,
