@@ -14,15 +14,11 @@ from __future__ import annotations
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from compactlab.tokens.estimation import EstimationResult
-
-if TYPE_CHECKING:
-    from compactlab.runs.report_inputs import Estimated
 
 
 class EstimationParts:
@@ -34,15 +30,15 @@ class EstimationParts:
         self._rest: list[EstimationResult] = []  # each block's result, without its call rows
         self.size_rows: list[dict] = []  # compactlab.runs.prompt_size_check's rows
 
-    def add(self, block: list[Estimated]) -> None:
-        """One block of sessions' estimation: its call rows written, the rest kept."""
-        result = EstimationResult.combined([e.result for e in block])
+    def add(self, block: list[EstimationResult], size_rows: list[dict]) -> None:
+        """One block of sessions' estimation and size-check rows: its call rows written, the rest kept."""
+        result = EstimationResult.combined(block)
         if len(result.calls):
             path = Path(self._folder.name) / f"{len(self.parts):06d}.parquet"
             result.calls.to_parquet(path, index=False)
             self.parts.append(path)
         self._rest.append(replace(result, calls=result.calls.iloc[:0]))
-        self.size_rows += [row for e in block for row in e.size_rows]
+        self.size_rows += size_rows
 
     def result(self) -> EstimationResult:
         """The estimation of every session added, without its call rows (`write_calls` writes them)."""

@@ -106,7 +106,8 @@ class RunTotals:
                 self.blocks[name].append(_concat(frames))
                 frames.clear()
         if self.estimation is not None and self.pending_estimation:
-            self.estimation.add(self.pending_estimation)
+            pending = self.pending_estimation
+            self.estimation.add([e.result for e in pending], [row for e in pending for row in e.size_rows])
             self.pending_estimation = []
 
     def totals(self) -> TranscriptResults:

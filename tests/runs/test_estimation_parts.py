@@ -35,7 +35,8 @@ def test_blocks_on_disk_write_what_one_frame_of_every_session_wrote(tmp_path: Pa
     parts = EstimationParts()
     try:
         for start in range(0, len(sessions), 2):  # blocks of two sessions
-            parts.add(sessions[start : start + 2])
+            block = sessions[start : start + 2]
+            parts.add([e.result for e in block], [row for e in block for row in e.size_rows])
         assert len(parts.parts) > 1
         parts.write_calls(tmp_path / "calls.parquet")
         result = parts.result()
