@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Sequence
 
 import pytest
 
 from compactlab.scoring.extraction import extract_items, step_items
 from compactlab.scoring.matching import Haystack, Item, TranscriptText, present
-from compactlab.scoring.preservation import history_count, preservation
+from compactlab.scoring.preservation import preservation
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.messages import FILE_EXTENSIONS, leading_system, summary_message
 from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
@@ -343,49 +342,6 @@ def test_the_session_index_answers_as_a_search_of_the_joined_text(session: str, 
             assert answer == present(item, whole), (item, cut)
             checked += answer
     assert checked > 100
-
-
-def test_two_threads_extending_one_items_search_find_each_message_once_in_order(claude_code: tuple[Message, ...]) -> None:
-    # Every setting of a session shares its TranscriptText, and a run scores settings side by side
-    # in threads. Here one thread's search of an item is held between finding and recording what
-    # it found while a second thread asks about the same item: without the index's lock both append
-    # the messages they found (twice, out of order) and `history_count`'s bisection counts wrong,
-    # which made a concurrent run's preservation scores differ from a serial run's in one digit.
-    messages = claude_code
-    fresh = TranscriptText(messages)
-    half = len(messages) // 2
-    item = next(
-        i
-        for m in messages
-        if m.role == "assistant"
-        for i in extract_items([m])
-        if i.kind == "path" and len([at for at in fresh.occurring(i) if at < half]) >= 2 and fresh.occurring(i)[-1] >= half
-    )
-    expected = fresh.occurring(item)
-    index = TranscriptText(messages)
-    search, held, release = index._search, threading.Event(), threading.Event()
-
-    def held_search(wanted: Item, first: int, end: int) -> set[int]:
-        found = search(wanted, first, end)
-        if threading.current_thread().name == "first":
-            held.set()
-            release.wait(timeout=10)
-        return found
-
-    index._search = held_search  # type: ignore[method-assign]
-    first = threading.Thread(target=index.occurring, args=(item,), name="first")
-    second = threading.Thread(target=index.occurring, args=(item, half), name="second")
-    first.start()
-    assert held.wait(timeout=10)
-    second.start()
-    second.join(timeout=0.2)  # done at once without the lock; with it, waiting for the first thread
-    release.set()
-    first.join(timeout=10)
-    second.join(timeout=10)
-    assert index.occurring(item) == expected == sorted(set(expected))
-    assert [history_count(index, item, at) for at in range(len(messages))] == [
-        history_count(fresh, item, at) for at in range(len(messages))
-    ]
 
 
 def test_a_command_split_across_two_messages_is_found_as_the_joined_text_has_it() -> None:
