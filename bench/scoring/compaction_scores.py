@@ -17,6 +17,7 @@ same messages) each get a copy of the same scores (`compaction_scores` is `score
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 from compactlab.memo import IdentityMemo
@@ -29,12 +30,13 @@ from compactlab.transcripts.model import Message
 K_STEPS = (1, 5)
 
 Scores = tuple[dict[str, dict], dict | None]
+Scored = tuple[Sequence[Message], Sequence[Message], Scores]  # (before, compacted, their scores)
 
-# By the identity of the session and of every message of both contexts: each setting's walk builds
-# its own context tuples, but of the same message objects, so the key is per message. The entry holds
-# them all, so no id in a key can be reused while it lives. A sweep makes some hundreds of scored
-# compactions per session (48 replayed settings), and a run forgets the memo between sessions.
-_SCORES: IdentityMemo[Scores] = IdentityMemo(4096)
+# By the identity of the session and of both contexts' end messages, then of every message on a hit
+# (each setting's walk builds its own context tuples, of the same message objects): a key of every
+# message's id would hold thousands of ids per entry. The entries hold what their keys name, so no id
+# can be reused while they live; a run forgets them between sessions (`compactlab.memo.forget`).
+_SCORED: IdentityMemo[list[Scored]] = IdentityMemo(1024)
 
 
 def compaction_scores(
@@ -42,11 +44,13 @@ def compaction_scores(
 ) -> Scores:
     """`scored_afresh`'s scores, made once per distinct session, position and contexts (see the
     module docstring); each caller gets its own copy of the dicts, which rows hold and may change."""
-    scores, reacquired = _SCORES.get(
-        (messages, *before, *compacted),
-        (index, len(before), real),
-        lambda: scored_afresh(messages, index, before, compacted, real),
-    )
+    ends = (messages, *before[:1], *before[-1:], *compacted[:1], *compacted[-1:])
+    alike = _SCORED.get(ends, (index, len(before), len(compacted), real), list)
+    found = next((s for b, c, s in alike if all(map(operator.is_, b, before)) and all(map(operator.is_, c, compacted))), None)
+    if found is None:
+        found = scored_afresh(messages, index, before, compacted, real)
+        alike.append((before, compacted, found))
+    scores, reacquired = found
     return {k: dict(v) for k, v in scores.items()}, None if reacquired is None else dict(reacquired)
 
 

@@ -60,11 +60,13 @@ def test_scores_equal_scoring_afresh_and_tell_contexts_apart() -> None:
     forget()
     first = compaction_scores.compaction_scores(messages, index, before, after, False)
     assert first == compaction_scores.scored_afresh(messages, index, before, after, False)
-    # Another context after (the same length, other messages) is scored as itself, not found in the memo.
-    other = messages[:2] + messages[index - 6 : index - 2]
-    assert compaction_scores.compaction_scores(messages, index, before, other, False) == compaction_scores.scored_afresh(
-        messages, index, before, other, False
-    )
+    # Other contexts after of the same length (other ends; the same ends, another message between them)
+    # are scored as themselves, not found in the memo.
+    for other in (messages[:2] + messages[index - 6 : index - 2], messages[:1] + messages[3:4] + messages[index - 4 : index]):
+        assert other != after and len(other) == len(after)
+        assert compaction_scores.compaction_scores(messages, index, before, other, False) == compaction_scores.scored_afresh(
+            messages, index, before, other, False
+        )
     # The same context as new tuples of the same messages: the same scores, in dicts of its own.
     again = compaction_scores.compaction_scores(messages, index, tuple(before), tuple(after), False)
     assert again == first and all(again[0][k] is not first[0][k] for k in first[0])
