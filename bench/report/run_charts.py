@@ -1,11 +1,16 @@
-"""Charts of a run: the Pareto plot of strategies and the per-transcript context saw-tooth.
+"""The Pareto plot of a run's settings, drawn with matplotlib, and the colours of its settings.
 
-Built like `compactlab.report.charts` (explicit Agg canvas, no pyplot, deterministic SVG). Only
-strategy labels and numbers reach the SVG, through `text_label`; transcript text never does.
+Its labels are placed where they overlap nothing, which needs text measured as it is drawn: this
+one chart keeps matplotlib (the others are written as SVG, `compactlab.report.svg_plot`). Figures
+are built with the object-oriented API on an explicit Agg canvas, never through pyplot: nothing is
+registered globally and style settings live in an `rc_context` that ends with the figure. Output
+is byte-deterministic (fixed hash salt, no date, text kept as text). Only strategy labels and
+numbers reach the SVG, through `text_label`; transcript text never does.
 """
 
 from __future__ import annotations
 
+import io
 import re
 import textwrap
 from collections.abc import Iterator, Sequence
@@ -14,11 +19,11 @@ from contextlib import contextmanager
 import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator, PercentFormatter
 from matplotlib.transforms import Bbox
 
-from compactlab.report.charts import chart_style as _chart_style
-from compactlab.report.charts import new_figure, svg_of, text_label
 from compactlab.results.recommendation import Recommendation
 
 # 20 distinguishable colours (matplotlib's tab20, dark shades first), assigned in label order.
@@ -67,11 +72,56 @@ def compact_svg(svg: str) -> str:
     return _PATH_DATA.sub(lambda m: m.group(1) + _DECIMAL.sub(shorter, m.group(2)) + m.group(3), svg)
 
 
+STYLE = {
+    "svg.fonttype": "none",  # text stays text: small files, selectable, browser fonts
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Arial"],  # a short list: every SVG text element repeats it
+    "font.size": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#e4e4e4",
+    "grid.linewidth": 0.6,
+    "legend.frameon": False,
+}
+_PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.DOTALL)
+_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
+_ID = re.compile(r' id="([^"]*)"')
+_REFERENCE = re.compile(r'(?:href="|url\()#([^")]+)')
+
+
 @contextmanager
 def chart_style(salt: str) -> Iterator[None]:
-    """The shared report style, with a short font list: every SVG text element repeats it."""
-    with _chart_style(salt), matplotlib.rc_context({"font.sans-serif": ["DejaVu Sans", "Arial"]}):
+    """Report style for figures built and saved inside this block; `salt` keeps SVG ids unique per chart."""
+    with matplotlib.rc_context({**STYLE, "svg.hashsalt": f"compactlab-{salt}"}):  # type: ignore[dict-item]  # matplotlib types rc keys as a Literal of names
         yield
+
+
+def new_figure(width: float, height: float) -> Figure:
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)  # explicit Agg canvas (the label placement measures text on it)
+    return figure
+
+
+def svg_of(figure: Figure) -> str:
+    """The figure as an `<svg>` element ready to inline in HTML (no XML prolog, no metadata); closes it."""
+    buffer = io.StringIO()
+    try:
+        figure.savefig(buffer, format="svg", dpi=144, metadata={"Date": None, "Creator": None})
+    finally:
+        figure.clear()  # free the artists now; no pyplot registry holds the figure
+    svg = _METADATA.sub("", _PROLOG.sub("", buffer.getvalue(), count=1), count=1)
+    # matplotlib names every group (id="figure_1", "axes_1", ...): with several charts in one page
+    # those ids repeat, which is invalid HTML and could clash with the page's own anchors. Only
+    # the hashed, salted ids of definitions are referenced; the others are dropped.
+    referenced = set(_REFERENCE.findall(svg))
+    return _ID.sub(lambda m: m.group(0) if m.group(1) in referenced else "", svg).strip()
+
+
+def text_label(value: str) -> str:
+    """Data text safe for matplotlib: `$` would start mathtext, a leading `_` hides a legend entry."""
+    value = value.replace("$", r"\$")
+    return f" {value}" if value.startswith("_") else value
 
 
 def colours_for(labels: Sequence[str]) -> dict[str, str]:
@@ -288,67 +338,3 @@ def _overlap(a: Bbox, b: Bbox) -> float:
 
 def _outside(box: Bbox, axes: Bbox) -> float:
     return max(0.0, axes.x0 - box.x0) + max(0.0, box.x1 - axes.x1) + max(0.0, axes.y0 - box.y0) + max(0.0, box.y1 - axes.y1)
-
-
-def sawtooth_chart(
-    calls: pd.DataFrame, colours: dict[str, str], real_compactions: Sequence[int] = (), salt: str = ""
-) -> tuple[str, list[str]]:
-    """Context tokens per call for one transcript: the uncompacted prompt and each strategy's.
-
-    Strategies with identical context series share one line; those that never changed the context
-    are left out (they follow the uncompacted line) and returned, so the caption can name them.
-    """
-    full = calls.drop_duplicates("call").sort_values("call")
-    series: dict[tuple, list[str]] = {}
-    untouched = []
-    for label, group in calls.groupby("config", sort=True):
-        values = tuple(group.sort_values("call")["context_tokens"].tolist())
-        if values == tuple(full["full_tokens"].tolist()):
-            untouched.append(label)
-        else:
-            series.setdefault(values, []).append(label)
-    # A sweep has dozens of lines: beside the plot their legend would squeeze the axes to nothing,
-    # so a long legend goes below it in columns, and the figure grows to hold it.
-    entries = len(series) + 1 + len(real_compactions[:1])
-    below = entries > 10
-    columns = 3
-    with chart_style(f"sawtooth-{salt}"):
-        figure = new_figure(11, 3.3 + (0.2 * -(-entries // columns) if below else 0))
-        ax = figure.add_subplot()
-        ax.plot(full["call"], full["full_tokens"], color="black", linewidth=1.6, linestyle="--", label="no compaction", zorder=3)
-        window = int(full["window"].iloc[0]) if len(full) else 0
-        if window:
-            ax.axhline(window, color="#b3261e", linewidth=0.8, linestyle=":", zorder=1)
-            ax.annotate(
-                f"window {window / 1000:g}k",
-                (0, window),
-                xytext=(2, 2),
-                textcoords="offset points",
-                xycoords=("axes fraction", "data"),
-                fontsize=7.5,
-                color="#b3261e",
-            )
-        for values, labels in series.items():
-            ax.plot(
-                full["call"].to_numpy()[: len(values)],
-                np.asarray(values),
-                linewidth=1.1,
-                alpha=0.9,
-                color=colours.get(labels[0], "#999999"),
-                label=group_label(labels, 40),
-                zorder=2,
-            )
-        for i, call in enumerate(real_compactions):
-            ax.axvline(
-                call, color="#333333", linewidth=1.2, linestyle="-.", zorder=1, label="production compaction" if i == 0 else None
-            )
-        ax.set_xlabel("LLM call")
-        ax.set_ylabel("prompt tokens")
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value / 1000:g}k" if value else "0"))
-        ax.set_ylim(0, max(float(full["full_tokens"].max()), window) * 1.08)
-        ax.set_xlim(-0.5, max(1, len(full) - 0.5))
-        if below:
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7, ncol=columns)
-        else:
-            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5)
-        return compact_svg(svg_of(figure)), untouched

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from compactlab.report.overview_section import pct
-from compactlab.report.run_charts import sawtooth_chart
 from compactlab.report.run_data import RunData
+from compactlab.report.sawtooth import sawtooth_chart
 
 SHOWN_TRANSCRIPTS = 12
 SUMMARY_CHARS = 1200

@@ -285,7 +285,8 @@ def test_diff_shows_a_and_b_over_the_pairs_its_change_is_over(tmp_path: Path) ->
 
 
 def test_strategy_labels_in_charts_are_escaped(run_dir: Path) -> None:
-    from compactlab.report.run_charts import colours_for, pareto_chart, sawtooth_chart
+    from compactlab.report.run_charts import colours_for, pareto_chart
+    from compactlab.report.sawtooth import sawtooth_chart
 
     run = load_run(run_dir)
     hostile = {label: f"{label}{SCRIPT}" for label in run.labels}
