@@ -84,7 +84,8 @@ def nice_ticks(low: float, high: float, bins: int = 8, steps: Sequence[float] = 
 
 @dataclass(frozen=True)
 class Key:
-    """One entry of a chart's key: a short line (`dash`), a dot, a diamond or a box (`kind`) and its label."""
+    """One entry of a chart's key: a short line (`dash`), a dot, a diamond, a ring, a star or a box (`kind`)
+    and its label."""
 
     label: str  # lines separated by "\n"
     colour: str
@@ -92,7 +93,7 @@ class Key:
     width: float = 1.0
     dash: tuple[float, ...] = ()
     opacity: float = 1.0
-    edge: str = ""  # a diamond's or box's outline colour
+    edge: str = ""  # the outline colour of the marker kinds
 
 
 class Drawing:
@@ -144,6 +145,19 @@ class Drawing:
 
     def diamond(self, x: float, y: float, radius: float, fill: str, edge: str, width: float) -> None:
         self.path([x - radius, x, x + radius, x], [y, y - radius, y, y + radius], edge, width, fill=fill, closed=True)
+
+    def circle(self, x: float, y: float, radius: float, fill: str, edge: str, width: float) -> None:
+        self.parts.append(
+            f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(radius)}" fill="{fill}" stroke="{edge}" stroke-width="{num(width)}"/>'
+        )
+
+    def star(self, x: float, y: float, radius: float, fill: str, edge: str, width: float) -> None:
+        """A five-pointed star (matplotlib's `*` marker: inner radius 0.382 of the outer), point up."""
+        angles = [math.pi / 2 + i * math.pi / 5 for i in range(10)]
+        radii = [radius if i % 2 == 0 else 0.382 * radius for i in range(10)]
+        xs = [x + r * math.cos(a) for r, a in zip(radii, angles)]
+        ys = [y - r * math.sin(a) for r, a in zip(radii, angles)]
+        self.path(xs, ys, edge, width, fill=fill, closed=True)
 
     def text(
         self,
@@ -262,6 +276,10 @@ def draw_key(d: Drawing, left: float, top: float, keys: Sequence[Key], size: flo
                 )
             elif key.kind == "diamond":
                 d.diamond(sum(sample) / 2, middle, 0.3 * size, key.colour, key.edge or "#000000", 0.8)
+            elif key.kind == "ring":
+                d.circle(sum(sample) / 2, middle, 0.4 * size, key.colour, key.edge or "#000000", 1.2)
+            elif key.kind == "star":
+                d.star(sum(sample) / 2, middle, 0.9 * size, key.colour, key.edge or "#000000", 0.8)
             else:
                 d.dots(np.array([sum(sample) / 2]), np.array([middle]), 0.3 * size, key.colour, key.opacity)
             d.text(x + 2.8 * size, middle, key.label, size, middle=key.label.count("\n") == 0)
