@@ -221,7 +221,8 @@ def axes(
         d.text(x(value), box.bottom + 3.5 + 1.1 * size, label, size, "middle")
     for value, label in yticks:
         d.path([box.left - 3.5, box.left], [y(value)] * 2, "#000000", 0.8)
-        d.text(box.left - 5.5, y(value), label, size, "end", middle=True)
+        if label:  # (panels side by side label their shared rows once)
+            d.text(box.left - 5.5, y(value), label, size, "end", middle=True)
     if xlabel:
         d.text((box.left + box.right) / 2, box.bottom + 5 + 2.3 * size, xlabel, size, "middle")
     if ylabel:
