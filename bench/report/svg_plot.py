@@ -1,7 +1,7 @@
 """Plain charts written as SVG straight from the data: scales, ticks, lines, boxes, dots, text, keys.
 
-The report's saw-tooth, error-distribution and scatter charts are lines, boxes and dots on linear
-axes; matplotlib spent most of the report's time laying them out (text measured glyph by glyph,
+Every chart of the report (Pareto plot, saw-tooth, error distribution, scatter) is lines, boxes and
+dots on linear axes; matplotlib spent most of the report's time laying them out (text measured glyph by glyph,
 constrained layout, tick objects, the SVG backend). Here a chart is a few hundred lines of SVG
 written from the numbers. Units are points (the `<svg>` is sized in `pt`, as matplotlib's were),
 y grows downward. Text is escaped here, and only here; text widths come from DejaVu Sans's advance
