@@ -27,14 +27,11 @@ def names_label(names: Sequence[str], width: int = 40) -> str:
     return "\n".join(textwrap.wrap(", ".join(names), width)) or ""
 
 
-def sawtooth_chart(
-    calls: pd.DataFrame, colours: dict[str, str], real_compactions: Sequence[int] = (), salt: str = ""
-) -> tuple[str, list[str]]:
+def sawtooth_chart(calls: pd.DataFrame, colours: dict[str, str], real_compactions: Sequence[int] = ()) -> tuple[str, list[str]]:
     """Context tokens per call for one transcript: the uncompacted prompt and each strategy's.
 
     Strategies with identical context series share one line; those that never changed the context
     are left out (they follow the uncompacted line) and returned, so the caption can name them.
-    `salt` is kept for callers: the SVG holds no ids, so charts on one page cannot clash.
     """
     full = calls.drop_duplicates("call").sort_values("call")
     full_tokens = full["full_tokens"].to_numpy(float)

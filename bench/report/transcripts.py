@@ -55,7 +55,7 @@ def transcripts_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]
     for position, transcript in enumerate(chosen):
         calls = drawn[drawn["transcript"] == transcript]
         real = sorted(real_calls.get(transcript, ()))
-        svg, untouched = sawtooth_chart(calls, colours, real, salt=str(position))
+        svg, untouched = sawtooth_chart(calls, colours, real)
         first = calls.drop_duplicates("call")
         rows = by_transcript.get(transcript, [])
         shown.append(
