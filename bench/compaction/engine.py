@@ -108,16 +108,17 @@ class Engine:
 
     def due(self, tokens: int) -> Reason | None:
         """Why a context of `tokens` must be compacted now, or None (also while the guard or breaker holds)."""
-        reason = self.trigger.check(tokens, self.window)
-        if reason is None or self.breaker_open or (self.stalled and tokens < self.retry_from):
-            return None
-        return reason
+        return None if tokens < self.attempts_from() else self.trigger.check(tokens, self.window)
 
-    @property
-    def retry_from(self) -> float:
-        """While the guard holds, the context size from which a threshold attempt may differ from the
-        one it stopped: grown by what a working compaction must remove (`min_reduction` of the window)."""
-        return self.stalled_at + self.min_reduction * self.window if self.stalled else 0.0
+    def attempts_from(self) -> float:
+        """The loop guard and the failure breaker, the one definition `due` and `fires_from` both ask:
+        the smallest context size at which they let a threshold attempt through. inf while the
+        breaker holds; while the guard holds, the size it stopped at grown by what a working
+        compaction must remove (`min_reduction` of the window), from where an attempt may differ
+        from the one it stopped; otherwise no bound (-inf)."""
+        if self.breaker_open:
+            return math.inf
+        return self.stalled_at + self.min_reduction * self.window if self.stalled else -math.inf
 
     @property
     def can_emergency(self) -> bool:
@@ -126,7 +127,7 @@ class Engine:
 
     def fires_from(self) -> float:
         """The smallest context size `due` answers for (inf while the breaker holds)."""
-        return math.inf if self.breaker_open else max(self.trigger.fires_from(self.window), self.retry_from)
+        return max(self.trigger.fires_from(self.window), self.attempts_from())
 
     def before_call(self, context: Context, tokens: int | None = None) -> tuple[Context, CompactionEvent | None]:
         """Compact if the trigger fires (and the guard and breaker allow it).

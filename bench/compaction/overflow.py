@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, overload
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _NUMBER = r"(\d[\d,]*)"
 
@@ -76,6 +80,12 @@ def _int(match: re.Match[str], group: int | None) -> int | None:
     return int(match.group(group).replace(",", "")) if group else None
 
 
-def silent_overflow(reported_prompt_tokens: int, window: int) -> bool:
-    """A provider that truncates instead of refusing reports an input above the window."""
+@overload
+def silent_overflow(reported_prompt_tokens: int, window: int) -> bool: ...
+@overload
+def silent_overflow(reported_prompt_tokens: np.ndarray, window: int) -> np.ndarray: ...
+def silent_overflow(reported_prompt_tokens: int | np.ndarray, window: int) -> bool | np.ndarray:
+    """A provider that truncates instead of refusing reports an input above the window.
+
+    One size, or an array of them (the replay's fast path sizes many calls at once)."""
     return reported_prompt_tokens > window

@@ -1,9 +1,11 @@
 """Time and peak memory of `compactlab run` as the number of sessions grows.
 
     python -m compactlab.measure.speed_scale [--sizes 300 3000] [--settings 4 20] [--source PATH ...]
-                                [--corpus DIR] [--workers N]
+                                [--max-calls CALLS] [--corpus DIR] [--workers N]
 
-N sessions are built from real ones (the shared transcripts, else the bundled datasets): session
+N sessions are built from real ones (the shared transcripts, else the bundled datasets; with
+`--max-calls`, only the real sessions that recorded at most that many calls: a size class that lets
+10,000 sessions run in an afternoon on two cores, each copy still a whole real session): session
 i is real session i mod R (in a fixed shuffled order, so that every N mixes every source alike)
 with every message text changed for its copy number (a suffix), so no count cached for one copy
 serves another: each copy costs what a new session of that size would. The copies are written as
@@ -39,7 +41,7 @@ from compactlab.transcripts.importers.canonical import transcript_lines
 from compactlab.transcripts.loading import load_inputs
 from compactlab.transcripts.model import TextPart, ThinkingPart, ToolResultPart, Transcript
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # bench/measure/speed_scale.py: the repository holds bench/
 TARGET = 1.3  # the whole tree's peak at the largest N over that at the smallest
 ONE_RUN = "--one-run"  # internal: time one run in this process and print it as JSON
 
@@ -53,8 +55,15 @@ def sources() -> list[str]:
     return []  # load_inputs(None): every bundled dataset
 
 
-def real_sessions(arguments: list[str]) -> list[Transcript]:
-    transcripts = [t for t in load_inputs(arguments or None, lenient=True).transcripts if t.calls]
+def real_sessions(arguments: list[str], max_calls: int | None = None) -> list[Transcript]:
+    """The real sessions with calls (at most `max_calls` of them, when given), in a fixed shuffled order."""
+    transcripts = [
+        t
+        for t in load_inputs(arguments or None, lenient=True).transcripts
+        if t.calls and len(t.calls) <= (max_calls or len(t.calls))
+    ]
+    if not transcripts:
+        raise ValueError(f"no real session in {arguments or 'the bundled datasets'} recorded between 1 and {max_calls} calls")
     random.Random(19).shuffle(transcripts)
     return transcripts
 
@@ -132,21 +141,33 @@ def main(arguments: list[str]) -> None:
         help="how many of the default strategies each run replays (default: 4 and 20)",
     )
     parser.add_argument("--source", nargs="+", metavar="PATH", help="real sessions to copy (default: the shared transcripts)")
+    parser.add_argument(
+        "--max-calls",
+        type=int,
+        metavar="CALLS",
+        help="copy only the real sessions with at most CALLS recorded calls (a size class)",
+    )
     parser.add_argument("--corpus", type=Path, help="folder for the built sessions, kept for the next call (default: temporary)")
     parser.add_argument("--workers", type=int, help="worker processes (default: one per core)")
     args = parser.parse_args(arguments)
-    bad = [n for n in [*args.sizes, *args.settings] if n < 1]
+    bad = [n for n in [*args.sizes, *args.settings, args.max_calls or 1] if n < 1]
     if bad:
-        parser.error(f"--sizes and --settings are counts >= 1 (got sizes {args.sizes}, settings {args.settings})")
-    real = real_sessions(args.source or sources())
+        parser.error(f"--sizes, --settings and --max-calls are counts >= 1 (got sizes {args.sizes}, settings {args.settings})")
+    real = real_sessions(args.source or sources(), args.max_calls)
     workers = args.workers or os.cpu_count() or 1
-    print(f"{len(real)} real sessions copied; {workers} workers; before: {load()}", flush=True)
+    calls = sorted(len(t.calls) for t in real)
+    size_class = f"at most {args.max_calls} calls each" if args.max_calls else "every size"
+    print(
+        f"{len(real)} real sessions copied ({size_class}: {calls[0]}-{calls[-1]} calls, median {calls[len(calls) // 2]}); "
+        f"{workers} workers; before: {load()}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory() as temporary:
         base = args.corpus or Path(temporary)
         for settings in args.settings:
             rows = []
             for size in sorted(set(args.sizes)):
-                folder = build_corpus(real, size, base / f"sessions-{size}")
+                folder = build_corpus(real, size, base / f"sessions-{size}{f'-max{args.max_calls}' if args.max_calls else ''}")
                 measured = _run_in_fresh_process(folder, settings, args.workers)
                 rows.append(measured)
                 print(_line(measured, rows[0]), flush=True)

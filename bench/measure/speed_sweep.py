@@ -61,7 +61,8 @@ def sweep_config(datasets: list[str]) -> RunConfig:
     configs = [
         c.__class__(c.label, c.strategy, c.settings, c.trigger, ESTIMATOR) for c in grid(STRATEGIES, THRESHOLDS, (16_000,))
     ]
-    return RunConfig(datasets=tuple(datasets), strategies=tuple(configs), estimator=ESTIMATOR)
+    # No token estimation, as `compactlab sweep` runs a grid (compactlab.runs.sweep_run): it is not a sweep's work.
+    return RunConfig(datasets=tuple(datasets), strategies=tuple(configs), estimator=ESTIMATOR, estimation=False)
 
 
 def one_sweep(datasets: list[str]) -> dict:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from compactlab.compaction.engine import CompactionEvent
 from compactlab.compaction.overflow import silent_overflow
@@ -26,6 +27,9 @@ from compactlab.replay.uncompacted import COLUMNS, Uncompacted
 from compactlab.tokens.estimators import Hybrid
 from compactlab.tokens.metering import NOTHING_WRITTEN
 from compactlab.transcripts.model import Message, Transcript
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Walk:
@@ -225,6 +229,11 @@ class Walk:
             "full_prefix_tokens": min(full_prefix, full_tokens),
             "over_window": silent_overflow(context_tokens, self.window),
         }
+
+    def over_window(self, context_tokens: np.ndarray) -> np.ndarray:
+        """Which of these prompt sizes the provider would refuse: the rule `measure` rows one call
+        by (`silent_overflow`), for the fast path that sizes many calls at once."""
+        return silent_overflow(context_tokens, self.window)
 
     def record(self, row: dict) -> None:
         if self.pending_fidelity is not None:

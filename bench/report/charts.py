@@ -1,27 +1,33 @@
-"""Matplotlib charts rendered to inline SVG strings for the HTML reports.
+"""The token-estimation charts, written as SVG from the data (`compactlab.report.svg_plot`).
 
-Figures are built with the object-oriented API on an explicit Agg canvas, never through pyplot:
-nothing is registered globally, no backend is switched for the caller, and style settings live
-in an `rc_context` that ends with the figure. Output is byte-deterministic (fixed hash salt, no
-date, text kept as text) so a report can be diffed and tested.
+Boxes and dots on linear axes: matplotlib spent seconds laying out the dozen panels (the report's
+largest cost after the saw-tooth charts), so they are drawn here straight from the numbers. Output
+is byte-deterministic, holds no ids (several charts share one page) and escapes every label.
 """
 
 from __future__ import annotations
 
-import io
-import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, PercentFormatter
 
+from compactlab.report.svg_plot import (
+    DASHED,
+    DOTTED,
+    Box,
+    Drawing,
+    Key,
+    Scale,
+    axes,
+    axes_margin,
+    clip_segment,
+    draw_key,
+    key_size,
+    nice_ticks,
+    text_width,
+    thousands,
+)
 from compactlab.tokens.calibration import Fit
 
 # Fixed colours so an estimator looks the same in every chart of every report.
@@ -36,112 +42,72 @@ ESTIMATOR_COLOURS = {
 }
 MODEL_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 FALLBACK_COLOUR = "#999999"
-
-STYLE = {
-    "svg.fonttype": "none",  # text stays text: small files, selectable, browser fonts
-    "svg.image_inline": True,
-    "font.family": "sans-serif",
-    "font.size": 10,
-    "axes.titlesize": 11,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.color": "#e4e4e4",
-    "grid.linewidth": 0.6,
-    "legend.frameon": False,
-}
-# boxplot(orientation=...) arrived in matplotlib 3.10, which deprecates vert=False.
-_HORIZONTAL = (
-    {"orientation": "horizontal"} if tuple(map(int, matplotlib.__version__.split(".")[:2])) >= (3, 10) else {"vert": False}
-)
-_PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.DOTALL)
-_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)
-_ID = re.compile(r' id="([^"]*)"')
-_REFERENCE = re.compile(r'(?:href="|url\()#([^")]+)')
-
-
-@contextmanager
-def chart_style(salt: str) -> Iterator[None]:
-    """Report style for figures built and saved inside this block; `salt` keeps SVG ids unique per chart."""
-    # Each chart gets its own salt: several SVGs inlined in one HTML document share one id
-    # namespace, and equal ids from equal salts would make one chart reference another's defs.
-    with matplotlib.rc_context({**STYLE, "svg.hashsalt": f"compactlab-{salt}"}):  # type: ignore[dict-item]  # matplotlib types rc keys as a Literal of names
-        yield
-
-
-def new_figure(width: float, height: float) -> Figure:
-    figure = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(figure)  # explicit Agg canvas (rasterised scatter layers need one)
-    return figure
-
-
-def svg_of(figure: Figure) -> str:
-    """The figure as an `<svg>` element ready to inline in HTML (no XML prolog, no metadata); closes it."""
-    buffer = io.StringIO()
-    try:
-        figure.savefig(buffer, format="svg", dpi=144, metadata={"Date": None, "Creator": None})
-    finally:
-        figure.clear()  # free the artists now; no pyplot registry holds the figure
-    svg = _METADATA.sub("", _PROLOG.sub("", buffer.getvalue(), count=1), count=1)
-    # matplotlib names every group (id="figure_1", "axes_1", ...): with several charts in one page
-    # those ids repeat, which is invalid HTML and could clash with the page's own anchors. Only
-    # the hashed, salted ids of definitions are referenced; the others are dropped.
-    referenced = set(_REFERENCE.findall(svg))
-    return _ID.sub(lambda m: m.group(0) if m.group(1) in referenced else "", svg).strip()
-
-
-def text_label(value: str) -> str:
-    """Data text safe for matplotlib: `$` would start mathtext, a leading `_` hides a legend entry."""
-    value = value.replace("$", r"\$")
-    return f" {value}" if value.startswith("_") else value
+WIDTH = 792.0  # 11 inches, in points
+DOT_RADIUS = 1.12  # matplotlib's scatter size 5 (pt²)
 
 
 def clipped_share(values: np.ndarray, clip: tuple[float, float]) -> float:
     return float(((values < clip[0]) | (values > clip[1])).mean()) if len(values) else 0.0
 
 
+def percent(value: float) -> str:
+    return f"{100 * value:.0f}%".replace("-", "−")
+
+
 def error_distribution_chart(
     scored: pd.DataFrame, estimators: Sequence[str], families: Sequence[str], clip: tuple[float, float]
 ) -> str:
     """Relative error per estimator, one panel per family: boxes with 5–95 % whiskers, x limited to `clip`."""
-    with chart_style("error-distribution"):
-        figure = new_figure(11, 0.42 * len(estimators) + 1.6)
-        axes = figure.subplots(1, len(families), sharey=True, squeeze=False)[0]
-        for ax, family in zip(axes, families):
-            rows = scored[scored["family"] == family]
-            names = [e for e in estimators if (rows["estimator"] == e).any()]
-            data = [rows.loc[rows["estimator"] == e, "rel_error"].to_numpy(float) for e in names]
-            positions = [len(estimators) - estimators.index(e) for e in names]  # first estimator on top
-            boxes = ax.boxplot(
-                data,
-                positions=positions,
-                **_HORIZONTAL,
-                whis=(5, 95),
-                showfliers=False,
-                showmeans=True,
-                widths=0.6,
-                patch_artist=True,
-                meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black", "markersize": 4},
-                medianprops={"color": "black", "linewidth": 1.2},
-            )
-            for patch, name in zip(boxes["boxes"], names):
-                patch.set_facecolor(ESTIMATOR_COLOURS.get(name, FALLBACK_COLOUR))
-                patch.set_alpha(0.75)
-            ax.axvline(0, color="black", linewidth=0.9, zorder=0)
-            ax.set_xlim(*clip)
-            ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-            ax.set_yticks(range(1, len(estimators) + 1), [text_label(e) for e in reversed(estimators)])
-            ax.set_ylim(0.4, len(estimators) + 0.6)
-            ax.grid(axis="y", visible=False)
-            ax.set_title(f"{text_label(family)}: {_calls_per_estimator(rows)}")
-            ax.set_xlabel("relative error (estimate − billed) / billed")
-        axes[0].legend(
-            handles=[boxes["medians"][0], boxes["means"][0]],
-            labels=["median", "mean"],
-            loc="lower left",
-            fontsize=8,
-        )
-        return svg_of(figure)
+    height = (0.42 * len(estimators) + 1.6) * 72
+    yticks = [(len(estimators) - i, name) for i, name in enumerate(estimators)]  # first estimator on top
+    left = axes_margin(yticks, ylabel=False)
+    gap, top, bottom = 22.0, 20.0, height - 40
+    panel = (WIDTH - left - 8 - gap * (len(families) - 1)) / max(1, len(families))
+    xticks = [(v, percent(v)) for v in nice_ticks(clip[0], clip[1], 5, (1, 2, 5, 10))]
+    d = Drawing(WIDTH, height)
+    for i, family in enumerate(families):
+        box = Box(left + i * (panel + gap), top, left + i * (panel + gap) + panel, bottom)
+        x, y = Scale(clip[0], clip[1], box.left, box.right), Scale(0.4, len(estimators) + 0.6, box.bottom, box.top)
+        rows = scored[scored["family"] == family]
+        axes(d, box, x, y, xticks, yticks if i == 0 else [(v, "") for v, _ in yticks], grid=(True, False))
+        d.path([x(0)] * 2, [box.top, box.bottom], "#000000", 0.9)
+        for name in estimators:
+            values = rows.loc[rows["estimator"] == name, "rel_error"].to_numpy(float)
+            if len(values):
+                middle = y(len(estimators) - estimators.index(name))
+                _box(d, box, x, middle, y(0) - y(1), values, ESTIMATOR_COLOURS.get(name, FALLBACK_COLOUR))
+        d.text((box.left + box.right) / 2, top - 6, f"{family}: {_calls_per_estimator(rows)}", 11, "middle")
+        if i == 0:
+            keys = [Key("median", "#000000", width=1.2), Key("mean", "#ffffff", kind="diamond", edge="#000000")]
+            _, key_height, _ = key_size(keys, 8)
+            draw_key(d, box.left + 4, box.bottom - key_height - 4, keys, 8)
+    d.text((left + WIDTH - 8) / 2, height - 8, "relative error (estimate − billed) / billed", 10, "middle")
+    return d.svg()
+
+
+def _box(d: Drawing, box: Box, x: Scale, middle: float, row: float, values: np.ndarray, colour: str) -> None:
+    """One box (quartiles, `row` points per estimator), its whiskers (5th and 95th percentiles) with caps,
+    median line and mean diamond, each cut at the panel's edges (what lies beyond, the caption names)."""
+    low, q1, median, q3, high = np.percentile(values, [5, 25, 50, 75, 95])
+    height = 0.6 * row
+
+    def edge(value: float) -> float:
+        return min(max(x(value), box.left), box.right)
+
+    for a, b in ((low, q1), (q3, high)):
+        if edge(a) != edge(b):
+            d.path([edge(a), edge(b)], [middle] * 2, "#000000", 1.0)
+    for end in (low, high):
+        if x.inside(end):
+            d.path([x(end)] * 2, [middle - height / 4, middle + height / 4], "#000000", 1.0)
+    if edge(q1) != edge(q3):
+        d.rect(edge(q1), middle - height / 2, edge(q3), middle + height / 2, colour, opacity=0.75)
+        d.rect(edge(q1), middle - height / 2, edge(q3), middle + height / 2, "none", "#000000", 1.0)
+    if x.inside(median):
+        d.path([x(median)] * 2, [middle - height / 2, middle + height / 2], "#000000", 1.2)
+    mean = float(values.mean())
+    if x.inside(mean):
+        d.diamond(x(mean), middle, 2.6, "#ffffff", "#000000", 0.8)
 
 
 def _calls_per_estimator(rows: pd.DataFrame) -> str:
@@ -151,76 +117,58 @@ def _calls_per_estimator(rows: pd.DataFrame) -> str:
 
 def scatter_chart(scored: pd.DataFrame, estimators: Sequence[str], families: Sequence[str], fits: dict[str, Fit]) -> str:
     """Estimated against billed prompt tokens: rows are families, columns estimators, colour the model."""
-    with chart_style("estimate-vs-true"):
-        figure = new_figure(11, 3.5 * len(families) + 0.2)
-        grid = figure.subplots(len(families), len(estimators), squeeze=False)
-        thousands = FuncFormatter(lambda value, _: f"{value / 1000:g}k" if value else "0")
-        for row, family in zip(grid, families):
-            rows = scored[scored["family"] == family]
-            models = rows.groupby("model").size().sort_values(ascending=False, kind="stable")
-            shown = list(models.index[: len(MODEL_COLOURS)])  # the rest share one grey
-            colours = {m: MODEL_COLOURS[i] for i, m in enumerate(shown)}
-            top = 1.05 * max(rows["true_tokens"].max(), rows["estimate"].max(), 1)
-            for ax, name in zip(row, estimators):
-                points = rows[rows["estimator"] == name]
-                for model, group in points.groupby("model", sort=False):
-                    ax.scatter(
-                        group["true_tokens"],
-                        group["estimate"],
-                        s=5,
-                        alpha=0.45,
-                        linewidths=0,
-                        color=colours.get(model, FALLBACK_COLOUR),
-                        rasterized=True,  # thousands of dots: raster keeps the SVG small
-                    )
-                ax.plot([0, top], [0, top], color="black", linestyle="--", linewidth=0.9, label="estimate = billed")
-                fit = fits.get(family)
-                # Sessions fitted as growth since their first call have a line of their own each.
-                if fit is not None and name == fit.base and fit.slope and not fit.growth_calls:
-                    # The calibration line seen from the base estimator: estimate = (billed − b) / a.
-                    ax.plot(
-                        [0, top],
-                        [(0 - fit.intercept) / fit.slope, (top - fit.intercept) / fit.slope],
-                        color="#444444",
-                        linestyle=":",
-                        linewidth=1.6,
-                        label="calibration fit",
-                    )
-                ax.set_xlim(0, top)
-                ax.set_ylim(0, top)
-                ax.xaxis.set_major_formatter(thousands)
-                ax.yaxis.set_major_formatter(thousands)
-                # Two short lines: browsers may draw text in a wider font than matplotlib measured.
-                note = ", test split" if name == "calibrated" else ""
-                ax.set_title(f"{text_label(family)} · {text_label(name)}\n{len(points):,} calls{note}", fontsize=9.5)
-                ax.set_xlabel("billed prompt tokens")
-                ax.set_ylabel("estimated tokens")
-                ax.legend(loc="upper left", fontsize=7.5)
-            # Hybrid hugs the diagonal, so its lower right corner is the emptiest place for the model key.
-            key_ax = row[list(estimators).index("hybrid")] if "hybrid" in estimators else row[-1]
-            _model_legend(key_ax, shown, colours, more=len(models) - len(shown))
-        return svg_of(figure)
+    row_height = 3.5 * 72
+    d = Drawing(WIDTH, row_height * len(families) + 0.2 * 72)
+    column = WIDTH / max(1, len(estimators))
+    for r, family in enumerate(families):
+        rows = scored[scored["family"] == family]
+        models = rows.groupby("model").size().sort_values(ascending=False, kind="stable")
+        shown = list(models.index[: len(MODEL_COLOURS)])  # the rest share one grey
+        colours = {m: MODEL_COLOURS[i] for i, m in enumerate(shown)}
+        top = 1.05 * max(rows["true_tokens"].max(), rows["estimate"].max(), 1)
+        # Fewer ticks across than up: "125k" labels side by side need the room.
+        xticks, yticks = ([(v, thousands(v)) for v in nice_ticks(0, top, bins)] for bins in (5, 8))
+        left = axes_margin(yticks)
+        # Hybrid hugs the diagonal, so its lower right corner is the emptiest place for the model key.
+        key_at = list(estimators).index("hybrid") if "hybrid" in estimators else len(estimators) - 1
+        for c, name in enumerate(estimators):
+            box = Box(c * column + left, r * row_height + 34, (c + 1) * column - 10, (r + 1) * row_height - 30)
+            x, y = Scale(0, top, box.left, box.right), Scale(0, top, box.bottom, box.top)
+            points = rows[rows["estimator"] == name]
+            axes(d, box, x, y, xticks, yticks, "billed prompt tokens", "estimated tokens")
+            for model, group in points.groupby("model", sort=False):
+                d.dots(
+                    x.many(group["true_tokens"].to_numpy(float)),
+                    y.many(group["estimate"].to_numpy(float)),
+                    DOT_RADIUS,
+                    colours.get(model, FALLBACK_COLOUR),
+                    0.45,
+                )
+            keys = [Key("estimate = billed", "#000000", width=0.9, dash=DASHED)]
+            d.path([box.left, box.right], [box.bottom, box.top], "#000000", 0.9, DASHED)
+            fit = fits.get(family)
+            # Sessions fitted as growth since their first call have a line of their own each.
+            if fit is not None and name == fit.base and fit.slope and not fit.growth_calls:
+                # The calibration line seen from the base estimator: estimate = (billed − b) / a.
+                line = clip_segment(x(0), y(-fit.intercept / fit.slope), x(top), y((top - fit.intercept) / fit.slope), box)
+                if line is not None:
+                    d.path(line[::2], line[1::2], "#444444", 1.6, DOTTED)
+                keys.append(Key("calibration fit", "#444444", width=1.6, dash=DOTTED))
+            draw_key(d, box.left + 4, box.top + 2, keys, 7.5)
+            note = ", test split" if name == "calibrated" else ""
+            d.text((box.left + box.right) / 2, box.top - 18, f"{family} · {name}\n{len(points):,} calls{note}", 9.5, "middle")
+            if c == key_at:
+                _model_key(d, box, shown, colours, more=len(models) - len(shown))
+    return d.svg()
 
 
-def _model_legend(ax: Axes, shown: list[str], colours: dict[str, str], more: int) -> None:
-    legend = ax.get_legend()
-    assert legend is not None, "the estimate = billed line is drawn with its legend first"
-    ax.add_artist(legend)  # keep the "estimate = billed" legend; models go in the empty lower right
-    handles = [Line2D([], [], marker="o", linestyle="", color=colours[m], markersize=5) for m in shown]
-    labels = [text_label(m) for m in shown]
-    if more:
-        handles.append(Line2D([], [], marker="o", linestyle="", color=FALLBACK_COLOUR, markersize=5))
-        labels.append(f"{more} other models")
-    ax.legend(
-        handles,
-        labels,
-        loc="lower right",
-        fontsize=7,
-        title="model",
-        title_fontsize=7.5,
-        handletextpad=0.2,
-        frameon=True,
-        facecolor="white",
-        edgecolor="none",
-        framealpha=0.9,  # readable over stray dots
-    )
+def _model_key(d: Drawing, box: Box, shown: list[str], colours: dict[str, str], more: int) -> None:
+    """The models' colours in the lower right corner, on white (readable over stray dots)."""
+    keys = [Key(m, colours[m], kind="dot") for m in shown]
+    keys += [Key(f"{more} other models", FALLBACK_COLOUR, kind="dot")] if more else []
+    width, height, _ = key_size(keys, 7)
+    width = max(width, text_width("model", 7.5))
+    left, top = box.right - width - 6, box.bottom - height - 16
+    d.rect(left - 3, top - 2, box.right - 2, box.bottom - 2, "#ffffff", opacity=0.9)
+    d.text(left + width / 2, top + 8, "model", 7.5, "middle")
+    draw_key(d, left, top + 11, keys, 7)

@@ -1,24 +1,23 @@
-"""Charts of a run: the Pareto plot of strategies and the per-transcript context saw-tooth.
+"""The Pareto plot of a run's settings, and the colours of its settings, written as SVG from the data.
 
-Built like `compactlab.report.charts` (explicit Agg canvas, no pyplot, deterministic SVG). Only
-strategy labels and numbers reach the SVG, through `text_label`; transcript text never does.
+Markers with their confidence intervals on two percent axes, the frontier, and the names of the
+frontier and the pick placed where they overlap no other name (`compactlab.report.svg_plot`: text
+widths from the font's advance widths, so placement needs no renderer). Only strategy labels and
+numbers reach the SVG, escaped; transcript text never does.
 """
 
 from __future__ import annotations
 
-import re
+import math
 import textwrap
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
-from matplotlib.transforms import Bbox
 
-from compactlab.report.charts import chart_style as _chart_style
-from compactlab.report.charts import new_figure, svg_of, text_label
+from compactlab.report import svg_plot as svg
+from compactlab.report.svg_plot import Box, Drawing, Key, Scale
 from compactlab.results.recommendation import Recommendation
 
 # 20 distinguishable colours (matplotlib's tab20, dark shades first), assigned in label order.
@@ -51,27 +50,21 @@ _OFFSETS = [
     for r in (7, 14, 24, 36, 50)
     for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1), (1, 2), (-1, 2), (1, -2), (-1, -2))
 ]
+WIDTH, HEIGHT = 792.0, 403.2  # 11 × 5.6 inches, in points
+MARKER = math.sqrt(46 / math.pi)  # a marker of 46 pt² (matplotlib's scatter size), as a radius
+STAR = math.sqrt(360) / 2  # the pick's star: 360 pt²
+LABEL_SIZE = 8
+BOLD = 1.1  # DejaVu Sans Bold runs about a tenth wider than the regular face
 
 
-_PATH_DATA = re.compile(r'(\sd=")([^"]*)(")')
-_DECIMAL = re.compile(r"-?\d+\.\d+")
+@dataclass(frozen=True)
+class Rect:
+    """A label's box on the chart, in points (y down): what `pareto_chart(placed=...)` reports."""
 
-
-def compact_svg(svg: str) -> str:
-    """Path coordinates to 0.1 px (a tenth of a pixel is invisible; the SVG gets about half as large)."""
-
-    def shorter(number: re.Match) -> str:
-        text = f"{float(number.group()):.1f}"
-        return text[:-2] if text.endswith(".0") else text
-
-    return _PATH_DATA.sub(lambda m: m.group(1) + _DECIMAL.sub(shorter, m.group(2)) + m.group(3), svg)
-
-
-@contextmanager
-def chart_style(salt: str) -> Iterator[None]:
-    """The shared report style, with a short font list: every SVG text element repeats it."""
-    with _chart_style(salt), matplotlib.rc_context({"font.sans-serif": ["DejaVu Sans", "Arial"]}):
-        yield
+    x0: float
+    y0: float
+    x1: float
+    y1: float
 
 
 def colours_for(labels: Sequence[str]) -> dict[str, str]:
@@ -79,8 +72,14 @@ def colours_for(labels: Sequence[str]) -> dict[str, str]:
 
 
 def group_label(names: Sequence[str], width: int = 34) -> str:
-    """'a, b, c' wrapped to lines of `width` characters (identical points or lines share one label)."""
-    return "\n".join(textwrap.wrap(", ".join(text_label(n) for n in names), width)) or ""
+    """'a, b, c' wrapped to lines of `width` characters (identical points share one label)."""
+    return "\n".join(textwrap.wrap(", ".join(names), width)) or ""
+
+
+def percent_ticks(ticks: list[float]) -> list[tuple[float, str]]:
+    """Percent labels with as many decimals as the ticks need (a 97.5% tick is not printed as 98%)."""
+    decimals = next((n for n in range(4) if all(abs(round(100 * t, n) - 100 * t) < 1e-9 for t in ticks)), 4)
+    return [(t, f"{100 * t:.{decimals}f}%".replace("-", "−")) for t in ticks]
 
 
 def pareto_chart(
@@ -89,7 +88,7 @@ def pareto_chart(
     """Tokens removed (x) against next-step facts kept (y), one marker per group of identical points:
     the settings' figures (`setting_figures`), the frontier and the pick of the recommendation rule.
     Returns the SVG and the key of the markers labelled by a number where a name did not fit;
-    `placed`, when given, receives the labels' boxes (in pixels) so that their layout can be checked."""
+    `placed`, when given, receives the labels' boxes (`Rect`) so that their layout can be checked."""
     points = figures.rename(
         columns={
             "removed_share_mean": "tokens_saved",
@@ -101,76 +100,55 @@ def pareto_chart(
         }
     ).assign(hollow=lambda f: f["config"].isin(set(recommendation.not_recommendable)))
     frontier, recommended = recommendation.frontier, recommendation.config
-    with chart_style("pareto"):
-        figure = new_figure(11, 5.6)
-        ax = figure.add_subplot()
-        groups = _identical_groups(points)
-        x_high = max(float(points["saved_high"].max()), float(points["tokens_saved"].max()), 0.01)
-        y_low = min(float(points["preservation_low"].min()), float(points["preservation"].min()))
-        for names, row in groups:
-            hollow = bool(row["hollow"])  # not recommendable
-            ax.errorbar(
-                row["tokens_saved"],
-                row["preservation"],
-                xerr=[[row["tokens_saved"] - row["saved_low"]], [row["saved_high"] - row["tokens_saved"]]],
-                yerr=[[row["preservation"] - row["preservation_low"]], [row["preservation_high"] - row["preservation"]]],
-                fmt="none",
-                ecolor=colours.get(names[0], "#999999"),
-                alpha=0.35,
-                linewidth=1,
-                zorder=1,
-            )
-            ax.scatter(
-                row["tokens_saved"],
-                row["preservation"],
-                s=46,
-                zorder=3,
-                linewidths=1.2,
-                color="white" if hollow else colours.get(names[0], "#999999"),
-                edgecolors=colours.get(names[0], "#999999"),
-            )
-        on_frontier = points[points["config"].isin(frontier)].sort_values("tokens_saved")
-        if len(on_frontier) > 1:
-            ax.plot(
-                on_frontier["tokens_saved"],
-                on_frontier["preservation"],
-                color="#444444",
-                linewidth=1,
-                linestyle="--",
-                zorder=2,
-                label="Pareto frontier (recommendable)",
-            )
-        ax.scatter([], [], s=46, color="white", edgecolors="#777777", linewidths=1.2, label="not recommendable")
-        if recommended is not None and (points["config"] == recommended).any():
-            best = points[points["config"] == recommended].iloc[0]
-            ax.scatter(
-                best["tokens_saved"],
-                best["preservation"],
-                s=360,
-                marker="*",
-                color=RECOMMENDED,
-                edgecolors="white",
-                linewidths=0.8,
-                zorder=4,
-                label="recommended",
-            )
-        ax.set_xlim(-0.02 * x_high, 1.12 * x_high)
-        bottom = max(0.0, y_low - 0.04)
-        ax.set_ylim(bottom, 1.0 + 0.06 * (1.0 - bottom))
-        ax.set_yticks([t for t in ax.get_yticks() if bottom <= t <= 1.0 + 1e-9])  # no tick above 100%
-        # Round steps (1, 2, 5 × 10^n) so that ticks read 0, 10, 20 … rather than 0, 2, 5, 8, 13%.
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 5, 10]))
-        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=1 if x_high < 0.05 else 0))
-        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-        ax.set_xlabel("prompt tokens removed (mean over transcripts) → better")
-        ax.set_ylabel("next-step facts kept (k=1) → better")
-        ax.legend(loc="lower left", fontsize=8.5)
-        line = on_frontier[["tokens_saved", "preservation"]].to_numpy(float) if len(on_frontier) > 1 else np.empty((0, 2))
-        # Only the frontier and the pick are named: a label on every one of a sweep's 64 points is a plot
-        # nobody reads at a glance (the others are in the leaderboard, and their markers stay).
-        named = [g for g in groups if recommended in g[0] or set(g[0]) & set(frontier)]
-        key = _place_labels(figure, ax, named, recommended, line, placed if placed is not None else [], groups)
-        return compact_svg(svg_of(figure)), key
+    groups = _identical_groups(points)
+    x_high = max(float(points["saved_high"].max()), float(points["tokens_saved"].max()), 0.01)
+    y_low = min(float(points["preservation_low"].min()), float(points["preservation"].min()))
+    bottom = max(0.0, y_low - 0.04)
+    x_range, y_range = (-0.02 * x_high, 1.12 * x_high), (bottom, 1.0 + 0.06 * (1.0 - bottom))
+    # Round steps (1, 2, 5 × 10^n) so that ticks read 0, 10, 20 … rather than 0, 2, 5, 8, 13%; no tick above 100%.
+    xticks = percent_ticks(svg.nice_ticks(*x_range, 8, (1, 2, 5, 10)))
+    yticks = percent_ticks([t for t in svg.nice_ticks(*y_range, 8, (1, 2, 5, 10)) if t <= 1.0 + 1e-9])
+    box = Box(svg.axes_margin(yticks), 4.0, WIDTH - 8, HEIGHT - 36)
+    x, y = Scale(*x_range, box.left, box.right), Scale(*y_range, box.bottom, box.top)
+    d = Drawing(WIDTH, HEIGHT)
+    svg.axes(
+        d,
+        box,
+        x,
+        y,
+        xticks,
+        yticks,
+        "prompt tokens removed (mean over transcripts) → better",
+        "next-step facts kept (k=1) → better",
+    )
+    for names, row in groups:
+        colour = colours.get(names[0], "#999999")
+        px, py = x(row["tokens_saved"]), y(row["preservation"])
+        d.path([x(row["saved_low"]), x(row["saved_high"])], [py, py], colour, 1.0, opacity=0.35)
+        d.path([px, px], [y(row["preservation_low"]), y(row["preservation_high"])], colour, 1.0, opacity=0.35)
+    on_frontier = points[points["config"].isin(frontier)].sort_values("tokens_saved")
+    line = np.column_stack([x.many(on_frontier["tokens_saved"]), y.many(on_frontier["preservation"])])
+    if len(on_frontier) > 1:
+        d.path(line[:, 0], line[:, 1], "#444444", 1.0, svg.DASHED)
+    else:
+        line = np.empty((0, 2))
+    for names, row in groups:
+        colour = colours.get(names[0], "#999999")
+        d.circle(x(row["tokens_saved"]), y(row["preservation"]), MARKER, "#ffffff" if row["hollow"] else colour, colour, 1.2)
+    keys = [Key("Pareto frontier (recommendable)", "#444444", dash=svg.DASHED)] if len(on_frontier) > 1 else []
+    keys.append(Key("not recommendable", "#ffffff", kind="ring", edge="#777777"))
+    if recommended is not None and (points["config"] == recommended).any():
+        best = points[points["config"] == recommended].iloc[0]
+        d.star(x(best["tokens_saved"]), y(best["preservation"]), STAR, RECOMMENDED, "#ffffff", 0.8)
+        keys.append(Key("recommended", RECOMMENDED, kind="star", edge="#ffffff"))
+    _, key_height, _ = svg.key_size(keys, 8.5)
+    svg.draw_key(d, box.left + 6, box.bottom - key_height - 4, keys, 8.5)
+    # Only the frontier and the pick are named: a label on every one of a sweep's 64 points is a plot
+    # nobody reads at a glance (the others are in the leaderboard, and their markers stay).
+    named = [g for g in groups if recommended in g[0] or set(g[0]) & set(frontier)]
+    markers = [(x(row["tokens_saved"]), y(row["preservation"])) for _, row in groups]
+    key = _place_labels(d, box, named, recommended, line, markers, (x, y), placed if placed is not None else [])
+    return d.svg(), key
 
 
 def _identical_groups(points: pd.DataFrame) -> list[tuple[list[str], pd.Series]]:
@@ -185,34 +163,27 @@ def _identical_groups(points: pd.DataFrame) -> list[tuple[list[str], pd.Series]]
 
 
 def _place_labels(
-    figure, ax, groups, recommended: str | None, line: np.ndarray, labels: list, every: list | None = None
+    d: Drawing, box: Box, groups, recommended: str | None, line: np.ndarray, markers, scales, labels: list
 ) -> list[tuple[str, list[str]]]:
     """Greedy placement: each label of `groups` at the nearest offset where it overlaps no other label
-    and as little as possible of the markers (of `every` group, default `groups`) and the frontier line.
-    A label that fits nowhere without touching another label is replaced by a number, listed in the
-    returned key (number, names); a number that fits nowhere is left off the chart and listed too. So
-    labels never overlap."""
-    figure.canvas.draw()  # the constrained layout fixes the axes position; labels are kept out of it
-    renderer = figure.canvas.get_renderer()
-    axes_box = ax.get_window_extent(renderer)
-    markers = [ax.transData.transform((row["tokens_saved"], row["preservation"])) for _, row in (every or groups)]
-    taken = [Bbox.from_extents(x - 7, y - 7, x + 7, y + 7) for x, y in markers]
-    pixels = ax.transData.transform(line) if len(line) else line
-    for (x0, y0), (x1, y1) in zip(pixels[:-1], pixels[1:]):  # the frontier line, as small boxes every few pixels
-        steps = max(1, int(np.hypot(x1 - x0, y1 - y0) / 4))
+    and as little as possible of the markers and the frontier line. A label that fits nowhere without
+    touching another label is replaced by a number, listed in the returned key (number, names); a number
+    that fits nowhere is left off the chart and listed too. So labels never overlap."""
+    x, y = scales
+    taken = [Rect(mx - 5, my - 5, mx + 5, my + 5) for mx, my in markers]
+    for (x0, y0), (x1, y1) in zip(line[:-1], line[1:]):  # the frontier line, as small boxes every few points
+        steps = max(1, int(np.hypot(x1 - x0, y1 - y0) / 3))
         taken += [
-            Bbox.from_extents(x - 1.5, y - 1.5, x + 1.5, y + 1.5)
-            for x, y in zip(np.linspace(x0, x1, steps), np.linspace(y0, y1, steps))
+            Rect(a - 1.1, b - 1.1, a + 1.1, b + 1.1) for a, b in zip(np.linspace(x0, x1, steps), np.linspace(y0, y1, steps))
         ]
-    scale = figure.dpi / 72
     key: list[tuple[str, list[str]]] = []
     # The recommendation first (it must be named), then the largest groups.
     for names, row in sorted(groups, key=lambda g: (recommended not in g[0], -len(g[0]))):
-        weight = "bold" if recommended in names else "normal"
-        point = (row["tokens_saved"], row["preservation"])
+        bold = recommended in names
+        point = (x(row["tokens_saved"]), y(row["preservation"]))
         placed = None
         for text in (group_label(names, 28), str(len(key) + 1)):
-            placed = _best_offset(ax, renderer, text, point, weight, markers, taken, labels, axes_box, scale)
+            placed = _best_offset(text, point, bold, markers, taken, labels, box)
             if placed is not None:
                 break
         if placed is None:
@@ -220,135 +191,69 @@ def _place_labels(
             continue
         if text != group_label(names, 28):
             key.append((text, list(names)))
-        dx, dy, box = placed
-        far = abs(dx) > 8 or abs(dy) > 8
-        label = ax.annotate(
-            text,
-            point,
-            xytext=(dx, dy),
-            textcoords="offset points",
-            fontsize=8,
-            fontweight=weight,
-            color=RECOMMENDED if recommended in names else "#222222",
-            ha="left" if dx > 0 else "right" if dx < 0 else "center",
-            va="bottom" if dy > 0 else "top" if dy < 0 else "center",
-            arrowprops={"arrowstyle": "-", "color": "#777777", "linewidth": 0.7, "shrinkA": 1, "shrinkB": 3} if far else None,
-            annotation_clip=False,
-        )
-        label.set_in_layout(False)
-        taken.append(box)
-        labels.append(box)
+        dx, dy, rect, inner = placed
+        anchor = "start" if dx > 0 else "end" if dx < 0 else "middle"
+        at = inner.x0 if dx > 0 else inner.x1 if dx < 0 else (inner.x0 + inner.x1) / 2
+        if abs(dx) > 8 or abs(dy) > 8:  # far from its marker: a thin line leads back to it
+            ax, ay = point[0] + dx, point[1] - dy
+            length = math.hypot(ax - point[0], ay - point[1]) or 1.0
+            d.path([ax, point[0] + 3 * (ax - point[0]) / length], [ay, point[1] + 3 * (ay - point[1]) / length], "#777777", 0.7)
+        for i, part in enumerate(text.split("\n")):
+            colour = RECOMMENDED if bold else "#222222"
+            d.text(at, inner.y0 + (0.88 + 1.2 * i) * LABEL_SIZE, part, LABEL_SIZE, anchor, colour, "bold" if bold else "normal")
+        taken.append(rect)
+        labels.append(rect)
     return key
 
 
-def _best_offset(ax, renderer, text, point, weight, markers, taken, labels, axes_box, scale):
-    """(dx, dy, box) of the cheapest offset whose label touches no other label and stays readable; None if none."""
+def _label_box(text: str, point: tuple[float, float], dx: float, dy: float, bold: bool) -> Rect:
+    """The box of `text` set at `dx`, `dy` points from `point` (dy up), aligned away from the point."""
+    lines = text.split("\n")
+    width = max(svg.text_width(line, LABEL_SIZE) for line in lines) * (BOLD if bold else 1.0)
+    height = 1.2 * LABEL_SIZE * len(lines)
+    ax, ay = point[0] + dx, point[1] - dy
+    x0 = ax if dx > 0 else ax - width if dx < 0 else ax - width / 2
+    y0 = ay - height if dy > 0 else ay if dy < 0 else ay - height / 2
+    return Rect(x0, y0, x0 + width, y0 + height)
+
+
+def _best_offset(text, point, bold, markers, taken, labels, box: Box):
+    """(dx, dy, box with margin, text box) of the cheapest offset whose label touches no other label and
+    stays readable; None if none."""
     best, best_cost = None, None
     for dx, dy in _OFFSETS:
-        label = ax.annotate(
-            text,
-            point,
-            xytext=(dx, dy),
-            textcoords="offset points",
-            fontsize=8,
-            fontweight=weight,
-            ha="left" if dx > 0 else "right" if dx < 0 else "center",
-            va="bottom" if dy > 0 else "top" if dy < 0 else "center",
-            annotation_clip=False,
-        )
-        box = label.get_window_extent(renderer)
-        # Browsers may draw the text wider than matplotlib measured: keep a margin.
-        box = Bbox.from_extents(box.x0 - 4 * scale, box.y0 - 2, box.x1 + 0.18 * box.width, box.y1 + 2)
-        label.remove()
-        if any(_overlap(box, other) > 0 for other in labels):
+        inner = _label_box(text, point, dx, dy, bold)
+        # Browsers may draw the text wider than it was measured: keep a margin.
+        rect = Rect(inner.x0 - 4, inner.y0 - 1.5, inner.x1 + 0.18 * (inner.x1 - inner.x0), inner.y1 + 1.5)
+        if any(_overlap(rect, other) > 0 for other in labels) or _outside(rect, box) > 0:
             continue
-        own = _distance(box, ax.transData.transform(point))
+        own = _distance(rect, point)
         # A label nearer to another marker than to its own would name the wrong point.
-        confusing = sum(1 for other in markers if _distance(box, other) + 3 < own)
-        cost = sum(_overlap(box, other) for other in taken) + 50 * _outside(box, axes_box) + 400 * confusing
-        if confusing or _outside(box, axes_box) > 0:
+        if any(_distance(rect, other) + 2.2 < own for other in markers):
             continue
+        cost = sum(_overlap(rect, other) for other in taken)
         if best_cost is None or cost < best_cost - 1e-9:
-            best, best_cost = (dx, dy, box), cost
-        if cost <= 20:  # a corner touching an error bar's end or a marker's edge is fine
+            best, best_cost = (dx, dy, rect, inner), cost
+        if cost <= 10:  # a corner touching an error bar's end or a marker's edge is fine
             break
     return best
 
 
-def _distance(box: Bbox, point) -> float:
+def _distance(box: Rect, point) -> float:
     x, y = point
     return float(np.hypot(max(box.x0 - x, 0, x - box.x1), max(box.y0 - y, 0, y - box.y1)))
 
 
-def _overlap(a: Bbox, b: Bbox) -> float:
+def _overlap(a: Rect, b: Rect) -> float:
     width = min(a.x1, b.x1) - max(a.x0, b.x0)
     height = min(a.y1, b.y1) - max(a.y0, b.y0)
     return max(0.0, width) * max(0.0, height)
 
 
-def _outside(box: Bbox, axes: Bbox) -> float:
-    return max(0.0, axes.x0 - box.x0) + max(0.0, box.x1 - axes.x1) + max(0.0, axes.y0 - box.y0) + max(0.0, box.y1 - axes.y1)
-
-
-def sawtooth_chart(
-    calls: pd.DataFrame, colours: dict[str, str], real_compactions: Sequence[int] = (), salt: str = ""
-) -> tuple[str, list[str]]:
-    """Context tokens per call for one transcript: the uncompacted prompt and each strategy's.
-
-    Strategies with identical context series share one line; those that never changed the context
-    are left out (they follow the uncompacted line) and returned, so the caption can name them.
-    """
-    full = calls.drop_duplicates("call").sort_values("call")
-    series: dict[tuple, list[str]] = {}
-    untouched = []
-    for label, group in calls.groupby("config", sort=True):
-        values = tuple(group.sort_values("call")["context_tokens"].tolist())
-        if values == tuple(full["full_tokens"].tolist()):
-            untouched.append(label)
-        else:
-            series.setdefault(values, []).append(label)
-    # A sweep has dozens of lines: beside the plot their legend would squeeze the axes to nothing,
-    # so a long legend goes below it in columns, and the figure grows to hold it.
-    entries = len(series) + 1 + len(real_compactions[:1])
-    below = entries > 10
-    columns = 3
-    with chart_style(f"sawtooth-{salt}"):
-        figure = new_figure(11, 3.3 + (0.2 * -(-entries // columns) if below else 0))
-        ax = figure.add_subplot()
-        ax.plot(full["call"], full["full_tokens"], color="black", linewidth=1.6, linestyle="--", label="no compaction", zorder=3)
-        window = int(full["window"].iloc[0]) if len(full) else 0
-        if window:
-            ax.axhline(window, color="#b3261e", linewidth=0.8, linestyle=":", zorder=1)
-            ax.annotate(
-                f"window {window / 1000:g}k",
-                (0, window),
-                xytext=(2, 2),
-                textcoords="offset points",
-                xycoords=("axes fraction", "data"),
-                fontsize=7.5,
-                color="#b3261e",
-            )
-        for values, labels in series.items():
-            ax.plot(
-                full["call"].to_numpy()[: len(values)],
-                np.asarray(values),
-                linewidth=1.1,
-                alpha=0.9,
-                color=colours.get(labels[0], "#999999"),
-                label=group_label(labels, 40),
-                zorder=2,
-            )
-        for i, call in enumerate(real_compactions):
-            ax.axvline(
-                call, color="#333333", linewidth=1.2, linestyle="-.", zorder=1, label="production compaction" if i == 0 else None
-            )
-        ax.set_xlabel("LLM call")
-        ax.set_ylabel("prompt tokens")
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value / 1000:g}k" if value else "0"))
-        ax.set_ylim(0, max(float(full["full_tokens"].max()), window) * 1.08)
-        ax.set_xlim(-0.5, max(1, len(full) - 0.5))
-        if below:
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7, ncol=columns)
-        else:
-            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5)
-        return compact_svg(svg_of(figure)), untouched
+def _outside(rect: Rect, box: Box) -> float:
+    return (
+        max(0.0, box.left - rect.x0)
+        + max(0.0, rect.x1 - box.right)
+        + max(0.0, box.top - rect.y0)
+        + max(0.0, rect.y1 - box.bottom)
+    )

@@ -22,7 +22,7 @@ from compactlab.results.leaderboard import ranked
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.recommendation import Recommendation
 from compactlab.runs.report_inputs import RunEstimation, read_estimation, read_sessions
-from compactlab.runs.run_files import DONE
+from compactlab.runs.run_files import DONE, read_done
 from compactlab.runs.run_format import upgraded_table
 from compactlab.runs.run_storage import damaged_parts, run_calls, run_compaction_rows
 
@@ -37,20 +37,34 @@ class RunData:
     summary: dict  # summary.json
     sweep: dict | None  # sweep.json, if the run was a sweep
     transcripts: pd.DataFrame  # transcripts.csv: one row per transcript × strategy label
-    compaction_rows: tuple[dict, ...] = ()  # the compaction rows as written (with the needed/lost item lists)
     sessions: dict[str, dict] = field(default_factory=dict)  # sessions.json: what the report shows of each session
     estimation: RunEstimation | None = None  # the token estimation the run measured (None: it did not)
+    rows_of: tuple[str, ...] | None = None  # the sessions whose compaction rows are read (None: every session)
 
     @property
     def labels(self) -> list[str]:
         return sorted(self.transcripts["config"].unique()) if not self.transcripts.empty else []
 
+    @cached_property
+    def _strategies(self) -> dict[str, str]:
+        return {entry.get("label"): entry.get("name") for entry in self.config.get("strategies", []) if "name" in entry}
+
     def strategy_of(self, label: str) -> str:
         """The registered strategy a label replays (labels of sweeps and configs differ from names)."""
-        for entry in self.config.get("strategies", []):
-            if entry.get("label") == label:
-                return entry.get("name", label)
-        return label
+        return self._strategies.get(label, label)
+
+    @cached_property
+    def compaction_rows(self) -> tuple[dict, ...]:
+        """The compaction rows as written (with the needed/lost item lists), of the sessions `rows_of`
+        only when given (their parts alone are read: the rows of every session are most of a run's
+        bytes, and the report shows a dozen sessions), in the order the run committed them."""
+        if not (self.path / DONE).exists():
+            return ()
+        wanted = None
+        if self.rows_of is not None:
+            chosen = set(self.rows_of)
+            wanted = [t for t in read_done(self.path / DONE).parts if t in chosen]
+        return tuple(run_compaction_rows(self.path, transcripts=wanted))
 
     def calls_of(self, transcripts: list[str], columns: list[str] = CHART_COLUMNS) -> pd.DataFrame:
         """The call rows of `transcripts` only, `columns` only (their parts alone are read)."""
@@ -76,7 +90,7 @@ def read_json(path: Path) -> dict | None:
 
 
 def load_run(path: str | Path) -> RunData:
-    """A run directory with its compaction rows and report inputs: what the report renders."""
+    """A run directory with its report inputs: what the report renders (compaction rows read when used)."""
     path = Path(path)
     if not (path / "config.json").exists() or not (path / DONE).exists():
         raise FileNotFoundError(
@@ -90,7 +104,6 @@ def load_run(path: str | Path) -> RunData:
         summary=light.summary,
         sweep=light.sweep,
         transcripts=light.transcripts,
-        compaction_rows=tuple(run_compaction_rows(path)),
         sessions=read_sessions(path),
         estimation=read_estimation(path),
     )

@@ -25,7 +25,7 @@ from compactlab.report.page import environment, render_page
 from compactlab.report.real_compactions_section import real_compactions_context
 from compactlab.report.run_charts import colours_for, pareto_chart
 from compactlab.report.run_data import RunData, figures_and_recommendation, load_run, ranked_rows
-from compactlab.report.transcripts import transcripts_context
+from compactlab.report.transcripts import select_transcripts, transcripts_context
 from compactlab.report.trust import trust_context
 from compactlab.results.leaderboard import all_pair_comparisons, comparisons_document
 from compactlab.results.same_by_construction import rendered_prompts
@@ -73,6 +73,8 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
             bar.update()
 
     env = environment()
+    # The sections show the compaction rows of the sessions shown alone: only their parts are read.
+    run = replace(run, rows_of=tuple(select_transcripts(run)))
     figures, recommendation = figures_and_recommendation(run)
     pairs = run.summary.get("all_pairs")
     if pairs is None and all_pairs:

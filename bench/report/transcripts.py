@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from compactlab.report.overview_section import pct
-from compactlab.report.run_charts import sawtooth_chart
 from compactlab.report.run_data import RunData
+from compactlab.report.sawtooth import sawtooth_chart
 
 SHOWN_TRANSCRIPTS = 12
 SUMMARY_CHARS = 1200
@@ -26,14 +26,13 @@ def recorded_rows(run: RunData) -> list[dict]:
 
 
 def select_transcripts(run: RunData, count: int = SHOWN_TRANSCRIPTS) -> list[str]:
-    """The `count` sessions with the most uncompacted prompt tokens, plus those with a real compaction."""
-    sizes = (
-        run.transcripts.drop_duplicates("transcript")
-        .set_index("transcript")["billed_full"]
-        .sort_values(ascending=False, kind="stable")
-    )
+    """The `count` sessions with the most uncompacted prompt tokens, plus those with a real compaction
+    (the sessions where `recorded` made a compaction that did not fail: transcripts.csv counts them)."""
+    table = run.transcripts
+    sizes = table.drop_duplicates("transcript").set_index("transcript")["billed_full"].sort_values(ascending=False, kind="stable")
     chosen = list(sizes.index[:count])
-    chosen += [t for t in dict.fromkeys(r["transcript"] for r in recorded_rows(run)) if t not in chosen]
+    recorded = table["config"].map(lambda label: run.strategy_of(label) == "recorded").astype(bool)
+    chosen += [t for t in dict.fromkeys(table.loc[recorded & (table["compactions"] > 0), "transcript"]) if t not in chosen]
     return sorted(chosen, key=lambda t: -sizes.get(t, 0))
 
 
@@ -48,12 +47,15 @@ def transcripts_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]
     by_transcript: dict[str, list[dict]] = {}
     for row in run.compaction_rows:
         by_transcript.setdefault(row["transcript"], []).append(row)
+    real_calls: dict[str, set[int]] = {}
+    for row in recorded_rows(run):
+        real_calls.setdefault(row["transcript"], set()).add(row["call"])
     shown = []
     drawn = run.calls_of(chosen)  # the call rows of the sessions shown, and nothing else
     for position, transcript in enumerate(chosen):
         calls = drawn[drawn["transcript"] == transcript]
-        real = sorted({r["call"] for r in recorded_rows(run) if r["transcript"] == transcript})
-        svg, untouched = sawtooth_chart(calls, colours, real, salt=str(position))
+        real = sorted(real_calls.get(transcript, ()))
+        svg, untouched = sawtooth_chart(calls, colours, real)
         first = calls.drop_duplicates("call")
         rows = by_transcript.get(transcript, [])
         shown.append(

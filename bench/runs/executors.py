@@ -23,10 +23,9 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from compactlab.transcripts.loading import WorkerDied, job_file
+from compactlab.transcripts.loading import IN_FLIGHT_PER_WORKER, WorkerDied, job_file
 
 EXECUTORS = ("local", "dask")
-IN_FLIGHT_PER_WORKER = 4  # tasks queued per worker: enough to keep it busy, few results held at once
 
 
 def dask_executor(scheduler: str | None = None, workers: int | None = None) -> Callable[[Callable, tuple, int], Iterator]:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from compactlab.runs.estimation_parts import EstimationParts
 from compactlab.runs.prompt_size_check import kept_tail_errors
 from compactlab.runs.run_files import before_write, naming, write_atomic
 from compactlab.tokens.calibration import Fit
@@ -80,20 +81,20 @@ def estimated(transcript: Transcript, measured: list[str], cache: TokenCache) ->
     return Estimated(run_estimation([transcript], estimators, cache=cache), kept_tail_errors(transcript, measured[0], cache))
 
 
-def write_report_inputs(out: Path, sessions: pd.DataFrame, estimation: list[Estimated] | None, measured: list[str]) -> None:
+def write_report_inputs(out: Path, sessions: pd.DataFrame, estimation: EstimationParts | None, measured: list[str]) -> None:
     """sessions.json and, when the run measured it, the estimation files (see the module docstring)."""
     records = {} if sessions.empty else {row["transcript"]: row for row in sessions.to_dict("records")}
     write_atomic(Path(out) / SESSIONS, json.dumps(records, indent=1, ensure_ascii=False, default=str) + "\n")
     if estimation is None:
         return
-    result = EstimationResult.combined([e.result for e in estimation])
+    result = estimation.result()
     folder = Path(out) / ESTIMATION
     folder.mkdir(exist_ok=True)
     path, temporary = Path(out) / ESTIMATION_CALLS, folder / ".calls.parquet.tmp"
     before_write(path)
     try:
         with naming(path):  # written whole under a temporary name, then renamed, as every run file
-            result.calls.to_parquet(temporary, index=False)
+            estimation.write_calls(temporary)
             temporary.replace(path)
     except BaseException:
         temporary.unlink(missing_ok=True)
@@ -106,7 +107,7 @@ def write_report_inputs(out: Path, sessions: pd.DataFrame, estimation: list[Esti
         "uncalibrated_calls": result.uncalibrated_calls,
         "damaged_kept": result.damaged_kept,
         "skipped_records": result.skipped_records,
-        "size_rows": [row for e in estimation for row in e.size_rows],
+        "size_rows": estimation.size_rows,
     }
     write_atomic(Path(out) / ESTIMATION_DOCUMENT, json.dumps(document, indent=1, default=float) + "\n")
 

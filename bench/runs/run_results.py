@@ -28,6 +28,7 @@ from compactlab.results.metrics import (
     rows_of_each,
 )
 from compactlab.results.summary_arrays import summary_from_arrays
+from compactlab.runs.estimation_parts import EstimationParts
 from compactlab.runs.report_inputs import Estimated
 from compactlab.runs.run_files import DONE, read_done
 from compactlab.runs.run_storage import part_calls, part_compaction_rows
@@ -84,12 +85,14 @@ class RunTotals:
     def __init__(self) -> None:
         self.blocks: dict[str, list[pd.DataFrame]] = {name: [] for name in FRAMES}
         self.pending: dict[str, list[pd.DataFrame]] = {name: [] for name in FRAMES}
-        self.estimation: list[Estimated] | None = None  # each transcript's, when the run measures it
+        # The transcripts' estimation, when the run measures it: its call rows go to disk a block at a time.
+        self.estimation: EstimationParts | None = None
+        self.pending_estimation: list[Estimated] = []
 
     def add(self, results: TranscriptResults) -> None:
         if results.estimation is not None:
-            self.estimation = self.estimation if self.estimation is not None else []
-            self.estimation += results.estimation
+            self.estimation = self.estimation if self.estimation is not None else EstimationParts()
+            self.pending_estimation += results.estimation
         for name, frames in self.pending.items():
             frame = getattr(results, name)
             if not frame.empty:
@@ -102,10 +105,15 @@ class RunTotals:
             if frames:
                 self.blocks[name].append(_concat(frames))
                 frames.clear()
+        if self.estimation is not None and self.pending_estimation:
+            pending = self.pending_estimation
+            self.estimation.add([e.result for e in pending], [row for e in pending for row in e.size_rows])
+            self.pending_estimation = []
 
     def totals(self) -> TranscriptResults:
         """The run's tables: transcripts.csv's rows sorted by transcript and setting, as one
-        frame of every row would group them; the others in the order the transcripts came."""
+        frame of every row would group them; the others in the order the transcripts came. (The
+        estimation stays in `self.estimation`: its call rows are on disk.)"""
         self._join()
         tables = {name: _concat(blocks) for name, blocks in self.blocks.items()}
         summary, check = tables["summary"], tables["cost_model_check"]
@@ -113,9 +121,7 @@ class RunTotals:
             summary = summary.sort_values(["transcript", "config"], kind="stable").reset_index(drop=True)
         if not check.empty:  # by transcript, as cost_model_check orders a whole run's
             check = check.sort_values("transcript", kind="stable").reset_index(drop=True)
-        return TranscriptResults(
-            summary, tables["recorded_fidelity"], check, tables["call_models"], tables["sessions"], self.estimation
-        )
+        return TranscriptResults(summary, tables["recorded_fidelity"], check, tables["call_models"], tables["sessions"])
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

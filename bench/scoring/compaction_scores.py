@@ -8,12 +8,19 @@ so a new score is one more entry here, not state the replay's walk must carry:
   recoverability (`compactlab.scoring.recoverability`);
 - for a real compaction (the production agent's), what the agent re-acquired after it
   (`compactlab.scoring.reacquisition`).
+
+The scores depend only on the session, the position and the two contexts, so they are made once per
+distinct (session, position, context before, context after): the settings of a sweep that reach the
+same compaction (a shared one, `compactlab.replay.fast.shared_compactions`, or one made alike from the
+same messages) each get a copy of the same scores (`compaction_scores` is `scored_afresh` remembered).
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
+from compactlab.memo import IdentityMemo
 from compactlab.scoring.preservation import StepScore, preservation_at
 from compactlab.scoring.reacquisition import reacquisition_json
 from compactlab.scoring.recoverability import loss_json, loss_split
@@ -22,10 +29,34 @@ from compactlab.transcripts.model import Message
 
 K_STEPS = (1, 5)
 
+Scores = tuple[dict[str, dict], dict | None]
+Scored = tuple[Sequence[Message], Sequence[Message], Scores]  # (before, compacted, their scores)
+
+# By the identity of the session and of both contexts' end messages, then of every message on a hit
+# (each setting's walk builds its own context tuples, of the same message objects): a key of every
+# message's id would hold thousands of ids per entry. The entries hold what their keys name, so no id
+# can be reused while they live; a run forgets them between sessions (`compactlab.memo.forget`).
+_SCORED: IdentityMemo[list[Scored]] = IdentityMemo(1024)
+
 
 def compaction_scores(
     messages: Sequence[Message], index: int, before: Sequence[Message], compacted: Sequence[Message], real: bool
-) -> tuple[dict[str, dict], dict | None]:
+) -> Scores:
+    """`scored_afresh`'s scores, made once per distinct session, position and contexts (see the
+    module docstring); each caller gets its own copy of the dicts, which rows hold and may change."""
+    ends = (messages, *before[:1], *before[-1:], *compacted[:1], *compacted[-1:])
+    alike = _SCORED.get(ends, (index, len(before), len(compacted), real), list)
+    found = next((s for b, c, s in alike if all(map(operator.is_, b, before)) and all(map(operator.is_, c, compacted))), None)
+    if found is None:
+        found = scored_afresh(messages, index, before, compacted, real)
+        alike.append((before, compacted, found))
+    scores, reacquired = found
+    return {k: dict(v) for k, v in scores.items()}, None if reacquired is None else dict(reacquired)
+
+
+def scored_afresh(
+    messages: Sequence[Message], index: int, before: Sequence[Message], compacted: Sequence[Message], real: bool
+) -> Scores:
     """The scores of a compaction before `messages[index]` that turned the context `before` into
     `compacted`: its preservation by k ({"k1": {...}, "k5": {...}}) and, when it is `real` (the
     production agent's), what the recorded continuation re-acquired: what was really gone."""

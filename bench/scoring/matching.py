@@ -11,6 +11,7 @@ from another root still count; a bare file name alone does not keep a longer pat
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property, lru_cache
@@ -191,12 +192,21 @@ class TranscriptText:
     masked outputs), with no haystack built per compaction. An item cannot straddle two messages
     in the joined text (items hold no newline), except a command in the whitespace-normalised
     text, which `in_context` checks against the context's whole text when no single message has it.
+
+    One is shared by every setting of a session (`compactlab.scoring.preservation` keeps it by the
+    session's identity), and a run scores those settings side by side in threads
+    (`compactlab.runs.concurrent_replays`): extending an item's search is one step under a lock.
     """
 
     def __init__(self, messages: Sequence[Message]) -> None:
         self.messages = messages
         self.index_of = {id(m): i for i, m in reversed(list(enumerate(messages)))}
         self._occurring: dict[Item, list] = {}  # [the messages found (sorted), how far they were searched]
+        # Without it, two threads asking about one item both search from where it was searched to,
+        # and both append: the messages twice and out of order, so `history_count` (a bisection)
+        # counted wrong and an item's ubiquity, hence a preservation score, followed which thread
+        # finished first (the concurrent run's rows differed from the serial run's in one digit).
+        self._searching = threading.Lock()
         self._command_end: dict[str, int] = {}  # where a command first ends in the normalised text (-1: nowhere)
 
     @cached_property
@@ -231,13 +241,14 @@ class TranscriptText:
         compaction's items are asked about before its position, so most of a session's text
         after the items a sweep needs is never searched."""
         before = len(self.messages) if before is None else before
-        entry = self._occurring.get(item)
-        if entry is None:
-            entry = self._occurring[item] = [[], 0]  # the messages found, and how far they were searched
-        if before > entry[1]:
-            entry[0] += sorted(self._search(item, entry[1], before))
-            entry[1] = before
-        return entry[0]
+        with self._searching:
+            entry = self._occurring.get(item)
+            if entry is None:
+                entry = self._occurring[item] = [[], 0]  # the messages found, and how far they were searched
+            if before > entry[1]:
+                entry[0] += sorted(self._search(item, entry[1], before))
+                entry[1] = before
+            return entry[0]  # later searches only append messages from `before` on
 
     def _search(self, item: Item, first: int, end: int) -> set[int]:
         """The messages from `first` to before `end` that `item` occurs in."""

@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from compactlab.tokens.calibration import Fit, in_sample, model_family, shipped_fits, transcript_family
 from compactlab.tokens.context_windows import ContextWindows
-from compactlab.tokens.estimators import LOCAL_ESTIMATORS, Tiktoken, get_estimator
+from compactlab.tokens.estimators import LOCAL_ESTIMATORS, encodings_of, get_estimator
 from compactlab.tokens.framing import framing_for
 from compactlab.tokens.metering import Meter
 from compactlab.tokens.tokenizers import TokenCache
@@ -142,9 +142,7 @@ ROW_COLUMNS = [
 
 
 def _warm_cache(transcripts: Sequence[Transcript], estimators: Sequence[str], cache: TokenCache) -> None:
-    bases = [getattr(get_estimator(name), "base", name) for name in estimators]
-    encodings = {e.encoding for e in map(get_estimator, [*estimators, *bases]) if isinstance(e, Tiktoken)}
-    for encoding in sorted(encodings):
+    for encoding in encodings_of(estimators):
         for transcript in transcripts:
             framing = framing_for(transcript.source_format)
             cache.warm(encoding, (text for m in transcript.messages for text in framing.texts(m)))

@@ -197,3 +197,9 @@ def local_estimator(name: str) -> LocalEstimator:
     if isinstance(estimator, Hybrid):
         raise ValueError(f"{name!r} is not a local estimator: it starts from the provider's reported counts")
     return estimator
+
+
+def encodings_of(names: Sequence[str]) -> list[str]:
+    """The tiktoken encodings the estimators `names` count with (their bases' included), sorted."""
+    bases = [getattr(get_estimator(name), "base", name) for name in names]
+    return sorted({e.encoding for e in map(get_estimator, [*names, *bases]) if isinstance(e, Tiktoken)})

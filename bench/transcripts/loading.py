@@ -169,10 +169,15 @@ def read_files(
         held, slots = context.Array("q", [-1] * workers), context.Value("i", 0)
         pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(), held, slots))
         try:
-            # Each result is let go once handed on: a list of every future would keep every file's
-            # result (a run's replay results) alive to the end of the run.
-            futures = deque(pool.submit(_read_one, index) for index in range(len(jobs)))
-            while futures:
+            # A few files per worker are handed to the pool at a time, and each result is let go once
+            # handed on: files all submitted at once would pile up their results here behind a slow
+            # one (the pool runs ahead of the file-order commits), a memory that grows with the corpus.
+            futures: deque = deque()
+            submitted = 0
+            while submitted < len(jobs) or futures:
+                while submitted < len(jobs) and len(futures) < IN_FLIGHT_PER_WORKER * workers:
+                    futures.append(pool.submit(_read_one, submitted))
+                    submitted += 1
                 try:
                     read = futures.popleft().result()
                 except BrokenProcessPool:
@@ -235,6 +240,7 @@ class WorkerDied(ValueError):
         )
 
 
+IN_FLIGHT_PER_WORKER = 4  # files handed to each worker ahead: enough to keep it busy, few results held at once
 _JOB: tuple | None = None
 _HELD: tuple | None = None  # in a worker: (the pool's shared array of files being read, this worker's slot in it)
 YOUNG_THRESHOLD = 50_000  # a worker's collector runs after this many new objects (Python's default: 700)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pytest
@@ -92,6 +93,30 @@ def test_the_guard_tries_again_once_the_history_has_grown_enough_for_an_attempt_
     after, retried = engine.before_call(later)
     assert retried is not None and retried.changed and retried.reduction >= 0.05 and not retried.stalled
     assert engine.fires_from() == 0.8 * 20_000  # the guard no longer holds
+
+
+def _fires(engine: Engine, sizes: range) -> list[bool]:
+    return [engine.due(tokens) is not None for tokens in sizes]
+
+
+def test_due_and_fires_from_agree_whether_the_guard_or_the_breaker_holds_or_neither() -> None:
+    # The replay finds its first stop from `fires_from` and asks `due` call by call: one rule
+    # (`attempts_from`) must give both the same edge in every state of the engine.
+    guarded, _ = engine_for(get_strategy("prune", protect_tokens=4_000, minimum_tokens=2_000), window=20_000)
+    broken, _ = engine_for(AlwaysFails(), window=20_000)
+    context = Context(messages=SESSION.messages[:40])
+    edges = {"neither": guarded.fires_from()}
+    guarded.before_call(context)
+    edges["guard"] = guarded.fires_from()
+    for _ in range(3):
+        broken.before_call(context)
+    assert guarded.stalled and broken.breaker_open and edges == {"neither": 16_000, "guard": guarded.stalled_at + 1_000}
+    sizes = range(10_000, 40_000, 7)  # across both edges: 16,000 and the guard's (here 33,957)
+    assert sizes.start < edges["neither"] < edges["guard"] < sizes.stop
+    for engine in (guarded, broken):
+        edge = engine.fires_from()
+        assert _fires(engine, sizes) == [tokens >= edge for tokens in sizes]
+    assert broken.fires_from() == math.inf
 
 
 def test_failure_breaker_opens_after_repeated_failures() -> None:

@@ -176,6 +176,17 @@ def test_every_session_shown_has_its_saw_tooth_and_drill_down(run_dir: Path, pag
     assert "production compaction" in section
 
 
+def test_the_report_reads_the_compaction_rows_of_the_sessions_it_shows(run_dir: Path) -> None:
+    run = load_run(run_dir)
+    shown = select_transcripts(run, count=1)  # (the small run's few sessions are all shown at the usual count)
+    everything = run.compaction_rows
+    assert {r["transcript"] for r in everything} - set(shown), "a session with compaction rows is not shown"
+    chosen = replace(run, rows_of=tuple(shown)).compaction_rows
+    assert chosen == tuple(r for r in everything if r["transcript"] in shown)  # the same rows, in commit order
+    recorded = {r["transcript"] for r in everything if run.strategy_of(r["config"]) == "recorded" and not r["failed"]}
+    assert recorded and recorded <= set(shown)  # every session with a real compaction is shown (from transcripts.csv)
+
+
 def test_real_compaction_side_by_side(run_dir: Path, page: str) -> None:
     section = page[page.index('<section id="real-compactions">') : page.index('<section id="metadata">')]
     assert f"<code>{REAL_COMPACTION}</code>, call 103" in section
@@ -285,7 +296,8 @@ def test_diff_shows_a_and_b_over_the_pairs_its_change_is_over(tmp_path: Path) ->
 
 
 def test_strategy_labels_in_charts_are_escaped(run_dir: Path) -> None:
-    from compactlab.report.run_charts import colours_for, pareto_chart, sawtooth_chart
+    from compactlab.report.run_charts import colours_for, pareto_chart
+    from compactlab.report.sawtooth import sawtooth_chart
 
     run = load_run(run_dir)
     hostile = {label: f"{label}{SCRIPT}" for label in run.labels}

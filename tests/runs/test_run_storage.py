@@ -34,10 +34,11 @@ def test_one_setting_or_one_transcript_loads_alone_and_rows_read_back_as_replaye
     assert set(everything["config"]) == {"trunc", "sum"} and len(everything) > 1000
     only = run_calls(out, configs=["sum"])
     pd.testing.assert_frame_equal(only.reset_index(drop=True), everything[everything["config"] == "sum"].reset_index(drop=True))
-    # Each part holds a row group per setting: the other setting's row groups are never read.
+    # A part holds its transcript's rows setting after setting, in the run's order, as one row group.
     part = out / read_done(out / DONE).part_names("calls")[0]
-    groups = pq.ParquetFile(part).metadata
-    assert groups.num_row_groups == 2
+    configs = pq.read_table(part, columns=["config"]).column("config").to_pylist()
+    assert configs == sorted(configs, key=["trunc", "sum"].index) and set(configs) == {"trunc", "sum"}
+    assert pq.ParquetFile(part).metadata.num_row_groups == 1
     transcript = everything["transcript"].iloc[-1]
     one = run_calls(out, transcripts=[transcript])
     assert set(one["transcript"]) == {transcript} and len(one) == (everything["transcript"] == transcript).sum()

@@ -10,7 +10,7 @@ import tiktoken.load
 
 from compactlab.tokens import tokenizers
 from compactlab.tokens.context_windows import ContextWindows, parse_override
-from compactlab.tokens.estimators import KnownUsage, estimate, get_estimator
+from compactlab.tokens.estimators import KnownUsage, encodings_of, estimate, get_estimator
 from compactlab.tokens.framing import Framing, anthropic_image_tokens, framing_for, openai_image_tokens
 from compactlab.tokens.tokenizers import EncodingUnavailable, TokenCache, get_encoding
 from compactlab.transcripts.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
@@ -201,3 +201,10 @@ def test_a_bounded_cache_starts_afresh_and_counts_the_same() -> None:
     assert [bounded.count_blocks("o200k_base", "a\n" + t) for t in texts[:50]] == [
         whole.count("o200k_base", "a\n" + t) for t in texts[:50]
     ]
+
+
+def test_the_encodings_an_estimator_counts_with_include_its_bases() -> None:
+    # What a run builds before its workers fork (compactlab.runs.runs) and what estimation warms.
+    assert encodings_of(["hybrid", "chars/4", "words"]) == []
+    assert encodings_of(["calibrated"]) == ["o200k_base"]  # through its base
+    assert encodings_of(["tiktoken-cl100k", "calibrated", "hybrid"]) == ["cl100k_base", "o200k_base"]

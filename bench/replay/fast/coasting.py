@@ -66,7 +66,7 @@ class Coasting:
             trigger = hybrid_tokens(anchor, history[positions], history[covered])
         else:
             trigger = own_estimate(before, walk.meter.local.prompt_overhead, walk.meter.offset)
-        over = context > walk.window
+        over = walk.over_window(context)
         stops = np.flatnonzero((trigger >= fires_from) | over) if overflow_stops else np.flatnonzero(trigger >= fires_from)
         count = int(stops[0]) if len(stops) else len(positions)
         stop = int(positions[count]) if len(stops) else end

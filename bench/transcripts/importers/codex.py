@@ -8,22 +8,36 @@ Layouts (codex-rs/protocol/src/protocol.rs `RolloutLine`/`RolloutItem`; codex-rs
 
 Token usage lives only in `event_msg` token_count events, which Codex writes more often than it calls
 the model; see `_token_count` for how each call is counted once.
+
+This module reads a rollout in order and assembles its messages and calls; what one record holds
+on its own (the kinds a rollout has, an item's content, reasoning and tool output as parts) is
+`compactlab.transcripts.importers.codex_items`, and a `compacted` item's marker `codex_compaction`.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
-import mimetypes
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TypeGuard
 
 from compactlab.transcripts.importers.codex_compaction import compaction_marker, repointed
-from compactlab.transcripts.importers.importer import check_tool_pairing, image_part, is_count
+from compactlab.transcripts.importers.codex_items import (
+    COPY_EVENTS,
+    ENVELOPE_TYPES,
+    INSTRUCTION_PREFIXES,
+    ITEM_TYPES,
+    LEGACY_ITEM_TYPES,
+    content_parts,
+    damaged_kind,
+    is_legacy_meta,
+    is_type_name,
+    is_usage,
+    reasoning_texts,
+    tool_output,
+)
+from compactlab.transcripts.importers.importer import check_tool_pairing, is_count
 from compactlab.transcripts.model import (
     CompactionMarker,
-    ImagePart,
     LLMCall,
     Message,
     Part,
@@ -34,29 +48,6 @@ from compactlab.transcripts.model import (
     Transcript,
 )
 from compactlab.transcripts.source import Record, RecordIssues, Source
-
-ENVELOPE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
-# Bare item types of the legacy layout (the serde tags of `ResponseItem` in models.rs).
-LEGACY_ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "local_shell_call")
-# User messages Codex writes itself, before the user's first message and again when they change
-# (codex-rs/core: AGENTS.md as `# AGENTS.md instructions for <dir>` or, in older versions,
-# `<user_instructions>`; `<environment_context>` with cwd, sandbox and approval policy). They are
-# instructions, not conversation: marked `instruction` so strategies keep them as the system prompt.
-INSTRUCTION_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions for ")
-# Event copies of response items, written for UIs (policy.rs persists them); the item is the truth.
-COPY_EVENTS = ("user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content")
-# Response item types this importer reads or ignores by design (the serde tags of `ResponseItem`).
-ITEM_TYPES = (
-    *LEGACY_ITEM_TYPES,
-    "custom_tool_call",
-    "custom_tool_call_output",
-    "web_search_call",
-    "ghost_snapshot",
-)
-# How alike (difflib's ratio) a kind must be to a known one to be taken for a damaged spelling of
-# it: one letter lost or changed in a name of 7+ letters is over 0.85; distinct real kinds
-# ("function_call" / "custom_tool_call", "reasoning" / "agent_reasoning") stay below 0.8.
-DAMAGED_KIND_CUTOFF = 0.85
 
 
 @dataclass
@@ -78,7 +69,7 @@ class CodexImporter:
         if any(d.get("type") in ENVELOPE_TYPES and isinstance(d.get("payload"), dict) for d in head):
             return None
         legacy_items = (d.get("record_type") == "state" or d.get("type") in LEGACY_ITEM_TYPES for d in head[1:])
-        if head and _is_legacy_meta(head[0]) and any(legacy_items):
+        if head and is_legacy_meta(head[0]) and any(legacy_items):
             return None
         return "no session_meta/response_item records with a payload, and no legacy Codex session header"
 
@@ -87,10 +78,6 @@ class CodexImporter:
         for record in source.records(issues):
             reader.feed(record)
         return [reader.finish(source)]
-
-
-def _is_legacy_meta(data: dict) -> bool:
-    return "type" not in data and isinstance(data.get("id"), str) and isinstance(data.get("timestamp"), str)
 
 
 class _Reader:
@@ -145,15 +132,15 @@ class _Reader:
                 self._compacted(payload, line)
             elif kind == "event_msg":
                 self._event(payload, line)
-            elif _damaged_kind(kind, ENVELOPE_TYPES):
+            elif damaged_kind(kind, ENVELOPE_TYPES):
                 self.issues.report(
-                    line, f"rollout line type {kind!r:.30} is no known kind (a damaged {_damaged_kind(kind, ENVELOPE_TYPES)!r}?)"
+                    line, f"rollout line type {kind!r:.30} is no known kind (a damaged {damaged_kind(kind, ENVELOPE_TYPES)!r}?)"
                 )
             else:
                 self.ignored[f"record:{kind}"] += 1
         elif data.get("record_type") == "state":
             self.ignored["legacy state record (previous_response_id)"] += 1
-        elif self.session_id is None and _is_legacy_meta(data):
+        elif self.session_id is None and is_legacy_meta(data):
             self.session_id = data["id"]
         elif isinstance(data.get("type"), str):
             self._item(data, line)  # legacy layout: a bare response item
@@ -214,11 +201,11 @@ class _Reader:
             self.ignored["response_item:web_search_call (server-side tool, no result recorded)"] += 1
         elif kind == "ghost_snapshot":
             self.ignored["response_item:ghost_snapshot (undo snapshot, not sent to the model)"] += 1
-        elif not _is_type_name(kind):
+        elif not is_type_name(kind):
             self.issues.report(line, f"response item has no 'type' name (got {kind!r:.30})")
-        elif _damaged_kind(kind, ITEM_TYPES):
+        elif damaged_kind(kind, ITEM_TYPES):
             self.issues.report(
-                line, f"response item type {kind!r:.30} is no known kind (a damaged {_damaged_kind(kind, ITEM_TYPES)!r}?)"
+                line, f"response item type {kind!r:.30} is no known kind (a damaged {damaged_kind(kind, ITEM_TYPES)!r}?)"
             )
         else:
             self.ignored[f"response_item:{kind}"] += 1
@@ -228,7 +215,7 @@ class _Reader:
         if not isinstance(role, str) or not isinstance(content, list):
             self.issues.report(line, "message needs a string 'role' and a list 'content'")
             return
-        parts = self._content(content, line)
+        parts = content_parts(content, line, self.issues, self.ignored)
         if parts is None:
             return
         if role == "assistant":
@@ -242,29 +229,11 @@ class _Reader:
         else:
             self.issues.report(line, f"message has unknown role {role!r}")
 
-    def _content(self, content: list, line: int) -> list[Part] | None:
-        parts: list[Part] = []
-        for entry in content:
-            kind = entry.get("type") if isinstance(entry, dict) else None
-            if kind in ("input_text", "output_text", "text") and isinstance(entry.get("text"), str):
-                parts.append(TextPart(entry["text"]))
-            elif kind == "input_image" and isinstance(entry.get("image_url"), str):
-                parts.append(_image(entry["image_url"]))
-            elif kind in ("input_text", "output_text", "text") or not _is_type_name(kind):
-                self.issues.report(line, f"message content entry has no 'type' name or no string 'text' (type {kind!r:.30})")
-                return None
-            else:
-                self.ignored[f"message content:{kind}"] += 1
-        return parts
-
     def _reasoning(self, item: dict, line: int) -> None:
-        summary, content = item.get("summary"), item.get("content")
-        if not isinstance(summary, (list, type(None))) or not isinstance(content, (list, type(None))):
+        texts = reasoning_texts(item)
+        if texts is None:
             self.issues.report(line, "reasoning 'summary' and 'content' must be lists")
             return
-        texts = [s["text"] for s in summary or [] if isinstance(s, dict) and isinstance(s.get("text"), str)]
-        if not texts:  # raw reasoning text, recorded by some (open-weight) providers
-            texts = [c["text"] for c in content or [] if isinstance(c, dict) and isinstance(c.get("text"), str)]
         if item.get("encrypted_content"):
             # The full reasoning is resent to the model encrypted; only the summary is readable.
             self.ignored["reasoning encrypted_content (unreadable; summary kept when present)"] += 1
@@ -273,7 +242,7 @@ class _Reader:
 
     def _tool_output(self, item: dict, line: int) -> None:
         call_id, output = item.get("call_id"), item.get("output")
-        text, is_error, images = _output(output)
+        text, is_error, images = tool_output(output)
         if not isinstance(call_id, str) or text is None:
             self.issues.report(line, f"{item.get('type')} needs a string 'call_id' and a string, list or object 'output'")
             return
@@ -297,7 +266,7 @@ class _Reader:
             self._token_count(payload, line)
         elif kind in COPY_EVENTS:
             self.ignored[f"event_msg:{kind} (copy of a response item)"] += 1
-        elif _damaged_kind(kind, ("token_count",)):  # a model call's usage would be lost without a word
+        elif damaged_kind(kind, ("token_count",)):  # a model call's usage would be lost without a word
             self.issues.report(line, f"event type {kind!r:.30} is no known kind (a damaged 'token_count'?)")
         else:
             self.ignored[f"event_msg:{kind}"] += 1
@@ -320,7 +289,7 @@ class _Reader:
             return
         last = info.get("last_token_usage") if isinstance(info, dict) else None
         total = info.get("total_token_usage") if isinstance(info, dict) else None
-        if not (_is_usage(last) and isinstance(total, dict)):
+        if not (is_usage(last) and isinstance(total, dict)):
             self.issues.report(line, "token_count info needs 'last_token_usage' and 'total_token_usage' with integer counts")
             return
         if is_count(info.get("model_context_window")):
@@ -403,49 +372,3 @@ class _Reader:
             ignored=tuple(sorted(self.ignored.items())),
             is_subagent=self.is_subagent,
         )
-
-
-def _damaged_kind(kind: object, known: tuple[str, ...]) -> str | None:
-    """The known kind `kind` is a damaged spelling of (a letter lost, changed or added: "mesage"),
-    else None. Codex adds kinds over time, and a new one is ignored and counted; one this close to
-    a kind it already has is damage, which would drop a record without a word."""
-    if not isinstance(kind, str) or kind in known:
-        return None
-    close = difflib.get_close_matches(kind, known, n=1, cutoff=DAMAGED_KIND_CUTOFF)
-    return close[0] if close else None
-
-
-def _is_type_name(kind: object) -> bool:
-    """Item and content types are snake_case names: anything else is damage, not a new kind to ignore."""
-    return isinstance(kind, str) and kind.replace("_", "").isalpha() and kind.islower()
-
-
-def _is_usage(usage: object) -> TypeGuard[dict]:
-    keys = ("input_tokens", "output_tokens")
-    return (
-        isinstance(usage, dict) and all(is_count(usage.get(k)) for k in keys) and is_count(usage.get("cached_input_tokens") or 0)
-    )
-
-
-def _output(output: object) -> tuple[str | None, bool, list[ImagePart]]:
-    """A tool output's text, error flag and images. models.rs `FunctionCallOutputPayload` is
-    written as a plain string, or as a list of input_text/input_image items; older versions wrote
-    `{"content", "success"}` objects, where success=false marks a failure."""
-    if isinstance(output, str):
-        return output, False, []
-    if isinstance(output, dict):
-        text, _, images = _output(output.get("content"))
-        return text, output.get("success") is False, images
-    if isinstance(output, list):
-        texts = [e["text"] for e in output if isinstance(e, dict) and isinstance(e.get("text"), str)]
-        images = [_image(e["image_url"]) for e in output if isinstance(e, dict) and isinstance(e.get("image_url"), str)]
-        return "\n".join(texts), False, images
-    return None, False, []
-
-
-def _image(url: str) -> ImagePart:
-    # Codex inlines local images as data URLs; a remote URL keeps only its guessed type.
-    if url.startswith("data:") and "," in url:
-        header, data = url[5:].split(",", 1)
-        return image_part(header.split(";")[0], data if header.endswith(";base64") else None)
-    return image_part(mimetypes.guess_type(url)[0] or "", None)
