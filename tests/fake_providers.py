@@ -81,6 +81,19 @@ class FakeProvider:
         with self.lock:
             return sum(1 for r in self.received if path is None or r.path == path)
 
+    def ended(self) -> FakeProvider:
+        """This server once every request received so far was answered or abandoned. A handler thread
+        notes an abandon when it sees the closed connection (it looks every 50 ms), which can be after
+        the client has moved on: read `answered` and `abandoned` through this. Waits a bounded time
+        (a request still stalled then stays unnoted, and the assertions on it say so)."""
+        deadline = time.monotonic() + MAX_STALL_SECONDS + 1
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.answered) + len(self.abandoned) >= len(self.received):
+                    break
+            time.sleep(0.01)
+        return self
+
     def _next(self) -> Behaviour:
         with self.lock:
             if self.script:

@@ -101,7 +101,7 @@ def test_a_refused_key_cancels_the_calls_in_flight(kind: str, server: FakeProvid
         errors = [future.exception(timeout=30) for future in futures]
     sent = server.count()  # (on a loaded machine a thread may send its call only after the refusal: refused unsent)
     assert 3 <= sent <= 6  # several of the six calls were in flight, and none was sent twice
-    [(refused_at, status)] = server.answered  # the server answered the first request only
+    [(refused_at, status)] = server.ended().answered  # the server answered the first request only
     assert status == 401 and "HTTP 401" in str(account.stop_error)
     # The others' connections were closed by the client at the refusal (the server notes its answer's
     # time before writing it), before their 5 s answers. No call waited for its answer: every call is

@@ -134,7 +134,7 @@ def test_a_refused_key_cancels_the_other_replays_calls_in_flight(
     config = _llm_config(tmp_path, data, server.openai_base_url, "max_in_flight = 4\n")
     assert main(["run", "--config", str(config), "--out", str(tmp_path / "run")]) == 2
     assert "HTTP 401" in capsys.readouterr().err
-    [(refused_at, status)] = server.answered  # only the first call was answered
+    [(refused_at, status)] = server.ended().answered  # only the first call was answered
     assert status == 401 and server.count() == 2  # both replays' calls were in flight; none sent again
     [abandoned_at] = server.abandoned  # the other one's connection was closed at the refusal
     assert 0 <= abandoned_at - refused_at < 2.5  # (before its 5 s answer)
