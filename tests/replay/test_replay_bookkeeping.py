@@ -188,6 +188,7 @@ def test_trigger_fires_from_its_lowest_level() -> None:
 def test_a_process_counts_each_distinct_text_once_across_transcripts_and_settings(tmp_path: Path, monkeypatch) -> None:
     # The mini-swe-agent sessions repeat their system prompt and instructions: a run counts each
     # text once for all of them, and for every setting.
+    from compactlab.runs import transcript_job
     from compactlab.tokens import tokenizers
 
     # (The run's token-estimation counts the same texts in the other encodings too: each once.)
@@ -203,6 +204,10 @@ def test_a_process_counts_each_distinct_text_once_across_transcripts_and_setting
             return self.encoding.encode(text, **options)
 
     monkeypatch.setattr(tokenizers, "get_encoding", Counting)
+    # A replaying process's cache starts afresh past CACHED_CHARS (memory flat in corpus size, issue 31);
+    # this dataset's texts in three encodings pass 4 million characters, so the reuse is pinned with
+    # a cache that holds them all (tests/tokens/test_estimators.py pins the bound: test_a_bounded_cache_starts_afresh_and_counts_the_same).
+    monkeypatch.setattr(transcript_job, "CACHED_CHARS", 50_000_000)
     settings = tuple(
         StrategyConfig(f"m{f}", "observation-masking", trigger=Trigger(fraction=f), estimator="tiktoken-o200k")
         for f in (0.3, 0.6)
