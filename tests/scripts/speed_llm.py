@@ -17,8 +17,9 @@ taking turns: with the server answering at once (the replay's own time, HTTP inc
 baseline) and with it answering after `LATENCY` seconds. With N calls sent, the ideal extra time is
 ceil(N / 16) × LATENCY (16 calls in flight at every moment); the script prints
 (latency run − instant run) / ideal per repeat, which the issue asks to be at most 1.25, with CPU
-time beside wall time and the machine's load; repeats that disagree beyond the bound, or a ratio
-under 1 (which cannot be), are UNSTABLE, not a pass (`compactlab.measure.timing`).
+time beside wall time and the machine's load; repeats that disagree beyond the bound, or a latency
+run shorter than its calls' waiting alone (which cannot be), are UNSTABLE, not a pass
+(`compactlab.measure.timing`). A ratio under 1 can be: the replay's own work goes on while calls wait.
 """
 
 from __future__ import annotations
@@ -112,9 +113,15 @@ def measure(workload: str, repeats: int) -> str:
         instants.append(instant)
         slows.append(slow)
         ratios.append((slow.wall - instant.wall) / ideal)
-    # The extra time cannot be below the ideal (every call waits LATENCY, at most 16 at once): a ratio
-    # under 1 is a disturbed instant run, and the result is UNSTABLE, not a pass.
-    result = verdict(ratios, min(ratios), TARGET, floor=1.0)
+    # The extra time can be below the ideal: while 16 calls wait, the replay's other threads go on
+    # with their own work, so the instant run's time partly hides behind the waiting (ratios of 0.4-0.9
+    # were measured on a quiet machine). What cannot be is a latency run shorter than the waiting
+    # alone (every call waits LATENCY, at most 16 at once): each repeat's ratio has that floor, and a
+    # ratio under its floor is a disturbed run, UNSTABLE, not a pass.
+    floors = [(ideal - instant.wall) / ideal for instant in instants]
+    result = verdict(ratios, min(ratios), TARGET)
+    if any(r < f for r, f in zip(ratios, floors)):
+        result = "UNSTABLE (a latency run shorter than its calls' waiting, which cannot be)"
     print(
         f"{workload}: {calls} calls, {LATENCY:g} s latency, max_in_flight {MAX_IN_FLIGHT}: "
         f"runs {listed(slows, 'wall')} s (CPU {listed(slows, 'cpu')} s), warm instant server {listed(instants, 'wall')} s "
