@@ -20,10 +20,9 @@ Dask is an optional dependency (`pip install "compactlab[dask]"`).
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable, Iterator
 
-from compactlab.transcripts.loading import IN_FLIGHT_PER_WORKER, WorkerDied, job_file
+from compactlab.transcripts.loading import IN_FLIGHT_PER_WORKER, WorkerDied, job_file, submitted_in_order
 
 EXECUTORS = ("local", "dask")
 
@@ -51,14 +50,11 @@ def dask_executor(scheduler: str | None = None, workers: int | None = None) -> C
             # Sent to every worker once, not with each task.
             [shared] = client.scatter([job], broadcast=True)
             limit = IN_FLIGHT_PER_WORKER * max(1, len(client.scheduler_info().get("workers", {})))
-            pending: deque = deque()  # (file index, its task)
-            submitted = 0
-            while submitted < count or pending:
-                while submitted < count and len(pending) < limit:
-                    key = f"compactlab-read-{submitted}-{os.getpid()}"
-                    pending.append((submitted, client.submit(function, shared, submitted, pure=False, key=key)))
-                    submitted += 1
-                index, task = pending.popleft()
+
+            def submit(index: int):
+                return client.submit(function, shared, index, pure=False, key=f"compactlab-read-{index}-{os.getpid()}")
+
+            for index, task in submitted_in_order(submit, count, limit):
                 try:
                     read = task.result()  # in file order: the run commits files in order
                 except KilledWorker:

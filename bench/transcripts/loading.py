@@ -172,14 +172,9 @@ def read_files(
             # A few files per worker are handed to the pool at a time, and each result is let go once
             # handed on: files all submitted at once would pile up their results here behind a slow
             # one (the pool runs ahead of the file-order commits), a memory that grows with the corpus.
-            futures: deque = deque()
-            submitted = 0
-            while submitted < len(jobs) or futures:
-                while submitted < len(jobs) and len(futures) < IN_FLIGHT_PER_WORKER * workers:
-                    futures.append(pool.submit(_read_one, submitted))
-                    submitted += 1
+            for _, future in submitted_in_order(lambda i: pool.submit(_read_one, i), len(jobs), IN_FLIGHT_PER_WORKER * workers):
                 try:
-                    read = futures.popleft().result()
+                    read = future.result()
                 except BrokenProcessPool:
                     pool.shutdown(wait=True, cancel_futures=True)  # the others are ended: what is still held died with its worker
                     raise WorkerDied([files[i] for i in held[:] if i >= 0]) from None
@@ -241,6 +236,21 @@ class WorkerDied(ValueError):
 
 
 IN_FLIGHT_PER_WORKER = 4  # files handed to each worker ahead: enough to keep it busy, few results held at once
+
+
+def submitted_in_order(submit: Callable[[int], Any], count: int, limit: int) -> Iterator[tuple[int, Any]]:
+    """Tasks 0 to `count` - 1 as (index, what `submit` returned), in order, with at most `limit`
+    submitted ahead of the one handed back: the pool of local processes and the Dask executor
+    (`compactlab.runs.executors`) both read files this way."""
+    pending: deque = deque()
+    submitted = 0
+    while submitted < count or pending:
+        while submitted < count and len(pending) < limit:
+            pending.append((submitted, submit(submitted)))
+            submitted += 1
+        yield pending.popleft()
+
+
 _JOB: tuple | None = None
 _HELD: tuple | None = None  # in a worker: (the pool's shared array of files being read, this worker's slot in it)
 YOUNG_THRESHOLD = 50_000  # a worker's collector runs after this many new objects (Python's default: 700)
