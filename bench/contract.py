@@ -8,7 +8,7 @@ It gets the agent's current context and what the engine allows it to use (a toke
 to the run's estimator, the window, a target, a summarizer), and returns the new message list.
 It never sees the replay, the recorded future or the metrics. Its result must depend only on
 the context and the request (no state, no randomness): a run makes each compaction once for all
-the settings that reach the same context with equal strategies (`compactlab.replay.fast.shared_compactions`).
+the settings that reach the same context with equal strategies (`compactlab.replay.shared_compactions`).
 Registration: see `compactlab.strategies.registry`. `Trigger` says when the engine asks for a compaction.
 
 This module is the bottom of the compaction side: it imports only the transcript model.

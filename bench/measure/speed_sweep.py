@@ -5,7 +5,7 @@
 A sweep replays every transcript once per setting. Token counts must not be what it pays for:
 each message is counted once per process and estimator, and every setting reuses that count;
 settings also share the uncompacted replay up to their first compaction (compactlab.replay.uncompacted) and
-each compaction of a context they reach alike (compactlab.replay.fast.shared_compactions), and the calls between
+each compaction of a context they reach alike (compactlab.replay.shared_compactions), and the calls between
 compactions that need no engine are rowed in bulk (compactlab.replay.walk).
 This script times a sweep of 4 strategies × 9 trigger thresholds (tiktoken-o200k estimator, the
 extractive summarizer, next-step preservation scored at every compaction) over the bundled

@@ -16,8 +16,8 @@ import pandas as pd
 from compactlab.contract import Strategy, Summarizer
 from compactlab.llm.prices import PriceTable
 from compactlab.memo import forget
-from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.replay.replay import CALL_COLUMNS, CallColumns, Replayed, replay
+from compactlab.replay.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.replay.strategy_config import StrategyConfig, estimator_of
 from compactlab.results.real_engines import EngineRow, engine_rows
 from compactlab.results.same_by_construction import as_member

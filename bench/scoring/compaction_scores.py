@@ -11,7 +11,7 @@ so a new score is one more entry here, not state the replay's walk must carry:
 
 The scores depend only on the session, the position and the two contexts, so they are made once per
 distinct (session, position, context before, context after): the settings of a sweep that reach the
-same compaction (a shared one, `compactlab.replay.fast.shared_compactions`, or one made alike from the
+same compaction (a shared one, `compactlab.replay.shared_compactions`, or one made alike from the
 same messages) each get a copy of the same scores (`compaction_scores` is `scored_afresh` remembered).
 """
 

@@ -93,7 +93,7 @@ def _scores(
 
 
 # The scores of the last compactions, by the identity of the session and the compacted context:
-# settings that share a compaction (compactlab.replay.fast.shared_compactions) hand over the same context, scored
+# settings that share a compaction (compactlab.replay.shared_compactions) hand over the same context, scored
 # once. The entry holds both, so their ids cannot be reused while it lives.
 _SCORES: IdentityMemo[dict[int, StepScore]] = IdentityMemo(257)
 # Each session's searchable text, kept for the last few sessions.

@@ -52,7 +52,7 @@ class Meter:
     def __post_init__(self) -> None:
         self._memo: dict[int, tuple[Message, float]] = {}
         # Kept for the last few message tuples: settings that share a compaction's result
-        # (`compactlab.replay.fast.shared_compactions`) count it once.
+        # (`compactlab.replay.shared_compactions`) count it once.
         self._sums: IdentityMemo[list[float]] = IdentityMemo(64, forgotten=False)
         self._written: IdentityMemo[Written] = IdentityMemo(64, forgotten=False)
         self.estimator = get_estimator(self.estimator_name)

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from compactlab.measure.speed_sweep import THRESHOLDS
-from compactlab.replay.fast.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.replay.replay import replay
+from compactlab.replay.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.runs.run_config import RunConfig, windows_of
 from compactlab.runs.sweep import grid
 from compactlab.strategies.registry import get_strategy

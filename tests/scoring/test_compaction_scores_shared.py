@@ -9,8 +9,8 @@ import pytest
 
 from compactlab.measure.speed_sweep import THRESHOLDS
 from compactlab.memo import forget
-from compactlab.replay.fast.shared_compactions import shared_by_setting
 from compactlab.replay.replay import replay
+from compactlab.replay.shared_compactions import shared_by_setting
 from compactlab.runs.run_config import RunConfig, windows_of
 from compactlab.runs.sweep import grid
 from compactlab.scoring import compaction_scores
