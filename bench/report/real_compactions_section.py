@@ -43,7 +43,7 @@ def real_compactions_context(run: RunData) -> dict[str, Any]:
                 "untouched": _untouched(run, row),
             }
         )
-    return {"shown": shown, "condenser": _unreplayed(run), "sessions_recorded": bool(run.sessions)}
+    return {"shown": shown, "condenser": _unreplayed(run), "session_facts_recorded": bool(run.session_facts)}
 
 
 def _others(run: RunData, real: dict) -> list[dict[str, Any]]:
@@ -97,7 +97,7 @@ def _unreplayed(run: RunData) -> list[dict[str, Any]]:
     """Production summaries of sessions the replay skipped because they hold no LLM calls."""
     replayed = set(run.transcripts["transcript"])
     rows = []
-    for transcript, facts in run.sessions.items():
+    for transcript, facts in run.session_facts.items():
         if transcript in replayed:
             continue
         for marker in facts["unreplayed"]:

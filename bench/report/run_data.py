@@ -21,7 +21,7 @@ from compactlab.llm.prices import resolve_prices
 from compactlab.results.leaderboard import ranked
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.recommendation import Recommendation
-from compactlab.runs.report_inputs import RunEstimation, read_estimation, read_sessions
+from compactlab.runs.report_inputs import RunEstimation, read_estimation, read_session_facts
 from compactlab.runs.run_files import DONE, read_done
 from compactlab.runs.run_format import upgraded_table
 from compactlab.runs.run_storage import damaged_parts, run_calls, run_compaction_rows
@@ -37,7 +37,7 @@ class RunData:
     summary: dict  # summary.json
     sweep: dict | None  # sweep.json, if the run was a sweep
     transcripts: pd.DataFrame  # transcripts.csv: one row per transcript × strategy label
-    sessions: dict[str, dict] = field(default_factory=dict)  # sessions.json: what the report shows of each session
+    session_facts: dict[str, dict] = field(default_factory=dict)  # sessions.json: what the report shows of each session
     estimation: RunEstimation | None = None  # the token estimation the run measured (None: it did not)
     rows_of: tuple[str, ...] | None = None  # the sessions whose compaction rows are read (None: every session)
 
@@ -104,7 +104,7 @@ def load_run(path: str | Path) -> RunData:
         summary=light.summary,
         sweep=light.sweep,
         transcripts=light.transcripts,
-        sessions=read_sessions(path),
+        session_facts=read_session_facts(path),
         estimation=read_estimation(path),
     )
 

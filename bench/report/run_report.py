@@ -122,7 +122,7 @@ def _estimation_section(run: RunData) -> Markup:
 
 def metadata_context(run: RunData) -> dict[str, Any]:
     config, meta, left = run.config, run.meta, run.summary.get("left_out", {})
-    reasons = {t: facts["skipped"] for t, facts in run.sessions.items() if facts["skipped"]}
+    reasons = {t: facts["skipped"] for t, facts in run.session_facts.items() if facts["skipped"]}
     damaged = [{"id": k, "count": v, "reasons": reasons.get(k, "")} for k, v in sorted(left.get("skipped_records", {}).items())]
     window = config.get("window") or 0
     ran_at = _windows(run)
@@ -141,7 +141,7 @@ def metadata_context(run: RunData) -> dict[str, Any]:
         ),
         "versions": sorted((meta.get("versions") or {}).items()),
         "replayed": f"{run.transcripts['transcript'].nunique()} × {len(run.labels)} strategy settings = {len(run.transcripts):,} replays",
-        "sessions_recorded": bool(run.sessions),
+        "session_facts_recorded": bool(run.session_facts),
         "without_calls": list(left.get("transcripts_without_calls", [])),
         "damaged": damaged,
         "damaged_total": sum(d["count"] for d in damaged),
@@ -230,7 +230,7 @@ def _above_the_window(made: object, run: RunData) -> int:
         replace(RunConfig(), window=config.get("window") or 0, context_windows=dict(config.get("context_windows") or {}))
     )
     count = 0
-    for facts in run.sessions.values():
+    for facts in run.session_facts.values():
         if facts["model"] is not None:  # a session with calls
             window, trigger = window_and_trigger(made, None, windows, facts["model"], facts["context_window"])
             count += trigger.fires_from(window) > window

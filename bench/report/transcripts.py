@@ -38,7 +38,7 @@ def select_transcripts(run: RunData, count: int = SHOWN_TRANSCRIPTS) -> list[str
 
 def source_of(run: RunData) -> dict[str, str]:
     """Each session's file name (sessions.json; none in a run directory of format 2)."""
-    return {t: facts["source"] for t, facts in run.sessions.items()}
+    return {t: facts["source"] for t, facts in run.session_facts.items()}
 
 
 def transcripts_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]:

@@ -47,14 +47,14 @@ def check_window_fits_some_session(transcripts: pd.DataFrame) -> None:
     """A window smaller than every session's smallest possible prompt measures nothing (every call of
     every setting is over it, 0% removed): refuse it with the numbers."""
     unfit = unfit_sessions(transcripts)
-    sessions = transcripts["transcript"].nunique() if not transcripts.empty else 0
-    if not unfit or len(unfit) < sessions:
+    count = transcripts["transcript"].nunique() if not transcripts.empty else 0
+    if not unfit or len(unfit) < count:
         return
     rows = transcripts.drop_duplicates("transcript")
     smallest = rows.sort_values(["fixed_tokens", "transcript"]).iloc[0]
     window = int(smallest["window"])
     raise ValueError(
-        f"window {window:,} tokens is smaller than the smallest possible prompt of every one of the {sessions} sessions: "
+        f"window {window:,} tokens is smaller than the smallest possible prompt of every one of the {count} sessions: "
         f"no strategy can keep any of them under it. The smallest recorded prompt (system prompt, instructions, task) is "
         f"{int(smallest['fixed_tokens']):,} tokens ({smallest['transcript']}); the smallest floor "
         f"{int(rows['floor_tokens'].min()):,}. Use a window above that (--window 0 replays each model's real window)"

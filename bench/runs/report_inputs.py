@@ -30,7 +30,7 @@ from compactlab.tokens.tokenizers import TokenCache
 from compactlab.transcripts.importers import utf8_text
 from compactlab.transcripts.model import Transcript
 
-SESSIONS = "sessions.json"
+SESSION_FACTS = "sessions.json"
 ESTIMATION = "estimation"  # the folder
 ESTIMATION_CALLS = f"{ESTIMATION}/calls.parquet"
 ESTIMATION_DOCUMENT = f"{ESTIMATION}/estimation.json"
@@ -81,10 +81,10 @@ def estimated(transcript: Transcript, measured: list[str], cache: TokenCache) ->
     return Estimated(run_estimation([transcript], estimators, cache=cache), kept_tail_errors(transcript, measured[0], cache))
 
 
-def write_report_inputs(out: Path, sessions: pd.DataFrame, estimation: EstimationParts | None, measured: list[str]) -> None:
+def write_report_inputs(out: Path, session_facts: pd.DataFrame, estimation: EstimationParts | None, measured: list[str]) -> None:
     """sessions.json and, when the run measured it, the estimation files (see the module docstring)."""
-    records = {} if sessions.empty else {row["transcript"]: row for row in sessions.to_dict("records")}
-    write_atomic(Path(out) / SESSIONS, json.dumps(records, indent=1, ensure_ascii=False, default=str) + "\n")
+    records = {} if session_facts.empty else {row["transcript"]: row for row in session_facts.to_dict("records")}
+    write_atomic(Path(out) / SESSION_FACTS, json.dumps(records, indent=1, ensure_ascii=False, default=str) + "\n")
     if estimation is None:
         return
     result = estimation.result()
@@ -112,8 +112,8 @@ def write_report_inputs(out: Path, sessions: pd.DataFrame, estimation: Estimatio
     write_atomic(Path(out) / ESTIMATION_DOCUMENT, json.dumps(document, indent=1, default=float) + "\n")
 
 
-def read_sessions(out: Path) -> dict[str, dict]:
-    path = Path(out) / SESSIONS
+def read_session_facts(out: Path) -> dict[str, dict]:
+    path = Path(out) / SESSION_FACTS
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 

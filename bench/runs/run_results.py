@@ -42,12 +42,12 @@ class TranscriptResults:
     cost_model_check: pd.DataFrame  # compactlab.results.metrics.cost_model_check
     call_models: pd.DataFrame  # the (transcript, model) pairs its calls name, for compactlab.results.cost_coverage
     # What the report needs of it besides its rows (`compactlab.runs.report_inputs`): its facts, and its estimation when asked.
-    sessions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    session_facts: pd.DataFrame = field(default_factory=pd.DataFrame)
     estimation: list[Estimated] | None = None
 
     def with_inputs(self, facts: dict, estimated: Estimated | None) -> TranscriptResults:
         """These results with the transcript's report inputs (`compactlab.runs.report_inputs`)."""
-        return replace(self, sessions=pd.DataFrame([facts]), estimation=None if estimated is None else [estimated])
+        return replace(self, session_facts=pd.DataFrame([facts]), estimation=None if estimated is None else [estimated])
 
 
 def transcript_results(
@@ -75,7 +75,7 @@ def transcript_results(
     )
 
 
-FRAMES = ("summary", "recorded_fidelity", "cost_model_check", "call_models", "sessions")  # the fields that are frames
+FRAMES = ("summary", "recorded_fidelity", "cost_model_check", "call_models", "session_facts")  # the fields that are frames
 BLOCK = 100  # transcripts' results joined into one frame at a time: a small frame costs more than its rows, so few are kept
 
 
@@ -121,7 +121,7 @@ class RunTotals:
             summary = summary.sort_values(["transcript", "config"], kind="stable").reset_index(drop=True)
         if not check.empty:  # by transcript, as cost_model_check orders a whole run's
             check = check.sort_values("transcript", kind="stable").reset_index(drop=True)
-        return TranscriptResults(summary, tables["recorded_fidelity"], check, tables["call_models"], tables["sessions"])
+        return TranscriptResults(summary, tables["recorded_fidelity"], check, tables["call_models"], tables["session_facts"])
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

@@ -257,7 +257,7 @@ def _run_locked(
     write_atomic(out / "meta.json", json.dumps(run_meta(read_inputs, file_hashes), indent=2) + "\n")
     results = totals.totals()
     try:
-        write_report_inputs(out, results.sessions, totals.estimation if config.estimation else None, measured)
+        write_report_inputs(out, results.session_facts, totals.estimation if config.estimation else None, measured)
     finally:
         if totals.estimation is not None:
             totals.estimation.close()

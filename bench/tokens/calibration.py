@@ -147,7 +147,7 @@ def shipped_fits(path: Path = SHIPPED_FIT) -> dict[str, Fit]:
         raise ValueError(f"{path}: cannot read the calibration fits ({exc}); regenerate them with `{REGENERATE}`") from exc
 
 
-def transcript_family(transcript: Transcript) -> str:
+def model_family_of(transcript: Transcript) -> str:
     """The model family most of a transcript's calls went to ("other" without calls)."""
     counts = Counter(model_family(call.model) for call in transcript.calls)
     return counts.most_common(1)[0][0] if counts else "other"
@@ -155,7 +155,7 @@ def transcript_family(transcript: Transcript) -> str:
 
 def calibrated_for(transcript: Transcript) -> Calibrated:
     """The shipped calibration of the transcript's model family; an error when there is none."""
-    family = transcript_family(transcript)
+    family = model_family_of(transcript)
     fit = shipped_fits().get(family)
     if fit is None:
         raise ValueError(
@@ -169,7 +169,7 @@ def calibrated_for(transcript: Transcript) -> Calibrated:
 def in_sample(transcript: Transcript, family: str | None = None) -> bool:
     """Whether the shipped fit of `family` (default: the transcript's) was trained on this transcript
     or on another file of its session (a sub-agent of it, or its parent)."""
-    fit = shipped_fits().get(family or transcript_family(transcript))
+    fit = shipped_fits().get(family or model_family_of(transcript))
     if fit is None:
         return False
     return transcript.id in fit.transcripts or session_family(transcript) in fit.families

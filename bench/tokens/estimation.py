@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from compactlab.tokens.calibration import Fit, in_sample, model_family, shipped_fits, transcript_family
+from compactlab.tokens.calibration import Fit, in_sample, model_family, model_family_of, shipped_fits
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.estimators import LOCAL_ESTIMATORS, encodings_of, get_estimator
 from compactlab.tokens.framing import framing_for
@@ -102,9 +102,9 @@ def run_estimation(
             without_calls += 1
             continue
         names = list(estimators)
-        if "calibrated" in names and transcript_family(transcript) not in shipped_fits():
+        if "calibrated" in names and model_family_of(transcript) not in shipped_fits():
             names.remove("calibrated")
-            family = transcript_family(transcript)
+            family = model_family_of(transcript)
             uncalibrated[family] = uncalibrated.get(family, 0) + len(transcript.calls)
         rows.extend(_transcript_rows(transcript, names, windows, cache))
     calls = _with_errors(pd.DataFrame(rows, columns=ROW_COLUMNS))
@@ -151,7 +151,7 @@ def _warm_cache(transcripts: Sequence[Transcript], estimators: Sequence[str], ca
 
 def _transcript_rows(transcript: Transcript, estimators: Sequence[str], windows: ContextWindows, cache: TokenCache) -> list[dict]:
     # The split is the shipped calibration's: "train" for the transcripts its fit was trained on.
-    sampled = "calibrated" in estimators and in_sample(transcript, transcript_family(transcript))
+    sampled = "calibrated" in estimators and in_sample(transcript, model_family_of(transcript))
     split = "train" if sampled else "test"
     bases = []
     for number, (index, call) in enumerate((i, m.call) for i, m in enumerate(transcript.messages) if m.call is not None):

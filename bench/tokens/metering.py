@@ -22,7 +22,7 @@ from itertools import accumulate
 
 from compactlab.contract import Context
 from compactlab.memo import IdentityMemo
-from compactlab.tokens.calibration import calibrated_for, shipped_fits, transcript_family
+from compactlab.tokens.calibration import calibrated_for, model_family_of, shipped_fits
 from compactlab.tokens.estimators import Calibrated, Hybrid, LocalEstimator, get_estimator, local_estimator
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
 from compactlab.tokens.tokenizers import TokenCache
@@ -66,7 +66,7 @@ class Meter:
         )
         if self.transcript.source_format in MISSING_SYSTEM_PROMPT:
             self.offset = self._first_call_offset()
-        fit = shipped_fits().get(transcript_family(self.transcript))
+        fit = shipped_fits().get(model_family_of(self.transcript))
         self.family_fit: Calibrated | None = fit.estimator() if fit is not None else None
 
     def _first_call_offset(self) -> int:

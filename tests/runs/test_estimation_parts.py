@@ -1,5 +1,5 @@
 """A run's estimation kept on disk a block at a time (`compactlab.runs.estimation_parts`) writes the
-file that one frame of every session's estimation wrote, on real sessions of several formats (one
+file that one frame of every session's estimation wrote, on real estimations of several formats (one
 without calls, one damaged), and keeps no call rows in memory."""
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ FILES = [
 def test_blocks_on_disk_write_what_one_frame_of_every_session_wrote(tmp_path: Path) -> None:
     transcripts = [t for path in FILES for t in load_file(path, lenient=True)]
     cache, measured = TokenCache(), run_estimators("hybrid", ["chars/4"])
-    sessions = [estimated(t, measured, cache) for t in transcripts]
-    whole = EstimationResult.combined([e.result for e in sessions])
+    estimations = [estimated(t, measured, cache) for t in transcripts]
+    whole = EstimationResult.combined([e.result for e in estimations])
     assert len(whole.calls) > 100 and whole.transcripts_without_calls and whole.damaged_transcripts
 
     parts = EstimationParts()
     try:
-        for start in range(0, len(sessions), 2):  # blocks of two sessions
-            block = sessions[start : start + 2]
+        for start in range(0, len(estimations), 2):  # blocks of two estimations
+            block = estimations[start : start + 2]
             parts.add([e.result for e in block], [row for e in block for row in e.size_rows])
         assert len(parts.parts) > 1
         parts.write_calls(tmp_path / "calls.parquet")
@@ -44,7 +44,7 @@ def test_blocks_on_disk_write_what_one_frame_of_every_session_wrote(tmp_path: Pa
         assert {k: v for k, v in asdict(result).items() if k != "calls"} == {
             k: v for k, v in asdict(whole).items() if k != "calls"
         }
-        assert parts.size_rows == [row for e in sessions for row in e.size_rows]
+        assert parts.size_rows == [row for e in estimations for row in e.size_rows]
         pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "calls.parquet"), whole.calls)
         kept_folder = parts.parts[0].parent
     finally:

@@ -19,8 +19,8 @@ from compactlab.tokens.calibration import (
     fit_families,
     in_sample,
     is_training,
+    model_family_of,
     shipped_fits,
-    transcript_family,
 )
 from compactlab.tokens.estimation import IN_SAMPLE, run_estimation, summarize
 from compactlab.tokens.estimators import get_estimator
@@ -158,7 +158,7 @@ def test_estimate_never_scores_calibrated_on_its_training_transcripts(bundled_ca
 
 def test_run_uses_the_shipped_fit_and_refuses_a_family_without_one() -> None:
     meter = Meter(COMPACTED, "calibrated")
-    assert meter.estimator == shipped_fits()[transcript_family(COMPACTED)].estimator()
+    assert meter.estimator == shipped_fits()[model_family_of(COMPACTED)].estimator()
     assert meter.local is meter.estimator and meter.estimator.family == "claude"
     gpt = replace(COMPACTED, messages=tuple(_as_model(m, "gpt-5") for m in COMPACTED.messages))
     with pytest.raises(ValueError, match=r"3af9b1a7.*no shipped calibration for model family 'gpt'.*fitted: claude, deepseek"):
