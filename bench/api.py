@@ -18,14 +18,14 @@ import pandas as pd
 
 from compactlab.report.run_report import write_run_report
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule
-from compactlab.runs import runs, sweep_run
+from compactlab.runs import run_result, runs, sweep_run
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_summary import write_summary
 from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS
 
 
 @dataclass(frozen=True)
-class RunResult(runs.RunResult):
+class RunResult(run_result.RunResult):
     """A run's rows (`transcripts`, `calls`, `compactions`), and what the command line makes of them:
     `summary` (summary.json, written on first use), `leaderboard()`, `recommendation()`, `write_report(path)`."""
 
@@ -96,5 +96,5 @@ def sweep(
     return SweepResult(result, done.document["recommended_config"], tuple(done.document["warnings"]))
 
 
-def _fields(result: runs.RunResult) -> dict:
-    return {f.name: getattr(result, f.name) for f in dataclasses.fields(runs.RunResult)}
+def _fields(result: run_result.RunResult) -> dict:
+    return {f.name: getattr(result, f.name) for f in dataclasses.fields(run_result.RunResult)}

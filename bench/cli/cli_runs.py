@@ -19,7 +19,7 @@ from compactlab.results.recommendation import Recommendation, Rule
 from compactlab.results.recorded_results import format_recorded
 from compactlab.results.run_failures import INCOMPLETE_EXIT, failure_ranks, format_failures
 from compactlab.results.same_by_construction import SameGroup
-from compactlab.runs import runs, sweep_run
+from compactlab.runs import run_result, runs, sweep_run
 from compactlab.runs.config_schema import check_number, schema_key
 from compactlab.runs.executors import EXECUTORS, executor_for
 from compactlab.runs.llm_config import make_run_summarizer
@@ -190,7 +190,7 @@ def _in_flight(config, calls: int) -> dict[str, dict]:
 
 def _replay(
     config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), all_pairs: bool = False
-) -> tuple[runs.RunResult, dict]:
+) -> tuple[run_result.RunResult, dict]:
     result = runs.run(config, out, **_run_options(config, args))
     if result.llm_calls is not None:
         print(result.llm_calls, file=sys.stderr)

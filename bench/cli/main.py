@@ -13,8 +13,8 @@ import pandas as pd
 
 from compactlab.cli.cli_runs import BUDGET_EXIT, EXIT_CODES, add_run_commands
 from compactlab.cli.init_config import write_init
-from compactlab.llm.clients import LLMUnavailable
 from compactlab.llm.concurrency import BudgetExhausted
+from compactlab.llm.errors import LLMUnavailable
 from compactlab.report.diff import write_diff
 from compactlab.report.estimation_output import format_summary, write_estimation
 from compactlab.report.run_report import write_run_report

@@ -14,18 +14,9 @@ from pathlib import Path
 from typing import Literal
 
 from compactlab.llm.cache import CacheMiss, CacheRequest, Completion, LLMCache, Mode
-from compactlab.llm.clients import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT,
-    AnthropicClient,
-    BadAnswer,
-    ContextOverflowError,
-    LLMClient,
-    LLMError,
-    LLMUnavailable,
-    OpenAIChatClient,
-)
+from compactlab.llm.clients import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, AnthropicClient, LLMClient, OpenAIChatClient
 from compactlab.llm.concurrency import DEFAULT_MAX_IN_FLIGHT, BudgetExhausted, CallAccount, Limits
+from compactlab.llm.errors import BadAnswer, ContextOverflowError, LLMError, LLMUnavailable
 from compactlab.llm.prices import DEFAULT_PRICES, ModelPrice, cost_of, price_for, resolve_prices
 from compactlab.llm.summarizer import LLMSummarizer, RecordedSummarizer, summarize_many
 

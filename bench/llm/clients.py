@@ -38,6 +38,15 @@ from typing import Any, Protocol, runtime_checkable
 from compactlab.compaction.overflow import Overflow, classify_overflow
 from compactlab.llm.cache import Completion
 from compactlab.llm.cancellation import Cancellation, Cancelled, cancellable_http_client
+from compactlab.llm.errors import (
+    CANCELLED,
+    BadAnswer,
+    ContextOverflowError,
+    LLMError,
+    LLMUnavailable,
+    RateLimited,
+    RequestCancelled,
+)
 from compactlab.transcripts.model import LLMCall
 
 log = logging.getLogger(__name__)
@@ -46,34 +55,6 @@ DEFAULT_MAX_RETRIES = 4  # the SDKs default to 2; a long replay should ride out 
 DEFAULT_TIMEOUT = 300.0  # seconds per attempt: long summaries of long transcripts are slow
 NO_AUTH_KEY = "no-key-needed"  # what local servers without auth (Ollama, vLLM, llama.cpp) get
 MAX_MESSAGE_CHARS = 1000  # of a provider's error message kept in ours
-
-
-class LLMError(RuntimeError):
-    """An LLM call failed after the SDK's retries. Never carries the API key."""
-
-    def __init__(self, provider: str, model: str, message: str, status: int | None = None) -> None:
-        self.provider, self.model, self.status = provider, model, status
-        where = f"HTTP {status}" if status is not None else "no HTTP status"
-        super().__init__(f"{provider} call to model {model!r} failed ({where}): {message}")
-
-
-class LLMUnavailable(LLMError):
-    """The provider cannot be used at all: it refused the credentials (401/403) or cannot be reached."""
-
-
-class RequestCancelled(LLMUnavailable):
-    """A call in flight cancelled because the run stopped (another call's key was refused)."""
-
-
-CANCELLED = "cancelled in flight: the run stopped (see its first error)"
-
-
-class RateLimited(LLMError):
-    """The provider answered 429 (too many requests or tokens per minute) after the SDK's retries."""
-
-    def __init__(self, provider: str, model: str, message: str, retry_after: float | None) -> None:
-        super().__init__(provider, model, message, 429)
-        self.retry_after = retry_after  # seconds the server asked for; None: it did not say
 
 
 QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})  # OpenAI's 429s that waiting does not cure
@@ -95,22 +76,6 @@ def retry_after_seconds(headers: Any) -> float | None:
         if seconds >= 0:
             return seconds
     return None
-
-
-class BadAnswer(LLMError):
-    """The provider answered 200 with no usable answer: an empty text, a truncated or malformed body."""
-
-    def __init__(self, provider: str, model: str, reason: str) -> None:
-        super().__init__(provider, model, reason, 200)
-        self.reason = reason
-
-
-class ContextOverflowError(LLMError):
-    """The provider refused the request as longer than the model's context window."""
-
-    def __init__(self, provider: str, model: str, message: str, status: int | None, overflow: Overflow) -> None:
-        super().__init__(provider, model, message, status)
-        self.overflow = overflow
 
 
 @runtime_checkable

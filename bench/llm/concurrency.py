@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
-from compactlab.llm.clients import LLMUnavailable, RateLimited, RequestCancelled
+from compactlab.llm.errors import LLMUnavailable, RateLimited, RequestCancelled
 from compactlab.llm.prices import ModelPrice, cost_of
 from compactlab.transcripts.model import LLMCall
 

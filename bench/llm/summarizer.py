@@ -29,8 +29,9 @@ from pathlib import Path
 
 from compactlab.contract import CompactionFailed, Summarizer, SummaryRequest, SummaryResponse
 from compactlab.llm.cache import CacheMiss, CacheRequest, Completion, LLMCache
-from compactlab.llm.clients import ContextOverflowError, LLMClient, LLMError, LLMUnavailable
+from compactlab.llm.clients import LLMClient
 from compactlab.llm.concurrency import CallAccount, Limits, ProviderGate, estimated_cost
+from compactlab.llm.errors import ContextOverflowError, LLMError, LLMUnavailable
 from compactlab.llm.prices import ModelPrice, cost_of, price_for, resolve_prices
 from compactlab.tokens.tokenizers import get_encoding
 

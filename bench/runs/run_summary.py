@@ -24,7 +24,7 @@ from compactlab.tokens.context_windows import ContextWindows
 
 
 def run_summary(result, config: RunConfig, rule: Rule = Rule(), all_pairs: bool = False) -> dict:
-    """summary.json of `result` (a `compactlab.runs.runs.RunResult`), replayed with `config`."""
+    """summary.json of `result` (a `compactlab.runs.run_result.RunResult`), replayed with `config`."""
     document = summary_document(result, rule=rule, all_pairs=all_pairs)
     # Settings identical by construction: one result under several names (every label keeps its figures above).
     document["same_by_construction"] = [g.as_json() for g in same_groups(resolve(config)[0].strategies, config.estimator)]

@@ -29,12 +29,10 @@ import platform
 import time
 from collections.abc import Sequence
 from contextlib import closing
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import replace
 from importlib.metadata import version
 from pathlib import Path
 
-import pandas as pd
 from tqdm import tqdm
 
 from compactlab.contract import Strategy
@@ -42,9 +40,7 @@ from compactlab.llm.concurrency import CallAccount, check_budget_prices, default
 from compactlab.llm.concurrency import run_calls as calls_limited
 from compactlab.llm.prices import resolve_prices
 from compactlab.memo import forget
-from compactlab.results.metrics import calls_frame, compactions_frame
-from compactlab.results.real_engines import PRESET_OF_FORMAT, EngineRow, engines_document, rows_document
-from compactlab.results.run_failures import mark_incomplete
+from compactlab.results.real_engines import EngineRow, rows_document
 from compactlab.results.same_by_construction import replayed_once
 from compactlab.results.unfit_sessions import check_window_fits_some_session
 from compactlab.runs.concurrent_replays import replay_concurrently
@@ -53,12 +49,11 @@ from compactlab.runs.report_inputs import run_estimators, write_report_inputs
 from compactlab.runs.run_config import RunConfig, check_setting_numbers, config_json, default_strategies, windows_of
 from compactlab.runs.run_files import DONE, Commits, DoneLog, RunLock, drop_commits, read_done, write_atomic
 from compactlab.runs.run_format import OLD_ROW_FILES, checked, meta_format
-from compactlab.runs.run_results import RunTotals, TranscriptResults, results_from_rows
+from compactlab.runs.run_result import RunResult, finish
+from compactlab.runs.run_results import RunTotals
 from compactlab.runs.run_storage import (
     damaged_parts,
     remove_unnamed,
-    run_calls,
-    run_compaction_rows,
 )
 from compactlab.runs.transcript_job import TranscriptJob, hash_of_file
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
@@ -67,38 +62,9 @@ from compactlab.tokens.estimation import DEFAULT_ESTIMATORS
 from compactlab.tokens.estimators import encodings_of
 from compactlab.tokens.tokenizers import get_encoding
 from compactlab.transcripts.datasets import refuse_output_inside, resolve_inputs
-from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.loading import FailedFile, ReadInputs, ReadTranscript, WorkerDied, read_files
-from compactlab.transcripts.neutralise import csv_frame
 
 PROGRESS_SECONDS = 0.2  # between two updates of the LLM calls shown beside the progress bar
-
-
-@dataclass(frozen=True)
-class RunResult:
-    out: Path
-    transcripts: pd.DataFrame  # transcripts.csv: one row per transcript × setting
-    read: ReadInputs  # what the run read (the transcripts' messages are not kept)
-    resumed_units: int
-    max_failed_share: float = 0.0  # see bench/results/run_failures.py
-    recorded_fidelity: pd.DataFrame = field(default_factory=pd.DataFrame)  # gathered per transcript (compactlab.runs.run_results)
-    cost_model_check: pd.DataFrame = field(default_factory=pd.DataFrame)
-    call_models: pd.DataFrame = field(default_factory=pd.DataFrame)  # (transcript, model) pairs, for the cost coverage
-    prices: dict | None = None  # the configuration's, for the costs of `calls`
-    llm_calls: str | None = None  # what the run's LLM calls came to (`CallAccount.line`), when it had any
-    replayed_again: tuple[str, ...] = ()  # transcripts --resume replayed again: their row parts were gone or unreadable
-    engines: dict = field(default_factory=dict)  # the presets against the real engines (`compactlab.results.real_engines`)
-
-    @cached_property
-    def calls(self) -> pd.DataFrame:
-        """Every call row, with its costs, read from the run directory when asked for (a large run's
-        rows need not fit in memory; see `compactlab.runs.run_storage.run_calls` for one setting or transcript)."""
-        return calls_frame(run_calls(self.out), resolve_prices(self.prices or None))
-
-    @cached_property
-    def compactions(self) -> pd.DataFrame:
-        """Every compaction row, read from the run directory when asked for."""
-        return compactions_frame(run_compaction_rows(self.out))
 
 
 def resolve(config: RunConfig) -> tuple[RunConfig, dict[str, Strategy]]:
@@ -344,55 +310,6 @@ def _check_unchanged(out: Path, log: DoneLog, files: Sequence[Path]) -> None:
                 f"{out}: --resume: {file} changed since this run replayed it (sha256 {recorded}, now {now}): "
                 f"its finished rows no longer match it; restore the file, or start a new run (another --out)"
             )
-
-
-def finish(
-    out: Path,
-    read: ReadInputs,
-    resumed_units: int = 0,
-    prices: dict | None = None,
-    results: TranscriptResults | None = None,
-    max_failed_share: float = 0.0,
-    engines: dict | None = None,
-) -> RunResult:
-    """The run's tables from its transcripts' results (`results`, gathered as they arrived), or
-    from the committed rows in `out`, read a transcript at a time; `engines`: the presets against the
-    real engines as the replaying processes found them (None: from the files read again)."""
-    if results is None:
-        results = results_from_rows(out, read, resolve_prices(prices or None))
-    transcripts = results.summary
-    if not transcripts.empty:
-        # A transcript with damaged (skipped) records lacks messages its recorded token counts
-        # include, so its replay mixes two histories; it is replayed and shown, not ranked.
-        damaged = {t.id for t in read.transcripts if t.skipped}
-        transcripts["damaged"] = transcripts["transcript"].isin(damaged)
-        transcripts = mark_incomplete(transcripts, max_failed_share)
-        write_atomic(
-            out / "transcripts.csv", csv_frame(transcripts).to_csv(index=False)
-        )  # formula cells neutralised (compactlab.transcripts.neutralise)
-    return RunResult(
-        out,
-        transcripts,
-        read,
-        resumed_units,
-        max_failed_share,
-        results.recorded_fidelity,
-        results.cost_model_check,
-        results.call_models,
-        prices,
-        engines=real_engines(read) if engines is None else engines,
-    )
-
-
-def real_engines(read: ReadInputs) -> dict:
-    """The presets against the real engines' compactions in the run's data: the few files that hold
-    real compactions by an engine with a preset are read again (the run keeps no messages)."""
-    wanted = [t for t in read.transcripts if t.compactions and t.source_format in PRESET_OF_FORMAT]
-    found = []
-    for path in dict.fromkeys(t.source_path for t in wanted):
-        ids = {t.id for t in wanted if t.source_path == path}
-        found += [t for t in load_file(path, lenient=any(t.skipped for t in wanted if t.source_path == path)) if t.id in ids]
-    return engines_document(found) if found else {}
 
 
 def run_meta(read: ReadInputs, file_hashes: dict[str, str | None] | None = None) -> dict:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule
-from compactlab.runs import runs
+from compactlab.runs import run_result, runs
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import write_atomic
 from compactlab.runs.run_summary import write_summary
@@ -23,7 +23,7 @@ from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS, SweepR
 
 @dataclass(frozen=True)
 class SweepRun:
-    run: runs.RunResult  # the grid's run: every setting's rows, as any run's
+    run: run_result.RunResult  # the grid's run: every setting's rows, as any run's
     summary: dict  # summary.json
     result: SweepResult  # the settings' figures, the frontier, the recommendation
     document: dict  # sweep.json

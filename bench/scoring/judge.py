@@ -8,7 +8,7 @@ from functools import partial
 from typing import Any
 
 from compactlab.llm import make_summarizer
-from compactlab.llm.clients import LLMError, LLMUnavailable
+from compactlab.llm.errors import LLMError, LLMUnavailable
 from compactlab.scoring.actions import DEFAULT_THRESHOLD, Action, agree
 from compactlab.scoring.next_action import (
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -37,7 +37,7 @@ def _error_kept(task: Callable[[], Any]) -> Callable[[], Any]:
         try:
             return task()
         except LLMUnavailable:
-            raise  # no later call can do better: the run stops (see bench/llm/clients.py)
+            raise  # no later call can do better: the run stops (see bench/llm/errors.py)
         except LLMError as exc:
             return exc
 

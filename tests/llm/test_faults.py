@@ -16,8 +16,8 @@ import pytest
 from compactlab.contract import CompactionFailed
 from compactlab.llm import BadAnswer, LLMCache, LLMSummarizer, LLMUnavailable, RecordedSummarizer
 from compactlab.llm.cache import CacheMiss, CacheRequest, Completion
-from compactlab.llm.clients import RequestCancelled
 from compactlab.llm.concurrency import CallAccount, Limits, run_calls
+from compactlab.llm.errors import RequestCancelled
 from compactlab.transcripts.model import LLMCall
 from tests.fake_behaviours import Behaviour, echo_credentials, empty_answer, ok, truncated_body
 from tests.fake_providers import FakeProvider

@@ -15,7 +15,7 @@ from compactlab.contract import Trigger
 from compactlab.replay.replay import replay, replay_plain
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.metrics import calls_frame, compactions_frame, compression_label, recorded_fidelity, transcript_summary
-from compactlab.runs import runs
+from compactlab.runs import run_result, runs
 from compactlab.runs.run_config import RunConfig
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.transcripts.importers import load_file
@@ -299,7 +299,7 @@ def test_a_fresh_run_groups_its_rows_by_codes_as_a_run_read_back_groups_its_text
     config = RunConfig(datasets=tuple(map(str, SESSIONS)), strategies=strategies)
     fresh = runs.run(config, tmp_path / "run", workers=2)
     assert fresh.calls["model"].nunique() > 1 and fresh.transcripts["config"].nunique() == 2
-    read_back = runs.finish(tmp_path / "run", fresh.read)
+    read_back = run_result.finish(tmp_path / "run", fresh.read)
     pd.testing.assert_frame_equal(read_back.transcripts, fresh.transcripts)
     pd.testing.assert_frame_equal(read_back.calls[["cost_full", "cost_context"]], fresh.calls[["cost_full", "cost_context"]])
 

@@ -11,7 +11,7 @@ from compactlab.contract import Trigger
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.leaderboard import summary_document
 from compactlab.results.real_engines import agreement, engine_rows
-from compactlab.runs import runs
+from compactlab.runs import run_result, runs
 from compactlab.runs.run_config import RunConfig
 from compactlab.strategies.registry import get_strategy
 from compactlab.transcripts.importers import load_file
@@ -89,5 +89,5 @@ def test_a_run_finds_in_its_workers_what_reading_the_files_again_finds(tmp_path:
     # processes here): the same document as the definition, the files read again by the run's process.
     config = RunConfig(datasets=("m-claude", "pi-sessions"), strategies=(StrategyConfig("truncate", "truncate"),))
     result = runs.run(config, tmp_path / "run", workers=2)
-    again = runs.real_engines(result.read)
+    again = run_result.real_engines(result.read)
     assert len(again["rows"]) >= 6 and result.engines == again

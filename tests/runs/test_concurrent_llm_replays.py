@@ -15,7 +15,7 @@ import pytest
 from compactlab.cli.cli_runs import BUDGET_EXIT
 from compactlab.cli.main import main
 from compactlab.llm.concurrency import CallAccount, Limits, _Bucket, shared_gates
-from compactlab.runs import runs
+from compactlab.runs import run_result, runs
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import load_config
 from compactlab.runs.run_storage import export_jsonl, run_compaction_rows
@@ -66,7 +66,7 @@ def _config(
     return path
 
 
-def _run(config_path: Path, out: Path, **options) -> runs.RunResult:
+def _run(config_path: Path, out: Path, **options) -> run_result.RunResult:
     config = load_config(config_path)
     summarizer = make_run_summarizer(config)
     try:

@@ -11,7 +11,7 @@ from compactlab.cli.main import main
 from compactlab.contract import Trigger
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
-from compactlab.runs import runs
+from compactlab.runs import run_result, runs
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import DONE, read_done
 from compactlab.runs.run_storage import export_jsonl, iter_rows, run_calls, run_compaction_rows
@@ -55,7 +55,7 @@ def test_results_gathered_per_transcript_equal_the_whole_runs_frames(tmp_path: P
     streamed = result.transcripts.drop(columns=["damaged", "incomplete"], errors="ignore")
     # pandas sums a group differently by the size of the frame: equal to the last bits of a float.
     pd.testing.assert_frame_equal(streamed[whole.columns], whole, rtol=1e-12)
-    read_back = runs.finish(result.out, result.read)
+    read_back = run_result.finish(result.out, result.read)
     pd.testing.assert_frame_equal(read_back.transcripts, result.transcripts)
 
 

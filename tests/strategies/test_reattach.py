@@ -9,7 +9,8 @@ from compactlab.replay.prompt_size import measured_ratio, measured_size
 from compactlab.replay.replay import replay
 from compactlab.replay.strategy_config import StrategyConfig
 from compactlab.results.metrics import compactions_frame, recorded_fidelity
-from compactlab.strategies.reattach import MAX_FILES, ReattachRules, file_states, latest_todos, reattach
+from compactlab.strategies.file_states import file_states, latest_todos
+from compactlab.strategies.reattach import MAX_FILES, ReattachRules, reattach
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter

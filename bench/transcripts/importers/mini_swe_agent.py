@@ -12,12 +12,8 @@ docs/advanced/v2_migration.md):
   OpenAI `tool_calls` and `role: tool` results (text-based classes: `user` results), ending in `role: exit`.
   Responses-API classes store raw response objects (`object: response`) and `function_call_output` items.
 
-v1 observations: v1 parses one action from each reply with `info.config.agent.action_regex` and answers with a
-`user` message (the command's output, a timeout, or a format error when the reply held no or several actions).
-To strategies those answers are tool output, as v2's `tool` messages are: each v1 reply gets a `bash` tool call
-read from its text (`from_text`, `{"command": ...}` as v2's, or `{"actions": [...]}` when the reply did not hold
-exactly one action), and the `user` message right after it becomes that call's tool result (`sent_as="user"`,
-content the message's text verbatim; `is_error` unless it is a command's `<returncode>` output).
+v1 observations (importers/mini_swe_agent_v1.py): each v1 reply gets a `bash` tool call read from its text, and the
+`user` message right after it becomes that call's tool result, as v2's `tool` messages are.
 
 Roles: system/user/assistant/tool as recorded, `developer` -> system. Not sent to any model, so counted in
 `Transcript.ignored`: v2 `exit` and the v1 closing message as ("exit", n); a format-error message that keeps
@@ -27,11 +23,10 @@ the rejected response (newer v2) as ("rejected_response_call", n) - billed, but 
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
-from dataclasses import replace
 
 from compactlab.transcripts.importers.importer import check_tool_pairing, image_part, is_cost, is_count
+from compactlab.transcripts.importers.mini_swe_agent_v1 import action_regex, ends_with_v1_exit, is_v1, v1_observations
 from compactlab.transcripts.model import (
     LLMCall,
     Message,
@@ -47,7 +42,6 @@ from compactlab.transcripts.source import RecordIssues, Source
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 _TEXT_TYPES = ("text", "input_text", "output_text")
-V1_ACTION_REGEX = r"```bash\s*\n(.*?)\n```"  # v1's default (config/default.yaml `action_regex`)
 
 
 class _Bad(Exception):
@@ -116,8 +110,8 @@ class MiniSweAgentImporter:
         if not isinstance(raw_messages, list):
             issues.report(None, f"messages: expected a list of message objects, got {_type(raw_messages)}")
             raw_messages = []
-        is_v1 = _is_v1(doc, info)
-        v1_exit = len(raw_messages) - 1 if is_v1 and _ends_with_v1_exit(info, raw_messages) else None
+        v1 = is_v1(doc, info)
+        v1_exit = len(raw_messages) - 1 if v1 and ends_with_v1_exit(info, raw_messages) else None
 
         messages: list[Message] = []
         for i, raw in enumerate(raw_messages):
@@ -135,8 +129,8 @@ class MiniSweAgentImporter:
             if message is not None:
                 messages.append(message)
 
-        if is_v1:
-            messages = _v1_observations(messages, _action_regex(info, issues))
+        if v1:
+            messages = v1_observations(messages, action_regex(info, issues))
         kept = check_tool_pairing(messages, issues)
         models = tuple(sorted({m.call.model for m in kept if m.call is not None}))
         return [
@@ -151,58 +145,6 @@ class MiniSweAgentImporter:
                 ignored=tuple(sorted(reader.ignored.items())),
             )
         ]
-
-
-def _is_v1(doc: dict, info: dict) -> bool:
-    fmt, version = doc.get("trajectory_format"), info.get("mini_version")
-    return fmt == "mini-swe-agent-1" or (fmt is None and isinstance(version, str) and version.startswith("1."))
-
-
-def _ends_with_v1_exit(info: dict, raw_messages: list) -> bool:
-    """v1 ends a run by appending `user: str(exception)`: the submission, or "" after LimitsExceeded.
-
-    v1 saves after every step with exit_status None until the end, so only a finished run's closing message
-    (content == info.submission) is dropped; a run cut off mid-way keeps its last message.
-    """
-    last = raw_messages[-1] if raw_messages else None
-    finished = isinstance(info.get("exit_status"), str) and bool(info["exit_status"])
-    return finished and isinstance(last, dict) and last.get("role") == "user" and (last.get("content") == info.get("submission"))
-
-
-def _action_regex(info: dict, issues: RecordIssues) -> re.Pattern:
-    """The regular expression the run parsed actions with (recorded in its config), else v1's default."""
-    agent = info.get("config", {}).get("agent") if isinstance(info.get("config"), dict) else None
-    pattern = agent.get("action_regex") if isinstance(agent, dict) else None
-    if pattern is None:
-        return re.compile(V1_ACTION_REGEX, re.DOTALL)
-    try:
-        return re.compile(pattern, re.DOTALL)  # v1 parses with re.findall(action_regex, content, re.DOTALL)
-    except (re.error, TypeError) as exc:
-        issues.report(None, f"info.config.agent.action_regex: not a regular expression ({exc}); v1's default used")
-        return re.compile(V1_ACTION_REGEX, re.DOTALL)
-
-
-def _v1_observations(messages: list[Message], action_regex: re.Pattern) -> list[Message]:
-    """v1 replies with the action read from their text, and the `user` answers to them as tool results."""
-    out: list[Message] = []
-    for message in messages:
-        previous = out[-1] if out else None
-        if message.role == "assistant":
-            text = "\n".join(p.text for p in message.parts if isinstance(p, TextPart))
-            actions = [a.strip() for a in action_regex.findall(text)]
-            arguments = {"command": actions[0]} if len(actions) == 1 else {"actions": actions}
-            call = ToolCallPart(f"{message.source_id}:bash", "bash", json.dumps(arguments, ensure_ascii=False), from_text=True)
-            message = replace(message, parts=(*message.parts, call))
-        elif message.role == "user" and previous is not None and previous.role == "assistant":
-            answer = message.parts[0]  # v1 writes every message as one string: one text part
-            if len(message.parts) == 1 and isinstance(answer, TextPart):
-                failed = not answer.text.startswith("<returncode>")  # a timeout or a format error
-                tool_call = previous.parts[-1]
-                assert isinstance(tool_call, ToolCallPart), tool_call  # every assistant message here ends with its call
-                result = ToolResultPart(tool_call.id, answer.text, is_error=failed)
-                message = replace(message, role="tool", parts=(result,), sent_as="user")
-        out.append(message)
-    return out
 
 
 def _transcript_id(doc: dict, info: dict, source: Source) -> str:

@@ -1,0 +1,218 @@
+"""Seeded damage to real transcript files of every format: the inputs `tests/scripts/input_fuzz.py` reads.
+
+`sample_files` gives the samples (small real files of every format compactlab reads, and a canonical
+export of the first); `damaged_variants` makes, from one of them, a seeded number of variants per
+kind of damage (`KINDS`): cut off, a byte changed, a line deleted or duplicated, a value of another
+type (a token count or cost half of the time), deep nesting, and changes that keep the file valid
+(a multi-member gzip, CRLF line ends, gzipped, re-indented JSON).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+# (format, file): small real files of every format read by compactlab. The canonical sample is
+# made from the first one by exporting it.
+SAMPLES = (
+    (
+        "claude-code",
+        "datasets/claude-code-log/transcripts/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl.gz",
+    ),
+    ("claude-code", "datasets/m-claude/transcripts/91b751c5-d980-47ef-bfae-1daff58e4470.jsonl.gz"),
+    ("mini-swe-agent", "tests/fixtures/mini_swe_agent/v1_modelled_django__django-11099.traj.json"),
+    ("condenser-log", "datasets/condenser-pairs-gpt5mini/transcripts/astropy__astropy-14096_20251014_175213.jsonl.gz"),
+    ("codex-rollout", "tests/fixtures/codex/streaming-order-compaction.jsonl"),
+    ("codex-rollout", "tests/fixtures/codex/legacy-2025-05.jsonl"),
+    ("openai-chat", "tests/fixtures/json_chat/real_openai_gpt4o_mini_image_tool.json"),
+    ("anthropic-messages", "tests/fixtures/json_chat/real_anthropic_tool_with_thinking.json"),
+)
+# Values that a damaged or hostile file may hold where another type belongs.
+HOSTILE = ("5", True, False, 1.5, -1, 1e30, math.nan, math.inf, -math.inf, [], {}, ["user"], 2**63, '=HYPERLINK("x")')
+COUNT_HINTS = ("tokens", "cost", "byte_size", "at_message", "preTokens", "summary")
+KINDS = ("truncate", "flip", "delete_line", "duplicate_line", "retype", "nest", "valid")
+
+
+@dataclass(frozen=True)
+class Damaged:
+    name: str  # file name, its suffix tells gzip / JSON / JSONL
+    data: bytes
+    kind: str
+    what: str
+
+
+def sample_files(workdir: Path) -> list[tuple[str, str, bytes]]:
+    """(format, file name, uncompressed bytes) of every sample, the canonical one included."""
+    from compactlab.transcripts.importers import load_file
+    from compactlab.transcripts.importers.canonical import write_canonical
+
+    out = []
+    for fmt, relative in SAMPLES:
+        path = REPO / relative
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        out.append((fmt, path.name.removesuffix(".gz"), data))
+    canonical = write_canonical(load_file(REPO / SAMPLES[0][1]), workdir / "canonical-sample.jsonl")
+    out.append(("canonical", canonical.name, canonical.read_bytes()))
+    return out
+
+
+def damaged_variants(name: str, data: bytes, per_kind: int, seed: int) -> list[Damaged]:
+    rng = random.Random(f"{seed}:{name}")
+    out: list[Damaged] = []
+    for kind in KINDS:
+        for n in range(per_kind):
+            made = _mutate(kind, name, data, rng, n)
+            if made is not None:
+                out.append(made)
+    return out
+
+
+def _mutate(kind: str, name: str, data: bytes, rng: random.Random, n: int) -> Damaged | None:
+    lines = data.split(b"\n")
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    if kind == "truncate":
+        cuts = [i for i in range(1, len(data) - 1) if data[i - 1 : i + 1].strip(b"\n") == data[i - 1 : i + 1]]
+        cut = rng.choice(cuts)
+        return Damaged(name, data[:cut], kind, f"cut at byte {cut}")
+    if kind == "flip":
+        at = rng.randrange(len(data))
+        flipped = bytearray(data)
+        flipped[at] ^= rng.randrange(1, 256)
+        return Damaged(name, bytes(flipped), kind, f"byte {at} changed")
+    if kind == "delete_line":
+        i = rng.choice(filled)
+        return Damaged(name, b"\n".join(lines[:i] + lines[i + 1 :]), kind, f"line {i + 1} deleted")
+    if kind == "duplicate_line":
+        i = rng.choice(filled)
+        return Damaged(name, b"\n".join(lines[: i + 1] + lines[i:]), kind, f"line {i + 1} duplicated")
+    if kind == "retype":
+        return _retype(name, data, lines, filled, rng)
+    if kind == "nest":
+        depth = rng.choice((1_000, 100_000))
+        return _replace_value(name, data, lines, filled, rng, "[" * depth + "]" * depth, "nest", f"{depth} nested arrays")
+    if kind == "valid":
+        return _still_valid(name, data, n)
+    raise ValueError(kind)
+
+
+def _is_document(name: str) -> bool:
+    return name.endswith(".json")
+
+
+def _retype(name: str, data: bytes, lines: list[bytes], filled: list[int], rng: random.Random) -> Damaged | None:
+    value = rng.choice(HOSTILE)
+    # A text made another text is no change of type: "5" is a valid model name, not damage to notice.
+    retyped = (lambda old: not isinstance(old, str)) if isinstance(value, str) else None
+    return _replace_value(
+        name, data, lines, filled, rng, json.dumps(value), "retype", f"a value made {json.dumps(value)[:30]}", retyped
+    )
+
+
+def _replace_value(
+    name: str,
+    data: bytes,
+    lines: list[bytes],
+    filled: list[int],
+    rng: random.Random,
+    text: str,
+    kind: str,
+    what: str,
+    replaceable: Callable[[object], bool] | None = None,
+) -> Damaged | None:
+    """Replace one value (a token count or cost when there is one, half of the time; one that
+    `replaceable` accepts, when given) by `text`."""
+    marker = "\x00REPLACED\x00"
+    if _is_document(name):
+        doc, where = json.loads(data), "the document"
+        edited = _edit(doc, rng, marker, replaceable)
+        if edited is None:
+            return None
+        out = json.dumps(edited, indent=1).replace(json.dumps(marker), text).encode()
+        return Damaged(name, out, kind, f"{what} at {edited_at(edited, marker)} of {where}")
+    for _ in range(20):
+        i = rng.choice(filled)
+        try:
+            record = json.loads(lines[i])
+        except ValueError:
+            continue
+        edited = _edit(record, rng, marker, replaceable)
+        if edited is None:
+            continue
+        at = edited_at(edited, marker)
+        line = json.dumps(edited).replace(json.dumps(marker), text).encode()
+        return Damaged(name, b"\n".join(lines[:i] + [line] + lines[i + 1 :]), kind, f"{what} at line {i + 1} {at}")
+    return None
+
+
+def _edit(value: object, rng: random.Random, marker: str, replaceable: Callable[[object], bool] | None = None) -> object | None:
+    paths = [path for path in _paths(value, ()) if replaceable is None or replaceable(_at(value, path))]
+    if not paths:
+        return None
+    counts = [p for p in paths if p and isinstance(p[-1], str) and any(h in p[-1] for h in COUNT_HINTS)]
+    path = rng.choice(counts if counts and rng.random() < 0.5 else paths)
+    if not path:
+        return marker
+    copy = json.loads(json.dumps(value))
+    holder = copy
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = marker
+    return copy
+
+
+def _at(value: Any, path: tuple) -> object:
+    for key in path:
+        value = value[key]
+    return value
+
+
+def _paths(value: object, prefix: tuple):
+    if prefix:
+        yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, (*prefix, index))
+
+
+def edited_at(value: object, marker: str, prefix: str = "") -> str:
+    if value == marker:
+        return prefix or "(root)"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = edited_at(item, marker, f"{prefix}.{key}" if isinstance(key, str) else f"{prefix}[{key}]")
+        if found:
+            return found
+    return ""
+
+
+def _still_valid(name: str, data: bytes, n: int) -> Damaged | None:
+    """Changes that keep the file what it was (the result must not change)."""
+    variants = [
+        (name + ".gz", _two_members(data), "gzip in two members (what `cat a.gz b.gz` makes)"),
+        (name, data.replace(b"\n", b"\r\n"), "CRLF line ends"),
+        (name + ".gz", gzip.compress(data, mtime=0), "gzipped"),
+    ]
+    if _is_document(name):
+        variants.append((name, json.dumps(json.loads(data), indent=4).encode(), "re-indented"))
+    if n >= len(variants):
+        return None
+    file_name, out, what = variants[n]
+    return Damaged(file_name, out, "valid", what)
+
+
+def _two_members(data: bytes) -> bytes:
+    half = data.rfind(b"\n", 0, len(data) // 2) + 1 or len(data) // 2
+    return gzip.compress(data[:half], mtime=0) + gzip.compress(data[half:], mtime=0)
