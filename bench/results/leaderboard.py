@@ -163,7 +163,7 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
         document["all_pairs"] = comparisons_document(
             all_pair_comparisons(transcripts, resamples), None, "every pair of settings, Holm-adjusted over all pairs per metric"
         )
-    # Gathered transcript by transcript as the replays came in (compactlab.runs.run_results).
+    # Gathered transcript by transcript as the replays came in (compactlab.runs.transcript_results).
     document["recorded_fidelity"] = json_records(result.recorded_fidelity)
     # How far to trust the numbers: at the real compactions, was what the metric calls lost really gone?
     document["trust"] = {"reacquisition": reacquisition_summary(result.compactions)}

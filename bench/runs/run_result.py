@@ -18,8 +18,8 @@ from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.real_engines import PRESET_OF_FORMAT, engines_document
 from compactlab.results.run_failures import mark_incomplete
 from compactlab.runs.run_files import write_atomic
-from compactlab.runs.run_results import TranscriptResults, results_from_rows
 from compactlab.runs.run_storage import run_calls, run_compaction_rows
+from compactlab.runs.transcript_results import TranscriptResults, results_from_rows
 from compactlab.transcripts.importers import load_file
 from compactlab.transcripts.loading import ReadInputs
 from compactlab.transcripts.neutralise import csv_frame
@@ -32,7 +32,9 @@ class RunResult:
     read: ReadInputs  # what the run read (the transcripts' messages are not kept)
     resumed_units: int
     max_failed_share: float = 0.0  # see bench/results/run_failures.py
-    recorded_fidelity: pd.DataFrame = field(default_factory=pd.DataFrame)  # gathered per transcript (compactlab.runs.run_results)
+    recorded_fidelity: pd.DataFrame = field(
+        default_factory=pd.DataFrame
+    )  # gathered per transcript (compactlab.runs.transcript_results)
     cost_model_check: pd.DataFrame = field(default_factory=pd.DataFrame)
     call_models: pd.DataFrame = field(default_factory=pd.DataFrame)  # (transcript, model) pairs, for the cost coverage
     prices: dict | None = None  # the configuration's, for the costs of `calls`

@@ -14,7 +14,7 @@ A run directory holds:
 - `.lock`: while a process works in the directory, it holds a lock on it (a second run or
   `--resume` there fails at once).
 
-The run's process keeps of each transcript only its results (`compactlab.runs.run_results`: its rows of
+The run's process keeps of each transcript only its results (`compactlab.runs.transcript_results`: its rows of
 transcripts.csv and a few others), computed where it was replayed: its memory does not grow with
 the rows. `--resume` checks each dataset file against the hash its finished rows were made from: a
 file that was edited, or is gone, is an error naming it (its rows would no longer match it;
@@ -50,12 +50,12 @@ from compactlab.runs.run_config import RunConfig, check_setting_numbers, config_
 from compactlab.runs.run_files import DONE, Commits, DoneLog, RunLock, drop_commits, read_done, write_atomic
 from compactlab.runs.run_format import OLD_ROW_FILES, checked, meta_format
 from compactlab.runs.run_result import RunResult, finish
-from compactlab.runs.run_results import RunTotals
 from compactlab.runs.run_storage import (
     damaged_parts,
     remove_unnamed,
 )
 from compactlab.runs.transcript_job import TranscriptJob, hash_of_file
+from compactlab.runs.transcript_results import RunTotals
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS

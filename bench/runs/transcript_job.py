@@ -23,7 +23,6 @@ from compactlab.results.real_engines import EngineRow, engine_rows
 from compactlab.results.same_by_construction import as_member
 from compactlab.runs.call_rows import SharedRows, call_arrays
 from compactlab.runs.report_inputs import estimated, session_facts
-from compactlab.runs.run_results import TranscriptResults, transcript_results
 from compactlab.runs.run_storage import (
     calls_table,
     compactions_table,
@@ -31,6 +30,7 @@ from compactlab.runs.run_storage import (
     part_compaction_rows,
     write_part,
 )
+from compactlab.runs.transcript_results import TranscriptResults, transcript_results
 from compactlab.scoring.judge import FanOut, in_turn, score_compactions
 from compactlab.scoring.next_action import Judge
 from compactlab.tokens.context_windows import ContextWindows

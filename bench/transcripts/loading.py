@@ -73,7 +73,7 @@ class ReadTranscript:
     reading it skipped, how many calls it recorded with which models, and (`of`) its recorded
     calls. The messages stay in the process that replayed them, so memory does not grow with the
     datasets (and they are not sent back); a run keeps no recorded calls either (`counted`): what
-    it needs of them is computed where the transcript was replayed (bench/runs/run_results.py)."""
+    it needs of them is computed where the transcript was replayed (bench/runs/transcript_results.py)."""
 
     id: str
     source_format: str
