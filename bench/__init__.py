@@ -1,4 +1,4 @@
-"""compactlab: replay real agent transcripts through interchangeable context-compaction strategies
+"""compactlab: replay real agent sessions through interchangeable context-compaction strategies
 and measure what each one loses and costs.
 
 The public API is the names in `__all__`; every other module is internal and may change.
@@ -6,11 +6,11 @@ The public API is the names in `__all__`; every other module is internal and may
     import compactlab
 
     loaded = compactlab.load_inputs(["claude-code-log"])          # files, folders or dataset names
-    result = compactlab.run(compactlab.RunConfig(), "out")         # RunResult: .transcripts, .calls, .compactions
+    result = compactlab.run(compactlab.RunConfig(), "out")         # RunResult: .sessions, .calls, .compactions
     result.leaderboard(), result.recommendation()                  # what `compactlab run` prints
     result.write_report("out/report.html")                         # and its HTML report
     swept = compactlab.sweep(compactlab.RunConfig(), "sweep")       # `compactlab sweep`: .recommended_toml
-    shown = compactlab.compact(loaded.transcripts[0], "summarize")  # one compaction, before and after
+    shown = compactlab.compact(loaded.sessions[0], "summarize")  # one compaction, before and after
 
 A strategy is a frozen dataclass with one method, `compact(context, request) -> CompactionResult`
 (see `Strategy`), registered through the `compactlab.strategies` entry-point group.
@@ -28,22 +28,22 @@ from compactlab.version import compactlab_version
 if TYPE_CHECKING:
     from compactlab.api import RunResult, run, sweep
     from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy, Trigger
-    from compactlab.replay.strategy_config import StrategyConfig
+    from compactlab.replay.setting import Setting
     from compactlab.runs.preview import compact
     from compactlab.runs.run_config import RunConfig
+    from compactlab.sessions.loading import load_inputs
     from compactlab.strategies.registry import get_strategy
     from compactlab.tokens.estimators import get_estimator
-    from compactlab.transcripts.loading import load_inputs
 
 __version__ = compactlab_version() or "0+unknown"
 
 _WHERE = {
-    "load_inputs": "compactlab.transcripts.loading",
+    "load_inputs": "compactlab.sessions.loading",
     "run": "compactlab.api",
     "sweep": "compactlab.api",
     "RunResult": "compactlab.api",
     "RunConfig": "compactlab.runs.run_config",
-    "StrategyConfig": "compactlab.replay.strategy_config",
+    "Setting": "compactlab.replay.setting",
     "compact": "compactlab.runs.preview",
     "Strategy": "compactlab.contract",
     "Context": "compactlab.contract",

@@ -26,7 +26,7 @@ from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS
 
 @dataclass(frozen=True)
 class RunResult(run_result.RunResult):
-    """A run's rows (`transcripts`, `calls`, `compactions`), and what the command line makes of them:
+    """A run's rows (`sessions`, `calls`, `compactions`), and what the command line makes of them:
     `summary` (summary.json, written on first use), `leaderboard()`, `recommendation()`, `write_report(path)`."""
 
     config: RunConfig = field(default_factory=RunConfig)
@@ -91,7 +91,7 @@ def sweep(
     """`compactlab sweep`: strategies × trigger thresholds × keep budgets on `config`'s datasets and
     window, with summary.json, sweep.json and recommended.toml written into `out`."""
     done = sweep_run.sweep_grid(config or RunConfig(), out, strategies, thresholds, keep, min_preservation, **options)
-    resolved = runs.resolve(dataclasses.replace(config or RunConfig(), strategies=done.result.configs))[0]
+    resolved = runs.resolve(dataclasses.replace(config or RunConfig(), strategies=done.result.settings))[0]
     result = RunResult(**_fields(done.run), config=resolved, rule=Rule(min_preservation), written_summary=done.summary)
     return SweepResult(result, done.document["recommended_config"], tuple(done.document["warnings"]))
 

@@ -11,7 +11,7 @@ the context and the request (no state, no randomness): a run makes each compacti
 the settings that reach the same context with equal strategies (`compactlab.replay.shared_compactions`).
 Registration: see `compactlab.strategies.registry`. `Trigger` says when the engine asks for a compaction.
 
-This module is the bottom of the compaction side: it imports only the transcript model.
+This module is the bottom of the compaction side: it imports only the session model.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
-from compactlab.transcripts.model import LLMCall, Message
+from compactlab.sessions.model import LLMCall, Message
 
 Reason = Literal["threshold", "warning", "critical", "overflow", "silent_overflow", "manual"]
 

@@ -1,4 +1,4 @@
-"""What was computed for a transcript's objects, kept to be found again, and a way to empty it all.
+"""What was computed for a session's objects, kept to be found again, and a way to empty it all.
 
 A sweep asks the same questions about the same messages many times: a message's file events, its
 needed items, its searchable text, a compaction's scores. `IdentityMemo` keeps such answers by the
@@ -8,7 +8,7 @@ and a hit is checked by `is`: an equal but distinct object is computed afresh, n
 
 The memos hold their objects alive, so they are bounded, and `forget` empties every one (and the
 functions under `functools.lru_cache` registered with `text_cache`) when a process moves on to
-another transcript and when a run starts: a process replaying thousands of transcripts would
+another session and when a run starts: a process replaying thousands of sessions would
 otherwise keep the last hundred thousand messages alive.
 """
 
@@ -35,7 +35,7 @@ class IdentityMemo(Generic[V]):
 
     def __init__(self, limit: int, forgotten: bool = True) -> None:
         """`forgotten`: whether `forget` empties it. A memo that lives and dies with one object (a
-        `Meter`'s, one per transcript and estimator) is not registered, or the registry would keep
+        `Meter`'s, one per session and estimator) is not registered, or the registry would keep
         every such memo, and the objects in it, alive."""
         self.limit = limit  # entries kept: a full memo is emptied before the next entry
         self._entries: dict[Hashable, tuple[object, V]] = {}
@@ -80,7 +80,7 @@ def text_cache(function: F) -> F:
 
 
 def forget() -> None:
-    """Empty every memo and registered cache: the process moves on to another transcript or run."""
+    """Empty every memo and registered cache: the process moves on to another session or run."""
     for memo in _MEMOS:
         memo.clear()
     for cache in _TEXT_CACHES:

@@ -1,4 +1,4 @@
-"""pytest plugin: replay transcripts through your strategy or prompt in your own tests.
+"""pytest plugin: replay sessions through your strategy or prompt in your own tests.
 
 Installed with compactlab (entry point `pytest11: compactlab`); `-p no:compactlab` turns it off.
 Importing it costs nothing: compactlab itself is imported only when a test uses the fixture.
@@ -22,8 +22,8 @@ and `summarizer={"provider": ..., "model": ..., "cache_dir": "answers"}`: answer
 (with a key once) replay with no key.
 
 A metric is any `compactlab check` metric (`compactlab.gate.suite.KNOWN_METRICS`). `assert_metric` compares
-the mean over transcripts (`on="mean"`, or the bootstrap interval's "low" or "high" end) and on
-failure says the value with its interval, the threshold, the worst transcripts and, for
+the mean over sessions (`on="mean"`, or the bootstrap interval's "low" or "high" end) and on
+failure says the value with its interval, the threshold, the worst sessions and, for
 preservation metrics, the items their compactions lost. Replays are cached for the test session,
 so several tests may assert on the same replay.
 """
@@ -46,31 +46,31 @@ LOST_SHOWN = 8
 class MetricValue:
     name: str
     mean: float
-    low: float  # percentile-bootstrap interval of the mean over transcripts
+    low: float  # percentile-bootstrap interval of the mean over sessions
     high: float
-    n: int  # transcripts with a value
+    n: int  # sessions with a value
     confidence: float = 0.95
 
     def __str__(self) -> str:
         plural = "" if self.n == 1 else "s"
-        return f"{self.name} = {self.mean:.4g} ({self.confidence:.0%} CI {self.low:.4g} to {self.high:.4g}, {self.n} transcript{plural})"
+        return f"{self.name} = {self.mean:.4g} ({self.confidence:.0%} CI {self.low:.4g} to {self.high:.4g}, {self.n} session{plural})"
 
 
 class ReplayResult:
-    """One replay of transcripts × one strategy: per-transcript metrics and assertion helpers."""
+    """One replay of sessions × one strategy: per-session metrics and assertion helpers."""
 
-    def __init__(self, description: str, table, compactions, transcripts: int) -> None:
+    def __init__(self, description: str, table, compactions, sessions: int) -> None:
         self.description = description
-        self.table = table  # pandas DataFrame: one row per transcript, every metric a column
+        self.table = table  # pandas DataFrame: one row per session, every metric a column
         self.compactions = compactions  # pandas DataFrame: one row per compaction
-        self.transcripts = transcripts
+        self.sessions = sessions
 
     def values(self, name: str) -> dict[str, float]:
-        """The metric per transcript (transcripts without a value left out)."""
+        """The metric per session (sessions without a value left out)."""
         _known(name)
         if self.table.empty:
             return {}
-        column = self.table.set_index("transcript")[name]
+        column = self.table.set_index("session")[name]
         return {t: float(v) for t, v in column.items() if v == v}  # v == v: not NaN
 
     def metric(self, name: str, confidence: float = 0.95) -> MetricValue:
@@ -98,7 +98,7 @@ class ReplayResult:
     def _failure(self, value: MetricValue, op: str, threshold: float, on: str) -> str:
         if value.n == 0:
             return (
-                f"compactlab: {value.name} has no value on any of {self.transcripts} transcripts "
+                f"compactlab: {value.name} has no value on any of {self.sessions} sessions "
                 f"(did the strategy compact at all? compactions: {len(self.compactions)})\n  replay: {self.description}"
             )
         end = (
@@ -107,20 +107,20 @@ class ReplayResult:
         lines = [f"compactlab: {value}{end} is not {op} {threshold:g}", f"  replay: {self.description}"]
         higher_wanted = op in (">=", ">") or (op == "==" and getattr(value, on) < threshold)
         ranked = sorted(self.values(value.name).items(), key=lambda item: item[1], reverse=not higher_wanted)
-        lines.append(f"  worst transcripts ({'lowest' if higher_wanted else 'highest'} first):")
-        for transcript, number in ranked[:WORST_SHOWN]:
-            lost = self.lost_items(transcript, value.name)
+        lines.append(f"  worst sessions ({'lowest' if higher_wanted else 'highest'} first):")
+        for session, number in ranked[:WORST_SHOWN]:
+            lost = self.lost_items(session, value.name)
             suffix = f"   lost: {', '.join(lost[:LOST_SHOWN])}{' …' if len(lost) > LOST_SHOWN else ''}" if lost else ""
-            lines.append(f"    {number:.4g}  {transcript}{suffix}")
+            lines.append(f"    {number:.4g}  {session}{suffix}")
         return "\n".join(lines)
 
-    def lost_items(self, transcript: str, metric: str = "preservation_k5") -> list[str]:
-        """Items ("kind:text") the transcript's compactions lost, for a preservation metric."""
+    def lost_items(self, session: str, metric: str = "preservation_k5") -> list[str]:
+        """Items ("kind:text") the session's compactions lost, for a preservation metric."""
         parts = metric.split("_")
         if parts[0] != "preservation" or len(parts) < 2 or parts[1] not in ("k1", "k5") or self.compactions.empty:
             return []
         kind = parts[2] if len(parts) > 2 else None
-        rows = self.compactions[self.compactions["transcript"] == transcript]
+        rows = self.compactions[self.compactions["session"] == session]
         found: dict[str, None] = {}
         for items in rows.get(f"{parts[1]}_lost", []):
             for item in items if isinstance(items, list) else []:
@@ -164,7 +164,7 @@ def replay(
     from compactlab.gate.answers import gate_summarizer
     from compactlab.gate.suite import metric_table
     from compactlab.runs import runs
-    from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, strategy_config
+    from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, setting_from
 
     def local(value):
         value = str(value)
@@ -187,7 +187,7 @@ def replay(
     }
     config = RunConfig(
         datasets=tuple(local(n) for n in names),
-        strategies=(strategy_config(entry, "compactlab_replay"),),
+        strategies=(setting_from(entry, "compactlab_replay"),),
         lenient=lenient,
         window=DEFAULT_WINDOW if window is None else window,
         summarizer=dict(summarizer or {}),
@@ -212,11 +212,11 @@ def replay(
             f"{answers.folder} and none could be asked for ({answers.why_not}): run the test once with the key set",
             returncode=2,
         )
-    table = metric_table(out, result.transcripts) if not result.transcripts.empty else result.transcripts
+    table = metric_table(out, result.sessions) if not result.sessions.empty else result.sessions
     description = (
         f"{strategy} {json.dumps(settings, default=str)} on {', '.join(map(str, names))}, window {config.window or 'real'}"
     )
-    return ReplayResult(description, table, result.compactions, len(result.read.transcripts))
+    return ReplayResult(description, table, result.compactions, len(result.read.sessions))
 
 
 def _templates_no_model_reads(entry, settings: dict, summarizer_configured: bool) -> list[str]:
@@ -237,7 +237,7 @@ def _compactlab_replays() -> dict:
 
 @pytest.fixture
 def compactlab_replay(request, tmp_path_factory, _compactlab_replays):
-    """A function that replays transcripts with a strategy and returns a `ReplayResult`."""
+    """A function that replays sessions with a strategy and returns a `ReplayResult`."""
     base = Path(request.path).parent if getattr(request, "path", None) else None
 
     def run(inputs, strategy: str, **options) -> ReplayResult:

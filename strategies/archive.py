@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy
+from compactlab.sessions.messages import is_summary
+from compactlab.sessions.model import TextPart
 from compactlab.strategies.base import named_strategy, strategy_setting
-from compactlab.transcripts.messages import is_summary
-from compactlab.transcripts.model import TextPart
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Helpers for writing a strategy: its settings, as `compactlab strategies` lists them.
 
 The contract a strategy implements is `compactlab.contract`; what a message is (summaries, pinned
-messages, cut points) is `compactlab.transcripts.messages`.
+messages, cut points) is `compactlab.sessions.messages`.
 
 A setting may name other strategies (a pipeline's stages, an archive's inner strategy, a summary's
 fallback): `strategy_setting` marks it, and the registry builds the strategies it names when it

@@ -272,7 +272,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "recent files, the todo list and the plan re-attached after the summary",
             "real compactions in datasets/m-claude",
             "WithReattachments",
-            "re-attached files are their last content in the transcript, not the disk's (strategies/reattach.py)",
+            "re-attached files are their last content in the session, not the disk's (strategies/reattach.py)",
             test=f"{REATTACH}test_the_claude_code_preset_reattaches_after_its_summary",
         ),
         appends_nothing(

@@ -8,10 +8,10 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.sessions.messages import pinned_indexes
+from compactlab.sessions.model import Message, ToolCallPart, ToolResultPart
+from compactlab.sessions.tool_effects import CallEffect, call_effect, same_file
 from compactlab.strategies.base import setting
-from compactlab.transcripts.messages import pinned_indexes
-from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
-from compactlab.transcripts.tool_effects import CallEffect, call_effect, same_file
 
 STUB = "[evicted: {what}; {how}]"
 MARK = "[evicted: "  # a tool output (or call) that starts with this was evicted before: never again
@@ -51,8 +51,8 @@ class Evict:
     )
     deviations: ClassVar[str] = (
         "CWL's agent annotates its trajectory as typed, dependency-linked episodes as it works; a replay has only the "
-        "transcript, so an episode is one tool call with its output, its type is read from the tool's name and command "
-        "(compactlab.transcripts.tool_effects), and the only dependencies seen are 'the same file or command later'; "
+        "session, so an episode is one tool call with its output, its type is read from the tool's name and command "
+        "(compactlab.sessions.tool_effects), and the only dependencies seen are 'the same file or command later'; "
         "'actively reasoning over' is approximated by the newest keep_last_steps steps; the paper's own token "
         "accounting is the engine's trigger and target; in an open-loop replay the agent never re-reads what a stub "
         "points to, so what that would cost is measured instead (re-acquisition cost, compactlab.scoring.recoverability)"
@@ -74,11 +74,11 @@ class Evict:
                 break
             before = messages[candidate.message]
             after = _with_stub(before, candidate.part, candidate.stub)
-            saved = request.count_tokens([before]) - request.count_tokens([after])
-            if saved <= 0:  # an output no larger than its stub stays
+            removed = request.count_tokens([before]) - request.count_tokens([after])
+            if removed <= 0:  # an output no larger than its stub stays
                 continue
             messages[candidate.message] = after
-            size -= saved
+            size -= removed
             counts[TIERS[candidate.tier]] += 1
         done = ", ".join(f"{n} {tier}" for tier, n in counts.items() if n)
         if not done:

@@ -17,8 +17,8 @@ from typing import ClassVar
 
 from compactlab.contract import SummaryRequest, SummaryResponse
 from compactlab.memo import text_cache
-from compactlab.transcripts.messages import file_activity, is_summary, is_user_turn_start, summary_text
-from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart, parsed_arguments
+from compactlab.sessions.messages import file_activity, is_summary, is_user_turn_start, summary_text
+from compactlab.sessions.model import Message, TextPart, ToolCallPart, ToolResultPart, parsed_arguments
 
 # A line that starts like an error report (not any line mentioning "error", such as source code
 # shown by a file read).

@@ -3,7 +3,7 @@ the messages a re-attachment adds (strategies/reattach.py), in the form this rea
 
 A file's content is the last the session saw of it (a whole-file Read result, a Write's content, an
 Edit applied to a known content); its order is when the session last read or wrote it (Claude Code
-sorts by its cache's timestamp, which the transcript does not hold). A file the session saw only in
+sorts by its cache's timestamp, which the session does not hold). A file the session saw only in
 part (a Read with offset/limit, an Edit of a file never read whole) is `FileState.partial`, with the
 part it saw. A partial read that returned fewer lines than its limit from the top is the whole
 file; a partial read after the whole content was known (a Write, a whole Read) does not make it
@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from compactlab.transcripts.model import ImagePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
+from compactlab.sessions.model import ImagePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
 
 REATTACHED_SOURCE_ID = "compactlab:reattached"
 FILE_TOOLS = frozenset({"Read", "Write", "Edit", "MultiEdit"})
@@ -138,7 +138,7 @@ def _after(
             raw = None
             break
         raw = raw.replace(old, new) if edit.get("replace_all") else raw.replace(old, new, 1)
-    was_read = before is None or before.was_read  # an Edit needs a Read first: one the transcript lacks was before it
+    was_read = before is None or before.was_read  # an Edit needs a Read first: one the session lacks was before it
     if raw is not None:
         return FileState(path, numbered(raw), raw, False, order, was_read, modified=order)
     # Edited without a whole view of the file: what is known is what was seen before (if anything).

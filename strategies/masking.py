@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.sessions.model import Message, ToolResultPart
 from compactlab.strategies.base import setting
-from compactlab.transcripts.model import Message, ToolResultPart
 
 # The wording of SWE-agent's LastNObservations history processor, which "The Complexity Trap"
 # (Lindenbauer et al., 2025, arXiv:2508.21433) used as its observation-masking strategy with n = 10

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from compactlab.contract import CompactionFailed, CompactionRequest, CompactionResult, Context, Strategy, fallback_note
+from compactlab.sessions.model import LLMCall
 from compactlab.strategies.base import named_strategy, setting, strategy_setting
-from compactlab.transcripts.model import LLMCall
 
 
 @dataclass(frozen=True)

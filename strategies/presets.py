@@ -36,7 +36,7 @@ class Preset:
     one by one (`rules`: `RULES[name]`), the engine's policies as the design has them (`harness`), and
     the values the design leaves open with the one chosen (`choices`). `context_windows`: the design's
     own model → window table, which replaces compactlab's (a model it does not list gets
-    `UNKNOWN_WINDOW` as in the design; a window recorded in the transcript and the user's overrides
+    `UNKNOWN_WINDOW` as in the design; a window recorded in the session and the user's overrides
     still win)."""
 
     name: str

@@ -24,8 +24,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
-from compactlab.strategies.base import setting
-from compactlab.transcripts.messages import (
+from compactlab.sessions.messages import (
     is_summary,
     is_user_turn_start,
     pinned_head,
@@ -33,7 +32,8 @@ from compactlab.transcripts.messages import (
     summary_message,
     summary_text,
 )
-from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
+from compactlab.sessions.model import Message, ToolCallPart, ToolResultPart
+from compactlab.strategies.base import setting
 
 PLACEHOLDER = "[Old tool output removed by compaction: see the summary]"
 

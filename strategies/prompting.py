@@ -26,12 +26,12 @@ import jinja2
 import jinja2.meta
 from jinja2 import nodes
 
+from compactlab.sessions.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from compactlab.strategies.base import named_strategy
-from compactlab.transcripts.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 SYSTEM_TEMPLATE = "system.j2"
-# Long tool outputs are cut in the transcript shown to the summarizer (pi and opencode do the same):
+# Long tool outputs are cut in the session shown to the summarizer (pi and opencode do the same):
 # the summary needs what happened, not every line of a 50k-token file dump.
 TOOL_RESULT_MAX_CHARS = 2000
 
@@ -232,7 +232,7 @@ def file_lists(template: str, read: Sequence[str], modified: Sequence[str]) -> s
 
 
 def serialize(messages: Sequence[Message]) -> str:
-    """The transcript as plain text for a summarizer, one labelled block per part."""
+    """The session as plain text for a summarizer, one labelled block per part."""
     blocks: list[str] = []
     for message in messages:
         for part in message.parts:

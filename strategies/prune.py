@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.sessions.messages import is_summary, turn_boundaries, turn_starts
+from compactlab.sessions.model import Message, ToolCallPart, ToolResultPart
 from compactlab.strategies.base import setting
-from compactlab.transcripts.messages import is_summary, turn_boundaries, turn_starts
-from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
 
 # opencode's replacement text for a pruned tool output (sst/opencode,
 # packages/opencode/src/session/compaction.ts: `part.state.time.compacted ? "[Old tool result
@@ -70,7 +70,7 @@ class Prune:
         # no other user turn, so opencode's rule would protect its whole session). The earlier compaction is
         # our summary message, and every tool result counts as "completed", errors included: opencode's
         # "error" status is a tool that threw (its short error text is never pruned), while recorded
-        # transcripts also flag commands that ran and failed (Claude Code: a failing test run, often
+        # sessions also flag commands that ran and failed (Claude Code: a failing test run, often
         # 10k characters), which opencode records as completed output.
         messages = context.messages
         tool_names = {p.id: p.name for m in messages for p in m.parts if isinstance(p, ToolCallPart)}

@@ -1,4 +1,4 @@
-"""What Claude Code puts back into the context after it compacts, modelled from the transcript.
+"""What Claude Code puts back into the context after it compacts, modelled from the session.
 
 Claude Code does not leave the summary alone after a compaction: it re-attaches state the summary
 cannot carry, and the session file does not record it (the next prompt's token count does). From
@@ -17,19 +17,19 @@ ch. 10, https://zhanghandong.github.io/harness-engineering-from-cc-to-ai-coding/
 - The todo list, when it is not empty (an attachment of type "todo", context "post-compact").
 - The plan file, when one exists (an attachment "plan_file_reference": its path and content).
 
-From the transcript (strategies/file_states.py reads it): a file's content is the last the session
+From the session (strategies/file_states.py reads it): a file's content is the last the session
 saw of it; newest is the order in which the session last read or wrote it. What cannot be known is
 counted, not hidden: a file the session saw only in part is restored with the part it saw
 (`Reattachment.partial`). The per-file limit is checked in provider tokens at the session's
 measured ratio (the caller's `tokens`), as the Read tool asks the provider to count.
 
-What the transcript cannot say is a rule (`ReattachRules`), each chosen by leave-one-session-out
+What the session cannot say is a rule (`ReattachRules`), each chosen by leave-one-session-out
 over every shared real Claude Code compaction (`python -m compactlab.measure.real_compactions`
 prints the figures both ways): whether files the session only created (a Write, never a Read) are
 candidates, as the code read says (its Write tool puts the file in the cache too) though the agent's
 turn after the bundled auto-compaction (m-claude 3af9b1a7, Claude Code 2.1.5) lists none of the four
 documents it had created; and what a file known only in part counts for: Claude Code re-reads it
-whole, whose size the transcript does not hold (the slice seen, or left out as over the per-file
+whole, whose size the session does not hold (the slice seen, or left out as over the per-file
 limit, which is why most files are read in part).
 
 Images read with the Read tool are re-attached as images (their tokens are the provider's image
@@ -37,7 +37,7 @@ formula, not text). The plan file's whole text is the `plan` argument of the las
 `ExitPlanMode` (its result names the file), else what the session last read or wrote of it.
 
 The tools read are Claude Code's (Read, Write, Edit, MultiEdit, TodoWrite); other agents'
-transcripts hold none of them, so nothing is re-attached there.
+sessions hold none of them, so nothing is re-attached there.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context, Strategy
+from compactlab.sessions.messages import leading_system
+from compactlab.sessions.model import Message, TextPart
 from compactlab.strategies.base import setting
 from compactlab.strategies.file_states import (
     attachment_message,
@@ -57,8 +59,6 @@ from compactlab.strategies.file_states import (
     latest_todos,
     unnumbered,
 )
-from compactlab.transcripts.messages import leading_system
-from compactlab.transcripts.model import Message, TextPart
 
 MAX_FILES = 5
 MAX_TOKENS_PER_FILE = 5_000
@@ -72,7 +72,7 @@ TODO_FOLDER = "/.claude/todos/"
 
 @dataclass(frozen=True)
 class ReattachRules:
-    """What the transcript cannot tell about a re-attachment (see the module docstring)."""
+    """What the session cannot tell about a re-attachment (see the module docstring)."""
 
     created_files: bool = True  # files the session only wrote are candidates
     partial_files: Literal["slice", "left-out"] = "slice"  # what a file known only in part counts for
@@ -203,7 +203,7 @@ def reattach(
 ) -> Reattachment:
     """What Claude Code re-attaches after compacting `messages` (the history it summarized).
     `tokens(text)`: the provider-token size of a text in this session; `skip`: files the compacted
-    context still shows (Claude Code does not restore those); `rules`: what the transcript cannot tell."""
+    context still shows (Claude Code does not restore those); `rules`: what the session cannot tell."""
     states = file_states(messages)
     candidates = sorted(
         (s for s in states.values() if _restorable(s.path) and s.path not in skip and (rules.created_files or s.was_read)),

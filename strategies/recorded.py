@@ -5,7 +5,7 @@ condenser log line, Codex's `compacted` item), with the summary recorded there, 
 compactions are scored on the same metrics as every other strategy. It replaces the history with
 that summary, as the production agent did, keeping only the system prompt, and adds what Claude
 Code re-attaches after compacting (recent files, the todo list, the plan file: `compactlab.strategies.reattach`),
-which the session file does not record but the next prompt holds. Other agents' transcripts use
+which the session file does not record but the next prompt holds. Other agents' sessions use
 none of the tools that re-attachment reads, so for them it adds nothing.
 """
 
@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.sessions.messages import leading_system, summary_message
+from compactlab.sessions.model import Message
 from compactlab.strategies.base import setting
 from compactlab.strategies.reattach import ReattachSettings, file_tokens, reattach
-from compactlab.transcripts.messages import leading_system, summary_message
-from compactlab.transcripts.model import Message
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Recorded(ReattachSettings):
     """The production agent's own summary, applied where it really compacted."""
 
     name: ClassVar[str] = "recorded"
-    source: ClassVar[str] = "the compaction markers of the transcript itself"
+    source: ClassVar[str] = "the compaction markers of the session itself"
     summary: str = setting("", "the recorded summary text (the replay fills it in at each real compaction)")
     reattach: bool = setting(True, "add what Claude Code re-attaches after compacting (recent files, todo list, plan file)")
     kept: tuple[Message, ...] = setting((), "the messages the agent kept verbatim beside its summary (the replay fills them in)")

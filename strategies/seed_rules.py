@@ -141,7 +141,7 @@ SEEDS: dict[str, tuple[Rule, ...]] = {
             "'Understood.' appended after trailing tool messages",
             "6 Message Cleaning (ensureAssistantAfterTools)",
             "not added",
-            "it keeps the provider's message order valid; the summarizer here reads a transcript, not a chat",
+            "it keeps the provider's message order valid; the summarizer here reads a session, not a chat",
             test=f"{CHECKS}test_seed_001_adds_no_understood_message",
         ),
         Rule(

@@ -27,10 +27,7 @@ from compactlab.contract import (
     SummaryRequest,
     fallback_note,
 )
-from compactlab.strategies.base import named_strategy, setting, strategy_setting
-from compactlab.strategies.extractive_summarizer import ExtractiveSummarizer
-from compactlab.strategies.prompting import Prompt, file_lists, fill_missing_results, prompt_set_hash, render, serialize
-from compactlab.transcripts.messages import (
+from compactlab.sessions.messages import (
     FileActivity,
     file_activity,
     is_summary,
@@ -42,7 +39,10 @@ from compactlab.transcripts.messages import (
     summary_message,
     summary_text,
 )
-from compactlab.transcripts.model import Message, TextPart
+from compactlab.sessions.model import Message, TextPart
+from compactlab.strategies.base import named_strategy, setting, strategy_setting
+from compactlab.strategies.extractive_summarizer import ExtractiveSummarizer
+from compactlab.strategies.prompting import Prompt, file_lists, fill_missing_results, prompt_set_hash, render, serialize
 
 TailRule = Literal["turn-before", "user-after", "within"]
 NOTE_FALLBACK = "note"  # seed 004's truncate fallback: a count of the messages replaced, no LLM

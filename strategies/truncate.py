@@ -6,8 +6,8 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.sessions.messages import is_summary, pinned_head, pinned_in, safe_cut_points, turn_boundaries
 from compactlab.strategies.base import setting
-from compactlab.transcripts.messages import is_summary, pinned_head, pinned_in, safe_cut_points, turn_boundaries
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Shared test helpers: where the bundled and the shared real transcripts are, and the real runs that
+"""Shared test helpers: where the bundled and the shared real sessions are, and the real runs that
 the tests of several files read (made once per test session)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO / "datasets"
-# The real transcripts that the bundled datasets were chosen from; CI clones the repo next to it
+# The real sessions that the bundled datasets were chosen from; CI clones the repo next to it
 # (a git worktree of the repo may sit one folder deeper).
 SHARED = next(
     (p for p in (REPO.parent / "shared" / "transcripts", REPO.parents[1] / "shared" / "transcripts") if p.is_dir()),
@@ -30,7 +30,7 @@ VERDICT = r"(Use|No clear winner\. Best by the rule:|Tentatively \(too few compa
 
 def bundled(dataset: str, stem: str) -> Path:
     """The bundled file of `dataset` whose name starts with `stem`."""
-    matches = sorted((DATASETS / dataset / "transcripts").glob(f"{stem}*"))
+    matches = sorted((DATASETS / dataset / "sessions").glob(f"{stem}*"))
     assert len(matches) == 1, f"expected one bundled file for {dataset}/{stem}*, found {matches}"
     return matches[0]
 
@@ -38,7 +38,7 @@ def bundled(dataset: str, stem: str) -> Path:
 @pytest.fixture
 def shared() -> Path:
     if not SHARED.is_dir():
-        pytest.skip(f"the shared real transcripts are not at {SHARED}")
+        pytest.skip(f"the shared real sessions are not at {SHARED}")
     return SHARED
 
 

@@ -1,4 +1,4 @@
-"""Seeded damage to real transcript files of every format: the inputs `tests/scripts/input_fuzz.py` reads.
+"""Seeded damage to real session files of every format: the inputs `tests/scripts/input_fuzz.py` reads.
 
 `sample_files` gives the samples (small real files of every format compactlab reads, and a canonical
 export of the first); `damaged_variants` makes, from one of them, a seeded number of variants per
@@ -25,11 +25,11 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLES = (
     (
         "claude-code",
-        "datasets/claude-code-log/transcripts/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl.gz",
+        "datasets/claude-code-log/sessions/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl.gz",
     ),
-    ("claude-code", "datasets/m-claude/transcripts/91b751c5-d980-47ef-bfae-1daff58e4470.jsonl.gz"),
+    ("claude-code", "datasets/m-claude/sessions/91b751c5-d980-47ef-bfae-1daff58e4470.jsonl.gz"),
     ("mini-swe-agent", "tests/fixtures/mini_swe_agent/v1_modelled_django__django-11099.traj.json"),
-    ("condenser-log", "datasets/condenser-pairs-gpt5mini/transcripts/astropy__astropy-14096_20251014_175213.jsonl.gz"),
+    ("condenser-log", "datasets/condenser-pairs-gpt5mini/sessions/astropy__astropy-14096_20251014_175213.jsonl.gz"),
     ("codex-rollout", "tests/fixtures/codex/streaming-order-compaction.jsonl"),
     ("codex-rollout", "tests/fixtures/codex/legacy-2025-05.jsonl"),
     ("openai-chat", "tests/fixtures/json_chat/real_openai_gpt4o_mini_image_tool.json"),
@@ -51,8 +51,8 @@ class Damaged:
 
 def sample_files(workdir: Path) -> list[tuple[str, str, bytes]]:
     """(format, file name, uncompressed bytes) of every sample, the canonical one included."""
-    from compactlab.transcripts.importers import load_file
-    from compactlab.transcripts.importers.canonical import write_canonical
+    from compactlab.sessions.importers import load_file
+    from compactlab.sessions.importers.canonical import write_canonical
 
     out = []
     for fmt, relative in SAMPLES:

@@ -55,7 +55,7 @@ def following_summary(prompt: str, max_chars: int) -> str:
     """The summary a model that follows the prompt literally would write.
 
     The instructions are the prompt outside its `<conversation>` tags; without tags, what precedes the
-    first message of the transcript and the prompt's last line (where a template puts its
+    first message of the session and the prompt's last line (where a template puts its
     instruction after `{{ conversation }}`). When they ask to keep something exactly ("exact" or "preserve"), the summary lists every
     fact of each kind they name (file paths, function names or identifiers, commands, URLs, error
     messages) found in the conversation, newest first, as far as the output budget goes. Otherwise

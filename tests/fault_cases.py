@@ -101,15 +101,15 @@ def measure_damaged_parts(work: Path, data: Path, clean_out: Path, clean, argume
         kind = "calls" if damage == "deleted" else "compactions"
         target = out / done[0]["parts"][kind]
         target.unlink() if damage == "deleted" else _flip(target)
-        print(f"  a {damage} part ({target.name}, transcript {done[0]['transcript']}):")
+        print(f"  a {damage} part ({target.name}, session {done[0]['session']}):")
         for name, command in (
             ("report", ["report", out]),
             ("export-rows", ["export-rows", out, "--kind", kind]),
             ("diff", ["diff", clean_out, out]),
         ):
             code, text = cli(*command)
-            named = target.name in text and done[0]["transcript"] in text
-            print(f"    {name:12} {outcome(code, text)}; part and transcript named: {named}")
+            named = target.name in text and done[0]["session"] in text
+            print(f"    {name:12} {outcome(code, text)}; part and session named: {named}")
         code, text = cli(*arguments(out, resume=True))
         print(f"    {'--resume':12} {outcome(code, text)}; rows after it: extra {extra_rows(out, clean)}")
         code, text = cli("report", out)

@@ -1,6 +1,6 @@
 """The run-level input cases of issue 32, each made from real bundled files, run through the CLI.
 
-`python -m tests.scripts.input_fuzz --cases` runs them after the damaged transcripts and prints one line
+`python -m tests.scripts.input_fuzz --cases` runs them after the damaged sessions and prints one line
 per case: the command's exit status, whether it ended in a traceback, and what it said or counted.
 Each case runs `python -m compactlab.cli.main` in a child process, so the script measures an older
 checkout just as well (put its package first on PYTHONPATH). `tests/cli/test_input_cases.py`
@@ -26,10 +26,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SESSIONS = (
-    REPO / "datasets/mini-swe-agent-pr816/transcripts",
+    REPO / "datasets/mini-swe-agent-pr816/sessions",
     ("deepseek_chat_dev_pvlib__pvlib-python-1707", "deepseek_chat_dev_pvlib__pvlib-python-1854"),
 )
-CLAUDE = REPO / "datasets/claude-code-log/transcripts/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl.gz"
+CLAUDE = REPO / "datasets/claude-code-log/sessions/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl.gz"
 CODEX = REPO / "tests/fixtures/codex/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
 RUN = ("--strategy", "truncate", "--window", "32000")
 TRACEBACK = "Traceback (most recent call last)"
@@ -101,7 +101,7 @@ def nothing_readable(work: Path) -> Outcome:
     data = work / "data"
     data.mkdir()
     for name in ("a.jsonl", "b.json.gz"):
-        (data / name).write_bytes(b"\x00\x01 not a transcript")
+        (data / name).write_bytes(b"\x00\x01 not a session")
     return compactlab("run", "--dataset", data, *RUN, "--lenient", "--out", work / "out")
 
 
@@ -167,7 +167,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "file name not UTF-8, run --lenient",
         non_utf8_name,
-        lambda o: o.code == 0 and not o.traceback and "2 transcripts × 1 strategies" in o.stdout and "not read" not in o.stdout,
+        lambda o: o.code == 0 and not o.traceback and "2 sessions × 1 strategies" in o.stdout and "not read" not in o.stdout,
         "exit 0, both read",
     ),
     Case("FIFO in a dataset folder", fifo, _file_not_read("pipe.jsonl"), "a 'file not read' line"),
@@ -181,7 +181,7 @@ CASES: tuple[Case, ...] = (
         "run --lenient, no file readable",
         nothing_readable,
         _clean_error(
-            "no transcript could be read: 2 files not read", "a.jsonl: unknown transcript format", "b.json.gz: not a valid gzip"
+            "no session could be read: 2 files not read", "a.jsonl: unknown session format", "b.json.gz: not a valid gzip"
         ),
         "exit 2, each file's reason",
     ),

@@ -4,7 +4,7 @@
 the input is valid after all (a multi-member gzip, a non-UTF-8 file name, two files of one name),
 what the undamaged result is, so that a changed result counts as silently wrong. Every other case
 must end in a clean error or a counted skip. `tests/scripts/input_fuzz.py` reads them all through the
-library and the CLI; `tests/transcripts/test_input_fuzz.py` asserts each one's outcome.
+library and the CLI; `tests/sessions/test_input_fuzz.py` asserts each one's outcome.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CLAUDE = REPO / "datasets/claude-code-log/transcripts/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl.gz"
+CLAUDE = REPO / "datasets/claude-code-log/sessions/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl.gz"
 OPENAI = REPO / "tests/fixtures/json_chat/real_openai_gpt4o_mini_image_tool.json"
 CODEX = REPO / "tests/fixtures/codex/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
-CONDENSER = REPO / "datasets/condenser-pairs-gpt5mini/transcripts/astropy__astropy-14096_20251014_175213.jsonl.gz"
+CONDENSER = REPO / "datasets/condenser-pairs-gpt5mini/sessions/astropy__astropy-14096_20251014_175213.jsonl.gz"
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ def _assistant_indexes(lines: list[dict]) -> list[int]:
 
 
 def listed_cases(folder: Path) -> Iterator[Case]:
-    from compactlab.transcripts.importers import load_file
-    from compactlab.transcripts.importers.canonical import write_canonical
+    from compactlab.sessions.importers import load_file
+    from compactlab.sessions.importers.canonical import write_canonical
     from tests.scripts.input_fuzz import fingerprint
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -226,7 +226,7 @@ def unreadable(path: Path):
 
 def check_listed(folder: Path, tally) -> None:
     """Read every listed case four ways (see input_fuzz.check_input) and add the outcomes to `tally`."""
-    from compactlab.transcripts.loading import load_inputs
+    from compactlab.sessions.loading import load_inputs
     from tests.scripts.input_fuzz import broken_invariant, fingerprint, read_cli
 
     for case in listed_cases(folder):
@@ -241,9 +241,9 @@ def check_listed(folder: Path, tally) -> None:
                 elif outcome == "error":
                     tally.clean_errors += 1
                 else:
-                    problem = broken_invariant(value.transcripts)
-                    noticed = value.failed or any(t.skipped for t in value.transcripts)
-                    if case.expected is not None and _without_ids(fingerprint(value.transcripts)) != _without_ids(case.expected):
+                    problem = broken_invariant(value.sessions)
+                    noticed = value.failed or any(t.skipped for t in value.sessions)
+                    if case.expected is not None and _without_ids(fingerprint(value.sessions)) != _without_ids(case.expected):
                         problem = problem or "result differs from the undamaged input's"
                     elif case.expected is None and not noticed:
                         problem = problem or "read with nothing reported"
@@ -266,12 +266,12 @@ def _without_ids(found: tuple) -> tuple:
 
 
 def _read_inputs(load_inputs, inputs: list[str], lenient: bool):
-    from compactlab.transcripts.source import TranscriptError
+    from compactlab.sessions.source import SessionError
     from tests.scripts.input_fuzz import _where
 
     try:
         loaded = load_inputs(inputs, lenient=lenient, workers=1)
-    except (TranscriptError, ValueError, KeyError, FileNotFoundError) as exc:
+    except (SessionError, ValueError, KeyError, FileNotFoundError) as exc:
         if "internal error" in str(exc):
             return "traceback", "internal error"
         return "error", str(exc)

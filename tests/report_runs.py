@@ -1,4 +1,4 @@
-"""Small real runs for the report tests: a few bundled files, and one real transcript with hostile text."""
+"""Small real runs for the report tests: a few bundled files, and one real session with hostile text."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from compactlab.cli.main import main
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.importers.canonical import write_canonical
-from compactlab.transcripts.model import CompactionMarker, TextPart, ToolResultPart
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.importers.canonical import write_canonical
+from compactlab.sessions.model import CompactionMarker, TextPart, ToolResultPart
 from tests.conftest import bundled
 
 # The real compaction of m-claude (3af9b1a7), a session without one (97b0ffde), a long Claude Code
@@ -46,8 +46,8 @@ def small_run_argv(out: Path) -> list[str]:
 
 def hostile_file(folder: Path) -> Path:
     """A real session with hostile text in a user message, a tool result, its id and a production summary."""
-    [transcript] = load_file(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9"))
-    messages = list(transcript.messages)
+    [session] = load_file(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9"))
+    messages = list(session.messages)
     user = next(i for i, m in enumerate(messages) if m.role == "user" and any(isinstance(p, TextPart) for p in m.parts))
     messages[user] = replace(
         messages[user],
@@ -62,7 +62,7 @@ def hostile_file(folder: Path) -> Path:
     )
     at = next(i for i in range(2 * len(messages) // 3, len(messages)) if messages[i].role == "user")
     marker = CompactionMarker(at_message=at, trigger="auto", pre_tokens=None, summary=f"Production summary. {HOSTILE}")
-    hostile = replace(transcript, id=f"hostile {HOSTILE}", messages=tuple(messages), compactions=(marker,))
+    hostile = replace(session, id=f"hostile {HOSTILE}", messages=tuple(messages), compactions=(marker,))
     folder.mkdir(parents=True, exist_ok=True)
     return write_canonical([hostile], folder / "hostile.jsonl")
 

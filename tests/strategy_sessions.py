@@ -13,6 +13,9 @@ from dataclasses import replace
 from functools import cache
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.sessions.loading import load_inputs
+from compactlab.sessions.messages import turn_starts
+from compactlab.sessions.model import Message, Session, ToolCallPart, ToolResultPart
 from compactlab.strategies.masking import ObservationMasking
 from compactlab.strategies.pipeline import Pipeline
 from compactlab.strategies.prune import Prune
@@ -21,9 +24,6 @@ from compactlab.strategies.truncate import Truncate
 from compactlab.tokens.estimators import estimate, get_estimator
 from compactlab.tokens.framing import framing_for
 from compactlab.tokens.tokenizers import TokenCache
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.messages import turn_starts
-from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart, Transcript
 
 DATASETS = ("claude-code-log", "m-claude", "mini-swe-agent-pr816")
 PER_DATASET = 4
@@ -32,12 +32,12 @@ _TOKENS = TokenCache()
 
 
 @cache
-def transcripts(dataset: str) -> tuple[Transcript, ...]:
-    return load_inputs([dataset]).transcripts
+def sessions(dataset: str) -> tuple[Session, ...]:
+    return load_inputs([dataset]).sessions
 
 
-def size_chars(transcript: Transcript) -> int:
-    return sum(len(m.text()) for m in transcript.messages)
+def size_chars(session: Session) -> int:
+    return sum(len(m.text()) for m in session.messages)
 
 
 def results_of(messages: Sequence[Message]) -> list[ToolResultPart]:
@@ -45,10 +45,10 @@ def results_of(messages: Sequence[Message]) -> list[ToolResultPart]:
 
 
 @cache
-def sample(dataset: str) -> tuple[Transcript, ...]:
+def sample(dataset: str) -> tuple[Session, ...]:
     """The largest sessions with tool use, plus the largest with skipped (damaged) records, the
     largest sub-agent session and one without any user message, where the dataset has them."""
-    with_tools = sorted((t for t in transcripts(dataset) if results_of(t.messages)), key=lambda t: (-size_chars(t), t.id))
+    with_tools = sorted((t for t in sessions(dataset) if results_of(t.messages)), key=lambda t: (-size_chars(t), t.id))
     chosen = [t for t in with_tools if not t.is_subagent][:PER_DATASET]
     for special in (
         lambda t: bool(t.skipped),
@@ -60,48 +60,44 @@ def sample(dataset: str) -> tuple[Transcript, ...]:
     return tuple(chosen)
 
 
-def each(dataset: str, check: Callable[[Transcript], None]) -> None:
+def each(dataset: str, check: Callable[[Session], None]) -> None:
     """Run `check` on every sampled session of `dataset`, naming the session when it fails."""
     chosen = sample(dataset)
     assert len(chosen) >= PER_DATASET
-    for transcript in chosen:
+    for session in chosen:
         try:
-            check(transcript)
+            check(session)
         except AssertionError as failure:
-            raise AssertionError(f"{dataset} session {transcript.id}: {failure}") from failure
+            raise AssertionError(f"{dataset} session {session.id}: {failure}") from failure
 
 
-def by_id(dataset: str, prefix: str) -> Transcript:
-    [found] = [t for t in transcripts(dataset) if t.id.startswith(prefix) and not t.is_subagent]
+def by_id(dataset: str, prefix: str) -> Session:
+    [found] = [t for t in sessions(dataset) if t.id.startswith(prefix) and not t.is_subagent]
     return found
 
 
-def counter(transcript: Transcript) -> Callable[[Sequence[Message]], int]:
-    estimator, framing = get_estimator("chars/4"), framing_for(transcript.source_format)
+def counter(session: Session) -> Callable[[Sequence[Message]], int]:
+    estimator, framing = get_estimator("chars/4"), framing_for(session.source_format)
     return lambda messages: estimate(estimator, messages, framing, _TOKENS)
 
 
-def request_for(
-    transcript: Transcript, messages: Sequence[Message] | None = None, target: int | None = None
-) -> CompactionRequest:
-    count = counter(transcript)
-    messages = transcript.messages if messages is None else messages
+def request_for(session: Session, messages: Sequence[Message] | None = None, target: int | None = None) -> CompactionRequest:
+    count = counter(session)
+    messages = session.messages if messages is None else messages
     if target is None:
         target = int(TARGET_SHARE * count(messages))
     return CompactionRequest(reason="threshold", window=200_000, target_tokens=target, count_tokens=count)
 
 
-def run(
-    strategy, transcript: Transcript, messages: Sequence[Message] | None = None, target: int | None = None
-) -> CompactionResult:
-    messages = tuple(transcript.messages if messages is None else messages)
+def run(strategy, session: Session, messages: Sequence[Message] | None = None, target: int | None = None) -> CompactionResult:
+    messages = tuple(session.messages if messages is None else messages)
     # A strategy built by hand: the strategies its settings name are built as the registry builds them.
-    return resolved(strategy).compact(Context(messages=messages), request_for(transcript, messages, target))
+    return resolved(strategy).compact(Context(messages=messages), request_for(session, messages, target))
 
 
-def part_tokens(transcript: Transcript, message: Message, part: ToolResultPart) -> int:
+def part_tokens(session: Session, message: Message, part: ToolResultPart) -> int:
     """Tokens of one tool result as the strategies count it: its own message minus an empty one."""
-    count = counter(transcript)
+    count = counter(session)
     return count([replace(message, parts=(part,))]) - count([replace(message, parts=())])
 
 

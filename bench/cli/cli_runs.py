@@ -23,7 +23,7 @@ from compactlab.runs import run_result, runs, sweep_run
 from compactlab.runs.config_schema import check_number, schema_key
 from compactlab.runs.executors import EXECUTORS, executor_for
 from compactlab.runs.llm_config import make_run_summarizer
-from compactlab.runs.run_config import DEFAULT_WINDOW, load_config, strategy_config
+from compactlab.runs.run_config import DEFAULT_WINDOW, load_config, setting_from
 from compactlab.runs.run_files import RunLock
 from compactlab.runs.run_summary import write_summary
 from compactlab.runs.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, LABELS, format_sweep
@@ -151,7 +151,7 @@ def _run_config(args: argparse.Namespace, strategies=None):
     if strategies is not None:
         changes["strategies"] = tuple(strategies)
     elif getattr(args, "strategy", None):
-        changes["strategies"] = tuple(strategy_config(name, "--strategy") for name in args.strategy)
+        changes["strategies"] = tuple(setting_from(name, "--strategy") for name in args.strategy)
     if args.window is not None:
         check_number(schema_key("", "window"), args.window, "the command line", "--window")
         changes["window"] = args.window
@@ -196,7 +196,7 @@ def _replay(
         print(result.llm_calls, file=sys.stderr)
     if result.replayed_again:
         print(
-            f"replayed again: {len(result.replayed_again)} transcripts whose row parts were gone or unreadable "
+            f"replayed again: {len(result.replayed_again)} sessions whose row parts were gone or unreadable "
             f"({', '.join(result.replayed_again[:5])}{', ...' if len(result.replayed_again) > 5 else ''})",
             file=sys.stderr,
         )
@@ -237,18 +237,18 @@ def run_run(args: argparse.Namespace) -> int:
             format_recorded(
                 document["recorded"],
                 document["recorded_fidelity"],
-                document["transcripts"],
+                document["sessions"],
                 document.get("trust", {}).get("reacquisition"),
             )
         )
-    print(f"\n{document['transcripts']} transcripts × {len(document['strategies'])} strategies; results in {out}/")
+    print(f"\n{document['sessions']} sessions × {len(document['strategies'])} strategies; results in {out}/")
     print(format_cost_coverage(document["cost_coverage"]))
     _print_price_warnings(document)
     _print_left_out(document)
     if report is not None:
         print(f"report: {report}")
     elif document["strategies"]:
-        print("no report: no strategy one can choose was replayed on an undamaged transcript (nothing to rank)")
+        print("no report: no strategy one can choose was replayed on an undamaged session (nothing to rank)")
     return _incomplete_exit(document["failures"])
 
 
@@ -272,7 +272,7 @@ def _incomplete_exit(failures: list[dict], quiet: bool = False) -> int:
 
 def _brief(document: dict, out: Path, report: Path | None) -> dict:
     """What a script needs of a run: where it is, the recommendation, every setting's figures, what was left out."""
-    keys = ("transcripts", "strategies", "recommendation", "leaderboard", "cost_coverage", "left_out")
+    keys = ("sessions", "strategies", "recommendation", "leaderboard", "cost_coverage", "left_out")
     return {"out": str(out), "report": str(report) if report else None, **{k: document.get(k) for k in keys}}
 
 
@@ -287,13 +287,13 @@ def run_sweep(args: argparse.Namespace) -> int:
             print(swept.run.llm_calls, file=sys.stderr)
         document, sweep, analysis = swept.summary, swept.document, swept.result
         report = None if args.no_report else write_run_report(out, progress=sys.stderr.isatty())
-    settings = len(analysis.configs)
+    settings = len(analysis.settings)
     if args.json:
         brief = _brief(document, out, report)
         print(json.dumps({**brief, **sweep, "settings": settings}, indent=2, default=str))
         return _incomplete_exit(document["failures"], quiet=True)
     print(format_sweep(analysis, width=terminal_width()))
-    print(f"\n{settings} settings × {swept.run.transcripts['transcript'].nunique()} transcripts; results in {out}/")
+    print(f"\n{settings} settings × {swept.run.sessions['session'].nunique()} sessions; results in {out}/")
     print(format_cost_coverage(document["cost_coverage"]))
     _print_price_warnings(document)
     if sweep["recommended_config"]:
@@ -307,10 +307,10 @@ def _print_left_out(document: dict) -> None:
     left = document["left_out"]
     if left["skipped_records"]:
         print(
-            f"  {sum(left['skipped_records'].values())} damaged records skipped in {len(left['skipped_records'])} transcripts (see summary.json)"
+            f"  {sum(left['skipped_records'].values())} damaged records skipped in {len(left['skipped_records'])} sessions (see summary.json)"
         )
-    if left["transcripts_without_calls"]:
-        print(f"  {len(left['transcripts_without_calls'])} transcripts have no recorded LLM calls and were not replayed")
+    if left["sessions_without_calls"]:
+        print(f"  {len(left['sessions_without_calls'])} sessions have no recorded LLM calls and were not replayed")
     for failed in left["files_not_read"]:
         print(f"  file not read: {failed['error']}")
 

@@ -21,7 +21,7 @@ def add_command(commands, command, add_input_arguments, load) -> None:
 
 def run_engines(args: argparse.Namespace, load) -> int:
     loaded = load(args)
-    rows = [row for transcript in loaded.transcripts for row in engine_rows(transcript)]
+    rows = [row for session in loaded.sessions for row in engine_rows(session)]
     if args.json:
         for row in rows:
             print(json.dumps(row.as_json(), ensure_ascii=False))

@@ -69,18 +69,18 @@ def changes_since(suite: Suite, baseline: dict, run: SuiteRun) -> list[str]:
         old_model, new_model = before.get("read_by"), run.prompts[strategy.label]["read_by"]
         if old_model and new_model and old_model != new_model:
             notes.append(f"`{strategy.label}`: summaries by model {new_model}, the baseline's by {old_model}")
-    old_files = baseline.get("transcripts", {})
-    new_files = {t.id: file_hash(t.source_path) for t in result.read.transcripts}
+    old_files = baseline.get("sessions", {})
+    new_files = {t.id: file_hash(t.source_path) for t in result.read.sessions}
     changed = sorted(t for t in set(old_files) & set(new_files) if old_files[t].get("sha256") != new_files[t])
     if changed:
         notes.append(
-            f"{len(changed)} transcript files changed since the baseline: {', '.join(changed[:5])}{' …' if len(changed) > 5 else ''}"
+            f"{len(changed)} session files changed since the baseline: {', '.join(changed[:5])}{' …' if len(changed) > 5 else ''}"
         )
     gone, added = sorted(set(old_files) - set(new_files)), sorted(set(new_files) - set(old_files))
     if gone:
-        notes.append(f"{len(gone)} baseline transcripts are not in this run (left out of the comparison)")
+        notes.append(f"{len(gone)} baseline sessions are not in this run (left out of the comparison)")
     if added:
-        notes.append(f"{len(added)} transcripts have no baseline values (left out of the comparison)")
+        notes.append(f"{len(added)} sessions have no baseline values (left out of the comparison)")
     for name, spec in baseline.get("metrics", {}).items():
         now = next((m for m in suite.metrics if m.name == name), None)
         if now is not None and (spec.get("direction"), spec.get("tolerance"), spec.get("relative")) != (
@@ -155,7 +155,7 @@ def run_check(args: argparse.Namespace) -> int:
         problems = unmeasured(suite, run.prompts, run.answers, baseline, args.baseline)
         if run.answers is not None and run.answers.missing:
             # Summaries without an answer fell back (or failed): nothing this run measured is a result.
-            report = Report([], suite=str(suite.path), transcripts=len(run.result.read.transcripts))
+            report = Report([], suite=str(suite.path), sessions=len(run.result.read.sessions))
         else:
             report = compare(suite, baseline, run.table, run.values)
             unmeasurable_metrics(report.comparisons, run.table)
@@ -223,7 +223,7 @@ def run_baseline(args: argparse.Namespace) -> int:
             print(f"{len(unused)} recorded answers were not used (--prune-answers removes them)")
     if previous is None:
         print(
-            f"wrote {args.baseline}: {len(document['values'])} strategies × {len(suite.metrics)} metrics, {len(document['transcripts'])} transcripts"
+            f"wrote {args.baseline}: {len(document['values'])} strategies × {len(suite.metrics)} metrics, {len(document['sessions'])} sessions"
         )
     else:
         print(f"updated {args.baseline}")
@@ -232,7 +232,7 @@ def run_baseline(args: argparse.Namespace) -> int:
 
 
 def baseline_changes(old: dict, new: dict) -> list[str]:
-    """What an update changed: per strategy and metric, the mean over each file's own transcripts."""
+    """What an update changed: per strategy and metric, the mean over each file's own sessions."""
     lines = []
     for key in ("compactlab", "suite"):
         if old.get(key) != new.get(key):
@@ -257,7 +257,7 @@ def baseline_changes(old: dict, new: dict) -> list[str]:
 
 
 def unmeasurable_metrics(items, table) -> None:
-    """A guarded metric with no value on any transcript, in the baseline and now, guards nothing: a
+    """A guarded metric with no value on any session, in the baseline and now, guards nothing: a
     configuration error (exit 2), never a pass. `items`: comparisons, or (label, metric, values) triples."""
     empty = []
     for item in items:
@@ -269,13 +269,13 @@ def unmeasurable_metrics(items, table) -> None:
     if not empty:
         return
     why = {
-        "total_cost": 'no model of these transcripts has a price: add [prices."MODEL"] tables',
-        "cost_full": 'no model of these transcripts has a price: add [prices."MODEL"] tables',
-        "cost_change": 'no model of these transcripts has a price: add [prices."MODEL"] tables',
+        "total_cost": 'no model of these sessions has a price: add [prices."MODEL"] tables',
+        "cost_full": 'no model of these sessions has a price: add [prices."MODEL"] tables',
+        "cost_change": 'no model of these sessions has a price: add [prices."MODEL"] tables',
         "summarizer_cost": "no priced LLM summarizer ran: configure [summarizer] and its model's price",
     }
     lines = [
-        f"`{label}` · {metric_name(metric)}: {why.get(metric.name, 'no transcript has a value (e.g. the strategy never compacted at this window)')}"
+        f"`{label}` · {metric_name(metric)}: {why.get(metric.name, 'no session has a value (e.g. the strategy never compacted at this window)')}"
         for label, metric in empty
     ]
     raise SuiteError(

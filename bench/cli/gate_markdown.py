@@ -1,6 +1,6 @@
 """The markdown summary of `compactlab check` (for a CI job page or a pull-request comment) and
 its JSON form (`--json`): the verdict, what the check could and could not detect, what changed
-since the baseline, every comparison and the transcripts that flipped with the facts they lost."""
+since the baseline, every comparison and the sessions that flipped with the facts they lost."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from compactlab.gate.gate import MAX_FLIPS_SHOWN, Comparison, Report, fmt
 from compactlab.gate.suite import MetricSpec
 from compactlab.results.catalogue import label as metric_label
 
-MAX_FACTS_SHOWN = 12  # per transcript, in the markdown
+MAX_FACTS_SHOWN = 12  # per session, in the markdown
 
 # --- the markdown summary -----------------------------------------------------------------------------
 
@@ -47,11 +47,11 @@ def markdown(report: Report, confidence: float) -> str:
     if failed:
         lines.append("")
     lines.append(
-        f"Suite `{report.suite}` against baseline `{report.baseline}`, {report.transcripts} transcripts. A metric regresses "
-        f"when the {pct} paired-bootstrap interval of its change (new − baseline over the same transcripts) lies entirely "
+        f"Suite `{report.suite}` against baseline `{report.baseline}`, {report.sessions} sessions. A metric regresses "
+        f"when the {pct} paired-bootstrap interval of its change (new − baseline over the same sessions) lies entirely "
         "on the worse side of its tolerance, so noise alone does not fail the check. For a metric measured per compaction "
         "the interval is two-level (sessions resampled, then each one's compactions), and a second one, within sessions "
-        "(the transcripts held, their compactions resampled), also fails it: a change confined to a few long sessions "
+        "(the sessions held, their compactions resampled), also fails it: a change confined to a few long sessions "
         "counts when it is consistent at their compactions."
     )
     if report.scope:
@@ -66,7 +66,7 @@ def markdown(report: Report, confidence: float) -> str:
             lines.append(
                 f"| {metric_name(c.metric)} | {c.metric.direction} | {_tolerance(c.metric)} | {fmt(c.baseline)} | {fmt(c.new)} | {_change(c)} | {c.n} | {verdict} |"
             )
-    lines += ["", "### Transcripts that flipped", "", "Transcripts whose value moved by more than the tolerance, worst first."]
+    lines += ["", "### Sessions that flipped", "", "Sessions whose value moved by more than the tolerance, worst first."]
     flipped = [c for c in report.comparisons if c.flips or c.missing]
     if not flipped:
         lines += ["", "None."]
@@ -75,16 +75,16 @@ def markdown(report: Report, confidence: float) -> str:
         head = f"`{c.label}` · {metric_name(c.metric)}: {worse} worse, {len(c.flips) - worse} better" + (
             f", {c.missing} lost their value" if c.missing else ""
         )
-        table = ["| transcript | baseline | new | change |", "|---|---|---|---|"] if c.flips else []
+        table = ["| session | baseline | new | change |", "|---|---|---|---|"] if c.flips else []
         for f in c.flips[:MAX_FLIPS_SHOWN]:
             table.append(
-                f"| `{f.transcript}` | {fmt(f.baseline)} | {fmt(f.new)} | {f.new - f.baseline:+.4g} ({'worse' if f.worse else 'better'}) |"
+                f"| `{f.session}` | {fmt(f.baseline)} | {fmt(f.new)} | {f.new - f.baseline:+.4g} ({'worse' if f.worse else 'better'}) |"
             )
         if len(c.flips) > MAX_FLIPS_SHOWN:
             table.append(f"| … and {len(c.flips) - MAX_FLIPS_SHOWN} more | | | |")
         if c.lost_facts:
             table += ["", "Facts lost at its compactions that the baseline kept:", ""]
-            table += [f"- `{transcript}`: {_facts(items)}" for transcript, items in c.lost_facts[:MAX_FLIPS_SHOWN]]
+            table += [f"- `{session}`: {_facts(items)}" for session, items in c.lost_facts[:MAX_FLIPS_SHOWN]]
         if c in failed:
             lines += ["", f"**{head}**", "", *table]
         else:  # folded: not what failed the check
@@ -136,7 +136,7 @@ def report_json(report: Report) -> dict:
             "n": c.n,
             "verdict": c.verdict,
             "missing": c.missing,
-            "flips": [{"transcript": f.transcript, "baseline": f.baseline, "new": f.new, "worse": f.worse} for f in c.flips],
+            "flips": [{"session": f.session, "baseline": f.baseline, "new": f.new, "worse": f.worse} for f in c.flips],
         }
         for c in report.comparisons
     ]
@@ -146,7 +146,7 @@ def report_json(report: Report) -> dict:
         "unmeasured": report.unmeasured,
         "suite": report.suite,
         "baseline": report.baseline,
-        "transcripts": report.transcripts,
+        "sessions": report.sessions,
         "regressions": [r for r, c in zip(rows, report.comparisons) if c in failed],
         "comparisons": rows,
         "notes": report.notes,

@@ -58,7 +58,7 @@ settings = {{ summarizer = "llm", template = "summary.j2" }}   # your template: 
 [[strategy]]
 name = "observation-masking"
 
-# One table per guarded metric (names: the columns in `compactlab run`'s transcripts.csv).
+# One table per guarded metric (names: the columns in `compactlab run`'s sessions.csv).
 # direction: which way is better; tolerance: a change smaller than this never fails the check.
 [metrics.removed_share]
 direction = "higher"

@@ -22,17 +22,17 @@ from compactlab.runs.preview import compact, format_preview, preview_json
 from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, windows_of
 from compactlab.runs.run_files import DONE
 from compactlab.runs.run_storage import KINDS, export_jsonl
+from compactlab.sessions.datasets import datasets_dir, list_datasets
+from compactlab.sessions.importers import importers, load_file
+from compactlab.sessions.importers.canonical import write_canonical
+from compactlab.sessions.loading import Loaded, load_inputs
+from compactlab.sessions.neutralise import TerminalSafe, terminal_text
+from compactlab.sessions.overview import overview_frame, summarize
+from compactlab.sessions.source import SessionError
 from compactlab.strategies.registry import describe_all
 from compactlab.tokens.context_windows import ContextWindows, load_overrides, parse_override
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, run_estimation
 from compactlab.tokens.estimation import summarize as summarize_estimation
-from compactlab.transcripts.datasets import datasets_dir, list_datasets
-from compactlab.transcripts.importers import importers, load_file
-from compactlab.transcripts.importers.canonical import write_canonical
-from compactlab.transcripts.loading import Loaded, load_inputs
-from compactlab.transcripts.neutralise import TerminalSafe, terminal_text
-from compactlab.transcripts.overview import overview_frame, summarize
-from compactlab.transcripts.source import TranscriptError
 from compactlab.version import compactlab_version
 
 INPUTS_HELP = "session files, folders (searched recursively) or bundled dataset names; none: all bundled datasets"
@@ -45,13 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        # What is printed may come from transcripts: their escape sequences must not reach the terminal.
+        # What is printed may come from sessions: their escape sequences must not reach the terminal.
         with contextlib.redirect_stdout(TerminalSafe(sys.stdout)):
             try:
                 return args.run(args)
             except BudgetExhausted as exc:
                 print(
-                    f"compactlab: stopped: {terminal_text(str(exc))}. The transcripts replayed before are kept; continue with "
+                    f"compactlab: stopped: {terminal_text(str(exc))}. The sessions replayed before are kept; continue with "
                     "--resume (the calls already paid for are replayed from the call cache)",
                     file=sys.stderr,
                 )
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
                 return 2
-            except (TranscriptError, KeyError, ValueError, OSError) as exc:
+            except (SessionError, KeyError, ValueError, OSError) as exc:
                 if isinstance(exc, BrokenPipeError):
                     raise
                 print(f"compactlab: error: {terminal_text(error_message(exc))}", file=sys.stderr)
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 def error_message(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return str(exc.args[0])
-    if isinstance(exc, OSError) and exc.strerror and not isinstance(exc, TranscriptError):
+    if isinstance(exc, OSError) and exc.strerror and not isinstance(exc, SessionError):
         # A file that cannot be written (--out naming a file or a read-only folder, a full disk).
         return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
     return str(exc)
@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff = _command(
         commands,
         "diff",
-        "what got better or worse between two runs, per metric and per transcript",
+        "what got better or worse between two runs, per metric and per session",
         "exit codes: 0 compared (whatever changed: the page says what); 2 a run directory is missing or unfinished",
     )
     diff.add_argument("run_a", type=Path, metavar="RUN_A", help="the earlier run directory")
@@ -223,8 +223,8 @@ def _load(args: argparse.Namespace) -> Loaded:
 def run_inspect(args: argparse.Namespace) -> int:
     loaded = _load(args)
     if args.json:
-        for transcript in loaded.transcripts:
-            print(json.dumps(summarize(transcript), ensure_ascii=False))
+        for session in loaded.sessions:
+            print(json.dumps(summarize(session), ensure_ascii=False))
         for failed in loaded.failed:
             print(json.dumps({"path": str(failed.path), "error": failed.error}, ensure_ascii=False))
     else:
@@ -234,7 +234,7 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 def format_overview(loaded: Loaded) -> str:
     lines: list[str] = []
-    frame = overview_frame(loaded.transcripts)
+    frame = overview_frame(loaded.sessions)
     if not frame.empty:
         table = frame.assign(
             file=frame["id"].str.slice(0, 44),
@@ -244,17 +244,17 @@ def format_overview(loaded: Loaded) -> str:
         lines.append(table.to_string(index=False))
         lines.append("")
         lines.append(
-            f"{len(frame)} transcripts, {frame['messages'].sum()} messages, {frame['llm_calls'].sum()} LLM calls, "
+            f"{len(frame)} sessions, {frame['messages'].sum()} messages, {frame['llm_calls'].sum()} LLM calls, "
             f"{frame['compactions'].sum()} real compactions, {frame['skipped_records'].sum()} damaged records skipped"
         )
-    for transcript in loaded.transcripts:
-        if transcript.skipped:
-            reasons = "; ".join(f"{n}× {r}" for r, n in summarize(transcript)["skipped_reasons"].items())
-            lines.append(f"  skipped in {transcript.source_path}: {reasons}")
+    for session in loaded.sessions:
+        if session.skipped:
+            reasons = "; ".join(f"{n}× {r}" for r, n in summarize(session)["skipped_reasons"].items())
+            lines.append(f"  skipped in {session.source_path}: {reasons}")
     for failed in loaded.failed:
         lines.append(f"  file not read: {failed.error}")
     if loaded.passed_over:
-        lines.append(f"  {len(loaded.passed_over)} files in the given folders are not transcripts by name and were not read")
+        lines.append(f"  {len(loaded.passed_over)} files in the given folders are not sessions by name and were not read")
     return "\n".join(lines)
 
 
@@ -269,13 +269,13 @@ def run_datasets(args: argparse.Namespace) -> int:
     rows = []
     for dataset in datasets:
         loaded = load_inputs([dataset.name])
-        frame = overview_frame(loaded.transcripts)
+        frame = overview_frame(loaded.sessions)
         rows.append(
             {
                 "name": dataset.name,
                 "format": dataset.source_format,
                 "files": len(dataset.files),
-                "transcripts": len(frame),
+                "sessions": len(frame),
                 "llm_calls": int(frame["llm_calls"].sum()),
                 "max_prompt_tokens": int(frame["max_prompt_tokens"].max()) if frame["llm_calls"].sum() else None,
                 "compactions": int(frame["compactions"].sum()),
@@ -296,7 +296,7 @@ def run_estimate(args: argparse.Namespace) -> int:
     overrides.update(parse_override(text) for text in args.context_window)
     loaded = _load(args)
     result = run_estimation(
-        loaded.transcripts,
+        loaded.sessions,
         args.estimators,
         ContextWindows(overrides=overrides),
         progress=sys.stderr.isatty(),
@@ -352,8 +352,8 @@ def run_strategies(args: argparse.Namespace) -> int:
 
 
 def run_compact(args: argparse.Namespace) -> int:
-    transcripts = load_file(args.path, lenient=args.lenient)
-    result = compact(transcripts[0], args.strategy, args.at, args.estimator, windows_of(RunConfig(window=args.window)))
+    sessions = load_file(args.path, lenient=args.lenient)
+    result = compact(sessions[0], args.strategy, args.at, args.estimator, windows_of(RunConfig(window=args.window)))
     print(json.dumps(preview_json(result), indent=2, default=str) if args.json else format_preview(result))
     return 0
 
@@ -379,11 +379,11 @@ def run_export(args: argparse.Namespace) -> int:
     loaded = _load(args)
     args.out.mkdir(parents=True, exist_ok=True)
     by_file: dict[str, list] = {}
-    for transcript in loaded.transcripts:
-        by_file.setdefault(transcript.source_path, []).append(transcript)
-    for source_path, transcripts in by_file.items():
+    for session in loaded.sessions:
+        by_file.setdefault(session.source_path, []).append(session)
+    for source_path, sessions in by_file.items():
         name = Path(source_path).name.removesuffix(".gz").removesuffix(".json").removesuffix(".jsonl")
-        target = write_canonical(transcripts, args.out / f"{name}.jsonl")
+        target = write_canonical(sessions, args.out / f"{name}.jsonl")
         print(target)
     return 0
 

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from compactlab.contract import CompactionFailed, CompactionRequest, Context, Harness, Reason, Strategy, Summarizer, Trigger
-from compactlab.transcripts.model import Message
+from compactlab.sessions.model import Message
 
 
 @dataclass(frozen=True)

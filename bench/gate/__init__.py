@@ -1,1 +1,1 @@
-"""The CI gate: a suite of transcripts and the check that a change did not make compaction worse."""
+"""The CI gate: a suite of sessions and the check that a change did not make compaction worse."""

@@ -4,36 +4,36 @@
 `bench/cli/gate_cli.py`.)
 
 `baseline` runs a suite (`bench/gate/suite.py`) and writes, per strategy label and metric, the value of
-every transcript, with the suite's hash, the compactlab version, the prompt hashes each strategy
+every session, with the suite's hash, the compactlab version, the prompt hashes each strategy
 used, each strategy's prompt templates (their hashes) and the model that read them
 (`compactlab.gate.measured`: a check that did not measure a change is no result), and the hash of
-every transcript file. It never overwrites a baseline without `--update`.
+every session file. It never overwrites a baseline without `--update`.
 
 `check` runs the same suite and compares it with the baseline, per strategy and metric, on the
-transcripts both hold a value for. The regression rule, for a metric with tolerance t:
+sessions both hold a value for. The regression rule, for a metric with tolerance t:
 
-    d_i  = new_i − baseline_i for each shared transcript i, signed so that positive is better
+    d_i  = new_i − baseline_i for each shared session i, signed so that positive is better
            (−d_i for metrics where lower is better)
     [lo, hi] = the paired percentile-bootstrap interval of mean(d) (`paired_bootstrap`: the
-           transcript is the resampled unit; `[gate]` confidence, resamples, seed)
+           session is the resampled unit; `[gate]` confidence, resamples, seed)
     t_abs = t, or t × |baseline mean| when the metric is `relative`
     regression   ⇔  hi < −t_abs    (the whole interval is worse than the tolerance)
     improvement  ⇔  lo > +t_abs
 
 For a metric measured per compaction (`Metric.per_compaction`: next-step preservation, summary
 recall) the baseline also keeps each compaction's value, and the interval is two-level
-(`two_level_bootstrap`): transcripts resampled, then the compactions within each drawn one. A
-second interval holds the transcripts and resamples only their compactions ("within sessions"):
+(`two_level_bootstrap`): sessions resampled, then the compactions within each drawn one. A
+second interval holds the sessions and resamples only their compactions ("within sessions"):
 
     regression   ⇔  hi < −t_abs  or  hi_within < −t_abs
     improvement  ⇔  lo > +t_abs  or  lo_within > +t_abs      (when not a regression)
 
 The within-sessions interval is what makes a change confined to a few long sessions visible: with
-7 of 10 transcripts unchanged, a resample of transcripts draws none of the other 3 about 3% of the
-time, so an interval over transcripts alone always reaches 0 at 95%, however consistent the loss
+7 of 10 sessions unchanged, a resample of sessions draws none of the other 3 about 3% of the
+time, so an interval over sessions alone always reaches 0 at 95%, however consistent the loss
 at every compaction of those 3 sessions.
 
-So a change that helps some transcripts and hurts others by chance does not fail a build, and
+So a change that helps some sessions and hurts others by chance does not fail a build, and
 neither does a consistent change smaller than the tolerance. A metric that had values in the
 baseline and has none now (e.g. a strategy stopped compacting) also fails. Values within 1e-12
 (relative) of the baseline count as unchanged, so float noise across platforms is no change.
@@ -62,14 +62,17 @@ from compactlab.runs import runs
 from compactlab.runs.run_storage import run_compaction_rows
 from compactlab.scoring.statistics import SessionValues, paired_bootstrap, two_level_bootstrap
 
-FORMAT = 2  # 2: each strategy records its templates' hashes and the model that read them
+FORMAT = (
+    3  # 2: each strategy records its templates' hashes and the model that read them; 3: `sessions`, which 2 called `transcripts`
+)
+READ_FORMATS = (2, FORMAT)  # a format 2 baseline is read with its key renamed (`_current`)
 MAX_FLIPS_SHOWN = 10
 EPSILON = 1e-12  # float noise below which two values are the same
 
 
 @dataclass(frozen=True)
 class Flip:
-    transcript: str
+    session: str
     baseline: float
     new: float
     worse: bool
@@ -79,7 +82,7 @@ class Flip:
 class Comparison:
     label: str
     metric: MetricSpec
-    baseline: float  # means over the shared transcripts
+    baseline: float  # means over the shared sessions
     new: float
     change: float  # mean(new − baseline)
     low: float
@@ -87,12 +90,12 @@ class Comparison:
     n: int
     verdict: str  # regression | no values | worse | better | improved | ok | unchanged | n/a
     flips: tuple[Flip, ...] = ()
-    missing: int = 0  # baseline transcripts with a value that have none in the new run
+    missing: int = 0  # baseline sessions with a value that have none in the new run
     # Per-compaction metrics: the within-sessions interval (NaN otherwise) and the compactions compared.
     within_low: float = math.nan
     within_high: float = math.nan
     compactions: int = 0
-    # Per flipped transcript (worse ones): the facts lost at its compactions that the baseline kept.
+    # Per flipped session (worse ones): the facts lost at its compactions that the baseline kept.
     lost_facts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
@@ -102,7 +105,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     suite: str = ""
     baseline: str = ""
-    transcripts: int = 0
+    sessions: int = 0
     scope: list[str] = field(default_factory=list)  # what the check could and could not detect
     unmeasured: list[str] = field(default_factory=list)  # why it is no result (`compactlab.gate.measured`)
 
@@ -116,7 +119,7 @@ class Report:
 
 @dataclass(frozen=True)
 class SuiteRun:
-    """A replay of a suite: the run result, its metric table (one row per transcript × strategy),
+    """A replay of a suite: the run result, its metric table (one row per session × strategy),
     the per-compaction values of its per-compaction metrics, where its summaries came from
     (`answers`: None without a [summarizer]) and what it measured of each setting's prompt templates."""
 
@@ -137,16 +140,16 @@ def run_suite(suite: Suite, out: Path, offline_mode: bool = False, progress: boo
     result = runs.run(config, out, progress=progress, summarizer=summarizer)
     _ = result.compactions  # read while `out` exists: it may be a temporary folder (the prompt hashes need them)
     values = list(compaction_values(run_compaction_rows(out)))
-    return SuiteRun(result, metric_table(out, result.transcripts), values, answers, prompt_records(suite, answers))
+    return SuiteRun(result, metric_table(out, result.sessions), values, answers, prompt_records(suite, answers))
 
 
 def compaction_document(suite: Suite, values: list[CompactionValue]) -> dict:
-    """label -> metric -> transcript -> [[at, value, [lost items]], ...] for the guarded per-compaction metrics."""
+    """label -> metric -> session -> [[at, value, [lost items]], ...] for the guarded per-compaction metrics."""
     guarded = {m.name for m in suite.metrics if BY_NAME[m.name].per_compaction}
     document: dict = {s.label: {name: {} for name in sorted(guarded)} for s in suite.config.strategies}
-    for v in sorted(values, key=lambda v: (v.config, v.metric, v.transcript, v.at)):
-        if v.metric in guarded and v.config in document:
-            document[v.config][v.metric].setdefault(v.transcript, []).append([v.at, v.value, sorted(v.lost)])
+    for v in sorted(values, key=lambda v: (v.setting, v.metric, v.session, v.at)):
+        if v.metric in guarded and v.setting in document:
+            document[v.setting][v.metric].setdefault(v.session, []).append([v.at, v.value, sorted(v.lost)])
     return document
 
 
@@ -155,7 +158,7 @@ def baseline_document(suite: Suite, run: SuiteRun) -> dict:
     labels = [s.label for s in suite.config.strategies]
     values = {}
     for label in labels:
-        rows = table[table["config"] == label].set_index("transcript").sort_index() if not table.empty else pd.DataFrame()
+        rows = table[table["setting"] == label].set_index("session").sort_index() if not table.empty else pd.DataFrame()
         values[label] = {
             m.name: {t: _number(v) for t, v in rows[m.name].items()} if m.name in rows else {} for m in suite.metrics
         }
@@ -172,9 +175,9 @@ def baseline_document(suite: Suite, run: SuiteRun) -> dict:
             }
             for label in labels
         },
-        "transcripts": {
+        "sessions": {
             t.id: {"file": _relative(t.source_path, suite.path.parent), "sha256": file_hash(t.source_path)}
-            for t in sorted(result.read.transcripts, key=lambda t: t.id)
+            for t in sorted(result.read.sessions, key=lambda t: t.id)
         },
         "values": values,
         "compactions": compaction_document(suite, list(per_compaction)),
@@ -193,11 +196,19 @@ def read_baseline(path: Path, suite_path: Path, any_format: bool = False) -> dic
         raise SuiteError(f"{path}: not a readable baseline file ({exc})") from exc
     if (
         not isinstance(document, dict)
-        or (document.get("format") != FORMAT and not any_format)
+        or (document.get("format") not in READ_FORMATS and not any_format)
         or not isinstance(document.get("values"), dict)
     ):
         raise SuiteError(f"{path}: not a compactlab baseline of format {FORMAT}; recreate it with `compactlab baseline --update`")
-    return document
+    return _current(document)
+
+
+def _current(document: dict) -> dict:
+    """A baseline as this format holds it: format 2 named the session files' hashes `transcripts`."""
+    if document.get("format") != 2 or "transcripts" not in document:
+        return document
+    upgraded = {key: value for key, value in document.items() if key != "transcripts"}
+    return {**upgraded, "sessions": document["transcripts"], "format": FORMAT}
 
 
 def write_baseline(path: Path, document: dict) -> None:
@@ -229,11 +240,11 @@ def stale_strategies(suite: Suite, baseline: dict) -> list[str]:
 def compare(suite: Suite, baseline: dict, table: pd.DataFrame, values: list[CompactionValue] | None = None) -> Report:
     """The suite's run (`table`, and `values`: its per-compaction values) against the baseline.
     Per-compaction metrics get the two-level rule where both sides have compaction values (a
-    baseline written before they were kept gets the rule over transcripts alone)."""
-    report = Report([], suite=str(suite.path), transcripts=int(table["transcript"].nunique()) if not table.empty else 0)
+    baseline written before they were kept gets the rule over sessions alone)."""
+    report = Report([], suite=str(suite.path), sessions=int(table["session"].nunique()) if not table.empty else 0)
     new_compactions = compaction_document(suite, values or [])
     for strategy in suite.config.strategies:
-        rows = table[table["config"] == strategy.label].set_index("transcript") if not table.empty else pd.DataFrame()
+        rows = table[table["setting"] == strategy.label].set_index("session") if not table.empty else pd.DataFrame()
         for metric in suite.metrics:
             old = {t: v for t, v in baseline["values"][strategy.label][metric.name].items() if v is not None}
             new = {t: _number(v) for t, v in rows[metric.name].items()} if metric.name in rows else {}
@@ -265,7 +276,7 @@ def _compare(
         two = two_level_bootstrap(
             sessions, resamples=suite.resamples, seed=suite.seed, confidence=suite.confidence, epsilon=EPSILON
         )
-        if two.n == len(shared):  # every shared transcript has its compactions on both sides
+        if two.n == len(shared):  # every shared session has its compactions on both sides
             low, high, within, compactions = two.low, two.high, (two.within_low, two.within_high), two.compactions
     allowed = metric.allowed(float(b.mean()))
     intervals = [sorted((metric.gain(low), metric.gain(high)))]
@@ -284,19 +295,15 @@ def _compare(
     else:
         verdict = "ok"
     flips = []
-    for transcript, x, y in zip(shared, a, b):
+    for session, x, y in zip(shared, a, b):
         change = x - y
         if change != 0 and abs(change) > metric.allowed(y):
-            flips.append(Flip(transcript, float(y), float(x), worse=metric.gain(change) < 0))
+            flips.append(Flip(session, float(y), float(x), worse=metric.gain(change) < 0))
     flips.sort(key=lambda f: metric.gain(f.new - f.baseline))  # worst first
     # The rule judges per-session means; a metric the catalogue adds up is shown as its total, as everywhere.
     scale = len(shared) if BY_NAME[metric.name].aggregate == "sum" else 1
     lost = (
-        tuple(
-            (f.transcript, _newly_lost(points[0].get(f.transcript, []), points[1].get(f.transcript, [])))
-            for f in flips
-            if f.worse
-        )
+        tuple((f.session, _newly_lost(points[0].get(f.session, []), points[1].get(f.session, []))) for f in flips if f.worse)
         if points is not None
         else ()
     )
@@ -320,7 +327,7 @@ def _compare(
 
 
 def _session(old: list, new: list) -> SessionValues:
-    """A transcript's compaction values on both sides (`compaction_document` entries)."""
+    """A session's compaction values on both sides (`compaction_document` entries)."""
     return SessionValues(
         tuple(p[0] for p in old),
         np.array([p[1] for p in old], dtype=float),
@@ -368,7 +375,7 @@ def flat_entry(entry: dict) -> dict:
 def prompt_hashes(compactions: pd.DataFrame, label: str) -> list[str]:
     if compactions.empty or "prompt_hash" not in compactions:
         return []
-    return sorted({h for h in compactions.loc[compactions["config"] == label, "prompt_hash"] if isinstance(h, str) and h})
+    return sorted({h for h in compactions.loc[compactions["setting"] == label, "prompt_hash"] if isinstance(h, str) and h})
 
 
 def _relative(path: str, folder: Path) -> str:

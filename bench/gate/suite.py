@@ -3,7 +3,7 @@
 A suite is a TOML file with every key of a run configuration (`bench/runs/run_config.py`) and two
 more tables:
 
-    datasets = ["../../datasets/m-claude/transcripts/21e3c711-....jsonl.gz", "mini-swe-agent-pr816"]
+    datasets = ["../../datasets/m-claude/sessions/21e3c711-....jsonl.gz", "mini-swe-agent-pr816"]
     window = 32000
 
     [[strategy]]
@@ -31,7 +31,7 @@ more tables:
 
 Relative paths (datasets, `*template` settings, `file.py:Name` strategies, cache_dir) are read
 relative to the suite file, so a suite works from any working directory. A metric is one of
-`compactlab.results.catalogue.METRICS`: a column of `compactlab.results.metrics.transcript_summary` (one value per transcript
+`compactlab.results.catalogue.METRICS`: a column of `compactlab.results.metrics.session_summary` (one value per session
 × strategy) or a per-kind next-step preservation, `preservation_k1_path` ... `preservation_k5_number`:
 the share of the needed items of that kind (path, identifier, command, url, error, number) still in
 the compacted context. Its direction and tolerance default to the catalogue's.
@@ -55,7 +55,7 @@ from compactlab.results.catalogue import BY_NAME, KIND_METRICS
 from compactlab.results.compaction_values import compaction_values
 from compactlab.runs.run_config import RunConfig, config_from_data
 from compactlab.runs.run_storage import run_compaction_rows
-from compactlab.transcripts.datasets import list_datasets
+from compactlab.sessions.datasets import list_datasets
 
 # Every per-session metric of the catalogue, whose label, direction and default tolerance a suite's
 # [metrics] table starts from.
@@ -71,7 +71,7 @@ class MetricSpec:
     name: str
     direction: str  # "higher" or "lower": which way is better
     tolerance: float = 0.0
-    relative: bool = False  # tolerance is a share of the baseline mean (per transcript: of its baseline value)
+    relative: bool = False  # tolerance is a share of the baseline mean (per session: of its baseline value)
 
     def allowed(self, reference: float) -> float:
         """The absolute change allowed around `reference` before a change counts."""
@@ -276,20 +276,18 @@ def offline(config: RunConfig) -> RunConfig:
     return replace(config, **changes)
 
 
-def metric_table(out: Path, transcripts: pd.DataFrame) -> pd.DataFrame:
-    """`transcripts` (a run's transcript_summary) plus the per-kind preservation columns, from the
+def metric_table(out: Path, sessions: pd.DataFrame) -> pd.DataFrame:
+    """`sessions` (a run's session_summary) plus the per-kind preservation columns, from the
     run directory's compaction rows."""
     records = [
-        {"transcript": v.transcript, "config": v.config, "column": v.metric, "score": v.value}
+        {"session": v.session, "setting": v.setting, "column": v.metric, "score": v.value}
         for v in compaction_values(run_compaction_rows(out))
         if v.metric in KIND_METRICS
     ]
-    table = transcripts.copy()
+    table = sessions.copy()
     if records:
-        kinds = pd.DataFrame(records).pivot_table(
-            index=["transcript", "config"], columns="column", values="score", aggfunc="mean"
-        )
-        table = table.join(kinds, on=["transcript", "config"])
+        kinds = pd.DataFrame(records).pivot_table(index=["session", "setting"], columns="column", values="score", aggfunc="mean")
+        table = table.join(kinds, on=["session", "setting"])
     for column in KIND_METRICS:
         if column not in table:
             table[column] = float("nan")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from compactlab.transcripts.model import LLMCall
+from compactlab.sessions.model import LLMCall
 
 Mode = Literal["use", "offline", "refresh"]
 MODES: tuple[str, ...] = ("use", "offline", "refresh")

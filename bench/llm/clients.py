@@ -47,12 +47,12 @@ from compactlab.llm.errors import (
     RateLimited,
     RequestCancelled,
 )
-from compactlab.transcripts.model import LLMCall
+from compactlab.sessions.model import LLMCall
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRIES = 4  # the SDKs default to 2; a long replay should ride out a short outage
-DEFAULT_TIMEOUT = 300.0  # seconds per attempt: long summaries of long transcripts are slow
+DEFAULT_TIMEOUT = 300.0  # seconds per attempt: long summaries of long sessions are slow
 NO_AUTH_KEY = "no-key-needed"  # what local servers without auth (Ollama, vLLM, llama.cpp) get
 MAX_MESSAGE_CHARS = 1000  # of a provider's error message kept in ours
 

@@ -1,6 +1,6 @@
 """How many LLM calls a run sends at once and per minute, what it may spend, and what it did.
 
-A run replays its (transcript, setting) pairs side by side in threads of one process while their
+A run replays its (session, setting) pairs side by side in threads of one process while their
 calls wait on the provider (`compactlab.runs.concurrent_replays`). Each call goes through:
 
 - its provider's `ProviderGate`: at most `max_in_flight` calls sent at once, and, when configured,
@@ -37,7 +37,7 @@ from typing import TypeVar
 
 from compactlab.llm.errors import LLMUnavailable, RateLimited, RequestCancelled
 from compactlab.llm.prices import ModelPrice, cost_of
-from compactlab.transcripts.model import LLMCall
+from compactlab.sessions.model import LLMCall
 
 T = TypeVar("T")
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from compactlab.transcripts.model import LLMCall
+from compactlab.sessions.model import LLMCall
 
 
 @dataclass(frozen=True)

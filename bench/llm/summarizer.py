@@ -54,7 +54,7 @@ class LLMSummarizer:
         self.prices: dict[str, ModelPrice] = resolve_prices(prices)
         self.name = name or f"llm:{client.provider}:{client.model}"
         # Bounds calls actually sent to the provider, across every thread using this summarizer
-        # (cache hits take no slot): the rate limit is per account, not per transcript. A run
+        # (cache hits take no slot): the rate limit is per account, not per session. A run
         # gives summarizers of one provider account one gate (`compactlab.llm.concurrency.shared_gates`).
         self.limits = limits or Limits()
         self.gate = ProviderGate(self.limits)
@@ -239,7 +239,7 @@ def summarize_many(
     """Summarize many requests in parallel, at most `max_workers` at once, results in input order.
 
     With `return_exceptions`, a failed request's exception takes its place in the list (one bad
-    transcript does not stop the others); otherwise the first failure in input order is raised
+    session does not stop the others); otherwise the first failure in input order is raised
     once the calls already running have finished, and calls not yet started are cancelled.
     """
     if max_workers < 1:

@@ -67,7 +67,7 @@ def main() -> None:
         suite = load_suite(path)
         counting = CountingSummarizer()
         result = runs.run(replace(suite.config, summarizer={}), Path(folder) / "run", summarizer=counting)
-    sessions = len(result.read.transcripts)
+    sessions = len(result.read.sessions)
     low = counting.input_tokens * price.input / 1e6
     typical = low + counting.extractive_tokens * price.output / 1e6
     high = low + counting.budget * price.output / 1e6

@@ -36,7 +36,7 @@ LOSS_SHARES = (0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.15, 0.20, 0.25, 0.30, 0.40)
 
 
 def recall_points(out: Path, metric: str) -> dict[str, dict[str, list[tuple[int, int, int]]]]:
-    """label -> transcript -> [(at, kept, needed)] for every compaction with a recall value."""
+    """label -> session -> [(at, kept, needed)] for every compaction with a recall value."""
     k = metric.rsplit("_", 1)[1]  # "k1" or "k5"
     points: dict[str, dict[str, list[tuple[int, int, int]]]] = {}
     for row in run_compaction_rows(out):
@@ -45,18 +45,18 @@ def recall_points(out: Path, metric: str) -> dict[str, dict[str, list[tuple[int,
             continue
         needed = len(found["only_dropped"])
         kept = needed - len(found["summary_lost"])
-        points.setdefault(row["config"], {}).setdefault(row["transcript"], []).append((int(row["message_index"]), kept, needed))
+        points.setdefault(row["setting"], {}).setdefault(row["session"], []).append((int(row["message_index"]), kept, needed))
     return points
 
 
 def _documents(label: str, metric: str, recalls: dict[str, list[tuple[int, float]]]) -> tuple[dict, pd.DataFrame, list]:
     """A baseline document, a metric table and compaction values holding these recalls."""
     table = pd.DataFrame(
-        [{"transcript": t, "config": label, metric: float(np.mean([v for _, v in vs]))} for t, vs in recalls.items()]
+        [{"session": t, "setting": label, metric: float(np.mean([v for _, v in vs]))} for t, vs in recalls.items()]
     )
     values = [CompactionValue(t, label, at, metric, v, ()) for t, vs in recalls.items() for at, v in vs]
     document = {
-        "values": {label: {metric: dict(zip(table["transcript"], table[metric]))}},
+        "values": {label: {metric: dict(zip(table["session"], table[metric]))}},
         "compactions": {label: {metric: {t: [[at, v, []] for at, v in vs] for t, vs in recalls.items()}}},
     }
     return document, table, values

@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context, Harness, PieceRule, Strategy
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig, harness_of
+from compactlab.replay.setting import Setting, harness_of
+from compactlab.sessions.loading import load_inputs
+from compactlab.sessions.model import Session
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.model import Transcript
 
 CLAUDE_CODE = ["claude-code-log", "m-claude"]
 FIGURES = (
@@ -60,12 +60,12 @@ class WithHarness:
         return self.strategy.compact(context, request)
 
 
-def session_figures(transcript: Transcript, strategy: str, window: int, pieces: PieceRule | None = None) -> dict[str, int]:
+def session_figures(session: Session, strategy: str, window: int, pieces: PieceRule | None = None) -> dict[str, int]:
     chosen: Strategy | None = None
     if pieces is not None:
         plain = get_strategy(strategy)
         chosen = WithHarness(plain, replace(harness_of(plain), pieces=pieces))
-    replayed = replay(transcript, StrategyConfig(strategy, strategy), ContextWindows({"": window}), strategy=chosen)
+    replayed = replay(session, Setting(strategy, strategy), ContextWindows({"": window}), strategy=chosen)
     if replayed is None:
         return dict.fromkeys(FIGURES, 0)
     calls = replayed.calls
@@ -116,12 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     by_dataset: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(FIGURES, 0))
     for name in args.inputs or CLAUDE_CODE:
         loaded = load_inputs([name], lenient=True)
-        damaged = sum(1 for t in loaded.transcripts if t.skipped)
+        damaged = sum(1 for t in loaded.sessions if t.skipped)
         print(
-            f"{name}: {len(loaded.transcripts)} sessions ({damaged} with damaged records skipped, {len(loaded.failed)} unreadable)"
+            f"{name}: {len(loaded.sessions)} sessions ({damaged} with damaged records skipped, {len(loaded.failed)} unreadable)"
         )
-        for transcript in loaded.transcripts:
-            found = session_figures(transcript, args.strategy, args.window, args.pieces)
+        for session in loaded.sessions:
+            found = session_figures(session, args.strategy, args.window, args.pieces)
             for group in (name, "all"):
                 for figure in FIGURES:
                     by_dataset[group][figure] += found[figure]

@@ -10,7 +10,7 @@ its steps (new needed items get a null label: read them). `score` prints precisi
 what the extractor finds now with its 95% Wilson interval, and recall on the steps read for it
 with its counts. `--held-out` scores only the steps of sessions no extractor fix was chosen on
 (needed_sample.TUNED_ON). FILE defaults to the committed
-sample; the shared transcripts are looked for where tests/conftest.py looks (--shared to change).
+sample; the shared sessions are looked for where tests/conftest.py looks (--shared to change).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out or args.file
         if out.exists():
             parser.error(f"{out} exists; give --out for a fresh sample")
-        held_out = frozenset((s.transcript, s.step) for sample in args.exclude for s in read_sample(sample))
+        held_out = frozenset((s.session, s.step) for sample in args.exclude for s in read_sample(sample))
         steps = draw(args.shared, args.seed, args.items, SOURCES, held_out)
         write_sample(steps, out)
         print(f"{out}: {len(steps)} steps, {sum(len(s.items) for s in steps)} needed items to label")
@@ -69,13 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.file}: {len(unlabelled(steps, needed_now(steps, args.shared)))} needed items to label")
         return 0
     if args.held_out:
-        steps = [s for s in steps if s.transcript not in TUNED_ON]
+        steps = [s for s in steps if s.session not in TUNED_ON]
         print(f"held out: the steps of {len(TUNED_ON)} sessions that extractor fixes were chosen on are left out")
     needed = needed_now(steps, args.shared)
     open_labels = unlabelled(steps, needed)
     for step, item in open_labels:
         print(
-            f"no label (run refresh, then label it): {step.transcript} step {step.step}: {item.kind} {item.text!r}",
+            f"no label (run refresh, then label it): {step.session} step {step.step}: {item.kind} {item.text!r}",
             file=sys.stderr,
         )
     print(

@@ -2,9 +2,9 @@
 
 The labelling rule is docs/needed-items-labelling.md. The sample (tests/data/needed_items_sample.jsonl)
 holds steps, one JSON record per sampled assistant step, drawn with a fixed seed from every source
-of the shared real transcripts that holds agent steps:
+of the shared real sessions that holds agent steps:
 
-    {"source", "transcript" (path under the shared folder), "step" (message index), "message"
+    {"source", "session" (path under the shared folder), "step" (message index), "message"
      (the step itself: role and parts), "items": [{"kind", "text", "context", "label"}],
      "missed": [[kind, text], ...] or absent}
 
@@ -18,8 +18,8 @@ the items of one step stand or fall together, so a source's figure rests on its 
 that the history holds and the extractor did not find. Labels of items the extractor no longer
 finds are kept (they no longer count), so a change can be undone without labelling again.
 
-Scoring recomputes the needed items from the shared transcripts with the current code; the stored
-step must still be the transcript's message there. A needed item that no record labels is an
+Scoring recomputes the needed items from the shared sessions with the current code; the stored
+step must still be the session's message there. A needed item that no record labels is an
 error to fix by labelling it (`python -m compactlab.measure.needed_items_sample refresh`), never skipped.
 """
 
@@ -35,8 +35,8 @@ from pathlib import Path
 
 from compactlab.scoring.matching import Item, _searchable
 from compactlab.scoring.preservation import needed_items
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.model import Message, Transcript, part_from_dict, part_to_dict
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.model import Message, Session, part_from_dict, part_to_dict
 
 # Every shared source with agent steps (condenser-pairs-gpt5mini holds context → summary pairs: no agent acts there).
 SOURCES = (
@@ -56,7 +56,7 @@ CAP = 5
 RECALL_STEPS = 3
 RECALL_MAX_ITEMS = 2 * CAP
 LABELS = ("meaningful", "noise", "produced")
-TRANSCRIPT_SUFFIXES = (".jsonl", ".json")
+SESSION_SUFFIXES = (".jsonl", ".json")
 
 
 # Sessions whose sampled steps showed an extractor defect that was then fixed (issue 27 §2): a figure
@@ -81,7 +81,7 @@ class SampleError(ValueError):
 @dataclass(frozen=True)
 class SampledStep:
     source: str
-    transcript: str
+    session: str
     step: int
     message: Message
     items: tuple[dict, ...]  # {"kind", "text", "context", "label", "reason"}
@@ -142,7 +142,7 @@ def message_from_dict(data: dict) -> Message:
 def step_to_dict(step: SampledStep) -> dict:
     record = {
         "source": step.source,
-        "transcript": step.transcript,
+        "session": step.session,
         "step": step.step,
         "items": list(step.items),
     }
@@ -167,7 +167,7 @@ def read_sample(path: Path) -> list[SampledStep]:
             steps.append(
                 SampledStep(
                     data["source"],
-                    data["transcript"],
+                    data["session"],
                     int(data["step"]),
                     message_from_dict(data["message"]),
                     items,
@@ -187,38 +187,34 @@ def write_sample(steps: Iterable[SampledStep], path: Path) -> None:
 
 # --- scoring -------------------------------------------------------------------------------------
 
-Needed = dict[tuple[str, int], tuple[Item, ...]]  # (transcript, step) -> what the step needs now
+Needed = dict[tuple[str, int], tuple[Item, ...]]  # (session, step) -> what the step needs now
 
 
 def needed_now(steps: Sequence[SampledStep], shared: Path) -> Needed:
-    """The needed items of each sampled step by the current code, from the shared transcripts."""
-    loaded: dict[str, list[Transcript]] = {}
+    """The needed items of each sampled step by the current code, from the shared sessions."""
+    loaded: dict[str, list[Session]] = {}
     result = {}
     for step in steps:
-        if step.transcript not in loaded:
-            loaded[step.transcript] = load_file(shared / step.transcript, lenient=True)
+        if step.session not in loaded:
+            loaded[step.session] = load_file(shared / step.session, lenient=True)
         stored = message_to_dict(step.message)
-        transcript = next(
-            (
-                t
-                for t in loaded[step.transcript]
-                if step.step < len(t.messages) and message_to_dict(t.messages[step.step]) == stored
-            ),
+        session = next(
+            (t for t in loaded[step.session] if step.step < len(t.messages) and message_to_dict(t.messages[step.step]) == stored),
             None,
         )
-        if transcript is None:
-            raise SampleError(f"{shared / step.transcript}: message {step.step} is not the sampled step any more")
-        result[(step.transcript, step.step)] = needed_items(transcript.messages, step.step, (1,))[1] or ()
+        if session is None:
+            raise SampleError(f"{shared / step.session}: message {step.step} is not the sampled step any more")
+        result[(step.session, step.step)] = needed_items(session.messages, step.step, (1,))[1] or ()
     return result
 
 
-def capped(transcript: str, step: int, items: Sequence[Item]) -> tuple[Item, ...]:
+def capped(session: str, step: int, items: Sequence[Item]) -> tuple[Item, ...]:
     """The `CAP` items of a step that count for precision: first in an order fixed by each item's
     text and place (a hash), so anyone recomputes the same choice, and a change to the extractor
     that adds or drops an item leaves the others' order alone. Returned in the step's order."""
 
     def rank(item: Item) -> str:
-        return hashlib.sha256(f"{transcript}\0{step}\0{item.kind}\0{item.text}".encode()).hexdigest()
+        return hashlib.sha256(f"{session}\0{step}\0{item.kind}\0{item.text}".encode()).hexdigest()
 
     chosen = set(sorted(items, key=rank)[:CAP])
     return tuple(i for i in items if i in chosen)
@@ -226,12 +222,12 @@ def capped(transcript: str, step: int, items: Sequence[Item]) -> tuple[Item, ...
 
 def counted(step: SampledStep, needed: Needed) -> tuple[Item, ...]:
     """The needed items of a sampled step that are scored for precision (`capped`)."""
-    return capped(step.transcript, step.step, needed[(step.transcript, step.step)])
+    return capped(step.session, step.step, needed[(step.session, step.step)])
 
 
 def to_label(step: SampledStep, needed: Needed) -> tuple[Item, ...]:
     """What must carry a label: the counted items, and every needed item of a step read for recall."""
-    return needed[(step.transcript, step.step)] if step.missed is not None else counted(step, needed)
+    return needed[(step.session, step.step)] if step.missed is not None else counted(step, needed)
 
 
 def unlabelled(steps: Sequence[SampledStep], needed: Needed) -> list[tuple[SampledStep, Item]]:
@@ -253,7 +249,7 @@ def scores(steps: Sequence[SampledStep], needed: Needed) -> dict[str, SourceScor
                     counts[label] += 1
             if step.missed is not None:
                 recall_steps += 1
-                recall_found += sum(labels.get(i) == "meaningful" for i in needed[(step.transcript, step.step)])
+                recall_found += sum(labels.get(i) == "meaningful" for i in needed[(step.session, step.step)])
                 recall_missed += len(step.missed)
         result[source] = SourceScore(
             source,
@@ -269,21 +265,21 @@ def scores(steps: Sequence[SampledStep], needed: Needed) -> dict[str, SourceScor
     return result
 
 
-# --- drawing from the shared transcripts ---------------------------------------------------------
+# --- drawing from the shared sessions ---------------------------------------------------------
 
 
-def transcript_files(shared: Path, source: str) -> list[Path]:
+def session_files(shared: Path, source: str) -> list[Path]:
     folder = shared / source
     if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: no such source folder of the shared transcripts")
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in TRANSCRIPT_SUFFIXES)
+        raise FileNotFoundError(f"{folder}: no such source folder of the shared sessions")
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in SESSION_SUFFIXES)
 
 
-def load_source(shared: Path, source: str) -> Iterator[tuple[str, Transcript]]:
-    """Each transcript of a source with its path under `shared` (damaged records skipped, as --lenient)."""
-    for path in transcript_files(shared, source):
-        for transcript in load_file(path, lenient=True):
-            yield path.relative_to(shared).as_posix(), transcript
+def load_source(shared: Path, source: str) -> Iterator[tuple[str, Session]]:
+    """Each session of a source with its path under `shared` (damaged records skipped, as --lenient)."""
+    for path in session_files(shared, source):
+        for session in load_file(path, lenient=True):
+            yield path.relative_to(shared).as_posix(), session
 
 
 def context_of(message: Message, text: str, width: int = 60) -> str:
@@ -307,23 +303,23 @@ def draw(
     exclude: frozenset[tuple[str, int]] = frozenset(),
 ) -> list[SampledStep]:
     """Random assistant steps of each source (uniform over steps that need something, none of
-    `exclude`: (transcript, step) pairs held out, such as an earlier sample's), until each source has
+    `exclude`: (session, step) pairs held out, such as an earlier sample's), until each source has
     at least `items_per_source` counted needed items. The first `RECALL_STEPS` steps of a source that
     need at most `RECALL_MAX_ITEMS` items are read for recall: all their items listed, `missed` empty
     until the reader fills it. Labels are null: read them by the rule."""
     sample: list[SampledStep] = []
     for source in sources:
-        transcripts = list(load_source(shared, source))
-        positions = [(t, i) for t, (_, tr) in enumerate(transcripts) for i, m in enumerate(tr.messages) if m.role == "assistant"]
+        sessions = list(load_source(shared, source))
+        positions = [(t, i) for t, (_, tr) in enumerate(sessions) for i, m in enumerate(tr.messages) if m.role == "assistant"]
         random.Random(f"{seed}:{source}").shuffle(positions)
         total = 0
         for t, index in positions:
             if total >= items_per_source:
                 break
-            name, transcript = transcripts[t]
+            name, session = sessions[t]
             if (name, index) in exclude:
                 continue
-            needed = needed_items(transcript.messages, index, (1,))[1] or ()
+            needed = needed_items(session.messages, index, (1,))[1] or ()
             if needed:
                 for_recall = (
                     len(needed) <= RECALL_MAX_ITEMS
@@ -331,7 +327,7 @@ def draw(
                 )
                 chosen = tuple(needed) if for_recall else capped(name, index, needed)
                 total += min(len(needed), CAP)
-                message = transcript.messages[index]
+                message = session.messages[index]
                 sample.append(
                     SampledStep(
                         source, name, index, message, tuple(_item_record(message, i) for i in chosen), () if for_recall else None

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from compactlab.replay.strategy_config import window_and_trigger
+from compactlab.replay.setting import window_and_trigger
 from compactlab.runs import runs
-from compactlab.runs.run_config import RunConfig, strategy_config, windows_of
+from compactlab.runs.run_config import RunConfig, setting_from, windows_of
+from compactlab.sessions.loading import load_inputs
 from compactlab.strategies.registry import get_strategy, registered
-from compactlab.transcripts.loading import load_inputs
 
 EMERGENCIES = ("overflow", "silent_overflow")
 
@@ -36,15 +36,15 @@ def preset_names() -> tuple[str, ...]:
 
 def measure(window: int, out: Path, presets: tuple[str, ...]) -> list[dict]:
     """One row per preset: its figures over the bundled datasets at `window` (0: real windows)."""
-    config = replace(RunConfig(), window=window, strategies=tuple(strategy_config(name, "--preset") for name in presets))
+    config = replace(RunConfig(), window=window, strategies=tuple(setting_from(name, "--preset") for name in presets))
     result = runs.run(config, out, overwrite=True, progress=False)
-    sessions, calls, compactions = result.transcripts, result.calls, result.compactions
+    sessions, calls, compactions = result.sessions, result.calls, result.compactions
     done = compactions[compactions["failed"].isna()] if not compactions.empty else compactions
     rows = []
     for name in presets:
-        mine = sessions[sessions["config"] == name]
-        events = done[done["config"] == name] if not done.empty else done
-        windows = calls.loc[calls["config"] == name, "window"].value_counts().sort_index()
+        mine = sessions[sessions["setting"] == name]
+        events = done[done["setting"] == name] if not done.empty else done
+        windows = calls.loc[calls["setting"] == name, "window"].value_counts().sort_index()
         rows.append(
             {
                 "preset": name,
@@ -65,7 +65,7 @@ def measure(window: int, out: Path, presets: tuple[str, ...]) -> list[dict]:
 def fires_from(window: int, presets: tuple[str, ...]) -> dict[str, str]:
     """Per preset: the sizes its trigger fires from, over the bundled sessions with calls (tokens: sessions)."""
     windows = windows_of(RunConfig(window=window))
-    sessions = [(t.calls[0].model, t.context_window) for t in load_inputs(None, lenient=True).transcripts if t.calls]
+    sessions = [(t.calls[0].model, t.context_window) for t in load_inputs(None, lenient=True).sessions if t.calls]
     shown = {}
     for name in presets:
         preset = get_strategy(name)

@@ -19,23 +19,23 @@ import argparse
 from collections.abc import Sequence
 
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.scoring.general_items import UBIQUITOUS_SHARE
 from compactlab.scoring.reacquisition import COUNTS, reacquisition_at
+from compactlab.sessions.loading import load_inputs
+from compactlab.sessions.model import Session
 from compactlab.tokens.context_windows import ContextWindows
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.model import Transcript
 
-RECORDED = StrategyConfig("recorded", "recorded")
+RECORDED = Setting("recorded", "recorded")
 OFF = 2.0  # a share no item reaches: the filter off
 CANDIDATES = (0.5, 0.6, 0.7, 0.8, 0.9, OFF)
 
 Counts = dict[str, int]
 
 
-def session_counts(transcript: Transcript, candidates: Sequence[float] = CANDIDATES) -> dict[float, Counts]:
+def session_counts(session: Session, candidates: Sequence[float] = CANDIDATES) -> dict[float, Counts]:
     """The re-acquisition counts over a session's real compactions, for each candidate share."""
-    replayed = replay(transcript, RECORDED, ContextWindows())
+    replayed = replay(session, RECORDED, ContextWindows())
     found = {share: dict.fromkeys(COUNTS, 0) for share in candidates}
     if replayed is None:
         return found
@@ -43,7 +43,7 @@ def session_counts(transcript: Transcript, candidates: Sequence[float] = CANDIDA
         if row.reacquisition is None:  # not a real compaction the replay re-made
             continue
         for share in candidates:
-            counts = reacquisition_at(transcript.messages, row.message_index, compacted, ubiquitous=share)
+            counts = reacquisition_at(session.messages, row.message_index, compacted, ubiquitous=share)
             for name in COUNTS:
                 found[share][name] += getattr(counts, name)
     return found
@@ -95,9 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("inputs", nargs="*", help="dataset names or paths (default: every bundled dataset)")
     args = parser.parse_args(argv)
     loaded = load_inputs(args.inputs or None, lenient=True)
-    damaged = sum(1 for t in loaded.transcripts if t.skipped)
-    print(f"{len(loaded.transcripts)} sessions ({damaged} with damaged records skipped, {len(loaded.failed)} unreadable files)")
-    sessions = {t.id: session_counts(t) for t in loaded.transcripts if t.compactions}
+    damaged = sum(1 for t in loaded.sessions if t.skipped)
+    print(f"{len(loaded.sessions)} sessions ({damaged} with damaged records skipped, {len(loaded.failed)} unreadable files)")
+    sessions = {t.id: session_counts(t) for t in loaded.sessions if t.compactions}
     if not sessions:
         print("no real compaction")
         return 0

@@ -29,16 +29,16 @@ from dataclasses import dataclass
 
 from compactlab.measure.rule_choice import Figures, family, loso
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.results.metrics import compactions_frame, recorded_fidelity
 from compactlab.scoring.reacquisition import COUNTS
 from compactlab.scoring.recoverability import LABELS
+from compactlab.sessions.context_readings import fidelity_exclusions
+from compactlab.sessions.loading import load_inputs
+from compactlab.sessions.model import Session
 from compactlab.strategies.reattach import ReattachRules, rules_of
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.context_readings import fidelity_exclusions
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.model import Transcript
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,9 @@ def grid() -> list[Rule]:
     return [SHIPPED, *(r for r in rules if r != SHIPPED)]
 
 
-def fidelity_rows(transcript: Transcript, rule: Rule = SHIPPED) -> list[dict]:
-    """The recorded strategy's fidelity rows of one transcript under `rule`."""
-    meter = Meter(transcript, "hybrid")
+def fidelity_rows(session: Session, rule: Rule = SHIPPED) -> list[dict]:
+    """The recorded strategy's fidelity rows of one session under `rule`."""
+    meter = Meter(session, "hybrid")
     if not rule.summary_by_fit:
         meter.family_fit = None
     settings = (
@@ -82,7 +82,7 @@ def fidelity_rows(transcript: Transcript, rule: Rule = SHIPPED) -> list[dict]:
         ("file_limit_count", rule.reattach.file_limit_count),
         ("newest", rule.reattach.newest),
     )
-    replayed = replay(transcript, StrategyConfig("recorded", "recorded", settings), ContextWindows(), meter=meter)
+    replayed = replay(session, Setting("recorded", "recorded", settings), ContextWindows(), meter=meter)
     frame = recorded_fidelity(compactions_frame(replayed.compactions))
     rows = {row.call: row for row in replayed.compactions}
     return [
@@ -91,23 +91,23 @@ def fidelity_rows(transcript: Transcript, rule: Rule = SHIPPED) -> list[dict]:
     ]
 
 
-def excluded(transcript: Transcript) -> list[tuple[int, str]]:
-    """The real compactions of `transcript` (by the message they come before) whose next prompt is
+def excluded(session: Session) -> list[tuple[int, str]]:
+    """The real compactions of `session` (by the message they come before) whose next prompt is
     no test of the replay, with why (the replay notes them so, and leaves them out of the figure)."""
-    return sorted(fidelity_exclusions(transcript).items())
+    return sorted(fidelity_exclusions(session).items())
 
 
-def measure(transcripts: list[Transcript]) -> list[dict]:
+def measure(sessions: list[Session]) -> list[dict]:
     """One row per real compaction with a known size after it, under the shipped rule."""
-    return [row for t in transcripts if t.compactions for row in fidelity_rows(t)]
+    return [row for t in sessions if t.compactions for row in fidelity_rows(t)]
 
 
-def reacquisition_rows(transcript: Transcript) -> list[dict]:
+def reacquisition_rows(session: Session) -> list[dict]:
     """Re-acquisition at every real compaction the replay re-made under the shipped rule, a known
     size after it or not (the fidelity rows hold only those with one)."""
-    replayed = replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows())
+    replayed = replay(session, Setting("recorded", "recorded"), ContextWindows())
     return [
-        {"transcript": transcript.id, "call": row.call, "reacquisition": row.reacquisition}
+        {"session": session.id, "call": row.call, "reacquisition": row.reacquisition}
         for row in replayed.compactions
         if isinstance(row.reacquisition, dict)
     ]
@@ -116,10 +116,10 @@ def reacquisition_rows(transcript: Transcript) -> list[dict]:
 def report(rows: list[dict], reacquired: list[dict] | None = None) -> str:
     """The fidelity rows, then re-acquisition at every real compaction (`reacquired`; default: the
     fidelity rows')."""
-    lines = [f"{'transcript':<38}{'call':>5}{'recorded':>10}{'predicted':>11}{'error':>8}"]
+    lines = [f"{'session':<38}{'call':>5}{'recorded':>10}{'predicted':>11}{'error':>8}"]
     for row in rows:
         lines.append(
-            f"{row['transcript'][:37]:<38}{row['call']:>5}{row['fidelity_recorded']:>10,}{row['fidelity_predicted']:>11,}"
+            f"{row['session'][:37]:<38}{row['call']:>5}{row['fidelity_recorded']:>10,}{row['fidelity_predicted']:>11,}"
             f"{100 * row['relative_error']:>+7.1f}%"
         )
     reacquired = rows if reacquired is None else reacquired
@@ -132,7 +132,7 @@ def report(rows: list[dict], reacquired: list[dict] | None = None) -> str:
         for name in COUNTS:
             totals[name] += found[name]
         lines.append(
-            f"  {row['transcript'][:37]:<38} lost {found['lost_reacquired']} of {found['lost']}, "
+            f"  {row['session'][:37]:<38} lost {found['lost_reacquired']} of {found['lost']}, "
             f"kept {found['kept_reacquired']} of {found['kept']}; lost and used at once {found['lost_at_once']}; "
             + "".join(f"{label} {found[f'lost_{label}_reacquired']} of {found[f'lost_{label}']}; " for label in LABELS)
             + f"never re-acquired: {', '.join(found['lost_not_reacquired']) or 'none'}"
@@ -153,9 +153,9 @@ def report(rows: list[dict], reacquired: list[dict] | None = None) -> str:
     return "\n".join(lines)
 
 
-def rule_report(transcripts: list[Transcript]) -> str:
+def rule_report(sessions: list[Session]) -> str:
     """Every candidate rule in sample, and the leave-one-session-out figure, overall and per source."""
-    with_compactions = [t for t in transcripts if t.compactions]
+    with_compactions = [t for t in sessions if t.compactions]
     errors = {
         rule: _by_family([(t, row["relative_error"]) for t in with_compactions for row in fidelity_rows(t, rule)])
         for rule in grid()
@@ -179,10 +179,10 @@ def rule_report(transcripts: list[Transcript]) -> str:
     return "\n".join(lines)
 
 
-def _by_family(found: list[tuple[Transcript, float]]) -> dict[str, list[float]]:
+def _by_family(found: list[tuple[Session, float]]) -> dict[str, list[float]]:
     grouped: dict[str, list[float]] = {}
-    for transcript, error in found:
-        grouped.setdefault(family(transcript.id), []).append(error)
+    for session, error in found:
+        grouped.setdefault(family(session.id), []).append(error)
     return grouped
 
 
@@ -195,19 +195,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("inputs", nargs="*", help="dataset names or paths (default: every bundled dataset)")
     args = parser.parse_args(argv)
     loaded = load_inputs(args.inputs or None, lenient=True)
-    damaged = sum(1 for t in loaded.transcripts if t.skipped)
+    damaged = sum(1 for t in loaded.sessions if t.skipped)
     print(
-        f"{len(loaded.transcripts)} sessions ({damaged} with damaged records skipped, "
+        f"{len(loaded.sessions)} sessions ({damaged} with damaged records skipped, "
         f"{len(loaded.failed)} unreadable files, {len(loaded.passed_over)} files passed over)"
     )
-    transcripts = list(loaded.transcripts)
-    rows = measure(transcripts)
-    reacquired = [row for t in transcripts if t.compactions for row in reacquisition_rows(t)]
+    sessions = list(loaded.sessions)
+    rows = measure(sessions)
+    reacquired = [row for t in sessions if t.compactions for row in reacquisition_rows(t)]
     print(report(rows, reacquired) if rows or reacquired else "no real compaction")
-    reasons = Counter(reason.split(" (")[0] for t in transcripts if t.compactions for _, reason in excluded(t))
+    reasons = Counter(reason.split(" (")[0] for t in sessions if t.compactions for _, reason in excluded(t))
     print(f"excluded as no test of the replay: {sum(reasons.values())}" + "".join(f"; {n} {r}" for r, n in reasons.items()))
     if rows:
-        print(rule_report(transcripts))
+        print(rule_report(sessions))
     return 0
 
 

@@ -86,6 +86,6 @@ def loso(grid: Mapping[R, Mapping[str, Sequence[float]]]) -> Choice[R]:
     return Choice(chosen, in_sample, Figures.of(held), without)
 
 
-def family(transcript_id: str) -> str:
+def family(session_id: str) -> str:
     """A session and its sub-agents are one family: they are left out together."""
-    return transcript_id.split("/agent-", 1)[0]
+    return session_id.split("/agent-", 1)[0]

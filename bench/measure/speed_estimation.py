@@ -18,10 +18,10 @@ import argparse
 import sys
 
 from compactlab.measure.timing import Ratio, interleaved, listed, load, timed
+from compactlab.sessions.loading import load_inputs
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, run_estimation
 from compactlab.tokens.framing import framing_for
 from compactlab.tokens.tokenizers import TokenCache, get_encoding
-from compactlab.transcripts.loading import load_inputs
 
 TIKTOKEN_ESTIMATORS = ("tiktoken-cl100k", "tiktoken-o200k", "hybrid", "calibrated")
 ENCODINGS = ("cl100k_base", "o200k_base")
@@ -29,14 +29,14 @@ REPEATS = 3
 TARGET = 0.8  # throughput of the replay against raw tiktoken: at least this
 
 
-def distinct_texts(transcripts) -> list[str]:
+def distinct_texts(sessions) -> list[str]:
     seen: dict[str, None] = {}
-    for transcript in transcripts:
-        framing = framing_for(transcript.source_format)
-        for message in transcript.messages:
+    for session in sessions:
+        framing = framing_for(session.source_format)
+        for message in session.messages:
             for text in framing.texts(message):
                 seen.setdefault(text, None)
-        for marker in transcript.compactions:
+        for marker in session.compactions:
             seen.setdefault(marker.summary, None)
     return list(seen)
 
@@ -47,10 +47,10 @@ def main(arguments: list[str]) -> None:
     parser.add_argument("--repeats", type=int, default=REPEATS, help=f"timed repeats of each, taking turns (default {REPEATS})")
     args = parser.parse_args(arguments)
     print(f"before: {load()}", flush=True)
-    transcripts = [t for t in load_inputs(args.inputs or None).transcripts if not t.skipped]
+    sessions = [t for t in load_inputs(args.inputs or None).sessions if not t.skipped]
     for encoding in ENCODINGS:
         get_encoding(encoding)  # load outside the timings
-    texts = distinct_texts(transcripts)
+    texts = distinct_texts(sessions)
     megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
 
     def raw() -> None:
@@ -62,15 +62,15 @@ def main(arguments: list[str]) -> None:
     times = interleaved(
         {
             "raw": lambda: timed(raw),
-            "tiktoken": lambda: timed(lambda: run_estimation(transcripts, TIKTOKEN_ESTIMATORS, cache=TokenCache())),
-            "all": lambda: timed(lambda: run_estimation(transcripts, DEFAULT_ESTIMATORS, cache=TokenCache())),
+            "tiktoken": lambda: timed(lambda: run_estimation(sessions, TIKTOKEN_ESTIMATORS, cache=TokenCache())),
+            "all": lambda: timed(lambda: run_estimation(sessions, DEFAULT_ESTIMATORS, cache=TokenCache())),
         },
         args.repeats,
     )
     print(f"after: {load()}")
-    calls = sum(len(t.calls) for t in transcripts)
+    calls = sum(len(t.calls) for t in sessions)
     print(
-        f"{len(transcripts)} transcripts, {calls} calls, {len(texts)} distinct texts, {megabytes:.1f} MB; {args.repeats} repeats each, taking turns, after one untimed run of each"
+        f"{len(sessions)} sessions, {calls} calls, {len(texts)} distinct texts, {megabytes:.1f} MB; {args.repeats} repeats each, taking turns, after one untimed run of each"
     )
     best_raw = min(t.wall for t in times["raw"])
     print(

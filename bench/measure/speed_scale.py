@@ -3,7 +3,7 @@
     python -m compactlab.measure.speed_scale [--sizes 300 3000] [--settings 4 20] [--source PATH ...]
                                 [--max-calls CALLS] [--corpus DIR] [--workers N]
 
-N sessions are built from real ones (the shared transcripts, else the bundled datasets; with
+N sessions are built from real ones (the shared sessions, else the bundled datasets; with
 `--max-calls`, only the real sessions that recorded at most that many calls: a size class that lets
 10,000 sessions run in an afternoon on two cores, each copy still a whole real session): session
 i is real session i mod R (in a fixed shuffled order, so that every N mixes every source alike)
@@ -37,9 +37,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from compactlab.measure.timing import cpu_seconds, load, timed_command
-from compactlab.transcripts.importers.canonical import transcript_lines
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.model import TextPart, ThinkingPart, ToolResultPart, Transcript
+from compactlab.sessions.importers.canonical import session_lines
+from compactlab.sessions.loading import load_inputs
+from compactlab.sessions.model import Session, TextPart, ThinkingPart, ToolResultPart
 
 REPO = Path(__file__).resolve().parents[2]  # bench/measure/speed_scale.py: the repository holds bench/
 TARGET = 1.3  # the whole tree's peak at the largest N over that at the smallest
@@ -47,7 +47,7 @@ ONE_RUN = "--one-run"  # internal: time one run in this process and print it as 
 
 
 def sources() -> list[str]:
-    """The real sessions the copies are made of: the shared transcripts where they are, else the bundled datasets."""
+    """The real sessions the copies are made of: the shared sessions where they are, else the bundled datasets."""
     # Beside the repository, or one folder further up for a worktree (as tests/conftest.py looks).
     for candidate in (REPO.parent / "shared" / "transcripts", REPO.parents[1] / "shared" / "transcripts"):
         if candidate.is_dir():
@@ -55,20 +55,20 @@ def sources() -> list[str]:
     return []  # load_inputs(None): every bundled dataset
 
 
-def real_sessions(arguments: list[str], max_calls: int | None = None) -> list[Transcript]:
+def real_sessions(arguments: list[str], max_calls: int | None = None) -> list[Session]:
     """The real sessions with calls (at most `max_calls` of them, when given), in a fixed shuffled order."""
-    transcripts = [
+    sessions = [
         t
-        for t in load_inputs(arguments or None, lenient=True).transcripts
+        for t in load_inputs(arguments or None, lenient=True).sessions
         if t.calls and len(t.calls) <= (max_calls or len(t.calls))
     ]
-    if not transcripts:
+    if not sessions:
         raise ValueError(f"no real session in {arguments or 'the bundled datasets'} recorded between 1 and {max_calls} calls")
-    random.Random(19).shuffle(transcripts)
-    return transcripts
+    random.Random(19).shuffle(sessions)
+    return sessions
 
 
-def copy_of(transcript: Transcript, number: int, path: Path) -> Transcript:
+def copy_of(session: Session, number: int, path: Path) -> Session:
     """The session with every text part and tool output changed for copy `number` (and its own id and path)."""
     mark = f" ~{number}"
 
@@ -79,11 +79,11 @@ def copy_of(transcript: Transcript, number: int, path: Path) -> Transcript:
             return replace(part, content=part.content + mark)
         return part
 
-    messages = tuple(replace(m, parts=tuple(map(changed, m.parts))) for m in transcript.messages)
-    return replace(transcript, id=f"{transcript.id}~{number}", source_path=str(path), messages=messages)
+    messages = tuple(replace(m, parts=tuple(map(changed, m.parts))) for m in session.messages)
+    return replace(session, id=f"{session.id}~{number}", source_path=str(path), messages=messages)
 
 
-def build_corpus(real: list[Transcript], size: int, folder: Path) -> Path:
+def build_corpus(real: list[Session], size: int, folder: Path) -> Path:
     """`size` sessions in `folder` (kept: a folder already holding them is used as it is)."""
     folder.mkdir(parents=True, exist_ok=True)
     done = folder / ".complete"
@@ -91,7 +91,7 @@ def build_corpus(real: list[Transcript], size: int, folder: Path) -> Path:
         return folder
     for index in range(size):
         path = folder / f"session-{index:06d}.jsonl.gz"
-        lines = transcript_lines(copy_of(real[index % len(real)], index // len(real), path))
+        lines = session_lines(copy_of(real[index % len(real)], index // len(real), path))
         text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
         path.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=1, mtime=0))
     done.write_text(f"{size}\n")
@@ -111,7 +111,7 @@ def one_run(corpus: str, settings: int, workers: int | None) -> dict:
     return {
         "seconds": seconds,
         "cpu": cpu,
-        "sessions": int(result.transcripts["transcript"].nunique()),
+        "sessions": int(result.sessions["session"].nunique()),
         "settings": settings,
         "parent_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "worker_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
@@ -140,7 +140,7 @@ def main(arguments: list[str]) -> None:
         default=[4, 20],
         help="how many of the default strategies each run replays (default: 4 and 20)",
     )
-    parser.add_argument("--source", nargs="+", metavar="PATH", help="real sessions to copy (default: the shared transcripts)")
+    parser.add_argument("--source", nargs="+", metavar="PATH", help="real sessions to copy (default: the shared sessions)")
     parser.add_argument(
         "--max-calls",
         type=int,

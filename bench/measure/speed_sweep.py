@@ -2,7 +2,7 @@
 
     python -m compactlab.measure.speed_sweep [DATASET|PATH ...] [--repeats 5] [--default-grid N]
 
-A sweep replays every transcript once per setting. Token counts must not be what it pays for:
+A sweep replays every session once per setting. Token counts must not be what it pays for:
 each message is counted once per process and estimator, and every setting reuses that count;
 settings also share the uncompacted replay up to their first compaction (compactlab.replay.uncompacted) and
 each compaction of a context they reach alike (compactlab.replay.shared_compactions), and the calls between
@@ -46,8 +46,8 @@ from compactlab.measure.timing import (
 from compactlab.runs import runs
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.sweep import grid
+from compactlab.sessions.loading import load_inputs
 from compactlab.tokens.tokenizers import get_encoding
-from compactlab.transcripts.loading import load_inputs
 
 STRATEGIES = ("summarize", "observation-masking", "truncate", "prune")
 THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
@@ -58,11 +58,11 @@ ONE_SWEEP = "--one-sweep"  # internal: time one sweep in this process and print 
 
 
 def sweep_config(datasets: list[str]) -> RunConfig:
-    configs = [
+    settings = [
         c.__class__(c.label, c.strategy, c.settings, c.trigger, ESTIMATOR) for c in grid(STRATEGIES, THRESHOLDS, (16_000,))
     ]
     # No token estimation, as `compactlab sweep` runs a grid (compactlab.runs.sweep_run): it is not a sweep's work.
-    return RunConfig(datasets=tuple(datasets), strategies=tuple(configs), estimator=ESTIMATOR, estimation=False)
+    return RunConfig(datasets=tuple(datasets), strategies=tuple(settings), estimator=ESTIMATOR, estimation=False)
 
 
 def one_sweep(datasets: list[str]) -> dict:
@@ -77,7 +77,7 @@ def one_sweep(datasets: list[str]) -> dict:
         "seconds": seconds,
         "cpu": cpu,
         "settings": len(config.strategies),
-        "replays": len(result.transcripts),
+        "replays": len(result.sessions),
         "calls": calls,
     }
 
@@ -115,7 +115,7 @@ def main(arguments: list[str]) -> None:
     args = parser.parse_args(arguments)
     print(f"before: {load()}", flush=True)
     encoding = get_encoding("o200k_base")
-    texts = distinct_texts(t for t in load_inputs(args.inputs or None).transcripts if t.calls)
+    texts = distinct_texts(t for t in load_inputs(args.inputs or None).sessions if t.calls)
     last: dict = {}
     tasks = {
         "tokenization": lambda: timed(lambda: [encoding.encode(text, disallowed_special=()) for text in texts]),

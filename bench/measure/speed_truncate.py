@@ -37,8 +37,8 @@ PLAIN = "--plain"  # internal: the plain truncation replay, in this process
 
 def plain_truncation(arguments: list[str], out: Path) -> int:
     """The baseline: every session's calls replayed with truncation, one CSV row per call; the rows written."""
+    from compactlab.sessions.loading import load_inputs
     from compactlab.tokens.tokenizers import get_encoding
-    from compactlab.transcripts.loading import load_inputs
 
     encode = get_encoding("o200k_base").encode
     counts: dict[str, int] = {}
@@ -52,11 +52,11 @@ def plain_truncation(arguments: list[str], out: Path) -> int:
     rows = 0
     with out.open("w", newline="") as file:
         writer = csv.writer(file)
-        writer.writerow(["transcript", "call", "recorded_prompt_tokens", "context_tokens", "compacted"])
-        for transcript in load_inputs(arguments or None, lenient=True).transcripts:
+        writer.writerow(["session", "call", "recorded_prompt_tokens", "context_tokens", "compacted"])
+        for session in load_inputs(arguments or None, lenient=True).sessions:
             context: list = []
             size = 0
-            for message in transcript.messages:
+            for message in session.messages:
                 compacted = False
                 if message.call is not None and size > TRIGGER * WINDOW:
                     head, tail, room = context[:2], [], KEEP * WINDOW - sum(map(count, context[:2]))
@@ -68,7 +68,7 @@ def plain_truncation(arguments: list[str], out: Path) -> int:
                     context, compacted = head + tail[::-1], True
                     size = sum(map(count, context))
                 if message.call is not None:
-                    writer.writerow([transcript.id, rows, message.call.prompt_tokens, size, compacted])
+                    writer.writerow([session.id, rows, message.call.prompt_tokens, size, compacted])
                     rows += 1
                 context.append(message)
                 size += count(message)

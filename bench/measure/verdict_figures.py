@@ -70,14 +70,14 @@ def messy_figures(shared: Path, out: Path) -> dict:
     if toml.exists():
         _cli(["run", "--config", str(toml), "--out", str(out / "messy-replayed")])
         again = json.loads((out / "messy-replayed" / "summary.json").read_text())["leaderboard"]
-        swept = next(r for r in summary["leaderboard"] if r["config"] == recommendation["config"])
+        swept = next(r for r in summary["leaderboard"] if r["setting"] == recommendation["setting"])
         figures["recommended.toml reproduces"] = all(again[0][k] == swept[k] for k in COMPARED)
     return figures
 
 
 def _verdict(recommendation: dict) -> dict:
     return {
-        "recommended": recommendation["config"],
+        "recommended": recommendation["setting"],
         "not recommendable": len(recommendation["not_recommendable"]),
         "sessions left out": recommendation.get("unfit_sessions", {}),
         "compactions it rests on": recommendation.get("compactions"),
@@ -149,7 +149,7 @@ def leaderboard_width_px(page: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("shared", nargs="?", type=Path, default=DEFAULT_SHARED, help="the shared real transcripts")
+    parser.add_argument("shared", nargs="?", type=Path, default=DEFAULT_SHARED, help="the shared real sessions")
     parser.add_argument("--out", type=Path, default=Path("reports/verdict-figures"), help="where the runs are written")
     args = parser.parse_args()
     for own in ("messy", "messy-sweep", "messy-replayed", "crowded-sweep"):  # this script's folders only, from a rerun

@@ -1,1 +1,1 @@
-"""The replay stage: a transcript replayed call by call through the engine with a strategy."""
+"""The replay stage: a session replayed call by call through the engine with a strategy."""

@@ -32,18 +32,18 @@ from compactlab.compaction.engine import Engine
 from compactlab.contract import Strategy, Summarizer
 from compactlab.replay.fast.coasting import Coasting
 from compactlab.replay.row_schema import CALL_COLUMNS, CallColumns, CompactionRow
-from compactlab.replay.strategy_config import StrategyConfig, estimator_of, harness_of, window_and_trigger
+from compactlab.replay.setting import Setting, estimator_of, harness_of, window_and_trigger
 from compactlab.replay.uncompacted import Uncompacted, uncompacted
 from compactlab.replay.walk import Walk
 from compactlab.scoring.compaction_scores import compaction_scores
+from compactlab.sessions.context_readings import fidelity_exclusions, readings_after_compactions, with_readings
+from compactlab.sessions.model import CompactionMarker, Message, Session
 from compactlab.strategies.recorded import Recorded
 from compactlab.strategies.registry import get_strategy, resolved
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.context_readings import fidelity_exclusions, readings_after_compactions, with_readings
-from compactlab.transcripts.model import CompactionMarker, Message, Transcript
 
-__all__ = ["CALL_COLUMNS", "CallColumns", "CompactionRow", "Replayed", "StrategyConfig", "replay", "replay_plain"]
+__all__ = ["CALL_COLUMNS", "CallColumns", "CompactionRow", "Replayed", "Setting", "replay", "replay_plain"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ class Replayed:
     calls: CallColumns
     compactions: list[CompactionRow]
     compacted: list[tuple[Message, ...]] = field(default_factory=list)  # each compaction's context after it
-    # How many leading call rows are the uncompacted replay's (the same, but for the config label,
-    # for every setting of the transcript with the same estimator and window).
+    # How many leading call rows are the uncompacted replay's (the same, but for the setting label,
+    # for every setting of the session with the same estimator and window).
     shared_calls: int = 0
 
 
@@ -60,7 +60,7 @@ class Replayed:
 class _Setup:
     """What both replays start from: the engine with its strategy, the walk, the uncompacted replay."""
 
-    transcript: Transcript
+    session: Session
     engine: Engine
     walk: Walk
     base: Uncompacted
@@ -71,27 +71,27 @@ class _Setup:
 
 
 def _set_up(
-    transcript: Transcript,
-    config: StrategyConfig,
+    session: Session,
+    setting: Setting,
     windows: ContextWindows | None,
     summarizer: Summarizer | None,
     meter: Meter | None,
     strategy: Strategy | None,
 ) -> _Setup | None:
-    """None for a transcript without recorded calls (nothing to replay)."""
+    """None for a session without recorded calls (nothing to replay)."""
     # A strategy built by hand gets the strategies its settings name built here, as the registry does.
-    strategy = resolved(strategy) if strategy is not None else get_strategy(config.strategy, **dict(config.settings))
-    estimator = estimator_of(strategy, config.estimator)
-    if meter is None or meter.estimator_name != estimator or meter.transcript is not transcript:
-        meter = Meter(transcript, estimator)
-    first_call = next((m.call for m in transcript.messages if m.call is not None), None)
+    strategy = resolved(strategy) if strategy is not None else get_strategy(setting.strategy, **dict(setting.settings))
+    estimator = estimator_of(strategy, setting.estimator)
+    if meter is None or meter.estimator_name != estimator or meter.session is not session:
+        meter = Meter(session, estimator)
+    first_call = next((m.call for m in session.messages if m.call is not None), None)
     if first_call is None:
         return None
     window, trigger = window_and_trigger(
-        strategy, config.trigger, windows or ContextWindows(), first_call.model, transcript.context_window
+        strategy, setting.trigger, windows or ContextWindows(), first_call.model, session.context_window
     )
     base = uncompacted(meter, window, harness_of(strategy).anchor_output)
-    walk = Walk(transcript, config, base)
+    walk = Walk(session, setting, base)
     engine = Engine(
         strategy=strategy,
         window=window,
@@ -102,17 +102,17 @@ def _set_up(
         harness=harness_of(strategy),
         text_tokens=meter.text_counter(),
     )
-    markers = {m.at_message: m for m in transcript.compactions}
-    recorded = config.strategy == "recorded" or config.at_real_compactions
+    markers = {m.at_message: m for m in session.compactions}
+    recorded = setting.strategy == "recorded" or setting.at_real_compactions
     inner = getattr(strategy, "strategy", strategy)  # a run shares a setting's compactions through a wrapper
     return _Setup(
-        transcript,
+        session,
         engine,
         walk,
         base,
         recorded,
         markers,
-        fidelity_exclusions(transcript) if recorded else {},
+        fidelity_exclusions(session) if recorded else {},
         inner if isinstance(inner, Recorded) else None,
     )
 
@@ -120,13 +120,13 @@ def _set_up(
 def _step(setup: _Setup, index: int) -> None:
     """Message `index`: a production compaction noted there, the engine asked before a call, the
     call's row, then the message appended to the context."""
-    walk, engine, message = setup.walk, setup.engine, setup.transcript.messages[index]
+    walk, engine, message = setup.walk, setup.engine, setup.session.messages[index]
     if index in setup.markers:
         walk.production_compaction()
         if setup.recorded_mode:
             marker = setup.markers[index]
             if setup.recorded is not None:  # the production agent's own summary and what it kept
-                kept = tuple(setup.transcript.messages[i] for i in marker.kept)
+                kept = tuple(setup.session.messages[i] for i in marker.kept)
                 engine.strategy = replace(setup.recorded, summary=marker.summary, kept=kept)
             engine.emergency_stalled = False  # the production agent compacted here, whatever came before
             context, event = engine.emergency(walk.context(index), reason="manual" if marker.trigger == "manual" else "threshold")
@@ -149,7 +149,7 @@ def _step(setup: _Setup, index: int) -> None:
 def _replayed(setup: _Setup, shared_calls: int) -> Replayed:
     walk = setup.walk
     # A real compaction no call followed is checked against Claude Code's own /context reading.
-    readings = readings_after_compactions(setup.transcript) if setup.recorded_mode else None
+    readings = readings_after_compactions(setup.session) if setup.recorded_mode else None
     compactions = with_readings(walk.compactions, readings) if readings is not None else walk.compactions
     return Replayed(walk.columns(), _scored(setup, compactions), walk.compacted, shared_calls)
 
@@ -157,7 +157,7 @@ def _replayed(setup: _Setup, shared_calls: int) -> Replayed:
 def _scored(setup: _Setup, rows: list[CompactionRow]) -> list[CompactionRow]:
     """The compaction rows with their scores, made after the walk from the contexts it kept (as
     the model judge scores them, `compactlab.scoring.judge`); a failed compaction has none."""
-    messages, walk = setup.transcript.messages, setup.walk
+    messages, walk = setup.session.messages, setup.walk
     scored = []
     for row, before, after in zip(rows, walk.before, walk.compacted):
         if row.event.failed is None:
@@ -169,54 +169,54 @@ def _scored(setup: _Setup, rows: list[CompactionRow]) -> list[CompactionRow]:
 
 
 def replay_plain(
-    transcript: Transcript,
-    config: StrategyConfig,
+    session: Session,
+    setting: Setting,
     windows: ContextWindows | None = None,
     summarizer: Summarizer | None = None,
     meter: Meter | None = None,
     strategy: Strategy | None = None,
 ) -> Replayed:
-    """The definition of a replay: every message of `transcript` in order, the engine asked before
+    """The definition of a replay: every message of `session` in order, the engine asked before
     every recorded call. (`replay` gives the same rows faster.)"""
-    setup = _set_up(transcript, config, windows, summarizer, meter, strategy)
+    setup = _set_up(session, setting, windows, summarizer, meter, strategy)
     if setup is None:
         return Replayed({name: [] for name in CALL_COLUMNS}, [])
-    for index in range(len(transcript.messages)):
+    for index in range(len(session.messages)):
         _step(setup, index)
     return _replayed(setup, 0)
 
 
 def replay(
-    transcript: Transcript,
-    config: StrategyConfig,
+    session: Session,
+    setting: Setting,
     windows: ContextWindows | None = None,
     summarizer: Summarizer | None = None,
     meter: Meter | None = None,
     strategy: Strategy | None = None,
 ) -> Replayed:
-    """Replay `transcript` under `config`, as `replay_plain` does, with the speed machinery of
-    `compactlab.replay.fast`. `strategy`: the one `config` names, when the caller has it already (a
-    run makes each setting's once, not once per transcript)."""
-    setup = _set_up(transcript, config, windows, summarizer, meter, strategy)
+    """Replay `session` under `setting`, as `replay_plain` does, with the speed machinery of
+    `compactlab.replay.fast`. `strategy`: the one `setting` names, when the caller has it already (a
+    run makes each setting's once, not once per session)."""
+    setup = _set_up(session, setting, windows, summarizer, meter, strategy)
     if setup is None:
         return Replayed({name: [] for name in CALL_COLUMNS}, [])
     walk, engine, base = setup.walk, setup.engine, setup.base
     # Nothing differs from the uncompacted replay before the first compaction: the first recorded
     # marker (recorded strategy), or the first call where the trigger fires or the prompt overflows.
     if setup.recorded_mode:
-        start = base.markers[0] if base.markers else len(transcript.messages)
+        start = base.markers[0] if base.markers else len(session.messages)
     else:
         first = base.first_stop(engine.fires_from())
-        start = len(transcript.messages) if first is None else base.positions[first]
+        start = len(session.messages) if first is None else base.positions[first]
     walk.start_at(start)
     coasting = Coasting()
     index = start
-    while index < len(transcript.messages):
+    while index < len(session.messages):
         while not setup.recorded_mode and coasting.can_coast(walk, index):  # calls that need no engine are rowed in bulk
             index, before = coasting.coast(walk, index, engine.fires_from(), engine.can_emergency), index
-            if index == before or index == len(transcript.messages):
+            if index == before or index == len(session.messages):
                 break
-        if index == len(transcript.messages):
+        if index == len(session.messages):
             break
         _step(setup, index)
         index += 1

@@ -24,15 +24,15 @@ from compactlab.compaction.engine import CompactionEvent
 ColumnType = type
 
 # The per-call rows of a replay (one list per name; a replay has thousands of calls):
-#   transcript, config, call (number), message_index, model, window,
+#   session, setting, call (number), message_index, model, window,
 #   recorded_prompt_tokens, output_tokens: what the source recorded for this call;
 #   full_tokens, context_tokens, prefix_tokens, full_prefix_tokens: see `compactlab.replay.replay`'s docstring;
 #   compactions_so_far; compacted_before: a compaction happened right before this call;
 #   noop_before: attempts right before this call whose strategy changed nothing (no compaction);
 #   over_window: the replayed prompt would still not fit.
 CALL_TYPES: dict[str, ColumnType] = {
-    "transcript": str,
-    "config": str,
+    "session": str,
+    "setting": str,
     "call": int,
     "message_index": int,
     "model": str,
@@ -55,7 +55,7 @@ CallColumns = dict[str, list]
 EVENT_COLUMNS = tuple(f.name for f in fields(CompactionEvent) if f.name != "changed")
 
 # The compaction rows, in the order they are stored:
-#   transcript, config, call (the number of the call it came before), message_index;
+#   session, setting, call (the number of the call it came before), message_index;
 #   the engine event's fields (`compactlab.compaction.engine.CompactionEvent`), its note extended
 #   by why a real compaction's next prompt is no test of the replay, when it is not;
 #   summary: the compacted context's summary; preservation: {"k1": {...}, "k5": {...}}
@@ -64,8 +64,8 @@ EVENT_COLUMNS = tuple(f.name for f in fields(CompactionEvent) if f.name != "chan
 #   for real compactions, what the agent re-acquired after it; model_next_action: the model
 #   judge's verdict (`compactlab.scoring.judge`, only in runs with a judge).
 COMPACTION_TYPES: dict[str, ColumnType] = {
-    "transcript": str,
-    "config": str,
+    "session": str,
+    "setting": str,
     "call": int,
     "message_index": int,
     "reason": str,
@@ -98,8 +98,8 @@ REPLAY_COMPACTION_COLUMNS = COMPACTION_COLUMNS[: COMPACTION_COLUMNS.index("model
 class CompactionRow:
     """One compaction of a replay: the engine's event and what the replay adds to it."""
 
-    transcript: str
-    config: str
+    session: str
+    setting: str
     call: int  # the number of the call it came before
     message_index: int
     event: CompactionEvent

@@ -1,6 +1,6 @@
 """One compaction for the settings of a run that reach the same context with the same strategy.
 
-A sweep replays each transcript under settings that differ only in their trigger. Where the
+A sweep replays each session under settings that differ only in their trigger. Where the
 context jumps past several thresholds at one call, each of them compacts the same history there
 with the same strategy, and their replays stay the same until the next compaction. (In the speed
 sweep of `compactlab.measure.speed_sweep`, about one compaction in five is such a repeat.) `SharedCompactions`
@@ -8,7 +8,7 @@ stands in for the strategy in each of those settings: it makes the compaction on
 same result to each. A strategy's result depends only on the context and the request (it is a
 frozen dataclass without state, see `compactlab.strategies.base`), so nothing a replay records changes.
 
-Settings of one transcript may replay side by side in threads (`compactlab.runs.concurrent_replays`): a
+Settings of one session may replay side by side in threads (`compactlab.runs.concurrent_replays`): a
 lock per key makes a second setting reaching the same context wait for the first one's result
 instead of making it again (an LLM summary would be asked twice).
 """
@@ -26,9 +26,9 @@ from compactlab.contract import CompactionRequest, CompactionResult, Context, St
 class SharedCompactions:
     """`strategy`, with each compaction of a context made once (see the module docstring).
 
-    A context is the same when it holds the same message objects (the transcript's, or those an
+    A context is the same when it holds the same message objects (the session's, or those an
     earlier shared compaction made), so comparing it costs a look at each message's identity.
-    Keep one per transcript: it holds every context it compacted."""
+    Keep one per session: it holds every context it compacted."""
 
     strategy: Strategy
     results: dict[tuple, list[tuple[Context, CompactionRequest, CompactionResult]]] = field(default_factory=dict)

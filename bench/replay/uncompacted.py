@@ -1,8 +1,8 @@
-"""The replay of a transcript without compaction: what every setting shares until it first compacts.
+"""The replay of a session without compaction: what every setting shares until it first compacts.
 
 Until a setting's trigger first fires, its replay is the recorded session itself: the context is
 the whole history, the strategy has not been called and the engine's state is untouched. So a
-sweep computes these rows once per transcript, estimator and window, and each setting copies the
+sweep computes these rows once per session, estimator and window, and each setting copies the
 rows before its first compaction and walks on from there (`compactlab.replay.walk`). The numbers come from
 the same arithmetic in the same order as the walk's, so the copied rows equal walked ones.
 """
@@ -95,13 +95,13 @@ _REPLAYS: IdentityMemo[Uncompacted] = IdentityMemo(8)
 
 
 def uncompacted(meter: Meter, window: int, anchor_output: bool = True) -> Uncompacted:
-    """The uncompacted replay of `meter.transcript` (kept for the few last transcripts asked for)."""
+    """The uncompacted replay of `meter.session` (kept for the few last sessions asked for)."""
     return _REPLAYS.get((meter,), (window, anchor_output), lambda: _compute(meter, window, anchor_output))
 
 
 def _compute(meter: Meter, window: int, anchor_output: bool) -> Uncompacted:
-    messages = meter.transcript.messages
-    markers = sorted({m.at_message for m in meter.transcript.compactions})
+    messages = meter.session.messages
+    markers = sorted({m.at_message for m in meter.session.compactions})
     first_marker = markers[0] if markers else len(messages)
     uses_usage = isinstance(meter.estimator, Hybrid)
     prompt_overhead, offset = meter.local.prompt_overhead, meter.offset

@@ -1,7 +1,7 @@
 """The bookkeeping of one replay (`compactlab.replay.replay`): the agent's context beside the full history.
 
 A `Walk` holds what a replay knows between calls: the context (the last compaction's result
-followed by the transcript's later messages), the running estimate of the context, the last
+followed by the session's later messages), the running estimate of the context, the last
 prompt's size (the hybrid trigger's anchor), and the rows written so far. `compactlab.replay.replay`
 drives it call by call and asks the engine when to compact. Every size comes from the one kernel
 in `compactlab.replay.prompt_size`, which the shared uncompacted replay (`compactlab.replay.uncompacted`)
@@ -22,11 +22,11 @@ from compactlab.compaction.overflow import silent_overflow
 from compactlab.contract import Context
 from compactlab.replay.prompt_size import hybrid_tokens, measured_size, own_estimate
 from compactlab.replay.row_schema import CALL_COLUMNS, CallColumns, CompactionRow
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.replay.uncompacted import COLUMNS, Uncompacted
+from compactlab.sessions.model import Message, Session
 from compactlab.tokens.estimators import Hybrid
 from compactlab.tokens.metering import NOTHING_WRITTEN
-from compactlab.transcripts.model import Message, Transcript
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,14 +36,14 @@ class Walk:
     """The bookkeeping of one replay: the agent's context beside the full history.
 
     The context is `head` (the context the last compaction produced, or the empty one) followed
-    by the transcript's messages from `tail_start` on; its running estimate is kept in step with
+    by the session's messages from `tail_start` on; its running estimate is kept in step with
     the appends, and the message tuple is built only when a compaction or the cache model needs it
     (building it at every call would make a replay quadratic in its length).
     """
 
-    def __init__(self, transcript: Transcript, config: StrategyConfig, base: Uncompacted):
-        self.transcript = transcript
-        self.config = config
+    def __init__(self, session: Session, setting: Setting, base: Uncompacted):
+        self.session = session
+        self.setting = setting
         self.base = base
         self.meter = base.meter
         self.window = base.window
@@ -51,7 +51,7 @@ class Walk:
         self.overhead = base.meter.local.prompt_overhead + base.meter.offset  # the fixed part of every size
         self.head = Context(messages=())
         self.tail_start = 0
-        # The last prompt's size with its output: (index of the first transcript message it does not
+        # The last prompt's size with its output: (index of the first session message it does not
         # cover, tokens). The hybrid trigger adds the messages since; `context` gives it to strategies.
         self.known: tuple[int, int] | None = None
         self.context_sum = 0.0  # estimate of the context's messages
@@ -84,7 +84,7 @@ class Walk:
         if self.tail_start == index and known == head.known_usage:
             built = head
         else:
-            messages = head.messages + self.transcript.messages[self.tail_start : index]
+            messages = head.messages + self.session.messages[self.tail_start : index]
             built = Context(messages, head.summary, head.compactions, known, head.archives, head.kept_tail)
         self.last_built = built
         return built
@@ -118,7 +118,7 @@ class Walk:
     def start_at(self, index: int) -> None:
         """Take over the uncompacted replay's rows and running state before message `index`: until a
         setting first compacts, its replay is the recorded session itself, which every setting of a
-        transcript shares (`compactlab.replay.uncompacted`). Equals walking those calls."""
+        session shares (`compactlab.replay.uncompacted`). Equals walking those calls."""
         base = self.base
         calls = base.calls_before(index)
         for name in COLUMNS:
@@ -179,7 +179,7 @@ class Walk:
 
     def append(self, index: int) -> None:
         self.context_sum = self.context_sum + self.base.message_tokens[index]
-        call = self.transcript.messages[index].call
+        call = self.session.messages[index].call
         if call is not None:  # the call's prompt was measured (its row), so the trigger anchors on it
             prompt = self.rows["context_tokens"][-1]  # as `uncompacted`'s anchor
             self.known = (index + 1, prompt + call.output_tokens) if self.base.anchor_output else (index, prompt)
@@ -206,7 +206,7 @@ class Walk:
         elif self.compacted_since_call:
             prompt = self.context(index).messages
             head, tail_start, end = self.previous_prompt
-            shared = _shared_prefix(head + self.transcript.messages[tail_start:end], prompt)
+            shared = _shared_prefix(head + self.session.messages[tail_start:end], prompt)
             if self.counted[0] is self.head.messages and shared <= len(self.head.messages):
                 shared_estimate = self._counted_sum(shared) + overhead
             else:
@@ -278,8 +278,8 @@ class Walk:
         # Scored after the replay (`compactlab.replay.replay`), from the contexts kept here.
         self.compactions.append(
             CompactionRow(
-                transcript=self.transcript.id,
-                config=self.config.label,
+                session=self.session.id,
+                setting=self.setting.label,
                 call=len(self.rows["full_tokens"]),
                 message_index=index,
                 event=event,
@@ -296,7 +296,7 @@ class Walk:
 
     def columns(self) -> CallColumns:
         calls = len(self.rows["full_tokens"])
-        constant = {"transcript": self.transcript.id, "config": self.config.label, "window": self.window}
+        constant = {"session": self.session.id, "setting": self.setting.label, "window": self.window}
         columns = {
             **self.rows,
             "call": list(range(calls)),

@@ -1,11 +1,11 @@
-"""`compactlab diff RUN_A RUN_B`: what got better or worse between two runs, per metric and per transcript.
+"""`compactlab diff RUN_A RUN_B`: what got better or worse between two runs, per metric and per session.
 
-Strategies are matched by label, transcripts by id. For each strategy in both runs and each
-metric, the change B − A is a paired bootstrap over the transcripts both runs replayed (the
-same transcript is the pair, so its own difficulty cancels out). Per transcript, a change beyond
+Strategies are matched by label, sessions by id. For each strategy in both runs and each
+metric, the change B − A is a paired bootstrap over the sessions both runs replayed (the
+same session is the pair, so its own difficulty cancels out). Per session, a change beyond
 the metric's tolerance in the good direction is "better", in the bad one "worse".
-Only `transcripts.csv` and `config.json` of each run are needed (plus sweep.json if there is one).
-Like the leaderboard, the comparison leaves out `recorded` and transcripts with damaged records.
+Only `sessions.csv` and `config.json` of each run are needed (plus sweep.json if there is one).
+Like the leaderboard, the comparison leaves out `recorded` and sessions with damaged records.
 The metrics, their labels, directions and tolerances are those of `compactlab.results.catalogue.REPORTED`, and
 a run's recommendation is its summary.json's (`compactlab.results.recommendation`).
 """
@@ -36,23 +36,23 @@ class RunDiff:
     a: RunData
     b: RunData
     metrics: pd.DataFrame  # label, metric, a, b, change, low, high, n, p, verdict
-    transcripts: pd.DataFrame  # label, transcript, metric, a, b, change, verdict (only changes beyond tolerance)
+    sessions: pd.DataFrame  # label, session, metric, a, b, change, verdict (only changes beyond tolerance)
     only_a: tuple[str, ...]
     only_b: tuple[str, ...]
-    shared_transcripts: int
-    transcripts_only_a: int
-    transcripts_only_b: int
+    shared_sessions: int
+    sessions_only_a: int
+    sessions_only_b: int
 
 
 def diff_runs(a_dir: str | Path, b_dir: str | Path, resamples: int = 10_000) -> RunDiff:
     a, b = load_light(a_dir), load_light(b_dir)
     fa, fb = ranked_rows(a), ranked_rows(b)
-    labels_a, labels_b = set(fa["config"]), set(fb["config"])
-    ids_a, ids_b = set(fa["transcript"]), set(fb["transcript"])
-    metric_rows, transcript_rows = [], []
+    labels_a, labels_b = set(fa["setting"]), set(fb["setting"])
+    ids_a, ids_b = set(fa["session"]), set(fb["session"])
+    metric_rows, session_rows = [], []
     for label in sorted(labels_a & labels_b):
-        left = fa[fa["config"] == label].set_index("transcript")
-        right = fb[fb["config"] == label].set_index("transcript")
+        left = fa[fa["setting"] == label].set_index("session")
+        right = fb[fb["setting"] == label].set_index("session")
         shared = sorted(set(left.index) & set(right.index))
         for metric in METRICS:
             x, y = left.loc[shared, metric.name].to_numpy(float), right.loc[shared, metric.name].to_numpy(float)
@@ -77,7 +77,7 @@ def diff_runs(a_dir: str | Path, b_dir: str | Path, resamples: int = 10_000) -> 
                     "verdict": _verdict(metric, paired.mean_diff, paired.low, paired.high),
                 }
             )
-            for transcript, before, after in zip(shared, x, y):
+            for session, before, after in zip(shared, x, y):
                 if (
                     math.isnan(before)
                     or math.isnan(after)
@@ -86,10 +86,10 @@ def diff_runs(a_dir: str | Path, b_dir: str | Path, resamples: int = 10_000) -> 
                 ):
                     continue
                 better = (after - before) * _sign(metric) > 0
-                transcript_rows.append(
+                session_rows.append(
                     {
                         "label": label,
-                        "transcript": transcript,
+                        "session": session,
                         "metric": metric.label,
                         "kind": metric.kind,
                         "a": before,
@@ -102,12 +102,12 @@ def diff_runs(a_dir: str | Path, b_dir: str | Path, resamples: int = 10_000) -> 
         a=a,
         b=b,
         metrics=pd.DataFrame(metric_rows),
-        transcripts=pd.DataFrame(transcript_rows),
+        sessions=pd.DataFrame(session_rows),
         only_a=tuple(sorted(labels_a - labels_b)),
         only_b=tuple(sorted(labels_b - labels_a)),
-        shared_transcripts=len(ids_a & ids_b),
-        transcripts_only_a=len(ids_a - ids_b),
-        transcripts_only_b=len(ids_b - ids_a),
+        shared_sessions=len(ids_a & ids_b),
+        sessions_only_a=len(ids_a - ids_b),
+        sessions_only_b=len(ids_b - ids_a),
     )
 
 
@@ -122,7 +122,7 @@ def _mean(values: np.ndarray) -> float:
 
 def _verdict(metric: Metric, change: float, low: float, high: float) -> str:
     """'better'/'worse' when the whole 95% interval is on one side of zero and the change is material
-    (at least a fifth of the per-transcript tolerance); 'negligible' when it is real but smaller;
+    (at least a fifth of the per-session tolerance); 'negligible' when it is real but smaller;
     else 'same' ('changed' for metrics with no good direction)."""
     if any(isinstance(v, float) and math.isnan(v) for v in (change, low, high)):
         return "n/a"
@@ -151,15 +151,15 @@ def format_diff(diff: RunDiff, limit: int = 25) -> str:
     rec_a, rec_b = recommendations(diff)
     lines = [
         f"A: {diff.a.path}   B: {diff.b.path}",
-        f"{diff.shared_transcripts} transcripts in both runs ({diff.transcripts_only_a} only in A, {diff.transcripts_only_b} only in B)",
-        f"recommended: A {rec_a.config or '– (' + rec_a.reason + ')'}; B {rec_b.config or '– (' + rec_b.reason + ')'}",
+        f"{diff.shared_sessions} sessions in both runs ({diff.sessions_only_a} only in A, {diff.sessions_only_b} only in B)",
+        f"recommended: A {rec_a.setting or '– (' + rec_a.reason + ')'}; B {rec_b.setting or '– (' + rec_b.reason + ')'}",
         f"rule: {rec_b.rule.text}",
     ]
     if diff.only_a or diff.only_b:
         lines.append(f"strategies only in A: {', '.join(diff.only_a) or '–'}; only in B: {', '.join(diff.only_b) or '–'}")
     lines += [
         "",
-        "A, B: means over the transcripts where both runs have the figure for the strategy; B − A: paired bootstrap over them",
+        "A, B: means over the sessions where both runs have the figure for the strategy; B − A: paired bootstrap over them",
         f"{'strategy':24} {'metric':44} {'A':>9} {'B':>9} {'B − A [95% CI]':>32}  verdict",
     ]
     for row in diff.metrics.itertuples():
@@ -167,20 +167,20 @@ def format_diff(diff: RunDiff, limit: int = 25) -> str:
         lines.append(
             f"{row.label:24} {row.metric:44} {fmt(row.a, row.kind):>9} {fmt(row.b, row.kind):>9} {ci:>32}  {row.verdict}"
         )
-    changed = diff.transcripts
+    changed = diff.sessions
     lines.append("")
     if changed.empty:
-        lines.append("no transcript changed beyond the tolerances")
+        lines.append("no session changed beyond the tolerances")
         return "\n".join(lines)
     counts = changed.groupby("verdict").size().to_dict()
     lines.append(
-        f"per transcript, beyond tolerance: {counts.get('better', 0)} better, {counts.get('worse', 0)} worse "
+        f"per session, beyond tolerance: {counts.get('better', 0)} better, {counts.get('worse', 0)} worse "
         f"(tolerances: {', '.join(f'{m.label} {fmt(m.tolerance, m.kind)}' for m in METRICS if m.direction != 'neither')})"
     )
     biggest = changed.assign(size=changed["change"].abs()).sort_values("size", ascending=False).head(limit)
     for row in biggest.itertuples():
         lines.append(
-            f"  {row.verdict:6} {row.label:20} {row.transcript[:44]:44} {row.metric}: {fmt(row.a, row.kind)} → {fmt(row.b, row.kind)}"
+            f"  {row.verdict:6} {row.label:20} {row.session[:44]:44} {row.metric}: {fmt(row.a, row.kind)} → {fmt(row.b, row.kind)}"
         )
     if len(changed) > limit:
         lines.append(f"  … {len(changed) - limit} more in the HTML page")
@@ -190,7 +190,7 @@ def format_diff(diff: RunDiff, limit: int = 25) -> str:
 def render_diff_page(diff: RunDiff) -> str:
     recommended_a, recommended_b = recommendations(diff)
     rule = recommended_b.rule.text
-    rec_a, rec_b = recommended_a.config, recommended_b.config
+    rec_a, rec_b = recommended_a.setting, recommended_b.setting
     metrics = [
         {
             **row,
@@ -209,7 +209,7 @@ def render_diff_page(diff: RunDiff) -> str:
             "b_text": fmt(row["b"], row["kind"]),
             "change_text": fmt(row["change"], row["kind"], True),
         }
-        for row in diff.transcripts.to_dict("records")
+        for row in diff.sessions.to_dict("records")
     ]
     section = (
         environment()
@@ -225,9 +225,9 @@ def render_diff_page(diff: RunDiff) -> str:
             material=[m for m in metrics if m["verdict"] in ("better", "worse", "changed")],
             only_a=list(diff.only_a),
             only_b=list(diff.only_b),
-            shared=diff.shared_transcripts,
-            transcripts_only_a=diff.transcripts_only_a,
-            transcripts_only_b=diff.transcripts_only_b,
+            shared=diff.shared_sessions,
+            sessions_only_a=diff.sessions_only_a,
+            sessions_only_b=diff.sessions_only_b,
             tolerances=[{"name": m.label, "value": fmt(m.tolerance, m.kind)} for m in METRICS if m.direction != "neither"],
         )
     )

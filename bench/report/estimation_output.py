@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 
 from compactlab.results.leaderboard import json_records
+from compactlab.sessions.neutralise import write_csv
 from compactlab.tokens.calibration import SHIPPED_FIT
 from compactlab.tokens.estimation import IN_SAMPLE, THRESHOLDS, EstimationResult, summarize, summarize_by_source
-from compactlab.transcripts.neutralise import write_csv
 
 
 def summary_document(result: EstimationResult, settings: dict, summary: pd.DataFrame | None = None) -> dict:
@@ -19,15 +19,15 @@ def summary_document(result: EstimationResult, settings: dict, summary: pd.DataF
     summary = summarize(result.calls) if summary is None else summary
     return {
         "settings": {**settings, "thresholds": list(THRESHOLDS)},
-        "transcripts": int(result.calls["transcript"].nunique()),
-        "calls": int(result.calls[["transcript", "call"]].drop_duplicates().shape[0]),
+        "sessions": int(result.calls["session"].nunique()),
+        "calls": int(result.calls[["session", "call"]].drop_duplicates().shape[0]),
         "left_out": {
             # with `damaged_kept` they were estimated (their rows say `damaged`), not left out
-            "damaged_transcripts": list(result.damaged_transcripts),
+            "damaged_sessions": list(result.damaged_sessions),
             "damaged_kept": result.damaged_kept,
             "skipped_records": result.skipped_records,
-            "transcripts_without_calls": result.transcripts_without_calls,
-            "first_calls": int(result.calls.loc[result.calls["first_call"], ["transcript"]].drop_duplicates().shape[0]),
+            "sessions_without_calls": result.sessions_without_calls,
+            "first_calls": int(result.calls.loc[result.calls["first_call"], ["session"]].drop_duplicates().shape[0]),
         },
         "calibration": [asdict(fit) for fit in result.fits.values()],
         "uncalibrated_calls": result.uncalibrated_calls or {},
@@ -53,7 +53,7 @@ def write_estimation(
         result.calls.to_parquet(calls_path, index=False)
     else:
         calls_path = out / "calls.csv"
-        write_csv(result.calls, calls_path)  # ids and models come from transcripts: no formulas
+        write_csv(result.calls, calls_path)  # ids and models come from sessions: no formulas
     written.append(calls_path)
     summary_path = out / "summary.json"
     summary_path.write_text(json.dumps(summary_document(result, settings, summary), indent=2) + "\n", encoding="utf-8")
@@ -88,24 +88,24 @@ def format_summary(result: EstimationResult, summary: pd.DataFrame | None = None
     lines += [by_source.to_string(index=False), ""]
     for fit in result.fits.values():
         lines.append(
-            f"calibrated {fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f}  ({fit.train_calls} calls, {fit.train_transcripts} transcripts)"
+            f"calibrated {fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f}  ({fit.train_calls} calls, {fit.train_sessions} sessions)"
         )
     if result.fits:
         lines.append(
-            f"calibrated: the shipped fit ({SHIPPED_FIT.name}); {IN_SAMPLE!r} is its error on the transcripts it was trained on, never its score"
+            f"calibrated: the shipped fit ({SHIPPED_FIT.name}); {IN_SAMPLE!r} is its error on the sessions it was trained on, never its score"
         )
     for family, count in sorted((result.uncalibrated_calls or {}).items()):
         lines.append(f"not calibrated: {count} calls of model family {family!r}, which has no shipped calibration")
-    if result.damaged_transcripts and result.damaged_kept:
+    if result.damaged_sessions and result.damaged_kept:
         lines.append(
-            f"kept (--lenient): {len(result.damaged_transcripts)} transcripts with damaged records, {result.skipped_records} "
+            f"kept (--lenient): {len(result.damaged_sessions)} sessions with damaged records, {result.skipped_records} "
             "records skipped in them (a lost message reads as estimator error; their rows in calls.csv say `damaged`)"
         )
-    elif result.damaged_transcripts:
+    elif result.damaged_sessions:
         lines.append(
-            f"left out: {len(result.damaged_transcripts)} transcripts with damaged records (a lost message would read as estimator error)"
+            f"left out: {len(result.damaged_sessions)} sessions with damaged records (a lost message would read as estimator error)"
         )
-    if result.transcripts_without_calls:
-        lines.append(f"left out: {result.transcripts_without_calls} transcripts with no recorded LLM calls")
+    if result.sessions_without_calls:
+        lines.append(f"left out: {result.sessions_without_calls} sessions with no recorded LLM calls")
     lines.append("first call of each session not scored: it sets the per-session constant for sources without the system prompt")
     return "\n".join(lines)

@@ -35,10 +35,10 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     (
         "calls",
         "Calls",
-        "Scored calls: every recorded call but each session's first (calibrated: transcripts its shipped fit was not trained on; calibrated (in-sample): the others).",
+        "Scored calls: every recorded call but each session's first (calibrated: sessions its shipped fit was not trained on; calibrated (in-sample): the others).",
         "count",
     ),
-    ("transcripts", "Sessions", "Transcripts (sessions) these calls come from.", "count"),
+    ("sessions", "Sessions", "Sessions these calls come from.", "count"),
     (
         "bias_pct",
         "Bias%",
@@ -100,7 +100,7 @@ def estimation_context(result: EstimationResult, summary: pd.DataFrame) -> dict[
     scored = calls[~first]
     estimators = _ordered(summary["estimator"].unique() if not summary.empty else [], (*DEFAULT_ESTIMATORS, IN_SAMPLE))
     families = sorted(summary["family"].unique()) if not summary.empty else []
-    one_row_per_call = calls[~calls.duplicated(["transcript", "call"])]
+    one_row_per_call = calls[~calls.duplicated(["session", "call"])]
     scored_calls = one_row_per_call[~first[one_row_per_call.index]]
     charts = []
     if families:
@@ -127,14 +127,14 @@ def estimation_context(result: EstimationResult, summary: pd.DataFrame) -> dict[
             )
     return {
         "counts": {
-            "transcripts": _count(one_row_per_call["transcript"].nunique()),
+            "sessions": _count(one_row_per_call["session"].nunique()),
             "calls": _count(len(one_row_per_call)),
             "scored_calls": _count(len(scored_calls)),
             "first_calls": _count(len(one_row_per_call) - len(scored_calls)),
-            "without_calls": _count(result.transcripts_without_calls),
+            "without_calls": _count(result.sessions_without_calls),
             "estimators": len(estimators),
         },
-        "damaged": list(result.damaged_transcripts),
+        "damaged": list(result.damaged_sessions),
         "families": _family_rows(scored_calls),
         "columns": [
             {"key": k, "label": label, "title": tip, "numeric": kind != "text"} for k, label, tip, kind in SUMMARY_COLUMNS
@@ -142,8 +142,8 @@ def estimation_context(result: EstimationResult, summary: pd.DataFrame) -> dict[
         "summary_rows": _summary_rows(summary, estimators),
         "charts": charts,
         "fits": _fit_rows(result),
-        "transcripts": _transcript_rows(scored),
-        "transcript_estimators": list(SCATTER_ESTIMATORS),
+        "sessions": _session_rows(scored),
+        "session_estimators": list(SCATTER_ESTIMATORS),
         "threshold_note": _threshold_note(scored_calls),
     }
 
@@ -227,7 +227,7 @@ def _scatter_caption(result: EstimationResult) -> str:
     fitted = (
         (
             f" The dotted grey line in the {', '.join(bases)} panels is the calibration line of families fitted on whole "
-            "prompts; the calibrated panels show only transcripts the shipped fit was not trained on."
+            "prompts; the calibrated panels show only sessions the shipped fit was not trained on."
         )
         if bases
         else ""
@@ -246,7 +246,7 @@ def _family_rows(scored_calls: pd.DataFrame) -> list[dict[str, Any]]:
             {
                 "family": family,
                 "calls": _count(len(group)),
-                "transcripts": _count(group["transcript"].nunique()),
+                "sessions": _count(group["session"].nunique()),
                 "formats": ", ".join(sorted(group["source_format"].unique())),
                 "models": [{"name": m, "calls": _count(n)} for m, n in models.items()],
             }
@@ -262,20 +262,20 @@ def _fit_rows(result: EstimationResult) -> list[dict[str, str]]:
             "slope": f"{fit.slope:.4f}",
             "intercept": f"{fit.intercept:+,.0f}".replace("-", "−"),
             "train_calls": _count(fit.train_calls),
-            "train_transcripts": _count(fit.train_transcripts),
+            "train_sessions": _count(fit.train_sessions),
         }
         for _, fit in sorted(result.fits.items())
     ]
 
 
-def _transcript_rows(scored: pd.DataFrame) -> list[dict[str, str]]:
+def _session_rows(scored: pd.DataFrame) -> list[dict[str, str]]:
     """Per-session errors of the key estimators, so an odd session can be traced back to its file."""
     if scored.empty:
         return []
     mape = scored.assign(abs_rel=scored["rel_error"].abs()).pivot_table(
-        index="transcript", columns="estimator", values="abs_rel", aggfunc="mean"
+        index="session", columns="estimator", values="abs_rel", aggfunc="mean"
     )
-    info = scored.groupby("transcript").agg(
+    info = scored.groupby("session").agg(
         family=("family", "first"),
         source_format=("source_format", "first"),
         split=("split", "first"),
@@ -283,11 +283,11 @@ def _transcript_rows(scored: pd.DataFrame) -> list[dict[str, str]]:
         models=("model", lambda m: ", ".join(sorted(m.unique()))),
     )
     rows = []
-    for transcript, record in info.sort_values(["family", "source_format"], kind="stable").iterrows():
-        errors = {e: mape.at[transcript, e] if e in mape.columns else math.nan for e in SCATTER_ESTIMATORS}
+    for session, record in info.sort_values(["family", "source_format"], kind="stable").iterrows():
+        errors = {e: mape.at[session, e] if e in mape.columns else math.nan for e in SCATTER_ESTIMATORS}
         rows.append(
             {
-                "transcript": str(transcript),
+                "session": str(session),
                 "family": record["family"],
                 "format": record["source_format"],
                 "models": record["models"],

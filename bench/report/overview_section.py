@@ -22,7 +22,7 @@ from compactlab.results.same_by_construction import SameGroup, one_note, one_row
 from compactlab.runs.run_config import strategies_of_run
 from compactlab.strategies.registry import describe_all
 
-# Relative cost offset of transcripts no strategy touched above which the report warns.
+# Relative cost offset of sessions no strategy touched above which the report warns.
 COST_NOISE_WARNING = 0.005
 # The leaderboard's figures with their 95% intervals shown under them.
 WITH_INTERVALS = ("removed_share", "preservation_or_untouched", "cost_change")
@@ -62,8 +62,8 @@ def overview_context(
 ) -> dict[str, Any]:
     groups = _same_groups(run, figures)
     # Settings identical by construction are one row naming them all (summary.json keeps each one's figures).
-    shown, merged = one_row_each(figures, groups, recommendation.config)
-    rows = [_row(r, recommendation, merged.get(r["config"]), run.strategy_of(r["config"])) for _, r in shown.iterrows()]
+    shown, merged = one_row_each(figures, groups, recommendation.setting)
+    rows = [_row(r, recommendation, merged.get(r["setting"]), run.strategy_of(r["setting"])) for _, r in shown.iterrows()]
     rows.sort(key=lambda r: (not r["recommended"], r["not_recommendable"] != "", -float(r["cells"][0]["value"] or 0)))
     versus, pairs = _versus(run.summary.get("comparisons") or {}, recommendation)
     # The versus table too: one row per result; the recommended setting is not compared with itself under another name.
@@ -83,7 +83,7 @@ def overview_context(
         "rows": rows,
         "versus": versus,
         "versus_tests": pairs,
-        "versus_same": list(merged[recommendation.config].labels[1:]) if recommendation.config in merged else [],
+        "versus_same": list(merged[recommendation.setting].labels[1:]) if recommendation.setting in merged else [],
         "versus_labels": {name: metric(name).label for name in ("removed_share", "preservation_or_untouched")},
         "significant": _significant(all_pairs) if all_pairs is not None else None,
         "pairs_tested": sum(len(v) for v in (all_pairs or {}).get("metrics", {}).values()),
@@ -99,13 +99,13 @@ def overview_context(
 
 def _ties_why(headline: dict[str, Any], groups: list[SameGroup]) -> str:
     """Why the recommended setting ties with others: by construction, when one group holds them all."""
-    tied = {headline["config"], *headline["ties"]}
+    tied = {headline["setting"], *headline["ties"]}
     return next((g.why for g in groups if tied <= set(g.labels)), "") if headline["ties"] else ""
 
 
 def _same_groups(run: RunData, figures: pd.DataFrame) -> list[SameGroup]:
     """The ranked settings identical by construction (`compactlab.results.same_by_construction`)."""
-    ranked = set(figures["config"]) if not figures.empty else set()
+    ranked = set(figures["setting"]) if not figures.empty else set()
     try:
         groups = same_groups(
             [c for c in strategies_of_run(run.config) if c.label in ranked], run.config.get("estimator") or "hybrid"
@@ -118,7 +118,7 @@ def _same_groups(run: RunData, figures: pd.DataFrame) -> list[SameGroup]:
 def _row(row: pd.Series, recommendation: Recommendation, same: SameGroup | None = None, strategy: str = "") -> dict[str, Any]:
     """A leaderboard row; `same`: the settings identical by construction it stands for (it is their first);
     `strategy`: the registered strategy it replays."""
-    label = row["config"]
+    label = row["setting"]
     labels = list(same.labels) if same is not None else [label]
     cells = []
     for name in REPORTED:
@@ -132,7 +132,7 @@ def _row(row: pd.Series, recommendation: Recommendation, same: SameGroup | None 
         elif name in ("preservation_k1", "preservation_k5"):
             cell["extra"] = f"n={int(row.get(f'{name}_n') or 0)}"
         elif name == "compactions":
-            cell["extra"] = f"in {int(row['compacted_in'])} of {int(row['transcripts'])}"
+            cell["extra"] = f"in {int(row['compacted_in'])} of {int(row['sessions'])}"
         elif name == "cost_change":
             cell["extra"] = pct(_ratio(value, row.get("cost_full_mean")), signed=True)
         cells.append(cell)
@@ -141,13 +141,13 @@ def _row(row: pd.Series, recommendation: Recommendation, same: SameGroup | None 
         "labels": labels,
         "strategy": strategy,
         "same_why": same.why if same is not None else "",
-        "recommended": label == recommendation.config,
+        "recommended": label == recommendation.setting,
         "frontier": bool(set(labels) & set(recommendation.frontier)),
         "not_recommendable": recommendation.not_recommendable.get(label, ""),
         "cells": cells,
         "by_name": dict(zip(REPORTED, cells)),
         "compacted_in": int(row["compacted_in"]),
-        "transcripts": int(row["transcripts"]),
+        "sessions": int(row["sessions"]),
     }
 
 
@@ -165,7 +165,7 @@ def _ratio(change: Any, base: Any) -> float:
 def _headline(run: RunData, rows: list[dict], recommendation: Recommendation) -> dict[str, Any]:
     row = next((r for r in rows if r["recommended"]), None)
     window = run.config.get("window") or 0
-    strategy = run.strategy_of(recommendation.config) if recommendation.config else None
+    strategy = run.strategy_of(recommendation.setting) if recommendation.setting else None
     return {
         # What the verdict rests on (compactlab.results.recommendation): a clear pick, no clear winner, or too few compactions.
         "verdict": "use"
@@ -182,7 +182,7 @@ def _headline(run: RunData, rows: list[dict], recommendation: Recommendation) ->
         # Nothing compacted anywhere: there is no strategy to recommend, only a setting to change.
         "nothing": row is not None and not row["compacted_in"] and not float(row["by_name"]["removed_share"]["value"] or 0),
         "window": f"{window:,}-token window" if window else "models' real windows",
-        "config": recommendation.config,
+        "setting": recommendation.setting,
         "row": row,
         "reason": recommendation.reason,
         "ties": list(recommendation.ties),
@@ -228,20 +228,18 @@ def _registered_descriptions() -> dict[str, dict[str, str]]:
 def _setting(run: RunData) -> dict[str, Any]:
     window = run.config.get("window") or 0
     frame = ranked_rows(run)
-    everything = run.transcripts
+    everything = run.sessions
     return {
         "window": f"{window:,}" if window else "",
-        "transcripts": frame["transcript"].nunique(),
-        "replayed": everything["transcript"].nunique(),
-        "damaged": int(everything.loc[everything["damaged"].astype(bool), "transcript"].nunique())
-        if "damaged" in everything
-        else 0,
+        "sessions": frame["session"].nunique(),
+        "replayed": everything["session"].nunique(),
+        "damaged": int(everything.loc[everything["damaged"].astype(bool), "session"].nunique()) if "damaged" in everything else 0,
         # (strategies left out for failed compactions are listed apart: bench/results/run_failures.py)
-        "unranked": sorted(set(everything["config"]) - set(frame["config"]) - set(failure_ranks(run.summary, ranked=False))),
-        "labels": frame["config"].nunique(),
+        "unranked": sorted(set(everything["setting"]) - set(frame["setting"]) - set(failure_ranks(run.summary, ranked=False))),
+        "labels": frame["setting"].nunique(),
         "datasets": ", ".join(run.config.get("datasets") or []) or "all bundled datasets",
-        "calls": int(frame.drop_duplicates("transcript")["calls"].sum()),
-        "ever_compacted": int(frame[frame["removed_share"] > 0]["transcript"].nunique()),
+        "calls": int(frame.drop_duplicates("session")["calls"].sum()),
+        "ever_compacted": int(frame[frame["removed_share"] > 0]["session"].nunique()),
     }
 
 
@@ -260,7 +258,7 @@ def _cost_noise(run: RunData) -> dict[str, str] | None:
 def _versus(comparisons: dict, recommendation: Recommendation) -> tuple[list[dict[str, Any]], int]:
     """The recommended setting against every other: differences (recommended − other) with p
     Holm-adjusted over those n − 1 tests; and how many tests that is per metric."""
-    if recommendation.config is None or comparisons.get("against") != recommendation.config:
+    if recommendation.setting is None or comparisons.get("against") != recommendation.setting:
         return [], 0
     found: dict[str, dict[str, Any]] = {}
     tests = 0

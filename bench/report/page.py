@@ -2,7 +2,7 @@
 
 The only script is the table-sorting script in `templates/sort.js`, inlined. The page carries a
 Content-Security-Policy that allows exactly that script (by its SHA-256), inline styles and
-`data:` images, and nothing from the network: even if hostile transcript text slipped past the
+`data:` images, and nothing from the network: even if hostile session text slipped past the
 escaping, a browser would refuse to run it or to fetch anything.
 """
 

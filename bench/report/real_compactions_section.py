@@ -4,7 +4,7 @@ The `recorded` strategy replays the production agent's own compactions, so its r
 production summary and the replay's prediction of the next prompt against the recorded one. For
 each of them, every other strategy's compaction in the same session nearest to that call (at or
 before it on a tie) is shown beside it. Sources without LLM calls (condenser logs) cannot be
-replayed; their production summaries are listed from what the run wrote of them (sessions.json).
+replayed; their production summaries are listed from what the run wrote of them (session_facts.json).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from compactlab.report.overview_section import pct
 from compactlab.report.run_data import RunData
-from compactlab.report.transcripts import compaction_view, recorded_rows, source_of
+from compactlab.report.sessions import compaction_view, recorded_rows, source_of
 
 REAL_SUMMARY_CHARS = 20_000  # production summaries are shown whole up to this length
 STRATEGY_SUMMARY_CHARS = 6_000
@@ -29,8 +29,8 @@ def real_compactions_context(run: RunData) -> dict[str, Any]:
         predicted, recorded = row.get("fidelity_predicted"), row.get("fidelity_recorded")
         shown.append(
             {
-                "transcript": row["transcript"],
-                "source": sources.get(row["transcript"], ""),
+                "session": row["session"],
+                "source": sources.get(row["session"], ""),
                 "production": production,
                 "fidelity": {
                     "predicted": f"{predicted:,}",
@@ -50,13 +50,13 @@ def _others(run: RunData, real: dict) -> list[dict[str, Any]]:
     """Each other strategy's nearest compaction in the session; strategies with the same text share a card."""
     nearest: dict[str, dict] = {}
     for row in run.compaction_rows:
-        if row["transcript"] != real["transcript"] or row["config"] == real["config"] or row.get("failed"):
+        if row["session"] != real["session"] or row["setting"] == real["setting"] or row.get("failed"):
             continue
         if (row.get("note") or "").startswith("nothing") and not row["messages_removed"]:
             continue  # a compaction that found nothing to do is not a summary of this history
-        current = nearest.get(row["config"])
+        current = nearest.get(row["setting"])
         if current is None or _distance(row, real) < _distance(current, real):
-            nearest[row["config"]] = row
+            nearest[row["setting"]] = row
     cards: dict[str, dict[str, Any]] = {}
     for label in sorted(nearest):
         row = nearest[label]
@@ -82,29 +82,29 @@ def _distance(row: dict, real: dict) -> tuple[int, int]:
 
 
 def _untouched(run: RunData, real: dict) -> list[str]:
-    labels = set(run.transcripts.loc[run.transcripts["transcript"] == real["transcript"], "config"])
+    labels = set(run.sessions.loc[run.sessions["session"] == real["session"], "setting"])
     compacted = {
-        r["config"]
+        r["setting"]
         for r in run.compaction_rows
-        if r["transcript"] == real["transcript"]
+        if r["session"] == real["session"]
         and not r.get("failed")
         and not ((r.get("note") or "").startswith("nothing") and not r["messages_removed"])
     }
-    return sorted(labels - compacted - {real["config"]})
+    return sorted(labels - compacted - {real["setting"]})
 
 
 def _unreplayed(run: RunData) -> list[dict[str, Any]]:
     """Production summaries of sessions the replay skipped because they hold no LLM calls."""
-    replayed = set(run.transcripts["transcript"])
+    replayed = set(run.sessions["session"])
     rows = []
-    for transcript, facts in run.session_facts.items():
-        if transcript in replayed:
+    for session, facts in run.session_facts.items():
+        if session in replayed:
             continue
         for marker in facts["unreplayed"]:
             text = marker["summary"]
             rows.append(
                 {
-                    "transcript": transcript,
+                    "session": session,
                     "format": facts["format"],
                     "trigger": marker["trigger"],
                     "messages": f"{marker['at_message']:,}",

@@ -3,7 +3,7 @@
 Markers with their confidence intervals on two percent axes, the frontier, and the names of the
 frontier and the pick placed where they overlap no other name (`compactlab.report.svg_plot`: text
 widths from the font's advance widths, so placement needs no renderer). Only strategy labels and
-numbers reach the SVG, escaped; transcript text never does.
+numbers reach the SVG, escaped; session text never does.
 """
 
 from __future__ import annotations
@@ -91,17 +91,17 @@ def pareto_chart(
     `placed`, when given, receives the labels' boxes (`Rect`) so that their layout can be checked."""
     points = figures.rename(
         columns={
-            "removed_share_mean": "tokens_saved",
-            "removed_share_low": "saved_low",
-            "removed_share_high": "saved_high",
+            "removed_share_mean": "tokens_removed",
+            "removed_share_low": "removed_low",
+            "removed_share_high": "removed_high",
             "preservation_or_untouched_mean": "preservation",
             "preservation_or_untouched_low": "preservation_low",
             "preservation_or_untouched_high": "preservation_high",
         }
-    ).assign(hollow=lambda f: f["config"].isin(set(recommendation.not_recommendable)))
-    frontier, recommended = recommendation.frontier, recommendation.config
+    ).assign(hollow=lambda f: f["setting"].isin(set(recommendation.not_recommendable)))
+    frontier, recommended = recommendation.frontier, recommendation.setting
     groups = _identical_groups(points)
-    x_high = max(float(points["saved_high"].max()), float(points["tokens_saved"].max()), 0.01)
+    x_high = max(float(points["removed_high"].max()), float(points["tokens_removed"].max()), 0.01)
     y_low = min(float(points["preservation_low"].min()), float(points["preservation"].min()))
     bottom = max(0.0, y_low - 0.04)
     x_range, y_range = (-0.02 * x_high, 1.12 * x_high), (bottom, 1.0 + 0.06 * (1.0 - bottom))
@@ -118,35 +118,35 @@ def pareto_chart(
         y,
         xticks,
         yticks,
-        "prompt tokens removed (mean over transcripts) → better",
+        "prompt tokens removed (mean over sessions) → better",
         "next-step facts kept (k=1) → better",
     )
     for names, row in groups:
         colour = colours.get(names[0], "#999999")
-        px, py = x(row["tokens_saved"]), y(row["preservation"])
-        d.path([x(row["saved_low"]), x(row["saved_high"])], [py, py], colour, 1.0, opacity=0.35)
+        px, py = x(row["tokens_removed"]), y(row["preservation"])
+        d.path([x(row["removed_low"]), x(row["removed_high"])], [py, py], colour, 1.0, opacity=0.35)
         d.path([px, px], [y(row["preservation_low"]), y(row["preservation_high"])], colour, 1.0, opacity=0.35)
-    on_frontier = points[points["config"].isin(frontier)].sort_values("tokens_saved")
-    line = np.column_stack([x.many(on_frontier["tokens_saved"]), y.many(on_frontier["preservation"])])
+    on_frontier = points[points["setting"].isin(frontier)].sort_values("tokens_removed")
+    line = np.column_stack([x.many(on_frontier["tokens_removed"]), y.many(on_frontier["preservation"])])
     if len(on_frontier) > 1:
         d.path(line[:, 0], line[:, 1], "#444444", 1.0, svg.DASHED)
     else:
         line = np.empty((0, 2))
     for names, row in groups:
         colour = colours.get(names[0], "#999999")
-        d.circle(x(row["tokens_saved"]), y(row["preservation"]), MARKER, "#ffffff" if row["hollow"] else colour, colour, 1.2)
+        d.circle(x(row["tokens_removed"]), y(row["preservation"]), MARKER, "#ffffff" if row["hollow"] else colour, colour, 1.2)
     keys = [Key("Pareto frontier (recommendable)", "#444444", dash=svg.DASHED)] if len(on_frontier) > 1 else []
     keys.append(Key("not recommendable", "#ffffff", kind="ring", edge="#777777"))
-    if recommended is not None and (points["config"] == recommended).any():
-        best = points[points["config"] == recommended].iloc[0]
-        d.star(x(best["tokens_saved"]), y(best["preservation"]), STAR, RECOMMENDED, "#ffffff", 0.8)
+    if recommended is not None and (points["setting"] == recommended).any():
+        best = points[points["setting"] == recommended].iloc[0]
+        d.star(x(best["tokens_removed"]), y(best["preservation"]), STAR, RECOMMENDED, "#ffffff", 0.8)
         keys.append(Key("recommended", RECOMMENDED, kind="star", edge="#ffffff"))
     _, key_height, _ = svg.key_size(keys, 8.5)
     svg.draw_key(d, box.left + 6, box.bottom - key_height - 4, keys, 8.5)
     # Only the frontier and the pick are named: a label on every one of a sweep's 64 points is a plot
     # nobody reads at a glance (the others are in the leaderboard, and their markers stay).
     named = [g for g in groups if recommended in g[0] or set(g[0]) & set(frontier)]
-    markers = [(x(row["tokens_saved"]), y(row["preservation"])) for _, row in groups]
+    markers = [(x(row["tokens_removed"]), y(row["preservation"])) for _, row in groups]
     key = _place_labels(d, box, named, recommended, line, markers, (x, y), placed if placed is not None else [])
     return d.svg(), key
 
@@ -155,9 +155,9 @@ def _identical_groups(points: pd.DataFrame) -> list[tuple[list[str], pd.Series]]
     """Points with the same two numbers (e.g. offline summarizers that produce the same text) share one marker."""
     keyed: dict[tuple, list[str]] = {}
     rows: dict[tuple, pd.Series] = {}
-    for _, row in points.sort_values("config").iterrows():
-        key = (round(float(row["tokens_saved"]), 12), round(float(row["preservation"]), 12), bool(row["hollow"]))
-        keyed.setdefault(key, []).append(row["config"])
+    for _, row in points.sort_values("setting").iterrows():
+        key = (round(float(row["tokens_removed"]), 12), round(float(row["preservation"]), 12), bool(row["hollow"]))
+        keyed.setdefault(key, []).append(row["setting"])
         rows.setdefault(key, row)
     return [(names, rows[key]) for key, names in keyed.items()]
 
@@ -180,7 +180,7 @@ def _place_labels(
     # The recommendation first (it must be named), then the largest groups.
     for names, row in sorted(groups, key=lambda g: (recommended not in g[0], -len(g[0]))):
         bold = recommended in names
-        point = (x(row["tokens_saved"]), y(row["preservation"]))
+        point = (x(row["tokens_removed"]), y(row["preservation"]))
         placed = None
         for text in (group_label(names, 28), str(len(key) + 1)):
             placed = _best_offset(text, point, bold, markers, taken, labels, box)

@@ -1,8 +1,8 @@
 """A run directory read back for the report: what the run wrote, and nothing else.
 
-The report is rebuilt from the run's files (config.json, meta.json, transcripts.csv, summary.json,
-sweep.json, the compaction row parts, sessions.json and the estimation the run measured,
-`compactlab.runs.report_inputs`): no transcript is read again and nothing is recomputed that the
+The report is rebuilt from the run's files (config.json, meta.json, sessions.csv, summary.json,
+sweep.json, the compaction row parts, session_facts.json and the estimation the run measured,
+`compactlab.runs.report_inputs`): no session is read again and nothing is recomputed that the
 run computed. Call rows are read only where the report draws them (`RunData.calls_of`: a few
 sessions, a few columns). Nothing in the run directory is written. A run directory of an earlier
 format is read through `compactlab.runs.run_format`, which upgrades it or names why it cannot.
@@ -21,12 +21,13 @@ from compactlab.llm.prices import resolve_prices
 from compactlab.results.leaderboard import ranked
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.recommendation import Recommendation
+from compactlab.runs.format_names import with_current_keys
 from compactlab.runs.report_inputs import RunEstimation, read_estimation, read_session_facts
 from compactlab.runs.run_files import DONE, read_done
 from compactlab.runs.run_format import upgraded_table
 from compactlab.runs.run_storage import damaged_parts, run_calls, run_compaction_rows
 
-CHART_COLUMNS = ["transcript", "config", "call", "model", "window", "full_tokens", "context_tokens"]  # what a chart draws
+CHART_COLUMNS = ["session", "setting", "call", "model", "window", "full_tokens", "context_tokens"]  # what a chart draws
 
 
 @dataclass(frozen=True)
@@ -36,21 +37,21 @@ class RunData:
     meta: dict
     summary: dict  # summary.json
     sweep: dict | None  # sweep.json, if the run was a sweep
-    transcripts: pd.DataFrame  # transcripts.csv: one row per transcript × strategy label
-    session_facts: dict[str, dict] = field(default_factory=dict)  # sessions.json: what the report shows of each session
+    sessions: pd.DataFrame  # sessions.csv: one row per session × strategy label
+    session_facts: dict[str, dict] = field(default_factory=dict)  # session_facts.json: what the report shows of each session
     estimation: RunEstimation | None = None  # the token estimation the run measured (None: it did not)
     rows_of: tuple[str, ...] | None = None  # the sessions whose compaction rows are read (None: every session)
 
     @property
     def labels(self) -> list[str]:
-        return sorted(self.transcripts["config"].unique()) if not self.transcripts.empty else []
+        return sorted(self.sessions["setting"].unique()) if not self.sessions.empty else []
 
     @cached_property
     def _strategies(self) -> dict[str, str]:
         return {entry.get("label"): entry.get("name") for entry in self.config.get("strategies", []) if "name" in entry}
 
     def strategy_of(self, label: str) -> str:
-        """The registered strategy a label replays (labels of sweeps and configs differ from names)."""
+        """The registered strategy a label replays (labels of sweeps and settings differ from names)."""
         return self._strategies.get(label, label)
 
     @cached_property
@@ -64,13 +65,13 @@ class RunData:
         if self.rows_of is not None:
             chosen = set(self.rows_of)
             wanted = [t for t in read_done(self.path / DONE).parts if t in chosen]
-        return tuple(run_compaction_rows(self.path, transcripts=wanted))
+        return tuple(run_compaction_rows(self.path, sessions=wanted))
 
-    def calls_of(self, transcripts: list[str], columns: list[str] = CHART_COLUMNS) -> pd.DataFrame:
-        """The call rows of `transcripts` only, `columns` only (their parts alone are read)."""
+    def calls_of(self, sessions: list[str], columns: list[str] = CHART_COLUMNS) -> pd.DataFrame:
+        """The call rows of `sessions` only, `columns` only (their parts alone are read)."""
         if not (self.path / DONE).exists():
             return pd.DataFrame(columns=columns)
-        return run_calls(self.path, transcripts=transcripts, columns=columns)
+        return run_calls(self.path, sessions=sessions, columns=columns)
 
     @cached_property
     def calls(self) -> pd.DataFrame:
@@ -86,7 +87,8 @@ class RunData:
 
 
 def read_json(path: Path) -> dict | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    """A run's JSON file, its keys under this format's names (`compactlab.runs.format_names`)."""
+    return with_current_keys(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None
 
 
 def load_run(path: str | Path) -> RunData:
@@ -103,14 +105,14 @@ def load_run(path: str | Path) -> RunData:
         meta=light.meta,
         summary=light.summary,
         sweep=light.sweep,
-        transcripts=light.transcripts,
+        sessions=light.sessions,
         session_facts=read_session_facts(path),
         estimation=read_estimation(path),
     )
 
 
 def load_light(path: str | Path) -> RunData:
-    """A run's configuration, statistics and per-transcript metrics only (transcripts.csv; no row files).
+    """A run's configuration, statistics and per-session metrics only (sessions.csv; no row files).
 
     Enough to compare runs: a committed reference run keeps these small files, not the row parts.
     """
@@ -120,26 +122,24 @@ def load_light(path: str | Path) -> RunData:
     meta = read_json(path / "meta.json") or {}
     if config is None or summary is None:
         raise FileNotFoundError(
-            f"{path} is not a finished run directory (needs config.json, summary.json and transcripts.csv): "
+            f"{path} is not a finished run directory (needs config.json, summary.json and sessions.csv): "
             f"`compactlab run --out {path}` writes them"
         )
-    transcripts = upgraded_table(path, meta)
-    if transcripts.empty:
-        raise ValueError(f"{path}: transcripts.csv has no rows")
+    sessions = upgraded_table(path, meta)
+    if sessions.empty:
+        raise ValueError(f"{path}: sessions.csv has no rows")
     if (path / DONE).exists():  # (a committed reference run keeps no rows)
         # Its figures stand only while the rows they were made from do: a part gone or damaged is an
         # error (its footer read: the report reads the compaction parts whole, and the calls it draws).
         damaged = damaged_parts(path, whole=False)
         if damaged:
             raise damaged[0]
-    return RunData(
-        path=path, config=config, meta=meta, summary=summary, sweep=read_json(path / "sweep.json"), transcripts=transcripts
-    )
+    return RunData(path=path, config=config, meta=meta, summary=summary, sweep=read_json(path / "sweep.json"), sessions=sessions)
 
 
 def ranked_rows(run: RunData) -> pd.DataFrame:
-    """The rows the statistics use (`compactlab.results.leaderboard.ranked`): choosable strategies, undamaged transcripts."""
-    return ranked(run.transcripts)
+    """The rows the statistics use (`compactlab.results.leaderboard.ranked`): choosable strategies, undamaged sessions."""
+    return ranked(run.sessions)
 
 
 def figures_and_recommendation(run: RunData) -> tuple[pd.DataFrame, Recommendation]:

@@ -1,7 +1,7 @@
 """The run report: one standalone HTML file answering "which strategy should I use, and what does it cost me?".
 
 Sections: overview (recommendation, leaderboard with CIs, significance, Pareto plot), token
-estimation error (the estimation section, on the run's transcripts), how far to trust these
+estimation error (the estimation section, on the run's sessions), how far to trust these
 numbers (the replay checked against what really happened, `compactlab.report.trust`), session by
 session (saw-tooth charts and every compaction), real compactions (production summary beside each
 strategy's), run metadata. `write_run_report(run_dir)` writes `run_dir/report.html`.
@@ -18,14 +18,14 @@ from typing import Any
 from markupsafe import Markup
 from tqdm import tqdm
 
-from compactlab.replay.strategy_config import window_and_trigger
+from compactlab.replay.setting import window_and_trigger
 from compactlab.report.estimation_section import render_estimation_section
 from compactlab.report.overview_section import overview_context, pct
 from compactlab.report.page import environment, render_page
 from compactlab.report.real_compactions_section import real_compactions_context
 from compactlab.report.run_charts import colours_for, pareto_chart
 from compactlab.report.run_data import RunData, figures_and_recommendation, load_run, ranked_rows
-from compactlab.report.transcripts import select_transcripts, transcripts_context
+from compactlab.report.sessions import select_sessions, sessions_context
 from compactlab.report.trust import trust_context
 from compactlab.results.leaderboard import all_pair_comparisons, comparisons_document
 from compactlab.results.same_by_construction import rendered_prompts
@@ -42,7 +42,7 @@ NAV = (
     ("significance", "Significance"),
     ("estimation", "Token estimation"),
     ("trust", "How far to trust these numbers"),
-    ("transcripts", "Session by session"),
+    ("sessions", "Session by session"),
     ("real-compactions", "Real compactions"),
     ("engines", "Presets against the real engines"),
     ("metadata", "Run metadata"),
@@ -74,7 +74,7 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
 
     env = environment()
     # The sections show the compaction rows of the sessions shown alone: only their parts are read.
-    run = replace(run, rows_of=tuple(select_transcripts(run)))
+    run = replace(run, rows_of=tuple(select_sessions(run)))
     figures, recommendation = figures_and_recommendation(run)
     pairs = run.summary.get("all_pairs")
     if pairs is None and all_pairs:
@@ -91,7 +91,7 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     step("how far to trust these numbers")
     sections.append(Markup(env.get_template("run_trust.html.j2").render(**trust_context(run))))
     step("session by session")
-    sections.append(Markup(env.get_template("run_transcripts.html.j2").render(**transcripts_context(run, colours))))
+    sections.append(Markup(env.get_template("run_sessions.html.j2").render(**sessions_context(run, colours))))
     step("real compactions")
     sections.append(Markup(env.get_template("run_real.html.j2").render(**real_compactions_context(run))))
     sections.append(Markup(env.get_template("run_engines.html.j2").render(engines=run.summary.get("presets_vs_engines"))))
@@ -100,7 +100,7 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     nav = [(anchor, label) for anchor, label in NAV if estimation or anchor != "estimation"]
     version = (run.meta.get("versions") or {}).get("compactlab") or "?"
     lead = (
-        f"Run directory {run.path} · {run.transcripts['transcript'].nunique()} sessions replayed × "
+        f"Run directory {run.path} · {run.sessions['session'].nunique()} sessions replayed × "
         f"{len(run.labels)} strategy settings · compactlab {version}"
     )
     return render_page(sections, TITLE, nav=nav, lead=lead)
@@ -140,9 +140,9 @@ def metadata_context(run: RunData) -> dict[str, Any]:
             "rendered; comparing summary prompts needs an LLM [summarizer] in the configuration"
         ),
         "versions": sorted((meta.get("versions") or {}).items()),
-        "replayed": f"{run.transcripts['transcript'].nunique()} × {len(run.labels)} strategy settings = {len(run.transcripts):,} replays",
+        "replayed": f"{run.sessions['session'].nunique()} × {len(run.labels)} strategy settings = {len(run.sessions):,} replays",
         "session_facts_recorded": bool(run.session_facts),
-        "without_calls": list(left.get("transcripts_without_calls", [])),
+        "without_calls": list(left.get("sessions_without_calls", [])),
         "damaged": damaged,
         "damaged_total": sum(d["count"] for d in damaged),
         "not_read": left.get("files_not_read", []),
@@ -171,7 +171,7 @@ def _prompts(run: RunData) -> dict[str, Any]:
 
 def _fidelity(row: dict) -> dict[str, str]:
     return {
-        "transcript": row["transcript"],
+        "session": row["session"],
         "call": row["call"],
         "predicted": f"{row['fidelity_predicted']:,.0f}",
         "recorded": f"{row['fidelity_recorded']:,.0f}",
@@ -197,8 +197,8 @@ def _cost_check(rows: list[dict]) -> dict[str, str | None] | None:
 
 
 def _windows(run: RunData) -> dict[str, tuple[int, ...]]:
-    """The windows each setting's calls ran at (a session's calls run at one window: transcripts.csv's)."""
-    return {label: tuple(sorted(int(w) for w in group.unique())) for label, group in run.transcripts.groupby("config")["window"]}
+    """The windows each setting's calls ran at (a session's calls run at one window: sessions.csv's)."""
+    return {label: tuple(sorted(int(w) for w in group.unique())) for label, group in run.sessions.groupby("setting")["window"]}
 
 
 def _window_text(entry: dict, windows: tuple[int, ...], simulated: int, run: RunData) -> str:

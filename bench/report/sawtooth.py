@@ -2,7 +2,7 @@
 
 Written as SVG from the call rows (`compactlab.report.svg_plot`): it is lines on two linear axes,
 and matplotlib's layout of a dozen of them was a quarter of the report's time. Only strategy
-labels and numbers reach the SVG, escaped; transcript text never does.
+labels and numbers reach the SVG, escaped; session text never does.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def names_label(names: Sequence[str], width: int = 40) -> str:
 
 
 def sawtooth_chart(calls: pd.DataFrame, colours: dict[str, str], real_compactions: Sequence[int] = ()) -> tuple[str, list[str]]:
-    """Context tokens per call for one transcript: the uncompacted prompt and each strategy's.
+    """Context tokens per call for one session: the uncompacted prompt and each strategy's.
 
     Strategies with identical context series share one line; those that never changed the context
     are left out (they follow the uncompacted line) and returned, so the caption can name them.
@@ -37,7 +37,7 @@ def sawtooth_chart(calls: pd.DataFrame, colours: dict[str, str], real_compaction
     full_tokens = full["full_tokens"].to_numpy(float)
     series: dict[tuple, list[str]] = {}
     untouched = []
-    for label, group in calls.groupby("config", sort=True):
+    for label, group in calls.groupby("setting", sort=True):
         values = tuple(group.sort_values("call")["context_tokens"].tolist())
         if values == tuple(full_tokens.tolist()):
             untouched.append(label)

@@ -48,7 +48,7 @@ NOT_MEASURED = "the run did not measure token estimation (a sweep never does; `c
 def _fidelity(run: RunData) -> list[dict[str, str]]:
     return [
         {
-            "transcript": r["transcript"],
+            "session": r["session"],
             "call": str(r["call"]),
             "predicted": f"{r['fidelity_predicted']:,.0f}",
             "recorded": f"{r['fidelity_recorded']:,.0f}",
@@ -63,7 +63,7 @@ def _reacquisition(run: RunData) -> dict[str, Any]:
     return {
         "rows": [
             {
-                "transcript": r["transcript"],
+                "session": r["session"],
                 "call": str(r["call"]),
                 "lost": _count(r["lost_reacquired"], r["lost"]),
                 "kept": _count(r["kept_reacquired"], r["kept"]),
@@ -104,7 +104,7 @@ def _estimator_errors(run: RunData, estimators: list[str]) -> dict[str, Any]:
             {
                 "estimator": name,
                 "calls": f"{len(own):,}",
-                "sessions": f"{own['transcript'].nunique():,}",
+                "sessions": f"{own['session'].nunique():,}",
                 "mape": pct(float(np.abs(rel).mean())) if len(rel) else "–",
                 "bias": pct(float(rel.mean()), signed=True) if len(rel) else "–",
                 "under5": pct(float((rel < -0.05).mean())) if len(rel) else "–",
@@ -125,7 +125,7 @@ def _estimator_errors(run: RunData, estimators: list[str]) -> dict[str, Any]:
         }
         for r in summarize_by_source(wanted).to_dict("records")
     ]
-    return {"rows": rows, "missing": "", "damaged": len(estimation.damaged_transcripts), "by_source": by_source}
+    return {"rows": rows, "missing": "", "damaged": len(estimation.damaged_sessions), "by_source": by_source}
 
 
 def _size_error(run: RunData, estimator: str) -> dict[str, Any]:

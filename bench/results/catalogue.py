@@ -1,13 +1,13 @@
 """The metric catalogue: every figure compactlab reports, under the one label every surface shows.
 
-Each metric is a column of the per-session table (`compactlab.results.metrics.transcript_summary`: one row per
-transcript × strategy setting). A setting's figure is that column over the sessions it replayed,
+Each metric is a column of the per-session table (`compactlab.results.metrics.session_summary`: one row per
+session × strategy setting). A setting's figure is that column over the sessions it replayed,
 averaged (`aggregate = "mean"`, with a bootstrap interval over sessions: the session is the unit)
 or added up (`"sum"`). The CLI tables, `summary.json`, the report, `compactlab diff`, the sweep and
 the CI gate all take their figures from `compactlab.results.leaderboard.setting_figures` and their labels,
 directions and default tolerances from here, so one label has one meaning everywhere.
 
-A new metric touches two files: its column in `compactlab.results.metrics.transcript_summary`, and its entry here.
+A new metric touches two files: its column in `compactlab.results.metrics.session_summary`, and its entry here.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ METRICS: tuple[Metric, ...] = (
         "Share of the facts the next five recorded steps used that the compaction lost and the agent could not read "
         "again: they were only in the conversation (user messages, the agent's own text, errors, output of commands with "
         "side effects or that depend on the time, text since removed from its file). Lost items that could be re-read, "
-        "and those the transcript cannot judge, are not counted. Sessions where the setting compacted only; see "
+        "and those the session cannot judge, are not counted. Sessions where the setting compacted only; see "
         "docs/recoverability.md.",
         per_compaction=True,
     ),

@@ -20,8 +20,8 @@ from compactlab.results.metrics import loss_values
 
 @dataclass(frozen=True)
 class CompactionValue:
-    transcript: str
-    config: str
+    session: str
+    setting: str
     at: int  # the message index the compaction happened before: the same point in another run
     metric: str
     value: float
@@ -36,7 +36,7 @@ def compaction_values(rows: Iterable[dict]) -> Iterator[CompactionValue]:
     for row in rows:
         if row.get("failed"):
             continue
-        where = (row["transcript"], row["config"], int(row["message_index"]))
+        where = (row["session"], row["setting"], int(row["message_index"]))
         for key, found in (row.get("preservation") or {}).items():
             if found.get("score") is not None:
                 yield CompactionValue(*where, f"preservation_{key}", float(found["score"]), tuple(found.get("lost", ())))

@@ -17,21 +17,21 @@ from compactlab.llm.prices import PriceTable, normalize_model, price_for, resolv
 NO_MODEL = "(no model recorded)"
 
 
-def cost_coverage(transcripts: pd.DataFrame, calls: pd.DataFrame, prices: PriceTable | None = None) -> dict:
+def cost_coverage(sessions: pd.DataFrame, calls: pd.DataFrame, prices: PriceTable | None = None) -> dict:
     """{sessions, priced, unpriced_models: {model: sessions}}, over the run's sessions (a session's
     uncompacted cost, `cost_full`, is the same for every setting). `calls`: the run's call rows,
-    or only their transcript and model columns (all that is read of them)."""
-    if transcripts.empty or "cost_full" not in transcripts:
+    or only their session and model columns (all that is read of them)."""
+    if sessions.empty or "cost_full" not in sessions:
         return {"sessions": 0, "priced": 0, "unpriced_models": {}}
     table = resolve_prices() if prices is None else prices
-    per_session = transcripts.groupby("transcript")["cost_full"].first()
+    per_session = sessions.groupby("session")["cost_full"].first()
     unpriced: dict[str, set[str]] = {}
     if not calls.empty and "model" in calls:
-        firsts = calls.drop_duplicates(["transcript", "model"])[["transcript", "model"]]
-        for transcript, model in firsts.itertuples(index=False):
+        firsts = calls.drop_duplicates(["session", "model"])[["session", "model"]]
+        for session, model in firsts.itertuples(index=False):
             name = model if isinstance(model, str) and model and model != "unknown" else NO_MODEL
             if name == NO_MODEL or price_for(name, table) is None:
-                unpriced.setdefault(name, set()).add(transcript)
+                unpriced.setdefault(name, set()).add(session)
     return {
         "sessions": int(len(per_session)),
         "priced": int(per_session.notna().sum()),

@@ -1,12 +1,12 @@
 """Strategy-level results: each setting's figures with bootstrap CIs, the recommendation, comparisons.
 
 `setting_figures` is the one computation of a setting's figures: every metric of
-`compactlab.results.catalogue.REPORTED` over the transcripts it replayed (means with 95% bootstrap intervals;
-transcripts are the unit, as calls of one session are not independent; sums where the catalogue
+`compactlab.results.catalogue.REPORTED` over the sessions it replayed (means with 95% bootstrap intervals;
+sessions are the unit, as calls of one session are not independent; sums where the catalogue
 says so). The CLI, summary.json, the sweep, the report and `compactlab diff` all read it, and
 `compactlab.results.recommendation.recommend` picks the setting to use from it.
 
-Significance: the recommended setting against each other setting, on the transcripts both have
+Significance: the recommended setting against each other setting, on the sessions both have
 (paired bootstrap, 10,000 resamples, two-sided p), Holm-adjusted over those n − 1 tests per metric.
 Every pair of settings is compared only on request (`all_pairs`): Holm over all pairs of twenty
 settings (190 per metric) would hide real differences behind tests nobody asked for.
@@ -55,64 +55,64 @@ NARROW_ORDER = (
 COMPARED = ("removed_share", "preservation_or_untouched")
 
 
-def ranked(transcripts: pd.DataFrame) -> pd.DataFrame:
-    """The rows statistics are computed on: choosable strategies on undamaged transcripts that some
+def ranked(sessions: pd.DataFrame) -> pd.DataFrame:
+    """The rows statistics are computed on: choosable strategies on undamaged sessions that some
     setting can keep under the window (`compactlab.results.unfit_sessions`), leaving out strategies
     whose compactions failed or fell back too often (bench/results/run_failures.py)."""
-    transcripts = fitting(transcripts)
-    keep = ~transcripts["config"].isin(NOT_RANKED)
+    sessions = fitting(sessions)
+    keep = ~sessions["setting"].isin(NOT_RANKED)
     for flag in ("damaged", INCOMPLETE):
-        if flag in transcripts:
-            keep &= ~transcripts[flag].astype(bool)
-    return with_derived(transcripts[keep])
+        if flag in sessions:
+            keep &= ~sessions[flag].astype(bool)
+    return with_derived(sessions[keep])
 
 
-def setting_figures(transcripts: pd.DataFrame, resamples: int = 10_000) -> pd.DataFrame:
+def setting_figures(sessions: pd.DataFrame, resamples: int = 10_000) -> pd.DataFrame:
     """One row per setting, most tokens removed first: `<metric>_mean/_low/_high/_n` for the mean
-    metrics, `<metric>_total` for the summed ones, `transcripts`, `compacted_in` (sessions it
+    metrics, `<metric>_total` for the summed ones, `sessions`, `compacted_in` (sessions it
     compacted) and `compression` ('3.7% removed, 1.04×'). Empty when nothing is ranked (e.g. a run
-    of `recorded` alone, or only damaged transcripts)."""
-    frame = ranked(transcripts)
+    of `recorded` alone, or only damaged sessions)."""
+    frame = ranked(sessions)
     if frame.empty:
         return pd.DataFrame()
-    board = summarize_by_strategy(frame, MEAN_COLUMNS, strategy_col="config", resamples=resamples)
-    grouped = frame.groupby("config")
+    board = summarize_by_strategy(frame, MEAN_COLUMNS, strategy_col="setting", resamples=resamples)
+    grouped = frame.groupby("setting")
     for name in SUM_COLUMNS:
-        board[f"{name}_total"] = board["config"].map(grouped[name].sum()).astype(int)
-    board["compacted_in"] = board["config"].map(grouped["compactions"].agg(lambda s: int((s > 0).sum())))
+        board[f"{name}_total"] = board["setting"].map(grouped[name].sum()).astype(int)
+    board["compacted_in"] = board["setting"].map(grouped["compactions"].agg(lambda s: int((s > 0).sum())))
     board["compression"] = board["removed_share_mean"].map(lambda s: compression_label(s) if not math.isnan(s) else "")
-    return board.sort_values(["removed_share_mean", "config"], ascending=[False, True]).reset_index(drop=True)
+    return board.sort_values(["removed_share_mean", "setting"], ascending=[False, True]).reset_index(drop=True)
 
 
 # The leaderboard of a run is its settings' figures.
 leaderboard = setting_figures
 
 
-def comparisons(transcripts: pd.DataFrame, against: str | None, resamples: int = 10_000) -> dict[str, pd.DataFrame]:
+def comparisons(sessions: pd.DataFrame, against: str | None, resamples: int = 10_000) -> dict[str, pd.DataFrame]:
     """Paired comparisons of `against` (the recommended setting) with each other setting, per
     compared metric, Holm-adjusted over those n − 1 tests; empty without a setting to compare against."""
-    frame = ranked(transcripts)
-    if against is None or against not in set(frame["config"]):
+    frame = ranked(sessions)
+    if against is None or against not in set(frame["setting"]):
         return {}
     return {
-        column: pairwise_comparisons(frame, column, baseline=against, strategy_col="config", resamples=resamples)
+        column: pairwise_comparisons(frame, column, baseline=against, strategy_col="setting", resamples=resamples)
         for column in COMPARED
     }
 
 
-def all_pair_comparisons(transcripts: pd.DataFrame, resamples: int = 10_000) -> dict[str, pd.DataFrame]:
+def all_pair_comparisons(sessions: pd.DataFrame, resamples: int = 10_000) -> dict[str, pd.DataFrame]:
     """Every pair of settings, per compared metric, Holm-adjusted over all pairs (on request only)."""
-    frame = ranked(transcripts)
-    return {column: pairwise_comparisons(frame, column, strategy_col="config", resamples=resamples) for column in COMPARED}
+    frame = ranked(sessions)
+    return {column: pairwise_comparisons(frame, column, strategy_col="setting", resamples=resamples) for column in COMPARED}
 
 
-def evidenced(recommendation: Recommendation, transcripts: pd.DataFrame, versus: dict[str, pd.DataFrame]) -> Recommendation:
+def evidenced(recommendation: Recommendation, sessions: pd.DataFrame, versus: dict[str, pd.DataFrame]) -> Recommendation:
     """The recommendation with what it rests on: the recommended setting's compactions in the ranked
     sessions, and which settings its tokens removed is significantly ahead of (`versus`, `comparisons`)."""
-    if recommendation.config is None:
+    if recommendation.setting is None:
         return recommendation
-    frame = ranked(transcripts)
-    compactions = int(frame.loc[frame["config"] == recommendation.config, "compactions"].sum())
+    frame = ranked(sessions)
+    compactions = int(frame.loc[frame["setting"] == recommendation.setting, "compactions"].sum())
     table = versus.get("removed_share", pd.DataFrame())
     behind = {row["strategy_a"]: bool(row["significant"]) for _, row in table.iterrows()} if not table.empty else {}
     return with_evidence(recommendation, compactions, behind)
@@ -124,33 +124,33 @@ def comparisons_document(tables: dict[str, pd.DataFrame], against: str | None, f
 
 def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_pairs: bool = False) -> dict:
     """Everything `summary.json` holds: with `all_pairs`, every pair of settings compared too."""
-    transcripts = result.transcripts
+    sessions = result.sessions
     document: dict = {
-        "transcripts": int(transcripts["transcript"].nunique()) if not transcripts.empty else 0,
-        "strategies": sorted(transcripts["config"].unique().tolist()) if not transcripts.empty else [],
+        "sessions": int(sessions["session"].nunique()) if not sessions.empty else 0,
+        "strategies": sorted(sessions["setting"].unique().tolist()) if not sessions.empty else [],
         "left_out": {
             "files_not_read": [{"path": str(f.path), "error": f.error} for f in result.read.failed],
-            "transcripts_without_calls": sorted({t.id for t in result.read.transcripts if not t.call_count}),
-            "skipped_records": {t.id: len(t.skipped) for t in result.read.transcripts if t.skipped},
-            "not_ranked": "transcripts with skipped records are replayed but left out of the statistics; "
+            "sessions_without_calls": sorted({t.id for t in result.read.sessions if not t.call_count}),
+            "skipped_records": {t.id: len(t.skipped) for t in result.read.sessions if t.skipped},
+            "not_ranked": "sessions with skipped records are replayed but left out of the statistics; "
             "'recorded' (the production agent's own compactions) is reported separately; so are strategies "
             "with more failed or fallen-back compactions than max_failed_share allows (see failures)",
         },
         # Per strategy setting with failed or fallen-back compactions (bench/results/run_failures.py).
-        "failures": failure_records(transcripts, getattr(result, "max_failed_share", 0.0)),
+        "failures": failure_records(sessions, getattr(result, "max_failed_share", 0.0)),
     }
     document["complete"] = not failure_ranks(document, ranked=False)
-    if transcripts.empty:
+    if sessions.empty:
         return document
-    document["recorded"] = json_records(recorded_rows(transcripts))
-    figures = setting_figures(transcripts, resamples)
-    document["left_out"]["unfit_sessions"] = unfit = unfit_sessions(transcripts)
+    document["recorded"] = json_records(recorded_rows(sessions))
+    figures = setting_figures(sessions, resamples)
+    document["left_out"]["unfit_sessions"] = unfit = unfit_sessions(sessions)
     recommendation = recommend(figures, rule, unfit)
     document["leaderboard"] = json_records(figures)
     document["recommendation"] = recommendation.as_json()
-    against = recommendation.config
-    versus = comparisons(transcripts, against, resamples)
-    recommendation = evidenced(recommendation, transcripts, versus)
+    against = recommendation.setting
+    versus = comparisons(sessions, against, resamples)
+    recommendation = evidenced(recommendation, sessions, versus)
     document["recommendation"] = recommendation.as_json()
     document["comparisons"] = comparisons_document(
         versus,
@@ -161,9 +161,9 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
     )
     if all_pairs:
         document["all_pairs"] = comparisons_document(
-            all_pair_comparisons(transcripts, resamples), None, "every pair of settings, Holm-adjusted over all pairs per metric"
+            all_pair_comparisons(sessions, resamples), None, "every pair of settings, Holm-adjusted over all pairs per metric"
         )
-    # Gathered transcript by transcript as the replays came in (compactlab.runs.transcript_results).
+    # Gathered session by session as the replays came in (compactlab.runs.session_results).
     document["recorded_fidelity"] = json_records(result.recorded_fidelity)
     # How far to trust the numbers: at the real compactions, was what the metric calls lost really gone?
     document["trust"] = {"reacquisition": reacquisition_summary(result.compactions)}
@@ -195,19 +195,19 @@ def format_leaderboard(
     Settings identical by construction (`same`, `compactlab.results.same_by_construction`) are one row naming them all.
     `width`: a terminal's columns, which every line then fits (`compactlab.results.terminal_table`); the
     full figures stay in summary.json and --json."""
-    board, merged = one_row_each(board, same, recommendation.config if recommendation is not None else None)
+    board, merged = one_row_each(board, same, recommendation.setting if recommendation is not None else None)
     order = REPORTED if width is None else NARROW_ORDER  # fitted to a terminal, the rule's figures come first
     rows = []
     for _, row in board.iterrows():
-        config, mark = row["config"], ""
-        labels = merged[config].labels if config in merged else (config,)
+        setting, mark = row["setting"], ""
+        labels = merged[setting].labels if setting in merged else (setting,)
         if recommendation is not None:
             mark = (
                 " ★"
-                if config == recommendation.config
+                if setting == recommendation.setting
                 else " ◆"
                 if set(labels) & set(recommendation.frontier)
-                else (" ✗" if config in recommendation.not_recommendable else "")
+                else (" ✗" if setting in recommendation.not_recommendable else "")
             )
         rows.append([f"{SAME_NAMES.join(labels)}{mark}"] + [_cell(row, name) for name in order])
     table = fitted_table(["setting"] + [metric(name).label for name in order], rows, width)
@@ -221,8 +221,8 @@ def format_leaderboard(
             "means over sessions, [95% bootstrap interval]",
             recommendation.summary(),
         ]
-        for config, why in recommendation.not_recommendable.items():
-            lines.append(f"  ✗ {config}: {why}")
+        for setting, why in recommendation.not_recommendable.items():
+            lines.append(f"  ✗ {setting}: {why}")
     return "\n".join(table + (lines if width is None else wrapped(lines, width)))
 
 

@@ -1,6 +1,6 @@
-"""From replayed rows to metrics: tokens saved, cache-aware cost, next-step preservation.
+"""From replayed rows to metrics: tokens removed, cache-aware cost, next-step preservation.
 
-Everything is a pandas DataFrame, one row per call, per compaction, or per transcript × config.
+Everything is a pandas DataFrame, one row per call, per compaction, or per session × setting.
 
 Cost model (per replayed call): the part of the prompt identical to the previous call's prompt is
 read from the provider's cache; the rest is new. Claude models bill new prompt tokens as cache
@@ -48,7 +48,7 @@ def calls_frame(
     frame = pd.DataFrame(rows, copy=False)
     if frame.empty:
         return frame
-    frame["saved_tokens"] = frame["full_tokens"] - frame["context_tokens"]
+    frame["removed_tokens"] = frame["full_tokens"] - frame["context_tokens"]
     if rows_by_model is None:
         # Positions per model, on plain arrays, found once for both costs: selecting rows of the
         # whole frame per model copied every column (hundreds of thousands of rows in a sweep).
@@ -120,7 +120,7 @@ def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
         record.update(loss_values(scores.get("k5", {})))
         records.append(record)
     frame = pd.DataFrame(records)
-    # None where not applicable: numbers with NaN, not objects (also in one transcript's rows, where every score may be None).
+    # None where not applicable: numbers with NaN, not objects (also in one session's rows, where every score may be None).
     for column in ("k1_score", "k5_score", "k1_recall", "k5_recall", "drift_carried", "drift_dropped", *LOSS_COLUMNS):
         if column in frame:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
@@ -150,19 +150,19 @@ def recorded_fidelity(compactions: pd.DataFrame) -> pd.DataFrame:
     if compactions.empty or "fidelity_recorded" not in compactions:
         return pd.DataFrame()
     rows = compactions[compactions["fidelity_recorded"].notna()]
-    frame = rows[["transcript", "config", "call", "fidelity_predicted", "fidelity_recorded"]].copy()
+    frame = rows[["session", "setting", "call", "fidelity_predicted", "fidelity_recorded"]].copy()
     frame["relative_error"] = (frame["fidelity_predicted"] - frame["fidelity_recorded"]) / frame["fidelity_recorded"]
     return frame.reset_index(drop=True)
 
 
-def transcript_summary(
+def session_summary(
     calls: pd.DataFrame, compactions: pd.DataFrame, groups: tuple[np.ndarray, list[tuple[str, str]]] | None = None
 ) -> pd.DataFrame:
-    """One row per transcript × config: the numbers the statistics and the report compare.
-    `groups`: the rows' transcript × config as `summary_groups` numbers them, when the caller has them."""
+    """One row per session × setting: the numbers the statistics and the report compare.
+    `groups`: the rows' session × setting as `summary_groups` numbers them, when the caller has them."""
     if calls.empty:
         return pd.DataFrame()
-    keys = ["transcript", "config"] if groups is None else groups[0]
+    keys = ["session", "setting"] if groups is None else groups[0]
     calls = calls.assign(floor_tokens=smallest_prompts(calls, keys))
     grouped = calls.groupby(keys, sort=True)
     summary = grouped.agg(
@@ -181,8 +181,8 @@ def transcript_summary(
         cost_full_known=("cost_full", "count"),
         cost_context_known=("cost_context", "count"),
     )
-    if groups is not None:  # grouped by number: the index back to transcript × config
-        summary.index = pd.MultiIndex.from_tuples([groups[1][number] for number in summary.index], names=["transcript", "config"])
+    if groups is not None:  # grouped by number: the index back to session × setting
+        summary.index = pd.MultiIndex.from_tuples([groups[1][number] for number in summary.index], names=["session", "setting"])
     summary = summary.reset_index()
     # A session's cost is unknown when any of its calls' is (a model without a price).
     for column in ("cost_full", "cost_context"):
@@ -190,7 +190,7 @@ def transcript_summary(
         summary[column] = summary[column].where(known == summary["calls"])
     if not compactions.empty:
         done = compactions[compactions["failed"].isna()]
-        per = done.groupby(["transcript", "config"]).agg(
+        per = done.groupby(["session", "setting"]).agg(
             compactions=("call", "size"),
             summarizer_input_tokens=("summarizer_input_tokens", "sum"),
             summarizer_output_tokens=("summarizer_output_tokens", "sum"),
@@ -211,16 +211,16 @@ def transcript_summary(
         per["summary_drift"] = (per.pop("drift_dropped") / per.pop("drift_carried")).where(per["summary_pairs"] > 0)
         # No LLM summarizer call with a price: the cost is unknown, not zero.
         per["summarizer_cost"] = per["summarizer_cost"].where(per.pop("summarizer_cost_known") > 0)
-        failed = compactions[compactions["failed"].notna()].groupby(["transcript", "config"]).size().rename("failed_compactions")
+        failed = compactions[compactions["failed"].notna()].groupby(["session", "setting"]).size().rename("failed_compactions")
         # Done, but by a fallback after a step failed (compactlab.contract.FALLBACK_MARK): counted apart.
         # (astype: with every compaction failed, `done` is empty and an empty object mask would select columns)
         fallbacks = (
-            done[done["note"].map(fell_back).astype(bool)].groupby(["transcript", "config"]).size().rename("fallback_compactions")
+            done[done["note"].map(fell_back).astype(bool)].groupby(["session", "setting"]).size().rename("fallback_compactions")
         )
         summary = (
-            summary.join(per, on=["transcript", "config"])
-            .join(failed, on=["transcript", "config"])
-            .join(fallbacks, on=["transcript", "config"])
+            summary.join(per, on=["session", "setting"])
+            .join(failed, on=["session", "setting"])
+            .join(fallbacks, on=["session", "setting"])
         )
     for column in (
         "compactions",
@@ -292,19 +292,19 @@ def compression_label(removed_share: float) -> str:
     return f"{100 * removed_share:.1f}% removed" + (f", {times:.3g}× smaller" if times >= 2 else "")
 
 
-def cost_model_check(calls: pd.DataFrame, transcripts) -> pd.DataFrame:
+def cost_model_check(calls: pd.DataFrame, sessions) -> pd.DataFrame:
     """The cost model on the uncompacted session against what the source recorded.
 
-    Per transcript with recorded cache splits (Claude Code, mini-swe-agent/DeepSeek): the mean
+    Per session with recorded cache splits (Claude Code, mini-swe-agent/DeepSeek): the mean
     absolute error of the modelled cache-read tokens relative to the prompt, and, where the source
-    recorded a cost per call, the relative error of the modelled total cost. `transcripts`: the
-    transcripts, or what a run kept of them (`compactlab.transcripts.loading.ReadTranscript`): their recorded calls.
+    recorded a cost per call, the relative error of the modelled total cost. `sessions`: the
+    sessions, or what a run kept of them (`compactlab.sessions.loading.ReadSession`): their recorded calls.
     """
     rows = []
-    recorded = {t.id: list(t.calls) for t in transcripts}
-    baseline = calls.drop_duplicates(["transcript", "call"])
-    for transcript_id, group in baseline.groupby("transcript"):
-        real = recorded.get(transcript_id, [])
+    recorded = {t.id: list(t.calls) for t in sessions}
+    baseline = calls.drop_duplicates(["session", "call"])
+    for session_id, group in baseline.groupby("session"):
+        real = recorded.get(session_id, [])
         if len(real) != len(group):
             continue
         modelled_read = group["full_prefix_tokens"].to_numpy()
@@ -318,7 +318,7 @@ def cost_model_check(calls: pd.DataFrame, transcripts) -> pd.DataFrame:
             cost_error = (sum(modelled_costs) - sum(recorded_costs)) / sum(recorded_costs)
         rows.append(
             {
-                "transcript": transcript_id,
+                "session": session_id,
                 "calls": len(real),
                 "cache_read_mean_abs_error_share": read_error,
                 "recorded_cost": sum(recorded_costs) if cost_error is not None else None,

@@ -22,11 +22,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig, estimator_of, trigger_of
+from compactlab.replay.setting import Setting, estimator_of, trigger_of
+from compactlab.sessions.model import Session
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.model import Transcript
 
 PRESET_OF_FORMAT = {"claude-code": "claude-code", "pi-session": "pi", "codex-rollout": "codex"}
 NEAR_CALLS = 2  # a preset that fires within this many calls of the real compaction agrees with it
@@ -36,7 +36,7 @@ NEAR_CALLS = 2  # a preset that fires within this many calls of the real compact
 class EngineRow:
     """One real compaction beside the preset of the engine that made it."""
 
-    transcript: str
+    session: str
     engine: str  # the source format
     preset: str
     trigger: str  # auto, manual or unknown, as the source recorded it
@@ -61,33 +61,33 @@ class EngineRow:
         return {**asdict(self), "calls_apart": self.calls_apart, "agrees": self.agrees}
 
 
-def engine_rows(transcript: Transcript) -> list[EngineRow]:
-    """Every real compaction of `transcript` beside the preset of its engine (none without one)."""
-    preset_name = PRESET_OF_FORMAT.get(transcript.source_format)
-    calls = [(index, m.call) for index, m in enumerate(transcript.messages) if m.call is not None]
-    if preset_name is None or not transcript.compactions or not calls:
+def engine_rows(session: Session) -> list[EngineRow]:
+    """Every real compaction of `session` beside the preset of its engine (none without one)."""
+    preset_name = PRESET_OF_FORMAT.get(session.source_format)
+    calls = [(index, m.call) for index, m in enumerate(session.messages) if m.call is not None]
+    if preset_name is None or not session.compactions or not calls:
         return []
     preset = get_strategy(preset_name)
-    meter = Meter(transcript, estimator_of(preset))
-    window = ContextWindows().lookup(calls[0][1].model, transcript.context_window).tokens
+    meter = Meter(session, estimator_of(preset))
+    window = ContextWindows().lookup(calls[0][1].model, session.context_window).tokens
     trigger = trigger_of(preset).for_model(calls[0][1].model)
-    after = _sizes_after(transcript, preset_name)
+    after = _sizes_after(session, preset_name)
     rows, start = [], 0
-    for marker in transcript.compactions:
+    for marker in session.compactions:
         stretch = [(number, index) for number, (index, _) in enumerate(calls) if start <= index < marker.at_message]
         real_call = sum(1 for index, _ in calls if index < marker.at_message)
         fired, peak = None, 0
         # Before each call of the stretch but its first (nothing is known before it), and at the real compaction.
         checks = [*((number, index) for number, index in stretch[1:]), (real_call, marker.at_message)] if stretch else []
         for number, index in checks:  # the call before `number` is the last one the agent counted
-            tokens = _seen_before(meter, transcript, calls[number - 1], index)
+            tokens = _seen_before(meter, session, calls[number - 1], index)
             peak = max(peak, tokens)
             if fired is None and trigger.check(tokens, window) is not None:
                 fired = number
         rows.append(
             EngineRow(
-                transcript.id,
-                transcript.source_format,
+                session.id,
+                session.source_format,
                 preset_name,
                 marker.trigger,
                 window,
@@ -103,18 +103,18 @@ def engine_rows(transcript: Transcript) -> list[EngineRow]:
     return rows
 
 
-def _seen_before(meter: Meter, transcript: Transcript, last: tuple, index: int) -> int:
+def _seen_before(meter: Meter, session: Session, last: tuple, index: int) -> int:
     """What a hybrid count sees before message `index`: the `last` call's (its message index and
     call) prompt and output, and the estimate of the messages after it."""
     last_index, call = last
-    since = sum(meter.message_tokens(m) for m in transcript.messages[last_index + 1 : index])
+    since = sum(meter.message_tokens(m) for m in session.messages[last_index + 1 : index])
     return round(call.prompt_tokens + call.output_tokens + since)
 
 
-def _sizes_after(transcript: Transcript, preset_name: str) -> dict[int, tuple[int | None, int | None]]:
+def _sizes_after(session: Session, preset_name: str) -> dict[int, tuple[int | None, int | None]]:
     """By the number of the call after each real compaction: (recorded, the preset's measured) sizes."""
-    config = StrategyConfig(f"{preset_name} at the real compactions", preset_name, at_real_compactions=True)
-    replayed = replay(transcript, config, ContextWindows())
+    setting = Setting(f"{preset_name} at the real compactions", preset_name, at_real_compactions=True)
+    replayed = replay(session, setting, ContextWindows())
     return {row.call: (row.fidelity_recorded, row.fidelity_predicted) for row in replayed.compactions}
 
 
@@ -137,13 +137,13 @@ def format_engines(rows: list[EngineRow]) -> str:
     if not rows:
         return "no real compaction by an engine that has a preset (Claude Code, pi, Codex)"
     lines = [
-        f"{'transcript':<30}{'preset':>12}{'trigger':>9}{'real call':>10}{'preset call':>12}{'apart':>6}"
+        f"{'session':<30}{'preset':>12}{'trigger':>9}{'real call':>10}{'preset call':>12}{'apart':>6}"
         f"{'threshold':>11}{'real before':>12}{'after: real':>12}{'preset':>9}"
     ]
     for row in rows:
         apart = "never" if row.calls_apart is None else f"{row.calls_apart:+d}"
         lines.append(
-            f"{row.transcript[:29]:<30}{row.preset:>12}{row.trigger:>9}{row.real_call:>10}"
+            f"{row.session[:29]:<30}{row.preset:>12}{row.trigger:>9}{row.real_call:>10}"
             f"{'-' if row.preset_call is None else row.preset_call:>12}{apart:>6}{row.threshold:>11,.0f}"
             f"{_count(row.real_tokens_before):>12}{_count(row.real_tokens_after):>12}{_count(row.preset_tokens_after):>9}"
         )
@@ -176,13 +176,13 @@ def agreement_line(found: dict) -> str:
     return "; ".join(parts)
 
 
-def engines_document(transcripts: list[Transcript]) -> dict:
+def engines_document(sessions: list[Session]) -> dict:
     """What summary.json holds of the presets against the real engines: every row, and the agreement per preset."""
-    return rows_document([row for transcript in transcripts for row in engine_rows(transcript)])
+    return rows_document([row for session in sessions for row in engine_rows(session)])
 
 
 def rows_document(rows: list[EngineRow]) -> dict:
-    """`engines_document` of the rows `engine_rows` gave, where each transcript was replayed ({} without any)."""
+    """`engines_document` of the rows `engine_rows` gave, where each session was replayed ({} without any)."""
     if not rows:
         return {}
     return {

@@ -34,7 +34,7 @@ MIN_KEPT = 0.9
 # Fewer compactions of the recommended setting than this, and the verdict is named as resting on too
 # few: its facts-kept figure is then a mean of a handful of scores.
 MIN_COMPACTIONS = 20
-SAVED, KEPT, KEPT_WHERE_COMPACTED, OVER = (
+REMOVED, KEPT, KEPT_WHERE_COMPACTED, OVER = (
     "removed_share_mean",
     "preservation_or_untouched_mean",
     "preservation_k1_mean",
@@ -71,7 +71,7 @@ class Rule:
             "the smallest recorded prompt plus the largest single step, is over it) are named and left out. "
             f"{label('unrecoverable_loss').capitalize()} and {label('reacquisition_tokens')} are shown beside the rule, "
             f"not used by it: the facts kept already count every lost fact, and the split of the lost ones into "
-            f"recoverable, unrecoverable and unknown rests on a reading of the transcript that no threshold has been "
+            f"recoverable, unrecoverable and unknown rests on a reading of the session that no threshold has been "
             f"checked against."
         )
 
@@ -86,8 +86,8 @@ class Rule:
                 f"{int(over):,} calls over the context window"
                 + (f" ({unacted:,} in sessions where every attempt removed nothing: it could not act)" if unacted else "")
             )
-        saved, kept, where = row.get(SAVED), row.get(KEPT), row.get(KEPT_WHERE_COMPACTED)
-        if saved is None or kept is None or _nan(saved) or _nan(kept):
+        removed, kept, where = row.get(REMOVED), row.get(KEPT), row.get(KEPT_WHERE_COMPACTED)
+        if removed is None or kept is None or _nan(removed) or _nan(kept):
             failed.append("no figures to judge it by")
         elif kept < self.min_kept:
             failed.append(f"keeps {_pct(kept)} of the next step's facts (under {self.threshold})")
@@ -102,7 +102,7 @@ def _nan(value: object) -> bool:
 
 @dataclass(frozen=True)
 class Recommendation:
-    config: str | None  # None: no setting is recommendable
+    setting: str | None  # None: no setting is recommendable
     reason: str  # why this one, or why none
     rule: Rule = field(default_factory=Rule)
     frontier: tuple[str, ...] = ()  # the Pareto frontier of the recommendable settings, by tokens removed
@@ -122,25 +122,25 @@ class Recommendation:
     @property
     def clear(self) -> bool:
         """A verdict one can act on: a setting, significantly ahead of the rest, on enough compactions."""
-        return self.config is not None and not self.tied and not self.too_few
+        return self.setting is not None and not self.tied and not self.too_few
 
     def evidence(self) -> str:
         """What the verdict rests on, in one sentence ('' without a recommendation or a count)."""
-        if self.config is None or self.compactions is None:
+        if self.setting is None or self.compactions is None:
             return ""
         parts = [f"the verdict rests on {self.compactions:,} compaction{'s' if self.compactions != 1 else ''}"]
         if self.too_few:
             parts[0] += f": too few to go by (fewer than {MIN_COMPACTIONS}); replay more or longer sessions"
         if self.tied:
             parts.append(
-                f"no clear winner: {self.config} is not significantly ahead of {', '.join(self.tied)} on "
+                f"no clear winner: {self.setting} is not significantly ahead of {', '.join(self.tied)} on "
                 f"{label('removed_share')} (paired bootstrap, Holm-adjusted p ≥ 0.05); any of them does as well on this data"
             )
         return "; ".join(parts)
 
     def as_json(self) -> dict:
         return {
-            "config": self.config,
+            "setting": self.setting,
             "reason": self.reason,
             "rule": self.rule.text,
             "min_kept": self.rule.min_kept,
@@ -157,7 +157,7 @@ class Recommendation:
     @classmethod
     def from_json(cls, document: dict) -> Recommendation:
         return cls(
-            document.get("config"),
+            document.get("setting"),
             document.get("reason", ""),
             Rule(document.get("min_kept", MIN_KEPT)),
             tuple(document.get("frontier", ())),
@@ -170,11 +170,11 @@ class Recommendation:
 
     def summary(self) -> str:
         """The recommendation and the rule, as the CLI prints them."""
-        if self.config is None:
+        if self.setting is None:
             head = f"no recommendation: {self.reason}"
         else:
             verdict = "recommended" if self.clear else "no clear winner; best" if self.tied else "tentatively recommended"
-            head = f"{verdict}: {self.config} — {self.reason}"
+            head = f"{verdict}: {self.setting} — {self.reason}"
         evidence = self.evidence()
         lines = [
             head,
@@ -197,44 +197,46 @@ class Recommendation:
 
 
 def recommend(figures: pd.DataFrame, rule: Rule = Rule(), unfit: dict[str, str] | None = None) -> Recommendation:
-    """The rule applied to one row of figures per setting (`config` plus the columns named above),
+    """The rule applied to one row of figures per setting (`setting` plus the columns named above),
     computed without the sessions `unfit` names (no setting can keep them under the window)."""
     unfit = dict(unfit or {})
     if figures.empty:
         return Recommendation(None, "no setting was replayed on sessions the statistics use", rule, unfit=unfit)
-    failed = {row["config"]: rule.why_not(row) for _, row in figures.iterrows()}
-    eligible = figures[figures["config"].map(lambda c: not failed[c])]
+    failed = {row["setting"]: rule.why_not(row) for _, row in figures.iterrows()}
+    eligible = figures[figures["setting"].map(lambda c: not failed[c])]
     excluded = {c: "; ".join(reasons) for c, reasons in failed.items() if reasons}
     if eligible.empty:
         return Recommendation(None, _why_none(figures, failed, rule), rule, (), excluded, unfit=unfit)
-    frontier = pareto_frontier(eligible, (SAVED, KEPT))
-    best = eligible.sort_values([SAVED, KEPT, "config"], ascending=[False, False, True], kind="stable").iloc[0]
-    ties = eligible[(eligible["config"] != best["config"]) & (eligible[SAVED] == best[SAVED]) & (eligible[KEPT] == best[KEPT])]
-    if best[SAVED] <= 0:
+    frontier = pareto_frontier(eligible, (REMOVED, KEPT))
+    best = eligible.sort_values([REMOVED, KEPT, "setting"], ascending=[False, False, True], kind="stable").iloc[0]
+    ties = eligible[
+        (eligible["setting"] != best["setting"]) & (eligible[REMOVED] == best[REMOVED]) & (eligible[KEPT] == best[KEPT])
+    ]
+    if best[REMOVED] <= 0:
         # Every setting left every prompt as it was: "use X, it removes 0.0%" would be no advice at all.
         reason = (
             f"nothing compacted: none of the {len(figures)} settings removed any prompt tokens in any session (no trigger fired "
             "at this window), so there is nothing to choose between; try a smaller window (--window 32000), a lower "
             "trigger (compactlab sweep --thresholds 0.3 0.5 0.7) or longer sessions"
         )
-        return Recommendation(best["config"], reason, rule, tuple(frontier["config"]), excluded, tuple(ties["config"]), unfit)
+        return Recommendation(best["setting"], reason, rule, tuple(frontier["setting"]), excluded, tuple(ties["setting"]), unfit)
     reason = (
-        f"it removes {_pct(best[SAVED])} of the prompt tokens and keeps {_pct(best[KEPT])} of the next step's facts "
+        f"it removes {_pct(best[REMOVED])} of the prompt tokens and keeps {_pct(best[KEPT])} of the next step's facts "
         f"({_pct(best[KEPT_WHERE_COMPACTED]) if not _nan(best.get(KEPT_WHERE_COMPACTED, math.nan)) else 'none scored'} where it "
         f"compacted) with no call over the window: the most tokens removed of the {len(eligible)} recommendable "
         f"of {len(figures)} settings"
     )
-    return Recommendation(best["config"], reason, rule, tuple(frontier["config"]), excluded, tuple(ties["config"]), unfit)
+    return Recommendation(best["setting"], reason, rule, tuple(frontier["setting"]), excluded, tuple(ties["setting"]), unfit)
 
 
 def _why_none(figures: pd.DataFrame, failed: dict[str, list[str]], rule: Rule) -> str:
     over = figures[figures[OVER].fillna(0) > 0] if OVER in figures else figures.iloc[0:0]
     parts = []
     if len(over):
-        fewest = over.sort_values([OVER, "config"], kind="stable").iloc[0]
+        fewest = over.sort_values([OVER, "setting"], kind="stable").iloc[0]
         parts.append(
             f"{len(over)} of {len(figures)} settings let calls exceed the context window "
-            f"(fewest: {fewest['config']}, {int(fewest[OVER]):,} calls)"
+            f"(fewest: {fewest['setting']}, {int(fewest[OVER]):,} calls)"
         )
     low = [c for c, reasons in failed.items() if any("facts" in r for r in reasons)]
     if low:
@@ -252,7 +254,7 @@ def with_evidence(recommendation: Recommendation, compactions: int, behind: dict
     ranked sessions; `behind`, per other setting, whether its tokens removed is significantly below the
     recommendation's (`compactlab.results.leaderboard.comparisons`). Settings with exactly the same figures
     (`ties`) are named apart, and settings that are not recommendable are not candidates."""
-    if recommendation.config is None:
+    if recommendation.setting is None:
         return recommendation
     tied = tuple(
         sorted(

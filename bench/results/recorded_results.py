@@ -9,31 +9,31 @@ from __future__ import annotations
 import pandas as pd
 
 RECORDED = "recorded"
-COLUMNS = ("transcript", "compactions", "removed_share", "preservation_k1", "preservation_k5", "damaged")
+COLUMNS = ("session", "compactions", "removed_share", "preservation_k1", "preservation_k5", "damaged")
 
 
-def recorded_rows(transcripts: pd.DataFrame) -> pd.DataFrame:
-    """One row per transcript with a real compaction, under the `recorded` strategy."""
-    if transcripts.empty:
+def recorded_rows(sessions: pd.DataFrame) -> pd.DataFrame:
+    """One row per session with a real compaction, under the `recorded` strategy."""
+    if sessions.empty:
         return pd.DataFrame(columns=COLUMNS)
-    rows = transcripts[(transcripts["config"] == RECORDED) & (transcripts["compactions"] > 0)]
+    rows = sessions[(sessions["setting"] == RECORDED) & (sessions["compactions"] > 0)]
     return rows[[c for c in COLUMNS if c in rows]].reset_index(drop=True)
 
 
 def format_recorded(rows: list[dict], fidelity: list[dict], replayed: int, reacquisition: dict | None = None) -> str:
     """The production compactions of a run, for the terminal; `reacquisition`: summary.json's
     `trust.reacquisition` (`compactlab.scoring.reacquisition`)."""
-    lines = [f"production compactions (strategy {RECORDED}): {len(rows)} of {replayed} transcripts hold a real compaction"]
+    lines = [f"production compactions (strategy {RECORDED}): {len(rows)} of {replayed} sessions hold a real compaction"]
     for row in rows:
         kept = "n/a" if pd.isna(row.get("preservation_k1")) else f"{100 * row['preservation_k1']:.1f}%"
         damaged = "  (damaged records: not ranked)" if row.get("damaged") else ""
         lines.append(
-            f"  {row['transcript']}: {row['compactions']} compactions, {100 * row['removed_share']:.1f}% of tokens removed, "
+            f"  {row['session']}: {row['compactions']} compactions, {100 * row['removed_share']:.1f}% of tokens removed, "
             f"next step kept (k=1) {kept}{damaged}"
         )
     for check in fidelity:
         lines.append(
-            f"  fidelity {check['transcript']} call {check['call']}: replay predicted {check['fidelity_predicted']:,.0f} tokens, "
+            f"  fidelity {check['session']} call {check['call']}: replay predicted {check['fidelity_predicted']:,.0f} tokens, "
             f"recorded {check['fidelity_recorded']:,.0f} ({100 * check['relative_error']:+.1f}%)"
         )
     if reacquisition and reacquisition["compactions"]:

@@ -16,26 +16,26 @@ from __future__ import annotations
 
 import pandas as pd
 
-INCOMPLETE = "incomplete"  # the column of transcripts.csv that the ranking reads
+INCOMPLETE = "incomplete"  # the column of sessions.csv that the ranking reads
 INCOMPLETE_EXIT = 3  # `compactlab run`/`sweep`: finished, but some results are missing
 
 
-def failure_counts(transcripts: pd.DataFrame) -> pd.DataFrame:
+def failure_counts(sessions: pd.DataFrame) -> pd.DataFrame:
     """Per strategy setting with any failed or fallen-back compaction: attempts, failed, fell_back, share."""
-    if transcripts.empty or "failed_compactions" not in transcripts:
-        return pd.DataFrame(columns=["config", "attempts", "failed", "fell_back", "share"])
-    fell_back = transcripts["fallback_compactions"] if "fallback_compactions" in transcripts else 0
+    if sessions.empty or "failed_compactions" not in sessions:
+        return pd.DataFrame(columns=["setting", "attempts", "failed", "fell_back", "share"])
+    fell_back = sessions["fallback_compactions"] if "fallback_compactions" in sessions else 0
     frame = (
         pd.DataFrame(
             {
-                "config": transcripts["config"],
+                "setting": sessions["setting"],
                 # A fallback is a compaction done (in `compactions`); a failure is an attempt that was not.
-                "attempts": transcripts["compactions"] + transcripts["failed_compactions"],
-                "failed": transcripts["failed_compactions"],
+                "attempts": sessions["compactions"] + sessions["failed_compactions"],
+                "failed": sessions["failed_compactions"],
                 "fell_back": fell_back,
             }
         )
-        .groupby("config", sort=True)
+        .groupby("setting", sort=True)
         .sum()
         .reset_index()
     )
@@ -44,30 +44,30 @@ def failure_counts(transcripts: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def mark_incomplete(transcripts: pd.DataFrame, max_failed_share: float = 0.0) -> pd.DataFrame:
-    """`transcripts` with the `incomplete` column: True on every row of a strategy setting whose
+def mark_incomplete(sessions: pd.DataFrame, max_failed_share: float = 0.0) -> pd.DataFrame:
+    """`sessions` with the `incomplete` column: True on every row of a strategy setting whose
     failed and fallen-back compactions exceed `max_failed_share` of its attempts."""
-    if transcripts.empty:
-        return transcripts
-    counts = failure_counts(transcripts)
-    over = set(counts.loc[counts["share"] > max_failed_share, "config"])
-    return transcripts.assign(**{INCOMPLETE: transcripts["config"].isin(over)})
+    if sessions.empty:
+        return sessions
+    counts = failure_counts(sessions)
+    over = set(counts.loc[counts["share"] > max_failed_share, "setting"])
+    return sessions.assign(**{INCOMPLETE: sessions["setting"].isin(over)})
 
 
-def failure_records(transcripts: pd.DataFrame, max_failed_share: float = 0.0) -> list[dict]:
+def failure_records(sessions: pd.DataFrame, max_failed_share: float = 0.0) -> list[dict]:
     """summary.json's `failures`: one record per strategy setting with failed or fallen-back compactions."""
-    incomplete = set(transcripts.loc[transcripts[INCOMPLETE], "config"]) if INCOMPLETE in transcripts else set()
+    incomplete = set(sessions.loc[sessions[INCOMPLETE], "setting"]) if INCOMPLETE in sessions else set()
     return [
         {
-            "config": row.config,
+            "setting": row.setting,
             "attempts": int(row.attempts),
             "failed": int(row.failed),
             "fell_back": int(row.fell_back),
             "share": float(row.share),
             "allowed_share": max_failed_share,
-            "ranked": row.config not in incomplete,
+            "ranked": row.setting not in incomplete,
         }
-        for row in failure_counts(transcripts).itertuples()
+        for row in failure_counts(sessions).itertuples()
     ]
 
 
@@ -81,7 +81,7 @@ def format_failures(records: list[dict]) -> list[str]:
             else f"ranked (max_failed_share = {r['allowed_share']:g})"
         )
         lines.append(
-            f"  {r['config']}: {r['failed']} of {r['attempts']} compactions failed, {r['fell_back']} fell back "
+            f"  {r['setting']}: {r['failed']} of {r['attempts']} compactions failed, {r['fell_back']} fell back "
             f"({100 * r['share']:.0f}%) - {verdict}"
         )
     return lines
@@ -89,4 +89,4 @@ def format_failures(records: list[dict]) -> list[str]:
 
 def failure_ranks(summary: dict, ranked: bool) -> list[str]:
     """The strategy settings of summary.json's `failures` that were (or were not) ranked."""
-    return [f["config"] for f in summary.get("failures", []) if f["ranked"] == ranked]
+    return [f["setting"] for f in summary.get("failures", []) if f["ranked"] == ranked]

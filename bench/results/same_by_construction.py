@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from compactlab.replay.strategy_config import DEFAULT_ESTIMATOR, StrategyConfig, estimator_of, harness_of, trigger_of
+from compactlab.replay.setting import DEFAULT_ESTIMATOR, Setting, estimator_of, harness_of, trigger_of
 from compactlab.strategies.masking import ObservationMasking
 from compactlab.strategies.prompting import TEMPLATES, file_lists, prompt_set_hash, renders_prompt, template_files
 from compactlab.strategies.prune import Prune
@@ -83,25 +83,25 @@ def one_note(groups: Sequence[SameGroup]) -> str:
     )
 
 
-def construction_key(config: StrategyConfig, default_estimator: str = DEFAULT_ESTIMATOR) -> tuple | None:
+def construction_key(setting: Setting, default_estimator: str = DEFAULT_ESTIMATOR) -> tuple | None:
     """What decides a setting's compactions when its summarizer reads no prompt, or when it calls no
     LLM; None for settings this rule does not cover (an LLM summarizer, a strategy not known to call none).
     `default_estimator`: the run's, for settings that set none."""
-    made = get_strategy(config.strategy, **dict(config.settings))
+    made = get_strategy(setting.strategy, **dict(setting.settings))
     strategy = getattr(made, "strategy", made)  # a preset compacts with its strategy
-    trigger = trigger_of(made, config.trigger)
-    estimator = estimator_of(made, config.estimator, default_estimator)
+    trigger = trigger_of(made, setting.trigger)
+    estimator = estimator_of(made, setting.estimator, default_estimator)
     if type(strategy) in WITHOUT_LLM:
         windows = tuple(getattr(made, "context_windows", ()))
-        return (strategy, trigger, estimator, windows, harness_of(made), config.at_real_compactions)
+        return (strategy, trigger, estimator, windows, harness_of(made), setting.at_real_compactions)
     if not isinstance(strategy, Summarize) or strategy.summarizer != "extractive" or not _summarizes_as_summarize(type(strategy)):
         return None
     others = tuple((f.name, getattr(strategy, f.name)) for f in dataclasses.fields(strategy) if f.name not in PROMPT_ONLY)
     lists = tuple(file_lists(t, *_PROBE) for t in (strategy.template, strategy.update_template, strategy.turn_prefix_template))
     # The trigger as set: the replay scales it to each model's window alike for every setting with the
-    # same harness (`compactlab.replay.strategy_config.window_and_trigger`), which is in the key too.
+    # same harness (`compactlab.replay.setting.window_and_trigger`), which is in the key too.
     # Where it compacts (at the real compactions only, or where its trigger fires) is in the key too.
-    return (others, trigger, estimator, lists if strategy.track_files else None, harness_of(made), config.at_real_compactions)
+    return (others, trigger, estimator, lists if strategy.track_files else None, harness_of(made), setting.at_real_compactions)
 
 
 def _summarizes_as_summarize(cls: type) -> bool:
@@ -116,24 +116,24 @@ def _summarizes_as_summarize(cls: type) -> bool:
     return False
 
 
-def prompts_of(config: StrategyConfig) -> tuple[str, ...]:
-    made = get_strategy(config.strategy, **dict(config.settings))
+def prompts_of(setting: Setting) -> tuple[str, ...]:
+    made = get_strategy(setting.strategy, **dict(setting.settings))
     strategy: Any = getattr(made, "strategy", made)  # a summarizing strategy: it has the three templates
     return tuple(dict.fromkeys((strategy.template, strategy.update_template, strategy.turn_prefix_template)))
 
 
-def same_groups(configs: Sequence[StrategyConfig], default_estimator: str = DEFAULT_ESTIMATOR) -> list[SameGroup]:
+def same_groups(settings: Sequence[Setting], default_estimator: str = DEFAULT_ESTIMATOR) -> list[SameGroup]:
     """The groups of two or more settings identical by construction (see the module docstring)."""
-    by_key: dict[tuple, list[StrategyConfig]] = {}
-    for config in configs:
-        key = construction_key(config, default_estimator)
+    by_key: dict[tuple, list[Setting]] = {}
+    for setting in settings:
+        key = construction_key(setting, default_estimator)
         if key is not None:
-            by_key.setdefault(key, []).append(config)
+            by_key.setdefault(key, []).append(setting)
     groups = []
     for key, members in by_key.items():
         if len(members) > 1:
             summarizing = not isinstance(key[0], WITHOUT_LLM)
-            prompts = tuple(dict.fromkeys(p for config in members for p in prompts_of(config))) if summarizing else ()
+            prompts = tuple(dict.fromkeys(p for setting in members for p in prompts_of(setting))) if summarizing else ()
             groups.append(SameGroup(tuple(c.label for c in members), prompts))
     return groups
 
@@ -149,26 +149,26 @@ def one_row_each(
     rule says they must, and a member that differs is shown on its own rather than hidden."""
     shown: dict[str, SameGroup] = {}
     hidden: set[str] = set()
-    by_label = board.set_index("config", drop=False) if not board.empty else board
+    by_label = board.set_index("setting", drop=False) if not board.empty else board
     for group in groups:
         present = [label for label in group.labels if label in by_label.index]
         if len(present) < 2:
             continue
         head = first if first in present else present[0]
-        figures = by_label.loc[head].drop("config")
-        same = [label for label in present if label == head or by_label.loc[label].drop("config").equals(figures)]
+        figures = by_label.loc[head].drop("setting")
+        same = [label for label in present if label == head or by_label.loc[label].drop("setting").equals(figures)]
         if len(same) > 1:
             shown[head] = SameGroup((head, *(label for label in same if label != head)), group.prompts_not_rendered)
             hidden |= set(same) - {head}
-    rows = board[~board["config"].isin(hidden)].reset_index(drop=True) if hidden else board
+    rows = board[~board["setting"].isin(hidden)].reset_index(drop=True) if hidden else board
     return rows, shown
 
 
-def replayed_once(configs: Sequence[StrategyConfig], default_estimator: str = DEFAULT_ESTIMATOR) -> dict[str, str]:
+def replayed_once(settings: Sequence[Setting], default_estimator: str = DEFAULT_ESTIMATOR) -> dict[str, str]:
     """By label, each setting identical by construction to one before it, and that one's label (the
     first of its group): a run replays the first once and writes its rows under every name of the
     group (`as_member`). Decided from the settings alone, before anything is replayed."""
-    return {label: group.labels[0] for group in same_groups(configs, default_estimator) for label in group.labels[1:]}
+    return {label: group.labels[0] for group in same_groups(settings, default_estimator) for label in group.labels[1:]}
 
 
 def row_names(strategy: Any) -> tuple[str, str | None]:
@@ -189,7 +189,7 @@ def as_member(rows: Sequence[dict], label: str, first: Any, member: Any) -> list
     return [
         {
             **row,
-            "config": label,
+            "setting": label,
             "strategy": name if row["strategy"] == first_name else row["strategy"],
             "prompt_hash": hash_ if row["prompt_hash"] is not None and row["prompt_hash"] == first_hash else row["prompt_hash"],
         }
@@ -197,12 +197,12 @@ def as_member(rows: Sequence[dict], label: str, first: Any, member: Any) -> list
     ]
 
 
-def rendered_prompts(configs: Sequence[StrategyConfig]) -> set[str]:
+def rendered_prompts(settings: Sequence[Setting]) -> set[str]:
     """The file names of the prompt templates the settings' compactions render (the templates they
     import and the system prompt's included)."""
     names: set[str] = set()
-    for config in configs:
-        made = get_strategy(config.strategy, **dict(config.settings))
+    for setting in settings:
+        made = get_strategy(setting.strategy, **dict(setting.settings))
         if renders_prompt(made):
             inner = getattr(made, "strategy", made)
             names |= {path.name for name in TEMPLATES if hasattr(inner, name) for path in template_files(getattr(inner, name))}

@@ -1,9 +1,9 @@
-"""`transcript_summary` on arrays: the same rows, to the bit, without a pandas groupby or join.
+"""`session_summary` on arrays: the same rows, to the bit, without a pandas groupby or join.
 
-`compactlab.results.metrics.transcript_summary` is the definition (a groupby with its aggregations,
-a second one over the compactions, three joins); a worker computes it for every transcript it
+`compactlab.results.metrics.session_summary` is the definition (a groupby with its aggregations,
+a second one over the compactions, three joins); a worker computes it for every session it
 replays, where the frames are small and pandas' machinery costs more than the arithmetic. This
-computes the same table from the columns' arrays: rows ordered by transcript × setting once
+computes the same table from the columns' arrays: rows ordered by session × setting once
 (stable, so each group keeps its row order), then every aggregation as one pass over the
 ordered arrays. Float sums and means are made as pandas' grouped `sum` and `mean` make them, so the
 figures agree to the last bit: where the rows come grouped already (group numbers never decrease)
@@ -19,7 +19,7 @@ import pandas as pd
 from compactlab.contract import fell_back
 from compactlab.results.metrics import LOSS_COLUMNS, with_derived
 
-# The means over a setting's compactions, by column of the transcripts table and of the compactions frame.
+# The means over a setting's compactions, by column of the sessions table and of the compactions frame.
 _MEANS = {
     "preservation_k1": "k1_score",
     "preservation_k5": "k5_score",
@@ -77,15 +77,15 @@ class _Groups:
 def summary_from_arrays(
     calls: pd.DataFrame, compactions: pd.DataFrame, groups: tuple[np.ndarray, list[tuple[str, str]]] | None = None
 ) -> pd.DataFrame:
-    """`compactlab.results.metrics.transcript_summary(calls, compactions, groups)`, computed on arrays."""
+    """`compactlab.results.metrics.session_summary(calls, compactions, groups)`, computed on arrays."""
     if calls.empty:
         return pd.DataFrame()
-    numbers, pairs = groups if groups is not None else _numbered(calls["transcript"], calls["config"])
+    numbers, pairs = groups if groups is not None else _numbered(calls["session"], calls["setting"])
     by = _Groups(np.asarray(numbers), len(pairs))
     full, context = calls["full_tokens"].to_numpy(), calls["context_tokens"].to_numpy()
     table: dict[str, object] = {
-        "transcript": [p[0] for p in pairs],
-        "config": [p[1] for p in pairs],
+        "session": [p[0] for p in pairs],
+        "setting": [p[1] for p in pairs],
         "calls": by.sizes.astype(np.int64),
         "noop_compactions": by.reduce(np.add, calls["noop_before"].to_numpy()),
         "peak_full": by.reduce(np.maximum, full),
@@ -119,9 +119,9 @@ def summary_from_arrays(
     return with_derived(summary)
 
 
-def _numbered(transcripts: pd.Series, configs: pd.Series) -> tuple[np.ndarray, list[tuple[str, str]]]:
-    """Each row's transcript × config numbered in the order the pairs sort (as a groupby sorts its keys)."""
-    keys = list(zip(transcripts.tolist(), configs.tolist()))
+def _numbered(sessions: pd.Series, settings: pd.Series) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """Each row's session × setting numbered in the order the pairs sort (as a groupby sorts its keys)."""
+    keys = list(zip(sessions.tolist(), settings.tolist()))
     pairs = sorted(set(keys))
     number = {pair: n for n, pair in enumerate(pairs)}
     return np.fromiter((number[k] for k in keys), dtype=np.intp, count=len(keys)), pairs
@@ -143,10 +143,10 @@ def _floors(by: _Groups, full: np.ndarray) -> np.ndarray:
 
 
 def _compaction_columns(compactions: pd.DataFrame, number: dict[tuple[str, str], int], count: int) -> dict[str, np.ndarray]:
-    """The compaction figures of each transcript × config, in `transcript_summary`'s column order
+    """The compaction figures of each session × setting, in `session_summary`'s column order
     (a group without a compaction row gets what its joins leave there: NaN, or 0 where it counts)."""
     rows = np.fromiter(
-        (number[pair] for pair in zip(compactions["transcript"].tolist(), compactions["config"].tolist())), dtype=np.intp
+        (number[pair] for pair in zip(compactions["session"].tolist(), compactions["setting"].tolist())), dtype=np.intp
     )
     failed = compactions["failed"].notna().to_numpy()
     done = ~failed

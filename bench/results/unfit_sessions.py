@@ -18,15 +18,15 @@ from __future__ import annotations
 import pandas as pd
 
 
-def unfit_sessions(transcripts: pd.DataFrame) -> dict[str, str]:
+def unfit_sessions(sessions: pd.DataFrame) -> dict[str, str]:
     """Session id -> why no setting can keep it under the window, for every such session of a run's
     per-session table (a floor unknown, NaN, in an upgraded table of an earlier format: none, `compactlab.runs.run_format`)."""
-    if transcripts.empty:
+    if sessions.empty:
         return {}
     # The floor and the window are the session's, the same under every setting.
-    rows = transcripts.drop_duplicates("transcript")
-    over = rows[rows["floor_tokens"] > rows["window"]].sort_values("transcript")
-    return {row["transcript"]: why_unfit(row) for _, row in over.iterrows()}
+    rows = sessions.drop_duplicates("session")
+    over = rows[rows["floor_tokens"] > rows["window"]].sort_values("session")
+    return {row["session"]: why_unfit(row) for _, row in over.iterrows()}
 
 
 def why_unfit(row: pd.Series) -> str:
@@ -37,25 +37,25 @@ def why_unfit(row: pd.Series) -> str:
     )
 
 
-def fitting(transcripts: pd.DataFrame) -> pd.DataFrame:
+def fitting(sessions: pd.DataFrame) -> pd.DataFrame:
     """The rows of the sessions some setting can keep under the window."""
-    unfit = unfit_sessions(transcripts)
-    return transcripts[~transcripts["transcript"].isin(unfit)] if unfit else transcripts
+    unfit = unfit_sessions(sessions)
+    return sessions[~sessions["session"].isin(unfit)] if unfit else sessions
 
 
-def check_window_fits_some_session(transcripts: pd.DataFrame) -> None:
+def check_window_fits_some_session(sessions: pd.DataFrame) -> None:
     """A window smaller than every session's smallest possible prompt measures nothing (every call of
     every setting is over it, 0% removed): refuse it with the numbers."""
-    unfit = unfit_sessions(transcripts)
-    count = transcripts["transcript"].nunique() if not transcripts.empty else 0
+    unfit = unfit_sessions(sessions)
+    count = sessions["session"].nunique() if not sessions.empty else 0
     if not unfit or len(unfit) < count:
         return
-    rows = transcripts.drop_duplicates("transcript")
-    smallest = rows.sort_values(["fixed_tokens", "transcript"]).iloc[0]
+    rows = sessions.drop_duplicates("session")
+    smallest = rows.sort_values(["fixed_tokens", "session"]).iloc[0]
     window = int(smallest["window"])
     raise ValueError(
         f"window {window:,} tokens is smaller than the smallest possible prompt of every one of the {count} sessions: "
         f"no strategy can keep any of them under it. The smallest recorded prompt (system prompt, instructions, task) is "
-        f"{int(smallest['fixed_tokens']):,} tokens ({smallest['transcript']}); the smallest floor "
+        f"{int(smallest['fixed_tokens']):,} tokens ({smallest['session']}); the smallest floor "
         f"{int(rows['floor_tokens'].min()):,}. Use a window above that (--window 0 replays each model's real window)"
     )

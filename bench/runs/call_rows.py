@@ -1,10 +1,10 @@
-"""A transcript's call rows as the process that replayed them gathers them: arrays.
+"""A session's call rows as the process that replayed them gathers them: arrays.
 
 A sweep makes hundreds of thousands of call rows, and most of them are the same for every setting
-of a transcript: the uncompacted replay's rows before the setting's first compaction
-(`compactlab.replay.uncompacted`), but for the setting's label. `SharedRows` holds those once per transcript
+of a session: the uncompacted replay's rows before the setting's first compaction
+(`compactlab.replay.uncompacted`), but for the setting's label. `SharedRows` holds those once per session
 and estimator, as column values; each setting adds only its own rows after them. `call_arrays`
-gathers a transcript's rows into the arrays its Parquet part is written from (`compactlab.runs.run_storage`).
+gathers a session's rows into the arrays its Parquet part is written from (`compactlab.runs.run_storage`).
 `json_line` writes a row as a JSON line (an export of the rows, `compactlab.runs.run_storage.export_jsonl`).
 """
 
@@ -18,11 +18,11 @@ import numpy as np
 from compactlab.replay.row_schema import CALL_COLUMNS, CallColumns
 from compactlab.runs.text_codes import TextCodes, text_codes
 
-TEXT_COLUMNS = frozenset({"transcript", "config", "model"})
+TEXT_COLUMNS = frozenset({"session", "setting", "model"})
 
 
 class SharedRows:
-    """The uncompacted replay's call rows as columns, kept once for every setting of a transcript
+    """The uncompacted replay's call rows as columns, kept once for every setting of a session
     (with the same estimator): each setting takes as many as it shares, under its own label."""
 
     def __init__(self) -> None:
@@ -37,9 +37,9 @@ class SharedRows:
 
 
 def call_arrays(
-    transcript: str, labels: list[str], parts: list[tuple[SharedRows, int, int]], own: CallColumns
+    session: str, labels: list[str], parts: list[tuple[SharedRows, int, int]], own: CallColumns
 ) -> dict[str, np.ndarray | TextCodes]:
-    """A transcript's call rows as arrays, setting after setting: for each (its shared rows, how
+    """A session's call rows as arrays, setting after setting: for each (its shared rows, how
     many of them it takes, how many own rows follow in `own`). Each value is converted once and
     the rows are gathered by one index per column, not converted again for every setting's copy
     of the shared rows. Text columns come as codes (`compactlab.runs.text_codes.text_codes`)."""
@@ -53,8 +53,8 @@ def call_arrays(
         position += added
     index = np.concatenate(ranges) if ranges else np.zeros(0, dtype=np.intp)
     arrays: dict[str, np.ndarray | TextCodes] = {
-        "transcript": (np.zeros(len(index), dtype=np.intp), [transcript]),
-        "config": (np.repeat(np.arange(len(labels)), [taken + added for _, taken, added in parts]), list(labels)),
+        "session": (np.zeros(len(index), dtype=np.intp), [session]),
+        "setting": (np.repeat(np.arange(len(labels)), [taken + added for _, taken, added in parts]), list(labels)),
     }
     for name in CALL_COLUMNS:
         if name not in arrays:

@@ -1,9 +1,9 @@
 """A run's replays side by side in threads, while their LLM calls are in flight.
 
 A run whose strategies summarize with an LLM, or whose compactions a model judges, spends its time
-waiting on the provider. So its (transcript, setting) replays run in a pool of threads of one
+waiting on the provider. So its (session, setting) replays run in a pool of threads of one
 process: each replay's compactions stay in order (a summary builds on the one before), replays
-of other settings and transcripts go on meanwhile, and a judge's calls on one replay's
+of other settings and sessions go on meanwhile, and a judge's calls on one replay's
 compactions, which are independent of each other, go to a second pool. The calls actually sent
 are bounded per provider by `compactlab.llm.concurrency` (in flight, per minute, the cost budget).
 
@@ -12,10 +12,10 @@ rate limits and the budget then hold across the whole run with plain locks, and 
 per-key locks make two replays asking the same question pay once. The replays' own work (CPU
 bound, under the GIL) is small beside the calls' latency; an offline run keeps its processes.
 
-Results are the same as one replay after another, row for row: each transcript's settings are
-replayed into their own rows and joined in the settings' order, and transcripts are handed back
-in file order, as `compactlab.transcripts.loading.read_files` hands them back. Replays longest first: of the
-transcripts read so far, the settings of the longest ones (the most messages: most compactions
+Results are the same as one replay after another, row for row: each session's settings are
+replayed into their own rows and joined in the settings' order, and sessions are handed back
+in file order, as `compactlab.sessions.loading.read_files` hands them back. Replays longest first: of the
+sessions read so far, the settings of the longest ones (the most messages: most compactions
 to chain) are started first, so a long chain of calls does not start last and end the run alone.
 """
 
@@ -31,7 +31,7 @@ from contextlib import closing
 from dataclasses import dataclass, replace
 
 from compactlab.llm.concurrency import CallAccount
-from compactlab.transcripts.loading import FileRead
+from compactlab.sessions.loading import FileRead
 
 LOOKAHEAD = 2  # replays read and waiting per thread: enough to keep every thread busy, bounded memory
 
@@ -39,7 +39,7 @@ LOOKAHEAD = 2  # replays read and waiting per thread: enough to keep every threa
 @dataclass
 class _PendingFile:
     read: FileRead
-    units: list[list[Future] | None]  # per transcript, each setting's replay (None: nothing left to replay)
+    units: list[list[Future] | None]  # per session, each setting's replay (None: nothing left to replay)
     plans: list
 
 
@@ -92,10 +92,10 @@ class _LongestFirst:
 def replay_concurrently(
     reads: Generator[FileRead, None, None], job, keep: Callable, threads: int, account: CallAccount | None
 ) -> Generator[FileRead, None, None]:
-    """`reads` (files read, transcripts whole) as `read_files(..., then=job.replay_file, keep=keep)`
+    """`reads` (files read, sessions whole) as `read_files(..., then=job.replay_file, keep=keep)`
     would hand them back, the replays made on `threads` threads (see the module docstring).
 
-    `job` is the run's `compactlab.runs.transcript_job.TranscriptJob` (plan, replay_setting, assemble, file_hash). A replay that
+    `job` is the run's `compactlab.runs.session_job.SessionJob` (plan, replay_setting, assemble, file_hash). A replay that
     raises stops the run: calls not sent yet are refused (`account.stop`), replays not started are
     cancelled, and the error is raised when its file's turn comes."""
     replays = _LongestFirst(threads)
@@ -128,13 +128,13 @@ def replay_concurrently(
 def _start(read: FileRead, job, replays: _LongestFirst, fan_out, running: set[Future]) -> _PendingFile:
     units: list[list[Future] | None] = []
     plans = []
-    for transcript in read.transcripts:
-        plan = job.plan(transcript)
+    for session in read.sessions:
+        plan = job.plan(session)
         plans.append(plan)
         if plan is None:
             units.append(None)
             continue
-        size = len(transcript.messages)
+        size = len(session.messages)
         futures = [replays.submit(size, _bound(job.replay_setting, plan, strategy, fan_out)) for strategy in plan.replayed]
         running.update(futures)
         units.append(futures)
@@ -156,9 +156,9 @@ def _finish(pending: _PendingFile, job, keep: Callable, account: CallAccount | N
     if read.error is not None:
         return read
     replayed = []
-    for transcript, plan, futures in zip(read.transcripts, pending.plans, pending.units):
+    for session, plan, futures in zip(read.sessions, pending.plans, pending.units):
         if futures is None:
-            replayed.append(job.nothing_new(transcript))
+            replayed.append(job.nothing_new(session))
             continue
         try:
             results = [f.result() for f in futures]
@@ -169,4 +169,4 @@ def _finish(pending: _PendingFile, job, keep: Callable, account: CallAccount | N
                     raise account.stop_error from None  # why the run stopped, not a call refused after it
             raise
         replayed.append(job.assemble(plan, results))
-    return replace(read, transcripts=tuple(map(keep, read.transcripts)), then=(job.file_hash(read.transcripts), replayed))
+    return replace(read, sessions=tuple(map(keep, read.sessions)), then=(job.file_hash(read.sessions), replayed))

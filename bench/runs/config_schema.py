@@ -136,7 +136,7 @@ KEYS: tuple[Key, ...] = (
         "datasets",
         "array of strings",
         "all bundled datasets",
-        "bundled dataset names, transcript files or folders (searched recursively)",
+        "bundled dataset names, session files or folders (searched recursively)",
         '["m-claude", "path/to/my/sessions"]',
         True,
     ),

@@ -14,7 +14,7 @@ import math
 from dataclasses import fields
 
 from compactlab.contract import Trigger
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.runs.run_config import RunConfig
 
 _DEFAULT_TRIGGER = Trigger()
@@ -53,7 +53,7 @@ def trigger_table(trigger: Trigger) -> dict:
     return table
 
 
-def strategy_block(strategy: StrategyConfig) -> str:
+def strategy_block(strategy: Setting) -> str:
     lines = ["[[strategy]]", f"name = {toml_value(strategy.strategy)}", f"label = {toml_value(strategy.label)}"]
     if strategy.trigger is not None:
         lines.append(f"trigger = {toml_value(trigger_table(strategy.trigger))}")

@@ -2,7 +2,7 @@
 
 The estimation has a row per recorded call × estimator (nine estimators by default): kept in the
 run's process for every session, it was the largest thing that grew with the corpus (issue 31: a
-small frame per session). `compactlab.runs.transcript_results.RunTotals` hands each block of sessions'
+small frame per session). `compactlab.runs.session_results.RunTotals` hands each block of sessions'
 estimation to `EstimationParts`, which writes the block's call rows to a Parquet file in a
 temporary folder at once; `write_calls` streams the blocks into the run's `estimation/calls.parquet`
 at the end, one block in memory at a time. The rest (the fits, the counts, the damaged sessions'

@@ -1,8 +1,8 @@
 """Where a run's files are read and replayed: worker processes on this machine (the default,
-`compactlab.transcripts.loading.read_files`'s own pool), or a Dask cluster (`--executor dask`).
+`compactlab.sessions.loading.read_files`'s own pool), or a Dask cluster (`--executor dask`).
 
 On Dask each file is one task: the worker process that runs it reads the file, replays its
-transcripts, writes their row parts into the run directory (`compactlab.runs.run_storage`) and hands back
+sessions, writes their row parts into the run directory (`compactlab.runs.run_storage`) and hands back
 what the run keeps of them, as a local worker does; the run's process commits the parts in file
 order, so the run directory and its results are the local executor's. Without a scheduler address
 a `LocalCluster` of `workers` processes is started on this machine (and closed at the end); with
@@ -22,13 +22,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
-from compactlab.transcripts.loading import IN_FLIGHT_PER_WORKER, WorkerDied, job_file, submitted_in_order
+from compactlab.sessions.loading import IN_FLIGHT_PER_WORKER, WorkerDied, job_file, submitted_in_order
 
 EXECUTORS = ("local", "dask")
 
 
 def dask_executor(scheduler: str | None = None, workers: int | None = None) -> Callable[[Callable, tuple, int], Iterator]:
-    """An executor for `compactlab.transcripts.loading.read_files` that runs each file's read on Dask."""
+    """An executor for `compactlab.sessions.loading.read_files` that runs each file's read on Dask."""
     try:
         import dask
         from dask.distributed import Client, KilledWorker, LocalCluster

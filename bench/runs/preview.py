@@ -1,4 +1,4 @@
-"""`compactlab compact`: run one strategy once on one transcript, to see exactly what it does.
+"""`compactlab compact`: run one strategy once on one session, to see exactly what it does.
 
 Its sizes are the run's (issue 27 §3): the trigger sees what a replay's trigger sees before the call
 (`Uncompacted.trigger_tokens`), and a compaction's before and after are measured as a replay measures
@@ -14,18 +14,18 @@ from dataclasses import asdict, dataclass
 from compactlab.compaction.engine import CompactionEvent, Engine
 from compactlab.contract import Context, Summarizer, Trigger
 from compactlab.replay.prompt_size import measured_size
-from compactlab.replay.strategy_config import estimator_of, harness_of, window_and_trigger
+from compactlab.replay.setting import estimator_of, harness_of, window_and_trigger
 from compactlab.replay.uncompacted import Uncompacted, uncompacted
+from compactlab.sessions.model import Message, Session, part_to_dict
 from compactlab.strategies.prompting import renders_prompt
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.model import Message, Transcript, part_to_dict
 
 
 @dataclass(frozen=True)
 class Preview:
-    transcript: str
+    session: str
     strategy: str
     call: int  # which recorded call (0-based) the context was taken before
     chosen_by: str  # "--at" or "trigger" or "last call (trigger never fired)"
@@ -39,7 +39,7 @@ class Preview:
 
 
 def compact(
-    transcript: Transcript,
+    session: Session,
     strategy_name: str,
     at_call: int | None = None,
     estimator: str | None = None,
@@ -48,21 +48,21 @@ def compact(
 ) -> Preview:
     strategy = get_strategy(strategy_name)
     estimator_name = estimator_of(strategy, estimator)
-    positions = [i for i, m in enumerate(transcript.messages) if m.call is not None]
+    positions = [i for i, m in enumerate(session.messages) if m.call is not None]
     if not positions:
-        raise ValueError(f"{transcript.source_path}: no recorded LLM calls, so there is no context to compact")
-    model = transcript.calls[0].model
-    window, trigger = window_and_trigger(strategy, None, windows or ContextWindows(), model, transcript.context_window)
-    meter = Meter(transcript, estimator_name)
+        raise ValueError(f"{session.source_path}: no recorded LLM calls, so there is no context to compact")
+    model = session.calls[0].model
+    window, trigger = window_and_trigger(strategy, None, windows or ContextWindows(), model, session.context_window)
+    meter = Meter(session, estimator_name)
     harness = harness_of(strategy)
     base = uncompacted(meter, window, harness.anchor_output)
     if at_call is not None:
         if not 0 <= at_call < len(positions):
-            raise ValueError(f"--at {at_call}: the transcript has calls 0 to {len(positions) - 1}")
+            raise ValueError(f"--at {at_call}: the session has calls 0 to {len(positions) - 1}")
         call, chosen_by = at_call, "--at"
     else:
         call, chosen_by = _first_firing(base, trigger, window)
-    context = _context_before(transcript, positions, call)
+    context = _context_before(session, positions, call)
     engine = Engine(
         strategy=strategy,
         window=window,
@@ -79,7 +79,7 @@ def compact(
         after, event = engine.emergency(context, reason="manual")
     assert event is not None  # a fresh engine always attempts the first compaction
     return Preview(
-        transcript.id,
+        session.id,
         strategy_name,
         call,
         chosen_by,
@@ -93,17 +93,17 @@ def compact(
     )
 
 
-def _context_before(transcript: Transcript, positions: list[int], call: int) -> Context:
+def _context_before(session: Session, positions: list[int], call: int) -> Context:
     index = positions[call]
     known = None
     # After a real compaction the recorded usage describes the production agent's compacted
     # prompt, not this uncompacted history, so it cannot anchor the estimate.
-    compacted_before = any(marker.at_message <= index for marker in transcript.compactions)
+    compacted_before = any(marker.at_message <= index for marker in session.compactions)
     if call > 0 and not compacted_before:
-        previous = transcript.messages[positions[call - 1]].call
+        previous = session.messages[positions[call - 1]].call
         assert previous is not None  # positions are the calls' messages
         known = (positions[call - 1] + 1, previous.prompt_tokens + previous.output_tokens)
-    return Context(messages=transcript.messages[:index], known_usage=known)
+    return Context(messages=session.messages[:index], known_usage=known)
 
 
 def _measured_at(base: Uncompacted, call: int) -> Callable[[Context], int]:
@@ -123,12 +123,12 @@ def _first_firing(base: Uncompacted, trigger: Trigger, window: int) -> tuple[int
     for call, tokens in enumerate(base.trigger_tokens):
         if trigger.check(tokens, window):
             return call, "trigger"
-    return len(base.trigger_tokens) - 1, "last call (the trigger never fired in this transcript)"
+    return len(base.trigger_tokens) - 1, "last call (the trigger never fired in this session)"
 
 
 def preview_json(result: Preview) -> dict:
     return {
-        "transcript": result.transcript,
+        "session": result.session,
         "strategy": result.strategy,
         "call": result.call,
         "chosen_by": result.chosen_by,
@@ -148,7 +148,7 @@ def _message_json(message: Message) -> dict:
 
 def format_preview(result: Preview, width: int = 160) -> str:
     e = result.event
-    head = f"{result.transcript}: {result.strategy} before call {result.call} ({result.chosen_by}); window {result.window:,}, estimator {result.estimator}"
+    head = f"{result.session}: {result.strategy} before call {result.call} ({result.chosen_by}); window {result.window:,}, estimator {result.estimator}"
     if not e.changed:  # no compaction: one set of numbers, the context's size, and why
         lines = [
             head,

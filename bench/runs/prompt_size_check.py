@@ -30,19 +30,19 @@ import pandas as pd
 
 from compactlab.replay.uncompacted import uncompacted
 from compactlab.runs.run_storage import run_calls, run_compaction_rows
+from compactlab.sessions.loading import load_inputs
+from compactlab.sessions.model import Session
 from compactlab.tokens.metering import Meter
 from compactlab.tokens.tokenizers import TokenCache
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.model import Transcript
 
 
-def kept_tail_errors(transcript: Transcript, estimator: str = "hybrid", cache: TokenCache | None = None) -> list[dict]:
+def kept_tail_errors(session: Session, estimator: str = "hybrid", cache: TokenCache | None = None) -> list[dict]:
     """For one session, the two rules' errors on the size of prompts that keep a tail (see the docstring);
     `cache`: the replaying process's counts, so that a run counts no text twice."""
-    meter = Meter(transcript, estimator, cache) if cache is not None else Meter(transcript, estimator)
+    meter = Meter(session, estimator, cache) if cache is not None else Meter(session, estimator)
     base = uncompacted(meter, 10**9)
     positions, recorded = base.positions, base.columns["recorded_prompt_tokens"]
-    if len(positions) < 10 or transcript.compactions or transcript.skipped:
+    if len(positions) < 10 or session.compactions or session.skipped:
         return []
     history, ratios = base.history_tokens, base.ratios
     fixed = meter.local.prompt_overhead + meter.offset
@@ -61,8 +61,8 @@ def kept_tail_errors(transcript: Transcript, estimator: str = "hybrid", cache: T
         drift_before = fixed + history[positions[last]]
         rows.append(
             {
-                "transcript": transcript.id,
-                "format": transcript.source_format,
+                "session": session.id,
+                "format": session.source_format,
                 "kept_share": true / recorded[last],
                 "measured": measured / true - 1,
                 "anchored": anchored / true - 1,
@@ -79,7 +79,7 @@ def error_table(rows: list[dict]) -> pd.DataFrame:
         return frame
     out = []
     for source, group in [("all", frame), *frame.groupby("format")]:
-        row = {"source": source, "sessions": group["transcript"].nunique(), "pairs": len(group)}
+        row = {"source": source, "sessions": group["session"].nunique(), "pairs": len(group)}
         for rule in ("measured", "anchored", "drift_now", "drift_before"):
             errors = group[rule].to_numpy()
             row[f"{rule}_median_abs_pct"] = 100 * float(np.median(np.abs(errors)))
@@ -95,7 +95,7 @@ def run_consistency(run_dir: Path) -> dict:
     after = calls[calls["compactions_so_far"] > 0]
     above = after[(after["context_tokens"] >= 0.8 * after["window"]) & ~after["compacted_before"].astype(bool)]
     compactions = pd.DataFrame(run_compaction_rows(run_dir))
-    per_config = calls.groupby("config").agg(calls=("call", "size"), over_window=("over_window", "mean"))
+    per_config = calls.groupby("setting").agg(calls=("call", "size"), over_window=("over_window", "mean"))
     result = {
         "calls_after_a_compaction": len(after),
         "above_the_0.8_line_without_compaction": len(above),
@@ -105,7 +105,7 @@ def run_consistency(run_dir: Path) -> dict:
         "over_window_share_by_config": per_config["over_window"].round(4).to_dict(),
     }
     summary = json.loads((run_dir / "summary.json").read_text())
-    removed = {row["config"]: row.get("removed_share_mean") for row in summary.get("leaderboard", [])}
+    removed = {row["setting"]: row.get("removed_share_mean") for row in summary.get("leaderboard", [])}
     result["removed_share_mean_by_config"] = removed
     return result
 
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.inputs or not args.run:
         loaded = load_inputs(args.inputs, lenient=True)
-        rows = [row for transcript in loaded.transcripts for row in kept_tail_errors(transcript, args.estimator)]
+        rows = [row for session in loaded.sessions for row in kept_tail_errors(session, args.estimator)]
         with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.1f}".format):
             print(error_table(rows).T)
     for run_dir in args.run:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from compactlab.contract import Trigger
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.runs.config_schema import (
     DEFAULT_WINDOW,
     KEYS,
@@ -37,7 +37,7 @@ from compactlab.runs.config_schema import (
 )
 from compactlab.strategies.registry import get_strategy, registered
 
-__all__ = ["DEFAULT_WINDOW", "RunConfig", "config_from_data", "load_config", "strategy_config", "windows_of"]
+__all__ = ["DEFAULT_WINDOW", "RunConfig", "config_from_data", "load_config", "setting_from", "windows_of"]
 
 # Registered entries that are parts of other designs rather than designs of their own.
 NOT_RUN_BY_DEFAULT = frozenset({"opencode-summary"})
@@ -48,7 +48,7 @@ _PRICE_KEYS = tuple(k for k in KEYS if k.table == "prices.MODEL" and k.type in (
 @dataclass(frozen=True)
 class RunConfig:
     datasets: tuple[str, ...] = ()
-    strategies: tuple[StrategyConfig, ...] = ()
+    strategies: tuple[Setting, ...] = ()
     estimator: str = "hybrid"
     lenient: bool = False
     window: int = DEFAULT_WINDOW
@@ -80,14 +80,14 @@ class RunConfig:
         return self
 
 
-def default_strategies() -> tuple[StrategyConfig, ...]:
+def default_strategies() -> tuple[Setting, ...]:
     """Every built-in offline strategy and preset (none of them needs an LLM by default)."""
-    return tuple(StrategyConfig(label=name, strategy=name) for name in registered() if name not in NOT_RUN_BY_DEFAULT)
+    return tuple(Setting(label=name, strategy=name) for name in registered() if name not in NOT_RUN_BY_DEFAULT)
 
 
-def strategy_config(entry: object, where: str) -> StrategyConfig:
+def setting_from(entry: object, where: str) -> Setting:
     if isinstance(entry, str):
-        return StrategyConfig(label=entry, strategy=entry)
+        return Setting(label=entry, strategy=entry)
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
         raise ValueError(f"{where}: a strategy is a name or a table with a `name`, got {entry!r}")
     check_table(entry, "strategy", where)
@@ -105,7 +105,7 @@ def strategy_config(entry: object, where: str) -> StrategyConfig:
         raise ValueError(f"{where}: `settings` must be a table")
     if ":" not in entry["name"] and entry["name"] in registered():  # (a file's strategy is checked when the run loads it)
         check_setting_numbers(get_strategy(entry["name"]), settings, where)
-    return StrategyConfig(
+    return Setting(
         label=str(entry.get("label", entry["name"])),
         strategy=entry["name"],
         settings=tuple(sorted(settings.items())),
@@ -165,8 +165,8 @@ def config_from_data(data: dict, path: object) -> RunConfig:
             raise ValueError(f"{path}: [{table}] must be a table")
     if not isinstance(data.get("strategy", []), list):
         raise ValueError(f"{path}: strategies to replay are [[strategy]] tables (double brackets), one per setting")
-    entries = [strategy_config(s, f"{path}: strategies[{i}]") for i, s in enumerate(data.get("strategies", []))]
-    entries += [strategy_config(s, f"{path}: [[strategy]] #{i + 1}") for i, s in enumerate(data.get("strategy", []))]
+    entries = [setting_from(s, f"{path}: strategies[{i}]") for i, s in enumerate(data.get("strategies", []))]
+    entries += [setting_from(s, f"{path}: [[strategy]] #{i + 1}") for i, s in enumerate(data.get("strategy", []))]
     labels = [e.label for e in entries]
     duplicates = sorted({label for label in labels if labels.count(label) > 1})
     if duplicates:
@@ -198,12 +198,12 @@ def windows_of(config: RunConfig):
     return ContextWindows(overrides=overrides)
 
 
-def strategies_of_run(config: dict) -> tuple[StrategyConfig, ...]:
+def strategies_of_run(config: dict) -> tuple[Setting, ...]:
     """A run's strategy settings, read back from its config.json (`config_json` writes unset
     triggers and estimators as null, which a configuration file leaves out)."""
     where = "config.json"
     return tuple(
-        strategy_config(
+        setting_from(
             {k: v for k, v in entry.items() if v is not None} if isinstance(entry, dict) else entry, f"{where}: strategies[{i}]"
         )
         for i, entry in enumerate(config.get("strategies", []))

@@ -1,14 +1,14 @@
 """The files of a run directory, written so that an interruption never counts anything twice.
 
-- A transcript's rows are two Parquet parts (`rows/calls/`, `rows/compactions/`, see
+- A session's rows are two Parquet parts (`rows/calls/`, `rows/compactions/`, see
   `compactlab.runs.run_storage`), written whole under their own names by the process that replayed it, then
-  committed by one line of `done.jsonl` that records the transcript, its settings, the dataset
+  committed by one line of `done.jsonl` that records the session, its settings, the dataset
   file and its hash, and names the parts. One line is all or nothing: cut off, it is not JSON and
   commits nothing. A run that opens the directory again cuts done.jsonl back to its last whole
   line and removes every part no line names, so rows of a unit that was cut off (by a kill, a full
   disk) are dropped before the unit is replayed again.
 - A run directory of an older format is read (or refused) by `compactlab.runs.run_format` alone.
-- Everything else (config.json, meta.json, transcripts.csv, summary.json, report.html) is written
+- Everything else (config.json, meta.json, sessions.csv, summary.json, report.html) is written
   to a temporary file and renamed over the old one: a reader sees the old file or the new one.
 - `RunLock` holds an exclusive lock (`fcntl.flock` on `.lock`) while a process works in the
   directory: a second run or `--resume` on it fails at once with a clear message instead of
@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from compactlab.runs.format_names import with_current_keys
 
 DONE = "done.jsonl"
 LOCK = ".lock"
@@ -121,11 +123,11 @@ class RunLock:
 @dataclass(frozen=True)
 class DoneLog:
     """What done.jsonl commits: the finished units, the dataset files they came from, and each
-    transcript's row parts (by kind, `compactlab.runs.run_storage`)."""
+    session's row parts (by kind, `compactlab.runs.run_storage`)."""
 
     units: frozenset[tuple[str, str]] = frozenset()
     file_hashes: dict[str, str | None] = field(default_factory=dict)
-    parts: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # transcript -> its commits' parts, in order
+    parts: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # session -> its commits' parts, in order
     size: int = 0  # bytes of done.jsonl up to the end of its last whole line
 
     def part_names(self, kind: str) -> list[str]:
@@ -151,10 +153,10 @@ def read_done(path: Path) -> DoneLog:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-            units.update((record["transcript"], label) for label in record["configs"])
+            record = with_current_keys(json.loads(line))  # (an older format's commit says transcript)
+            units.update((record["session"], label) for label in record["settings"])
             hashes[record["file"]] = record["file_sha256"]
-            parts.setdefault(record["transcript"], []).append(dict(record["parts"]))
+            parts.setdefault(record["session"], []).append(dict(record["parts"]))
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
             reason = (
                 "not JSON"
@@ -167,19 +169,19 @@ def read_done(path: Path) -> DoneLog:
     return DoneLog(frozenset(units), hashes, parts, size)
 
 
-def drop_commits(out: Path, transcripts: set[str]) -> None:
-    """Rewrite done.jsonl without the commits of `transcripts` (their parts are then no longer the
-    run's: `--resume` replays them again, as for a transcript never finished)."""
+def drop_commits(out: Path, sessions: set[str]) -> None:
+    """Rewrite done.jsonl without the commits of `sessions` (their parts are then no longer the
+    run's: `--resume` replays them again, as for a session never finished)."""
     path = Path(out) / DONE
     log = read_done(path)
     with path.open("rb") as handle:
         whole = handle.read(log.size).decode("utf-8", "surrogateescape").splitlines(keepends=True)
-    kept = [line for line in whole if not line.strip() or json.loads(line).get("transcript") not in transcripts]
+    kept = [line for line in whole if not line.strip() or with_current_keys(json.loads(line)).get("session") not in sessions]
     write_atomic(path, "".join(kept))
 
 
-def commit_line(transcript: str, labels: list[str], file: str, file_hash: str | None, parts: dict[str, str]) -> str:
-    record = {"transcript": transcript, "configs": labels, "file": file, "file_sha256": file_hash, "parts": parts}
+def commit_line(session: str, labels: list[str], file: str, file_hash: str | None, parts: dict[str, str]) -> str:
+    record = {"session": session, "settings": labels, "file": file, "file_sha256": file_hash, "parts": parts}
     # ASCII: a file name that is not UTF-8 (lone surrogates in Python) is written as \udcNN and read back as it was.
     return json.dumps(record) + "\n"
 
@@ -206,11 +208,11 @@ class Commits:
     def __exit__(self, *exc) -> None:
         os.close(self.descriptor)
 
-    def commit(self, transcript: str, labels: list[str], file: str, file_hash: str | None, parts: dict[str, str]) -> None:
-        """Commit a transcript's parts (written already, under their names) with one done.jsonl line."""
+    def commit(self, session: str, labels: list[str], file: str, file_hash: str | None, parts: dict[str, str]) -> None:
+        """Commit a session's parts (written already, under their names) with one done.jsonl line."""
         before_write(self.out / DONE)
         with naming(self.out / DONE):
-            _write_all(self.descriptor, commit_line(transcript, labels, file, file_hash, parts).encode("utf-8"))
+            _write_all(self.descriptor, commit_line(session, labels, file, file_hash, parts).encode("utf-8"))
         self.named += parts.values()
 
 

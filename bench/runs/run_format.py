@@ -6,10 +6,15 @@ through `checked` (or `upgraded_table`), so no other module branches on how old 
 - 1: rows appended to `calls.jsonl` and `compactions.jsonl`, done.jsonl recording where they end
   (or one unit per line). Not read: it is refused, naming the format (replay it with this version).
 - 2: Parquet row parts committed by done.jsonl (`compactlab.runs.run_storage`), no format number.
-  Read: its transcripts.csv gets the columns later versions added (`upgraded_table`); it has no
+  Read: its sessions.csv gets the columns later versions added (`upgraded_table`); it has no
   sessions.json nor estimation (`compactlab.runs.report_inputs`), which the report says it lacks.
-- 3 (`FORMAT`, this version): meta.json holds the number; the run writes sessions.json and, when
-  asked, its token estimation.
+- 3: meta.json holds the number; the run writes its per-session facts and, when asked, its token
+  estimation. Its files, columns and keys say "transcript" (`transcripts.csv`, the `transcript`
+  column, `sessions.json` for the facts). Read: `compactlab.runs.format_names` gives them format 4's names.
+- 4 (`FORMAT`, this version): one word, session (issue 30 §3): `sessions.csv`, `session_facts.json`,
+  the `session` column and key.
+
+`--resume` continues a directory of this format only: one run's rows stay of one format.
 
 A directory whose meta.json names a format above `FORMAT` was written by a newer compactlab: refused.
 """
@@ -22,10 +27,11 @@ from pathlib import Path
 import pandas as pd
 
 from compactlab.results.metrics import LOSS_COLUMNS, with_derived
+from compactlab.runs.format_names import run_file, with_current_columns
 from compactlab.runs.run_files import DONE
-from compactlab.transcripts.neutralise import read_csv
+from compactlab.sessions.neutralise import read_csv
 
-FORMAT = 3
+FORMAT = 4
 FIRST_READ = 2  # the oldest format this version reads
 OLD_ROW_FILES = ("calls.jsonl", "compactions.jsonl")  # format 1's rows (an overwritten run directory loses them)
 
@@ -42,22 +48,26 @@ def format_of(out: Path, meta: dict | None = None) -> int:
         meta = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     if "format" in meta:
         return int(meta["format"])
-    if _commits_without_parts(out / DONE):  # (not the row files' names: `export-rows` writes calls.jsonl there)
+    first = _first_commit(out / DONE)
+    if first is not None and "parts" not in first:  # (not the row files' names: `export-rows` writes calls.jsonl there)
         return 1
-    # No meta.json yet (a run cut off before its end) with Parquet parts: the rows are this version's.
-    return 2 if meta else FORMAT
+    if meta:
+        return 2
+    # No meta.json yet (a run cut off before its end): its commits say "transcript" up to format 3.
+    return 3 if first is not None and "transcript" in first else FORMAT
 
 
-def _commits_without_parts(path: Path) -> bool:
-    """Whether done.jsonl's first whole line is a format 1 commit (it names no row parts)."""
+def _first_commit(path: Path) -> dict | None:
+    """done.jsonl's first whole line (None without one, or when it is damaged: read_done names it)."""
     if not path.exists():
-        return False
+        return None
     with path.open("rb") as handle:
         first = handle.readline()
     try:
-        return first.endswith(b"\n") and "parts" not in json.loads(first)
+        record = json.loads(first) if first.endswith(b"\n") else None
     except (json.JSONDecodeError, UnicodeDecodeError):
-        return False  # a damaged line: read_done names it
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def checked(out: Path, meta: dict | None = None) -> int:
@@ -77,26 +87,37 @@ def checked(out: Path, meta: dict | None = None) -> int:
     return found
 
 
+def resumable(out: Path) -> int:
+    """The format of the run directory `out` when `--resume` may continue it: this version's only."""
+    found = checked(out)
+    if found != FORMAT:
+        raise UnreadableFormat(
+            f"{out}: run directory format {found}; --resume continues a run of format {FORMAT} only (its rows would "
+            f"mix two formats): replay it with `compactlab run` (another --out), or read it as it is (`compactlab report`)"
+        )
+    return found
+
+
 def meta_format() -> dict[str, int]:
     """What meta.json holds of the format (written by every run)."""
     return {"format": FORMAT}
 
 
 def upgraded_table(out: Path, meta: dict) -> pd.DataFrame:
-    """transcripts.csv (gzipped in a committed reference run) as this version writes it: a table of
+    """sessions.csv (gzipped in a committed reference run) as this version writes it: a table of
     format 2 gets the columns added since, unknown (NaN) where they could not be measured then,
     `damaged` from meta.json; the derived columns are computed again (`with_derived`)."""
     out = Path(out)
     version = checked(out, meta)
-    table = next((t for t in (out / "transcripts.csv", out / "transcripts.csv.gz") if t.exists()), None)
+    table = next((t for t in (run_file(out, "sessions.csv"), run_file(out, "sessions.csv.gz")) if t.exists()), None)
     if table is None:
         raise FileNotFoundError(
-            f"{out} is not a finished run directory (no transcripts.csv): `compactlab run --out {out}` writes it"
+            f"{out} is not a finished run directory (no sessions.csv): `compactlab run --out {out}` writes it"
         )
-    transcripts = read_csv(table)  # (undoes the formula neutralising of write_csv)
-    if version == FORMAT:
-        return transcripts
-    if "damaged" not in transcripts:
-        transcripts["damaged"] = transcripts["transcript"].isin(set(meta.get("skipped_records") or {}))
-    missing = [c for c in (*LOSS_COLUMNS, "floor_tokens") if c not in transcripts]
-    return with_derived(transcripts.assign(**dict.fromkeys(missing, float("nan"))))
+    sessions = with_current_columns(read_csv(table))  # (read_csv undoes the formula neutralising of write_csv)
+    if version >= 3:  # (format 3 wrote every column; only their names changed)
+        return sessions
+    if "damaged" not in sessions:
+        sessions["damaged"] = sessions["session"].isin(set(meta.get("skipped_records") or {}))
+    missing = [c for c in (*LOSS_COLUMNS, "floor_tokens") if c not in sessions]
+    return with_derived(sessions.assign(**dict.fromkeys(missing, float("nan"))))

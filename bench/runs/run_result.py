@@ -1,5 +1,5 @@
-"""A run's result: its tables, from its transcripts' results as they arrived or read back from its
-directory (`finish`, which also writes transcripts.csv), and the presets against the real engines.
+"""A run's result: its tables, from its sessions' results as they arrived or read back from its
+directory (`finish`, which also writes sessions.csv), and the presets against the real engines.
 
 `compactlab.runs.runs.run` makes one at the end of a run; the rows themselves stay in the run
 directory, read when asked for (`RunResult.calls`, `RunResult.compactions`).
@@ -19,33 +19,33 @@ from compactlab.results.real_engines import PRESET_OF_FORMAT, engines_document
 from compactlab.results.run_failures import mark_incomplete
 from compactlab.runs.run_files import write_atomic
 from compactlab.runs.run_storage import run_calls, run_compaction_rows
-from compactlab.runs.transcript_results import TranscriptResults, results_from_rows
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.loading import ReadInputs
-from compactlab.transcripts.neutralise import csv_frame
+from compactlab.runs.session_results import SessionResults, results_from_rows
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.loading import ReadInputs
+from compactlab.sessions.neutralise import csv_frame
 
 
 @dataclass(frozen=True)
 class RunResult:
     out: Path
-    transcripts: pd.DataFrame  # transcripts.csv: one row per transcript × setting
-    read: ReadInputs  # what the run read (the transcripts' messages are not kept)
+    sessions: pd.DataFrame  # sessions.csv: one row per session × setting
+    read: ReadInputs  # what the run read (the sessions' messages are not kept)
     resumed_units: int
     max_failed_share: float = 0.0  # see bench/results/run_failures.py
     recorded_fidelity: pd.DataFrame = field(
         default_factory=pd.DataFrame
-    )  # gathered per transcript (compactlab.runs.transcript_results)
+    )  # gathered per session (compactlab.runs.session_results)
     cost_model_check: pd.DataFrame = field(default_factory=pd.DataFrame)
-    call_models: pd.DataFrame = field(default_factory=pd.DataFrame)  # (transcript, model) pairs, for the cost coverage
+    call_models: pd.DataFrame = field(default_factory=pd.DataFrame)  # (session, model) pairs, for the cost coverage
     prices: dict | None = None  # the configuration's, for the costs of `calls`
     llm_calls: str | None = None  # what the run's LLM calls came to (`CallAccount.line`), when it had any
-    replayed_again: tuple[str, ...] = ()  # transcripts --resume replayed again: their row parts were gone or unreadable
+    replayed_again: tuple[str, ...] = ()  # sessions --resume replayed again: their row parts were gone or unreadable
     engines: dict = field(default_factory=dict)  # the presets against the real engines (`compactlab.results.real_engines`)
 
     @cached_property
     def calls(self) -> pd.DataFrame:
         """Every call row, with its costs, read from the run directory when asked for (a large run's
-        rows need not fit in memory; see `compactlab.runs.run_storage.run_calls` for one setting or transcript)."""
+        rows need not fit in memory; see `compactlab.runs.run_storage.run_calls` for one setting or session)."""
         return calls_frame(run_calls(self.out), resolve_prices(self.prices or None))
 
     @cached_property
@@ -59,28 +59,28 @@ def finish(
     read: ReadInputs,
     resumed_units: int = 0,
     prices: dict | None = None,
-    results: TranscriptResults | None = None,
+    results: SessionResults | None = None,
     max_failed_share: float = 0.0,
     engines: dict | None = None,
 ) -> RunResult:
-    """The run's tables from its transcripts' results (`results`, gathered as they arrived), or
-    from the committed rows in `out`, read a transcript at a time; `engines`: the presets against the
+    """The run's tables from its sessions' results (`results`, gathered as they arrived), or
+    from the committed rows in `out`, read a session at a time; `engines`: the presets against the
     real engines as the replaying processes found them (None: from the files read again)."""
     if results is None:
         results = results_from_rows(out, read, resolve_prices(prices or None))
-    transcripts = results.summary
-    if not transcripts.empty:
-        # A transcript with damaged (skipped) records lacks messages its recorded token counts
+    sessions = results.summary
+    if not sessions.empty:
+        # A session with damaged (skipped) records lacks messages its recorded token counts
         # include, so its replay mixes two histories; it is replayed and shown, not ranked.
-        damaged = {t.id for t in read.transcripts if t.skipped}
-        transcripts["damaged"] = transcripts["transcript"].isin(damaged)
-        transcripts = mark_incomplete(transcripts, max_failed_share)
+        damaged = {t.id for t in read.sessions if t.skipped}
+        sessions["damaged"] = sessions["session"].isin(damaged)
+        sessions = mark_incomplete(sessions, max_failed_share)
         write_atomic(
-            out / "transcripts.csv", csv_frame(transcripts).to_csv(index=False)
-        )  # formula cells neutralised (compactlab.transcripts.neutralise)
+            out / "sessions.csv", csv_frame(sessions).to_csv(index=False)
+        )  # formula cells neutralised (compactlab.sessions.neutralise)
     return RunResult(
         out,
-        transcripts,
+        sessions,
         read,
         resumed_units,
         max_failed_share,
@@ -95,7 +95,7 @@ def finish(
 def real_engines(read: ReadInputs) -> dict:
     """The presets against the real engines' compactions in the run's data: the few files that hold
     real compactions by an engine with a preset are read again (the run keeps no messages)."""
-    wanted = [t for t in read.transcripts if t.compactions and t.source_format in PRESET_OF_FORMAT]
+    wanted = [t for t in read.sessions if t.compactions and t.source_format in PRESET_OF_FORMAT]
     found = []
     for path in dict.fromkeys(t.source_path for t in wanted):
         ids = {t.id for t in wanted if t.source_path == path}

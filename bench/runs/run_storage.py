@@ -1,14 +1,14 @@
-"""A run's rows as Parquet: one part per transcript and kind, committed by its done.jsonl line.
+"""A run's rows as Parquet: one part per session and kind, committed by its done.jsonl line.
 
-The process that replays a transcript writes its call rows and its compaction rows as two Parquet
+The process that replays a session writes its call rows and its compaction rows as two Parquet
 files under `rows/calls/` and `rows/compactions/` of the run directory (written to a temporary
 name and renamed, so a file under its own name is whole); the run's process then commits them
-with the transcript's line in done.jsonl, which names them (`compactlab.runs.run_files`). Only parts a done
+with the session's line in done.jsonl, which names them (`compactlab.runs.run_files`). Only parts a done
 line names are part of the run: what a killed run left unnamed is removed when the run directory
 is opened again.
 
-Each part is one row group, its rows setting after setting: a reader loads one transcript alone
-(`transcripts=`: its own file) or one setting's rows (`configs=`: each part's rows filtered). A row
+Each part is one row group, its rows setting after setting: a reader loads one session alone
+(`sessions=`: its own file) or one setting's rows (`settings=`: each part's rows filtered). A row
 group per setting would let a reader skip the others' pages, but a part holds a few thousand rows,
 and each row group costs its writer some 0.5 ms whatever its size (a row group per setting was a
 tenth of a 36-setting sweep's CPU: `python -m compactlab.measure.speed_sweep`). Compaction rows
@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from compactlab.replay.row_schema import CALL_TYPES, COMPACTION_TYPES, ColumnType
 from compactlab.runs.call_rows import json_line
+from compactlab.runs.format_names import stored_columns, stored_name, with_current_columns
 from compactlab.runs.run_files import DONE, before_write, naming, read_done
 
 ROWS = "rows"
@@ -45,8 +46,8 @@ _ARROW: dict[ColumnType, pa.DataType] = {
     float: pa.float64(),
     dict: pa.string(),
 }
-# One schema for every part, whatever a transcript's values are (a column that is empty in one
-# transcript must not get another type there): the files then read as one table.
+# One schema for every part, whatever a session's values are (a column that is empty in one
+# session must not get another type there): the files then read as one table.
 CALL_SCHEMA = pa.schema([(name, _ARROW[kind]) for name, kind in CALL_TYPES.items()])
 
 
@@ -79,7 +80,7 @@ def write_part(out: Path, kind: str, table: pa.Table) -> str:
 
 
 def calls_table(columns: dict[str, np.ndarray | tuple[np.ndarray, list]]) -> pa.Table:
-    """A transcript's call rows (arrays; text columns as codes into their values, `compactlab.runs.text_codes.text_codes`)."""
+    """A session's call rows (arrays; text columns as codes into their values, `compactlab.runs.text_codes.text_codes`)."""
     arrays = []
     for field in CALL_SCHEMA:
         values = columns[field.name]
@@ -111,25 +112,31 @@ def compactions_table(rows: list[dict]) -> pa.Table:
         if name in nested:
             values = [None if v is None else json.dumps(v, ensure_ascii=False) for v in values]
         columns[name] = pa.array(values, type=_ARROW[COMPACTION_TYPES[name]])
-    table = pa.table(columns) if columns else pa.table({"config": pa.array([], pa.string())})
+    table = pa.table(columns) if columns else pa.table({"setting": pa.array([], pa.string())})
     return table.replace_schema_metadata({JSON_COLUMNS: json.dumps(nested).encode()})
 
 
 class DamagedPart(ValueError):
     """A committed row part that is gone or cannot be read (a deleted file, a corrupted page)."""
 
-    def __init__(self, out: Path, name: str, transcript: str | None, reason: str) -> None:
-        self.out, self.name, self.transcript = Path(out), name, transcript
-        owner = f" (the rows of transcript {transcript!r})" if transcript is not None else ""
+    def __init__(self, out: Path, name: str, session: str | None, reason: str) -> None:
+        self.out, self.name, self.session = Path(out), name, session
+        owner = f" (the rows of session {session!r})" if session is not None else ""
         super().__init__(
             f"{part_path(out, name)}{owner} cannot be read: {reason}; `compactlab run --resume --out {out}` "
-            f"(with the run's options) replays that transcript again"
+            f"(with the run's options) replays that session again"
         )
 
 
 def _read_part(out: Path, name: str, filters=None, columns: list[str] | None = None) -> pa.Table:
     try:
-        return pq.read_table(part_path(out, name), filters=filters, columns=columns)
+        path = part_path(out, name)
+        if columns is not None or filters is not None:
+            # A part of an older format stores some columns under their older names (format_names).
+            present = pq.read_schema(path).names
+            columns = stored_columns(columns, present)
+            filters = None if filters is None else [(stored_name(c, present), op, v) for c, op, v in filters]
+        return with_current_columns(pq.read_table(path, filters=filters, columns=columns))
     except (OSError, pa.ArrowException) as exc:  # a missing file, a damaged footer or page
         raise _damaged(out, name, exc) from None
 
@@ -159,9 +166,9 @@ def damaged_parts(out: Path, whole: bool = True) -> list[DamagedPart]:
 
 
 def _tables(
-    out: Path, names: Iterable[str], configs: Iterable[str] | None, columns: list[str] | None = None
+    out: Path, names: Iterable[str], settings: Iterable[str] | None, columns: list[str] | None = None
 ) -> Iterator[pa.Table]:
-    filters = None if configs is None else [("config", "in", list(configs))]
+    filters = None if settings is None else [("setting", "in", list(settings))]
     for name in names:
         yield _read_part(out, name, filters, columns)
 
@@ -190,36 +197,36 @@ def part_compaction_rows(out: Path, names: Iterable[str]) -> list[dict]:
     return [row for table in _tables(out, names, None) for row in _part_rows(table)]
 
 
-def _committed(out: Path, kind: str, transcripts: Iterable[str] | None) -> list[str]:
+def _committed(out: Path, kind: str, sessions: Iterable[str] | None) -> list[str]:
     log = read_done(Path(out) / DONE)
-    if transcripts is None:
+    if sessions is None:
         return log.part_names(kind)
-    return [commit[kind] for t in transcripts for commit in log.parts.get(t, [])]
+    return [commit[kind] for t in sessions for commit in log.parts.get(t, [])]
 
 
 def run_calls(
     out: Path,
-    configs: Iterable[str] | None = None,
-    transcripts: Iterable[str] | None = None,
+    settings: Iterable[str] | None = None,
+    sessions: Iterable[str] | None = None,
     columns: list[str] | None = None,
 ) -> pd.DataFrame:
-    """The committed call rows of the run in `out` (of `configs` and `transcripts` only, and
+    """The committed call rows of the run in `out` (of `settings` and `sessions` only, and
     `columns` only, when given), in commit order."""
-    tables = list(_tables(out, _committed(out, "calls", transcripts), configs, columns))
+    tables = list(_tables(out, _committed(out, "calls", sessions), settings, columns))
     frame = pa.concat_tables(tables).to_pandas() if tables else pd.DataFrame()
     return frame if len(frame) else pd.DataFrame()
 
 
-def run_compaction_rows(out: Path, configs: Iterable[str] | None = None, transcripts: Iterable[str] | None = None) -> list[dict]:
+def run_compaction_rows(out: Path, settings: Iterable[str] | None = None, sessions: Iterable[str] | None = None) -> list[dict]:
     """The committed compaction rows of the run in `out`, as the replay wrote them (see `run_calls`)."""
-    return list(iter_rows(out, "compactions", configs, transcripts))
+    return list(iter_rows(out, "compactions", settings, sessions))
 
 
 def iter_rows(
-    out: Path, kind: str, configs: Iterable[str] | None = None, transcripts: Iterable[str] | None = None
+    out: Path, kind: str, settings: Iterable[str] | None = None, sessions: Iterable[str] | None = None
 ) -> Iterator[dict]:
     """The committed rows of `kind` ("calls" or "compactions"), part by part, as dicts of plain values."""
-    for table in _tables(out, _committed(out, kind, transcripts), configs):
+    for table in _tables(out, _committed(out, kind, sessions), settings):
         yield from _part_rows(table) if kind == "compactions" else table.to_pylist()
 
 
@@ -234,7 +241,7 @@ def remove_unnamed(out: Path, named: Iterable[str]) -> None:
                     path.unlink(missing_ok=True)
 
 
-def export_jsonl(out: Path, kind: str, target: Path, configs: Iterable[str] | None = None) -> int:
+def export_jsonl(out: Path, kind: str, target: Path, settings: Iterable[str] | None = None) -> int:
     """Write the run's committed rows of `kind` as JSON lines to `target`, part by part (renamed
     into place when whole); how many rows."""
     target = Path(target)
@@ -242,7 +249,7 @@ def export_jsonl(out: Path, kind: str, target: Path, configs: Iterable[str] | No
     count = 0
     try:
         with temporary.open("w", encoding="utf-8") as handle, naming(target):
-            for row in iter_rows(out, kind, configs):
+            for row in iter_rows(out, kind, settings):
                 handle.write(json_line(row))
                 count += 1
         os.replace(temporary, target)

@@ -29,7 +29,7 @@ def run_summary(result, config: RunConfig, rule: Rule = Rule(), all_pairs: bool 
     # Settings identical by construction: one result under several names (every label keeps its figures above).
     document["same_by_construction"] = [g.as_json() for g in same_groups(resolve(config)[0].strategies, config.estimator)]
     prices = resolve_prices(config.prices) if config.prices else None
-    document["cost_coverage"] = cost_coverage(result.transcripts, result.call_models, prices)
+    document["cost_coverage"] = cost_coverage(result.sessions, result.call_models, prices)
     models = _models(result) + [config.summarizer.get("model", ""), config.judge.get("model", "")]
     document["unmatched_price_keys"] = unmatched_price_keys(
         {k: v for k, v in (prices or {}).items() if k in config.prices}, models

@@ -3,19 +3,19 @@
 A run directory holds:
 - `config.json`: the resolved configuration; `meta.json` (written once every file was read):
   versions, dataset file hashes, prompt template hashes, what was skipped while reading;
-- `rows/calls/` and `rows/compactions/`: the rows as Parquet, one part per transcript (its
+- `rows/calls/` and `rows/compactions/`: the rows as Parquet, one part per session (its
   settings one after another), written by the process that replayed it (`compactlab.runs.run_storage`;
   `compactlab export-rows` writes them as JSON lines);
-- `done.jsonl`: one line per transcript replayed, written after its parts and naming them,
+- `done.jsonl`: one line per session replayed, written after its parts and naming them,
   committing them (see `compactlab.runs.run_files`): `--resume` skips exactly the finished work, and parts of
   a unit that was cut off are dropped before it is replayed again, so none is counted twice;
-- `summary.json` and `transcripts.csv`: the statistics, written at the end (atomically, as is
+- `summary.json` and `sessions.csv`: the statistics, written at the end (atomically, as is
   every file but done.jsonl);
 - `.lock`: while a process works in the directory, it holds a lock on it (a second run or
   `--resume` there fails at once).
 
-The run's process keeps of each transcript only its results (`compactlab.runs.transcript_results`: its rows of
-transcripts.csv and a few others), computed where it was replayed: its memory does not grow with
+The run's process keeps of each session only its results (`compactlab.runs.session_results`: its rows of
+sessions.csv and a few others), computed where it was replayed: its memory does not grow with
 the rows. `--resume` checks each dataset file against the hash its finished rows were made from: a
 file that was edited, or is gone, is an error naming it (its rows would no longer match it;
 replaying it anew would mix two versions of the data in one run): restore it, or start a new run.
@@ -48,21 +48,21 @@ from compactlab.runs.llm_config import make_run_judge
 from compactlab.runs.report_inputs import run_estimators, write_report_inputs
 from compactlab.runs.run_config import RunConfig, check_setting_numbers, config_json, default_strategies, windows_of
 from compactlab.runs.run_files import DONE, Commits, DoneLog, RunLock, drop_commits, read_done, write_atomic
-from compactlab.runs.run_format import OLD_ROW_FILES, checked, meta_format
+from compactlab.runs.run_format import OLD_ROW_FILES, meta_format, resumable
 from compactlab.runs.run_result import RunResult, finish
 from compactlab.runs.run_storage import (
     damaged_parts,
     remove_unnamed,
 )
-from compactlab.runs.transcript_job import TranscriptJob, hash_of_file
-from compactlab.runs.transcript_results import RunTotals
+from compactlab.runs.session_job import SessionJob, hash_of_file
+from compactlab.runs.session_results import RunTotals
+from compactlab.sessions.datasets import refuse_output_inside, resolve_inputs
+from compactlab.sessions.loading import FailedFile, ReadInputs, ReadSession, WorkerDied, read_files
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS
 from compactlab.tokens.estimators import encodings_of
 from compactlab.tokens.tokenizers import get_encoding
-from compactlab.transcripts.datasets import refuse_output_inside, resolve_inputs
-from compactlab.transcripts.loading import FailedFile, ReadInputs, ReadTranscript, WorkerDied, read_files
 
 PROGRESS_SECONDS = 0.2  # between two updates of the LLM calls shown beside the progress bar
 
@@ -94,9 +94,9 @@ def run(
     executor=None,
     limit: int | None = None,
 ) -> RunResult:
-    """Replay every transcript × strategy of `config` into `out` (see the module docstring).
+    """Replay every session × strategy of `config` into `out` (see the module docstring).
 
-    `limit`: only the first N transcript files of the datasets (a quick look before a long run); it is
+    `limit`: only the first N session files of the datasets (a quick look before a long run); it is
     written to config.json, so a --resume must name the same.
 
     `executor`: where the files are read and replayed (`compactlab.runs.executors`; None: worker processes
@@ -142,21 +142,21 @@ def _run_locked(
         for name in (*OLD_ROW_FILES, DONE):
             (out / name).unlink(missing_ok=True)
     if resume:
-        checked(out)  # a directory of a format this version does not read is refused, naming it
+        resumable(out)  # a directory of another format is refused, naming it
     log = read_done(done_path) if resume else DoneLog()
     if resume and (out / "config.json").exists():
         previous = json.loads((out / "config.json").read_text())
         if previous != json.loads(json.dumps(_config_json(config, limit))):  # as config.json holds it (tuples are lists)
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
-    # Transcripts whose committed row parts are gone or unreadable are replayed again, as if never finished.
-    lost = {part.transcript for part in damaged_parts(out) if part.transcript is not None} if resume and log.parts else set()
+    # Sessions whose committed row parts are gone or unreadable are replayed again, as if never finished.
+    lost = {part.session for part in damaged_parts(out) if part.session is not None} if resume and log.parts else set()
     if lost:
         drop_commits(out, lost)
         log = read_done(done_path)
     write_atomic(out / "config.json", json.dumps(_config_json(config, limit), indent=2) + "\n")
     judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
     prices = resolve_prices(config.prices or None)
-    job = TranscriptJob(
+    job = SessionJob(
         config.strategies,
         instances,
         log.units,
@@ -183,10 +183,10 @@ def _run_locked(
     if limit is not None:
         inputs = replace(inputs, files=inputs.files[:limit])
     _check_unchanged(out, log, inputs.files)
-    transcripts: list[ReadTranscript] = []  # what the run keeps of each transcript
+    sessions: list[ReadSession] = []  # what the run keeps of each session
     failed: list[FailedFile] = []
     totals = RunTotals()
-    engines: list[EngineRow] = []  # the real compactions beside their engines' presets, made where each transcript was replayed
+    engines: list[EngineRow] = []  # the real compactions beside their engines' presets, made where each session was replayed
     file_hashes: dict[str, str | None] = {}  # each file's, as the worker that read it found it
     bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
     completers = llm_completers(summarizer, judge)
@@ -197,7 +197,7 @@ def _run_locked(
         reads = replay_concurrently(
             read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=1),
             job,
-            ReadTranscript.counted,
+            ReadSession.counted,
             threads,
             account,
         )
@@ -213,7 +213,7 @@ def _run_locked(
             lenient=config.lenient,
             workers=workers,
             then=job.replay_file,
-            keep=ReadTranscript.counted,
+            keep=ReadSession.counted,
             executor=executor,
         )
     # One version of each prompt template for the whole run; an error in a file ends the worker
@@ -228,32 +228,32 @@ def _run_locked(
                     if not read.lenient:
                         raise read.error
                     failed.append(FailedFile(path=read.path, error=str(read.error)))
-                transcripts += read.transcripts
+                sessions += read.sessions
                 file_hash, replayed = read.then or (None, ())
-                if read.transcripts:
-                    file_hashes[read.transcripts[0].source_path] = file_hash
+                if read.sessions:
+                    file_hashes[read.sessions[0].source_path] = file_hash
                     # The file read, whose hash --resume checks (a canonical file names its source instead).
-                    read_hash = file_hash if read.transcripts[0].source_path == str(read.path) else hash_of_file(read.path)
-                for transcript, replays in zip(read.transcripts, replayed):
+                    read_hash = file_hash if read.sessions[0].source_path == str(read.path) else hash_of_file(read.path)
+                for session, replays in zip(read.sessions, replayed):
                     if replays.parts is not None:
-                        # One commit per transcript: its parts, written already, become part of the run with its done line.
-                        commits.commit(transcript.id, replays.labels, str(read.path), read_hash, replays.parts)
+                        # One commit per session: its parts, written already, become part of the run with its done line.
+                        commits.commit(session.id, replays.labels, str(read.path), read_hash, replays.parts)
                     totals.add(replays.results)
                     engines += replays.engines
     except WorkerDied as exc:
         raise ValueError(
-            f"{exc}. The transcripts finished before are kept: continue with `compactlab run --resume --out {out}` "
+            f"{exc}. The sessions finished before are kept: continue with `compactlab run --resume --out {out}` "
             f"(the same options), with fewer processes side by side if memory is short"
         ) from None
     finally:
         remove_unnamed(out, commits.named)  # of files replayed after an error stopped the run
     bar.close()
-    if not transcripts and failed:
+    if not sessions and failed:
         # A lenient run of files none of which could be read has no result to show (as an empty folder has none).
         reasons = "\n  ".join(f.error for f in failed[:20]) + (f"\n  ... and {len(failed) - 20} more" if len(failed) > 20 else "")
-        raise ValueError(f"no transcript could be read: {len(failed)} files not read:\n  {reasons}")
-    read_inputs = ReadInputs(transcripts=tuple(transcripts), failed=tuple(failed), passed_over=inputs.passed_over)
-    job.windows.check_overrides(model for t in transcripts for model in t.models)
+        raise ValueError(f"no session could be read: {len(failed)} files not read:\n  {reasons}")
+    read_inputs = ReadInputs(sessions=tuple(sessions), failed=tuple(failed), passed_over=inputs.passed_over)
+    job.windows.check_overrides(model for t in sessions for model in t.models)
     write_atomic(out / "meta.json", json.dumps(run_meta(read_inputs, file_hashes), indent=2) + "\n")
     results = totals.totals()
     try:
@@ -271,7 +271,7 @@ def _run_locked(
         engines=rows_document(engines),
     )
     # A window no session fits in measures nothing (every call over it): refused, with the numbers.
-    check_window_fits_some_session(result.transcripts)
+    check_window_fits_some_session(result.sessions)
     result = replace(result, replayed_again=tuple(sorted(lost)))
     return replace(result, llm_calls=account.line()) if completers else result
 
@@ -319,12 +319,10 @@ def run_meta(read: ReadInputs, file_hashes: dict[str, str | None] | None = None)
     return {
         **meta_format(),
         "versions": {"python": platform.python_version(), **{p: _version(p) for p in packages}},
-        "datasets": {
-            t.source_path: file_hashes.get(t.source_path) or hash_of_file(Path(t.source_path)) for t in read.transcripts
-        },
+        "datasets": {t.source_path: file_hashes.get(t.source_path) or hash_of_file(Path(t.source_path)) for t in read.sessions},
         "prompts": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(PROMPTS_DIR.glob("*.j2"))},
-        "transcripts": len(read.transcripts),
-        "skipped_records": {t.id: len(t.skipped) for t in read.transcripts if t.skipped},
+        "sessions": len(read.sessions),
+        "skipped_records": {t.id: len(t.skipped) for t in read.sessions if t.skipped},
         "files_not_read": [{"path": str(f.path), "error": f.error} for f in read.failed],
     }
 

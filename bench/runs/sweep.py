@@ -3,7 +3,7 @@
 The grid is strategies × trigger thresholds × keep-recent budgets (the budget applies to
 strategies that have a `keep_recent_tokens` setting). Each point is replayed like any run, and its
 figures are those of any run (`compactlab.results.leaderboard.setting_figures`): tokens removed and next-step
-facts kept (k=1), averaged over transcripts, a transcript it never compacted counting as kept.
+facts kept (k=1), averaged over sessions, a session it never compacted counting as kept.
 The recommendation and the frontier are those of the one rule, `compactlab.results.recommendation` (with
 `--min-preservation` as its threshold), stated in full in the output and in sweep.json.
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from compactlab.contract import Trigger
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.results.leaderboard import json_records
 from compactlab.results.recommendation import Recommendation
 from compactlab.results.terminal_table import wrapped
@@ -36,7 +36,7 @@ KEEP = "keep_recent_tokens"
 LABELS = "@F: compacts when the context reaches F of the window; keep=N: keeps the newest N tokens of history verbatim"
 
 
-def grid(strategies, thresholds, keep_budgets=None, strict_keep: bool = False) -> list[StrategyConfig]:
+def grid(strategies, thresholds, keep_budgets=None, strict_keep: bool = False) -> list[Setting]:
     """The settings to replay. `keep_budgets` (None: the defaults) go to the strategies that have a
     keep budget; with `strict_keep` (the user named the budgets), every strategy must have one: a
     budget it would silently ignore is an error."""
@@ -57,23 +57,23 @@ def grid(strategies, thresholds, keep_budgets=None, strict_keep: bool = False) -
                 f"ignored for {'it' if len(without) == 1 else 'them'}; sweep "
                 + (f"--strategy {' '.join(having)} with --keep and the others without it" if having else "them without --keep")
             )
-    configs = []
+    settings = []
     for name in dict.fromkeys(strategies):
         has_keep = KEEP in settings_of(name)
         budgets = (keep_budgets if keep_budgets is not None else DEFAULT_KEEP) if has_keep else (None,)
         for threshold in dict.fromkeys(thresholds):
             for keep in dict.fromkeys(budgets):
                 label = f"{name}@{threshold:g}" + (f"/keep={keep}" if keep is not None else "")
-                settings = ((KEEP, keep),) if keep is not None else ()
-                configs.append(StrategyConfig(label, name, settings, Trigger(fraction=threshold)))
-    return configs
+                parameters = ((KEEP, keep),) if keep is not None else ()
+                settings.append(Setting(label, name, parameters, Trigger(fraction=threshold)))
+    return settings
 
 
 @dataclass(frozen=True)
 class SweepResult:
     points: pd.DataFrame  # the settings' figures, with their strategy, threshold and keep budget
     recommendation: Recommendation
-    configs: tuple[StrategyConfig, ...] = ()
+    settings: tuple[Setting, ...] = ()
     config: RunConfig | None = None  # the run configuration the grid was replayed with
     edges: tuple[str, ...] = field(default=())  # warnings: the pick sits at the grid's edge
 
@@ -81,11 +81,11 @@ class SweepResult:
     def frontier(self) -> pd.DataFrame:
         """The Pareto frontier of the recommendable settings, by tokens removed."""
         order = {label: i for i, label in enumerate(self.recommendation.frontier)}
-        return self.points[self.points["config"].isin(order)].sort_values("config", key=lambda c: c.map(order))
+        return self.points[self.points["setting"].isin(order)].sort_values("setting", key=lambda c: c.map(order))
 
     @property
-    def recommended(self) -> StrategyConfig | None:
-        return next((c for c in self.configs if c.label == self.recommendation.config), None)
+    def recommended(self) -> Setting | None:
+        return next((c for c in self.settings if c.label == self.recommendation.setting), None)
 
     def recommended_toml(self) -> str | None:
         """A run configuration replaying the recommended setting as the sweep did; None without one."""
@@ -95,34 +95,34 @@ class SweepResult:
 
 
 def analyse(
-    figures: pd.DataFrame, configs: list[StrategyConfig], recommendation: Recommendation, config: RunConfig | None = None
+    figures: pd.DataFrame, settings: list[Setting], recommendation: Recommendation, config: RunConfig | None = None
 ) -> SweepResult:
     """The grid's settings' figures (`setting_figures`) labelled with what each setting is."""
-    by_label = {c.label: c for c in configs}
-    points = figures[figures["config"].isin(by_label)].copy()
-    points["strategy"] = points["config"].map(lambda label: by_label[label].strategy)
-    points["threshold"] = points["config"].map(lambda label: _threshold(by_label[label]))
-    points["keep_recent_tokens"] = points["config"].map(lambda label: dict(by_label[label].settings).get(KEEP))
-    picked = by_label.get(recommendation.config) if recommendation.config else None
-    return SweepResult(points.reset_index(drop=True), recommendation, tuple(configs), config, edge_warnings(picked, configs))
+    by_label = {c.label: c for c in settings}
+    points = figures[figures["setting"].isin(by_label)].copy()
+    points["strategy"] = points["setting"].map(lambda label: by_label[label].strategy)
+    points["threshold"] = points["setting"].map(lambda label: _threshold(by_label[label]))
+    points["keep_recent_tokens"] = points["setting"].map(lambda label: dict(by_label[label].settings).get(KEEP))
+    picked = by_label.get(recommendation.setting) if recommendation.setting else None
+    return SweepResult(points.reset_index(drop=True), recommendation, tuple(settings), config, edge_warnings(picked, settings))
 
 
-def _threshold(config: StrategyConfig) -> float:
-    assert config.trigger is not None, config  # every setting of a sweep has its trigger
-    return config.trigger.fraction
+def _threshold(setting: Setting) -> float:
+    assert setting.trigger is not None, setting  # every setting of a sweep has its trigger
+    return setting.trigger.fraction
 
 
-def _keep(config: StrategyConfig) -> int | None:
-    value = dict(config.settings).get(KEEP)
-    assert value is None or isinstance(value, int), config  # a sweep sets whole token counts
+def _keep(setting: Setting) -> int | None:
+    value = dict(setting.settings).get(KEEP)
+    assert value is None or isinstance(value, int), setting  # a sweep sets whole token counts
     return value
 
 
-def edge_warnings(picked: StrategyConfig | None, configs: list[StrategyConfig]) -> tuple[str, ...]:
+def edge_warnings(picked: Setting | None, settings: list[Setting]) -> tuple[str, ...]:
     """Where the pick is the smallest or largest value its strategy was swept at, the next grid to try."""
     if picked is None:
         return ()
-    same = [c for c in configs if c.strategy == picked.strategy]
+    same = [c for c in settings if c.strategy == picked.strategy]
     thresholds = sorted({_threshold(c) for c in same})
     budgets = sorted({keep for c in same if (keep := _keep(c)) is not None})
     threshold, keep = _threshold(picked), _keep(picked)
@@ -181,10 +181,10 @@ def format_sweep(result: SweepResult, width: int | None = None) -> str:
     if len(idle):
         lines.append(
             f"  {len(idle)} of {len(result.points)} settings removed nothing at this window (no trigger fired, or nothing they may remove): "
-            f"{', '.join(idle['config'].head(6))}{' …' if len(idle) > 6 else ''}"
+            f"{', '.join(idle['setting'].head(6))}{' …' if len(idle) > 6 else ''}"
         )
     lines += ["", result.recommendation.summary()]
-    lines += [f"  ✗ {config}: {why}" for config, why in result.recommendation.not_recommendable.items()]
+    lines += [f"  ✗ {setting}: {why}" for setting, why in result.recommendation.not_recommendable.items()]
     lines += [f"warning: {text}" for text in result.edges]
     lines = lines if width is None else wrapped(lines, width)
     toml = result.recommended_toml()
@@ -204,7 +204,7 @@ def _identical(frame: pd.DataFrame) -> list[tuple[list[str], pd.Series]]:
     rows: dict[tuple, pd.Series] = {}
     for _, row in frame.iterrows():
         key = (row["removed_share_mean"], row["preservation_or_untouched_mean"], row["compactions_mean"])
-        groups.setdefault(key, []).append(row["config"])
+        groups.setdefault(key, []).append(row["setting"])
         rows.setdefault(key, row)
     return [(labels, rows[key]) for key, labels in groups.items()]
 

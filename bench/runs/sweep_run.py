@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule
 from compactlab.runs import run_result, runs
 from compactlab.runs.run_config import RunConfig
@@ -39,12 +39,12 @@ class SweepRun:
 
 def checked_grid(
     strategies: Sequence[str], thresholds: Sequence[float], keep: Sequence[int] | None, min_preservation: float
-) -> list[StrategyConfig]:
+) -> list[Setting]:
     """The grid's settings, or the error that names what is out of range (before anything is replayed)."""
-    configs = grid(list(strategies), list(thresholds), None if keep is None else list(keep), strict_keep=keep is not None)
+    settings = grid(list(strategies), list(thresholds), None if keep is None else list(keep), strict_keep=keep is not None)
     if not 0 < min_preservation <= 1:
         raise ValueError(f"--min-preservation: {min_preservation:g} out of range: a share of facts in (0, 1]")
-    return configs
+    return settings
 
 
 def sweep_grid(
@@ -59,16 +59,16 @@ def sweep_grid(
 ) -> SweepRun:
     """Replay `strategies` × `thresholds` × `keep` budgets on `config`'s datasets and window into `out`;
     `run_options` go to `compactlab.runs.runs.run` (resume, workers, summarizer, ...)."""
-    configs = checked_grid(strategies, thresholds, keep, min_preservation)
+    settings = checked_grid(strategies, thresholds, keep, min_preservation)
     # No token estimation: the grid's settings do not change it, and a sweep is many settings' work already.
-    config = dataclasses.replace(config, strategies=tuple(configs), estimation=False)
+    config = dataclasses.replace(config, strategies=tuple(settings), estimation=False)
     out = Path(out)
     result = runs.run(config, out, limit=limit, **run_options)
     summary = write_summary(result, config, Rule(min_preservation))
     if not summary.get("leaderboard"):
-        raise ValueError(f"{out}: the sweep replayed no transcript the statistics can use (see summary.json's left_out)")
+        raise ValueError(f"{out}: the sweep replayed no session the statistics can use (see summary.json's left_out)")
     figures = pd.DataFrame(summary["leaderboard"]).fillna(float("nan"))
-    analysis = analyse(figures, configs, Recommendation.from_json(summary["recommendation"]), config)
+    analysis = analyse(figures, settings, Recommendation.from_json(summary["recommendation"]), config)
     document = sweep_document(analysis)
     if document["recommended_config"] and limit is not None:
         # The grid saw only the first `limit` files: the configuration replays the same only with the same limit.

@@ -1,6 +1,6 @@
 """Text columns as codes into their distinct values: cheap to send between processes and to group by.
 
-A transcript's call rows repeat a few texts (transcript, config, model) thousands of times; a run
+A session's call rows repeat a few texts (session, setting, model) thousands of times; a run
 moves them as numbers and builds the frame's column from the distinct values once.
 """
 
@@ -13,10 +13,10 @@ TextCodes = tuple[np.ndarray, list]  # a text column as codes into its distinct 
 
 
 def text_codes(values: list) -> TextCodes:
-    """A text column with few distinct values (transcript, config, model) as codes into them: cheap
+    """A text column with few distinct values (session, setting, model) as codes into them: cheap
     to send between processes, and `coded_text` builds the frame's column from the distinct values."""
     # Numbered in order of first appearance, as pd.factorize would number them (its set-up cost
-    # more than the numbering for a transcript's few thousand rows).
+    # more than the numbering for a session's few thousand rows).
     distinct: dict = {}
     return _numbered(values, distinct), list(distinct)
 
@@ -47,13 +47,13 @@ def coded_text(coded: TextCodes):
     return pd.Series(distinct).array.take(codes)
 
 
-def summary_groups(transcripts: TextCodes, configs: TextCodes) -> tuple[np.ndarray, list[tuple[str, str]]]:
-    """Each row's transcript × config as a number, numbered in sorted order, and the pairs by number:
-    what `transcript_summary` groups by (numbers group faster than pairs of texts)."""
-    transcript_codes, transcript_names = transcripts
-    config_codes, config_names = configs
-    pairs, inverse = np.unique(transcript_codes * len(config_names) + config_codes, return_inverse=True)
-    named = [(transcript_names[p // len(config_names)], config_names[p % len(config_names)]) for p in pairs.tolist()]
+def summary_groups(sessions: TextCodes, settings: TextCodes) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """Each row's session × setting as a number, numbered in sorted order, and the pairs by number:
+    what `session_summary` groups by (numbers group faster than pairs of texts)."""
+    session_codes, session_names = sessions
+    config_codes, config_names = settings
+    pairs, inverse = np.unique(session_codes * len(config_names) + config_codes, return_inverse=True)
+    named = [(session_names[p // len(config_names)], config_names[p % len(config_names)]) for p in pairs.tolist()]
     order = sorted(range(len(named)), key=named.__getitem__)
     rank = np.empty(len(order), dtype=np.intp)
     rank[order] = np.arange(len(order))

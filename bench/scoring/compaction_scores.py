@@ -25,7 +25,7 @@ from compactlab.scoring.preservation import StepScore, preservation_at
 from compactlab.scoring.reacquisition import reacquisition_json
 from compactlab.scoring.recoverability import loss_json, loss_split
 from compactlab.scoring.summary_recall import recall_json, summary_recall_at
-from compactlab.transcripts.model import Message
+from compactlab.sessions.model import Message
 
 K_STEPS = (1, 5)
 

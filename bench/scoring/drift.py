@@ -25,7 +25,7 @@ from compactlab.scoring.matching import Haystack, Item, present
 
 def drift_counts(rows: Iterable[Mapping]) -> list[tuple[int, int] | None]:
     """Per compaction row, in the order given: (carried, dropped) when it wrote a new summary after an
-    earlier one of the same transcript × config, else None. Rows of one unit must come in replay order."""
+    earlier one of the same session × setting, else None. Rows of one unit must come in replay order."""
     rows = list(rows)
     counts: list[tuple[int, int] | None] = [None] * len(rows)
     previous: dict[tuple[str, str], Haystack] = {}
@@ -33,7 +33,7 @@ def drift_counts(rows: Iterable[Mapping]) -> list[tuple[int, int] | None]:
         summary = row.get("summary")
         if row.get("failed") or not summary:
             continue
-        unit = (row["transcript"], row["config"])
+        unit = (row["session"], row["setting"])
         earlier = previous.get(unit)
         if earlier is not None and earlier.text == summary:
             continue  # the summary was not rewritten

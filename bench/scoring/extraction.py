@@ -48,8 +48,8 @@ from compactlab.memo import IdentityMemo
 from compactlab.scoring.known_names import GENERAL_NAMES, HOST, PREFIXED_ACRONYM, STOP_WORDS, TYPE_METHODS
 from compactlab.scoring.matching import Item, Kind
 from compactlab.scoring.shell_lines import PATCH_START, command_item, command_line, consumed_part
-from compactlab.transcripts.messages import FILE_EXTENSIONS  # one list of "file extensions" for the whole project
-from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart
+from compactlab.sessions.messages import FILE_EXTENSIONS  # one list of "file extensions" for the whole project
+from compactlab.sessions.model import Message, TextPart, ThinkingPart, ToolCallPart
 
 _URL = re.compile(r"https?://[^\s'\"<>`)\]}]+")
 _NODE_ID = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.py(?:::[\w\[\].-]+)+")

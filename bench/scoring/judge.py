@@ -1,4 +1,4 @@
-"""The run's model judge at work: every compaction of a transcript scored by next-action prediction
+"""The run's model judge at work: every compaction of a session scored by next-action prediction
 and, when asked, probe questions (`compactlab.scoring.next_action`, `compactlab.scoring.probes`)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from compactlab.scoring.next_action import (
     tools_hint,
 )
 from compactlab.scoring.probes import PROBE_KINDS, Probe, probe, probe_entries, probe_questions
-from compactlab.transcripts.model import Message, Transcript
+from compactlab.sessions.model import Message, Session
 
 FanOut = Callable[[Sequence[Callable[[], Any]]], list]
 
@@ -46,7 +46,7 @@ def _error_kept(task: Callable[[], Any]) -> Callable[[], Any]:
 
 def score_compactions(
     judge: Judge | Completer,
-    transcript: Transcript,
+    session: Session,
     rows: Sequence[dict],
     contexts: Sequence[Sequence[Message]],
     fan_out: FanOut = in_turn,
@@ -64,7 +64,7 @@ def score_compactions(
     judge = judge if isinstance(judge, Judge) else Judge(judge)
     if len(rows) != len(contexts):
         raise ValueError(f"{len(rows)} compaction rows but {len(contexts)} compacted contexts")
-    tools = tools_hint(transcript.messages)
+    tools = tools_hint(session.messages)
     grader = judge.grader or judge.completer
     scored: list[dict] = []
     asked: list[tuple[dict, list[Action], int, list[Probe]]] = []
@@ -73,11 +73,11 @@ def score_compactions(
         row = dict(row)
         scored.append(row)
         index = row["message_index"]
-        recorded = recorded_actions(transcript.messages[index:])
+        recorded = recorded_actions(session.messages[index:])
         if row.get("failed") or not recorded:
             row["model_next_action"] = None
             continue
-        history = transcript.messages[:index]
+        history = session.messages[:index]
         questions = probe_questions(history, recorded, judge.probes) if judge.probes else []
         asked.append((row, recorded, len(tasks), questions))
         tasks += [

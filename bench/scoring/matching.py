@@ -18,7 +18,7 @@ from functools import cached_property, lru_cache
 from typing import Literal, NamedTuple
 
 from compactlab.memo import IdentityMemo
-from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from compactlab.sessions.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 Kind = Literal["path", "identifier", "command", "url", "error", "number"]
 
@@ -183,7 +183,7 @@ def present(item: Item, text: str | Haystack) -> bool:
     return _occurs(item.text, hay.text)  # identifier, error: whole tokens
 
 
-class TranscriptText:
+class SessionText:
     """Where items occur in one message list, for scoring many compactions of the same session.
 
     The list's joined text is searched once per item: the result is the messages the item occurs

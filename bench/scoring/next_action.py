@@ -26,7 +26,7 @@ Limits, honestly: replay is open-loop, so only the first recorded action after a
 fair reference; agents often have several good next steps, so agreement is a noisy lower bound
 and only the ratio to the full-context ceiling is meaningful; a reply that is not parseable JSON
 counts as a disagreement (it is kept in `text` with `parsed=False`); the tool list shown to the
-model is rebuilt from the transcript's tool calls (names and argument names; tool definitions are
+model is rebuilt from the session's tool calls (names and argument names; tool definitions are
 not recorded); tool results are cut to 2,000 characters as for summaries; a full history longer
 than the judge's window fails (the row gets an `error`, left out of the counts); token Jaccard
 is crude for long written content. Use temperature 0 where the provider allows it.
@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from compactlab.scoring.actions import DEFAULT_THRESHOLD, Action, agree
+from compactlab.sessions.model import Message, TextPart, ToolCallPart
 from compactlab.strategies.prompting import serialize
-from compactlab.transcripts.model import Message, TextPart, ToolCallPart
 
 DEFAULT_MAX_OUTPUT_TOKENS = 2048  # reasoning models spend output tokens before the JSON
 
@@ -235,12 +235,12 @@ def aggregate(results: Iterable[ModelScore | dict | None]) -> dict:
 
 
 def aggregate_rows(rows: Iterable[dict]) -> dict[str, dict]:
-    """Per config label: the next-action counts and score of compaction rows that were judged."""
-    by_config: dict[str, list[dict]] = {}
+    """Per setting label: the next-action counts and score of compaction rows that were judged."""
+    by_setting: dict[str, list[dict]] = {}
     for row in rows:
         if row.get("model_next_action") is not None:
-            by_config.setdefault(row["config"], []).append(row["model_next_action"])
-    return {config: aggregate(items) for config, items in sorted(by_config.items())}
+            by_setting.setdefault(row["setting"], []).append(row["model_next_action"])
+    return {setting: aggregate(items) for setting, items in sorted(by_setting.items())}
 
 
 # --- the run's integration -----------------------------------------------------------------------

@@ -28,8 +28,8 @@ from compactlab.scoring.extraction import (
     step_items,
 )  # noqa: F401 (re-exported)
 from compactlab.scoring.general_items import UBIQUITOUS_SHARE, is_general, is_ubiquitous
-from compactlab.scoring.matching import Item, TranscriptText
-from compactlab.transcripts.model import Message, ToolCallPart
+from compactlab.scoring.matching import Item, SessionText
+from compactlab.sessions.model import Message, ToolCallPart
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def preservation_at(
     What the next steps need depends only on the session and the position, not on the strategy,
     and where an item occurs in the session is the same for every compaction of it: a sweep that
     compacts the same session many times extracts each step's items once and searches the
-    session's text once per item (`TranscriptText`, kept for the last few sessions).
+    session's text once per item (`SessionText`, kept for the last few sessions).
     """
     return _SCORES.get(
         (messages, compacted), (index, tuple(ks), ubiquitous), lambda: _scores(messages, index, compacted, tuple(ks), ubiquitous)
@@ -77,7 +77,7 @@ def preservation_at(
 def _scores(
     messages: Sequence[Message], index: int, compacted: Sequence[Message], ks: tuple[int, ...], ubiquitous: float
 ) -> dict[int, StepScore]:
-    text = _transcript_text(messages)
+    text = _session_text(messages)
     needed_by_k = _needed_at(text, index, tuple(ks), ubiquitous)
     items = list(dict.fromkeys(i for needed in needed_by_k.values() if needed for i in needed))
     present = dict(zip(items, text.in_context(items, compacted)))
@@ -97,23 +97,23 @@ def _scores(
 # once. The entry holds both, so their ids cannot be reused while it lives.
 _SCORES: IdentityMemo[dict[int, StepScore]] = IdentityMemo(257)
 # Each session's searchable text, kept for the last few sessions.
-_TEXTS: IdentityMemo[TranscriptText] = IdentityMemo(8)
+_TEXTS: IdentityMemo[SessionText] = IdentityMemo(8)
 
 
-def _transcript_text(messages: Sequence[Message]) -> TranscriptText:
-    return _TEXTS.of(messages, TranscriptText)
+def _session_text(messages: Sequence[Message]) -> SessionText:
+    return _TEXTS.of(messages, SessionText)
 
 
 _NEEDED: IdentityMemo[dict[int, tuple[Item, ...] | None]] = IdentityMemo(513)
 
 
 def _needed_at(
-    text: TranscriptText, index: int, ks: tuple[int, ...], ubiquitous: float = UBIQUITOUS_SHARE
+    text: SessionText, index: int, ks: tuple[int, ...], ubiquitous: float = UBIQUITOUS_SHARE
 ) -> dict[int, tuple[Item, ...] | None]:
     return _NEEDED.get((text,), (index, ks, ubiquitous), lambda: _needed(text, index, ks, ubiquitous))
 
 
-def _needed(text: TranscriptText, index: int, ks: tuple[int, ...], ubiquitous: float) -> dict[int, tuple[Item, ...] | None]:
+def _needed(text: SessionText, index: int, ks: tuple[int, ...], ubiquitous: float) -> dict[int, tuple[Item, ...] | None]:
     steps = list(islice((m for m in text.messages[index:] if m.role == "assistant"), max(ks)))
     result: dict[int, tuple[Item, ...] | None] = {}
     for k in ks:
@@ -135,9 +135,9 @@ def _needed(text: TranscriptText, index: int, ks: tuple[int, ...], ubiquitous: f
     return result
 
 
-def history_count(text: TranscriptText, item: Item, index: int) -> int:
+def history_count(text: SessionText, item: Item, index: int) -> int:
     """How many of the messages before `index` hold `item` (0 for a command or a text with a line
-    break, which `TranscriptText` finds in no single message)."""
+    break, which `SessionText` finds in no single message)."""
     if item.kind == "command" or "\n" in item.text:
         return 0
     return bisect_left(text.occurring(item, index), index)
@@ -145,17 +145,17 @@ def history_count(text: TranscriptText, item: Item, index: int) -> int:
 
 def needed_items(messages: Sequence[Message], index: int, ks: Sequence[int] = (1, 5)) -> dict[int, tuple[Item, ...] | None]:
     """What the next k recorded assistant steps after `messages[index]` need from the history, for
-    each k (None: the steps use nothing at all), with the session's text (`TranscriptText`) that
+    each k (None: the steps use nothing at all), with the session's text (`SessionText`) that
     `preservation_at` searches: for other scores of the same compaction (`compactlab.scoring.summary_recall`)."""
-    return _needed_at(_transcript_text(messages), index, tuple(ks))
+    return _needed_at(_session_text(messages), index, tuple(ks))
 
 
-def transcript_text(messages: Sequence[Message]) -> TranscriptText:
+def session_text(messages: Sequence[Message]) -> SessionText:
     """The searchable text of a session, shared with `preservation_at` (kept for the last few sessions)."""
-    return _transcript_text(messages)
+    return _session_text(messages)
 
 
-def _consumed(text: TranscriptText, item: Item, index: int, weak: frozenset[str]) -> bool:
+def _consumed(text: SessionText, item: Item, index: int, weak: frozenset[str]) -> bool:
     """Not a name of one of the session's tools (`TodoWrite`), and a prose word in upper camel case
     only when the history before it uses it as code (`class WhereNode`, `WhereNode(`), not only as
     a product's name in English (`WireGuard`, `YubiKey`)."""
@@ -169,7 +169,7 @@ def _consumed(text: TranscriptText, item: Item, index: int, weak: frozenset[str]
 _TOOLS: IdentityMemo[frozenset[str]] = IdentityMemo(8)
 
 
-def _tool_names(text: TranscriptText) -> frozenset[str]:
+def _tool_names(text: SessionText) -> frozenset[str]:
     return _TOOLS.of(text, lambda t: frozenset(p.name for m in t.messages for p in m.parts if isinstance(p, ToolCallPart)))
 
 
@@ -178,7 +178,7 @@ _CODE_AFTER = ("(", "::", "<", "[", "{")
 _FIRST_CODE_USE: IdentityMemo[int] = IdentityMemo(100_001)
 
 
-def _used_as_code(text: TranscriptText, name: str, index: int) -> bool:
+def _used_as_code(text: SessionText, name: str, index: int) -> bool:
     """Whether the session's text before message `index` uses `name` as code: declared, imported,
     called, or reached by `.` or `::` (its first such use is found once per session and name)."""
     first = _FIRST_CODE_USE.get((text,), name, lambda: _first_code_use(text.text, name))

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 from compactlab.scoring.actions import ANSWER_CHARS, Action
 from compactlab.scoring.next_action import DEFAULT_MAX_OUTPUT_TOKENS, Completer, ask
+from compactlab.sessions.messages import file_activity
+from compactlab.sessions.model import Message, TextPart, ThinkingPart
 from compactlab.strategies.prompting import serialize
-from compactlab.transcripts.messages import file_activity
-from compactlab.transcripts.model import Message, TextPart, ThinkingPart
 
 PROBE_KINDS = ("recall", "artifact", "continuation", "decision")
 ANSWER_SYSTEM = "Answer a question about an AI agent's conversation from what the conversation shows. If it does not show the answer, say you do not know."

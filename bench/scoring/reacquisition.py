@@ -16,7 +16,7 @@ A lost item used before any message could bring it back (`lost_at_once`: no tool
 result or user message between the compaction and its use; typically the first step after an
 auto-compaction) cannot be re-acquired: the agent had it, so the real compacted context held
 something the replay's lacks (at m-claude 3af9b1a7, files the agent says Claude Code's reminders
-showed it and the transcript never shows read), or the agent named it from nothing. Those are
+showed it and the session never shows read), or the agent named it from nothing. Those are
 counted apart: they measure the replay's reconstruction of the real context, not the metric.
 
 The lost items are also counted by recoverability (`compactlab.scoring.recoverability`), with how
@@ -35,7 +35,7 @@ from compactlab.scoring.general_items import UBIQUITOUS_SHARE
 from compactlab.scoring.matching import Haystack, Item, present
 from compactlab.scoring.preservation import preservation_at
 from compactlab.scoring.recoverability import LABELS, classify, use_positions
-from compactlab.transcripts.model import Message, ToolCallPart
+from compactlab.sessions.model import Message, ToolCallPart
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,8 @@ def reacquisition_summary(compactions: pd.DataFrame) -> dict:
             found = row.reacquisition
             rows.append(
                 {
-                    "transcript": row.transcript,
-                    "config": row.config,
+                    "session": row.session,
+                    "setting": row.setting,
                     "call": int(row.call),
                     "message_index": int(row.message_index),
                     **{name: int(found.get(name, 0)) for name in COUNTS},  # older rows lack the later counts

@@ -13,9 +13,9 @@ the item):
                    have changed it, a URL fetched
     unrecoverable  a user message, the agent's own text or calls, an error result, the output of a
                    command with side effects or that depends on the time, a file modified since
-    unknown        a command the transcript cannot judge (a script, a test run), a listing after
+    unknown        a command the session cannot judge (a script, a test run), a listing after
                    changes, a file named only in the agent's own calls (it is on disk, but finding
-                   its name again needs a search the transcript does not show)
+                   its name again needs a search the session does not show)
 
 An item is recoverable when any of its sources is, else unknown when any is, else unrecoverable.
 Its re-acquisition cost is its newest recoverable source: one tool call, and that result's size
@@ -36,9 +36,9 @@ from typing import Literal
 from compactlab.memo import IdentityMemo
 from compactlab.scoring.extraction import extract_items
 from compactlab.scoring.matching import Item, present
-from compactlab.scoring.preservation import transcript_text
-from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart
-from compactlab.transcripts.tool_effects import PATCH_FILE, CallEffect, call_effect, same_file
+from compactlab.scoring.preservation import session_text
+from compactlab.sessions.model import Message, ToolCallPart, ToolResultPart
+from compactlab.sessions.tool_effects import PATCH_FILE, CallEffect, call_effect, same_file
 
 Label = Literal["recoverable", "unrecoverable", "unknown"]
 LABELS: tuple[Label, ...] = ("recoverable", "unrecoverable", "unknown")
@@ -121,7 +121,7 @@ _CLASSIFIED: IdentityMemo[Classified] = IdentityMemo(20_001)
 
 def _classify(messages: Sequence[Message], index: int, item: Item, use: int) -> Classified:
     session = _session(messages)
-    newest_first = [at for at in reversed(transcript_text(messages).occurring(item, index)) if at < index]
+    newest_first = [at for at in reversed(session_text(messages).occurring(item, index)) if at < index]
     found = [_occurrence(session, at, item, use) for at in newest_first]
     for label in ("recoverable", "unknown"):
         best = next((c for c in found if c.label == label), None)
@@ -228,7 +228,7 @@ def _result(session: _Session, at: int, part_index: int, part: ToolResultPart, i
         return Classified(item, "unrecoverable", "output of a command with side effects")
     if effect.effect == "write":
         return Classified(item, "unknown", "output of a write naming no file")
-    return Classified(item, "unknown", "output of a command the transcript cannot judge")
+    return Classified(item, "unknown", "output of a command the session cannot judge")
 
 
 _OLD_NEW = (("old_string", "new_string"), ("old_str", "new_str"), ("old_text", "new_text"))

@@ -2,10 +2,10 @@
 
 (The recommendation rule that reads them is `compactlab.results.recommendation`.)
 
-The unit of every resample is the transcript. Calls and compaction events inside one session are
+The unit of every resample is the session. Calls and compaction events inside one session are
 strongly correlated, so resampling them would pretend to far more evidence than there is; rows
-that share a transcript are averaged first. Everything is deterministic given `seed` (numpy's
-`default_rng`) and vectorised: one matrix of resampled transcript indices serves all resamples.
+that share a session are averaged first. Everything is deterministic given `seed` (numpy's
+`default_rng`) and vectorised: one matrix of resampled session indices serves all resamples.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-# Most elements in one (resamples × n) index block: memory stays bounded however many transcripts.
+# Most elements in one (resamples × n) index block: memory stays bounded however many sessions.
 _BLOCK_ELEMENTS = 4_000_000
 
 
@@ -35,7 +35,7 @@ class Interval:
 
 @dataclass(frozen=True)
 class PairedResult:
-    """Mean of a−b over `n` shared transcripts, its interval and two-sided bootstrap p-value."""
+    """Mean of a−b over `n` shared sessions, its interval and two-sided bootstrap p-value."""
 
     mean_diff: float
     low: float
@@ -48,7 +48,7 @@ class PairedResult:
 def _resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Means of `resamples` with-replacement resamples of the rows of `values` (shape n, or n × k).
 
-    All k columns share the same resampled transcripts, so one draw serves many paired comparisons.
+    All k columns share the same resampled sessions, so one draw serves many paired comparisons.
     """
     n = values.shape[0]
     rows = max(1, _BLOCK_ELEMENTS // n)
@@ -57,7 +57,7 @@ def _resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generato
         idx = rng.integers(0, n, size=(min(rows, resamples - start), n))
         if values.ndim == 1:
             blocks.append(values[idx].mean(axis=1))
-        else:  # how often each transcript was drawn, then one matrix product for all k columns
+        else:  # how often each session was drawn, then one matrix product for all k columns
             counts = np.bincount((idx + n * np.arange(len(idx))[:, None]).ravel(), minlength=idx.size)
             blocks.append(counts.reshape(idx.shape) @ values / n)
     return np.concatenate(blocks)
@@ -66,7 +66,7 @@ def _resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generato
 def _means_by_length(vectors: Sequence[np.ndarray], resamples: int, seed: int) -> list[np.ndarray | None]:
     """Resample means of each vector: exactly what it would get alone from `default_rng(seed)`.
 
-    The draw of transcript positions depends only on the seed and the length, so vectors of equal
+    The draw of session positions depends only on the seed and the length, so vectors of equal
     length share one draw and one matrix product: 20 strategies or 190 pairs cost a few draws, not
     hundreds. None for vectors shorter than 2: there is nothing to resample.
     """
@@ -89,7 +89,7 @@ def _check(resamples: int, confidence: float) -> None:
 
 
 def bootstrap_ci(values: ArrayLike, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0) -> Interval:
-    """Percentile-bootstrap interval of the mean of per-transcript `values`.
+    """Percentile-bootstrap interval of the mean of per-session `values`.
 
     NaN values are dropped and counted in `Interval.dropped`. With fewer than two values there is
     no spread to resample: low = high = mean (all three NaN when nothing is left).
@@ -115,10 +115,10 @@ def _interval(x: np.ndarray, means: np.ndarray | None, dropped: int, confidence:
 def paired_bootstrap(
     a: ArrayLike, b: ArrayLike, resamples: int = 10_000, seed: int = 0, confidence: float = 0.95
 ) -> PairedResult:
-    """Paired bootstrap of mean(a − b), where a[i] and b[i] are two strategies on transcript i.
+    """Paired bootstrap of mean(a − b), where a[i] and b[i] are two strategies on session i.
 
-    Pairs with a NaN on either side are dropped and counted. Transcript indices are resampled
-    with replacement, so each transcript's own difficulty cancels out of every difference.
+    Pairs with a NaN on either side are dropped and counted. Session indices are resampled
+    with replacement, so each session's own difficulty cancels out of every difference.
     The p-value is the standard two-sided bootstrap test of "mean difference is zero"
     (Efron & Tibshirani, ch. 16): shift the differences to mean zero (d − mean(d)), resample,
     p = (#{|resampled mean| ≥ |observed mean|} + 1) / (resamples + 1). The shifted resample means
@@ -128,7 +128,7 @@ def paired_bootstrap(
     _check(resamples, confidence)
     x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if x.shape != y.shape:
-        raise ValueError(f"a and b must be aligned per transcript, got lengths {len(x)} and {len(y)}")
+        raise ValueError(f"a and b must be aligned per session, got lengths {len(x)} and {len(y)}")
     keep = ~(np.isnan(x) | np.isnan(y))
     d = x[keep] - y[keep]
     return _paired_result(d, _means_by_length([d], resamples, seed)[0], int((~keep).sum()), confidence)
@@ -163,9 +163,9 @@ def holm_adjust(p_values: ArrayLike) -> np.ndarray:
 
 
 def _per_unit(frame: pd.DataFrame, columns: Sequence[str], strategy_col: str, unit_col: str) -> pd.DataFrame:
-    """One row per (strategy, transcript): several rows of one transcript are averaged, not resampled apart.
+    """One row per (strategy, session): several rows of one session are averaged, not resampled apart.
 
-    Strategies stay in order of first appearance; transcripts are sorted by id, because resamples
+    Strategies stay in order of first appearance; sessions are sorted by id, because resamples
     pick rows by position and the result must not depend on the order of the input rows.
     """
     missing = [c for c in (strategy_col, unit_col, *columns) if c not in frame.columns]
@@ -181,15 +181,15 @@ def summarize_by_strategy(
     frame: pd.DataFrame,
     value_columns: Sequence[str],
     strategy_col: str = "strategy",
-    unit_col: str = "transcript",
+    unit_col: str = "session",
     resamples: int = 10_000,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
     """One row per strategy (in order of appearance): `<col>_mean`, `<col>_low`, `<col>_high`
-    and `<col>_n` (transcripts with a value) for each value column, plus `transcripts`.
+    and `<col>_n` (sessions with a value) for each value column, plus `sessions`.
 
-    Each cell equals `bootstrap_ci` of that strategy's per-transcript values with the same seed.
+    Each cell equals `bootstrap_ci` of that strategy's per-session values with the same seed.
     """
     _check(resamples, confidence)
     units = _per_unit(frame, value_columns, strategy_col, unit_col)
@@ -201,7 +201,7 @@ def summarize_by_strategy(
     intervals = iter([_interval(k, m, len(x) - len(k), confidence) for x, k, m in zip(cells, kept, means)])
     rows = []
     for strategy, group in groups:
-        row: dict = {strategy_col: strategy, "transcripts": len(group)}
+        row: dict = {strategy_col: strategy, "sessions": len(group)}
         for col in value_columns:
             ci = next(intervals)
             row |= {f"{col}_mean": ci.mean, f"{col}_low": ci.low, f"{col}_high": ci.high, f"{col}_n": ci.n}
@@ -214,16 +214,16 @@ def pairwise_comparisons(
     value_column: str,
     baseline: str | None = None,
     strategy_col: str = "strategy",
-    unit_col: str = "transcript",
+    unit_col: str = "session",
     resamples: int = 10_000,
     confidence: float = 0.95,
     seed: int = 0,
     alpha: float = 0.05,
 ) -> pd.DataFrame:
-    """Paired comparisons on the transcripts both strategies share: every pair, or each vs `baseline`.
+    """Paired comparisons on the sessions both strategies share: every pair, or each vs `baseline`.
 
     Columns: strategy_a, strategy_b, mean_diff (a − b), low, high, p_value, p_holm, n, dropped
-    (transcripts only one of the two has), significant. `significant` is p_holm < alpha: with
+    (sessions only one of the two has), significant. `significant` is p_holm < alpha: with
     20 strategies there are 190 pairs, and raw p < 0.05 would flag about 10 of them by chance alone.
     Each row equals `paired_bootstrap` of the two strategies alone with the same seed.
     """
@@ -238,7 +238,7 @@ def pairwise_comparisons(
     else:
         pairs = [(s, baseline) for s in strategies if s != baseline]
     diffs, dropped = [], []
-    for first, second in pairs:  # each pair on the transcripts both strategies have a value for
+    for first, second in pairs:  # each pair on the sessions both strategies have a value for
         x, y = wide[first].to_numpy(dtype=float), wide[second].to_numpy(dtype=float)
         keep = ~(np.isnan(x) | np.isnan(y))
         diffs.append(x[keep] - y[keep])
@@ -251,11 +251,11 @@ def pairwise_comparisons(
     columns = ["strategy_a", "strategy_b", "mean_diff", "low", "high", "p_value", "n", "dropped"]
     result = pd.DataFrame(rows, columns=columns)
     result.insert(6, "p_holm", holm_adjust(result["p_value"].to_numpy()))
-    result["significant"] = result["p_holm"] < alpha  # NaN (too few shared transcripts) → False
+    result["significant"] = result["p_holm"] < alpha  # NaN (too few shared sessions) → False
     return result
 
 
-def pareto_frontier(points: pd.DataFrame, maximize: Sequence[str] = ("tokens_saved", "preservation")) -> pd.DataFrame:
+def pareto_frontier(points: pd.DataFrame, maximize: Sequence[str] = ("tokens_removed", "preservation")) -> pd.DataFrame:
     """The rows no other row dominates (≥ on every objective, > on one), ascending by the first objective.
 
     Identical rows do not dominate each other, so duplicates are all kept. Rows with NaN in an

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compactlab.scoring.matching import Item
-from compactlab.scoring.preservation import needed_items, transcript_text
-from compactlab.transcripts.model import Message
+from compactlab.scoring.preservation import needed_items, session_text
+from compactlab.sessions.model import Message
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def summary_recall_at(
 ) -> dict[int, RecallScore]:
     """Summary recall of a compaction before `messages[index]` that turned the context `before` into
     `after`, for each k (see the module docstring)."""
-    text = transcript_text(messages)
+    text = session_text(messages)
     needed_by_k = needed_items(messages, index, ks)
     items = list(dict.fromkeys(i for needed in needed_by_k.values() if needed for i in needed))
     scores = {k: RecallScore(k, (), (), None) for k in ks}

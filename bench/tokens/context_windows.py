@@ -2,7 +2,7 @@
 
 Looked up by longest matching prefix of the model name, so `claude-sonnet-4-5-20250929` finds
 `claude-sonnet-4-5`. Provider prefixes are dropped from names and keys alike, so
-`google/gemini-3-pro-preview` and `gemini-3-pro-preview` are the same key for the same model. A window recorded in the transcript itself (Codex records one) wins over
+`google/gemini-3-pro-preview` and `gemini-3-pro-preview` are the same key for the same model. A window recorded in the session itself (Codex records one) wins over
 the table; a user override wins over both. Unknown models get 128,000 tokens, the most common
 window of current models, and the lookup says so (`known=False`).
 """
@@ -48,7 +48,7 @@ DEFAULT_WINDOWS: dict[str, int] = {
 class Window:
     tokens: int
     known: bool
-    source: str  # "override", "transcript", "table" or "unknown"
+    source: str  # "override", "session", "table" or "unknown"
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class ContextWindows:
         if (override := _longest_prefix(self.overrides, name)) is not None:
             return Window(override, True, "override")
         if recorded:
-            return Window(recorded, True, "transcript")
+            return Window(recorded, True, "session")
         if (listed := _longest_prefix(self.table, name)) is not None:
             return Window(listed, True, "table")
         return Window(UNKNOWN_WINDOW, False, "unknown")

@@ -12,7 +12,7 @@ the session's first call. The first call is then exact by construction, so the f
 every session is left out of the statistics (for every estimator alike). `hybrid` starts from the
 provider's last count; where there is none (the first call, the first call after a real
 compaction) it is its base estimator plus the constant, as in the replay. `calibrated` uses the
-fit shipped with the package; on the transcripts that fit was trained on its rows are labelled
+fit shipped with the package; on the sessions that fit was trained on its rows are labelled
 `calibrated (in-sample)` and never scored as `calibrated`. Replay is open-loop: the recorded
 messages are what the agent really sent.
 """
@@ -27,36 +27,36 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from compactlab.sessions.model import Message, Session, TextPart
 from compactlab.tokens.calibration import Fit, in_sample, model_family, model_family_of, shipped_fits
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.estimators import LOCAL_ESTIMATORS, encodings_of, get_estimator
 from compactlab.tokens.framing import framing_for
 from compactlab.tokens.metering import Meter
 from compactlab.tokens.tokenizers import TokenCache
-from compactlab.transcripts.model import Message, TextPart, Transcript
 
 DEFAULT_ESTIMATORS = (*LOCAL_ESTIMATORS, "hybrid", "calibrated")
 THRESHOLDS = (0.75, 0.8, 0.9)
-IN_SAMPLE = "calibrated (in-sample)"  # calibrated on the transcripts its fit was trained on
+IN_SAMPLE = "calibrated (in-sample)"  # calibrated on the sessions its fit was trained on
 
 
 @dataclass(frozen=True)
 class EstimationResult:
     calls: pd.DataFrame  # one row per recorded call × estimator
     fits: dict[str, Fit]  # the shipped calibration lines per model family
-    transcripts_without_calls: int  # e.g. condenser logs: nothing to compare with
-    # Transcripts with skipped (damaged) records: left out by default (a lost message would show up
+    sessions_without_calls: int  # e.g. condenser logs: nothing to compare with
+    # Sessions with skipped (damaged) records: left out by default (a lost message would show up
     # as estimator error), kept when asked (`keep_damaged`, the CLI's --lenient). Their ids are kept
     # so every output can say what was left out or kept, and why.
-    damaged_transcripts: tuple[str, ...] = ()
+    damaged_sessions: tuple[str, ...] = ()
     # Calls calibrated could not estimate, by model family: no shipped fit for it.
     uncalibrated_calls: dict[str, int] | None = None
-    damaged_kept: bool = False  # whether the damaged transcripts were estimated (their rows flagged `damaged`)
-    skipped_records: int = 0  # the records skipped in the damaged transcripts
+    damaged_kept: bool = False  # whether the damaged sessions were estimated (their rows flagged `damaged`)
+    skipped_records: int = 0  # the records skipped in the damaged sessions
 
     @classmethod
     def combined(cls, results: Sequence[EstimationResult]) -> EstimationResult:
-        """The result of `run_estimation` over the transcripts of `results` together, each made on
+        """The result of `run_estimation` over the sessions of `results` together, each made on
         some of them with the same estimators (a run estimates each session where it is read)."""
         frames = [r.calls for r in results if len(r.calls)]
         calls = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames else _no_rows()
@@ -67,8 +67,8 @@ class EstimationResult:
         return cls(
             calls,
             next((r.fits for r in results if r.fits), {}),
-            sum(r.transcripts_without_calls for r in results),
-            tuple(t for r in results for t in r.damaged_transcripts),
+            sum(r.sessions_without_calls for r in results),
+            tuple(t for r in results for t in r.damaged_sessions),
             uncalibrated,
             any(r.damaged_kept for r in results),
             sum(r.skipped_records for r in results),
@@ -76,37 +76,37 @@ class EstimationResult:
 
 
 def run_estimation(
-    transcripts: Sequence[Transcript],
+    sessions: Sequence[Session],
     estimators: Sequence[str] = DEFAULT_ESTIMATORS,
     windows: ContextWindows | None = None,
     progress: bool = False,
     cache: TokenCache | None = None,
     keep_damaged: bool = False,
 ) -> EstimationResult:
-    """Every estimator on every recorded call of `transcripts`; `keep_damaged`: also estimate the
-    transcripts with skipped records (their rows say `damaged`), instead of leaving them out."""
+    """Every estimator on every recorded call of `sessions`; `keep_damaged`: also estimate the
+    sessions with skipped records (their rows say `damaged`), instead of leaving them out."""
     windows = windows or ContextWindows()
-    windows.check_overrides(call.model for t in transcripts for call in t.calls)
+    windows.check_overrides(call.model for t in sessions for call in t.calls)
     cache = cache or TokenCache()
     for name in estimators:
         get_estimator(name)  # fail early, with "did you mean", on a typo
     rows: list[dict] = []
     without_calls = 0
     uncalibrated: dict[str, int] = {}
-    damaged = tuple(t.id for t in transcripts if t.skipped)
-    skipped = sum(len(t.skipped) for t in transcripts)
-    usable = list(transcripts) if keep_damaged else [t for t in transcripts if not t.skipped]
+    damaged = tuple(t.id for t in sessions if t.skipped)
+    skipped = sum(len(t.skipped) for t in sessions)
+    usable = list(sessions) if keep_damaged else [t for t in sessions if not t.skipped]
     _warm_cache(usable, estimators, cache)
-    for transcript in tqdm(usable, desc="estimating", unit="transcript", disable=not progress, leave=False):
-        if not transcript.calls:
+    for session in tqdm(usable, desc="estimating", unit="session", disable=not progress, leave=False):
+        if not session.calls:
             without_calls += 1
             continue
         names = list(estimators)
-        if "calibrated" in names and model_family_of(transcript) not in shipped_fits():
+        if "calibrated" in names and model_family_of(session) not in shipped_fits():
             names.remove("calibrated")
-            family = model_family_of(transcript)
-            uncalibrated[family] = uncalibrated.get(family, 0) + len(transcript.calls)
-        rows.extend(_transcript_rows(transcript, names, windows, cache))
+            family = model_family_of(session)
+            uncalibrated[family] = uncalibrated.get(family, 0) + len(session.calls)
+        rows.extend(_session_rows(session, names, windows, cache))
     calls = _with_errors(pd.DataFrame(rows, columns=ROW_COLUMNS))
     fits = shipped_fits() if "calibrated" in estimators else {}
     return EstimationResult(calls, fits, without_calls, damaged, uncalibrated, keep_damaged, skipped)
@@ -123,7 +123,7 @@ def _no_rows() -> pd.DataFrame:
 
 
 ROW_COLUMNS = [
-    "transcript",
+    "session",
     "source",
     "damaged",
     "source_format",
@@ -141,27 +141,27 @@ ROW_COLUMNS = [
 ]
 
 
-def _warm_cache(transcripts: Sequence[Transcript], estimators: Sequence[str], cache: TokenCache) -> None:
+def _warm_cache(sessions: Sequence[Session], estimators: Sequence[str], cache: TokenCache) -> None:
     for encoding in encodings_of(estimators):
-        for transcript in transcripts:
-            framing = framing_for(transcript.source_format)
-            cache.warm(encoding, (text for m in transcript.messages for text in framing.texts(m)))
-            cache.warm(encoding, (m.summary for m in transcript.compactions))
+        for session in sessions:
+            framing = framing_for(session.source_format)
+            cache.warm(encoding, (text for m in session.messages for text in framing.texts(m)))
+            cache.warm(encoding, (m.summary for m in session.compactions))
 
 
-def _transcript_rows(transcript: Transcript, estimators: Sequence[str], windows: ContextWindows, cache: TokenCache) -> list[dict]:
-    # The split is the shipped calibration's: "train" for the transcripts its fit was trained on.
-    sampled = "calibrated" in estimators and in_sample(transcript, model_family_of(transcript))
+def _session_rows(session: Session, estimators: Sequence[str], windows: ContextWindows, cache: TokenCache) -> list[dict]:
+    # The split is the shipped calibration's: "train" for the sessions its fit was trained on.
+    sampled = "calibrated" in estimators and in_sample(session, model_family_of(session))
     split = "train" if sampled else "test"
     bases = []
-    for number, (index, call) in enumerate((i, m.call) for i, m in enumerate(transcript.messages) if m.call is not None):
-        window = windows.lookup(call.model, transcript.context_window)
+    for number, (index, call) in enumerate((i, m.call) for i, m in enumerate(session.messages) if m.call is not None):
+        window = windows.lookup(call.model, session.context_window)
         bases.append(
             {
-                "transcript": transcript.id,
-                "source": source_of(transcript),
-                "damaged": bool(transcript.skipped),
-                "source_format": transcript.source_format,
+                "session": session.id,
+                "source": source_of(session),
+                "damaged": bool(session.skipped),
+                "source_format": session.source_format,
                 "model": call.model,
                 "family": model_family(call.model),
                 "call": number,
@@ -176,16 +176,16 @@ def _transcript_rows(transcript: Transcript, estimators: Sequence[str], windows:
     rows = []
     for name in estimators:
         label = IN_SAMPLE if name == "calibrated" and sampled else name
-        for base, estimate in zip(bases, recorded_prompt_estimates(Meter(transcript, name, cache)), strict=True):
+        for base, estimate in zip(bases, recorded_prompt_estimates(Meter(session, name, cache)), strict=True):
             rows.append({**base, "estimator": label, "estimate": estimate})
     return rows
 
 
-def source_of(transcript: Transcript) -> str:
-    """The source a transcript comes from: the folder holding its file (a bundled dataset's name
-    rather than its `transcripts/` folder)."""
-    folder = Path(transcript.source_path).parent
-    return (folder.parent if folder.name == "transcripts" else folder).name or transcript.source_format
+def source_of(session: Session) -> str:
+    """The source a session comes from: the folder holding its file (a bundled dataset's name
+    rather than its `sessions/` folder)."""
+    folder = Path(session.source_path).parent
+    return (folder.parent if folder.name == "sessions" else folder).name or session.source_format
 
 
 def recorded_prompt_estimates(meter: Meter) -> list[int]:
@@ -195,12 +195,12 @@ def recorded_prompt_estimates(meter: Meter) -> list[int]:
     Running sums keep it linear in the session's length; each estimate is the meter's own
     (`Meter.from_sum` / `Meter.from_usage`, the functions its `__call__` uses).
     """
-    transcript = meter.transcript
-    summaries = {m.at_message: Message(role="user", parts=(TextPart(m.summary),)) for m in transcript.compactions}
+    session = meter.session
+    summaries = {m.at_message: Message(role="user", parts=(TextPart(m.summary),)) for m in session.compactions}
     running = 0.0
     usage: tuple[int, float] | None = None  # the provider's last count and the estimates added since
     estimates = []
-    for index, message in enumerate(transcript.messages):
+    for index, message in enumerate(session.messages):
         if index in summaries:
             # A real compaction: the next prompt is the summary plus what follows it, and the
             # provider's last count no longer describes it.
@@ -236,7 +236,7 @@ def summarize(calls: pd.DataFrame) -> pd.DataFrame:
             "estimator": estimator,
             "family": family,
             "calls": len(group),
-            "transcripts": group["transcript"].nunique(),
+            "sessions": group["session"].nunique(),
             "bias_pct": 100 * rel.mean(),
             "bias_tokens": group["error"].mean(),
             "mape_pct": 100 * np.abs(rel).mean(),
@@ -255,7 +255,7 @@ def summarize(calls: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-BY_SOURCE_COLUMNS = ["estimator", "source", "calls", "transcripts", "bias_pct", "mape_pct", "under5_pct", "over5_pct"]
+BY_SOURCE_COLUMNS = ["estimator", "source", "calls", "sessions", "bias_pct", "mape_pct", "under5_pct", "over5_pct"]
 
 
 def summarize_by_source(calls: pd.DataFrame, by: str = "source") -> pd.DataFrame:
@@ -275,7 +275,7 @@ def summarize_by_source(calls: pd.DataFrame, by: str = "source") -> pd.DataFrame
                     "estimator": estimator,
                     "source": source,
                     "calls": len(group),
-                    "transcripts": group["transcript"].nunique(),
+                    "sessions": group["session"].nunique(),
                     "bias_pct": 100 * rel.mean(),
                     "mape_pct": 100 * np.abs(rel).mean(),
                     "under5_pct": 100 * (rel < -0.05).mean(),

@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from compactlab.sessions.messages import is_summary
+from compactlab.sessions.model import Message
 from compactlab.tokens.framing import OPENAI_REPLY_PRIMING, OPENAI_TOKENS_PER_MESSAGE, Framing
 from compactlab.tokens.tokenizers import TokenCache
-from compactlab.transcripts.messages import is_summary
-from compactlab.transcripts.model import Message
 
 
 class LocalEstimator(Protocol):
@@ -144,7 +144,7 @@ class Calibrated:
     is the base overhead scaled plus `intercept`, so the line applies to whatever a local
     estimator counts and nothing else (a per-session constant measured in provider tokens is
     added after it, unscaled). The registered `calibrated` is the unfitted identity (`family`
-    None); a `Meter` replaces it with the fit shipped for the transcript's model family.
+    None); a `Meter` replaces it with the fit shipped for the session's model family.
     """
 
     base: str = "tiktoken-o200k"

@@ -2,11 +2,11 @@
 
 Fits `calibrated`'s line per model family (`compactlab.tokens.calibration.fit_families`) on the training half
 of the bundled datasets (a stable hash split by session: a sub-agent's file goes with its parent
-session, `compactlab.transcripts.session_family`, so none of a training session's text is scored
+session, `compactlab.sessions.session_family`, so none of a training session's text is scored
 as out of sample) and writes
-`bench/tokens/calibration_fit.json` with the lines and the ids of the transcripts each was trained on.
+`bench/tokens/calibration_fit.json` with the lines and the ids of the sessions each was trained on.
 Rerun it whenever the bundled datasets or the base estimator change; `compactlab estimate` then
-scores the new lines on every transcript not named in the file.
+scores the new lines on every session not named in the file.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from compactlab.sessions.datasets import list_datasets
+from compactlab.sessions.loading import load_inputs
+from compactlab.sessions.session_family import session_family
 from compactlab.tokens.calibration import SHIPPED_FIT, fit_document, fit_families, is_training
 from compactlab.tokens.estimation import run_estimation
 from compactlab.tokens.estimators import Calibrated
-from compactlab.transcripts.datasets import list_datasets
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.session_family import session_family
 
 TRAIN_FRACTION = 0.5
 
@@ -39,18 +39,18 @@ def main(argv: list[str]) -> int:
     out = args.out
     datasets = args.datasets or [dataset.name for dataset in list_datasets()]
     base = Calibrated().base
-    transcripts = load_inputs(datasets).transcripts
-    family_of = {t.id: session_family(t) for t in transcripts}
-    calls = run_estimation(transcripts, [base]).calls
-    train = calls[calls["transcript"].map(lambda t: is_training(family_of[t], TRAIN_FRACTION))]
+    sessions = load_inputs(datasets).sessions
+    family_of = {t.id: session_family(t) for t in sessions}
+    calls = run_estimation(sessions, [base]).calls
+    train = calls[calls["session"].map(lambda t: is_training(family_of[t], TRAIN_FRACTION))]
     fits = {
-        name: replace(fit, families=tuple(sorted({family_of[t] for t in fit.transcripts})))
+        name: replace(fit, families=tuple(sorted({family_of[t] for t in fit.sessions})))
         for name, fit in fit_families(train, base).items()
     }
     out.write_text(json.dumps(fit_document(fits, datasets, TRAIN_FRACTION), indent=1) + "\n", encoding="utf-8")
     for fit in fits.values():
         print(
-            f"{fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f} ({fit.train_calls} calls, {fit.train_transcripts} transcripts)"
+            f"{fit.family}: tokens ≈ {fit.slope:.4f} × {fit.base} + {fit.intercept:.0f} ({fit.train_calls} calls, {fit.train_sessions} sessions)"
         )
     print(f"wrote {out}")
     return 0

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from compactlab.transcripts.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from compactlab.sessions.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 OPENAI_TOKENS_PER_MESSAGE = 3
 OPENAI_REPLY_PRIMING = 3

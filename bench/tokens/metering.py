@@ -1,10 +1,10 @@
-"""Binding an estimator to one transcript: the token counts the engine and strategies use.
+"""Binding an estimator to one session: the token counts the engine and strategies use.
 
-A `Meter` counts a message list with the run's estimator and the transcript's framing, adding
+A `Meter` counts a message list with the run's estimator and the session's framing, adding
 the per-session constant for sources whose files lack the system prompt (see
 `compactlab.tokens.estimation`), and, for `hybrid`, starting from the provider's last reported count when the
 context still holds the prefix that count covered. `calibrated` uses the fit shipped for the
-transcript's model family (`compactlab.tokens.calibration`).
+session's model family (`compactlab.tokens.calibration`).
 
 Text a compaction writes (a summary) is counted apart: `written` sizes it with the model family's
 shipped fit, not with the session's measured ratio (`compactlab.replay.prompt_size`).
@@ -22,12 +22,12 @@ from itertools import accumulate
 
 from compactlab.contract import Context
 from compactlab.memo import IdentityMemo
+from compactlab.sessions.messages import is_summary
+from compactlab.sessions.model import Message, Session, TextPart
 from compactlab.tokens.calibration import calibrated_for, model_family_of, shipped_fits
 from compactlab.tokens.estimators import Calibrated, Hybrid, LocalEstimator, get_estimator, local_estimator
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
 from compactlab.tokens.tokenizers import TokenCache
-from compactlab.transcripts.messages import is_summary
-from compactlab.transcripts.model import Message, TextPart, Transcript
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ NOTHING_WRITTEN = Written()
 
 @dataclass
 class Meter:
-    transcript: Transcript
+    session: Session
     estimator_name: str = "hybrid"
     cache: TokenCache = field(default_factory=TokenCache)
     offset: int = 0  # the per-session constant (system prompt and tools the file does not hold)
@@ -57,22 +57,22 @@ class Meter:
         self._written: IdentityMemo[Written] = IdentityMemo(64, forgotten=False)
         self.estimator = get_estimator(self.estimator_name)
         if isinstance(self.estimator, Calibrated) and self.estimator.family is None:
-            self.estimator = calibrated_for(self.transcript)
-        self.framing = framing_for(self.transcript.source_format)
+            self.estimator = calibrated_for(self.session)
+        self.framing = framing_for(self.session.source_format)
         # Strategies count pieces of the context (a message, a kept tail) with the base of a hybrid
         # estimator: provider usage only ever describes a whole prompt.
         self.local: LocalEstimator = (
             local_estimator(self.estimator.base) if isinstance(self.estimator, Hybrid) else self.estimator
         )
-        if self.transcript.source_format in MISSING_SYSTEM_PROMPT:
+        if self.session.source_format in MISSING_SYSTEM_PROMPT:
             self.offset = self._first_call_offset()
-        fit = shipped_fits().get(model_family_of(self.transcript))
+        fit = shipped_fits().get(model_family_of(self.session))
         self.family_fit: Calibrated | None = fit.estimator() if fit is not None else None
 
     def _first_call_offset(self) -> int:
-        for index, message in enumerate(self.transcript.messages):
+        for index, message in enumerate(self.session.messages):
             if message.call is not None:
-                return message.call.prompt_tokens - self.count(self.transcript.messages[:index])
+                return message.call.prompt_tokens - self.count(self.session.messages[:index])
         return 0
 
     def count(self, messages: Sequence[Message]) -> int:

@@ -77,7 +77,7 @@ class TokenCache:
     Replaying a session asks for the same messages in every later prompt; keying by text makes the
     whole replay cost one encoding pass over the distinct text, not one per prefix. `max_chars`
     bounds what it holds: past that many characters of texts it starts afresh (a cache shared by
-    a whole run's transcripts would otherwise keep every text of its datasets alive).
+    a whole run's sessions would otherwise keep every text of its datasets alive).
     """
 
     def __init__(self, max_chars: int | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Hostile transcript text never acts on a terminal or a spreadsheet; unwritable outputs are clean errors."""
+"""Hostile session text never acts on a terminal or a spreadsheet; unwritable outputs are clean errors."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 
 from compactlab.cli.main import main
 from compactlab.report.run_data import load_light
-from compactlab.transcripts.importers import MESSAGE_BUDGET_VARIABLE, load_file
-from compactlab.transcripts.neutralise import csv_frame, read_csv, terminal_text, write_csv
-from compactlab.transcripts.source import GUNZIP_LIMIT_VARIABLE, TranscriptError
+from compactlab.sessions.importers import MESSAGE_BUDGET_VARIABLE, load_file
+from compactlab.sessions.neutralise import csv_frame, read_csv, terminal_text, write_csv
+from compactlab.sessions.source import GUNZIP_LIMIT_VARIABLE, SessionError
 from tests.listed_inputs import CLAUDE, claude_lines, jsonl
 
 ESCAPES = "\x1b[2J\x1b]0;owned\x07\x1b]52;c;ZWNobyBoaQ==\x07\x9b31m\r"
@@ -46,7 +46,7 @@ def test_terminal_text_shows_controls_as_escapes_and_keeps_text() -> None:
 
 
 @pytest.mark.parametrize("command", [("inspect",), ("compact", "--strategy", "truncate")])
-def test_escape_sequences_in_a_transcript_do_not_reach_the_terminal(tmp_path: Path, capsys, command) -> None:
+def test_escape_sequences_in_a_session_do_not_reach_the_terminal(tmp_path: Path, capsys, command) -> None:
     path = hostile_session(tmp_path)
     status, out, err = run(capsys, command[0], str(path), *command[1:])
     assert status == 0
@@ -77,17 +77,17 @@ def test_estimate_calls_csv_holds_no_formula(tmp_path: Path, capsys) -> None:
     path = hostile_session(tmp_path)
     status, _, err = run(capsys, "estimate", str(path), "--out", str(tmp_path / "est"))
     assert status == 0, err
-    ids = pd.read_csv(tmp_path / "est" / "calls.csv")["transcript"]
+    ids = pd.read_csv(tmp_path / "est" / "calls.csv")["session"]
     assert len(ids) and all(i.startswith("'=HYPERLINK") for i in ids)
 
 
-def test_run_transcripts_csv_holds_no_formula_and_reads_back(tmp_path: Path, capsys) -> None:
+def test_run_sessions_csv_holds_no_formula_and_reads_back(tmp_path: Path, capsys) -> None:
     path = hostile_session(tmp_path)
     status, _, err = run(capsys, "run", "--dataset", str(path), "--strategy", "truncate", "--out", str(tmp_path / "run"))
     assert status == 0, err
-    ids = pd.read_csv(tmp_path / "run" / "transcripts.csv")["transcript"]
+    ids = pd.read_csv(tmp_path / "run" / "sessions.csv")["session"]
     assert len(ids) and all(i.startswith("'=HYPERLINK") for i in ids)
-    assert all(i.startswith("=HYPERLINK") for i in load_light(tmp_path / "run").transcripts["transcript"])  # read back as it was
+    assert all(i.startswith("=HYPERLINK") for i in load_light(tmp_path / "run").sessions["session"])  # read back as it was
 
 
 @pytest.mark.parametrize("command", [("estimate",), ("export",), ("run", "--strategy", "truncate")])
@@ -117,10 +117,10 @@ def test_a_full_disk_or_read_only_folder_at_write_is_a_clean_error(tmp_path: Pat
 def test_a_gzip_bomb_stops_at_the_documented_limit(tmp_path: Path, monkeypatch) -> None:
     bomb = tmp_path / "bomb.jsonl.gz"
     bomb.write_bytes(gzip.compress(b"\0" * (80 << 20), compresslevel=9))
-    with pytest.raises(TranscriptError, match=f"more than 64 MiB.*{GUNZIP_LIMIT_VARIABLE}"):
+    with pytest.raises(SessionError, match=f"more than 64 MiB.*{GUNZIP_LIMIT_VARIABLE}"):
         load_file(bomb)
     monkeypatch.setenv(GUNZIP_LIMIT_VARIABLE, "100")
-    with pytest.raises(TranscriptError, match="not valid JSON|invalid|unknown transcript format"):
+    with pytest.raises(SessionError, match="not valid JSON|invalid|unknown session format"):
         load_file(bomb)  # read whole now, and refused for what it is
 
 
@@ -130,7 +130,7 @@ def test_a_message_over_the_budget_is_a_clean_error_naming_its_line(tmp_path: Pa
     lines[user]["message"]["content"] = "x" * (3 << 20)
     path = tmp_path / "huge.jsonl"
     path.write_bytes(jsonl(lines))
-    with pytest.raises(TranscriptError, match="3.0 MiB of text, over the per-message budget of 2 MiB") as error:
+    with pytest.raises(SessionError, match="3.0 MiB of text, over the per-message budget of 2 MiB") as error:
         load_file(path, lenient=True)
     assert error.value.line == user + 1
     monkeypatch.setenv(MESSAGE_BUDGET_VARIABLE, "4")
@@ -142,8 +142,8 @@ def test_a_non_utf8_file_name_is_read_and_shown(tmp_path: Path, capsys) -> None:
 
     path = os.fsdecode(bytes(tmp_path / "s-") + b"\xff.jsonl.gz")
     Path(path).write_bytes(CLAUDE.read_bytes())
-    [transcript] = load_file(path)
-    assert transcript.id == "s-\\xff"
+    [session] = load_file(path)
+    assert session.id == "s-\\xff"
     status, out, _ = run(capsys, "inspect", path)
     assert status == 0 and "s-\\xff" in out
-    json.dumps(transcript.id).encode("utf-8")
+    json.dumps(session.id).encode("utf-8")

@@ -24,7 +24,7 @@ def test_limit_and_workers_replay_the_first_sessions(tmp_path: Path, capsys) -> 
     args = ["run", "--dataset", "mini-swe-agent-pr816", "--strategy", "truncate", "--window", "32000"]
     assert main([*args, "--limit", "3", "--workers", "1", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["transcripts"] == 3
+    assert summary["sessions"] == 3
     assert json.loads((out / "config.json").read_text())["limit"] == 3
     # --resume must name the same limit: the run would otherwise mix two selections of sessions.
     assert main([*args, "--limit", "4", "--out", str(out), "--resume"]) == 2

@@ -63,7 +63,7 @@ def test_the_sweep_s_printed_config_replays_to_the_same_numbers(tmp_path: Path, 
     )
     printed = capsys.readouterr().out
     sweep = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
-    picked = sweep["recommendation"]["config"]
+    picked = sweep["recommendation"]["setting"]
     assert picked, sweep["recommendation"]["reason"]
     # The block is printed, pasted into a file as a user would, and replayed by `run`.
     block = (
@@ -77,7 +77,7 @@ def test_the_sweep_s_printed_config_replays_to_the_same_numbers(tmp_path: Path, 
     assert main(["run", "--config", str(config), "--out", str(tmp_path / "rerun"), "--json"]) == 0
     rerun = json.loads(capsys.readouterr().out)
     [row] = rerun["leaderboard"]
-    swept = next(p for p in sweep["points"] if p["config"] == picked)
+    swept = next(p for p in sweep["points"] if p["setting"] == picked)
     for column in SAME:
         # Exactly the same replay; dollar figures are sums over sessions, whose float order may differ.
         assert row[column] == pytest.approx(swept[column], rel=1e-12, abs=1e-15), column
@@ -143,7 +143,7 @@ def test_init_writes_a_config_and_a_suite_that_load_and_run(tmp_path: Path, caps
     assert suite.config.summarizer["cache_dir"] == str(tmp_path / "ci" / "compactlab-suite-answers")
     assert main(["init", str(tmp_path)]) == 2 and "pass --force" in capsys.readouterr().err
     assert main(["run", "--config", str(tmp_path / "compactlab.toml"), "--out", str(tmp_path / "run"), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["recommendation"]["config"]
+    assert json.loads(capsys.readouterr().out)["recommendation"]["setting"]
 
 
 def test_the_readme_table_is_the_schema_and_defaults_agree_with_the_code() -> None:

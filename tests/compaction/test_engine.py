@@ -12,9 +12,9 @@ from compactlab.compaction.engine import Engine
 from compactlab.compaction.overflow import classify_overflow, silent_overflow
 from compactlab.contract import CompactionFailed, CompactionResult, Context, Trigger
 from compactlab.runs.preview import compact
+from compactlab.sessions.importers import load_file
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 SESSION = load_file(bundled("claude-code-log", "-src-deep-manifest__a7da6a22"))[0]
@@ -185,7 +185,7 @@ def test_silent_overflow() -> None:
 
 def test_preview_compacts_where_the_trigger_first_fires(capsys) -> None:
     result = compact(SESSION, "summarize", estimator="chars/4")
-    assert result.chosen_by in ("trigger", "last call (the trigger never fired in this transcript)")
+    assert result.chosen_by in ("trigger", "last call (the trigger never fired in this session)")
     at = compact(SESSION, "prune", at_call=50)
     assert at.call == 50 and at.chosen_by == "--at"
     assert (

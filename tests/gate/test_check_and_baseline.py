@@ -8,7 +8,11 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from compactlab.cli.main import main
+from compactlab.gate.gate import read_baseline
+from compactlab.gate.suite import SuiteError
 from compactlab.strategies.prompting import PROMPTS_DIR
 from tests.conftest import REPO, bundled
 from tests.fake_providers import serve
@@ -149,10 +153,10 @@ def test_baseline_is_never_overwritten_without_update_and_says_what_changed(tmp_
     written = baseline.read_text(encoding="utf-8")
     document = json.loads(written)
     assert document["suite"]["file"] == "suite.toml" and document["compactlab"]
-    [transcript] = document["transcripts"]
-    assert document["transcripts"][transcript]["file"].endswith(MINI.name)
+    [session] = document["sessions"]
+    assert document["sessions"][session]["file"].endswith(MINI.name)
     assert document["strategies"]["summarize"]["prompt_hashes"]  # it compacted with a prompt
-    assert isinstance(document["values"]["summarize"]["preservation_k5"][transcript], float)
+    assert isinstance(document["values"]["summarize"]["preservation_k5"][session], float)
 
     err = run_error(capsys, "baseline", "--suite", str(suite), "--baseline", str(baseline))
     assert "exists" in err and "--update" in err
@@ -197,3 +201,17 @@ def test_record_once_with_a_provider_then_replay_offline_without_one(tmp_path, c
     err = capsys.readouterr().err
     assert code == 2
     assert re.search(r"summary.j2 changed: \d+ summar(y needs|ies need) a model", err) and "(--offline)" in err
+
+
+def test_a_format_2_baseline_reads_as_this_format_with_its_sessions_renamed(tmp_path: Path) -> None:
+    # Format 2 named the session files' hashes `transcripts`; a committed baseline of it stays usable
+    # (recording its answers again may need a paid model), read with the key renamed.
+    document = json.loads(BASELINE.read_text())
+    assert document["format"] == 3 and document["sessions"]
+    old = {k: v for k, v in document.items() if k != "sessions"} | {"transcripts": document["sessions"], "format": 2}
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(old))
+    assert read_baseline(path, SUITE) == document
+    path.write_text(json.dumps({**old, "format": 1}))
+    with pytest.raises(SuiteError, match="not a compactlab baseline of format 3"):
+        read_baseline(path, SUITE)

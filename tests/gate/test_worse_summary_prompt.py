@@ -136,23 +136,23 @@ def test_a_loss_confined_to_a_few_long_sessions_fails_once_compactions_are_resam
     longest = sorted(points, key=lambda t: (-len(points[t]), t))[:3]
     assert len(points) == 10 and all(len(points[t]) >= 6 for t in longest)
     values, rows = [], []
-    for transcript in points:
-        source = after if transcript in longest else before
+    for session in points:
+        source = after if session in longest else before
         rows.append(
             {
-                "transcript": transcript,
-                "config": "summarize",
-                **{m: source["values"]["summarize"][m].get(transcript) for m in METRICS},
+                "session": session,
+                "setting": "summarize",
+                **{m: source["values"]["summarize"][m].get(session) for m in METRICS},
             }
         )
         for name in METRICS:
-            for at, value, lost in source["compactions"]["summarize"][name].get(transcript, []):
-                values.append(CompactionValue(transcript, "summarize", at, name, value, tuple(lost)))
+            for at, value, lost in source["compactions"]["summarize"][name].get(session, []):
+                values.append(CompactionValue(session, "summarize", at, name, value, tuple(lost)))
     table = pd.DataFrame(rows)
-    old_rule = compare(suite, before, table).comparisons  # transcripts resampled only
+    old_rule = compare(suite, before, table).comparisons  # sessions resampled only
     new_rule = compare(suite, before, table, values).comparisons
     [old], [new] = ([c for c in found if c.metric.name == metric] for found in (old_rule, new_rule))
     assert old.change == new.change < -0.02  # the same change, worse than the tolerance on average
     assert old.high == 0 and old.verdict in ("ok", "worse")  # a resample without the 3 sessions: no change
     assert new.verdict == "regression" and new.within_high < -0.02 <= new.high
-    assert {transcript for transcript, _ in new.lost_facts} <= set(longest) and new.lost_facts
+    assert {session for session, _ in new.lost_facts} <= set(longest) and new.lost_facts

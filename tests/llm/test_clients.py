@@ -31,7 +31,7 @@ from compactlab.llm import (
 )
 from compactlab.llm.clients import NO_AUTH_KEY
 from compactlab.llm.prices import load_prices_toml
-from compactlab.transcripts.model import LLMCall
+from compactlab.sessions.model import LLMCall
 from tests.fake_behaviours import (
     MAX_STALL_SECONDS,
     bad_request,
@@ -299,9 +299,9 @@ def test_missing_key_for_the_real_api_is_a_clear_error() -> None:
 def test_summarize_many_bounds_in_flight_and_keeps_order(kind: str, server: FakeProvider) -> None:
     server.queue(*[ok(delay=0.15)] * 9)
     summarizer = LLMSummarizer(client(kind, server))
-    requests = [request(prompt=f"transcript {i}") for i in range(9)]
+    requests = [request(prompt=f"session {i}") for i in range(9)]
     results = summarize_many(summarizer, requests, max_workers=3)
-    assert [r.text for r in results] == [f"Summary of: transcript {i}" for i in range(9)]
+    assert [r.text for r in results] == [f"Summary of: session {i}" for i in range(9)]
     assert 2 <= server.max_in_flight <= 3  # parallel, and never more than allowed
 
 

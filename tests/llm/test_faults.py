@@ -18,7 +18,7 @@ from compactlab.llm import BadAnswer, LLMCache, LLMSummarizer, LLMUnavailable, R
 from compactlab.llm.cache import CacheMiss, CacheRequest, Completion
 from compactlab.llm.concurrency import CallAccount, Limits, run_calls
 from compactlab.llm.errors import RequestCancelled
-from compactlab.transcripts.model import LLMCall
+from compactlab.sessions.model import LLMCall
 from tests.fake_behaviours import Behaviour, echo_credentials, empty_answer, ok, truncated_body
 from tests.fake_providers import FakeProvider
 from tests.llm.support import MODELS, OPEN, PROVIDERS, cache_files, client, request

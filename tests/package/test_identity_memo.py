@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from compactlab.memo import IdentityMemo, forget
 from compactlab.scoring.extraction import _message_items
-from compactlab.transcripts.importers import load_file
+from compactlab.sessions.importers import load_file
 from tests.conftest import bundled
 
 
@@ -35,9 +35,9 @@ def test_a_full_memo_is_emptied_and_forget_empties_every_memo():
 
 
 def test_the_memos_give_what_computing_afresh_gives_on_a_real_session():
-    [transcript] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
-    remembered = [_message_items(m) for m in transcript.messages]
-    again = [_message_items(m) for m in transcript.messages]
+    [session] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
+    remembered = [_message_items(m) for m in session.messages]
+    again = [_message_items(m) for m in session.messages]
     assert all(a is b for a, b in zip(remembered, again))  # the same lists: found, not recomputed
     forget()
-    assert [_message_items(m) for m in transcript.messages] == remembered
+    assert [_message_items(m) for m in session.messages] == remembered

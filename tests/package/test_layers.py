@@ -1,13 +1,13 @@
 """Which stage of compactlab may import which, and no import cycles, counting every import.
 
-Data flows one way: transcripts → tokens → strategies → compaction → llm → scoring → replay → results →
+Data flows one way: sessions → tokens → strategies → compaction → llm → scoring → replay → results →
 runs → report → gate → cli. `ALLOWED` lists, for every stage, the stages it may import: the design's
 arrows, each pointing down that order (checked), never one the order allows but the design does not
 (`replay/fast/` is the replay's own speed machinery: no other stage reaches into it). The import graph
 (tests/package/layer_graph.py) counts imports inside functions and under TYPE_CHECKING, `importlib` imports
 by literal name, the strategy entry points the registry loads, and the package `__init__` code an
 import runs; no two modules import each other, directly or around a loop. The strategy contract
-(`compactlab.contract`) sits just above the transcript model it speaks of and imports nothing else.
+(`compactlab.contract`) sits just above the session model it speaks of and imports nothing else.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tests.package.layer_graph import REGISTRY, REPO, cycles, entry_point_module
 ORDER = [
     "version",
     "memo",
-    "transcripts",
+    "sessions",
     "contract",
     "tokens",
     "strategies",
@@ -47,22 +47,22 @@ ORDER = [
 ALLOWED: dict[str, set[str]] = {
     "version": set(),
     "memo": set(),
-    "transcripts": {"memo"},
-    "contract": {"transcripts"},
-    "tokens": {"memo", "transcripts", "contract"},
-    "strategies": {"memo", "transcripts", "contract"},
-    "compaction": {"transcripts", "contract"},
-    "llm": {"transcripts", "contract", "tokens", "compaction"},
-    "scoring": {"memo", "transcripts", "strategies", "llm"},
-    "replay": {"memo", "transcripts", "contract", "tokens", "strategies", "compaction", "scoring", "replay.fast"},
+    "sessions": {"memo"},
+    "contract": {"sessions"},
+    "tokens": {"memo", "sessions", "contract"},
+    "strategies": {"memo", "sessions", "contract"},
+    "compaction": {"sessions", "contract"},
+    "llm": {"sessions", "contract", "tokens", "compaction"},
+    "scoring": {"memo", "sessions", "strategies", "llm"},
+    "replay": {"memo", "sessions", "contract", "tokens", "strategies", "compaction", "scoring", "replay.fast"},
     "replay.fast": {"contract", "replay"},  # it rows calls as the replay defines them
-    "results": {"transcripts", "contract", "tokens", "strategies", "llm", "scoring", "replay"},
-    "runs": {"memo", "transcripts", "contract", "tokens", "strategies", "compaction", "llm", "scoring", "replay", "results"},
-    "report": {"transcripts", "tokens", "strategies", "llm", "scoring", "replay", "results", "runs"},
-    "gate": {"transcripts", "contract", "strategies", "llm", "scoring", "results", "runs"},
-    "cli": {"version", "transcripts", "tokens", "strategies", "llm", "results", "runs", "report", "gate"},
+    "results": {"sessions", "contract", "tokens", "strategies", "llm", "scoring", "replay"},
+    "runs": {"memo", "sessions", "contract", "tokens", "strategies", "compaction", "llm", "scoring", "replay", "results"},
+    "report": {"sessions", "tokens", "strategies", "llm", "scoring", "replay", "results", "runs"},
+    "gate": {"sessions", "contract", "strategies", "llm", "scoring", "results", "runs"},
+    "cli": {"version", "sessions", "tokens", "strategies", "llm", "results", "runs", "report", "gate"},
     "measure": {
-        "transcripts",
+        "sessions",
         "contract",
         "tokens",
         "strategies",
@@ -77,7 +77,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "pytest_plugin": {"strategies", "scoring", "runs", "gate"},
     "api": {"results", "runs", "report"},
-    "": {"version", "transcripts", "contract", "tokens", "strategies", "replay", "runs", "api"},
+    "": {"version", "sessions", "contract", "tokens", "strategies", "replay", "runs", "api"},
 }
 # Arrows the order allows but the design does not: none is left. Each one added would be listed
 # here, so that no new one joins it unseen. The transport of rows between processes moved beside the
@@ -133,11 +133,11 @@ def test_the_known_exceptions_are_still_there():
 
 
 def test_an_upward_importlib_import_fails_the_check(tmp_path: Path):
-    """The reader sees an import by name: a transcript module loading the report by importlib."""
+    """The reader sees an import by name: a session module loading the report by importlib."""
     probe = tmp_path / "probe.py"
     probe.write_text('import importlib\n\n\ndef later():\n    return importlib.import_module("compactlab.report.run_report")\n')
-    arrows = graph(extra={"compactlab.transcripts.probe": probe.read_text(encoding="utf-8")})
-    assert forbidden(arrows) == ["compactlab.transcripts.probe (transcripts) imports compactlab.report.run_report (report)"]
+    arrows = graph(extra={"compactlab.sessions.probe": probe.read_text(encoding="utf-8")})
+    assert forbidden(arrows) == ["compactlab.sessions.probe (sessions) imports compactlab.report.run_report (report)"]
     dunder = graph(extra={"compactlab.tokens.probe": '__import__("compactlab.runs.runs")\n'})
     assert forbidden(dunder) == ["compactlab.tokens.probe (tokens) imports compactlab.runs.runs (runs)"]
 
@@ -163,8 +163,8 @@ def test_no_import_cycles():
     assert [" → ".join(cycle) for cycle in cycles(_graph())] == []
 
 
-def test_the_contract_imports_only_the_transcript_model():
-    assert _graph()["compactlab.contract"] == {"compactlab.transcripts.model"}
+def test_the_contract_imports_only_the_session_model():
+    assert _graph()["compactlab.contract"] == {"compactlab.sessions.model"}
 
 
 def test_nothing_names_the_old_top_level_packages():
@@ -187,7 +187,7 @@ def test_nothing_names_the_old_top_level_packages():
     assert old == []
 
 
-@pytest.mark.parametrize("module", ["compactlab.transcripts.model", "compactlab.version"])
+@pytest.mark.parametrize("module", ["compactlab.sessions.model", "compactlab.version"])
 def test_the_bottom_imports_no_compactlab_module(module):
     assert _graph()[module] == set()
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import compactlab
-from compactlab.transcripts.datasets import get_dataset
+from compactlab.sessions.datasets import get_dataset
 
 
 def test_the_public_names_are_few_and_all_resolve():
@@ -40,17 +40,17 @@ def test_version_is_the_installed_one_and_the_command_says_it():
 
 def test_load_compact_and_run_on_a_bundled_dataset(tmp_path):
     loaded = compactlab.load_inputs(["mini-swe-agent-pr816"])
-    assert loaded.transcripts and not loaded.failed
-    transcript = max(loaded.transcripts, key=lambda t: len(t.calls))
-    shown = compactlab.compact(transcript, "summarize")
+    assert loaded.sessions and not loaded.failed
+    session = max(loaded.sessions, key=lambda t: len(t.calls))
+    shown = compactlab.compact(session, "summarize")
     assert shown.event.changed and shown.after.summary and len(shown.after.messages) < len(shown.before.messages)
 
-    file = next(f for f in get_dataset("mini-swe-agent-pr816").files if transcript.id in f.name)
+    file = next(f for f in get_dataset("mini-swe-agent-pr816").files if session.id in f.name)
     config = compactlab.RunConfig(
         datasets=(str(file),),
-        strategies=(compactlab.StrategyConfig("truncate@0.5", "truncate", trigger=compactlab.Trigger(fraction=0.5)),),
+        strategies=(compactlab.Setting("truncate@0.5", "truncate", trigger=compactlab.Trigger(fraction=0.5)),),
     )
     result = compactlab.run(config, tmp_path / "run")
-    assert isinstance(result.transcripts, pd.DataFrame) and list(result.transcripts["config"]) == ["truncate@0.5"]
-    assert isinstance(result.calls, pd.DataFrame) and len(result.calls) == len(transcript.calls)
+    assert isinstance(result.sessions, pd.DataFrame) and list(result.sessions["setting"]) == ["truncate@0.5"]
+    assert isinstance(result.calls, pd.DataFrame) and len(result.calls) == len(session.calls)
     assert isinstance(result.compactions, pd.DataFrame) and len(result.compactions) >= 1

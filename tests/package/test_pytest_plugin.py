@@ -1,5 +1,5 @@
 """The pytest plugin, used the way a team would: from a separate project directory whose tests
-replay transcripts with their own prompt template and assert on metrics."""
+replay sessions with their own prompt template and assert on metrics."""
 
 from __future__ import annotations
 
@@ -23,20 +23,20 @@ NEAR_EMPTY = "{{ conversation }} Summarize briefly.\n"  # the issue's edit: a te
 def team_tests(base_url: str) -> str:
     """The team's tests: its prompt and a near-empty one, on a model (the local wire-format server)."""
     return f"""
-TRANSCRIPT = {str(MINI)!r}
+SESSION = {str(MINI)!r}
 MODEL = dict(provider="openai", model="gpt-4o-mini", base_url={base_url!r}, cache_dir="answers", max_retries=0)
 OPTIONS = dict(settings={{"keep_recent_tokens": 4000, "summarizer": "llm"}}, window=32000, summarizer=MODEL)
 
 
 def test_our_prompt_keeps_file_paths(compactlab_replay):
-    result = compactlab_replay(TRANSCRIPT, strategy="summarize", template="prompts/summary.j2", **OPTIONS)
+    result = compactlab_replay(SESSION, strategy="summarize", template="prompts/summary.j2", **OPTIONS)
     value = result.assert_metric("preservation_k5_path", ">=", 0.9)
     assert value.n == 1 and result.metric("compactions").mean >= 1
     result.assert_metric("removed_share", ">", 0.1)
 
 
 def test_a_near_empty_prompt(compactlab_replay):
-    result = compactlab_replay(TRANSCRIPT, strategy="summarize", template="prompts/brief.j2", **OPTIONS)
+    result = compactlab_replay(SESSION, strategy="summarize", template="prompts/brief.j2", **OPTIONS)
     result.assert_metric("preservation_k5_path", ">=", 0.9)
 """
 
@@ -95,11 +95,11 @@ def test_the_plugin_works_from_a_separate_project(tmp_path) -> None:
     assert result.returncode == 1, out + result.stderr
     assert "1 failed, 2 passed" in out and asked > 0
     assert "FAILED tests/test_team.py::test_a_near_empty_prompt" in out
-    # The readable failure: metric, value with its interval, threshold, replay, worst transcripts, lost items.
+    # The readable failure: metric, value with its interval, threshold, replay, worst sessions, lost items.
     assert "AssertionError: compactlab: preservation_k5_path = " in out
-    assert "(95% CI " in out and "1 transcript) is not >= 0.9" in out
+    assert "(95% CI " in out and "1 session) is not >= 0.9" in out
     assert "replay: summarize" in out and "brief.j2" in out
-    assert "worst transcripts (lowest first):" in out and MINI.name.split(".")[0] in out
+    assert "worst sessions (lowest first):" in out and MINI.name.split(".")[0] in out
     assert "lost: path:" in out
     # Again with no server and no key: every answer is recorded beside the tests, so the same verdicts.
     again = run_pytest(project)

@@ -41,4 +41,4 @@ def test_a_failed_build_is_built_again_by_the_next_worker(tmp_path: Path) -> Non
     printed = _built_by_one_worker(tmp_path / "shared", lambda out: run_argv(out, [SESSION], ("truncate",)))
     assert "report.html" in printed
     files = fingerprint(tmp_path / "shared" / "run")
-    assert "report.html" in files and "transcripts.csv" in files
+    assert "report.html" in files and "sessions.csv" in files

@@ -1,4 +1,4 @@
-"""`python -m compactlab.measure.speed_scale` copies real sessions: from the shared transcripts
+"""`python -m compactlab.measure.speed_scale` copies real sessions: from the shared sessions
 beside the repository (found by the repository's own path, not a fallback), of a stated size
 class with `--max-calls`, each copy a whole real session with its recorded calls."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compactlab.measure import speed_scale
-from compactlab.transcripts.loading import load_inputs
+from compactlab.sessions.loading import load_inputs
 from tests.conftest import REPO
 
 
@@ -15,7 +15,7 @@ def test_the_repository_path_is_the_repository() -> None:
     assert speed_scale.REPO == REPO and (speed_scale.REPO / "bench" / "measure" / "speed_scale.py").is_file()
 
 
-def test_the_shared_transcripts_are_found_beside_the_repository(shared: Path) -> None:
+def test_the_shared_sessions_are_found_beside_the_repository(shared: Path) -> None:
     assert REPO.parent / "shared" / "transcripts" == shared or REPO.parents[1] / "shared" / "transcripts" == shared
     assert speed_scale.sources() == [str(p) for p in sorted(shared.iterdir()) if p.is_dir()]
 
@@ -27,7 +27,7 @@ def test_a_size_class_copies_whole_real_sessions_of_at_most_that_many_calls(tmp_
     assert 0 < len(small) < len(every)  # the class leaves some real sessions out, and keeps some
     assert {t.id for t in small} == {t.id for t in every if len(t.calls) <= max_calls}
     folder = speed_scale.build_corpus(small, len(small) + 2, tmp_path / "corpus")
-    copies = load_inputs([str(folder)]).transcripts
+    copies = load_inputs([str(folder)]).sessions
     assert len(copies) == len(small) + 2
     by_id = {t.id: t for t in small}
     for copy in copies:

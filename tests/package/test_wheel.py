@@ -36,7 +36,7 @@ def test_the_project_keeps_its_own_bench_package():
 
 def test_the_plugin_replays_a_bundled_dataset(compactlab_replay):
     result = compactlab_replay("{dataset}", strategy="truncate", window=32000)
-    assert result.transcripts > 0
+    assert result.sessions > 0
     result.assert_metric("removed_share", ">", 0)
 """
 
@@ -75,7 +75,7 @@ def test_the_wheel_installs_one_namespace_with_its_data(installed: dict[str, Pat
         "compactlab/py.typed",
         "compactlab/tokens/encodings/o200k_base.tiktoken",
         "compactlab/tokens/calibration_fit.json",
-        "compactlab/transcripts/schema/canonical-v1.schema.json",
+        "compactlab/sessions/schema/canonical-v1.schema.json",
         "compactlab/report/templates/page.html.j2",
         "compactlab/strategies/prompts/summary.j2",
         f"compactlab/bundled_datasets/{SMALL_DATASET}/dataset.toml",
@@ -108,7 +108,7 @@ def test_a_small_run_from_the_installed_wheel(installed: dict[str, Path]):
     )
     assert "report: run/report.html" in done.stdout
     assert (project / "run" / "report.html").stat().st_size > 10_000
-    assert (project / "run" / "transcripts.csv").read_text().count("\n") > 2
+    assert (project / "run" / "sessions.csv").read_text().count("\n") > 2
 
 
 def test_the_pytest_plugin_in_a_project_with_its_own_bench(installed: dict[str, Path]):

@@ -17,28 +17,28 @@ import pytest
 
 from compactlab.contract import Trigger
 from compactlab.replay.replay import replay_plain
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.runs.run_config import RunConfig, windows_of
 from compactlab.runs.runs import run
-from compactlab.transcripts.datasets import list_datasets
-from compactlab.transcripts.importers import load_file
+from compactlab.sessions.datasets import list_datasets
+from compactlab.sessions.importers import load_file
 
 WINDOW = 32_000  # small enough that every dataset's sessions compact, several times in the long ones
 # A sweep of one strategy's thresholds (shared compactions), a summarizer, a pruner, a preset with
 # its own trigger and estimator, and the production agent's own compactions.
 SETTINGS = (
-    StrategyConfig("truncate@0.5", "truncate", trigger=Trigger(fraction=0.5)),
-    StrategyConfig("truncate@0.6", "truncate", trigger=Trigger(fraction=0.6)),
-    StrategyConfig("truncate@0.8", "truncate", trigger=Trigger(fraction=0.8)),
-    StrategyConfig("summarize", "summarize"),
-    StrategyConfig("prune", "prune"),
-    StrategyConfig("observation-masking", "observation-masking"),
-    StrategyConfig("pi", "pi"),
-    StrategyConfig("claude-code", "claude-code"),
-    StrategyConfig("recorded", "recorded"),
+    Setting("truncate@0.5", "truncate", trigger=Trigger(fraction=0.5)),
+    Setting("truncate@0.6", "truncate", trigger=Trigger(fraction=0.6)),
+    Setting("truncate@0.8", "truncate", trigger=Trigger(fraction=0.8)),
+    Setting("summarize", "summarize"),
+    Setting("prune", "prune"),
+    Setting("observation-masking", "observation-masking"),
+    Setting("pi", "pi"),
+    Setting("claude-code", "claude-code"),
+    Setting("recorded", "recorded"),
 )
-KEYS = ["transcript", "config", "call"]
+KEYS = ["session", "setting", "call"]
 
 
 def _files(dataset, every_file: bool) -> list:
@@ -58,9 +58,9 @@ def test_a_runs_rows_equal_the_plain_replays(dataset, every_file: bool, tmp_path
 
     calls, compactions = [], []
     for path in files:
-        for transcript in load_file(path, lenient=dataset.lenient):
+        for session in load_file(path, lenient=dataset.lenient):
             for setting in SETTINGS:
-                replayed = replay_plain(transcript, setting, windows_of(config))
+                replayed = replay_plain(session, setting, windows_of(config))
                 calls.append(calls_frame(replayed.calls))
                 compactions.append(compactions_frame([row.values() for row in replayed.compactions]))
     if all(c.empty for c in calls):  # a dataset without recorded LLM calls (condenser pairs): nothing to replay
@@ -68,14 +68,14 @@ def test_a_runs_rows_equal_the_plain_replays(dataset, every_file: bool, tmp_path
         return
     plain_calls = pd.concat([c for c in calls if not c.empty], ignore_index=True)
     assert len(result.calls) == len(plain_calls)
-    assert result.compactions["config"].nunique() >= 2, "the settings must compact for the test to mean anything"
+    assert result.compactions["setting"].nunique() >= 2, "the settings must compact for the test to mean anything"
 
     fast = result.calls.sort_values(KEYS).reset_index(drop=True)
     plain = plain_calls.sort_values(KEYS).reset_index(drop=True)[list(fast.columns)]
     pd.testing.assert_frame_equal(fast, plain, check_dtype=False, check_categorical=False)
 
     plain_compactions = pd.concat([c for c in compactions if not c.empty], ignore_index=True)
-    order = ["transcript", "config", "call", "message_index"]
+    order = ["session", "setting", "call", "message_index"]
     fast_c = result.compactions.sort_values(order).reset_index(drop=True)
     plain_c = plain_compactions.sort_values(order).reset_index(drop=True)[list(fast_c.columns)]
     assert _records(fast_c) == _records(plain_c)

@@ -9,16 +9,16 @@ from compactlab.compaction.engine import Engine
 from compactlab.contract import Context, Trigger
 from compactlab.replay.prompt_size import measured_size, own_estimate
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.replay.uncompacted import uncompacted
-from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
+from compactlab.results.metrics import calls_frame, compactions_frame, session_summary
 from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.loading import load_inputs
+from compactlab.sessions.messages import is_summary
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.messages import is_summary
 from tests.conftest import bundled
 
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
@@ -29,7 +29,7 @@ MINI = load_file(MINI_PATH)[0]
 def test_the_measured_size_is_close_where_the_truth_is_known_and_the_old_rule_was_not() -> None:
     # Prompts that keep the first messages and a tail: their true size comes from recorded counts.
     loaded = load_inputs(["m-claude", "claude-code-log", "mini-swe-agent-pr816"], lenient=True)
-    rows = [row for transcript in loaded.transcripts for row in kept_tail_errors(transcript)]
+    rows = [row for session in loaded.sessions for row in kept_tail_errors(session)]
     table = error_table(rows)
     whole = table.loc["all"]
     assert whole["pairs"] > 500
@@ -41,7 +41,7 @@ def test_the_measured_size_is_close_where_the_truth_is_known_and_the_old_rule_wa
 
 
 def test_every_replayed_size_is_the_one_definition() -> None:
-    config = StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.6))
+    config = Setting("s", "summarize", trigger=Trigger(fraction=0.6))
     windows = ContextWindows(overrides={"": 40_000})
     replayed = replay(CLAUDE, config, windows)
     calls = calls_frame(replayed.calls)
@@ -77,9 +77,9 @@ def test_the_hybrid_trigger_sees_the_measured_size_after_a_compaction() -> None:
     # another at every call, and one large tool result after a compaction lags by up to 8.6% (9 of
     # 643 calls after a compaction lag at all; the largest: 21037e11 call 127).
     line, after, lagging = 0.8 * 64_000, 0, 0
-    for transcript in load_inputs(["m-claude"], lenient=True).transcripts:
+    for session in load_inputs(["m-claude"], lenient=True).sessions:
         replayed = replay(
-            transcript, StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.8)), ContextWindows(overrides={"": 64_000})
+            session, Setting("s", "summarize", trigger=Trigger(fraction=0.8)), ContextWindows(overrides={"": 64_000})
         )
         stalls = {row.call for row in replayed.compactions if row.event.stalled}  # a compaction that removed under 5%
         guard_holds = False
@@ -89,7 +89,7 @@ def test_the_hybrid_trigger_sees_the_measured_size_after_a_compaction() -> None:
                 after += 1
                 if row.context_tokens >= line and not guard_holds:
                     lagging += 1
-                    assert row.context_tokens < 1.1 * line, (transcript.id, row.call)
+                    assert row.context_tokens < 1.1 * line, (session.id, row.call)
     assert after > 300 and lagging <= 0.02 * after
 
 
@@ -104,8 +104,8 @@ def test_a_compaction_that_changes_nothing_is_no_compaction() -> None:
     assert event.tokens_before == event.tokens_after and event.reduction == 0 and event.stalled
     assert engine.before_call(context) == (context, None)  # the guard holds
     # In a replay: not a compaction row, not scored, counted.
-    replayed = replay(MINI, StrategyConfig("p", "prune", trigger=Trigger(fraction=0.3)), ContextWindows(overrides={"": 20_000}))
-    summary = transcript_summary(calls_frame(replayed.calls), compactions_frame(replayed.compactions)).iloc[0]
+    replayed = replay(MINI, Setting("p", "prune", trigger=Trigger(fraction=0.3)), ContextWindows(overrides={"": 20_000}))
+    summary = session_summary(calls_frame(replayed.calls), compactions_frame(replayed.compactions)).iloc[0]
     assert replayed.compactions == [] and summary["compactions"] == 0 and summary["noop_compactions"] >= 1
     assert summary["removed_share"] == 0
 
@@ -114,8 +114,8 @@ def test_prune_on_the_bundled_sessions_rows_only_real_compactions() -> None:
     loaded = load_inputs(["m-claude"], lenient=True)
     windows = ContextWindows(overrides={"": 64_000})
     noops = 0
-    for transcript in loaded.transcripts:
-        replayed = replay(transcript, StrategyConfig("prune", "prune"), windows)
+    for session in loaded.sessions:
+        replayed = replay(session, Setting("prune", "prune"), windows)
         noops += sum(replayed.calls["noop_before"])
         for row in replayed.compactions:
             assert row.event.failed is None and row.event.tokens_after < row.event.tokens_before
@@ -162,7 +162,7 @@ def test_the_consistency_check_reads_a_run_as_it_is_stored(tmp_path) -> None:
     found = run_consistency(out)
     replayed = replay(
         load_file(bundled("m-claude", "21037e11"), lenient=True)[0],
-        StrategyConfig("summarize", "summarize"),
+        Setting("summarize", "summarize"),
         ContextWindows(overrides={"": 64_000}),
     )
     summarize_compactions = len(replayed.compactions)

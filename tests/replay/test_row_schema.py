@@ -17,10 +17,10 @@ from compactlab.replay.row_schema import (
     EVENT_COLUMNS,
     REPLAY_COMPACTION_COLUMNS,
 )
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.runs.run_storage import CALL_SCHEMA, _part_rows, compactions_table
+from compactlab.sessions.importers import load_file
 from compactlab.tokens.context_windows import ContextWindows
-from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 [SESSION] = load_file(bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"))
@@ -34,7 +34,7 @@ def test_a_compaction_row_stores_every_field_of_the_engine_event() -> None:
 
 
 def test_a_replay_makes_the_declared_columns_and_they_read_back_as_made() -> None:
-    replayed = replay(SESSION, StrategyConfig("summarize", "summarize"), SMALL)
+    replayed = replay(SESSION, Setting("summarize", "summarize"), SMALL)
     assert tuple(replayed.calls) == CALL_COLUMNS
     assert len(replayed.compactions) >= 2, "the session must compact at this window for the test to mean anything"
     rows = [row.values() for row in replayed.compactions]
@@ -55,14 +55,14 @@ def test_a_replay_makes_the_declared_columns_and_they_read_back_as_made() -> Non
 
 
 def test_a_column_the_schema_does_not_declare_is_refused_by_name() -> None:
-    replayed = replay(SESSION, StrategyConfig("summarize", "summarize"), SMALL)
+    replayed = replay(SESSION, Setting("summarize", "summarize"), SMALL)
     row = replayed.compactions[0].values() | {"my_new_score": 0.5}
     with pytest.raises(ValueError, match="does not declare: my_new_score"):
         compactions_table([row])
 
 
 def test_the_note_of_an_excluded_real_compaction_says_why() -> None:
-    replayed = replay(SESSION, StrategyConfig("summarize", "summarize"), SMALL)
+    replayed = replay(SESSION, Setting("summarize", "summarize"), SMALL)
     row = replace(replayed.compactions[0], excluded="back to back with the previous compaction")
     assert (
         row.values()["note"]

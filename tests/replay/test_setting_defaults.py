@@ -1,5 +1,5 @@
 """A setting's trigger and estimator, worked out by one rule wherever they are needed: the replay,
-the run, `compactlab compact` and the same-by-construction rule (`compactlab.replay.strategy_config`:
+the run, `compactlab compact` and the same-by-construction rule (`compactlab.replay.setting`:
 `trigger_of`, `estimator_of`).
 
 The setting's own value wins, then the one its strategy carries (a preset's design), then the
@@ -17,14 +17,14 @@ import pandas as pd
 import pytest
 
 from compactlab.contract import Trigger
-from compactlab.replay.strategy_config import StrategyConfig, estimator_of, trigger_of, window_and_trigger
+from compactlab.replay.setting import Setting, estimator_of, trigger_of, window_and_trigger
 from compactlab.results.same_by_construction import construction_key
 from compactlab.runs import runs
 from compactlab.runs.preview import compact
 from compactlab.runs.run_config import RunConfig
+from compactlab.sessions.importers import load_file
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
-from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 SESSION = bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pvlib__pvlib-python-1707")
@@ -60,14 +60,14 @@ def test_the_setting_then_the_preset_then_the_default() -> None:
 
 def test_a_strategy_leaving_its_estimator_unset_counts_with_the_runs_like_one_without(unset: str, tmp_path: Path) -> None:
     strategies = (
-        StrategyConfig("unset", unset),
-        StrategyConfig("truncate-chars", "truncate", estimator="chars/4"),
-        StrategyConfig("truncate-hybrid", "truncate", estimator="hybrid"),
+        Setting("unset", unset),
+        Setting("truncate-chars", "truncate", estimator="chars/4"),
+        Setting("truncate-hybrid", "truncate", estimator="hybrid"),
     )
     runs.run(RunConfig(datasets=(str(SESSION),), strategies=strategies, estimator="chars/4", window=32_000), tmp_path / "run")
     written = {s["label"]: s["estimator"] for s in json.loads((tmp_path / "run" / "config.json").read_text())["strategies"]}
     assert written["unset"] == "chars/4"  # the run's estimator, filled in as for a strategy without one
-    rows = pd.read_csv(tmp_path / "run" / "transcripts.csv").set_index("config").drop(columns="transcript")
+    rows = pd.read_csv(tmp_path / "run" / "sessions.csv").set_index("setting").drop(columns="session")
     assert rows.loc["unset"].fillna(0).equals(rows.loc["truncate-chars"].fillna(0))
     assert (
         rows.loc["unset", "compactions"] > 0
@@ -76,16 +76,16 @@ def test_a_strategy_leaving_its_estimator_unset_counts_with_the_runs_like_one_wi
 
 
 def test_compact_and_the_same_by_construction_rule_read_the_same_defaults(unset: str) -> None:
-    [transcript], windows = load_file(SESSION), ContextWindows(overrides={"": 32_000})
-    shown, plain = compact(transcript, unset, windows=windows), compact(transcript, "truncate", windows=windows)
+    [session], windows = load_file(SESSION), ContextWindows(overrides={"": 32_000})
+    shown, plain = compact(session, unset, windows=windows), compact(session, "truncate", windows=windows)
     assert (shown.trigger, shown.estimator) == (Trigger(), "hybrid") == (plain.trigger, plain.estimator)
     assert shown.call == plain.call and shown.after.messages == plain.after.messages
-    design = compact(transcript, "seed-003", windows=windows)
+    design = compact(session, "seed-003", windows=windows)
     assert (design.trigger, design.estimator) == (get_strategy("seed-003").trigger, "words")
     # The rule that groups identical settings keys them by the trigger and estimator the replay uses.
     # (The replay scales the trigger's reserve to the simulated window, alike for every pi setting.)
-    pi, preset = compact(transcript, "pi", windows=windows), get_strategy("pi")
-    scaled = window_and_trigger(preset, None, windows, transcript.calls[0].model, transcript.context_window)[1]
-    assert construction_key(StrategyConfig("pi", "pi"))[1:3] == (preset.trigger, pi.estimator) and scaled == pi.trigger
-    chosen = StrategyConfig("pi-50", "pi", trigger=Trigger(fraction=0.5), estimator="words")
+    pi, preset = compact(session, "pi", windows=windows), get_strategy("pi")
+    scaled = window_and_trigger(preset, None, windows, session.calls[0].model, session.context_window)[1]
+    assert construction_key(Setting("pi", "pi"))[1:3] == (preset.trigger, pi.estimator) and scaled == pi.trigger
+    chosen = Setting("pi-50", "pi", trigger=Trigger(fraction=0.5), estimator="words")
     assert construction_key(chosen)[1:3] == (Trigger(fraction=0.5), "words")

@@ -11,9 +11,9 @@ from compactlab.replay.replay import replay
 from compactlab.replay.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.runs.run_config import RunConfig, windows_of
 from compactlab.runs.sweep import grid
+from compactlab.sessions.importers import load_file
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 # Claude Code sessions whose context jumps past several thresholds at one call (with the loop guard's
@@ -26,10 +26,10 @@ SESSIONS = {
 
 @pytest.mark.parametrize("name", list(SESSIONS))
 def test_shared_compactions_change_no_row_and_are_made_once(name: str) -> None:
-    [transcript] = load_file(bundled("claude-code-log", SESSIONS[name]))
-    configs = [replace(c, estimator="tiktoken-o200k") for c in grid([name], THRESHOLDS, (16_000,))]
+    [session] = load_file(bundled("claude-code-log", SESSIONS[name]))
+    settings = [replace(c, estimator="tiktoken-o200k") for c in grid([name], THRESHOLDS, (16_000,))]
     windows = windows_of(RunConfig())  # a run's default: every model replayed with a 64k window
-    alone = [replay(transcript, c, windows) for c in configs]
+    alone = [replay(session, c, windows) for c in settings]
     made: list[object] = []
 
     class Counted:  # the strategy, counting the compactions it is asked to make
@@ -44,11 +44,11 @@ def test_shared_compactions_change_no_row_and_are_made_once(name: str) -> None:
         def __eq__(self, other):
             return isinstance(other, Counted) and other.strategy == self.strategy
 
-    instances = {c.label: Counted(get_strategy(c.strategy, **dict(c.settings))) for c in configs}
+    instances = {c.label: Counted(get_strategy(c.strategy, **dict(c.settings))) for c in settings}
     sharing = shared_by_setting(instances)
     assert len({id(s) for s in sharing.values()}) == 1  # equal strategies: one for all the thresholds
-    meter = Meter(transcript, "tiktoken-o200k")
-    shared = [replay(transcript, c, windows, meter=meter, strategy=sharing[c.label]) for c in configs]
+    meter = Meter(session, "tiktoken-o200k")
+    shared = [replay(session, c, windows, meter=meter, strategy=sharing[c.label]) for c in settings]
     assert [r.calls for r in shared] == [r.calls for r in alone]
     assert [r.compactions for r in shared] == [r.compactions for r in alone]
     compactions = sum(len(r.compactions) for r in alone)

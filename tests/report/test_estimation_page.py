@@ -1,4 +1,4 @@
-"""The estimation report page, rendered from real bundled transcripts."""
+"""The estimation report page, rendered from real bundled sessions."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from compactlab.report.estimation_section import estimation_context, render_estimation_page, write_estimation_report
+from compactlab.sessions.loading import load_inputs
 from compactlab.tokens.estimation import EstimationResult, run_estimation, summarize
-from compactlab.transcripts.loading import load_inputs
 
 PAYLOAD = "<script>alert(1)</script>"
 # HTML elements that never have a closing tag.
@@ -21,7 +21,7 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 @pytest.fixture(scope="module")
 def estimated() -> tuple[EstimationResult, pd.DataFrame]:
     # One Claude Code and one mini-swe-agent (DeepSeek) dataset: two families, both with a calibration line.
-    result = run_estimation(load_inputs(["m-claude", "mini-swe-agent-pr816"]).transcripts)
+    result = run_estimation(load_inputs(["m-claude", "mini-swe-agent-pr816"]).sessions)
     return result, summarize(result.calls)
 
 
@@ -114,10 +114,10 @@ def test_no_network_resources(page: str) -> None:
 def test_data_is_escaped(estimated: tuple[EstimationResult, pd.DataFrame]) -> None:
     result, _ = estimated
     calls = result.calls.copy()
-    first = calls["transcript"].iloc[0]
-    calls["transcript"] = calls["transcript"].replace({first: f"{first}{PAYLOAD}"})
+    first = calls["session"].iloc[0]
+    calls["session"] = calls["session"].replace({first: f"{first}{PAYLOAD}"})
     calls["model"] = calls["model"].where(calls["family"] != "deepseek", f"deepseek-{PAYLOAD}")
-    hostile = EstimationResult(calls=calls, fits=result.fits, transcripts_without_calls=0, damaged_transcripts=(PAYLOAD,))
+    hostile = EstimationResult(calls=calls, fits=result.fits, sessions_without_calls=0, damaged_sessions=(PAYLOAD,))
     page = render_estimation_page(hostile, summarize(calls))
     assert PAYLOAD not in page
     assert "alert(1)" in page  # still shown, as text: in the tables, and in the chart legend

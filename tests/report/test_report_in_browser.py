@@ -10,7 +10,7 @@ What is checked, with Chromium's own output only (`--dump-dom` prints the DOM af
 - every chart renders with a non-zero size (a probe copy of the page adds a measuring script,
   allowed by its own hash, and writes each SVG's size into the DOM);
 - a screenshot is not blank (PNG decoded with zlib, pixel spread checked);
-- hostile transcript text shows as text and runs nothing.
+- hostile session text shows as text and runs nothing.
 """
 
 from __future__ import annotations
@@ -203,10 +203,10 @@ def decode_png(data: bytes) -> tuple[int, int, bytearray]:
     return width, height, rgb
 
 
-def test_hostile_transcript_runs_nothing(tmp_path: Path) -> None:
+def test_hostile_session_runs_nothing(tmp_path: Path) -> None:
     page = hostile_run(tmp_path / "hostile") / "report.html"
     dom, console = dump_dom(page, tmp_path / "profile")
-    assert "".join(dom.title) == TITLE, "a script from the transcript changed the title"
+    assert "".join(dom.title) == TITLE, "a script from the session changed the title"
     assert console == [], console
     assert not [attrs for tag, attrs in dom.elements if tag == "img" or attrs.get("src") == "x"]
     assert not [(tag, attrs) for tag, attrs in dom.elements if any(name.startswith("on") for name in attrs)]

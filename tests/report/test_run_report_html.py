@@ -1,4 +1,4 @@
-"""The run report and the run diff, checked as HTML: real small runs of bundled transcripts."""
+"""The run report and the run diff, checked as HTML: real small runs of bundled sessions."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from compactlab.cli.main import main
 from compactlab.report.diff import diff_runs, format_diff
 from compactlab.report.run_data import figures_and_recommendation, load_light, load_run
 from compactlab.report.run_report import TITLE
-from compactlab.report.transcripts import SHOWN_TRANSCRIPTS, select_transcripts
+from compactlab.report.sessions import SHOWN_SESSIONS, select_sessions
 from compactlab.results.catalogue import metric as metric_named
 from tests.conftest import VERDICT, SharedRun
 from tests.report.test_estimation_page import parse
@@ -71,7 +71,7 @@ def test_run_writes_one_well_formed_standalone_report(run_dir: Path, page: str) 
     parsed = parse(page)
     assert parsed.problems == [] and parsed.stack == []
     assert page.startswith("<!doctype html>") and f"<title>{TITLE}</title>" in page
-    for section in ("overview", "estimation", "transcripts", "real-compactions", "metadata"):
+    for section in ("overview", "estimation", "sessions", "real-compactions", "metadata"):
         assert page.count(f'<section id="{section}">') == 1
     ids = re.findall(r'\sid="([^"]+)"', page)
     assert len(ids) == len(set(ids))
@@ -104,10 +104,10 @@ def test_overview_answers_which_strategy_and_what_it_costs(run_dir: Path, page: 
     run = load_run(run_dir)
     figures, choice = figures_and_recommendation(run)
     # prune lets calls exceed the 64k window in the session it cannot shrink: not recommendable.
-    assert choice.config in {"summarize", "pi"} and "over the context window" in choice.not_recommendable["prune"]
+    assert choice.setting in {"summarize", "pi"} and "over the context window" in choice.not_recommendable["prune"]
     headline = re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1)
-    assert re.search(VERDICT + re.escape(f"{choice.config}</strong>"), headline) and choice.rule.text in html.unescape(headline)
-    row = figures.set_index("config").loc[choice.config]
+    assert re.search(VERDICT + re.escape(f"{choice.setting}</strong>"), headline) and choice.rule.text in html.unescape(headline)
+    row = figures.set_index("setting").loc[choice.setting]
     assert (
         f"{100 * row['removed_share_mean']:.1f}%" in headline
         and f"{100 * row['preservation_or_untouched_mean']:.1f}%" in headline
@@ -124,8 +124,8 @@ def test_overview_answers_which_strategy_and_what_it_costs(run_dir: Path, page: 
 def test_untouched_sessions_count_as_kept_in_the_recommendation(run_dir: Path) -> None:
     run = load_run(run_dir)
     figures, _ = figures_and_recommendation(run)
-    figures = figures.set_index("config")
-    frame = run.transcripts[~run.transcripts["damaged"] & (run.transcripts["config"] == "summarize")]
+    figures = figures.set_index("setting")
+    frame = run.sessions[~run.sessions["damaged"] & (run.sessions["setting"] == "summarize")]
     expected = frame["preservation_k1"].where(frame["compactions"] > 0, 1.0).mean()
     assert frame["compactions"].eq(0).any() and expected > frame["preservation_k1"].mean()
     assert figures.loc["summarize", "preservation_or_untouched_mean"] == pytest.approx(expected)
@@ -133,12 +133,12 @@ def test_untouched_sessions_count_as_kept_in_the_recommendation(run_dir: Path) -
 
 
 def test_the_report_renders_from_the_run_directory_alone(run_dir: Path, page: str, tmp_path: Path, monkeypatch) -> None:
-    """No transcript is read again: with the datasets gone (and any read of one failing) the report
+    """No session is read again: with the datasets gone (and any read of one failing) the report
     is the same page, its estimation and trust figures read from what the run wrote."""
-    import compactlab.transcripts.loading as loading
+    import compactlab.sessions.loading as loading
 
     def no_reading(*args, **kwargs):
-        raise AssertionError("the report read a transcript")
+        raise AssertionError("the report read a session")
 
     monkeypatch.setattr(loading, "read_files", no_reading)
     monkeypatch.setattr(loading, "load_inputs", no_reading)
@@ -147,8 +147,8 @@ def test_the_report_renders_from_the_run_directory_alone(run_dir: Path, page: st
     assert main(["report", str(copy), "--out", str(tmp_path / "again.html")]) == 0
     again = (tmp_path / "again.html").read_text(encoding="utf-8")
     assert again.replace(str(copy), str(run_dir)) == page
-    assert (copy / "sessions.json").exists() and (copy / "estimation" / "calls.parquet").exists()
-    section = page[page.index('<section id="trust">') : page.index('<section id="transcripts">')]
+    assert (copy / "session_facts.json").exists() and (copy / "estimation" / "calls.parquet").exists()
+    section = page[page.index('<section id="trust">') : page.index('<section id="sessions">')]
     assert "did not measure" not in section and "Not measured" not in page
 
 
@@ -162,14 +162,14 @@ def test_a_run_directory_without_its_summary_is_refused(run_dir: Path, tmp_path:
 
 def test_every_session_shown_has_its_saw_tooth_and_drill_down(run_dir: Path, page: str) -> None:
     run = load_run(run_dir)
-    shown = select_transcripts(run)
-    assert REAL_COMPACTION in shown and len(shown) <= SHOWN_TRANSCRIPTS + 2
-    section = page[page.index('<section id="transcripts">') : page.index('<section id="real-compactions">')]
+    shown = select_sessions(run)
+    assert REAL_COMPACTION in shown and len(shown) <= SHOWN_SESSIONS + 2
+    section = page[page.index('<section id="sessions">') : page.index('<section id="real-compactions">')]
     assert section.count("<svg") == len(shown)
     compacted = sum(
         1
         for r in run.compaction_rows
-        if r["transcript"] in shown and not r["failed"] and not (r["note"].startswith("nothing") and not r["messages_removed"])
+        if r["session"] in shown and not r["failed"] and not (r["note"].startswith("nothing") and not r["messages_removed"])
     )
     assert section.count('<details class="compaction">') == compacted
     assert '<pre class="text">' in section and "lost:" not in section  # lost/kept labels come from CSS, not text
@@ -178,13 +178,13 @@ def test_every_session_shown_has_its_saw_tooth_and_drill_down(run_dir: Path, pag
 
 def test_the_report_reads_the_compaction_rows_of_the_sessions_it_shows(run_dir: Path) -> None:
     run = load_run(run_dir)
-    shown = select_transcripts(run, count=1)  # (the small run's few sessions are all shown at the usual count)
+    shown = select_sessions(run, count=1)  # (the small run's few sessions are all shown at the usual count)
     everything = run.compaction_rows
-    assert {r["transcript"] for r in everything} - set(shown), "a session with compaction rows is not shown"
+    assert {r["session"] for r in everything} - set(shown), "a session with compaction rows is not shown"
     chosen = replace(run, rows_of=tuple(shown)).compaction_rows
-    assert chosen == tuple(r for r in everything if r["transcript"] in shown)  # the same rows, in commit order
-    recorded = {r["transcript"] for r in everything if run.strategy_of(r["config"]) == "recorded" and not r["failed"]}
-    assert recorded and recorded <= set(shown)  # every session with a real compaction is shown (from transcripts.csv)
+    assert chosen == tuple(r for r in everything if r["session"] in shown)  # the same rows, in commit order
+    recorded = {r["session"] for r in everything if run.strategy_of(r["setting"]) == "recorded" and not r["failed"]}
+    assert recorded and recorded <= set(shown)  # every session with a real compaction is shown (from sessions.csv)
 
 
 def test_real_compaction_side_by_side(run_dir: Path, page: str) -> None:
@@ -213,7 +213,7 @@ def test_metadata_says_what_was_left_out(page: str) -> None:
     assert "compactlab 0.1.0" in section and "Content-Security-Policy" not in section
 
 
-def test_hostile_transcript_text_is_shown_as_text(tmp_path: Path) -> None:
+def test_hostile_session_text_is_shown_as_text(tmp_path: Path) -> None:
     page = (hostile_run(tmp_path) / "report.html").read_text(encoding="utf-8")
     for payload in (SCRIPT, IMG):
         assert payload not in page
@@ -239,7 +239,7 @@ def test_diff_of_a_run_with_itself_changes_nothing(run_dir: Path, tmp_path: Path
     out = tmp_path / "diff.html"
     assert main(["diff", str(run_dir), str(run_dir), "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "no transcript changed beyond the tolerances" in text and f"wrote {out}" in text
+    assert "no session changed beyond the tolerances" in text and f"wrote {out}" in text
     diff = diff_runs(run_dir, run_dir, resamples=200)
     assert set(diff.metrics["verdict"]) <= {"same", "n/a"}
     assert (diff.metrics["change"].dropna() == 0).all()
@@ -255,16 +255,16 @@ def test_diff_names_what_got_better_and_worse(run_dir: Path, tmp_path: Path) -> 
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta.pop("format") == 3  # B is of format 2, as the reference run: read through its upgrade
     (changed / "meta.json").write_text(json.dumps(meta))
-    frame = load_light(run_dir).transcripts
+    frame = load_light(run_dir).sessions
     ranked = frame[~frame["damaged"]]
-    target = ranked[ranked["config"] == "summarize"]["transcript"].iloc[0]
-    rows = (frame["config"] == "summarize") & (frame["transcript"] == target)
+    target = ranked[ranked["setting"] == "summarize"]["session"].iloc[0]
+    rows = (frame["setting"] == "summarize") & (frame["session"] == target)
     frame.loc[rows, "removed_share"] += 0.2
-    frame.loc[frame["config"] == "pi", "total_cost"] += 1.0
-    frame.drop(columns=["damaged"]).to_csv(changed / "transcripts.csv.gz", index=False)  # as the reference run keeps it
+    frame.loc[frame["setting"] == "pi", "total_cost"] += 1.0
+    frame.drop(columns=["damaged"]).to_csv(changed / "sessions.csv.gz", index=False)  # as the reference run keeps it
     diff = diff_runs(run_dir, changed, resamples=200)
-    per = diff.transcripts.set_index(["label", "metric"])
-    assert per.loc[("summarize", "tokens removed"), "transcript"] == target
+    per = diff.sessions.set_index(["label", "metric"])
+    assert per.loc[("summarize", "tokens removed"), "session"] == target
     assert per.loc[("summarize", "tokens removed"), "verdict"] == "better"
     assert set(per.loc[("pi", "cost change per session ($)"), "verdict"]) == {"worse"}
     metrics = diff.metrics.set_index(["label", "metric"])
@@ -281,13 +281,13 @@ def test_diff_shows_a_and_b_over_the_pairs_its_change_is_over(tmp_path: Path) ->
     reference = Path(__file__).resolve().parents[2] / "reports" / "reference"
     changed = tmp_path / "b"
     shutil.copytree(reference, changed)
-    frame = load_light(reference).transcripts
-    known = frame[~frame["damaged"] & (frame["config"] == "summarize") & frame["preservation_k1"].notna()]
+    frame = load_light(reference).sessions
+    known = frame[~frame["damaged"] & (frame["setting"] == "summarize") & frame["preservation_k1"].notna()]
     assert len(known) >= 10
-    dropped, moved = known["transcript"].iloc[0], known["transcript"].iloc[1]
-    frame.loc[(frame["config"] == "summarize") & (frame["transcript"] == dropped), "preservation_k1"] = np.nan
-    frame.loc[(frame["config"] == "summarize") & (frame["transcript"] == moved), "preservation_k1"] -= 0.5
-    frame.drop(columns=["damaged"]).to_csv(changed / "transcripts.csv.gz", index=False)
+    dropped, moved = known["session"].iloc[0], known["session"].iloc[1]
+    frame.loc[(frame["setting"] == "summarize") & (frame["session"] == dropped), "preservation_k1"] = np.nan
+    frame.loc[(frame["setting"] == "summarize") & (frame["session"] == moved), "preservation_k1"] -= 0.5
+    frame.drop(columns=["damaged"]).to_csv(changed / "sessions.csv.gz", index=False)
     diff = diff_runs(reference, changed, resamples=200)
     for row in diff.metrics.dropna(subset=["a", "b", "change"]).itertuples():
         assert row.b - row.a == pytest.approx(row.change, abs=1e-9), (row.label, row.metric)
@@ -302,16 +302,16 @@ def test_strategy_labels_in_charts_are_escaped(run_dir: Path) -> None:
     run = load_run(run_dir)
     hostile = {label: f"{label}{SCRIPT}" for label in run.labels}
     figures, choice = figures_and_recommendation(run)
-    figures = figures.assign(config=lambda f: f["config"].map(hostile))
+    figures = figures.assign(setting=lambda f: f["setting"].map(hostile))
     choice = replace(
         choice,
-        config=hostile[choice.config],
+        setting=hostile[choice.setting],
         frontier=tuple(map(hostile.get, choice.frontier)),
         not_recommendable={hostile[k]: v for k, v in choice.not_recommendable.items()},
     )
     colours = colours_for(hostile.values())
     svg, _ = pareto_chart(figures, choice, colours)
-    calls = run.calls[run.calls["transcript"] == REAL_COMPACTION].assign(config=lambda f: f["config"].map(hostile))
+    calls = run.calls[run.calls["session"] == REAL_COMPACTION].assign(setting=lambda f: f["setting"].map(hostile))
     saw, _ = sawtooth_chart(calls, colours, [103])
     for chart in (svg, saw):
         assert "<script" not in chart and "&lt;script&gt;document.title=" in chart

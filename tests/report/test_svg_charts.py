@@ -19,8 +19,8 @@ from compactlab.report.charts import error_distribution_chart, scatter_chart
 from compactlab.report.run_charts import colours_for
 from compactlab.report.run_data import load_run
 from compactlab.report.sawtooth import sawtooth_chart
+from compactlab.report.sessions import recorded_rows
 from compactlab.report.svg_plot import nice_ticks, text_width, thinned
-from compactlab.report.transcripts import recorded_rows
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, IN_SAMPLE
 from tests.conftest import SharedRun
 
@@ -69,12 +69,12 @@ def test_ticks_are_round_and_inside() -> None:
 def test_sawtooth_draws_every_series_where_its_ticks_say(run_dir: Path) -> None:
     run = load_run(run_dir)
     calls = run.calls_of([REAL_COMPACTION])
-    real = sorted({r["call"] for r in recorded_rows(run) if r["transcript"] == REAL_COMPACTION})
+    real = sorted({r["call"] for r in recorded_rows(run) if r["session"] == REAL_COMPACTION})
     colours = colours_for(run.labels)
     svg, untouched = sawtooth_chart(calls, colours, real)
     root = tree(svg)
     full = calls.drop_duplicates("call").sort_values("call")["full_tokens"].to_numpy(float)
-    series = {tuple(g.sort_values("call")["context_tokens"]) for _, g in calls.groupby("config")} - {tuple(full)}
+    series = {tuple(g.sort_values("call")["context_tokens"]) for _, g in calls.groupby("setting")} - {tuple(full)}
     drawn = [p for p in root.iter(f"{SVG}path") if len(points(p)) > 2]  # (a key's sample is two points)
     lines = [p for p in drawn if p.get("stroke-width") == "1.1"]
     assert len(lines) == len(series) >= 1 and set(untouched) | {"recorded"} <= set(run.labels)
@@ -92,7 +92,7 @@ def test_sawtooth_draws_every_series_where_its_ticks_say(run_dir: Path) -> None:
 
 def test_thinning_drops_only_what_cannot_be_seen(run_dir: Path) -> None:
     calls = load_run(run_dir).calls_of([REAL_COMPACTION])
-    for _, group in calls.groupby("config"):
+    for _, group in calls.groupby("setting"):
         xs = group["call"].to_numpy(float) * 1.7
         ys = 200 - group["context_tokens"].to_numpy(float) / 500
         kept_x, kept_y = thinned(xs, ys)

@@ -15,12 +15,12 @@ import pytest
 
 from compactlab.cli.main import main
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
 from compactlab.scoring.reacquisition import reacquisition_at
+from compactlab.sessions.importers import load_file
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.estimation import run_estimation
-from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 REAL = (("m-claude", "3af9b1a7"), ("m-claude", "97b0ffde"))
@@ -48,17 +48,17 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_summary_json_holds_the_reacquisition_at_every_real_compaction(run: dict) -> None:
     found = run["summary"]["trust"]["reacquisition"]
-    by_transcript = {row["transcript"][:8]: row for row in found["compactions"]}
-    assert set(by_transcript) == {
+    by_session = {row["session"][:8]: row for row in found["compactions"]}
+    assert set(by_session) == {
         "3af9b1a7",
         "97b0ffde",
     }  # one row per real compaction, nothing for the session that never compacted
     for dataset, stem in REAL:
-        [transcript] = load_file(bundled(dataset, stem), lenient=True)
-        replayed = replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows())
+        [session] = load_file(bundled(dataset, stem), lenient=True)
+        replayed = replay(session, Setting("recorded", "recorded"), ContextWindows())
         [row], [compacted] = replayed.compactions, replayed.compacted
-        expected = reacquisition_at(transcript.messages, row.message_index, compacted)
-        got = by_transcript[stem]
+        expected = reacquisition_at(session.messages, row.message_index, compacted)
+        got = by_session[stem]
         assert (got["call"], got["lost"], got["lost_reacquired"], got["kept"], got["kept_reacquired"]) == (
             row.call,
             expected.lost,
@@ -81,9 +81,9 @@ def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
     assert 'href="#trust"' in page and "How far to trust these numbers" in page
     fidelity = re.search(r'id="trust-fidelity-table">(.*?)</table>', section, re.S).group(1)
     for check in run["summary"]["recorded_fidelity"]:
-        row = re.search(
-            rf"{check['transcript']}</code></td><td class=\"num\">{check['call']}</td>(.*?)</tr>", fidelity, re.S
-        ).group(1)
+        row = re.search(rf"{check['session']}</code></td><td class=\"num\">{check['call']}</td>(.*?)</tr>", fidelity, re.S).group(
+            1
+        )
         assert f"{check['fidelity_predicted']:,.0f}" in row and f"{check['fidelity_recorded']:,.0f}" in row
         assert f"{100 * check['relative_error']:+.1f}%".replace("-", "−") in row
     assert "Lost items re-acquired before use: 0 of 2 (0%)" in section and "kept items re-acquired: 3 of 8 (38%)" in section
@@ -96,8 +96,8 @@ def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
     at_once = re.search(r'id="trust-reacquisition-table">.*?3af9b1a7.*?</tr>', section, re.S).group(0)
     assert re.findall(r'<td class="num">([^<]*)</td>', at_once) == ["103", "0 of 2 (0%)", "3 of 8 (38%)", "2"]
     # 3. The run's estimator (hybrid) on its undamaged sessions, every call but the first.
-    transcripts = [t for f in run["files"] for t in load_file(f, lenient=True) if not t.skipped]
-    calls = run_estimation(transcripts, ["hybrid"]).calls
+    sessions = [t for f in run["files"] for t in load_file(f, lenient=True) if not t.skipped]
+    calls = run_estimation(sessions, ["hybrid"]).calls
     rel = calls.loc[~calls["first_call"].astype(bool), "rel_error"].to_numpy(float)
     row = re.search(r'id="trust-estimators-table">.*?<td>hybrid</td>(.*?)</tr>', section, re.S).group(1)
     assert f"{100 * np.abs(rel).mean():.1f}%" in row and f"{len(rel):,}" in row
@@ -110,7 +110,7 @@ def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
         sum(int(n.replace(",", "")) for name, n in sources if name != "all") == len(rel) == int(sources[-1][1].replace(",", ""))
     )
     # 4. The measured-size rule on the one session without a real compaction.
-    table = error_table([r for t in transcripts for r in kept_tail_errors(t, "hybrid")]).loc["all"]
+    table = error_table([r for t in sessions for r in kept_tail_errors(t, "hybrid")]).loc["all"]
     assert table["sessions"] == 1
     assert f"Median absolute error <strong>{table['measured_median_abs_pct']:.1f}%</strong>" in section
     assert "What it means for you" in section and section.count("What it means for you") == 4

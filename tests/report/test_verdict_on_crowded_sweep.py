@@ -52,7 +52,7 @@ def test_the_pareto_plot_names_only_the_frontier_and_the_pick(crowded: Path) -> 
     figures, recommendation = figures_and_recommendation(run)
     boxes: list = []
     svg, key = pareto_chart(figures, recommendation, colours_for(run.labels), placed=boxes)
-    named = figures[figures["config"].isin(recommendation.frontier) | (figures["config"] == recommendation.config)]
+    named = figures[figures["setting"].isin(recommendation.frontier) | (figures["setting"] == recommendation.setting)]
     distinct = named[["removed_share_mean", "preservation_or_untouched_mean"]].round(12).drop_duplicates()
     # Before: every setting's marker carried a name or a number (29 labels, 16 of them numbers, on the 64-point grid).
     assert len(figures) == len(grid(DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS)) and 0 < len(boxes) == len(distinct) - sum(
@@ -64,13 +64,13 @@ def test_the_pareto_plot_names_only_the_frontier_and_the_pick(crowded: Path) -> 
 
 def test_one_next_grid_that_does_not_send_the_user_back(crowded: Path) -> None:
     sweep = json.loads((crowded / "sweep.json").read_text())
-    picked = sweep["recommendation"]["config"]
+    picked = sweep["recommendation"]["setting"]
     assert len(sweep["warnings"]) <= 1
     if sweep["warnings"]:
         command = sweep["warnings"][0].split("Next grid: ")[1]
         thresholds = [float(t) for t in re.search(r"--thresholds ([\d. ]+)", command).group(1).split()]
         swept = sorted({p["threshold"] for p in sweep["points"]})
-        pick = next(p for p in sweep["points"] if p["config"] == picked)["threshold"]
+        pick = next(p for p in sweep["points"] if p["setting"] == picked)["threshold"]
         # The pick is inside the next grid, not at its other edge: the next sweep cannot send the user back.
         if pick in (swept[0], swept[-1]):
             assert min(thresholds) < pick < max(thresholds) or pick == 1.0
@@ -79,7 +79,7 @@ def test_one_next_grid_that_does_not_send_the_user_back(crowded: Path) -> None:
 def test_the_headline_says_what_the_strategy_is_what_the_cost_counts_and_the_windows(crowded: Path) -> None:
     text = _text((crowded / "report.html").read_text(encoding="utf-8"))
     summary = json.loads((crowded / "summary.json").read_text())
-    strategy = summary["recommendation"]["config"].split("@")[0]
+    strategy = summary["recommendation"]["setting"].split("@")[0]
     start = text.index("Which strategy should I use")
     headline = text[start : text.index("Leaderboard", start)]
     assert re.search(rf"{re.escape(strategy)} ?: \S", headline) and "Source: " in headline
@@ -106,7 +106,7 @@ def test_the_leaderboard_fits_the_terminal(crowded: Path, monkeypatch: pytest.Mo
     for width in (80, 120):
         narrow = format_leaderboard(board, recommendation, same, width=width)
         assert max(map(len, narrow.splitlines())) <= width
-        assert recommendation.config in narrow
+        assert recommendation.setting in narrow
     # What did not fit is said, not dropped silently.
     narrow = " ".join(format_leaderboard(board, recommendation, same, width=80).split())
     assert "every figure is in summary.json and --json" in narrow

@@ -54,7 +54,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "files": files,
         "printed": printed,
         "summary": summary,
-        "figures": {row["config"]: row for row in summary["leaderboard"]},
+        "figures": {row["setting"]: row for row in summary["leaderboard"]},
     }
 
 
@@ -70,7 +70,7 @@ def plain(text: str) -> str:
 
 def test_summary_json_holds_the_one_computation_and_the_rule(run: dict) -> None:
     summary = run["summary"]
-    again = setting_figures(load_light(run["dir"]).transcripts).set_index("config")
+    again = setting_figures(load_light(run["dir"]).sessions).set_index("setting")
     for config, row in run["figures"].items():
         for name in REPORTED:
             assert figure(row, name) == pytest.approx(
@@ -79,12 +79,12 @@ def test_summary_json_holds_the_one_computation_and_the_rule(run: dict) -> None:
     recommendation = summary["recommendation"]
     assert recommendation["rule"] == Rule().text and recommendation["reason"]
     assert set(recommendation["not_recommendable"]) | set(recommendation["frontier"]) <= set(run["figures"])
-    if recommendation["config"] is not None:
-        best = run["figures"][recommendation["config"]]
-        assert best["over_window_calls_total"] == 0 and recommendation["config"] in recommendation["frontier"]
+    if recommendation["setting"] is not None:
+        best = run["figures"][recommendation["setting"]]
+        assert best["over_window_calls_total"] == 0 and recommendation["setting"] in recommendation["frontier"]
         # No recommendable setting is better on both axes of the plot.
         for config, row in run["figures"].items():
-            if config not in recommendation["not_recommendable"] and config != recommendation["config"]:
+            if config not in recommendation["not_recommendable"] and config != recommendation["setting"]:
                 assert not (
                     row["removed_share_mean"] >= best["removed_share_mean"]
                     and row["preservation_or_untouched_mean"] >= best["preservation_or_untouched_mean"]
@@ -144,12 +144,12 @@ def test_the_report_shows_the_same_figures_labels_and_recommendation(run: dict) 
     headline = html.unescape(re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1))
     recommendation = run["summary"]["recommendation"]
     assert recommendation["rule"] in headline
-    if recommendation["config"] is None:
+    if recommendation["setting"] is None:
         assert "No recommendation:" in headline and recommendation["reason"] in headline
     else:
-        best = run["figures"][recommendation["config"]]
+        best = run["figures"][recommendation["setting"]]
         # "Use X", or the verdict's doubt first ("No clear winner. Best by the rule: X", "Tentatively ...: X").
-        assert re.search(VERDICT + re.escape(f"{recommendation['config']}</strong>"), headline)
+        assert re.search(VERDICT + re.escape(f"{recommendation['setting']}</strong>"), headline)
         for name in ("removed_share", "preservation_or_untouched", "over_window_share", "preservation_k1"):
             assert (
                 f"{metric(name).label} <strong>{metric(name).format(figure(best, name))}" in headline

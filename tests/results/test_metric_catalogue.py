@@ -19,9 +19,9 @@ from compactlab.report.diff import METRICS as DIFF_METRICS
 from compactlab.results.catalogue import BY_NAME, KIND_METRICS, REPORTED, metric
 from tests.conftest import SharedRun
 
-# Columns of transcripts.csv that are not figures: the row's keys and the run's own bookkeeping
+# Columns of sessions.csv that are not figures: the row's keys and the run's own bookkeeping
 # (damaged records, incomplete sessions, no-op and fallback compactions are counted, not compared).
-NOT_FIGURES = {"transcript", "config", "damaged", "incomplete", "noop_compactions", "fallback_compactions"}
+NOT_FIGURES = {"session", "setting", "damaged", "incomplete", "noop_compactions", "fallback_compactions"}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def run(small_run: SharedRun) -> dict:
     """The session's small real run (tests/conftest.py): four bundled files, four strategies."""
     out = small_run.folder
     return {
-        "table": pd.read_csv(out / "transcripts.csv"),
+        "table": pd.read_csv(out / "sessions.csv"),
         "summary": json.loads((out / "summary.json").read_text()),
         "page": html.unescape((out / "report.html").read_text(encoding="utf-8")),
         "printed": small_run.printed,

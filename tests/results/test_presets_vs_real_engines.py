@@ -8,14 +8,14 @@ from pathlib import Path
 
 from compactlab.cli.main import main
 from compactlab.contract import Trigger
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.results.leaderboard import summary_document
 from compactlab.results.real_engines import agreement, engine_rows
 from compactlab.runs import run_result, runs
 from compactlab.runs.run_config import RunConfig
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.loading import load_inputs
 from compactlab.strategies.registry import get_strategy
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.loading import load_inputs
 from tests.conftest import DATASETS, bundled
 
 AUTO = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)[0]
@@ -46,7 +46,7 @@ def test_claude_code_fires_where_the_real_auto_compaction_did() -> None:
 
 def test_pi_fires_at_its_two_automatic_looking_compactions_only() -> None:
     rows = [
-        row for path in sorted((DATASETS / "pi-sessions" / "transcripts").glob("*.gz")) for row in engine_rows(load_file(path)[0])
+        row for path in sorted((DATASETS / "pi-sessions" / "sessions").glob("*.gz")) for row in engine_rows(load_file(path)[0])
     ]
     assert [(r.real_tokens_before, r.calls_apart) for r in rows] == [
         (184_525, -2),  # over window − 16,384: pi's own trigger, at the end of the turn before
@@ -58,18 +58,18 @@ def test_pi_fires_at_its_two_automatic_looking_compactions_only() -> None:
 
 
 def test_the_preset_at_the_real_compactions_is_measured_against_the_next_prompt() -> None:
-    config = StrategyConfig("pi-at-real", "pi", at_real_compactions=True)
+    config = Setting("pi-at-real", "pi", at_real_compactions=True)
     from compactlab.replay.replay import replay
 
-    [transcript] = load_file(bundled("pi-sessions", "pi-mono-before-compaction"))
-    rows = replay(transcript, config).compactions
-    assert [r.message_index for r in rows] == [m.at_message for m in transcript.compactions]
+    [session] = load_file(bundled("pi-sessions", "pi-mono-before-compaction"))
+    rows = replay(session, config).compactions
+    assert [r.message_index for r in rows] == [m.at_message for m in session.compactions]
     assert all(r.fidelity_recorded is not None and r.fidelity_predicted is not None for r in rows)
 
 
 def test_every_shared_auto_compaction_agrees_with_the_claude_code_preset(shared: Path) -> None:
     loaded = load_inputs([str(shared / "pai-claude"), str(shared / "m-claude")], lenient=True)
-    rows = [row for t in loaded.transcripts for row in engine_rows(t)]
+    rows = [row for t in loaded.sessions for row in engine_rows(t)]
     found = agreement(rows)["claude-code"]
     assert found["auto"] == 7 and found["auto_agree"] == 7 and found["manual"] == 3
 
@@ -78,16 +78,16 @@ def test_the_cli_and_a_run_show_it(tmp_path: Path, capsys) -> None:
     assert main(["engines", "pi-sessions", "--json"]) == 0
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(printed) == 4 and {p["preset"] for p in printed} == {"pi"}
-    config = RunConfig(datasets=("pi-sessions",), strategies=(StrategyConfig("truncate", "truncate"),))
+    config = RunConfig(datasets=("pi-sessions",), strategies=(Setting("truncate", "truncate"),))
     summary = summary_document(runs.run(config, tmp_path / "run", workers=1), resamples=100)
     assert len(summary["presets_vs_engines"]["rows"]) == 4
     assert "fires within ±2 calls of 2 of 4" in summary["presets_vs_engines"]["agreement"]["pi"]["line"]
 
 
 def test_a_run_finds_in_its_workers_what_reading_the_files_again_finds(tmp_path: Path) -> None:
-    # The presets against the real engines are made where each transcript is replayed (two worker
+    # The presets against the real engines are made where each session is replayed (two worker
     # processes here): the same document as the definition, the files read again by the run's process.
-    config = RunConfig(datasets=("m-claude", "pi-sessions"), strategies=(StrategyConfig("truncate", "truncate"),))
+    config = RunConfig(datasets=("m-claude", "pi-sessions"), strategies=(Setting("truncate", "truncate"),))
     result = runs.run(config, tmp_path / "run", workers=2)
     again = run_result.real_engines(result.read)
     assert len(again["rows"]) >= 6 and result.engines == again

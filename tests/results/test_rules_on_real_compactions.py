@@ -8,9 +8,9 @@ from dataclasses import replace
 from compactlab.measure.real_compactions import SHIPPED, excluded, fidelity_rows, grid, rule_report
 from compactlab.measure.rule_choice import Figures, choose, loso
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
-from compactlab.transcripts.context_readings import fidelity_exclusions
-from compactlab.transcripts.importers import load_file
+from compactlab.replay.setting import Setting
+from compactlab.sessions.context_readings import fidelity_exclusions
+from compactlab.sessions.importers import load_file
 from tests.conftest import bundled
 
 AUTO = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)[0]
@@ -52,7 +52,7 @@ def test_a_next_call_to_another_model_is_excluded_with_its_reason() -> None:
     [(call, reason)] = excluded(other)
     assert reason.startswith("the next call went to another model") and call > 0
     # The replay names it in the compaction's row.
-    [row] = [r for r in replay(other, StrategyConfig("recorded", "recorded")).compactions if r.message_index == at]
+    [row] = [r for r in replay(other, Setting("recorded", "recorded")).compactions if r.message_index == at]
     assert row.note.endswith(f"its next prompt is no test of the replay: {reason}") and row.fidelity_recorded is None
     assert len(fidelity_rows(other)) == len(fidelity_rows(PI)) - 1  # its fidelity is not in the figure
 

@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.results.same_by_construction import rendered_prompts, replayed_once, same_groups
-from compactlab.runs import runs, transcript_job
+from compactlab.runs import runs, session_job
 from compactlab.runs.preview import compact, format_preview
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_storage import run_calls, run_compaction_rows
-from compactlab.transcripts.importers import load_file
+from compactlab.sessions.importers import load_file
 from tests.conftest import bundled
 
 SAME = ("summarize", "iterative-merge")  # openhands appends no file lists nor last request, as OpenHands
@@ -27,16 +27,16 @@ SESSIONS = (
 )
 
 
-def configs() -> list[StrategyConfig]:
+def settings() -> list[Setting]:
     # seed-004 has its own emergency compaction (keeps window/5): not one of them.
-    return [StrategyConfig(name, name) for name in (*SAME, "openhands", "seed-000", "seed-004", "pi")] + [
-        StrategyConfig("summarize-4k", "summarize", (("keep_recent_tokens", 4000),)),
-        StrategyConfig("summarize-llm", "summarize", (("summarizer", "llm"),)),
+    return [Setting(name, name) for name in (*SAME, "openhands", "seed-000", "seed-004", "pi")] + [
+        Setting("summarize-4k", "summarize", (("keep_recent_tokens", 4000),)),
+        Setting("summarize-llm", "summarize", (("summarizer", "llm"),)),
     ]
 
 
 def test_the_rule_groups_settings_that_differ_only_in_prompts() -> None:
-    [group] = same_groups(configs())
+    [group] = same_groups(settings())
     assert (
         group.labels == SAME
     )  # not openhands (no file lists), archive (seed-000), seed-004 (its emergency rule), pi (its own cut), another cut, an LLM summarizer
@@ -49,10 +49,10 @@ def test_settings_the_rule_groups_make_the_same_compactions_on_real_sessions() -
     for dataset, stem in SESSIONS:
         # A small window, so that the sessions compact several times (a quarter of it is kept verbatim).
         [loaded] = load_file(bundled(dataset, stem))
-        transcript = replace(loaded, context_window=64_000 if dataset == "m-claude" else 20_000)
+        session = replace(loaded, context_window=64_000 if dataset == "m-claude" else 20_000)
         rows = {}
         for name in (*SAME, "seed-000"):
-            done = replay(transcript, StrategyConfig(name, name))
+            done = replay(session, Setting(name, name))
             rows[name] = [
                 (c.message_index, c.event.tokens_before, c.event.tokens_after, c.event.messages_after, c.summary, c.preservation)
                 for c in done.compactions
@@ -65,15 +65,15 @@ def test_settings_the_rule_groups_make_the_same_compactions_on_real_sessions() -
 
 
 def test_only_an_llm_summarizer_renders_its_prompts() -> None:
-    offline = [StrategyConfig(name, name) for name in (*SAME, "seed-000", "pi")]
+    offline = [Setting(name, name) for name in (*SAME, "seed-000", "pi")]
     assert rendered_prompts(offline) == set()
-    with_llm = rendered_prompts([StrategyConfig("summarize-llm", "summarize", (("summarizer", "llm"),))])
+    with_llm = rendered_prompts([Setting("summarize-llm", "summarize", (("summarizer", "llm"),))])
     assert {"summary.j2", "update.j2", "turn_prefix.j2", "system.j2", "files.j2"} <= with_llm and "openhands.j2" not in with_llm
 
 
 def test_preview_names_no_prompt_hash_when_no_prompt_was_rendered() -> None:
-    [transcript] = load_file(bundled("m-claude", "abc757d1-3da3-42fb-bb7b-ffa293a4ba29"))
-    shown = compact(transcript, "summarize")
+    [session] = load_file(bundled("m-claude", "abc757d1-3da3-42fb-bb7b-ffa293a4ba29"))
+    shown = compact(session, "summarize")
     # The compaction carries the prompt set's hash (the gate notices a template change through the file
     # lists it renders), but no prompt was rendered: the preview does not name one.
     assert shown.event.changed and shown.event.prompt_hash and not shown.prompt_rendered
@@ -82,23 +82,23 @@ def test_preview_names_no_prompt_hash_when_no_prompt_was_rendered() -> None:
 
 def test_llm_free_settings_that_are_the_same_strategy_are_one_result_by_construction() -> None:
     masking = [
-        StrategyConfig("observation-masking", "observation-masking"),
-        StrategyConfig("masking-10", "observation-masking", (("keep_last", 10),)),  # the default, named
+        Setting("observation-masking", "observation-masking"),
+        Setting("masking-10", "observation-masking", (("keep_last", 10),)),  # the default, named
     ]
     [group] = same_groups(masking)
     assert group.labels == ("observation-masking", "masking-10") and not group.prompts_not_rendered
     assert "same strategy, settings, trigger and estimator" in group.why
     # The JetBrains preset masks the same way but runs as its source does (no loop guard, no task pinning:
     # `compactlab.contract.Harness`), so it is another result.
-    assert same_groups([masking[0], StrategyConfig("jetbrains-masking", "jetbrains-masking")]) == []
+    assert same_groups([masking[0], Setting("jetbrains-masking", "jetbrains-masking")]) == []
     # Another window of observations, or another estimator for the bare strategy, is another result.
-    assert same_groups([*masking[:1], StrategyConfig("mask-5", "observation-masking", (("keep_last", 5),))]) == []
-    hybrid = StrategyConfig("masking-hybrid", "observation-masking", estimator="hybrid")
+    assert same_groups([*masking[:1], Setting("mask-5", "observation-masking", (("keep_last", 5),))]) == []
+    hybrid = Setting("masking-hybrid", "observation-masking", estimator="hybrid")
     assert same_groups([masking[0], hybrid], default_estimator="chars/4") == []
     # On a real session at a small window, both make the same compactions and the same calls.
     [loaded] = load_file(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_rerun_pylint-dev__astroid-1333"))
-    transcript = replace(loaded, context_window=20_000)
-    done = [replay(transcript, config) for config in masking]
+    session = replace(loaded, context_window=20_000)
+    done = [replay(session, config) for config in masking]
     rows = [[(c.message_index, c.event.tokens_before, c.event.tokens_after, c.preservation) for c in d.compactions] for d in done]
     assert rows[0] and rows[0] == rows[1]
     assert done[0].calls["context_tokens"] == done[1].calls["context_tokens"]
@@ -107,18 +107,18 @@ def test_llm_free_settings_that_are_the_same_strategy_are_one_result_by_construc
 # Two groups identical by construction (summarize = iterative-merge: prompts only; observation-masking =
 # masking-10: no LLM, the same masking with its default named) and two settings of their own.
 RUN_SETTINGS = (
-    StrategyConfig("summarize", "summarize"),
-    StrategyConfig("iterative-merge", "iterative-merge"),
-    StrategyConfig("observation-masking", "observation-masking"),
-    StrategyConfig("masking-10", "observation-masking", (("keep_last", 10),)),
-    StrategyConfig("jetbrains-masking", "jetbrains-masking"),
-    StrategyConfig("truncate", "truncate"),
+    Setting("summarize", "summarize"),
+    Setting("iterative-merge", "iterative-merge"),
+    Setting("observation-masking", "observation-masking"),
+    Setting("masking-10", "observation-masking", (("keep_last", 10),)),
+    Setting("jetbrains-masking", "jetbrains-masking"),
+    Setting("truncate", "truncate"),
 )
 
 
 def _run_rows(out: Path) -> tuple[pd.DataFrame, list[dict]]:
-    calls = run_calls(out).sort_values(["config", "transcript", "call"]).reset_index(drop=True)
-    compactions = sorted(run_compaction_rows(out), key=lambda r: (r["config"], r["transcript"], r["call"]))
+    calls = run_calls(out).sort_values(["setting", "session", "call"]).reset_index(drop=True)
+    compactions = sorted(run_compaction_rows(out), key=lambda r: (r["setting"], r["session"], r["call"]))
     return calls, compactions
 
 
@@ -132,18 +132,18 @@ def test_a_run_replays_settings_identical_by_construction_once_with_the_rows_of_
     assert replayed_once([settings[0], replace(settings[1], at_real_compactions=True)]) == {}
     replayed: list[str] = []
 
-    def counted(transcript, config, *args, **kwargs):
+    def counted(session, config, *args, **kwargs):
         replayed.append(config.label)
-        return replay(transcript, config, *args, **kwargs)
+        return replay(session, config, *args, **kwargs)
 
-    monkeypatch.setattr(transcript_job, "replay", counted)  # in this process: one worker
+    monkeypatch.setattr(session_job, "replay", counted)  # in this process: one worker
     together = tmp_path / "together"
     runs.run(RunConfig(datasets=tuple(map(str, files)), strategies=settings, window=24_000), together, workers=1)
-    # Decided before any work: the members are never replayed, each of the others once per transcript.
+    # Decided before any work: the members are never replayed, each of the others once per session.
     once = ("summarize", "observation-masking", "jetbrains-masking", "truncate")
     assert sorted(replayed) == sorted(label for label in once for _ in files)
     calls, compactions = _run_rows(together)
-    assert set(calls["config"]) == {s.label for s in settings}  # reported under every name
+    assert set(calls["setting"]) == {s.label for s in settings}  # reported under every name
     # Each setting replayed alone, in a run of its own: the same rows, row for row.
     alone_calls, alone_compactions = [], []
     for setting in settings:
@@ -152,12 +152,12 @@ def test_a_run_replays_settings_identical_by_construction_once_with_the_rows_of_
         calls_alone, compactions_alone = _run_rows(out)
         alone_calls.append(calls_alone)
         alone_compactions += compactions_alone
-    alone = pd.concat(alone_calls).sort_values(["config", "transcript", "call"]).reset_index(drop=True)
+    alone = pd.concat(alone_calls).sort_values(["setting", "session", "call"]).reset_index(drop=True)
     pd.testing.assert_frame_equal(calls, alone)
-    assert compactions == sorted(alone_compactions, key=lambda r: (r["config"], r["transcript"], r["call"]))
-    members = [r for r in compactions if r["config"] == "iterative-merge"]
+    assert compactions == sorted(alone_compactions, key=lambda r: (r["setting"], r["session"], r["call"]))
+    members = [r for r in compactions if r["setting"] == "iterative-merge"]
     assert len(members) > 10 and {r["strategy"] for r in members} == {"iterative-merge"}  # its own name
-    assert any(r["config"] == "masking-10" for r in compactions)
+    assert any(r["setting"] == "masking-10" for r in compactions)
 
 
 def test_a_summarize_subclass_with_code_of_its_own_is_never_one_result_with_summarize(tmp_path: Path) -> None:
@@ -171,6 +171,6 @@ def test_a_summarize_subclass_with_code_of_its_own_is_never_one_result_with_summ
         "    def compact(self, context, request):\n"
         "        return super().compact(context, request)\n"
     )
-    own = StrategyConfig("shorter", f"{module}:Shorter")
-    assert replayed_once([StrategyConfig("summarize", "summarize"), own]) == {}
-    assert replayed_once([StrategyConfig("summarize", "summarize"), StrategyConfig("iterative-merge", "iterative-merge")])
+    own = Setting("shorter", f"{module}:Shorter")
+    assert replayed_once([Setting("summarize", "summarize"), own]) == {}
+    assert replayed_once([Setting("summarize", "summarize"), Setting("iterative-merge", "iterative-merge")])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from compactlab.cli.main import main
-from compactlab.transcripts.neutralise import read_csv
+from compactlab.sessions.neutralise import read_csv
 from tests.conftest import bundled
 
 # Three mini-swe-agent sessions that grow past a 20,000-token window, and one Claude Code session whose
@@ -31,7 +31,7 @@ def messy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.conftest import SHARED
 
     if not SHARED.is_dir():
-        pytest.skip(f"the shared real transcripts are not at {SHARED}")
+        pytest.skip(f"the shared real sessions are not at {SHARED}")
     folder = tmp_path_factory.mktemp("messy") / "sessions"
     folder.mkdir()
     for name in (*SMALL, TOO_LARGE):
@@ -58,19 +58,19 @@ def test_a_session_no_setting_can_fit_is_named_and_does_not_veto_the_sweep(swept
     summary = json.loads((swept["out"] / "summary.json").read_text())
     recommendation = summary["recommendation"]
     # Before: every setting had calls over the window in that one session, so there was no recommendation.
-    assert recommendation["config"] is not None
+    assert recommendation["setting"] is not None
     assert list(recommendation["unfit_sessions"]) == [UNFIT_ID]
     why = recommendation["unfit_sessions"][UNFIT_ID]
     assert "27,227 tokens against a 20,000-token window" in why and "26,819 tokens and its largest single step 408" in why
     assert UNFIT_ID in swept["printed"] and "1 session left out" in swept["printed"]
     assert (swept["out"] / "recommended.toml").exists()
     # The floor is a true floor: every setting overflowed that session, and each other session fits under some setting.
-    table = read_csv(swept["out"] / "transcripts.csv")
-    over = table.pivot(index="transcript", columns="config", values="over_window_calls")
+    table = read_csv(swept["out"] / "sessions.csv")
+    over = table.pivot(index="session", columns="setting", values="over_window_calls")
     assert (over.loc[UNFIT_ID] > 0).all()
     assert (over.drop(index=UNFIT_ID).min(axis=1) == 0).all()
     # The recommended setting has calls over the window only in the session left out.
-    picked = over[recommendation["config"]]
+    picked = over[recommendation["setting"]]
     assert picked.drop(index=UNFIT_ID).sum() == 0 and picked[UNFIT_ID] > 0
 
 
@@ -83,19 +83,19 @@ def test_the_recommended_toml_pasted_into_run_reproduces_the_figures(swept: dict
     assert UNFIT_ID in printed
     again = json.loads((tmp_path / "run" / "summary.json").read_text())
     before = json.loads((swept["out"] / "summary.json").read_text())
-    label = before["recommendation"]["config"]
-    assert again["recommendation"]["config"] == label
+    label = before["recommendation"]["setting"]
+    assert again["recommendation"]["setting"] == label
     assert again["recommendation"]["unfit_sessions"] == before["recommendation"]["unfit_sessions"]
     [row] = again["leaderboard"]
-    [swept_row] = [r for r in before["leaderboard"] if r["config"] == label]
+    [swept_row] = [r for r in before["leaderboard"] if r["setting"] == label]
     for name in ("removed_share_mean", "preservation_or_untouched_mean", "compactions_mean", "over_window_calls_total"):
         assert row[name] == swept_row[name], name
 
 
 def test_the_verdict_says_how_many_compactions_it_rests_on(swept: dict) -> None:
     recommendation = json.loads((swept["out"] / "summary.json").read_text())["recommendation"]
-    table = read_csv(swept["out"] / "transcripts.csv")
-    counted = table[(table["config"] == recommendation["config"]) & (table["transcript"] != UNFIT_ID)]["compactions"].sum()
+    table = read_csv(swept["out"] / "sessions.csv")
+    counted = table[(table["setting"] == recommendation["setting"]) & (table["session"] != UNFIT_ID)]["compactions"].sum()
     assert recommendation["compactions"] == counted
     # The count is said, and under 20 it is named as too few rather than a confident "recommended"
     # (tests/results/test_recommendation_rule.py's two-session sweep rests on 4).

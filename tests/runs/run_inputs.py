@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.runs.run_config import RunConfig
 from tests.conftest import bundled
 
@@ -17,7 +17,7 @@ SESSIONS = (
     bundled("mini-swe-agent-v1", "nano-output__django__django-11848"),
 )
 # What identifies a call row: sorted by it, two runs' rows compare one to one.
-KEY = ["transcript", "config", "call"]
+KEY = ["session", "setting", "call"]
 
 
 def session_folder(folder: Path, sessions: tuple[Path, ...] = SESSIONS) -> Path:
@@ -28,6 +28,6 @@ def session_folder(folder: Path, sessions: tuple[Path, ...] = SESSIONS) -> Path:
     return folder
 
 
-def run_config(folder: Path, strategies: tuple[StrategyConfig, ...]) -> RunConfig:
+def run_config(folder: Path, strategies: tuple[Setting, ...]) -> RunConfig:
     """A run of every session in `folder` through `strategies`, in a window small enough that they compact."""
     return RunConfig(datasets=(str(folder),), strategies=strategies, window=40_000)

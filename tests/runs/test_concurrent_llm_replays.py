@@ -89,14 +89,12 @@ def test_concurrent_and_serial_runs_write_the_same_rows(server: FakeProvider, tm
     assert server.count() - sent_serially == sent_serially  # every call sent once in each run (fresh caches)
     compactions = serial.compactions
     assert len(compactions) > 10 and compactions["model_next_action"].notna().any() and not compactions["failed"].any()
-    assert compactions.groupby(["transcript", "config"]).size().max() > 1  # replays with chains of compactions
+    assert compactions.groupby(["session", "setting"]).size().max() > 1  # replays with chains of compactions
     for kind in ("calls", "compactions"):  # every committed row, as JSON lines, in the run's order
         for run in ("concurrent", "serial"):
             export_jsonl(tmp_path / f"{run}-run", kind, tmp_path / f"{run}-{kind}.jsonl")
         assert (tmp_path / f"concurrent-{kind}.jsonl").read_bytes() == (tmp_path / f"serial-{kind}.jsonl").read_bytes(), kind
-    assert (tmp_path / "concurrent-run" / "transcripts.csv").read_bytes() == (
-        tmp_path / "serial-run" / "transcripts.csv"
-    ).read_bytes()
+    assert (tmp_path / "concurrent-run" / "sessions.csv").read_bytes() == (tmp_path / "serial-run" / "sessions.csv").read_bytes()
     assert "0 failed" in concurrent.llm_calls and f"{sent_serially} done" in serial.llm_calls, (sent_serially, serial.llm_calls)
 
 
@@ -137,7 +135,7 @@ def test_the_cost_budget_stops_the_run_before_passing_it_and_resume_continues(
     whole = tmp_path / "whole"
     assert main(["run", "--config", str(_config(tmp_path, server, "whole", top=prices, judge=False)), "--out", str(whole)]) == 0
     resumed, fresh = (
-        pd.read_csv(d / "transcripts.csv").sort_values(["transcript", "config"], ignore_index=True) for d in (out, whole)
+        pd.read_csv(d / "sessions.csv").sort_values(["session", "setting"], ignore_index=True) for d in (out, whole)
     )
     pd.testing.assert_frame_equal(resumed, fresh)
 

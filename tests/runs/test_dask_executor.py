@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from compactlab.contract import Trigger
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.runs import run_files, runs
 from compactlab.runs.executors import dask_executor, executor_for
 from compactlab.runs.run_files import read_done
@@ -21,8 +21,8 @@ from tests.scripts.measure_faults import child, run_arguments
 pytest.importorskip("dask.distributed")
 
 STRATEGIES = (
-    StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.3)),
-    StrategyConfig("s", "summarize", trigger=Trigger(fraction=0.3)),
+    Setting("t", "truncate", trigger=Trigger(fraction=0.3)),
+    Setting("s", "summarize", trigger=Trigger(fraction=0.3)),
 )
 
 
@@ -30,12 +30,12 @@ def test_a_run_on_a_two_worker_local_cluster_equals_the_local_run(tmp_path: Path
     config = run_config(session_folder(tmp_path / "sessions"), STRATEGIES)
     local = runs.run(config, tmp_path / "local", workers=2)
     on_dask = runs.run(config, tmp_path / "dask", executor=dask_executor(workers=2))
-    pd.testing.assert_frame_equal(on_dask.transcripts, local.transcripts)
-    assert len(local.transcripts) == len(SESSIONS) * len(STRATEGIES)
+    pd.testing.assert_frame_equal(on_dask.sessions, local.sessions)
+    assert len(local.sessions) == len(SESSIONS) * len(STRATEGIES)
     calls = [run_calls(run.out).sort_values(KEY).reset_index(drop=True) for run in (local, on_dask)]
     pd.testing.assert_frame_equal(*calls)
     compactions = [
-        sorted(run_compaction_rows(run.out), key=lambda r: (r["transcript"], r["config"], r["call"])) for run in (local, on_dask)
+        sorted(run_compaction_rows(run.out), key=lambda r: (r["session"], r["setting"], r["call"])) for run in (local, on_dask)
     ]
     assert compactions[0] == compactions[1] and compactions[0]
     pd.testing.assert_frame_equal(on_dask.cost_model_check, local.cost_model_check)

@@ -11,9 +11,9 @@ import pandas as pd
 
 from compactlab.runs.estimation_parts import EstimationParts
 from compactlab.runs.report_inputs import estimated, run_estimators
+from compactlab.sessions.importers import load_file
 from compactlab.tokens.estimation import EstimationResult
 from compactlab.tokens.tokenizers import TokenCache
-from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 FILES = [
@@ -26,11 +26,11 @@ FILES = [
 
 
 def test_blocks_on_disk_write_what_one_frame_of_every_session_wrote(tmp_path: Path) -> None:
-    transcripts = [t for path in FILES for t in load_file(path, lenient=True)]
+    sessions = [t for path in FILES for t in load_file(path, lenient=True)]
     cache, measured = TokenCache(), run_estimators("hybrid", ["chars/4"])
-    estimations = [estimated(t, measured, cache) for t in transcripts]
+    estimations = [estimated(t, measured, cache) for t in sessions]
     whole = EstimationResult.combined([e.result for e in estimations])
-    assert len(whole.calls) > 100 and whole.transcripts_without_calls and whole.damaged_transcripts
+    assert len(whole.calls) > 100 and whole.sessions_without_calls and whole.damaged_sessions
 
     parts = EstimationParts()
     try:

@@ -60,7 +60,7 @@ def _config(tmp_path: Path, base_url: str, extra: str = "") -> Path:
 
 def _bad_rows(out: Path) -> tuple[int, int]:
     rows = run_compaction_rows(out)
-    mine = [r for r in rows if r["config"] == "summarize-llm"]
+    mine = [r for r in rows if r["setting"] == "summarize-llm"]
     return sum(1 for r in mine if r["failed"]), sum(1 for r in mine if not r["failed"] and "[fell back]" in r["note"])
 
 
@@ -73,9 +73,9 @@ def test_fallbacks_are_counted_and_the_strategy_is_not_ranked(server: FakeProvid
     assert fell_back > 0 and failed == 0
     summary = json.loads((out / "summary.json").read_text())
     [record] = summary["failures"]
-    assert (record["config"], record["fell_back"], record["failed"], record["ranked"]) == ("summarize-llm", fell_back, 0, False)
+    assert (record["setting"], record["fell_back"], record["failed"], record["ranked"]) == ("summarize-llm", fell_back, 0, False)
     assert summary["complete"] is False
-    assert [row["config"] for row in summary["leaderboard"]] == ["truncate"]  # marked, and not ranked
+    assert [row["setting"] for row in summary["leaderboard"]] == ["truncate"]  # marked, and not ranked
     assert f"summarize-llm: 0 of {record['attempts']} compactions failed, {fell_back} fell back" in captured.out
     assert "NOT RANKED" in captured.out and "results incomplete: summarize-llm" in captured.err
     assert list((tmp_path / "cache").rglob("*.json")) == []  # no empty answer was recorded
@@ -90,7 +90,7 @@ def test_a_share_of_failures_can_be_allowed(server: FakeProvider, tmp_path: Path
     assert main(["run", "--config", str(config), "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] is True and summary["failures"][0]["ranked"] is True
-    assert {row["config"] for row in summary["leaderboard"]} == {"summarize-llm", "truncate"}
+    assert {row["setting"] for row in summary["leaderboard"]} == {"summarize-llm", "truncate"}
     assert "ranked (max_failed_share = 1)" in capsys.readouterr().out
 
 
@@ -109,7 +109,7 @@ def test_a_mix_of_faults_finishes_and_every_bad_compaction_is_counted(server: Fa
     code = main(["run", "--config", str(_config(tmp_path, server.openai_base_url)), "--out", str(out)])
     failed, fell_back = _bad_rows(out)
     summary = json.loads((out / "summary.json").read_text())  # the run finished: no truncated body stopped it
-    counted = {r["config"]: r for r in summary["failures"]}
+    counted = {r["setting"]: r for r in summary["failures"]}
     if failed + fell_back:
         assert code == INCOMPLETE_EXIT
         assert (counted["summarize-llm"]["failed"], counted["summarize-llm"]["fell_back"]) == (failed, fell_back)

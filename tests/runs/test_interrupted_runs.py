@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from compactlab.contract import Trigger
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.runs import run_files, runs
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import DONE, RunDirectoryBusy, read_done, write_atomic
@@ -37,8 +37,8 @@ SESSIONS = run_inputs.SESSIONS[:3]
 # and one session's writes come after another's done line.
 EVERY_WRITE = run_inputs.SESSIONS[1:3]
 STRATEGIES = (
-    StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.3)),
-    StrategyConfig("m", "observation-masking", trigger=Trigger(fraction=0.3)),
+    Setting("t", "truncate", trigger=Trigger(fraction=0.3)),
+    Setting("m", "observation-masking", trigger=Trigger(fraction=0.3)),
 )
 
 
@@ -80,7 +80,7 @@ class _FailAt:
         if self.mode == "kill":
             if path.name == DONE and path.exists():
                 with path.open("ab") as handle:
-                    handle.write(b'{"transcript": "cut off by a k')
+                    handle.write(b'{"session": "cut off by a k')
             elif path.parent.parent.name == ROWS:  # a part cut off while it was written
                 path.with_name(f".{path.name}.tmp").write_bytes(b"PAR1 cut off by a k")
             raise Killed
@@ -93,8 +93,8 @@ def test_a_failure_at_every_write_then_resume_gives_the_clean_rows(mode: str, tm
     counter = _FailAt(0, "count")
     monkeypatch.setattr(run_files, "WRITE_HOOK", counter)
     clean = runs.run(config, tmp_path / "clean", workers=1)
-    # config.json, per transcript its calls, compactions and done line, meta.json, sessions.json, the
-    # estimation's calls and document, transcripts.csv
+    # config.json, per session its calls, compactions and done line, meta.json, session_facts.json, the
+    # estimation's calls and document, sessions.csv
     assert counter.count == 6 + 3 * len(EVERY_WRITE) and counter.paths.count(DONE) == len(EVERY_WRITE)
     assert len(clean.compactions) > 40  # so that the compaction rows compared below are many
     for nth in range(1, counter.count + 1):
@@ -108,8 +108,8 @@ def test_a_failure_at_every_write_then_resume_gives_the_clean_rows(mode: str, tm
             assert _rows(out, kind) == _rows(tmp_path / "clean", kind), f"{mode} at write {nth}: {kind}"
         assert not resumed.calls.duplicated(KEY).any()
         pd.testing.assert_frame_equal(
-            resumed.transcripts.sort_values(["transcript", "config"]).reset_index(drop=True),
-            clean.transcripts.sort_values(["transcript", "config"]).reset_index(drop=True),
+            resumed.sessions.sort_values(["session", "setting"]).reset_index(drop=True),
+            clean.sessions.sort_values(["session", "setting"]).reset_index(drop=True),
         )
         assert not _files_left(out)
 
@@ -117,7 +117,7 @@ def test_a_failure_at_every_write_then_resume_gives_the_clean_rows(mode: str, tm
 def test_a_real_kill_between_rows_and_their_done_line(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     out = tmp_path / "run"
-    # The child is killed right before its second done line: the second transcript's parts are
+    # The child is killed right before its second done line: the second session's parts are
     # written, uncommitted.
     child = f"""
 import os, signal, sys
@@ -167,13 +167,13 @@ def test_a_second_process_cannot_work_in_a_run_directory(tmp_path: Path) -> None
     finally:
         holder.communicate(input="")
     assert holder.returncode == 0
-    assert runs.run(_config(folder), out, resume=True).transcripts["transcript"].nunique() == len(SESSIONS)
+    assert runs.run(_config(folder), out, resume=True).sessions["session"].nunique() == len(SESSIONS)
 
 
 def test_resume_names_a_dataset_file_that_changed_or_is_gone(tmp_path: Path, monkeypatch) -> None:
     folder = _folder(tmp_path)
     out = tmp_path / "run"
-    monkeypatch.setattr(run_files, "WRITE_HOOK", _FailAt(1 + 3 * 2 + 1, "kill"))  # after two transcripts were committed
+    monkeypatch.setattr(run_files, "WRITE_HOOK", _FailAt(1 + 3 * 2 + 1, "kill"))  # after two sessions were committed
     with pytest.raises(Killed):
         runs.run(_config(folder), out, workers=1)
     monkeypatch.setattr(run_files, "WRITE_HOOK", None)
@@ -216,8 +216,8 @@ def test_workers_end_with_the_run_process(tmp_path: Path) -> None:
     parent = """
 import os, sys, threading
 from pathlib import Path
-from compactlab.transcripts.loading import read_files
-def replay(transcripts):
+from compactlab.sessions.loading import read_files
+def replay(sessions):
     print(os.getpid(), flush=True)
     threading.Event().wait()  # a worker busy for as long as it lives
 for read in read_files([Path(p) for p in sys.argv[1:]], workers=2, then=replay):

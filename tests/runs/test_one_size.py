@@ -9,12 +9,12 @@ import pytest
 
 from compactlab.measure.guard_retry import session_figures
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.runs.preview import compact
+from compactlab.sessions.importers import load_file
 from compactlab.strategies.presets import SOURCE_HARNESS
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
-from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 WINDOW = ContextWindows({"": 64_000})
@@ -25,14 +25,14 @@ HIGH_RATIO = load_file(bundled("m-claude", "554b9fa6"), lenient=True)[0]
 
 @pytest.mark.parametrize("stem", ["554b9fa6", "21037e11", "agent-abc3cb6"])
 def test_compact_and_run_agree_on_a_real_session(stem: str) -> None:
-    transcript = load_file(bundled("m-claude", stem), lenient=True)[0]
-    first = replay(transcript, StrategyConfig("summarize", "summarize"), WINDOW).compactions[0]
-    preview = compact(transcript, "summarize", windows=WINDOW)
+    session = load_file(bundled("m-claude", stem), lenient=True)[0]
+    first = replay(session, Setting("summarize", "summarize"), WINDOW).compactions[0]
+    preview = compact(session, "summarize", windows=WINDOW)
     assert (preview.call, preview.chosen_by) == (first.call, "trigger")
     assert (preview.event.tokens_before, preview.event.tokens_after) == (first.event.tokens_before, first.event.tokens_after)
     # `--at` another call: the size before is the run's uncompacted size there, within rounding.
-    full = replay(transcript, StrategyConfig("truncate", "truncate"), ContextWindows({"": 10**7})).calls["full_tokens"]
-    at = compact(transcript, "summarize", at_call=first.call - 2, windows=WINDOW)
+    full = replay(session, Setting("truncate", "truncate"), ContextWindows({"": 10**7})).calls["full_tokens"]
+    at = compact(session, "summarize", at_call=first.call - 2, windows=WINDOW)
     assert abs(at.event.tokens_before - full[first.call - 2]) <= 1
 
 
@@ -45,7 +45,7 @@ def test_the_kept_tail_is_budgeted_in_the_units_the_next_prompt_is_measured_in()
     assert measured["left_high"] == 0 and measured["over_window"] == 0
     # After each compaction the context is at most what the engine keeps (a quarter of the window
     # for the tail, plus the summary and the fixed part), far below the trigger.
-    done = replay(HIGH_RATIO, StrategyConfig("summarize", "summarize"), WINDOW)
+    done = replay(HIGH_RATIO, Setting("summarize", "summarize"), WINDOW)
     assert done.compactions and all(row.event.tokens_after < 0.8 * 64_000 for row in done.compactions)
 
 
@@ -55,9 +55,9 @@ def test_presets_count_their_tail_with_their_sources_estimator() -> None:
     assert SOURCE_HARNESS.pieces == "estimator"
     assert get_strategy("claude-code").harness.pieces == "measured"
     pi = get_strategy("pi")
-    at_source = replay(HIGH_RATIO, StrategyConfig("pi", "pi"), WINDOW, strategy=pi)
+    at_source = replay(HIGH_RATIO, Setting("pi", "pi"), WINDOW, strategy=pi)
     measured = replay(
-        HIGH_RATIO, StrategyConfig("pi", "pi"), WINDOW, strategy=replace(pi, harness=replace(pi.harness, pieces="measured"))
+        HIGH_RATIO, Setting("pi", "pi"), WINDOW, strategy=replace(pi, harness=replace(pi.harness, pieces="measured"))
     )
     # The measured budget keeps less of the tail, so the context after each compaction is smaller.
     after = [row.event.tokens_after for row in at_source.compactions]

@@ -11,10 +11,10 @@ import pandas as pd
 from compactlab.cli.main import main
 from compactlab.contract import CompactionRequest, Context
 from compactlab.runs.run_storage import run_compaction_rows
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.messages import CONTINUATION, is_summary
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.messages import CONTINUATION, is_summary
 from tests.conftest import bundled
 
 COMPACTED_FILE = bundled("m-claude", "3af9b1a7")  # a real Claude Code compaction (two damaged lines)
@@ -29,22 +29,22 @@ def test_run_of_recorded_alone_runs_and_reports(tmp_path: Path, capsys) -> None:
     )
     printed = capsys.readouterr().out
     assert code == 0
-    assert "production compactions (strategy recorded): 2 of 2 transcripts hold a real compaction" in printed
+    assert "production compactions (strategy recorded): 2 of 2 sessions hold a real compaction" in printed
     assert "fidelity 3af9b1a7-6512-4883-ad18-320658ced099" in printed
     assert "nothing to rank" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["leaderboard"] == [] and summary["strategies"] == ["recorded"]
-    assert {row["transcript"][:8] for row in summary["recorded"]} == {"3af9b1a7", "97b0ffde"}
+    assert {row["session"][:8] for row in summary["recorded"]} == {"3af9b1a7", "97b0ffde"}
 
 
 def test_the_recorded_summary_carries_one_continuation_preamble() -> None:
-    [transcript] = load_file(COMPACTED_FILE, lenient=True)
-    marker = transcript.compactions[0]
+    [session] = load_file(COMPACTED_FILE, lenient=True)
+    marker = session.compactions[0]
     assert marker.summary.startswith(CONTINUATION)  # Claude Code writes its own
-    meter = Meter(transcript, "chars/4")
+    meter = Meter(session, "chars/4")
     request = CompactionRequest(reason="threshold", window=200_000, target_tokens=100_000, count_tokens=meter.count)
     strategy = get_strategy("recorded", summary=marker.summary)
-    result = strategy.compact(Context(messages=transcript.messages[: marker.at_message]), request)
+    result = strategy.compact(Context(messages=session.messages[: marker.at_message]), request)
     [summary] = [m for m in result.context.messages if is_summary(m)]
     assert summary.text().count(CONTINUATION) == 1
     assert summary.text() == marker.summary

@@ -12,8 +12,8 @@ import pytest
 
 from compactlab.cli.main import main
 from compactlab.contract import Trigger
-from compactlab.replay.strategy_config import StrategyConfig
-from compactlab.runs import runs, transcript_job
+from compactlab.replay.setting import Setting
+from compactlab.runs import runs, session_job
 from compactlab.runs.run_config import RunConfig, load_config
 from compactlab.runs.run_files import read_done
 from tests.conftest import DATASETS, bundled
@@ -31,7 +31,7 @@ def _config(tmp_path: Path) -> RunConfig:
 def test_run_directory_and_resume_after_interruption(tmp_path: Path, monkeypatch) -> None:
     config = _config(tmp_path)
     whole = runs.run(config, tmp_path / "whole")
-    original = transcript_job.replay
+    original = session_job.replay
     calls = {"n": 0}
 
     def interrupted(*args, **kwargs):
@@ -40,21 +40,21 @@ def test_run_directory_and_resume_after_interruption(tmp_path: Path, monkeypatch
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(transcript_job, "replay", interrupted)
+    monkeypatch.setattr(session_job, "replay", interrupted)
     with pytest.raises(KeyboardInterrupt):
         runs.run(config, tmp_path / "cut", workers=1)  # the interruption must happen in this process
     done_before = read_done(tmp_path / "cut" / "done.jsonl").units
-    # Rows are written a transcript at a time: the 30th replay is the first of the 15th transcript
-    # (two strategies each), so 14 transcripts × 2 strategies were finished.
+    # Rows are written a session at a time: the 30th replay is the first of the 15th session
+    # (two strategies each), so 14 sessions × 2 strategies were finished.
     assert len(done_before) == 28
     with open(tmp_path / "cut" / "done.jsonl", "a") as handle:
-        handle.write('{"transcript": "half a line')  # what a kill in the middle of a write leaves
+        handle.write('{"session": "half a line')  # what a kill in the middle of a write leaves
     with pytest.raises(ValueError, match="--resume"):
         runs.run(config, tmp_path / "cut")
-    monkeypatch.setattr(transcript_job, "replay", original)
+    monkeypatch.setattr(session_job, "replay", original)
     resumed = runs.run(config, tmp_path / "cut", resume=True)
     assert resumed.resumed_units == 28
-    key = ["transcript", "config", "call"]
+    key = ["session", "setting", "call"]
     pd.testing.assert_frame_equal(
         resumed.calls.sort_values(key).reset_index(drop=True), whole.calls.sort_values(key).reset_index(drop=True)
     )
@@ -85,11 +85,11 @@ def test_run_command_writes_summary_with_confidence_intervals(tmp_path: Path, ca
     printed = capsys.readouterr().out
     assert "tokens removed" in printed and "summarize" in printed and "rule: A setting is recommendable" in printed
     summary = json.loads((out / "summary.json").read_text())
-    board = {row["config"]: row for row in summary["leaderboard"]}
+    board = {row["setting"]: row for row in summary["leaderboard"]}
     assert set(board) == {"summarize", "observation-masking"}
     for row in board.values():
         assert row["removed_share_low"] <= row["removed_share_mean"] <= row["removed_share_high"]
-    recommended = summary["recommendation"]["config"]
+    recommended = summary["recommendation"]["setting"]
     # Against the recommended setting: n − 1 = 1 test per metric; none without a recommendation.
     assert summary["comparisons"]["against"] == recommended
     assert [len(v) for v in summary["comparisons"]["metrics"].values()] == ([1, 1] if recommended else [])
@@ -126,11 +126,11 @@ def test_sweep_finds_a_frontier_and_recommends(tmp_path: Path, capsys) -> None:
     assert document["recommendation"] == summary["recommendation"] and document["recommendation"]["reason"]
     printed = capsys.readouterr().out
     assert document["recommendation"]["rule"] in printed
-    frontier = [p["config"] for p in document["frontier"]]
-    if document["recommendation"]["config"] is None:
+    frontier = [p["setting"] for p in document["frontier"]]
+    if document["recommendation"]["setting"] is None:
         assert frontier == [] and "no recommendation:" in printed
     else:
-        assert document["recommendation"]["config"] in frontier and "recommended:" in printed
+        assert document["recommendation"]["setting"] in frontier and "recommended:" in printed
 
 
 def test_bad_config_is_named(tmp_path: Path) -> None:
@@ -143,10 +143,10 @@ def test_bad_config_is_named(tmp_path: Path) -> None:
         load_config(path)
 
 
-def test_run_on_real_transcripts_the_repository_does_not_contain(shared: Path, tmp_path: Path) -> None:
+def test_run_on_real_sessions_the_repository_does_not_contain(shared: Path, tmp_path: Path) -> None:
     from tests.conftest import DATASETS
 
-    bundled_names = {p.name.removesuffix(".gz") for p in (DATASETS / "mini-swe-agent-pr816" / "transcripts").iterdir()}
+    bundled_names = {p.name.removesuffix(".gz") for p in (DATASETS / "mini-swe-agent-pr816" / "sessions").iterdir()}
     others = sorted(p for p in (shared / "mini-swe-agent-pr816").glob("*.traj.json") if p.name not in bundled_names)[:6]
     folder = tmp_path / "elsewhere"
     folder.mkdir()
@@ -158,8 +158,8 @@ def test_run_on_real_transcripts_the_repository_does_not_contain(shared: Path, t
         == 0
     )
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["transcripts"] == 6
-    board = {row["config"]: row for row in summary["leaderboard"]}
+    assert summary["sessions"] == 6
+    board = {row["setting"]: row for row in summary["leaderboard"]}
     assert board["observation-masking"]["removed_share_mean"] > 0
 
 
@@ -167,7 +167,7 @@ def test_default_run_directory_is_replaced_but_an_explicit_one_is_not(tmp_path: 
     monkeypatch.chdir(tmp_path)
     sessions = tmp_path / "sessions"  # four real sessions: what is tested is where the run writes
     sessions.mkdir()
-    for source in sorted((DATASETS / "claude-code-log" / "transcripts").iterdir())[:4]:
+    for source in sorted((DATASETS / "claude-code-log" / "sessions").iterdir())[:4]:
         (sessions / source.name).write_bytes(source.read_bytes())
     arguments = ["run", "--dataset", str(sessions), "--strategy", "truncate", "--window", "40000"]
     assert main(arguments) == 0
@@ -190,7 +190,7 @@ def test_default_run_directory_is_replaced_but_an_explicit_one_is_not(tmp_path: 
 
 
 def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes_it(tmp_path: Path) -> None:
-    # Worker processes write each transcript's rows as parts; none but the committed ones may be
+    # Worker processes write each session's rows as parts; none but the committed ones may be
     # left behind, and those stay for --resume.
     lines = gzip.decompress(
         bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__07f2e15c").read_bytes()
@@ -200,7 +200,7 @@ def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes
     for name in ("a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"):
         (folder / name).write_bytes(b"".join(lines))
     (folder / "b.jsonl").write_bytes(b"".join(lines[:3] + [b'{"type": "assistant", "message": \n'] + lines[3:]))
-    config = RunConfig(datasets=(str(folder),), strategies=(StrategyConfig("t", "truncate", trigger=Trigger(fraction=0.01)),))
+    config = RunConfig(datasets=(str(folder),), strategies=(Setting("t", "truncate", trigger=Trigger(fraction=0.01)),))
     out = tmp_path / "run"
     with pytest.raises(ValueError, match="b.jsonl:4"):
         runs.run(config, out, workers=2)
@@ -211,9 +211,9 @@ def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes
     left.write_bytes(b"PAR1")
     resumed = runs.run(config, out, resume=True, workers=2)
     assert resumed.resumed_units == 1 and not left.exists()
-    assert len(list((out / "rows" / "calls").iterdir())) == 4  # one part per transcript, each committed
+    assert len(list((out / "rows" / "calls").iterdir())) == 4  # one part per session, each committed
     whole = runs.run(config, tmp_path / "whole", workers=1)
-    key = ["transcript", "config", "call"]
+    key = ["session", "setting", "call"]
     pd.testing.assert_frame_equal(
         resumed.calls.sort_values(key).reset_index(drop=True), whole.calls.sort_values(key).reset_index(drop=True)
     )

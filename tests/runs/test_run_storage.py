@@ -1,4 +1,4 @@
-"""A run's rows as Parquet parts, and its results gathered a transcript at a time, on real sessions."""
+"""A run's rows as Parquet parts, and its results gathered a session at a time, on real sessions."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ import pyarrow.parquet as pq
 
 from compactlab.cli.main import main
 from compactlab.contract import Trigger
-from compactlab.replay.strategy_config import StrategyConfig
-from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
+from compactlab.replay.setting import Setting
+from compactlab.results.metrics import calls_frame, compactions_frame, session_summary
 from compactlab.runs import run_result, runs
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import DONE, read_done
 from compactlab.runs.run_storage import export_jsonl, iter_rows, run_calls, run_compaction_rows
 
 STRATEGIES = (
-    StrategyConfig("trunc", "truncate", trigger=Trigger(fraction=0.5)),
-    StrategyConfig("sum", "summarize", trigger=Trigger(fraction=0.5)),
+    Setting("trunc", "truncate", trigger=Trigger(fraction=0.5)),
+    Setting("sum", "summarize", trigger=Trigger(fraction=0.5)),
 )
 
 
@@ -27,36 +27,36 @@ def _run(tmp_path: Path):
     return runs.run(config, tmp_path / "run", workers=2)
 
 
-def test_one_setting_or_one_transcript_loads_alone_and_rows_read_back_as_replayed(tmp_path: Path) -> None:
+def test_one_setting_or_one_session_loads_alone_and_rows_read_back_as_replayed(tmp_path: Path) -> None:
     result = _run(tmp_path)
     out = result.out
     everything = run_calls(out)
-    assert set(everything["config"]) == {"trunc", "sum"} and len(everything) > 1000
-    only = run_calls(out, configs=["sum"])
-    pd.testing.assert_frame_equal(only.reset_index(drop=True), everything[everything["config"] == "sum"].reset_index(drop=True))
-    # A part holds its transcript's rows setting after setting, in the run's order, as one row group.
+    assert set(everything["setting"]) == {"trunc", "sum"} and len(everything) > 1000
+    only = run_calls(out, settings=["sum"])
+    pd.testing.assert_frame_equal(only.reset_index(drop=True), everything[everything["setting"] == "sum"].reset_index(drop=True))
+    # A part holds its session's rows setting after setting, in the run's order, as one row group.
     part = out / read_done(out / DONE).part_names("calls")[0]
-    configs = pq.read_table(part, columns=["config"]).column("config").to_pylist()
-    assert configs == sorted(configs, key=["trunc", "sum"].index) and set(configs) == {"trunc", "sum"}
+    settings = pq.read_table(part, columns=["setting"]).column("setting").to_pylist()
+    assert settings == sorted(settings, key=["trunc", "sum"].index) and set(settings) == {"trunc", "sum"}
     assert pq.ParquetFile(part).metadata.num_row_groups == 1
-    transcript = everything["transcript"].iloc[-1]
-    one = run_calls(out, transcripts=[transcript])
-    assert set(one["transcript"]) == {transcript} and len(one) == (everything["transcript"] == transcript).sum()
+    session = everything["session"].iloc[-1]
+    one = run_calls(out, sessions=[session])
+    assert set(one["session"]) == {session} and len(one) == (everything["session"] == session).sum()
     # Compaction rows keep their nested scores: they read back as the replay wrote them.
-    rows = run_compaction_rows(out, configs=["sum"])
+    rows = run_compaction_rows(out, settings=["sum"])
     assert rows and all(isinstance(r["preservation"], dict) and "k1" in r["preservation"] for r in rows)
-    assert all(r["config"] == "sum" for r in rows)
+    assert all(r["setting"] == "sum" for r in rows)
 
 
-def test_results_gathered_per_transcript_equal_the_whole_runs_frames(tmp_path: Path) -> None:
+def test_results_gathered_per_session_equal_the_whole_runs_frames(tmp_path: Path) -> None:
     result = _run(tmp_path)
     calls = calls_frame(run_calls(result.out))
-    whole = transcript_summary(calls, compactions_frame(run_compaction_rows(result.out)))
-    streamed = result.transcripts.drop(columns=["damaged", "incomplete"], errors="ignore")
+    whole = session_summary(calls, compactions_frame(run_compaction_rows(result.out)))
+    streamed = result.sessions.drop(columns=["damaged", "incomplete"], errors="ignore")
     # pandas sums a group differently by the size of the frame: equal to the last bits of a float.
     pd.testing.assert_frame_equal(streamed[whole.columns], whole, rtol=1e-12)
     read_back = run_result.finish(result.out, result.read)
-    pd.testing.assert_frame_equal(read_back.transcripts, result.transcripts)
+    pd.testing.assert_frame_equal(read_back.sessions, result.sessions)
 
 
 def test_rows_export_as_json_lines(tmp_path: Path, capsys) -> None:
@@ -65,8 +65,8 @@ def test_rows_export_as_json_lines(tmp_path: Path, capsys) -> None:
     count = export_jsonl(result.out, "compactions", target)
     lines = target.read_text().splitlines()
     assert count == len(lines) == len(list(iter_rows(result.out, "compactions"))) > 0
-    assert pd.read_json(target, lines=True)["config"].isin({"trunc", "sum"}).all()
+    assert pd.read_json(target, lines=True)["setting"].isin({"trunc", "sum"}).all()
     assert main(["export-rows", str(result.out), "--kind", "calls", "--strategy", "sum"]) == 0
     exported = pd.read_json(result.out / "calls.jsonl", lines=True)
-    assert set(exported["config"]) == {"sum"} and len(exported) == len(run_calls(result.out, configs=["sum"]))
+    assert set(exported["setting"]) == {"sum"} and len(exported) == len(run_calls(result.out, settings=["sum"]))
     assert f"{len(exported):,} calls rows" in capsys.readouterr().out

@@ -47,7 +47,7 @@ def test_a_worker_killed_like_the_oom_killer_does_is_named_and_resume_completes(
     assert len(read_done(out / run_files.DONE).parts) == 2
 
 
-def test_damaged_parts_are_named_by_every_reader_and_resume_replays_their_transcripts(data: Path, tmp_path: Path, capsys) -> None:
+def test_damaged_parts_are_named_by_every_reader_and_resume_replays_their_sessions(data: Path, tmp_path: Path, capsys) -> None:
     clean = tmp_path / "clean"
     assert _run(data, clean) == 0
     rows = len(run_calls(clean))
@@ -67,7 +67,7 @@ def test_damaged_parts_are_named_by_every_reader_and_resume_replays_their_transc
         said = capsys.readouterr().err
         assert "rows/" in said and (first in said or second in said) and "--resume" in said, said
     assert _run(data, out, "--resume") == 0
-    assert "replayed again: 2 transcripts" in capsys.readouterr().err
+    assert "replayed again: 2 sessions" in capsys.readouterr().err
     assert len(run_calls(out)) == rows  # every row back, none twice
     assert main(["diff", str(clean), str(out)]) == 0
 

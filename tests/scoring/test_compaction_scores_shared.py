@@ -14,9 +14,9 @@ from compactlab.replay.shared_compactions import shared_by_setting
 from compactlab.runs.run_config import RunConfig, windows_of
 from compactlab.runs.sweep import grid
 from compactlab.scoring import compaction_scores
+from compactlab.sessions.importers import load_file
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 # Claude Code sessions whose context jumps past several thresholds at one call, so that settings
@@ -29,21 +29,21 @@ SESSIONS = {
 
 @pytest.mark.parametrize("name", list(SESSIONS))
 def test_alike_compactions_are_scored_once_and_rows_equal_each_setting_alone(name, monkeypatch) -> None:
-    [transcript] = load_file(bundled("claude-code-log", SESSIONS[name]))
-    configs = [replace(c, estimator="tiktoken-o200k") for c in grid([name], THRESHOLDS, (16_000,))]
+    [session] = load_file(bundled("claude-code-log", SESSIONS[name]))
+    settings = [replace(c, estimator="tiktoken-o200k") for c in grid([name], THRESHOLDS, (16_000,))]
     windows = windows_of(RunConfig())
     alone = []
-    for config in configs:
+    for setting in settings:
         forget()  # nothing an earlier setting scored is at hand: each setting's scores made afresh
-        alone.append(replay(transcript, config, windows))
+        alone.append(replay(session, setting, windows))
     forget()
     afresh = []
     scored = compaction_scores.scored_afresh
     monkeypatch.setattr(compaction_scores, "scored_afresh", lambda *args: afresh.append(args) or scored(*args))
     # As a run replays them: one meter, the compactions of equal strategies shared.
-    sharing = shared_by_setting({c.label: get_strategy(c.strategy, **dict(c.settings)) for c in configs})
-    meter = Meter(transcript, "tiktoken-o200k")
-    together = [replay(transcript, c, windows, meter=meter, strategy=sharing[c.label]) for c in configs]
+    sharing = shared_by_setting({c.label: get_strategy(c.strategy, **dict(c.settings)) for c in settings})
+    meter = Meter(session, "tiktoken-o200k")
+    together = [replay(session, c, windows, meter=meter, strategy=sharing[c.label]) for c in settings]
     assert [r.compactions for r in together] == [r.compactions for r in alone]
     rows = [row for r in together for row in r.compactions if row.preservation is not None]
     assert len(afresh) < len(rows)  # some compactions were made alike by several settings, scored once
@@ -53,8 +53,8 @@ def test_alike_compactions_are_scored_once_and_rows_equal_each_setting_alone(nam
 
 
 def test_scores_equal_scoring_afresh_and_tell_contexts_apart() -> None:
-    [transcript] = load_file(bundled("claude-code-log", SESSIONS["summarize"]))
-    messages = transcript.messages
+    [session] = load_file(bundled("claude-code-log", SESSIONS["summarize"]))
+    messages = session.messages
     index = next(i for i, m in enumerate(messages) if m.role == "assistant" and i > len(messages) // 2)
     before, after = messages[:index], messages[:2] + messages[index - 4 : index]
     forget()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
-from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
+from compactlab.replay.setting import Setting
+from compactlab.results.metrics import calls_frame, compactions_frame, session_summary
 from compactlab.scoring.drift import drift_counts
 from compactlab.scoring.matching import Item, present
 from compactlab.tokens.context_windows import ContextWindows
@@ -17,7 +17,7 @@ WINDOW = ContextWindows(overrides={"": 64_000})
 
 @pytest.fixture(scope="module")
 def codex_rows() -> list[dict]:
-    replayed = replay(MANIFEST, StrategyConfig("codex", "codex"), WINDOW)
+    replayed = replay(MANIFEST, Setting("codex", "codex"), WINDOW)
     return [row.values() for row in replayed.compactions]
 
 
@@ -43,12 +43,12 @@ def test_an_unchanged_or_failed_summary_is_no_new_summary(codex_rows) -> None:
 
 
 def test_session_drift_is_dropped_over_carried_in_the_summary_table(codex_rows) -> None:
-    replayed = replay(MANIFEST, StrategyConfig("codex", "codex"), WINDOW)
-    table = transcript_summary(calls_frame(replayed.calls), compactions_frame(codex_rows))
+    replayed = replay(MANIFEST, Setting("codex", "codex"), WINDOW)
+    table = session_summary(calls_frame(replayed.calls), compactions_frame(codex_rows))
     counts = [c for c in drift_counts(codex_rows) if c is not None]
     row = table.iloc[0]
     assert row["summary_pairs"] == len(counts)
     assert row["summary_drift"] == pytest.approx(sum(d for _, d in counts) / sum(c for c, _ in counts))
-    masked = replay(MANIFEST, StrategyConfig("m", "observation-masking"), WINDOW)
-    no_summary = transcript_summary(calls_frame(masked.calls), compactions_frame(masked.compactions)).iloc[0]
+    masked = replay(MANIFEST, Setting("m", "observation-masking"), WINDOW)
+    no_summary = session_summary(calls_frame(masked.calls), compactions_frame(masked.compactions)).iloc[0]
     assert no_summary["summary_pairs"] == 0 and no_summary["summary_drift"] != no_summary["summary_drift"]  # NaN

@@ -1,4 +1,4 @@
-"""The cases docs/needed-items-labelling.md settles (issue 27 §2), each on a real step of the shared transcripts.
+"""The cases docs/needed-items-labelling.md settles (issue 27 §2), each on a real step of the shared sessions.
 
 Each case names items of the step that the history before it holds, so that only the rule keeps
 them out of what the step needs (an item absent from the history is never needed anyway), and an
@@ -15,22 +15,22 @@ import pytest
 from compactlab.scoring.extraction import extract_items
 from compactlab.scoring.matching import Haystack, Item, present
 from compactlab.scoring.preservation import needed_items
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.model import Message, ToolCallPart
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.model import Message, ToolCallPart
 
 
 class Case(NamedTuple):
-    transcript: str  # under the shared transcripts folder
+    session: str  # under the shared sessions folder
     step: int  # the assistant message's index
     needed: tuple[Item, ...]  # what the step consumes (needed)
     not_needed: tuple[str, ...]  # texts of the step the history holds, which the rule keeps out
 
 
 def _needed_texts(shared: Path, case: Case) -> tuple[set[Item], Haystack, Message]:
-    [transcript] = [t for t in load_file(shared / case.transcript, lenient=True) if case.step < len(t.messages)][:1]
-    step = transcript.messages[case.step]
+    [session] = [t for t in load_file(shared / case.session, lenient=True) if case.step < len(t.messages)][:1]
+    step = session.messages[case.step]
     assert step.role == "assistant"
-    return set(needed_items(transcript.messages, case.step, (1,))[1] or ()), Haystack.of(transcript.messages[: case.step]), step
+    return set(needed_items(session.messages, case.step, (1,))[1] or ()), Haystack.of(session.messages[: case.step]), step
 
 
 CASES = {

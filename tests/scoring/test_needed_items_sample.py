@@ -33,7 +33,7 @@ SAMPLE = Path(__file__).parents[1] / "data" / "needed_items_sample.jsonl"
 def sample() -> tuple[list[SampledStep], Needed]:
     """The committed sample and what the extractor needs in its steps now (read once: it loads 40-odd sessions)."""
     if not SHARED.is_dir():
-        pytest.skip(f"the shared real transcripts are not at {SHARED}")
+        pytest.skip(f"the shared real sessions are not at {SHARED}")
     steps = read_sample(SAMPLE)
     return steps, needed_now(steps, SHARED)
 
@@ -41,19 +41,19 @@ def sample() -> tuple[list[SampledStep], Needed]:
 def test_the_sample_covers_every_shared_source_with_agent_steps(shared: Path) -> None:
     steps = read_sample(SAMPLE)
     assert {s.source for s in steps} == set(SOURCES)
-    # every folder of the shared transcripts is a source, except the condenser pairs (no agent acts there)
+    # every folder of the shared sessions is a source, except the condenser pairs (no agent acts there)
     folders = {p.name for p in shared.iterdir() if p.is_dir()}
     assert folders - set(SOURCES) == {"condenser-pairs-gpt5mini"}
     labels = [i["label"] for s in steps for i in s.items]
     assert len(labels) >= 300 and set(labels) <= set(LABELS)
     assert all(i.get("reason") for s in steps for i in s.items), "every label carries its reason"
-    assert set(TUNED_ON) <= {s.transcript for s in steps}
+    assert set(TUNED_ON) <= {s.session for s in steps}
 
 
 def test_every_item_the_extractor_needs_in_the_sample_is_labelled(sample: tuple[list[SampledStep], Needed]) -> None:
     steps, needed = sample
     missing = unlabelled(steps, needed)
-    listing = "\n".join(f"  {s.transcript} step {s.step}: {i.kind} {i.text!r}" for s, i in missing)
+    listing = "\n".join(f"  {s.session} step {s.step}: {i.kind} {i.text!r}" for s, i in missing)
     assert not missing, (
         f"label these by docs/needed-items-labelling.md (bench/measure/needed_items_sample.py refresh):\n{listing}"
     )
@@ -61,14 +61,14 @@ def test_every_item_the_extractor_needs_in_the_sample_is_labelled(sample: tuple[
 
 def test_no_step_counts_more_than_the_cap_and_the_choice_is_stable(sample: tuple[list[SampledStep], Needed]) -> None:
     steps, needed = sample
-    assert max(len(needed[(s.transcript, s.step)]) for s in steps) > CAP  # the cap acts on real steps
+    assert max(len(needed[(s.session, s.step)]) for s in steps) > CAP  # the cap acts on real steps
     for step in steps:
         chosen = counted(step, needed)
-        assert len(chosen) == min(CAP, len(needed[(step.transcript, step.step)]))
+        assert len(chosen) == min(CAP, len(needed[(step.session, step.step)]))
         # an item the extractor stops finding leaves the others chosen as they were
         if len(chosen) > 1:
-            rest = [i for i in needed[(step.transcript, step.step)] if i != chosen[0]]
-            assert set(chosen[1:]) <= set(capped(step.transcript, step.step, rest))
+            rest = [i for i in needed[(step.session, step.step)] if i != chosen[0]]
+            assert set(chosen[1:]) <= set(capped(step.session, step.step, rest))
 
 
 def test_precision_per_source_is_not_below_90_percent_beyond_doubt(sample: tuple[list[SampledStep], Needed]) -> None:
@@ -98,7 +98,7 @@ def test_the_held_out_score_leaves_out_the_sessions_fixes_were_chosen_on(shared:
     assert f"the steps of {len(TUNED_ON)} sessions" in lines[0]
     steps = read_sample(SAMPLE)
     printed = {line.split()[0]: int(line.split()[1]) for line in lines[2:]}
-    kept = {s: sum(t.source == s and t.transcript not in TUNED_ON for t in steps) for s in SOURCES}
+    kept = {s: sum(t.source == s and t.session not in TUNED_ON for t in steps) for s in SOURCES}
     assert printed == kept and sum(kept.values()) < len(steps)
 
 

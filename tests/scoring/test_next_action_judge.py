@@ -12,7 +12,7 @@ import pytest
 from compactlab.contract import Trigger
 from compactlab.llm import CacheMiss, make_summarizer
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.runs import runs
 from compactlab.runs.llm_config import make_run_judge
 from compactlab.runs.run_config import RunConfig, config_json, load_config
@@ -30,8 +30,8 @@ from compactlab.scoring.next_action import (
     tools_hint,
 )
 from compactlab.scoring.probes import probe, probe_questions
+from compactlab.sessions.importers import load_file
 from compactlab.tokens.context_windows import ContextWindows
-from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 from tests.fake_behaviours import bad_request, ok
 from tests.fake_providers import ANTHROPIC_PATH, OPENAI_PATH, FakeProvider, serve
@@ -40,7 +40,7 @@ KEY_ENV = "COMPACTLAB_TEST_LLM_KEY"
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
 MINI = load_file(MINI_PATH)[0]
 CLAUDE = load_file(bundled("claude-code-log", "-src-deep-manifest__a7da6a22"))[0]
-SUMMARIZE_20K = StrategyConfig("summarize", "summarize", trigger=Trigger(fraction=0.8))
+SUMMARIZE_20K = Setting("summarize", "summarize", trigger=Trigger(fraction=0.8))
 WINDOW_20K = ContextWindows(overrides={"": 20_000})
 
 
@@ -303,7 +303,7 @@ def test_judge_table_in_a_run(server: FakeProvider, tmp_path: Path) -> None:
         "score": None,
     }
     # Without a [judge] table nothing changes: no field, no call, no key in config.json.
-    plain = RunConfig(datasets=(str(MINI_PATH),), strategies=(StrategyConfig("summarize", "summarize"),), window=20_000)
+    plain = RunConfig(datasets=(str(MINI_PATH),), strategies=(Setting("summarize", "summarize"),), window=20_000)
     runs.run(plain, tmp_path / "plain")
     assert not any("model_next_action" in row for row in run_compaction_rows(tmp_path / "plain"))
     assert "judge" not in config_json(plain) and server.count() == 2 * len(rows)

@@ -6,10 +6,10 @@ import json
 from collections.abc import Sequence
 
 from compactlab.scoring.extraction import extract_items, step_items
-from compactlab.scoring.matching import Haystack, Item, TranscriptText, present
+from compactlab.scoring.matching import Haystack, Item, SessionText, present
 from compactlab.scoring.preservation import preservation
-from compactlab.transcripts.messages import summary_message
-from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from compactlab.sessions.messages import summary_message
+from compactlab.sessions.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 _calls = iter(range(10_000))
 
@@ -247,7 +247,7 @@ def test_edits_give_the_old_text_and_not_the_new_one() -> None:
 
 def test_a_command_split_across_two_messages_is_found_as_the_joined_text_has_it() -> None:
     messages = (user("run the tests"), say("I will run pytest -x"), say("tests/test_a.py   now"), say("done"))
-    index = TranscriptText(messages)
+    index = SessionText(messages)
     command = Item("command", "pytest -x tests/test_a.py")
     assert present(command, Haystack.of(messages[:3])) and not present(command, Haystack.of(messages[:2]))
     assert index.in_history(command, 3) and not index.in_history(command, 2)

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 import pytest
 
 from compactlab.scoring.extraction import extract_items
-from compactlab.scoring.matching import Haystack, Item, TranscriptText, present
+from compactlab.scoring.matching import Haystack, Item, SessionText, present
 from compactlab.scoring.preservation import preservation
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.messages import FILE_EXTENSIONS, leading_system, summary_message
-from compactlab.transcripts.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.messages import FILE_EXTENSIONS, leading_system, summary_message
+from compactlab.sessions.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from tests.conftest import bundled
 
 
@@ -91,9 +91,9 @@ def test_real_sessions_full_history_keeps_everything_and_system_prompt_alone_los
 
 @pytest.mark.parametrize("session", ["django", "claude_code"])
 def test_the_session_index_answers_as_a_search_of_the_joined_text(session: str, request) -> None:
-    # TranscriptText searches a session's text once per item; scoring must not change by it.
+    # SessionText searches a session's text once per item; scoring must not change by it.
     messages: tuple[Message, ...] = request.getfixturevalue(session)
-    index = TranscriptText(messages)
+    index = SessionText(messages)
     items = list(dict.fromkeys(i for m in messages if m.role == "assistant" for i in extract_items([m])))
     assert len(items) > 40 and {i.kind for i in items} >= {"path", "identifier", "command", "number"}
     checked = 0
@@ -190,8 +190,8 @@ def _real_texts() -> list[str]:
         ("claude-code-log", "-src-deep-manifest__a7da6a22"),
         ("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"),
     ):
-        for transcript in load_file(bundled(dataset, stem)):
-            for message in transcript.messages:
+        for session in load_file(bundled(dataset, stem)):
+            for message in session.messages:
                 for part in message.parts:
                     if isinstance(part, (TextPart, ThinkingPart)):
                         texts.append(part.text)
@@ -223,8 +223,8 @@ def test_extraction_patterns_find_what_they_read_as(fast: str, readable: str) ->
 def test_the_plan_a_step_proposes_is_written_not_needed(shared) -> None:
     # pai-claude d6a37ffc, message 39: a step whose ExitPlanMode `plan` argument names 40-odd items of
     # the session; they are what the step writes. Its thinking and text still say what it consumed.
-    [transcript] = [t for t in load_file(next((shared / "pai-claude").glob("d6a37ffc*")), lenient=True)]
-    step = transcript.messages[39]
+    [session] = [t for t in load_file(next((shared / "pai-claude").glob("d6a37ffc*")), lenient=True)]
+    step = session.messages[39]
     [call] = [p for p in step.parts if isinstance(p, ToolCallPart)]
     assert call.name == "ExitPlanMode" and len(call.parsed_arguments()["plan"]) > 5_000
     found = [i.text for i in extract_items([step])]

@@ -6,25 +6,25 @@ from pathlib import Path
 
 from compactlab.measure.reacquisition_filter import Counts, leave_one_out, pooled, separation, session_counts
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.scoring.general_items import UBIQUITOUS_SHARE, is_general
 from compactlab.scoring.matching import Item
-from compactlab.scoring.preservation import history_count, preservation_at, transcript_text
+from compactlab.scoring.preservation import history_count, preservation_at, session_text
 from compactlab.scoring.reacquisition import reacquisition_at
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.loading import load_inputs
+from compactlab.sessions.model import Message, TextPart, ToolCallPart, ToolResultPart
 from compactlab.tokens.context_windows import ContextWindows
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.model import Message, TextPart, ToolCallPart, ToolResultPart
 from tests.conftest import bundled
 
 
 def test_the_auto_compaction_lost_items_are_what_claude_code_reattached_unseen() -> None:
-    [transcript] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
-    replayed = replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows())
+    [session] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
+    replayed = replay(session, Setting("recorded", "recorded"), ContextWindows())
     [row], [compacted] = replayed.compactions, replayed.compacted
-    found = reacquisition_at(transcript.messages, row.message_index, compacted)
+    found = reacquisition_at(session.messages, row.message_index, compacted)
     # Both items the metric marks lost are files the agent says the re-attached reminders showed it
-    # ("I read /tmp/filter-repo-output.log ... pyproject.toml"), never read in the transcript: the
+    # ("I read /tmp/filter-repo-output.log ... pyproject.toml"), never read in the session: the
     # agent had them, so it never re-acquired them (0 of 2), against 3 of the 8 kept items (800, a round
     # number the agent picks, is no longer counted).
     assert (found.lost, found.lost_reacquired, found.kept, found.kept_reacquired) == (2, 0, 8, 3)
@@ -56,7 +56,7 @@ def test_an_item_is_reacquired_only_before_the_step_that_uses_it() -> None:
 
 def _real_compactions(shared: Path) -> dict[str, dict[float, Counts]]:
     loaded = load_inputs([str(shared / "m-claude"), str(shared / "pai-claude")], lenient=True)
-    return {t.id: session_counts(t) for t in loaded.transcripts if t.compactions}
+    return {t.id: session_counts(t) for t in loaded.sessions if t.compactions}
 
 
 def test_over_every_shared_real_compaction_lost_means_lost(shared: Path) -> None:
@@ -80,22 +80,22 @@ def test_over_every_shared_real_compaction_lost_means_lost(shared: Path) -> None
 def test_names_every_agent_knows_are_not_needed_at_a_real_compaction(shared: Path) -> None:
     # pai-claude b566e56e's first compaction: the next steps name CLAUDE.md, the instruction file
     # Claude Code loads into every prompt; it was counted lost and never re-acquired.
-    [transcript] = [t for t in load_inputs([str(shared / "pai-claude")], lenient=True).transcripts if t.id.startswith("b566e56e")]
-    replayed = replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows())
+    [session] = [t for t in load_inputs([str(shared / "pai-claude")], lenient=True).sessions if t.id.startswith("b566e56e")]
+    replayed = replay(session, Setting("recorded", "recorded"), ContextWindows())
     row, compacted = replayed.compactions[0], replayed.compacted[0]
-    needed = preservation_at(transcript.messages, row.message_index, compacted, (5,))[5].needed
+    needed = preservation_at(session.messages, row.message_index, compacted, (5,))[5].needed
     assert Item("path", "CLAUDE.md") not in needed and Item("number", "100") not in needed
     assert Item("path", "~/.claude/SESSION_STATUS.md") in needed  # a file of this user's setup is a fact
     assert is_general(Item("path", "CLAUDE.md")) and is_general(Item("number", "100"))
 
 
 def test_an_item_in_most_of_the_history_is_not_needed() -> None:
-    [transcript] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
-    replayed = replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows())
+    [session] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
+    replayed = replay(session, Setting("recorded", "recorded"), ContextWindows())
     [row], [compacted] = replayed.compactions, replayed.compacted
-    text = transcript_text(transcript.messages)
-    at_half = preservation_at(transcript.messages, row.message_index, compacted, (5,))[5].needed
-    at_tenth = preservation_at(transcript.messages, row.message_index, compacted, (5,), ubiquitous=0.1)[5].needed
+    text = session_text(session.messages)
+    at_half = preservation_at(session.messages, row.message_index, compacted, (5,))[5].needed
+    at_tenth = preservation_at(session.messages, row.message_index, compacted, (5,), ubiquitous=0.1)[5].needed
     # .gitleaks.toml is in 13% of the 275 messages before the compaction: needed when the bar is
     # half the history, set aside when it is a tenth; an item in 1% of them stays either way.
     assert history_count(text, Item("path", ".gitleaks.toml"), row.message_index) == 36

@@ -10,19 +10,19 @@ from pathlib import Path
 import pytest
 
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.results.compaction_values import compaction_values
-from compactlab.results.metrics import calls_frame, compactions_frame, transcript_summary
+from compactlab.results.metrics import calls_frame, compactions_frame, session_summary
 from compactlab.scoring.matching import Item, present
 from compactlab.scoring.preservation import preservation_at
 from compactlab.scoring.reacquisition import reacquisition_at
 from compactlab.scoring.recoverability import classify, loss_split
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.loading import load_inputs
+from compactlab.sessions.messages import pinned_indexes
+from compactlab.sessions.model import Session, ToolCallPart, ToolResultPart
+from compactlab.sessions.tool_effects import call_effect
 from compactlab.tokens.context_windows import ContextWindows
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.messages import pinned_indexes
-from compactlab.transcripts.model import ToolCallPart, ToolResultPart, Transcript
-from compactlab.transcripts.tool_effects import call_effect
 from tests.conftest import bundled
 
 # Every shared source whose sessions call tools (the condenser pairs hold no steps).
@@ -38,16 +38,16 @@ SOURCES = (
 
 
 @cache
-def _sessions(folder: Path) -> tuple[Transcript, ...]:
+def _sessions(folder: Path) -> tuple[Session, ...]:
     """The three largest sessions of a shared source."""
-    loaded = load_inputs([str(folder)], lenient=True).transcripts
+    loaded = load_inputs([str(folder)], lenient=True).sessions
     return tuple(sorted(loaded, key=lambda t: (-len(t.messages), t.id))[:3])
 
 
-def _lost_everything(transcript: Transcript, index: int):
+def _lost_everything(session: Session, index: int):
     """The needed items of the next five steps after `messages[index]` when a compaction kept only
     the pinned messages (instructions and the task): every other needed item is lost."""
-    messages = transcript.messages
+    messages = session.messages
     pinned = tuple(messages[i] for i in sorted(pinned_indexes(messages)) if i < index)
     return preservation_at(messages, index, pinned, (5,))[5].lost
 
@@ -55,12 +55,12 @@ def _lost_everything(transcript: Transcript, index: int):
 @pytest.mark.parametrize("source", SOURCES)
 def test_the_rule_labels_lost_items_of_every_shared_source_by_where_they_came_from(source: str, shared: Path) -> None:
     labels: Counter[str] = Counter()
-    for transcript in _sessions(shared / source):
-        messages = transcript.messages
+    for session in _sessions(shared / source):
+        messages = session.messages
         calls = {p.id: p for m in messages for p in m.parts if isinstance(p, ToolCallPart)}
         for share in (0.3, 0.5, 0.7):
             index = next(i for i in range(int(share * len(messages)), len(messages)) if messages[i].role == "assistant")
-            split = loss_split(messages, index, _lost_everything(transcript, index))
+            split = loss_split(messages, index, _lost_everything(session, index))
             for found in split.items:
                 labels[found.label] += 1
                 if found.label != "recoverable":
@@ -82,8 +82,8 @@ def test_the_rule_labels_lost_items_of_every_shared_source_by_where_they_came_fr
 def test_an_item_an_edit_removed_from_the_file_it_was_read_from_is_no_longer_recoverable() -> None:
     # A real session: message 70 shows a file that names webkitRequestFileSystem; the Edit in message
     # 71 replaces the code that named it, and nothing else in the session held it.
-    [transcript] = load_file(bundled("claude-code-log", "-Users-dain-workspace-JSSoundRecorder__7acd37a8"))
-    messages, item = transcript.messages, Item("identifier", "webkitRequestFileSystem")
+    [session] = load_file(bundled("claude-code-log", "-Users-dain-workspace-JSSoundRecorder__7acd37a8"))
+    messages, item = session.messages, Item("identifier", "webkitRequestFileSystem")
     edit = next(p for p in messages[71].parts if isinstance(p, ToolCallPart))
     assert edit.name == "Edit" and "webkitRequestFileSystem" not in edit.parsed_arguments()["new_string"]  # type: ignore[index]
     before = classify(messages, 71, item, 71)
@@ -97,8 +97,8 @@ def test_an_item_an_edit_of_its_file_left_alone_stays_recoverable() -> None:
     # The same session: message 12 shows recordLive.js (a Read of message 10), the only message before
     # 55 showing `connected`; the Edit in message 54 changes recordLive.js elsewhere. The file still
     # holds it: one re-read gets it back.
-    [transcript] = load_file(bundled("claude-code-log", "-Users-dain-workspace-JSSoundRecorder__7acd37a8"))
-    messages, item = transcript.messages, Item("identifier", "connected")
+    [session] = load_file(bundled("claude-code-log", "-Users-dain-workspace-JSSoundRecorder__7acd37a8"))
+    messages, item = session.messages, Item("identifier", "connected")
     [result] = [p for p in messages[12].parts if isinstance(p, ToolResultPart)]
     [read] = [p for p in messages[10].parts if isinstance(p, ToolCallPart) and p.id == result.call_id]
     [edit] = [p for p in messages[54].parts if isinstance(p, ToolCallPart) and p.name == "Edit"]
@@ -111,8 +111,8 @@ def test_an_item_an_edit_of_its_file_left_alone_stays_recoverable() -> None:
 
 
 def test_a_listing_is_recoverable_only_while_the_session_changed_nothing() -> None:
-    [transcript] = load_file(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"))
-    messages = transcript.messages
+    [session] = load_file(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"))
+    messages = session.messages
     calls = {p.id: (i, p) for i, m in enumerate(messages) for p in m.parts if isinstance(p, ToolCallPart)}
     changes = [i for i, p in calls.values() if call_effect(p).effect in ("write", "side_effect", "run")]
     # The first listing or search with a change after it, and a path it shows that the session
@@ -143,11 +143,11 @@ def test_a_listing_is_recoverable_only_while_the_session_changed_nothing() -> No
 def test_at_the_real_compactions_the_agent_reacquired_the_recoverable_items_and_not_the_unrecoverable(shared: Path) -> None:
     totals: Counter[str] = Counter()
     for source in ("m-claude", "pai-claude", "pi-sessions"):
-        transcripts = load_inputs([str(shared / source)], lenient=True).transcripts
-        for transcript in (t for t in transcripts if t.compactions):
-            replayed = replay(transcript, StrategyConfig("recorded", "recorded"), ContextWindows())
+        sessions = load_inputs([str(shared / source)], lenient=True).sessions
+        for session in (t for t in sessions if t.compactions):
+            replayed = replay(session, Setting("recorded", "recorded"), ContextWindows())
             for row, compacted in zip(replayed.compactions, replayed.compacted):
-                found = reacquisition_at(transcript.messages, row.message_index, compacted)
+                found = reacquisition_at(session.messages, row.message_index, compacted)
                 totals.update({k: v for k, v in vars(found).items() if isinstance(v, int) and k != "at_message"})
     assert totals["lost"] == totals["lost_recoverable"] + totals["lost_unrecoverable"] + totals["lost_unknown"]
     assert totals["lost_recoverable"] >= 10, totals
@@ -158,17 +158,17 @@ def test_at_the_real_compactions_the_agent_reacquired_the_recoverable_items_and_
 
 
 def test_the_rows_the_per_session_table_and_the_gate_carry_the_split_of_each_real_compaction() -> None:
-    [transcript] = load_file(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"))
-    replayed = replay(transcript, StrategyConfig("truncate", "truncate"), ContextWindows(overrides={"": 16_000}))
+    [session] = load_file(bundled("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"))
+    replayed = replay(session, Setting("truncate", "truncate"), ContextWindows(overrides={"": 16_000}))
     rows = [row.values() for row in replayed.compactions if not row.event.failed]
     assert len(rows) >= 2
     expected = []
     for row, compacted in zip(replayed.compactions, replayed.compacted):
         k5 = row.preservation["k5"]
         split = loss_split(
-            transcript.messages,
+            session.messages,
             row.message_index,
-            preservation_at(transcript.messages, row.message_index, compacted, (5,))[5].lost,
+            preservation_at(session.messages, row.message_index, compacted, (5,))[5].lost,
         )
         # The row's lists are the split of its lost items, in full.
         assert sorted(k5["lost_recoverable"] + k5["lost_unrecoverable"] + k5["lost_unknown"]) == sorted(k5["lost"])
@@ -177,7 +177,7 @@ def test_the_rows_the_per_session_table_and_the_gate_carry_the_split_of_each_rea
         if k5["needed"]:
             expected.append((len(k5["lost_unrecoverable"]) / len(k5["needed"]), k5["reacquisition_tokens"]))
     assert any(tokens for _, tokens in expected), "no compaction lost anything recoverable"
-    summary = transcript_summary(calls_frame(replayed.calls), compactions_frame(rows))
+    summary = session_summary(calls_frame(replayed.calls), compactions_frame(rows))
     assert summary["unrecoverable_loss"].item() == pytest.approx(sum(u for u, _ in expected) / len(expected))
     assert summary["reacquisition_tokens"].item() == pytest.approx(sum(t for _, t in expected) / len(expected))
     gate = [v for v in compaction_values(rows) if v.metric == "unrecoverable_loss"]
@@ -188,8 +188,8 @@ def test_a_codex_patch_that_removes_the_line_an_item_was_read_from_makes_it_unre
     # A real Codex session: message 22 runs `rg -n "codex-" -n specs/003-celery-oauth-volumes/spec.md`
     # (a shell argv), whose output in message 23 shows `assigned`; the apply_patch in message 26
     # updates that file and removes the line without adding it back.
-    [transcript] = load_file(bundled("codex-rollouts", "MoonLadderStudios__MoonMind"))
-    messages, item = transcript.messages, Item("identifier", "assigned")
+    [session] = load_file(bundled("codex-rollouts", "MoonLadderStudios__MoonMind"))
+    messages, item = session.messages, Item("identifier", "assigned")
     [search] = [p for p in messages[22].parts if isinstance(p, ToolCallPart)]
     [patch] = [p for p in messages[26].parts if isinstance(p, ToolCallPart)]
     assert call_effect(search).paths == ("specs/003-celery-oauth-volumes/spec.md",) == call_effect(patch).paths
@@ -219,8 +219,8 @@ EXPECTED_BY_START = {
 )
 def test_real_commands_of_every_bundled_source_are_read_by_what_they_do(dataset: str) -> None:
     seen: Counter[tuple[str, ...]] = Counter()
-    for transcript in load_inputs([dataset], lenient=True).transcripts:
-        for part in (p for m in transcript.messages for p in m.parts if isinstance(p, ToolCallPart)):
+    for session in load_inputs([dataset], lenient=True).sessions:
+        for part in (p for m in session.messages for p in m.parts if isinstance(p, ToolCallPart)):
             effect = call_effect(part)
             # One plain command: no pipeline, list, redirection or heredoc to combine.
             if effect.command is None or any(mark in effect.command for mark in ("|", "&", ";", ">", "<")):
@@ -228,7 +228,7 @@ def test_real_commands_of_every_bundled_source_are_read_by_what_they_do(dataset:
             words = tuple(effect.command.split())
             for start, expected in EXPECTED_BY_START.items():
                 if words[: len(start)] == start:
-                    assert effect.effect == expected, (transcript.id, effect)
+                    assert effect.effect == expected, (session.id, effect)
                     seen[start] += 1
     # Each source's shell tool is read: Claude Code's Bash, mini-swe-agent's actions (v1: from the reply's
     # text), Codex's argv lists and shell_command.

@@ -1,4 +1,4 @@
-"""A session's searchable text (`TranscriptText`) answers the same when threads share it.
+"""A session's searchable text (`SessionText`) answers the same when threads share it.
 
 Every setting of a session shares one (`compactlab.scoring.preservation` keeps it by the session's
 identity), and an LLM run scores its settings side by side in threads
@@ -11,9 +11,9 @@ from __future__ import annotations
 import threading
 
 from compactlab.scoring.extraction import extract_items
-from compactlab.scoring.matching import Item, TranscriptText
+from compactlab.scoring.matching import Item, SessionText
 from compactlab.scoring.preservation import history_count
-from compactlab.transcripts.importers import load_file
+from compactlab.sessions.importers import load_file
 from tests.conftest import bundled
 
 
@@ -23,7 +23,7 @@ def test_two_threads_extending_one_items_search_find_each_message_once_in_order(
     # the messages they found (twice, out of order) and `history_count`'s bisection counts wrong,
     # which made a concurrent run's preservation scores differ from a serial run's in one digit.
     messages = load_file(bundled("claude-code-log", "-Users-dain-workspace-claude-code-log-sample__37f83ec9"))[0].messages
-    fresh = TranscriptText(messages)
+    fresh = SessionText(messages)
     half = len(messages) // 2
     item = next(
         i
@@ -33,7 +33,7 @@ def test_two_threads_extending_one_items_search_find_each_message_once_in_order(
         if i.kind == "path" and len([at for at in fresh.occurring(i) if at < half]) >= 2 and fresh.occurring(i)[-1] >= half
     )
     expected = fresh.occurring(item)
-    index = TranscriptText(messages)
+    index = SessionText(messages)
     search, held, release = index._search, threading.Event(), threading.Event()
 
     def held_search(wanted: Item, first: int, end: int) -> set[int]:

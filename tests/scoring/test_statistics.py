@@ -82,7 +82,7 @@ def test_paired_bootstrap_p_values_are_calibrated_under_the_null():
 
 
 def test_pairs_are_really_paired():
-    # Each transcript has its own difficulty (sd 10) that swamps the 0.3 effect unless pairs are kept.
+    # Each session has its own difficulty (sd 10) that swamps the 0.3 effect unless pairs are kept.
     rng = np.random.default_rng(4)
     difficulty = rng.normal(scale=10.0, size=50)
     a = difficulty + 0.3 + rng.normal(scale=0.2, size=50)
@@ -118,28 +118,28 @@ def test_holm_adjustment_matches_hand_computation():
 
 
 def _long_frame() -> pd.DataFrame:
-    """Three strategies over 40 transcripts; 'good' is 0.2 above 'base', 'same' equals 'base' in distribution."""
+    """Three strategies over 40 sessions; 'good' is 0.2 above 'base', 'same' equals 'base' in distribution."""
     rng = np.random.default_rng(5)
     difficulty = rng.normal(size=40)
     rows = []
     for t in range(40):
         for strategy, shift in (("base", 0.0), ("good", 0.2), ("same", 0.0)):
             if strategy == "same" and t >= 30:
-                continue  # 'same' ran on fewer transcripts
+                continue  # 'same' ran on fewer sessions
             value = difficulty[t] + shift + rng.normal(scale=0.1)
-            # Two events per transcript: the mean of the two is the transcript's value.
+            # Two events per session: the mean of the two is the session's value.
             rows += [
-                {"strategy": strategy, "transcript": f"t{t}", "score": value - 0.05, "cost": 1.0},
-                {"strategy": strategy, "transcript": f"t{t}", "score": value + 0.05, "cost": 1.0},
+                {"strategy": strategy, "session": f"t{t}", "score": value - 0.05, "cost": 1.0},
+                {"strategy": strategy, "session": f"t{t}", "score": value + 0.05, "cost": 1.0},
             ]
     return pd.DataFrame(rows)
 
 
-def test_summarize_by_strategy_resamples_transcripts():
+def test_summarize_by_strategy_resamples_sessions():
     frame = _long_frame()
     summary = summarize_by_strategy(frame, ["score", "cost"], resamples=2_000)
     assert list(summary["strategy"]) == ["base", "good", "same"]
-    assert list(summary["transcripts"]) == [40, 40, 30]
+    assert list(summary["sessions"]) == [40, 40, 30]
     assert list(summary["score_n"]) == [40, 40, 30]
     base = summary.iloc[0]
     assert base["score_mean"] == pytest.approx(frame[frame.strategy == "base"]["score"].mean())
@@ -166,7 +166,7 @@ def test_pairwise_comparisons_against_baseline_and_all_pairs():
 
 def test_batched_pairs_match_paired_bootstrap_one_by_one():
     frame = _long_frame()
-    per_unit = frame.groupby(["strategy", "transcript"])["score"].mean().unstack(0)  # transcripts sorted
+    per_unit = frame.groupby(["strategy", "session"])["score"].mean().unstack(0)  # sessions sorted
     table = pairwise_comparisons(frame, "score", resamples=2_000, seed=3)
     for row in table.itertuples():
         alone = paired_bootstrap(per_unit[row.strategy_a], per_unit[row.strategy_b], resamples=2_000, seed=3)
@@ -184,9 +184,9 @@ def test_results_do_not_depend_on_row_order():
     pd.testing.assert_frame_equal(pairwise_comparisons(shuffled, "score", resamples=500), pairs)
 
 
-def test_pairwise_with_one_strategy_or_one_shared_transcript():
+def test_pairwise_with_one_strategy_or_one_shared_session():
     assert pairwise_comparisons(_long_frame().query("strategy == 'base'"), "score").empty
-    tiny = pd.DataFrame({"strategy": ["x", "y", "x", "y"], "transcript": ["t1", "t1", "t2", "t3"], "v": [1, 0, 2, 5]})
+    tiny = pd.DataFrame({"strategy": ["x", "y", "x", "y"], "session": ["t1", "t1", "t2", "t3"], "v": [1, 0, 2, 5]})
     row = pairwise_comparisons(tiny, "v").iloc[0]
     assert (row["n"], row["dropped"], row["mean_diff"]) == (1, 2, 1.0)
     assert math.isnan(row["p_value"]) and math.isnan(row["p_holm"]) and not row["significant"]
@@ -196,7 +196,7 @@ def test_pareto_frontier_on_hand_made_points():
     points = pd.DataFrame(
         {
             "name": ["a", "b", "c", "d", "e", "f", "g", "h"],
-            "tokens_saved": [0.1, 0.5, 0.5, 0.3, 0.8, 0.8, np.nan, 0.2],
+            "tokens_removed": [0.1, 0.5, 0.5, 0.3, 0.8, 0.8, np.nan, 0.2],
             "preservation": [0.99, 0.9, 0.85, 0.8, 0.6, 0.6, 1.0, 0.99],
         }
     )
@@ -207,4 +207,4 @@ def test_pareto_frontier_on_hand_made_points():
     assert frontier.attrs["nan_rows"] == [6]
     assert list(frontier.index) == [7, 1, 4, 5]  # traceable to the input rows
     with pytest.raises(ValueError, match="missing: speed"):
-        pareto_frontier(points, maximize=("tokens_saved", "speed"))
+        pareto_frontier(points, maximize=("tokens_removed", "speed"))

@@ -11,7 +11,7 @@ exported call and compaction rows are compared byte for byte with the serial run
 differing byte and the fields that differ are printed.
 
 A race shows rarely at the pace of a real run (the test failed about once in a few full suites).
-`--widen` holds every search of a session's `TranscriptText` (compactlab.scoring.matching) that
+`--widen` holds every search of a session's `SessionText` (compactlab.scoring.matching) that
 many seconds after it searched and before its caller records what it found: the window in which a
 second thread asking about the same item raced the first before the index searched under a lock.
 The sleep changes when threads run, never what a search finds, so a run that differs from the
@@ -35,14 +35,14 @@ from tests.runs.test_concurrent_llm_replays import KEY_ENV, _config, _run
 
 
 def _widened(seconds: float) -> None:
-    search = matching.TranscriptText._search
+    search = matching.SessionText._search
 
-    def held(self: matching.TranscriptText, item: matching.Item, first: int, end: int) -> set[int]:
+    def held(self: matching.SessionText, item: matching.Item, first: int, end: int) -> set[int]:
         found = search(self, item, first, end)
         time.sleep(seconds)  # releases the GIL: another thread runs between the search and its record
         return found
 
-    matching.TranscriptText._search = held  # type: ignore[method-assign]
+    matching.SessionText._search = held  # type: ignore[method-assign]
 
 
 def _exported(run: Path, out: Path) -> dict[str, bytes]:
@@ -60,14 +60,14 @@ def _differences(serial: bytes, concurrent: bytes) -> str:
     for a, b in zip(serial.splitlines(), concurrent.splitlines()):
         if a != b:
             left, right = json.loads(a), json.loads(b)
-            fields |= {f"{left['config']}:{name}" for name in left if left[name] != right.get(name)}
+            fields |= {f"{left['setting']}:{name}" for name in left if left[name] != right.get(name)}
     return f"first differing byte {first:,}; fields {sorted(fields)}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="concurrent runs, each compared with the serial one")
-    parser.add_argument("--widen", type=float, default=0.0, help="seconds each TranscriptText search is held (see above)")
+    parser.add_argument("--widen", type=float, default=0.0, help="seconds each SessionText search is held (see above)")
     args = parser.parse_args(argv)
     if args.widen:
         _widened(args.widen)

@@ -1,6 +1,6 @@
-"""Seeded damage to real transcript files, and what compactlab does with each damaged file.
+"""Seeded damage to real session files, and what compactlab does with each damaged file.
 
-Shared by `tests/transcripts/test_input_fuzz.py` (a small, fixed share in CI) and by running this module as a
+Shared by `tests/sessions/test_input_fuzz.py` (a small, fixed share in CI) and by running this module as a
 script, which measures the reliability table of issue 16 for inputs:
 
     .venv/bin/python -m tests.scripts.input_fuzz [--per-kind N] [--seed S]
@@ -12,7 +12,7 @@ makes the damaged files, and run it from that folder).
 
 Each damaged input is read four ways: strictly and leniently through the library, and through
 `compactlab inspect` and `compactlab inspect --lenient`. A run ends in a clean error (a
-`TranscriptError`, or the CLI's `compactlab: error:` line and exit status 2), a result, or a
+`SessionError`, or the CLI's `compactlab: error:` line and exit status 2), a result, or a
 traceback (any other exception, or an error that calls itself an internal error). A result is
 *silently wrong* when nothing was reported (no error, no skipped record) but it breaks an
 invariant (token counts are integers in [0, 2^53), costs finite and non-negative, ids unique), or
@@ -69,7 +69,7 @@ class Tally:
 # --- reading damaged files ----------------------------------------------------------------------------
 
 
-def fingerprint(transcripts) -> tuple:
+def fingerprint(sessions) -> tuple:
     """What must not change silently: ids, message counts and every recorded LLM call."""
     return tuple(
         (
@@ -79,20 +79,20 @@ def fingerprint(transcripts) -> tuple:
                 (c.model, c.input_tokens, c.cache_read_tokens, c.cache_write_tokens, c.output_tokens, c.cost_usd) for c in t.calls
             ),
         )
-        for t in transcripts
+        for t in sessions
     )
 
 
-def broken_invariant(transcripts) -> str | None:
-    ids = [t.id for t in transcripts]
+def broken_invariant(sessions) -> str | None:
+    ids = [t.id for t in sessions]
     if len(set(ids)) != len(ids):
-        return "transcript ids not unique"
-    for t in transcripts:
+        return "session ids not unique"
+    for t in sessions:
         try:
             t.id.encode("utf-8")
         except UnicodeEncodeError:
-            return "transcript id is not valid text (it cannot be written to a UTF-8 file)"
-    for t in transcripts:
+            return "session id is not valid text (it cannot be written to a UTF-8 file)"
+    for t in sessions:
         for c in t.calls:
             for value in (c.input_tokens, c.cache_read_tokens, c.cache_write_tokens, c.output_tokens):
                 if type(value) is not int or not 0 <= value < LIMIT:
@@ -103,15 +103,15 @@ def broken_invariant(transcripts) -> str | None:
 
 
 def read_library(path: Path, lenient: bool):
-    """('error', message) | ('ok', transcripts) | ('traceback', key)."""
-    from compactlab.transcripts.importers import load_file
-    from compactlab.transcripts.source import TranscriptError
+    """('error', message) | ('ok', sessions) | ('traceback', key)."""
+    from compactlab.sessions.importers import load_file
+    from compactlab.sessions.source import SessionError
 
     try:
-        transcripts = load_file(path, lenient=lenient)
-        fingerprint(transcripts)
-        return "ok", transcripts
-    except TranscriptError as exc:
+        sessions = load_file(path, lenient=lenient)
+        fingerprint(sessions)
+        return "ok", sessions
+    except SessionError as exc:
         if "internal error" in str(exc):
             return "traceback", f"internal error: {str(exc).split('internal error', 1)[1][:80]}"
         return "error", str(exc)
@@ -180,7 +180,7 @@ def check_input(path: Path, kind: str, what: str, original: tuple | None, tally:
 
 
 def fuzz(per_kind: int, seed: int, workdir: Path, tally: Tally | None = None, cli: bool = True) -> Tally:
-    from compactlab.transcripts.importers import load_file
+    from compactlab.sessions.importers import load_file
 
     tally = tally or Tally()
     for fmt, name, data in sample_files(workdir):

@@ -9,7 +9,7 @@ Interrupted runs: `compactlab run` in a child process whose writes into the run 
 (`os.write`, `os.copy_file_range`, `os.replace`; the row files, done.jsonl, and what is written
 atomically) are counted; the child is killed (SIGKILL, after writing half the bytes) or gets ENOSPC
 (from then on, at every write) at the Nth write, for every N, then `--resume`d without faults. The
-rows the run reports (transcripts.csv's calls and compactions per transcript × strategy) are
+rows the run reports (sessions.csv's calls and compactions per session × strategy) are
 compared with a clean run's: a duplicated row counts once per extra copy. A concurrent resume is a
 `--resume` started while a run waits at a write, the first run then let go.
 
@@ -160,19 +160,19 @@ def run_arguments(data: Path, out: Path, resume: bool = False) -> list[str]:
 
 
 def reported_rows(out: Path) -> pd.Series | None:
-    """Rows per transcript × strategy as the run reports them (calls, compactions, failed ones)."""
-    path = out / "transcripts.csv"
+    """Rows per session × strategy as the run reports them (calls, compactions, failed ones)."""
+    path = out / "sessions.csv"
     if not path.exists():
         return None
     frame = pd.read_csv(path)
     counts = frame[["calls", "compactions"]].sum(axis=1) + frame.get("failed_compactions", 0)
-    return pd.Series(counts.to_numpy(), index=pd.MultiIndex.from_frame(frame[["transcript", "config"]])).sort_index()
+    return pd.Series(counts.to_numpy(), index=pd.MultiIndex.from_frame(frame[["session", "setting"]])).sort_index()
 
 
 def extra_rows(out: Path, clean: pd.Series) -> int | str:
     found = reported_rows(out)
     if found is None:
-        return "no transcripts.csv"
+        return "no sessions.csv"
     joined = pd.concat([found.rename("found"), clean.rename("clean")], axis=1).fillna(0)
     missing = int((joined["clean"] - joined["found"]).clip(lower=0).sum())
     extra = int((joined["found"] - joined["clean"]).clip(lower=0).sum())

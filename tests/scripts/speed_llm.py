@@ -34,7 +34,7 @@ from pathlib import Path
 
 from compactlab.contract import Trigger
 from compactlab.measure.timing import SPREAD, Timing, cpu_seconds, listed, load, spread, verdict
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.runs import runs
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import RunConfig
@@ -62,11 +62,9 @@ def _llm(server: FakeProvider, cache: Path) -> dict:
     }
 
 
-def _settings(summarizer: str, thresholds: tuple[float, ...]) -> tuple[StrategyConfig, ...]:
+def _settings(summarizer: str, thresholds: tuple[float, ...]) -> tuple[Setting, ...]:
     return tuple(
-        StrategyConfig(
-            label=f"summarize@{f}", strategy="summarize", settings=(("summarizer", summarizer),), trigger=Trigger(fraction=f)
-        )
+        Setting(label=f"summarize@{f}", strategy="summarize", settings=(("summarizer", summarizer),), trigger=Trigger(fraction=f))
         for f in thresholds
     )
 

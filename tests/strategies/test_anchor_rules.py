@@ -3,12 +3,12 @@ per rule, on a real session where the rule acts. Each preset's `source` names th
 
 from __future__ import annotations
 
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.messages import is_summary, is_user_turn_start, pinned_head
+from compactlab.sessions.model import ToolResultPart
 from compactlab.strategies.registry import get_strategy
 from compactlab.strategies.summarize import choose_cut
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.messages import is_summary, is_user_turn_start, pinned_head
-from compactlab.transcripts.model import ToolResultPart
 from tests.conftest import bundled
 from tests.strategies.test_seed_rules import LONG_CODEX, MANIFEST, ME_NEXT, compact
 

@@ -10,11 +10,11 @@ import pytest
 from compactlab.contract import Context
 from compactlab.runs.run_config import default_strategies
 from compactlab.runs.sweep import DEFAULT_STRATEGIES
+from compactlab.sessions.messages import pinned_indexes
+from compactlab.sessions.model import Message, Session, ToolCallPart, ToolResultPart
+from compactlab.sessions.tool_effects import call_effect
 from compactlab.strategies.evict import MARK, TIERS, Evict
 from compactlab.strategies.registry import describe_all, get_strategy
-from compactlab.transcripts.messages import pinned_indexes
-from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart, Transcript
-from compactlab.transcripts.tool_effects import call_effect
 from tests.strategy_sessions import DATASETS, assert_no_orphans, counter, each, request_for, run
 
 
@@ -34,9 +34,9 @@ def _changed(before: tuple[Message, ...], after: tuple[Message, ...]) -> list[tu
 def test_it_rewrites_only_older_tool_outputs_and_write_calls_into_stubs_that_say_how_to_get_them_back(dataset: str) -> None:
     strategy = Evict()
 
-    def check(transcript: Transcript) -> None:
-        before = transcript.messages
-        after = run(strategy, transcript).context.messages
+    def check(session: Session) -> None:
+        before = session.messages
+        after = run(strategy, session).context.messages
         assert_no_orphans(after)
         steps = [i for i, m in enumerate(before) if m.role == "assistant"]
         protected_from = steps[-strategy.keep_last_steps] if len(steps) >= strategy.keep_last_steps else 0
@@ -71,13 +71,13 @@ def test_it_rewrites_only_older_tool_outputs_and_write_calls_into_stubs_that_say
 def test_it_evicts_in_tier_order_oldest_first_and_stops_at_the_target(dataset: str) -> None:
     strategy = Evict()
 
-    def check(transcript: Transcript) -> None:
-        messages = transcript.messages
-        count = counter(transcript)
+    def check(session: Session) -> None:
+        messages = session.messages
+        count = counter(session)
         order = sorted(strategy._candidates(messages), key=lambda c: (c.tier, c.message, c.part))
         # A target the first tier alone can reach: only a prefix of the eviction order is rewritten.
         target = count(messages) - 2_000
-        after = run(strategy, transcript, target=target).context.messages
+        after = run(strategy, session, target=target).context.messages
         changed = set(_changed(messages, after))
         positions = [k for k, c in enumerate(order) if (c.message, c.part) in changed]
         if not order:
@@ -102,9 +102,9 @@ def test_it_evicts_in_tier_order_oldest_first_and_stops_at_the_target(dataset: s
 
 @pytest.mark.parametrize("dataset", DATASETS)
 def test_running_it_again_evicts_nothing_twice(dataset: str) -> None:
-    def check(transcript: Transcript) -> None:
-        once = run(Evict(), transcript).context.messages
-        again = Evict().compact(Context(messages=once), request_for(transcript, once)).context.messages
+    def check(session: Session) -> None:
+        once = run(Evict(), session).context.messages
+        again = Evict().compact(Context(messages=once), request_for(session, once)).context.messages
         for i, j in _changed(once, again):
             part = once[i].parts[j]
             assert not (isinstance(part, ToolResultPart) and part.content.startswith(MARK)), f"message {i} evicted twice"

@@ -1,4 +1,4 @@
-"""The pipeline of strategies, the registry, and a user's own strategy file, on real transcripts."""
+"""The pipeline of strategies, the registry, and a user's own strategy file, on real sessions."""
 
 from __future__ import annotations
 
@@ -31,46 +31,46 @@ def test_the_strategies_a_pipeline_names_are_built_with_it() -> None:
     assert [named_strategy(stage, "a stage") for stage in built.stages] == [Prune(), get_strategy("summarize"), Truncate()]
     again = pickle.loads(pickle.dumps(built))
     assert again == built and named_strategy(again.stages[0], "a stage") == Prune()
-    transcript = by_id("m-claude", "3af9b1a7")
+    session = by_id("m-claude", "3af9b1a7")
     by_hand = Pipeline(stages=("prune", "truncate"))
     with pytest.raises(TypeError, match="names the strategy 'prune', which was never built"):
-        by_hand.compact(Context(messages=transcript.messages), request_for(transcript))
-    assert run(by_hand, transcript).note.startswith("prune: cleared")  # run() builds it as the replay does
+        by_hand.compact(Context(messages=session.messages), request_for(session))
+    assert run(by_hand, session).note.startswith("prune: cleared")  # run() builds it as the replay does
 
 
 def test_pipeline_stops_when_the_first_stage_is_enough() -> None:
-    transcript = by_id("m-claude", "3af9b1a7")
-    pruned = run(Prune(), transcript)
-    target = counter(transcript)(pruned.context.messages)  # exactly what prune alone reaches
-    result = run(Pipeline(stages=("prune", "observation-masking", "truncate")), transcript, target=target)
+    session = by_id("m-claude", "3af9b1a7")
+    pruned = run(Prune(), session)
+    target = counter(session)(pruned.context.messages)  # exactly what prune alone reaches
+    result = run(Pipeline(stages=("prune", "observation-masking", "truncate")), session, target=target)
     assert result.context.messages == pruned.context.messages
     assert result.note.startswith("prune: cleared") and "observation-masking:" not in result.note
     assert "truncate:" not in result.note and "under target" in result.note
 
 
 def test_pipeline_reaches_truncate_otherwise() -> None:
-    transcript = by_id("m-claude", "3af9b1a7")
-    count = counter(transcript)
-    result = run(Pipeline(stages=("prune", "observation-masking", "truncate")), transcript)
+    session = by_id("m-claude", "3af9b1a7")
+    count = counter(session)
+    result = run(Pipeline(stages=("prune", "observation-masking", "truncate")), session)
     notes = result.note.split("; ")
     assert notes[0].startswith("prune: cleared")
     assert any(n.startswith("observation-masking: masked") for n in notes)
     assert any(n.startswith("truncate: dropped") for n in notes)
-    assert result.messages_removed > 0 and result.messages_removed == len(transcript.messages) - len(result.context.messages)
-    assert count(result.context.messages) <= request_for(transcript).target_tokens
+    assert result.messages_removed > 0 and result.messages_removed == len(session.messages) - len(result.context.messages)
+    assert count(result.context.messages) <= request_for(session).target_tokens
     # Without the early stop every stage runs even when the first was enough.
-    target = count(run(Prune(), transcript).context.messages)
-    full = run(Pipeline(stages=("prune", "observation-masking"), stop_when_under_target=False), transcript, target=target)
+    target = count(run(Prune(), session).context.messages)
+    full = run(Pipeline(stages=("prune", "observation-masking"), stop_when_under_target=False), session, target=target)
     assert "observation-masking: masked" in full.note
 
 
 def test_pipeline_with_the_default_stages_runs() -> None:
-    transcript = by_id("m-claude", "3af9b1a7")
-    result = run(get_strategy("pipeline"), transcript)
+    session = by_id("m-claude", "3af9b1a7")
+    result = run(get_strategy("pipeline"), session)
     assert result.note.startswith("prune: ") and "summarize: " in result.note
     after = result.context.messages
     assert_no_orphans(after)
-    assert counter(transcript)(after) <= counter(transcript)(transcript.messages)
+    assert counter(session)(after) <= counter(session)(session.messages)
 
 
 @dataclass(frozen=True)
@@ -82,17 +82,17 @@ class _Failing:
 
 
 def test_pipeline_goes_on_after_a_failed_stage() -> None:
-    transcript = by_id("m-claude", "3af9b1a7")
-    result = run(Pipeline(stages=(_Failing(), "truncate")), transcript)
+    session = by_id("m-claude", "3af9b1a7")
+    result = run(Pipeline(stages=(_Failing(), "truncate")), session)
     # The run counts it as a fallback (bench/results/run_failures.py), not as the pipeline's own result.
     assert result.note.startswith(
         "[fell back] failing failed (summarizer unavailable); went on to the next stage; truncate: dropped"
     )
     assert fell_back(result.note)
     with pytest.raises(CompactionFailed):
-        run(Pipeline(stages=(_Failing(), "truncate"), skip_failed_stages=False), transcript)
+        run(Pipeline(stages=(_Failing(), "truncate"), skip_failed_stages=False), session)
     with pytest.raises(CompactionFailed, match="summarizer unavailable"):
-        run(Pipeline(stages=(_Failing(),)), transcript)
+        run(Pipeline(stages=(_Failing(),)), session)
 
 
 # --- registry -----------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ USER_STRATEGY = '''
 from dataclasses import dataclass, replace
 
 from compactlab.contract import CompactionResult
-from compactlab.transcripts.messages import safe_cut_points
+from compactlab.sessions.messages import safe_cut_points
 from compactlab.strategies.base import setting
 
 
@@ -140,11 +140,11 @@ def test_a_user_strategy_file_loads_runs_and_composes(tmp_path) -> None:
     path = tmp_path / "my_strategies.py"
     path.write_text(USER_STRATEGY)
     strategy = get_strategy(f"{path}:KeepLast", count=30)
-    transcript = sample("mini-swe-agent-pr816")[0]
-    result = run(strategy, transcript)
+    session = sample("mini-swe-agent-pr816")[0]
+    result = run(strategy, session)
     assert 0 < len(result.context.messages) <= 31 and result.note.startswith("kept")
     assert_no_orphans(result.context.messages)
     with pytest.raises(KeyError, match="Did you mean 'KeepLast'"):
         get_strategy(f"{path}:KeepLats")
-    composed = run(Pipeline(stages=("observation-masking", f"{path}:KeepLast")), transcript, target=0)
+    composed = run(Pipeline(stages=("observation-masking", f"{path}:KeepLast")), session, target=0)
     assert "observation-masking: masked" in composed.note and f"{path}:KeepLast: kept" in composed.note

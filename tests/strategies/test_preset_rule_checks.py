@@ -14,16 +14,16 @@ import pytest
 from compactlab.compaction.engine import Engine
 from compactlab.contract import Context, SummaryRequest, SummaryResponse
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig, window_and_trigger
+from compactlab.replay.setting import Setting, window_and_trigger
 from compactlab.replay.uncompacted import uncompacted
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.messages import is_summary, pinned_head
+from compactlab.sessions.model import ToolCallPart, ToolResultPart
 from compactlab.strategies.prune import PLACEHOLDER as PRUNED
 from compactlab.strategies.registry import get_strategy
 from compactlab.strategies.rule import OFFLINE
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.messages import is_summary, pinned_head
-from compactlab.transcripts.model import ToolCallPart, ToolResultPart
 from tests.conftest import bundled
 from tests.strategies.test_seed_rules import GPT5_MINI, LONG_CODEX, MANIFEST, ME_NEXT, compact, request
 from tests.strategy_sessions import assert_no_orphans
@@ -62,8 +62,8 @@ def with_llm(strategy: object) -> object:
     return replace(strategy, **changes) if changes else strategy
 
 
-def _replayed(name: str, transcript=LONG_CODEX, windows=AT_64K, strategy=None):
-    return replay(transcript, StrategyConfig(name, name), windows, strategy=strategy)
+def _replayed(name: str, session=LONG_CODEX, windows=AT_64K, strategy=None):
+    return replay(session, Setting(name, name), windows, strategy=strategy)
 
 
 def _rules_about(name: str, words: str):
@@ -195,11 +195,11 @@ def test_presets_ask_with_their_sources_prompt(name: str) -> None:
         assert "<read-files>" in summary.text() and "<modified-files>" in summary.text()
 
 
-def _cut_after_a_tool_call(transcript):
-    """The transcript up to an assistant message whose tool call has no result yet."""
-    for i, message in enumerate(transcript.messages):
+def _cut_after_a_tool_call(session):
+    """The session up to an assistant message whose tool call has no result yet."""
+    for i, message in enumerate(session.messages):
         if any(isinstance(p, ToolCallPart) for p in message.parts) and i > 20:
-            return transcript.messages[: i + 1]
+            return session.messages[: i + 1]
     raise AssertionError("no tool call")
 
 

@@ -12,21 +12,21 @@ from compactlab.compaction.engine import Engine
 from compactlab.contract import CompactionRequest, Context, Harness
 from compactlab.measure import preset_table
 from compactlab.replay.replay import replay, replay_plain
-from compactlab.replay.strategy_config import StrategyConfig, window_and_trigger
+from compactlab.replay.setting import Setting, window_and_trigger
 from compactlab.replay.uncompacted import uncompacted
 from compactlab.report.run_data import load_run
 from compactlab.report.run_report import metadata_context
 from compactlab.runs import runs
-from compactlab.runs.run_config import RunConfig, strategy_config
+from compactlab.runs.run_config import RunConfig, setting_from
 from compactlab.runs.run_summary import write_summary
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.messages import is_summary, is_user_turn_start, safe_cut_points, task_index
 from compactlab.strategies.presets import RULES
 from compactlab.strategies.prune import Prune
 from compactlab.strategies.registry import get_strategy
 from compactlab.strategies.summarize import TURN_SEPARATOR, choose_cut
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.messages import is_summary, is_user_turn_start, safe_cut_points, task_index
 from tests.conftest import bundled
 from tests.strategies.test_seed_rules import GPT5_MINI, LONG_CODEX, MANIFEST, compact, request
 
@@ -67,11 +67,11 @@ def test_every_rule_has_a_test_that_exists_and_every_deviation_says_why() -> Non
 # --- the harness: task pinning, the loop guard, the emergency path, the window --------------------
 
 
-def _first_compaction(name: str, transcript, window: int, **harness: object):
+def _first_compaction(name: str, session, window: int, **harness: object):
     preset = get_strategy(name)
     if harness:
         preset = replace(preset, harness=replace(preset.harness, **harness))
-    done = replay(transcript, StrategyConfig(name, name), ContextWindows(overrides={"": window}), strategy=preset)
+    done = replay(session, Setting(name, name), ContextWindows(overrides={"": window}), strategy=preset)
     return done.compacted[0]
 
 
@@ -81,7 +81,7 @@ def test_presets_do_not_pin_the_task() -> None:
         assert not get_strategy(name).harness.pin_task, name
         assert task not in _first_compaction(name, MANIFEST, 40_000), name
     # The harness's default keeps it (the check can fail): a plain strategy, and a preset told to pin.
-    assert task in replay(MANIFEST, StrategyConfig("s", "summarize"), ContextWindows(overrides={"": 40_000})).compacted[0]
+    assert task in replay(MANIFEST, Setting("s", "summarize"), ContextWindows(overrides={"": 40_000})).compacted[0]
     assert task in _first_compaction("pi", MANIFEST, 40_000, pin_task=True)
 
 
@@ -104,11 +104,9 @@ def test_presets_set_the_emergency_path_as_their_sources() -> None:
     assert {name for name in RULES if get_strategy(name).harness.emergency} == expected
     # seed 001 has no overflow path: the prompt that jumps over the window stays over it.
     windows = ContextWindows(overrides={"": 64_000})
-    own = replay(OVERFLOWING, StrategyConfig("s", "seed-001"), windows)
+    own = replay(OVERFLOWING, Setting("s", "seed-001"), windows)
     preset = get_strategy("seed-001")
-    with_path = replay(
-        OVERFLOWING, StrategyConfig("s", "seed-001"), windows, strategy=replace(preset, harness=Harness(pin_task=False))
-    )
+    with_path = replay(OVERFLOWING, Setting("s", "seed-001"), windows, strategy=replace(preset, harness=Harness(pin_task=False)))
     assert sum(own.calls["over_window"]) >= 1 and not any(c.event.reason == "silent_overflow" for c in own.compactions)
     assert any(c.event.reason == "silent_overflow" for c in with_path.compactions)
     assert sum(with_path.calls["over_window"]) < sum(own.calls["over_window"])
@@ -119,12 +117,12 @@ def test_absolute_sizes_scale_with_a_simulated_window() -> None:
     real = LONG_CODEX.context_window
     window, trigger = window_and_trigger(preset, None, ContextWindows(overrides={"": 64_000}), "gpt-5", real)
     assert (window, trigger.absolute) == (64_000, round(200_000 * 64_000 / real))
-    scaled = replay(LONG_CODEX, StrategyConfig("s", "seed-001"), ContextWindows(overrides={"": 64_000}))
+    scaled = replay(LONG_CODEX, Setting("s", "seed-001"), ContextWindows(overrides={"": 64_000}))
     first = scaled.compactions[0]
     assert first.event.reason == "threshold" and first.event.tokens_before >= trigger.absolute
     # "real": the preset runs at the model's window whatever the run simulates.
     at_real = replace(preset, harness=replace(preset.harness, window="real"))
-    done = replay(LONG_CODEX, StrategyConfig("s", "seed-001"), ContextWindows(overrides={"": 64_000}), strategy=at_real)
+    done = replay(LONG_CODEX, Setting("s", "seed-001"), ContextWindows(overrides={"": 64_000}), strategy=at_real)
     assert set(done.calls["window"]) == {real}
     # A trigger the user sets is taken as written.
     assert window_and_trigger(preset, trigger, ContextWindows(overrides={"": 64_000}), "gpt-5", real)[1] == trigger
@@ -242,10 +240,10 @@ def test_seed_000_and_seed_004_anchor_on_the_prompt_alone() -> None:
     # The fast replay rows the same calls as the plain one with either anchor.
     preset = get_strategy("seed-004")
     windows = ContextWindows(overrides={"": 40_000})
-    fast = replay(MANIFEST, StrategyConfig("s", "seed-004"), windows, strategy=preset)
-    plain = replay_plain(MANIFEST, StrategyConfig("s", "seed-004"), windows, strategy=preset)
+    fast = replay(MANIFEST, Setting("s", "seed-004"), windows, strategy=preset)
+    plain = replay_plain(MANIFEST, Setting("s", "seed-004"), windows, strategy=preset)
     assert fast.calls == plain.calls and [c.call for c in fast.compactions] == [c.call for c in plain.compactions]
-    other = replay(MANIFEST, StrategyConfig("s", "seed-004"), windows, strategy=replace(preset, harness=Harness()))
+    other = replay(MANIFEST, Setting("s", "seed-004"), windows, strategy=replace(preset, harness=Harness()))
     assert [c.call for c in other.compactions] != [c.call for c in fast.compactions]
 
 
@@ -268,7 +266,7 @@ def test_the_report_says_which_window_each_preset_ran_at_and_where_it_cannot_fir
         RunConfig(),
         datasets=(str(session),),
         window=64_000,
-        strategies=tuple(strategy_config(name, "test") for name in ("seed-001", "pi", "summarize")),
+        strategies=tuple(setting_from(name, "test") for name in ("seed-001", "pi", "summarize")),
     )
     write_summary(runs.run(config, tmp_path / "run", progress=False), config)  # (the report reads summary.json)
     shown = {s["label"]: s["window"] for s in metadata_context(load_run(tmp_path / "run"))["strategies"]}

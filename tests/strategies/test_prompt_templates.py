@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from compactlab.contract import CompactionRequest, Context
+from compactlab.sessions.importers import load_file
 from compactlab.strategies.prompting import PROMPTS_DIR, file_lists, fixed_templates, prompt_set_hash, render
 from compactlab.strategies.registry import get_strategy
 from compactlab.strategies.summarize import files_in
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
 from tests.conftest import bundled
 
 SESSION = load_file(bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"))[0]

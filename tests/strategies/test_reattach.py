@@ -7,26 +7,26 @@ import json
 from compactlab.contract import CompactionRequest, Context
 from compactlab.replay.prompt_size import measured_ratio, measured_size
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
 from compactlab.results.metrics import compactions_frame, recorded_fidelity
+from compactlab.sessions.context_readings import context_reading
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.messages import summary_message
+from compactlab.sessions.model import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
 from compactlab.strategies.file_states import file_states, latest_todos
 from compactlab.strategies.reattach import MAX_FILES, ReattachRules, reattach
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.context_readings import context_reading
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.messages import summary_message
-from compactlab.transcripts.model import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
 from tests.conftest import bundled
 
 AUTO = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)[0]
 MANUAL = load_file(bundled("m-claude", "97b0ffde"), lenient=True)[0]
 
 
-def fidelity(transcript, **settings) -> float:
-    config = StrategyConfig("recorded", "recorded", tuple(settings.items()))
-    frame = recorded_fidelity(compactions_frame(replay(transcript, config, ContextWindows()).compactions))
+def fidelity(session, **settings) -> float:
+    config = Setting("recorded", "recorded", tuple(settings.items()))
+    frame = recorded_fidelity(compactions_frame(replay(session, config, ContextWindows()).compactions))
     assert len(frame) == 1
     return float(frame.loc[0, "relative_error"])
 

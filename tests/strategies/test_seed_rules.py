@@ -10,7 +10,10 @@ import pytest
 
 from compactlab.contract import CompactionRequest, Context
 from compactlab.replay.replay import replay
-from compactlab.replay.strategy_config import StrategyConfig
+from compactlab.replay.setting import Setting
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.messages import is_summary, is_user_turn_start, last_user_request, pinned_head
+from compactlab.sessions.model import ToolCallPart, ToolResultPart
 from compactlab.strategies.pipeline import Pipeline
 from compactlab.strategies.priority import PLACEHOLDER, PriorityPrune
 from compactlab.strategies.prune import PLACEHOLDER as PRUNED
@@ -19,9 +22,6 @@ from compactlab.strategies.registry import get_strategy, resolved
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.estimators import get_estimator
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.messages import is_summary, is_user_turn_start, last_user_request, pinned_head
-from compactlab.transcripts.model import ToolCallPart, ToolResultPart
 from tests.conftest import bundled
 from tests.strategy_sessions import assert_no_orphans
 
@@ -31,17 +31,17 @@ GPT5_MINI = load_file(bundled("mini-swe-agent-v1", "mini-output__django__django-
 LONG_CODEX = load_file(bundled("codex-rollouts", "Monotoba__OpenPrintKit"))[0]
 
 
-def request(transcript, reason="threshold", window=40_000, target=None, estimator="chars/4") -> CompactionRequest:
-    meter = Meter(transcript, estimator)
+def request(session, reason="threshold", window=40_000, target=None, estimator="chars/4") -> CompactionRequest:
+    meter = Meter(session, estimator)
     target = window // 2 if target is None else target
     return CompactionRequest(
         reason=reason, window=window, target_tokens=target, count_tokens=meter.count, prompt_tokens=meter.count
     )
 
 
-def compact(name_or_strategy, transcript, **kw):
+def compact(name_or_strategy, session, **kw):
     strategy = get_strategy(name_or_strategy) if isinstance(name_or_strategy, str) else resolved(name_or_strategy)
-    return strategy.compact(Context(messages=transcript.messages), request(transcript, **kw))
+    return strategy.compact(Context(messages=session.messages), request(session, **kw))
 
 
 # --- seed 000 ---------------------------------------------------------------------------------
@@ -49,12 +49,12 @@ def compact(name_or_strategy, transcript, **kw):
 
 def test_seed_000_window_table_and_128k_fallback() -> None:
     # gpt-5-mini is not in seed 000's table: 128,000 (compactlab's own table gives gpt-5 400,000).
-    seed = replay(GPT5_MINI, StrategyConfig("s", "seed-000"), ContextWindows())
-    other = replay(GPT5_MINI, StrategyConfig("s", "seed-004"), ContextWindows())
+    seed = replay(GPT5_MINI, Setting("s", "seed-000"), ContextWindows())
+    other = replay(GPT5_MINI, Setting("s", "seed-004"), ContextWindows())
     assert set(seed.calls["window"]) == {128_000} and set(other.calls["window"]) == {400_000}
     assert ContextWindows().with_table(get_strategy("seed-000").context_windows).lookup("gpt-4.1-mini").tokens == 1_000_000
     # A user's override still wins over the design's table.
-    forced = replay(GPT5_MINI, StrategyConfig("s", "seed-000"), ContextWindows(overrides={"": 64_000}))
+    forced = replay(GPT5_MINI, Setting("s", "seed-000"), ContextWindows(overrides={"": 64_000}))
     assert set(forced.calls["window"]) == {64_000}
 
 
@@ -81,7 +81,7 @@ def test_seed_000_new_session_is_the_summary_alone_with_the_archive() -> None:
 def test_seed_001_compacts_at_200k_tokens_whatever_the_window() -> None:
     trigger = get_strategy("seed-001").trigger
     # At the session's real window (Codex records it): 200,000 tokens, not a share of the window.
-    replayed = replay(LONG_CODEX, StrategyConfig("s", "seed-001"), ContextWindows())
+    replayed = replay(LONG_CODEX, Setting("s", "seed-001"), ContextWindows())
     assert set(replayed.calls["window"]) == {LONG_CODEX.context_window} != {200_000}
     first = replayed.compactions[0]
     assert first.event.reason == "threshold" and first.event.tokens_before >= 200_000
@@ -107,12 +107,12 @@ def test_seed_002_summarizes_then_prunes_beyond_the_newest_40k() -> None:
     assert any(is_summary(m) for m in result.context.messages)
 
 
-def _with_tool_names(transcript, name):
+def _with_tool_names(session, name):
     def renamed(message):
         parts = tuple(replace(p, name=name) if isinstance(p, ToolCallPart) else p for p in message.parts)
         return replace(message, parts=parts)
 
-    return replace(transcript, messages=tuple(renamed(m) for m in transcript.messages))
+    return replace(session, messages=tuple(renamed(m) for m in session.messages))
 
 
 def test_seed_002_protects_tools_by_the_tool_prefix() -> None:

@@ -1,4 +1,4 @@
-"""The summarizing strategies and every preset, on real bundled transcripts: their invariants."""
+"""The summarizing strategies and every preset, on real bundled sessions: their invariants."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from dataclasses import replace
 import pytest
 
 from compactlab.contract import CompactionFailed, CompactionRequest, Context, SummaryResponse, fell_back
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.messages import is_summary, is_user_turn_start, last_user_request
+from compactlab.sessions.model import ToolCallPart, ToolResultPart
 from compactlab.strategies.prompting import prompt_set_hash, render
 from compactlab.strategies.registry import describe_all, get_strategy, registered
 from compactlab.strategies.summarize import TURN_SEPARATOR, choose_cut, files_in
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.messages import is_summary, is_user_turn_start, last_user_request
-from compactlab.transcripts.model import ToolCallPart, ToolResultPart
 from tests.conftest import bundled
 
 SESSIONS = [
@@ -25,8 +25,8 @@ SESSIONS = [
 IDS = ["mini-swe-agent", "claude-deep-manifest", "claude-me-next", "m-claude-long"]
 
 
-def request_for(transcript, window: int = 40_000) -> tuple[CompactionRequest, Meter]:
-    meter = Meter(transcript, "chars/4")
+def request_for(session, window: int = 40_000) -> tuple[CompactionRequest, Meter]:
+    meter = Meter(session, "chars/4")
     return CompactionRequest(reason="threshold", window=window, target_tokens=window // 2, count_tokens=meter.count), meter
 
 
@@ -46,29 +46,29 @@ def last_request_kept(original, compacted) -> bool:
 
 
 @pytest.mark.parametrize("name", sorted(registered()))
-@pytest.mark.parametrize("transcript", SESSIONS, ids=IDS)
-def test_every_strategy_and_preset_keeps_the_invariants(name: str, transcript) -> None:
-    request, meter = request_for(transcript)
-    context = Context(messages=transcript.messages)
+@pytest.mark.parametrize("session", SESSIONS, ids=IDS)
+def test_every_strategy_and_preset_keeps_the_invariants(name: str, session) -> None:
+    request, meter = request_for(session)
+    context = Context(messages=session.messages)
     result = get_strategy(name).compact(context, request)
     after = result.context.messages
     assert_valid(after)
-    if transcript.messages[0].role == "system":
-        assert after[0] == transcript.messages[0]
-    assert last_request_kept(transcript.messages, after)
-    assert meter.count(after) <= meter.count(transcript.messages)
+    if session.messages[0].role == "system":
+        assert after[0] == session.messages[0]
+    assert last_request_kept(session.messages, after)
+    assert meter.count(after) <= meter.count(session.messages)
     assert result.messages_removed >= 0
 
 
-@pytest.mark.parametrize("transcript", SESSIONS, ids=IDS)
-def test_summarize_cuts_at_a_turn_or_splits_a_long_turn(transcript) -> None:
-    request, meter = request_for(transcript)
-    result = get_strategy("summarize").compact(Context(messages=transcript.messages), request)
+@pytest.mark.parametrize("session", SESSIONS, ids=IDS)
+def test_summarize_cuts_at_a_turn_or_splits_a_long_turn(session) -> None:
+    request, meter = request_for(session)
+    result = get_strategy("summarize").compact(Context(messages=session.messages), request)
     after = result.context.messages
     summary_index = next(i for i, m in enumerate(after) if is_summary(m))
     kept = after[summary_index + 1 :]
     assert kept, "recent history is kept verbatim"
-    assert tuple(kept) == transcript.messages[-len(kept) :]
+    assert tuple(kept) == session.messages[-len(kept) :]
     split = "(split turn)" in result.note
     assert split or is_user_turn_start(kept[0])
     # About window/4 of recent history is kept (seed 004). A split moves the cut forward to the next
@@ -81,38 +81,38 @@ def test_summarize_cuts_at_a_turn_or_splits_a_long_turn(transcript) -> None:
 def test_split_turn_on_a_single_task_agent() -> None:
     # mini-swe-agent sessions are one long turn after the task: the cut must split it. Nothing comes
     # before that turn, so its summary is the whole summary: no empty part, no dangling header.
-    transcript = SESSIONS[0]
-    request, _ = request_for(transcript)
-    result = get_strategy("summarize").compact(Context(messages=transcript.messages), request)
+    session = SESSIONS[0]
+    request, _ = request_for(session)
+    result = get_strategy("summarize").compact(Context(messages=session.messages), request)
     assert "(split turn)" in result.note
     assert TURN_SEPARATOR.strip() not in result.context.summary and "Turn Context" not in result.context.summary
     # The task statement is kept verbatim after the system prompt, not summarized.
-    assert result.context.messages[:2] == transcript.messages[:2]
+    assert result.context.messages[:2] == session.messages[:2]
 
 
 def test_summary_carries_file_lists_and_last_request() -> None:
-    transcript = SESSIONS[1]
-    request, _ = request_for(transcript)
-    summary = get_strategy("summarize").compact(Context(messages=transcript.messages), request).context.summary
+    session = SESSIONS[1]
+    request, _ = request_for(session)
+    summary = get_strategy("summarize").compact(Context(messages=session.messages), request).context.summary
     files = files_in(summary)
     assert "/src/deep-manifest/deep_manifest/deep_manifest.py" in files.modified
     assert "/src/deep-manifest/README.md" in files.read
-    assert summary.rstrip().endswith(last_user_request(transcript.messages)[-40:])
+    assert summary.rstrip().endswith(last_user_request(session.messages)[-40:])
     assert "Last request from user was: " in summary
 
 
 def test_iterative_merge_updates_the_earlier_summary_and_keeps_file_lists() -> None:
-    transcript = SESSIONS[3]
-    request, meter = request_for(transcript, window=60_000)
-    half = len(transcript.messages) // 2
+    session = SESSIONS[3]
+    request, meter = request_for(session, window=60_000)
+    half = len(session.messages) // 2
     merge = get_strategy("iterative-merge")
-    first = merge.compact(Context(messages=transcript.messages[:half]), request).context
-    grown = replace(first, messages=(*first.messages, *transcript.messages[half:]))
+    first = merge.compact(Context(messages=session.messages[:half]), request).context
+    grown = replace(first, messages=(*first.messages, *session.messages[half:]))
     second = merge.compact(grown, request)
     summaries = [m for m in second.context.messages if is_summary(m)]
     assert len(summaries) == 1  # the earlier summary was merged, not stacked
     # The task statement stays first, verbatim, through both compactions.
-    assert first.messages[0] == second.context.messages[0] == transcript.messages[0]
+    assert first.messages[0] == second.context.messages[0] == session.messages[0]
     # The extractive update merges the earlier summary section by section instead of nesting it.
     earlier_error = first.summary.split("## Errors seen\n- ", 1)[1].split("\n", 1)[0]
     assert earlier_error in second.context.summary
@@ -130,14 +130,14 @@ def test_summarizer_failure_falls_back_to_truncate() -> None:
         def summarize(self, request):
             raise CompactionFailed("provider returned 500")
 
-    transcript = SESSIONS[2]
-    request, meter = request_for(transcript)
+    session = SESSIONS[2]
+    request, meter = request_for(session)
     request = replace(request, summarizer=Failing())
-    result = get_strategy("summarize", summarizer="llm").compact(Context(messages=transcript.messages), request)
+    result = get_strategy("summarize", summarizer="llm").compact(Context(messages=session.messages), request)
     assert result.note.startswith("[fell back] summarizer failed (provider returned 500); truncate") and fell_back(result.note)
-    assert meter.count(result.context.messages) < meter.count(transcript.messages)
+    assert meter.count(result.context.messages) < meter.count(session.messages)
     with pytest.raises(CompactionFailed):
-        get_strategy("summarize", summarizer="llm", fallback="").compact(Context(messages=transcript.messages), request)
+        get_strategy("summarize", summarizer="llm", fallback="").compact(Context(messages=session.messages), request)
 
 
 def test_llm_summarizer_gets_the_rendered_prompt() -> None:
@@ -150,10 +150,10 @@ def test_llm_summarizer_gets_the_rendered_prompt() -> None:
             seen.append(request)
             return SummaryResponse(text="## Goal\n- recorded")
 
-    transcript = SESSIONS[1]
-    request, _ = request_for(transcript)
+    session = SESSIONS[1]
+    request, _ = request_for(session)
     result = get_strategy("summarize", summarizer="llm").compact(
-        Context(messages=transcript.messages), replace(request, summarizer=Recording())
+        Context(messages=session.messages), replace(request, summarizer=Recording())
     )
     assert seen and "<conversation>" in seen[0].prompt and "Do NOT continue the conversation" in seen[0].system
     assert "[Assistant tool call]: " in seen[0].prompt
@@ -173,11 +173,11 @@ def test_a_summarizer_that_reads_no_prompt_gets_none_and_writes_the_same_summary
     class NoPrompt(Recording):
         reads_prompt = False
 
-    transcript = SESSIONS[1]
-    request, _ = request_for(transcript)
+    session = SESSIONS[1]
+    request, _ = request_for(session)
     strategy = get_strategy("summarize", summarizer="llm")
     results = [
-        strategy.compact(Context(messages=transcript.messages), replace(request, summarizer=s())) for s in (Recording, NoPrompt)
+        strategy.compact(Context(messages=session.messages), replace(request, summarizer=s())) for s in (Recording, NoPrompt)
     ]
     half = len(seen) // 2  # one request per summarized span (two for a split turn)
     for rendered, skipped in zip(seen[:half], seen[half:], strict=True):
@@ -188,10 +188,10 @@ def test_a_summarizer_that_reads_no_prompt_gets_none_and_writes_the_same_summary
 
 
 def test_archive_keeps_the_full_history() -> None:
-    transcript = SESSIONS[2]
-    request, _ = request_for(transcript)
-    result = get_strategy("archive").compact(Context(messages=transcript.messages), request)
-    assert result.context.archives == (transcript.messages,)
+    session = SESSIONS[2]
+    request, _ = request_for(session)
+    result = get_strategy("archive").compact(Context(messages=session.messages), request)
+    assert result.context.archives == (session.messages,)
     assert "archived as archive #1" in next(m for m in result.context.messages if is_summary(m)).text()
 
 
@@ -229,9 +229,9 @@ def test_presets_state_source_and_documented_numbers() -> None:
 
 
 def test_choose_cut_on_known_shapes() -> None:
-    transcript = SESSIONS[2]
-    history = transcript.messages
-    count = Meter(transcript, "chars/4").count
+    session = SESSIONS[2]
+    history = session.messages
+    count = Meter(session, "chars/4").count
     cut, split = choose_cut(history, 10**9, count, 5)
     assert (cut, split) == (0, None)  # everything fits: nothing to summarize
     assert choose_cut(history, 0, count, 5) == (len(history), None)  # nothing recent kept: all is summarized
@@ -249,7 +249,7 @@ def test_prompt_hash_changes_with_the_template(tmp_path) -> None:
         render("no-such-template.j2", conversation="x")
 
 
-# The shell patterns of file_activity as they read (bench/transcripts/messages.py writes them to start with
+# The shell patterns of file_activity as they read (bench/sessions/messages.py writes them to start with
 # the character they need, which Python's regular expressions scan to quickly).
 READABLE_SHELL_WRITES = r"\bsed\s+-i|\s>>?\s*\S|\btee\b|\bpatch\b|\bgit\s+apply\b|\btouch\b|\bmv\b|\bcp\b"
 
@@ -257,7 +257,7 @@ READABLE_SHELL_WRITES = r"\bsed\s+-i|\s>>?\s*\S|\btee\b|\bpatch\b|\bgit\s+apply\
 def test_shell_patterns_find_what_they_read_as() -> None:
     import re
 
-    from compactlab.transcripts import messages as base
+    from compactlab.sessions import messages as base
 
     readable_path = re.compile(base._SHELL_PATH.pattern.replace(r"(?=[\w.@+~/-]*\.)", "", 1))
     assert readable_path.pattern != base._SHELL_PATH.pattern
@@ -289,8 +289,8 @@ def test_shell_patterns_find_what_they_read_as() -> None:
         ("mini-swe-agent-pr816", "deepseek_chat_dev_pylint-dev__astroid-1333_"),
         ("claude-code-log", "-src-deep-manifest__a7da6a22"),
     ):
-        for transcript in load_file(bundled(dataset, stem)):
-            for message in transcript.messages:
+        for session in load_file(bundled(dataset, stem)):
+            for message in session.messages:
                 for part in message.parts:
                     arguments = part.parsed_arguments() if isinstance(part, ToolCallPart) else None
                     if isinstance(arguments, dict) and isinstance(arguments.get("command"), str):

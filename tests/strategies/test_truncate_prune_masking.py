@@ -1,4 +1,4 @@
-"""The LLM-free strategies (truncate, prune, observation masking) on real transcripts.
+"""The LLM-free strategies (truncate, prune, observation masking) on real sessions.
 
 Every bundled dataset with tool use is read; on a sample of its sessions (the largest ones, plus
 one with skipped damaged records, one sub-agent session and one without any user message, where
@@ -16,11 +16,7 @@ from dataclasses import replace
 import pytest
 
 from compactlab.contract import CompactionRequest, Context
-from compactlab.strategies.masking import ObservationMasking
-from compactlab.strategies.prune import PLACEHOLDER, Prune
-from compactlab.strategies.registry import get_strategy
-from compactlab.strategies.truncate import Truncate
-from compactlab.transcripts.messages import (
+from compactlab.sessions.messages import (
     is_user_turn_start,
     leading_system,
     pinned_head,
@@ -31,7 +27,11 @@ from compactlab.transcripts.messages import (
     turn_boundaries,
     turn_starts,
 )
-from compactlab.transcripts.model import Message, ToolCallPart, ToolResultPart, Transcript
+from compactlab.sessions.model import Message, Session, ToolCallPart, ToolResultPart
+from compactlab.strategies.masking import ObservationMasking
+from compactlab.strategies.prune import PLACEHOLDER, Prune
+from compactlab.strategies.registry import get_strategy
+from compactlab.strategies.truncate import Truncate
 from tests.strategy_sessions import (
     DATASETS,
     STRATEGIES,
@@ -45,7 +45,7 @@ from tests.strategy_sessions import (
     results_of,
     run,
     sample,
-    transcripts,
+    sessions,
 )
 
 # --- invariants every strategy keeps -------------------------------------------------------------
@@ -54,15 +54,15 @@ from tests.strategy_sessions import (
 @pytest.mark.parametrize("dataset", DATASETS)
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_invariants_on_real_sessions(name: str, dataset: str) -> None:
-    each(dataset, lambda transcript: check_invariants(name, transcript))
+    each(dataset, lambda session: check_invariants(name, session))
 
 
-def check_invariants(name: str, transcript: Transcript) -> None:
-    before = transcript.messages
+def check_invariants(name: str, session: Session) -> None:
+    before = session.messages
     assert_no_orphans(before)  # the recorded session itself is valid
-    result = run(STRATEGIES[name], transcript)
+    result = run(STRATEGIES[name], session)
     after = result.context.messages
-    count = counter(transcript)
+    count = counter(session)
 
     assert_no_orphans(after)
     assert_no_dropped_results(before, after)
@@ -90,9 +90,9 @@ def test_truncate_cuts_at_a_user_turn_within_budget(dataset: str) -> None:
     each(dataset, check_truncate)
 
 
-def check_truncate(transcript: Transcript) -> None:
-    before = transcript.messages
-    request = request_for(transcript)
+def check_truncate(session: Session) -> None:
+    before = session.messages
+    request = request_for(session)
     result = Truncate().compact(Context(messages=before), request)
     after = result.context.messages
     head = pinned_head(before)
@@ -125,21 +125,21 @@ def test_truncate_finds_the_cut_the_plain_scan_finds(dataset: str) -> None:
                 break
         return kept
 
-    def check(transcript: Transcript) -> None:
-        messages = transcript.messages
+    def check(session: Session) -> None:
+        messages = session.messages
         for share in (0.05, 0.2, 0.5, 0.8):
-            request = request_for(transcript, target=int(share * counter(transcript)(messages)))
+            request = request_for(session, target=int(share * counter(session)(messages)))
             result = Truncate(keep_summary=False).compact(Context(messages=messages), request)
             if result.messages_removed:
-                assert result.context.messages == plain(messages, request), (transcript.id, share)
+                assert result.context.messages == plain(messages, request), (session.id, share)
 
     each(dataset, check)
 
 
 def test_truncate_keeps_the_last_turn_whole_when_even_it_does_not_fit() -> None:
-    transcript = by_id("m-claude", "3af9b1a7")
-    before = transcript.messages
-    result = run(Truncate(), transcript, target=10)
+    session = by_id("m-claude", "3af9b1a7")
+    before = session.messages
+    result = run(Truncate(), session, target=10)
     after = result.context.messages
     last = turn_starts(before)[-1]
     assert after == before[:1] + before[last:], "the task statement, then exactly the last user turn, whole"
@@ -148,11 +148,11 @@ def test_truncate_keeps_the_last_turn_whole_when_even_it_does_not_fit() -> None:
 
 
 def test_truncate_keeps_the_summary_and_uses_its_own_budget() -> None:
-    transcript = sample("mini-swe-agent-pr816")[0]
+    session = sample("mini-swe-agent-pr816")[0]
     multi = by_id("m-claude", "3af9b1a7")
     # A multi-turn history behind the mini-swe-agent system prompt and an earlier summary.
     summary = summary_message("Earlier work: explored the repository.")
-    messages = transcript.messages[:1] + (summary,) + multi.messages
+    messages = session.messages[:1] + (summary,) + multi.messages
     count = counter(multi)
     request = CompactionRequest("threshold", 200_000, target_tokens=10**9, count_tokens=count)
     context = Context(messages=messages, summary="Earlier work: explored the repository.")
@@ -184,9 +184,9 @@ def prunable_region(messages: Sequence[Message], protect_turns: int = 2) -> int:
 
 
 def test_prune_clears_old_outputs_beyond_the_newest_40k() -> None:
-    transcript = by_id("m-claude", "3af9b1a7")  # 123k tokens over 10 user turns
-    before = transcript.messages
-    result = run(Prune(), transcript)
+    session = by_id("m-claude", "3af9b1a7")  # 123k tokens over 10 user turns
+    before = session.messages
+    result = run(Prune(), session)
     after = result.context.messages
     assert len(after) == len(before) and result.messages_removed == 0
     region = prunable_region(before)
@@ -198,64 +198,64 @@ def test_prune_clears_old_outputs_beyond_the_newest_40k() -> None:
         if isinstance(p, ToolResultPart) and p.content == PLACEHOLDER
     ]
     assert cleared, result.note
-    cleared_tokens = sum(part_tokens(transcript, before[i], before[i].parts[j]) for i, j in cleared)
+    cleared_tokens = sum(part_tokens(session, before[i], before[i].parts[j]) for i, j in cleared)
     assert cleared_tokens > 20_000
     assert f"{cleared_tokens:,} tokens" in result.note
     # The newest tool output before the protected turns, up to the newest cleared result, is > 40k;
     # without that cleared result it is <= 40k.
     newest_i, newest_j = max(cleared)
     newer = sum(
-        part_tokens(transcript, before[i], p)
+        part_tokens(session, before[i], p)
         for i in range(newest_i, region)
         for j, p in enumerate(before[i].parts)
         if isinstance(p, ToolResultPart) and (i, j) > (newest_i, newest_j)
     )
-    assert newer <= 40_000 < newer + part_tokens(transcript, before[newest_i], before[newest_i].parts[newest_j])
+    assert newer <= 40_000 < newer + part_tokens(session, before[newest_i], before[newest_i].parts[newest_j])
     # Calls stay, results stay (with cleared content): the sequence is valid and smaller.
-    assert counter(transcript)(after) < counter(transcript)(before) - 20_000
+    assert counter(session)(after) < counter(session)(before) - 20_000
 
 
 def test_prune_does_nothing_when_less_than_20k_is_prunable() -> None:
-    transcript = by_id("m-claude", "72dfed17")  # ~50k tokens of tool output before its last two turns
-    everything = run(Prune(minimum_tokens=0), transcript)
+    session = by_id("m-claude", "72dfed17")  # ~50k tokens of tool output before its last two turns
+    everything = run(Prune(minimum_tokens=0), session)
     prunable = sum(
-        part_tokens(transcript, m, p)
-        for m, new in zip(transcript.messages, everything.context.messages)
+        part_tokens(session, m, p)
+        for m, new in zip(session.messages, everything.context.messages)
         for p, q in zip(m.parts, new.parts)
         if isinstance(p, ToolResultPart) and p != q
     )
     assert 0 < prunable < 20_000, prunable
-    result = run(Prune(), transcript)
-    assert result.context.messages == transcript.messages and result.messages_removed == 0
+    result = run(Prune(), session)
+    assert result.context.messages == session.messages and result.messages_removed == 0
     assert result.note.startswith("nothing to do") and f"{prunable:,} tokens" in result.note
 
 
 def test_prune_is_idempotent() -> None:
-    transcript = by_id("m-claude", "3af9b1a7")
-    first = run(Prune(), transcript)
-    assert first.context.messages != transcript.messages
-    second = run(Prune(), transcript, messages=first.context.messages)
+    session = by_id("m-claude", "3af9b1a7")
+    first = run(Prune(), session)
+    assert first.context.messages != session.messages
+    second = run(Prune(), session, messages=first.context.messages)
     assert second.context.messages == first.context.messages
     assert second.messages_removed == 0 and second.note.startswith("nothing to do")
     assert "earlier prune" in second.note
     # Even pruning everything it may, twice, changes nothing the second time.
     greedy = Prune(protect_tokens=0, minimum_tokens=0, protect_turns=0)
-    once = run(greedy, transcript)
-    assert run(greedy, transcript, messages=once.context.messages).context.messages == once.context.messages
+    once = run(greedy, session)
+    assert run(greedy, session, messages=once.context.messages).context.messages == once.context.messages
 
 
 def test_prune_never_touches_protected_tools() -> None:
     # The one bundled session that called Claude Code's Skill tool.
-    [transcript] = [
+    [session] = [
         t
-        for t in transcripts("m-claude") + transcripts("claude-code-log")
+        for t in sessions("m-claude") + sessions("claude-code-log")
         if any(isinstance(p, ToolCallPart) and p.name == "Skill" for m in t.messages for p in m.parts)
     ][:1]
-    skill_calls = {p.id for m in transcript.messages for p in m.parts if isinstance(p, ToolCallPart) and p.name == "Skill"}
+    skill_calls = {p.id for m in session.messages for p in m.parts if isinstance(p, ToolCallPart) and p.name == "Skill"}
     greedy = Prune(protect_tokens=0, minimum_tokens=0, protect_turns=0)
-    after = run(greedy, transcript).context.messages
+    after = run(greedy, session).context.messages
     results = {p.call_id: p for p in results_of(after)}
-    originals = {p.call_id: p for p in results_of(transcript.messages)}
+    originals = {p.call_id: p for p in results_of(session.messages)}
     assert any(p.content == PLACEHOLDER for p in results.values()), "other tools were pruned"
     assert skill_calls & set(originals), "the session has skill results"
     for call_id in skill_calls & set(originals):
@@ -276,12 +276,12 @@ def test_masking_keeps_exactly_the_last_10_outputs(dataset: str) -> None:
     each(dataset, check_masking)
 
 
-def check_masking(transcript: Transcript) -> None:
-    result = run(ObservationMasking(), transcript)
-    before, after = results_of(transcript.messages), results_of(result.context.messages)
+def check_masking(session: Session) -> None:
+    result = run(ObservationMasking(), session)
+    before, after = results_of(session.messages), results_of(result.context.messages)
     assert len(before) == len(after) and result.messages_removed == 0
     assert after[-10:] == before[-10:], "the last 10 tool outputs are intact"
-    count = counter(transcript)
+    count = counter(session)
     masked = 0
     for old, new in zip(before[:-10], after[:-10]):
         placeholder = f"Old environment output: ({len(old.content.splitlines())} lines omitted)"
@@ -294,17 +294,17 @@ def check_masking(transcript: Transcript) -> None:
     if masked:
         assert f"masked {masked} " in result.note
     else:
-        assert result.context.messages == transcript.messages and result.note.startswith("nothing to do")
+        assert result.context.messages == session.messages and result.note.startswith("nothing to do")
     # Idempotent: a second run changes nothing and says so.
-    again = run(ObservationMasking(), transcript, messages=result.context.messages)
+    again = run(ObservationMasking(), session, messages=result.context.messages)
     assert again.context.messages == result.context.messages
     assert again.messages_removed == 0 and again.note.startswith("nothing to do")
 
 
 def test_masking_window_is_a_setting() -> None:
-    transcript = sample("mini-swe-agent-pr816")[0]
-    after = results_of(run(ObservationMasking(keep_last=3), transcript).context.messages)
-    assert after[-3:] == results_of(transcript.messages)[-3:]
+    session = sample("mini-swe-agent-pr816")[0]
+    after = results_of(run(ObservationMasking(keep_last=3), session).context.messages)
+    assert after[-3:] == results_of(session.messages)[-3:]
     assert MASKED.fullmatch(after[-4].content) or len(after[-4].content) < 60
-    nothing = run(ObservationMasking(keep_last=10_000), transcript)
-    assert nothing.context.messages == transcript.messages and nothing.note.startswith("nothing to do")
+    nothing = run(ObservationMasking(keep_last=10_000), session)
+    assert nothing.context.messages == session.messages and nothing.note.startswith("nothing to do")

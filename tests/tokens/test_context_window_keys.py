@@ -9,19 +9,19 @@ import pytest
 
 from compactlab.cli.main import main
 from compactlab.runs.run_config import RunConfig, windows_of
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.model import Session
 from compactlab.tokens.estimation import run_estimation
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.model import Transcript
 from tests.conftest import bundled
 
 MINI_PATH = bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343")
 [MINI] = load_file(MINI_PATH)
 
 
-def as_model(transcript: Transcript, model: str) -> Transcript:
+def as_model(session: Session, model: str) -> Session:
     """The real session with every call attributed to `model` (the bundled data has no Gemini session)."""
-    messages = tuple(m if m.call is None else replace(m, call=replace(m.call, model=model)) for m in transcript.messages)
-    return replace(transcript, messages=messages, models=(model,))
+    messages = tuple(m if m.call is None else replace(m, call=replace(m.call, model=model)) for m in session.messages)
+    return replace(session, messages=messages, models=(model,))
 
 
 @pytest.mark.parametrize(

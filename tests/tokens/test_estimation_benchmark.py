@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from compactlab.cli.main import main
+from compactlab.sessions.importers import load_file
 from compactlab.tokens.calibration import model_family
 from compactlab.tokens.estimation import run_estimation, summarize
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
-from compactlab.transcripts.importers import load_file
 from tests.conftest import DATASETS, bundled
 
 MINI = load_file(bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"))[0]
@@ -24,29 +24,29 @@ def rows(result, estimator: str) -> pd.DataFrame:
     return result.calls[result.calls["estimator"] == estimator].sort_values("call").reset_index(drop=True)
 
 
-def chars(transcript, messages) -> float:
-    framing = framing_for(transcript.source_format)
+def chars(session, messages) -> float:
+    framing = framing_for(session.source_format)
     return sum(len(t) for m in messages for t in framing.texts(m)) / 4
 
 
-@pytest.mark.parametrize("transcript", [MINI, CLAUDE], ids=["mini-swe-agent", "claude-code"])
-def test_hybrid_bookkeeping_on_a_real_session(transcript) -> None:
-    result = run_estimation([transcript], ["hybrid"])
+@pytest.mark.parametrize("session", [MINI, CLAUDE], ids=["mini-swe-agent", "claude-code"])
+def test_hybrid_bookkeeping_on_a_real_session(session) -> None:
+    result = run_estimation([session], ["hybrid"])
     hybrid = rows(result, "hybrid")
-    positions = [i for i, m in enumerate(transcript.messages) if m.call is not None]
-    assert len(hybrid) == len(positions) == len(transcript.calls)
+    positions = [i for i, m in enumerate(session.messages) if m.call is not None]
+    assert len(hybrid) == len(positions) == len(session.calls)
     # First call: no usage known yet, so chars/4 over the whole prompt, plus the per-session
     # constant where the file lacks the system prompt (which makes it exact there, as in a replay).
-    first = round(chars(transcript, transcript.messages[: positions[0]]))
-    expected_first = transcript.calls[0].prompt_tokens if transcript.source_format in MISSING_SYSTEM_PROMPT else first
+    first = round(chars(session, session.messages[: positions[0]]))
+    expected_first = session.calls[0].prompt_tokens if session.source_format in MISSING_SYSTEM_PROMPT else first
     assert hybrid.loc[0, "estimate"] == expected_first
     # Every later call: previous prompt + previous output + chars/4 of the messages in between.
     for k in range(1, len(positions)):
-        previous = transcript.messages[positions[k - 1]].call
-        between = transcript.messages[positions[k - 1] + 1 : positions[k]]
-        expected = previous.prompt_tokens + previous.output_tokens + chars(transcript, between)
+        previous = session.messages[positions[k - 1]].call
+        between = session.messages[positions[k - 1] + 1 : positions[k]]
+        expected = previous.prompt_tokens + previous.output_tokens + chars(session, between)
         assert hybrid.loc[k, "estimate"] == round(expected), k
-        assert hybrid.loc[k, "true_tokens"] == transcript.messages[positions[k]].call.prompt_tokens
+        assert hybrid.loc[k, "true_tokens"] == session.messages[positions[k]].call.prompt_tokens
 
 
 def test_hand_computed_hybrid_numbers() -> None:
@@ -75,11 +75,11 @@ def test_per_session_constant_for_sources_without_system_prompt() -> None:
     assert 10_000 < constant < 30_000
 
 
-def _as_mini(transcript):
+def _as_mini(session):
     # The same messages declared as a source that does include its system prompt (no constant).
     from dataclasses import replace
 
-    return replace(transcript, source_format="openai-chat")
+    return replace(session, source_format="openai-chat")
 
 
 def test_real_compaction_resets_the_prompt() -> None:
@@ -101,7 +101,7 @@ def test_real_compaction_resets_the_prompt() -> None:
 def test_summary_metrics_on_known_numbers() -> None:
     frame = pd.DataFrame(
         {
-            "transcript": ["a"] * 5,
+            "session": ["a"] * 5,
             "family": ["x"] * 5,
             "estimator": ["e"] * 5,
             "first_call": [True, False, False, False, False],
@@ -146,12 +146,12 @@ def test_estimate_command_writes_table_summary_and_page(capsys, tmp_path: Path) 
     assert (tmp_path / "estimation.html").read_text().count("<svg") >= 1
 
 
-def test_real_transcripts_the_repository_does_not_contain(shared: Path) -> None:
-    bundled_names = {p.name.removesuffix(".gz") for p in (DATASETS / "mini-swe-agent-pr816" / "transcripts").iterdir()}
+def test_real_sessions_the_repository_does_not_contain(shared: Path) -> None:
+    bundled_names = {p.name.removesuffix(".gz") for p in (DATASETS / "mini-swe-agent-pr816" / "sessions").iterdir()}
     others = sorted(p for p in (shared / "mini-swe-agent-pr816").glob("*.traj.json") if p.name not in bundled_names)[:20]
     assert len(others) == 20
-    transcripts = [t for p in others for t in load_file(p)]
-    summary = summarize(run_estimation(transcripts, ["tiktoken-o200k", "hybrid"]).calls).set_index("estimator")
+    sessions = [t for p in others for t in load_file(p)]
+    summary = summarize(run_estimation(sessions, ["tiktoken-o200k", "hybrid"]).calls).set_index("estimator")
     # DeepSeek's tokenizer is private: o200k runs low by a steady ~10-20%; hybrid stays within 1%.
     assert -20 < summary.loc["tiktoken-o200k", "bias_pct"] < -5
     assert summary.loc["hybrid", "mape_pct"] < 1

@@ -8,13 +8,13 @@ import json
 import pytest
 
 from compactlab.cli.main import main
+from compactlab.sessions.loading import load_inputs
 from compactlab.tokens.estimation import run_estimation, summarize_by_source
-from compactlab.transcripts.loading import load_inputs
 
 
 @pytest.fixture(scope="module")
 def loaded():
-    return load_inputs(["m-claude", "claude-code-log"], lenient=True).transcripts
+    return load_inputs(["m-claude", "claude-code-log"], lenient=True).sessions
 
 
 def test_lenient_estimation_keeps_the_files_with_damaged_records_and_counts_them(loaded) -> None:
@@ -22,13 +22,13 @@ def test_lenient_estimation_keeps_the_files_with_damaged_records_and_counts_them
     assert damaged  # the m-claude owner's redaction broke some lines
     strict = run_estimation(loaded, ["tiktoken-o200k"])
     kept = run_estimation(loaded, ["tiktoken-o200k"], keep_damaged=True)
-    assert set(strict.calls["transcript"]).isdisjoint(t.id for t in damaged)
-    assert {t.id for t in damaged if t.calls} <= set(kept.calls["transcript"])
+    assert set(strict.calls["session"]).isdisjoint(t.id for t in damaged)
+    assert {t.id for t in damaged if t.calls} <= set(kept.calls["session"])
     # among them the session holding the bundled real auto-compaction
-    assert any(t.startswith("3af9b1a7") for t in kept.calls[kept.calls["damaged"]]["transcript"])
+    assert any(t.startswith("3af9b1a7") for t in kept.calls[kept.calls["damaged"]]["session"])
     assert kept.damaged_kept and not strict.damaged_kept
     assert kept.skipped_records == sum(len(t.skipped) for t in damaged) > 0
-    assert set(kept.damaged_transcripts) == set(strict.damaged_transcripts) == {t.id for t in damaged}
+    assert set(kept.damaged_sessions) == set(strict.damaged_sessions) == {t.id for t in damaged}
 
 
 def test_bias_per_source_and_family_stands_beside_the_pooled_figure(loaded) -> None:

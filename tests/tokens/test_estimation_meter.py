@@ -2,7 +2,7 @@
 
 Real sessions: m-claude 3af9b1a7 holds the only bundled real compaction followed by calls (its two
 damaged lines are cleared here: the benchmark would leave the file out, the bookkeeping is what
-is tested), the other bundled datasets give the calibration's training and held-out transcripts.
+is tested), the other bundled datasets give the calibration's training and held-out sessions.
 """
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ import numpy as np
 import pytest
 
 from compactlab.contract import Context
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.loading import load_inputs
+from compactlab.sessions.model import Message, TextPart
+from compactlab.sessions.session_family import session_family
 from compactlab.tokens.calibration import (
     SHIPPED_FIT,
     fit_families,
@@ -26,10 +30,6 @@ from compactlab.tokens.estimation import IN_SAMPLE, run_estimation, summarize
 from compactlab.tokens.estimators import get_estimator
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT
 from compactlab.tokens.metering import Meter
-from compactlab.transcripts.importers import load_file
-from compactlab.transcripts.loading import load_inputs
-from compactlab.transcripts.model import Message, TextPart
-from compactlab.transcripts.session_family import session_family
 from tests.conftest import bundled
 
 [_COMPACTED] = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)
@@ -37,18 +37,18 @@ COMPACTED = replace(_COMPACTED, skipped=())
 ESTIMATORS = ("chars/4", "tiktoken-o200k", "hybrid", "calibrated")
 
 
-def replay_contexts(transcript) -> list[Context]:
+def replay_contexts(session) -> list[Context]:
     """Each recorded call's prompt as a Context the replay's meter is asked about, built without
     running sums: the messages before the call (after a real compaction: its summary and what
     follows), with the provider's last count while it still describes that prefix."""
-    marker = transcript.compactions[0]
+    marker = session.compactions[0]
     summary = Message(role="user", parts=(TextPart(marker.summary),))
     contexts, known, start = [], None, 0
-    for index, message in enumerate(transcript.messages):
+    for index, message in enumerate(session.messages):
         if index == marker.at_message:
             start, known = index, None
         if message.call is not None:
-            messages = transcript.messages[:index] if start == 0 else (summary, *transcript.messages[start:index])
+            messages = session.messages[:index] if start == 0 else (summary, *session.messages[start:index])
             contexts.append(Context(messages=tuple(messages), known_usage=known))
             known = (len(messages) + 1, message.call.prompt_tokens + message.call.output_tokens)
     return contexts
@@ -79,8 +79,8 @@ def test_hybrid_keeps_the_constant_at_the_first_call_after_a_real_compaction(est
 
 @pytest.fixture(scope="module")
 def bundled_calls():
-    transcripts = [t for t in load_inputs(["m-claude", "claude-code-log", "mini-swe-agent-pr816"]).transcripts if not t.skipped]
-    return transcripts, run_estimation(transcripts, ["tiktoken-o200k", "calibrated"]).calls
+    sessions = [t for t in load_inputs(["m-claude", "claude-code-log", "mini-swe-agent-pr816"]).sessions if not t.skipped]
+    return sessions, run_estimation(sessions, ["tiktoken-o200k", "calibrated"]).calls
 
 
 def test_calibrated_first_call_is_exact_where_the_constant_applies(bundled_calls) -> None:
@@ -93,11 +93,11 @@ def test_calibrated_first_call_is_exact_where_the_constant_applies(bundled_calls
 
 
 def test_calibrated_scales_only_the_growth_past_the_first_call(bundled_calls) -> None:
-    transcripts, calls = bundled_calls
-    claude = next(t for t in transcripts if t.source_format == "claude-code" and len(t.calls) > 20)
+    sessions, calls = bundled_calls
+    claude = next(t for t in sessions if t.source_format == "claude-code" and len(t.calls) > 20)
     slope = shipped_fits()["claude"].slope
     o200k = (
-        calls[(calls["transcript"] == claude.id) & (calls["estimator"] == "tiktoken-o200k")]
+        calls[(calls["session"] == claude.id) & (calls["estimator"] == "tiktoken-o200k")]
         .sort_values("call")["estimate"]
         .to_numpy(float)
     )
@@ -107,48 +107,48 @@ def test_calibrated_scales_only_the_growth_past_the_first_call(bundled_calls) ->
     np.testing.assert_allclose(ours - first_true, slope * (o200k - o200k[0]), atol=2)
 
 
-def _history_contexts(transcript) -> list[Context]:
-    return [Context(messages=transcript.messages[:i]) for i, m in enumerate(transcript.messages) if m.call is not None]
+def _history_contexts(session) -> list[Context]:
+    return [Context(messages=session.messages[:i]) for i, m in enumerate(session.messages) if m.call is not None]
 
 
-def test_shipped_fit_names_its_training_transcripts_and_is_current() -> None:
+def test_shipped_fit_names_its_training_sessions_and_is_current() -> None:
     document = json.loads(SHIPPED_FIT.read_text(encoding="utf-8"))
     assert document["regenerate"] == "python -m compactlab.tokens.fit_calibration"
-    transcripts = [t for t in load_inputs(document["datasets"]).transcripts if not t.skipped]
-    family_of = {t.id: session_family(t) for t in transcripts}
-    calls = run_estimation(transcripts, ["tiktoken-o200k"]).calls
+    sessions = [t for t in load_inputs(document["datasets"]).sessions if not t.skipped]
+    family_of = {t.id: session_family(t) for t in sessions}
+    calls = run_estimation(sessions, ["tiktoken-o200k"]).calls
     # split by session: a sub-agent's file with its parent's
-    train = calls[calls["transcript"].map(lambda t: is_training(family_of[t], document["train_fraction"]))]
+    train = calls[calls["session"].map(lambda t: is_training(family_of[t], document["train_fraction"]))]
     refitted = fit_families(train, "tiktoken-o200k")
     assert set(refitted) == set(shipped_fits()) == {"claude", "deepseek"}
     for family, fit in shipped_fits().items():
         assert (fit.slope, fit.intercept) == (pytest.approx(refitted[family].slope), pytest.approx(refitted[family].intercept))
-        assert set(fit.transcripts) == set(refitted[family].transcripts)
-        assert fit.train_transcripts == len(fit.transcripts) >= 2
-        assert set(fit.families) == {family_of[t] for t in fit.transcripts}
+        assert set(fit.sessions) == set(refitted[family].sessions)
+        assert fit.train_sessions == len(fit.sessions) >= 2
+        assert set(fit.families) == {family_of[t] for t in fit.sessions}
     assert shipped_fits()["claude"].slope > 1.05  # Claude's tokenizer yields more tokens than o200k
 
 
 def test_no_session_is_split_between_the_fit_and_its_out_of_sample_score() -> None:
     # Claude Code's sub-agent files carry their parent's sessionId: ef958aa1 (claude-code-log) has six.
-    transcripts = load_inputs(["claude-code-log", "m-claude"], lenient=True).transcripts
+    sessions = load_inputs(["claude-code-log", "m-claude"], lenient=True).sessions
     families: dict[str, set[bool]] = {}
-    for transcript in transcripts:
-        families.setdefault(session_family(transcript), set()).add(in_sample(transcript))
-    subagents = [t for t in transcripts if t.is_subagent and "ef958aa1" in t.id]
+    for session in sessions:
+        families.setdefault(session_family(session), set()).add(in_sample(session))
+    subagents = [t for t in sessions if t.is_subagent and "ef958aa1" in t.id]
     assert len(subagents) == 6 and {session_family(t) for t in subagents} == {"ef958aa1-0e93-49f0-bb71-150f63befcd1"}
     # Every session is wholly in sample or wholly out of it (split by file, ef958aa1 had 4 of its 7 files trained).
     assert all(len(sides) == 1 for sides in families.values())
-    assert any(len([t for t in transcripts if session_family(t) == f]) > 1 for f in families)
+    assert any(len([t for t in sessions if session_family(t) == f]) > 1 for f in families)
 
 
-def test_estimate_never_scores_calibrated_on_its_training_transcripts(bundled_calls) -> None:
+def test_estimate_never_scores_calibrated_on_its_training_sessions(bundled_calls) -> None:
     _, calls = bundled_calls
-    trained = {t for fit in shipped_fits().values() for t in fit.transcripts}
-    scored = set(calls.loc[calls["estimator"] == "calibrated", "transcript"])
-    in_sample = set(calls.loc[calls["estimator"] == IN_SAMPLE, "transcript"])
+    trained = {t for fit in shipped_fits().values() for t in fit.sessions}
+    scored = set(calls.loc[calls["estimator"] == "calibrated", "session"])
+    in_sample = set(calls.loc[calls["estimator"] == IN_SAMPLE, "session"])
     assert scored and in_sample and not scored & trained and in_sample <= trained
-    assert set(calls.loc[calls["split"] == "train", "transcript"]) == in_sample
+    assert set(calls.loc[calls["split"] == "train", "session"]) == in_sample
     summary = summarize(calls).set_index(["estimator", "family"])
     for family in ("claude", "deepseek"):
         out_of_sample, inside = summary.loc[("calibrated", family)], summary.loc[(IN_SAMPLE, family)]

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import tiktoken.load
 
+from compactlab.sessions.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from compactlab.tokens import tokenizers
 from compactlab.tokens.context_windows import ContextWindows, parse_override
 from compactlab.tokens.estimators import KnownUsage, encodings_of, estimate, get_estimator
 from compactlab.tokens.framing import Framing, anthropic_image_tokens, framing_for, openai_image_tokens
 from compactlab.tokens.tokenizers import EncodingUnavailable, TokenCache, get_encoding
-from compactlab.transcripts.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 PLAIN = Framing()
 
@@ -138,7 +138,7 @@ def test_context_windows() -> None:
     assert windows.lookup("openrouter/google/gemini-3-pro-preview").tokens == 1_048_576
     unknown = windows.lookup("my-local-model")
     assert (unknown.tokens, unknown.known, unknown.source) == (128_000, False, "unknown")
-    assert windows.lookup("gpt-5-codex", recorded=272_000).source == "transcript"
+    assert windows.lookup("gpt-5-codex", recorded=272_000).source == "session"
     overridden = ContextWindows(overrides=dict([parse_override("claude-sonnet-4-5=1000000")]))
     assert overridden.lookup("claude-sonnet-4-5-20250929").tokens == 1_000_000
     with pytest.raises(ValueError, match="MODEL=TOKENS"):
@@ -167,10 +167,10 @@ BLOCK_EDGES = [
 
 def test_a_text_counts_as_the_sum_of_its_blocks_on_real_texts_and_summaries() -> None:
     from compactlab.contract import CompactionRequest, Context
+    from compactlab.sessions.importers import load_file
+    from compactlab.sessions.messages import is_summary
     from compactlab.strategies.registry import get_strategy
     from compactlab.tokens.metering import Meter
-    from compactlab.transcripts.importers import load_file
-    from compactlab.transcripts.messages import is_summary
     from tests.conftest import bundled
 
     texts = list(BLOCK_EDGES)
@@ -178,14 +178,12 @@ def test_a_text_counts_as_the_sum_of_its_blocks_on_real_texts_and_summaries() ->
         ("claude-code-log", "-Users-dain-workspace-danieldemmel-me-next__9e953218"),
         ("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"),
     ):
-        transcript = load_file(bundled(dataset, name))[0]
-        texts += [t for m in transcript.messages for t in PLAIN.texts(m)]
-        meter = Meter(transcript, "chars/4")
+        session = load_file(bundled(dataset, name))[0]
+        texts += [t for m in session.messages for t in PLAIN.texts(m)]
+        meter = Meter(session, "chars/4")
         request = CompactionRequest(reason="threshold", window=20_000, target_tokens=10_000, count_tokens=meter.count)
-        for end in range(40, len(transcript.messages), 25):  # summaries as a sweep writes them, one after another
-            context = (
-                get_strategy("summarize", keep_recent_tokens=4000).compact(Context(transcript.messages[:end]), request).context
-            )
+        for end in range(40, len(session.messages), 25):  # summaries as a sweep writes them, one after another
+            context = get_strategy("summarize", keep_recent_tokens=4000).compact(Context(session.messages[:end]), request).context
             texts += [m.text() for m in context.messages if is_summary(m)]
     for encoding in ("cl100k_base", "o200k_base"):
         whole, blocks = TokenCache(), TokenCache()

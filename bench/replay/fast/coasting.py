@@ -39,7 +39,7 @@ class Coasting:
     def coast(self, walk: Walk, index: int, fires_from: float, overflow_stops: bool = True) -> int:
         """Row the calls from message `index` on that need no engine, append the messages before
         the first one that does, and return its index (or, when none does within the look-ahead,
-        the index after the last call rowed; the transcript's length at its end).
+        the index after the last call rowed; the session's length at its end).
 
         A call needs the engine when the trigger fires there (the context reaches `fires_from`
         tokens) or the prompt overflows the window (unless `overflow_stops` is false: the engine
@@ -52,7 +52,7 @@ class Coasting:
         # often near, and summing the whole rest of a long session each time would be quadratic.
         positions = arrays["positions"][first : first + self.look_ahead]
         more = first + len(positions) < len(arrays["positions"])
-        end = int(positions[-1]) + 1 if more else len(walk.transcript.messages)
+        end = int(positions[-1]) + 1 if more else len(walk.session.messages)
         sums = np.cumsum(np.concatenate(([walk.context_sum], arrays["tokens"][index:end])))
         before = sums[positions - index]  # the context's estimate before each call
         calls = slice(first, first + len(positions))

@@ -1,0 +1,1 @@
+"""The sessions stage: the canonical model, importers for real agent logs, sources, the bundled datasets."""

@@ -1,0 +1,119 @@
+"""What Codex keeps verbatim when it compacts (codex-rs/core/src/compact.rs).
+
+Local compaction (`run_compact_task_inner`) replaces the history with `build_compacted_history`:
+the initial context (instructions, AGENTS.md, the environment context), then the newest user
+messages that fit `COMPACT_USER_MESSAGE_MAX_TOKENS` (20,000, counted by `approx_token_count`: UTF-8
+bytes / 4, rounded up; the first that does not fit is truncated to the tokens left and the walk
+stops), then the summary. Earlier summaries are not user messages (`is_summary_message`). Remote
+compaction writes the whole `replacement_history`: its user messages are the ones kept.
+
+A truncated message is kept whole here (the session has no truncated copy): the kept size can be
+up to one message's excess high.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from compactlab.sessions.model import CompactionMarker, Message
+
+USER_MESSAGE_BUDGET = 20_000
+SUMMARY_PREFIX = "Another language model started to solve this problem and produced a summary of its thinking process."
+
+
+def approx_tokens(text: str) -> int:
+    """Codex's `approx_token_count`: UTF-8 bytes / 4, rounded up."""
+    return (len(text.encode("utf-8")) + 3) // 4
+
+
+def _is_user_message(message: Message) -> bool:
+    return message.role == "user" and not message.instruction and not message.text().startswith(SUMMARY_PREFIX)
+
+
+def kept_locally(messages: Sequence[Message], at: int) -> tuple[int, ...]:
+    """The indices of `messages[:at]` local compaction keeps: instructions, and the newest user messages in the budget."""
+    instructions = [i for i in range(at) if messages[i].role == "system" or messages[i].instruction]
+    chosen, remaining = [], USER_MESSAGE_BUDGET
+    for index in reversed([i for i in range(at) if _is_user_message(messages[i])]):
+        if remaining == 0:
+            break
+        tokens = approx_tokens(messages[index].text())
+        chosen.append(index)
+        if tokens > remaining:
+            break  # truncated to what is left: kept (whole) as the last one
+        remaining -= tokens
+    return tuple(sorted([*instructions, *chosen]))
+
+
+def kept_remotely(messages: Sequence[Message], at: int, replacement_user_texts: Sequence[str]) -> tuple[int, ...]:
+    """The indices of `messages[:at]` whose text a remote compaction's replacement history holds
+    (the newest message with each text), with the instructions."""
+    wanted = list(replacement_user_texts)
+    chosen: list[int] = []
+    for index in reversed(range(at)):
+        text = messages[index].text()
+        if messages[index].role == "user" and text in wanted:
+            wanted.remove(text)
+            chosen.append(index)
+    instructions = [i for i in range(at) if messages[i].role == "system" or messages[i].instruction]
+    return tuple(sorted({*instructions, *chosen}))
+
+
+def compaction_marker(payload: dict, messages: Sequence[Message], pre_tokens: int | None, line: int) -> CompactionMarker:
+    """The marker of a `compacted` item read after `messages`: its summary (a remote compaction writes
+    none, only the history that replaced the old one) and what Codex kept. Nothing in the rollout
+    says whether /compact or the token limit started it."""
+    replacement = payload.get("replacement_history")
+    at = len(messages)
+    if isinstance(replacement, list):
+        summary = payload["message"] or _replacement_text(replacement)
+        kept = kept_remotely(messages, at, _replacement_user_texts(replacement))
+    else:
+        summary, kept = payload["message"], kept_locally(messages, at)
+    return CompactionMarker(at, "unknown", pre_tokens, summary, line, kept)
+
+
+def repointed(marker: CompactionMarker, before: Sequence[Message], after: Sequence[Message]) -> CompactionMarker:
+    """The marker re-pointed after check_tool_pairing dropped messages of `before` (kept ones keep their line)."""
+    kept_lines = {m.line for m in after}
+    new_index = {old: new for new, old in enumerate(i for i, m in enumerate(before) if m.line in kept_lines)}
+    if len(new_index) == len(before):
+        return marker
+    return CompactionMarker(
+        sum(1 for old in new_index if old < marker.at_message),
+        marker.trigger,
+        marker.pre_tokens,
+        marker.summary,
+        marker.line,
+        tuple(new_index[i] for i in marker.kept if i in new_index),
+    )
+
+
+def _texts(content: object) -> list[str]:
+    return (
+        [c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
+        if isinstance(content, list)
+        else []
+    )
+
+
+def _replacement_text(history: list) -> str:
+    """A remote compaction's summary: the text of its replacement history."""
+    chunks: list[str] = []
+    for item in history:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "message":
+            chunks += _texts(item.get("content"))
+        elif item.get("type") in ("compaction", "compaction_summary"):
+            chunks.append("[encrypted compaction summary, unreadable]")
+    return "\n\n".join(chunks)
+
+
+def _replacement_user_texts(history: list) -> list[str]:
+    """The texts of the user messages of a remote compaction's replacement history."""
+    return [
+        "\n".join(_texts(item.get("content")))
+        for item in history
+        if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user"
+    ]

@@ -1,0 +1,121 @@
+"""What an importer is, and the small helpers several importers share."""
+
+from __future__ import annotations
+
+import base64
+import math
+import struct
+from dataclasses import replace
+from typing import Protocol, TypeGuard
+
+from compactlab.sessions.model import ImagePart, Message, Session, ToolCallPart, ToolResultPart
+from compactlab.sessions.source import RecordIssues, Source
+
+
+class Importer(Protocol):
+    """Turns one file of a known format into sessions.
+
+    `name` is the format's name as users type it. `match` looks at the file cheaply and returns
+    None when the file is of this format, or a short reason why it is not (shown to the user when
+    no importer matches). `load` reads it; damaged records go to `issues`.
+    """
+
+    name: str
+    description: str
+
+    def match(self, source: Source) -> str | None: ...
+
+    def load(self, source: Source, issues: RecordIssues) -> list[Session]: ...
+
+
+def image_part(media_type: str, data_b64: str | None) -> ImagePart:
+    """An image placeholder with the decoded size and, for PNG/GIF/JPEG, the pixel dimensions."""
+    if not data_b64:
+        return ImagePart(media_type=media_type or "application/octet-stream", byte_size=0)
+    try:
+        data = base64.b64decode(data_b64, validate=False)
+    except ValueError:
+        return ImagePart(media_type=media_type, byte_size=len(data_b64) * 3 // 4)
+    width, height = _image_size(data)
+    return ImagePart(media_type=media_type, byte_size=len(data), width=width, height=height)
+
+
+def _image_size(data: bytes) -> tuple[int | None, int | None]:
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        width, height = struct.unpack(">II", data[16:24])
+        return width, height
+    if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
+        width, height = struct.unpack("<HH", data[6:10])
+        return width, height
+    if data[:2] == b"\xff\xd8":
+        return _jpeg_size(data)
+    return None, None
+
+
+def _jpeg_size(data: bytes) -> tuple[int | None, int | None]:
+    # Walk the JPEG segments to the first start-of-frame marker, which holds the size.
+    i = 2
+    while i + 9 < len(data):
+        if data[i] != 0xFF:
+            return None, None
+        marker = data[i + 1]
+        length = struct.unpack(">H", data[i + 2 : i + 4])[0]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height, width = struct.unpack(">HH", data[i + 5 : i + 9])
+            return width, height
+        i += 2 + length
+    return None, None
+
+
+class ToolPairing:
+    """Drops tool results whose call never appeared earlier (orphans), reporting each one.
+
+    A replay that sent such a result would be rejected by every provider, so it cannot stay;
+    strict mode stops with the line, lenient mode counts it as skipped. Feed messages in order.
+    """
+
+    def __init__(self, issues: RecordIssues):
+        self.issues = issues
+        self.seen_calls: set[str] = set()
+
+    def filter(self, message: Message) -> Message | None:
+        parts = []
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                self.seen_calls.add(part.id)
+            if isinstance(part, ToolResultPart) and part.call_id not in self.seen_calls:
+                where = f"{message.source_id}: " if message.line is None and message.source_id else ""
+                self.issues.report(message.line, f"{where}orphan tool result: no earlier tool call has id {part.call_id!r}")
+                continue
+            parts.append(part)
+        if not parts:
+            return None
+        if len(parts) == len(message.parts):
+            return message
+        return replace(message, parts=tuple(parts))
+
+
+def check_tool_pairing(messages: list[Message], issues: RecordIssues) -> list[Message]:
+    """The messages with orphan tool results removed (see `ToolPairing`)."""
+    pairing = ToolPairing(issues)
+    return [kept for m in messages if (kept := pairing.filter(m)) is not None]
+
+
+# Counts and costs must stay below 2^53: beyond it a float (JSON readers, pandas columns, the
+# metrics) no longer holds every integer, so sums and ratios would be silently wrong.
+COUNT_LIMIT = 2**53
+
+
+def is_count(value: object) -> TypeGuard[int | float]:
+    """A token count: a non-negative integer below 2^53 (an integral float such as 5.0 counts; a
+    boolean, a fraction, NaN or infinity does not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return False
+    return 0 <= value < COUNT_LIMIT
+
+
+def is_cost(value: object) -> TypeGuard[int | float]:
+    """A cost in USD: a finite, non-negative number below 2^53 (not a boolean)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value < COUNT_LIMIT

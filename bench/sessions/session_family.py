@@ -1,0 +1,48 @@
+"""Which session a session belongs to: a sub-agent's file goes with the session that started it.
+
+Claude Code writes a sub-agent's conversation to a file of its own, whose records carry the
+`sessionId` of the parent session (the same id every record of the parent's file carries). Text a
+sub-agent read or wrote is largely its parent's, so a train/test split must keep a session and its
+sub-agents on one side: a split by file lets a parent's material leak into "out of sample" through
+its sub-agents (issue 27). Other formats have no sub-agent files: a session is its own family.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from compactlab.sessions.model import Session
+
+_CLAUDE_CODE = "claude-code"
+_LINES_READ = 50  # the session id is on the first records; a file without it in these is its own family
+
+
+def session_family(session: Session) -> str:
+    """The id of the session `session` belongs to: its Claude Code `sessionId`, shared by a
+    session's file and its sub-agents' files; else the session's own id."""
+    if session.source_format != _CLAUDE_CODE:
+        return session.id
+    return _session_id(session.source_path) or session.id
+
+
+@lru_cache(maxsize=4096)
+def _session_id(path: str) -> str | None:
+    """The first `sessionId` among the file's first records (None: unreadable, or none there)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(Path(path), "rt", encoding="utf-8", errors="replace") as lines:
+            for _, line in zip(range(_LINES_READ), lines):
+                if '"sessionId"' not in line:
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:  # a damaged line: the next record will say it
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("sessionId"), str):
+                    return record["sessionId"]
+    except OSError:
+        return None
+    return None

@@ -1,1 +1,0 @@
-"""The transcripts stage: the canonical model, importers for real agent logs, sources, the bundled datasets."""
