@@ -22,6 +22,7 @@ from compactlab.report.run_data import figures_and_recommendation, load_light, l
 from compactlab.report.run_report import TITLE
 from compactlab.report.sessions import SHOWN_SESSIONS, select_sessions
 from compactlab.results.catalogue import metric as metric_named
+from compactlab.runs.run_format import FORMAT
 from tests.conftest import VERDICT, SharedRun
 from tests.report.test_estimation_page import parse
 from tests.report_runs import END, HOSTILE, IMG, SCRIPT, hostile_run
@@ -253,7 +254,7 @@ def test_diff_names_what_got_better_and_worse(run_dir: Path, tmp_path: Path) -> 
     for name in ("config.json", "summary.json"):
         shutil.copy(run_dir / name, changed / name)
     meta = json.loads((run_dir / "meta.json").read_text())
-    assert meta.pop("format") == 3  # B is of format 2, as the reference run: read through its upgrade
+    assert meta.pop("format") == FORMAT  # B is of format 2, as the reference run: read through its upgrade
     (changed / "meta.json").write_text(json.dumps(meta))
     frame = load_light(run_dir).sessions
     ranked = frame[~frame["damaged"]]
