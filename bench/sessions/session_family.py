@@ -1,4 +1,4 @@
-"""Which session a session belongs to: a sub-agent's file goes with the session that started it.
+"""The family of a session: a sub-agent's session goes with the parent session that started it.
 
 Claude Code writes a sub-agent's conversation to a file of its own, whose records carry the
 `sessionId` of the parent session (the same id every record of the parent's file carries). Text a
@@ -21,8 +21,8 @@ _LINES_READ = 50  # the session id is on the first records; a file without it in
 
 
 def session_family(session: Session) -> str:
-    """The id of the session `session` belongs to: its Claude Code `sessionId`, shared by a
-    session's file and its sub-agents' files; else the session's own id."""
+    """The id of `session`'s family: its Claude Code `sessionId`, which a parent session's file
+    and its sub-agents' files share; else the session's own id (a family of one)."""
     if session.source_format != _CLAUDE_CODE:
         return session.id
     return _session_id(session.source_path) or session.id
