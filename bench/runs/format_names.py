@@ -3,8 +3,9 @@
 Format 4 has one word for each (issue 30 §3): "session" wherever older formats said "transcript",
 "setting" where they said "config" (a strategy with its settings, what a run ranks). The table is
 `sessions.csv`, the per-session facts are `session_facts.json`, the rows' columns are `session` and
-`setting`, done.jsonl's commits name their `settings`, and the JSON documents' keys follow. Every reader passes what it read through these functions, which change only names of
-an older format (a format 4 name passes unchanged), so no reader branches on a directory's age.
+`setting`, done.jsonl's commits name their `settings`, and the JSON documents' keys follow. Every
+reader passes what it read through these functions, which change only names of an older format (a
+format 4 name passes unchanged), so no reader branches on a directory's age.
 """
 
 from __future__ import annotations

@@ -6,13 +6,14 @@ through `checked` (or `upgraded_table`), so no other module branches on how old 
 - 1: rows appended to `calls.jsonl` and `compactions.jsonl`, done.jsonl recording where they end
   (or one unit per line). Not read: it is refused, naming the format (replay it with this version).
 - 2: Parquet row parts committed by done.jsonl (`compactlab.runs.run_storage`), no format number.
-  Read: its sessions.csv gets the columns later versions added (`upgraded_table`); it has no
-  sessions.json nor estimation (`compactlab.runs.report_inputs`), which the report says it lacks.
+  Read: its table (transcripts.csv) gets the columns later versions added (`upgraded_table`); it has
+  no per-session facts nor estimation (`compactlab.runs.report_inputs`), which the report says it lacks.
 - 3: meta.json holds the number; the run writes its per-session facts and, when asked, its token
-  estimation. Its files, columns and keys say "transcript" (`transcripts.csv`, the `transcript`
-  column, `sessions.json` for the facts). Read: `compactlab.runs.format_names` gives them format 4's names.
-- 4 (`FORMAT`, this version): one word, session (issue 30 §3): `sessions.csv`, `session_facts.json`,
-  the `session` column and key.
+  estimation. Its files, columns and keys say "transcript" and "config" (`transcripts.csv`, the
+  `transcript` and `config` columns, `sessions.json` for the facts). Read: `compactlab.runs.format_names`
+  gives them format 4's names.
+- 4 (`FORMAT`, this version): one word for each thing (issue 30 §3): `sessions.csv`,
+  `session_facts.json`, the `session` and `setting` columns and keys.
 
 `--resume` continues a directory of this format only: one run's rows stay of one format.
 
