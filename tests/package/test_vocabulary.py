@@ -71,7 +71,7 @@ def test_setting_is_the_one_word_for_what_a_run_ranks() -> None:
         for name, number, line in _lines(_files("bench", "strategies", "tests"))
         if name.endswith((".py", ".j2"))
         and not name.startswith(OTHER_CONFIGS)
-        and name not in ("bench/runs/format_names.py", "tests/package/test_vocabulary.py")
+        and name not in FORMAT_READERS
         and re.search(r"""["']configs?["']|StrategyConfig""", line)
     ]
     assert not found, "the word is setting (a run's configuration is RunConfig and config.json):\n" + "\n".join(found)
