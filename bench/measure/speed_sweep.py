@@ -11,7 +11,7 @@ This script times a sweep of 4 strategies × 9 trigger thresholds (tiktoken-o200
 extractive summarizer, next-step preservation scored at every compaction) over the bundled
 datasets against one tiktoken pass over the same distinct text, and prints the ratios (targets:
 ≤ 3 in wall time, best of each, and ≤ 6 in CPU time). With `--default-grid N` it also times N
-default `compactlab sweep` commands (64 settings, no report: the report is a run's next step), whose
+default `compactlab sweep` commands (72 settings, no report: the report is a run's next step), whose
 CPU time must stay ≤ 12 tokenization passes.
 
 How it avoids misleading (`compactlab.measure.timing`): the sweeps and the tokenization passes take
