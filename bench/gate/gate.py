@@ -62,9 +62,9 @@ from compactlab.runs import runs
 from compactlab.runs.run_storage import run_compaction_rows
 from compactlab.scoring.statistics import SessionValues, paired_bootstrap, two_level_bootstrap
 
-FORMAT = (
-    3  # 2: each strategy records its templates' hashes and the model that read them; 3: `sessions`, which 2 called `transcripts`
-)
+# 2: each strategy records its templates' hashes and the model that read them; 3: `sessions`, which 2
+# called `transcripts`.
+FORMAT = 3
 READ_FORMATS = (2, FORMAT)  # a format 2 baseline is read with its key renamed (`_current`)
 MAX_FLIPS_SHOWN = 10
 EPSILON = 1e-12  # float noise below which two values are the same

@@ -129,15 +129,18 @@ class DamagedPart(ValueError):
 
 
 def _read_part(out: Path, name: str, filters=None, columns: list[str] | None = None) -> pa.Table:
+    """A part, its columns under this format's names; `filters` and `columns` name them as stored."""
     try:
-        path = part_path(out, name)
-        if columns is not None or filters is not None:
-            # A part of an older format stores some columns under their older names (format_names).
-            present = pq.read_schema(path).names
-            columns = stored_columns(columns, present)
-            filters = None if filters is None else [(stored_name(c, present), op, v) for c, op, v in filters]
-        return with_current_columns(pq.read_table(path, filters=filters, columns=columns))
+        return with_current_columns(pq.read_table(part_path(out, name), filters=filters, columns=columns))
     except (OSError, pa.ArrowException) as exc:  # a missing file, a damaged footer or page
+        raise _damaged(out, name, exc) from None
+
+
+def _stored_names(out: Path, name: str) -> list[str]:
+    """The column names part `name` stores (an older format stores some under older names)."""
+    try:
+        return pq.read_schema(part_path(out, name)).names
+    except (OSError, pa.ArrowException) as exc:
         raise _damaged(out, name, exc) from None
 
 
@@ -168,7 +171,14 @@ def damaged_parts(out: Path, whole: bool = True) -> list[DamagedPart]:
 def _tables(
     out: Path, names: Iterable[str], settings: Iterable[str] | None, columns: list[str] | None = None
 ) -> Iterator[pa.Table]:
+    names = list(names)
     filters = None if settings is None else [("setting", "in", list(settings))]
+    if names and (columns is not None or filters is not None):
+        # The columns asked for, under the names this directory stores them by: one format for all its
+        # parts (--resume continues a directory of this version's format only), so its first part says.
+        present = _stored_names(out, names[0])
+        columns = stored_columns(columns, present)
+        filters = None if filters is None else [(stored_name(c, present), op, v) for c, op, v in filters]
     for name in names:
         yield _read_part(out, name, filters, columns)
 
