@@ -239,6 +239,7 @@ def run_run(args: argparse.Namespace) -> int:
                 document["recorded_fidelity"],
                 document["sessions"],
                 document.get("trust", {}).get("reacquisition"),
+                document.get("fidelity"),
             )
         )
     print(f"\n{document['sessions']} sessions × {len(document['strategies'])} strategies; results in {out}/")

@@ -25,11 +25,14 @@ from __future__ import annotations
 import argparse
 import itertools
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
-from compactlab.measure.rule_choice import Figures, family, loso
+from compactlab.measure.rule_choice import Figures, Point, family, loso
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
+from compactlab.results.fidelity_figures import FidelityFigures, family_of, left_out
 from compactlab.results.metrics import compactions_frame, recorded_fidelity
 from compactlab.scoring.reacquisition import COUNTS
 from compactlab.scoring.recoverability import LABELS
@@ -85,8 +88,14 @@ def fidelity_rows(session: Session, rule: Rule = SHIPPED) -> list[dict]:
     replayed = replay(session, Setting("recorded", "recorded", settings), ContextWindows(), meter=meter)
     frame = recorded_fidelity(compactions_frame(replayed.compactions))
     rows = {row.call: row for row in replayed.compactions}
+    models = [m.call.model for m in session.messages if m.call is not None]
     return [
-        {**record, "message_index": rows[record["call"]].message_index, "reacquisition": rows[record["call"]].reacquisition}
+        {
+            **record,
+            "message_index": rows[record["call"]].message_index,
+            "reacquisition": rows[record["call"]].reacquisition,
+            "model": models[min(record["call"], len(models) - 1)] if models else None,
+        }
         for record in frame.to_dict("records")
     ]
 
@@ -153,37 +162,65 @@ def report(rows: list[dict], reacquired: list[dict] | None = None) -> str:
     return "\n".join(lines)
 
 
-def rule_report(sessions: list[Session]) -> str:
-    """Every candidate rule in sample, and the leave-one-session-out figure, overall and per source."""
+def rule_report(sessions: list[Session], groups: Mapping[str, str] | None = None) -> str:
+    """Every candidate rule in sample, and the figure of choosing a rule leaving one group out
+    (`groups`: session id → its repository; default: each session family), per family
+    (`compactlab.results.fidelity_figures`), each real compaction counted once."""
     with_compactions = [t for t in sessions if t.compactions]
-    errors = {
-        rule: _by_family([(t, row["relative_error"]) for t in with_compactions for row in fidelity_rows(t, rule)])
-        for rule in grid()
-    }
+    group_of = groups if groups is not None else {t.id: family(t.id) for t in with_compactions}
+    shipped = {t.id: fidelity_rows(t) for t in with_compactions}
+    flat = [row for t in with_compactions for row in shipped[t.id]]
+    counted = {(row["session"], row["call"]) for row, why in zip(flat, left_out(flat)) if not why}
+    formats = {t.id: t.source_format for t in with_compactions}
+    errors: dict[Rule, dict[str, list[Point]]] = {}
+    for rule in grid():
+        by_group: dict[str, list[Point]] = {}
+        for t in with_compactions:
+            for row in shipped[t.id] if rule == SHIPPED else fidelity_rows(t, rule):
+                if (row["session"], row["call"]) in counted:
+                    point = Point(row["fidelity_predicted"], row["fidelity_recorded"], family_of(formats[t.id], row["model"]))
+                    by_group.setdefault(group_of[t.id], []).append(point)
+        errors[rule] = by_group
     choice = loso(errors)
-    lines = ["\nrules, each on every compaction (in sample):"]
-    for rule, by_family in errors.items():
+    lines = [f"\n{len(counted)} distinct real compactions; {len(flat) - len(counted)} rows left out (copies, repeats, no size)"]
+    lines.append("rules, each on every distinct compaction (in sample):")
+    for rule, by_group in errors.items():
         mark = "*" if rule == SHIPPED else " "
-        lines.append(f" {mark} {Figures.of([e for es in by_family.values() for e in es]).line():<58} {rule.label()}")
-    lines.append("leave one session out (each session measured with the rule chosen on the others):")
-    for session, rule in choice.chosen_without.items():
-        shown = " ".join(f"{100 * e:+.1f}%" for e in errors[rule][session])
-        lines.append(f"  {session[:36]:<37} {shown:<30} chosen on the others: {rule.label()}")
-    sources = {family(t.id): t.source_format for t in with_compactions}
-    for source in sorted(set(sources.values())):
-        kept = {rule: {s: e for s, e in by.items() if sources[s] == source} for rule, by in errors.items()}
-        per = loso(kept)
-        lines.append(f"  {source}: in sample {per.in_sample.line()}; out of sample {per.out_of_sample.line()}")
+        lines.append(f" {mark} {Figures.of([e for es in by_group.values() for e in es]).line():<58} {rule.label()}")
+    lines.append("leave one group out (each group measured with the rule chosen on the others):")
+    for group, rule in choice.chosen_without.items():
+        lines.append(f"  {group[:36]:<37} {len(errors[rule][group]):>3} compactions; chosen on the others: {rule.label()}")
+    in_sample = [point for points in errors[choice.chosen].values() for point in points]
+    for name in sorted({p.family for p in in_sample}):
+        inside = [p for p in in_sample if p.family == name]
+        outside = [p for p in choice.held_out if p.family == name]
+        lines.append(f"  {name}: in sample {_figures(inside)}")
+        lines.append(f"  {' ' * len(name)}  out of sample {_figures(outside)}")
     lines.append(f"  all: in sample {choice.in_sample.line()}; out of sample {choice.out_of_sample.line()}")
-    lines.append(f"  chosen on every session: {choice.chosen.label()}{' (shipped)' if choice.chosen == SHIPPED else ''}")
+    lines.append(f"  chosen on every group: {choice.chosen.label()}{' (shipped)' if choice.chosen == SHIPPED else ''}")
     return "\n".join(lines)
 
 
-def _by_family(found: list[tuple[Session, float]]) -> dict[str, list[float]]:
-    grouped: dict[str, list[float]] = {}
-    for session, error in found:
-        grouped.setdefault(family(session.id), []).append(error)
-    return grouped
+def _figures(points: list[Point]) -> str:
+    return FidelityFigures.of([p.predicted for p in points], [p.recorded for p in points]).line()
+
+
+def repository_groups(arguments: list[str], sessions: list[Session]) -> dict[str, str]:
+    """Session id → the group it is left out with: the folder just under the argument that holds it
+    (one folder per repository, as the shared collection and the development set are laid out), else
+    the argument itself (a file, or a folder of one repository's files)."""
+    roots = [(Path(a).resolve(), a) for a in arguments if Path(a).exists()]
+    found = {}
+    for session in sessions:
+        path = Path(session.source_path).resolve()
+        group = session.id
+        for root, argument in roots:
+            if path == root or root in path.parents:
+                parts = path.relative_to(root).parts
+                group = parts[0] if len(parts) > 1 else Path(argument).name
+                break
+        found[session.id] = group
+    return found
 
 
 def _share(part: int, whole: int) -> str:
@@ -207,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     reasons = Counter(reason.split(" (")[0] for t in sessions if t.compactions for _, reason in excluded(t))
     print(f"excluded as no test of the replay: {sum(reasons.values())}" + "".join(f"; {n} {r}" for r, n in reasons.items()))
     if rows:
-        print(rule_report(sessions))
+        print(rule_report(sessions, repository_groups(args.inputs, sessions) if args.inputs else None))
     return 0
 
 

@@ -1,10 +1,11 @@
-"""Choosing a rule by leave-one-session-out: the figure a rule earns on sessions it was not chosen on.
+"""Choosing a rule by leaving a group out: the figure a rule earns on data it was not chosen on.
 
 A rule chosen by looking at real data (which files Claude Code re-attaches, how a summary is sized)
-fits the sessions it was chosen on by construction. Its honest figure is out of sample: for each
-session family (a session with its sub-agents), choose the rule on all the others, then measure the
-chosen rule on the one left out. `loso` does that for a grid of candidate rules whose per-session
-errors are given, and `Figures` states both the in-sample and the out-of-sample result.
+fits the data it was chosen on by construction. Its honest figure is out of sample: for each group
+(a session family, a session with its sub-agents; or a repository the sessions came from), choose
+the rule on all the others, then measure the chosen rule on the one left out. `loso` does that for
+a grid of candidate rules whose per-group errors are given (relative errors, or `Point`s that also
+know the sizes and the family), and `Figures` states both the in-sample and the out-of-sample result.
 """
 
 from __future__ import annotations
@@ -15,6 +16,25 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 R = TypeVar("R", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One real compaction's check: the replay's predicted size, the recorded one, and its family
+    (`compactlab.results.fidelity_figures.family_of`)."""
+
+    predicted: float
+    recorded: float
+    family: str = ""
+
+    @property
+    def error(self) -> float:
+        return (self.predicted - self.recorded) / self.recorded
+
+
+def _relative(value: float | Point) -> float:
+    return value.error if isinstance(value, Point) else value
+
 
 GOOD = 0.05  # a prediction within ±5% of the recorded size is a good one (the issues' goal)
 
@@ -29,10 +49,10 @@ class Figures:
     p90: float
 
     @staticmethod
-    def of(errors: Sequence[float]) -> Figures:
+    def of(errors: Sequence[float] | Sequence[Point]) -> Figures:
         if not errors:
             return Figures(0, float("nan"), float("nan"), float("nan"))
-        sizes = sorted(abs(e) for e in errors)
+        sizes = sorted(abs(_relative(e)) for e in errors)
         p90 = sizes[min(len(sizes) - 1, round(0.9 * (len(sizes) - 1)))]
         return Figures(len(sizes), sum(e <= GOOD for e in sizes) / len(sizes), statistics.median(sizes), p90)
 
@@ -43,13 +63,13 @@ class Figures:
         )
 
 
-def score(errors: Sequence[float]) -> tuple[float, float]:
+def score(errors: Sequence[float] | Sequence[Point]) -> tuple[float, float]:
     """What the choice maximises: more predictions within ±5%, then a smaller median |error|."""
     figures = Figures.of(errors)
     return (figures.within, -figures.median) if errors else (0.0, 0.0)
 
 
-def choose(grid: Mapping[R, Mapping[str, Sequence[float]]], sessions: set[str]) -> R:
+def choose(grid: Mapping[R, Mapping[str, Sequence]], sessions: set[str]) -> R:
     """The rule of `grid` (rule -> session -> errors) that does best on `sessions`; on a tie the one
     listed first (the grid lists the shipped rule first)."""
     best: R | None = None
@@ -70,20 +90,21 @@ class Choice(Generic[R]):
     chosen: R
     in_sample: Figures
     out_of_sample: Figures
-    chosen_without: dict[str, R]  # per session left out: the rule the others chose
+    chosen_without: dict[str, R]  # per group left out: the rule the others chose
+    held_out: tuple = ()  # every group's values under the rule the others chose
 
 
-def loso(grid: Mapping[R, Mapping[str, Sequence[float]]]) -> Choice[R]:
+def loso(grid: Mapping[R, Mapping[str, Sequence]]) -> Choice[R]:
     sessions = {session for by_session in grid.values() for session in by_session}
     chosen = choose(grid, sessions)
-    held: list[float] = []
+    held: list = []
     without: dict[str, R] = {}
     for session in sorted(sessions):
         rule = choose(grid, sessions - {session})
         without[session] = rule
         held.extend(grid[rule].get(session, ()))
     in_sample = Figures.of([e for errors in grid[chosen].values() for e in errors])
-    return Choice(chosen, in_sample, Figures.of(held), without)
+    return Choice(chosen, in_sample, Figures.of(held), without, tuple(held))
 
 
 def family(session_id: str) -> str:

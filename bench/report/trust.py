@@ -23,6 +23,7 @@ import numpy as np
 
 from compactlab.report.overview_section import pct
 from compactlab.report.run_data import RunData
+from compactlab.results.fidelity_figures import counts_line
 from compactlab.runs.prompt_size_check import error_table
 from compactlab.scoring.recoverability import LABELS
 from compactlab.tokens.estimation import IN_SAMPLE, summarize_by_source
@@ -35,6 +36,8 @@ def trust_context(run: RunData) -> dict[str, Any]:
     estimators = run.estimation.estimators if run.estimation is not None else []
     return {
         "fidelity": _fidelity(run),
+        "fidelity_families": _fidelity_families(run),
+        "fidelity_counts": counts_line(run.summary.get("fidelity", {})) if "fidelity" in run.summary else "",
         "reacquisition": _reacquisition(run),
         "estimators": _estimator_errors(run, estimators),
         "size": _size_error(run, estimators[0] if estimators else "hybrid"),
@@ -50,11 +53,31 @@ def _fidelity(run: RunData) -> list[dict[str, str]]:
         {
             "session": r["session"],
             "call": str(r["call"]),
+            "family": r.get("family") or "",
             "predicted": f"{r['fidelity_predicted']:,.0f}",
             "recorded": f"{r['fidelity_recorded']:,.0f}",
             "error": pct(r.get("relative_error"), signed=True),
+            "counted": "yes" if not r.get("left_out") else f"no: {r['left_out']}",
         }
         for r in run.summary["recorded_fidelity"]
+    ]
+
+
+def _fidelity_families(run: RunData) -> list[dict[str, str]]:
+    """Summary.json's figures per family (`compactlab.results.fidelity_figures`; a summary written before them has none)."""
+    families = run.summary.get("fidelity", {}).get("families", {})
+    return [
+        {
+            "family": family,
+            "count": str(f["count"]),
+            "within_5pct": pct(f["within_5pct"]),
+            "within_10pct": pct(f["within_10pct"]),
+            "within_3000": pct(f["within_3000"]),
+            "within_7500": pct(f["within_7500"]),
+            "median": f"{pct(f['median_pct'])} ({f['median_tokens']:,.0f} tokens)",
+            "apart": f.get("apart") or "",
+        }
+        for family, f in families.items()
     ]
 
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from compactlab.results.catalogue import REPORTED, metric
+from compactlab.results.fidelity_figures import fidelity_document, with_families
 from compactlab.results.metrics import compression_label, with_derived
 from compactlab.results.recommendation import Recommendation, Rule, recommend, with_evidence
 from compactlab.results.recorded_results import recorded_rows
@@ -164,7 +165,11 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
             all_pair_comparisons(sessions, resamples), None, "every pair of settings, Holm-adjusted over all pairs per metric"
         )
     # Gathered session by session as the replays came in (compactlab.runs.session_results).
-    document["recorded_fidelity"] = json_records(result.recorded_fidelity)
+    # Each real compaction counted once, by family (compactlab.results.fidelity_figures).
+    formats = {t.id: t.source_format for t in result.read.sessions}
+    fidelity = with_families(result.recorded_fidelity, formats)
+    document["recorded_fidelity"] = json_records(fidelity)
+    document["fidelity"] = fidelity_document(fidelity)
     # How far to trust the numbers: at the real compactions, was what the metric calls lost really gone?
     document["trust"] = {"reacquisition": reacquisition_summary(result.compactions)}
     # Where each engine's preset would have compacted beside where the real engine did (compactlab.results.real_engines).

@@ -14,6 +14,8 @@ source recorded where it recorded cache splits or costs (`cost_model_check`).
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pandas as pd
 
@@ -145,14 +147,30 @@ def loss_values(found: dict) -> dict[str, float | None]:
     }
 
 
-def recorded_fidelity(compactions: pd.DataFrame) -> pd.DataFrame:
-    """Real compactions: the replay's predicted prompt of the first call after it vs the recorded one."""
+def recorded_fidelity(compactions: pd.DataFrame, calls: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Real compactions: the replay's predicted prompt of the first call after it vs the recorded one,
+    with the model of that call (from `calls`, the call rows) and a hash of the summary, which tell
+    the family a figure belongs to and a compaction saved twice (`compactlab.results.fidelity_figures`)."""
     if compactions.empty or "fidelity_recorded" not in compactions:
         return pd.DataFrame()
     rows = compactions[compactions["fidelity_recorded"].notna()]
     frame = rows[["session", "setting", "call", "fidelity_predicted", "fidelity_recorded"]].copy()
     frame["relative_error"] = (frame["fidelity_predicted"] - frame["fidelity_recorded"]) / frame["fidelity_recorded"]
+    frame["summary_sha"] = [
+        hashlib.sha256(text.encode()).hexdigest()[:16] if isinstance(text, str) and text else None
+        for text in rows.get("summary", pd.Series([None] * len(rows), index=rows.index))
+    ]
+    frame["model"] = None
+    if calls is not None and not calls.empty and not frame.empty:
+        frame["model"] = [_model_at(calls, *key) for key in zip(frame["session"], frame["setting"], frame["call"])]
     return frame.reset_index(drop=True)
+
+
+def _model_at(calls: pd.DataFrame, session: str, setting: str, number: int) -> str | None:
+    """The model of call `number` of a replay, else of its last call before (a real compaction checked
+    against a `/context` reading has no call after it)."""
+    rows = calls[(calls["session"] == session) & (calls["setting"] == setting) & (calls["call"] <= number)]
+    return None if rows.empty else rows.loc[rows["call"].idxmax(), "model"]
 
 
 def session_summary(

@@ -19,10 +19,12 @@ trigger "unknown" and counted apart.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting, estimator_of, trigger_of
+from compactlab.results.fidelity_figures import COPY, repeats_of
 from compactlab.sessions.model import Session
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
@@ -48,6 +50,7 @@ class EngineRow:
     peak_tokens: int  # the largest size the trigger saw in the stretch
     real_tokens_after: int | None  # the first prompt recorded after the real compaction
     preset_tokens_after: int | None  # the preset's compaction at the same point, measured
+    summary_sha: str | None = None  # the recorded summary's hash: the same compaction saved in two files has one
 
     @property
     def calls_apart(self) -> int | None:
@@ -97,6 +100,7 @@ def engine_rows(session: Session) -> list[EngineRow]:
                 fired,
                 peak,
                 *after.get(real_call, (None, None)),
+                hashlib.sha256(marker.summary.encode()).hexdigest()[:16] if marker.summary else None,
             )
         )
         start = marker.at_message
@@ -120,16 +124,26 @@ def _sizes_after(session: Session, preset_name: str) -> dict[int, tuple[int | No
 
 def agreement(rows: list[EngineRow]) -> dict:
     """Per preset: how many automatic compactions it fires within `NEAR_CALLS` calls of, and the same
-    for compactions of unknown trigger, counted apart."""
+    for compactions of unknown trigger, counted apart; each compaction once (`left_out`: copies and
+    repeats are counted apart)."""
     found: dict[str, dict] = {}
-    for row in rows:
-        entry = found.setdefault(row.preset, {"auto": 0, "auto_agree": 0, "unknown": 0, "unknown_agree": 0, "manual": 0})
-        if row.trigger == "manual":
+    for row, why in zip(rows, left_out(rows)):
+        entry = found.setdefault(
+            row.preset, {"auto": 0, "auto_agree": 0, "unknown": 0, "unknown_agree": 0, "manual": 0, "copies": 0, "repeats": 0}
+        )
+        if why:
+            entry["copies" if why == COPY else "repeats"] += 1
+        elif row.trigger == "manual":
             entry["manual"] += 1
         elif row.trigger in ("auto", "unknown"):
             entry[row.trigger] += 1
             entry[f"{row.trigger}_agree"] += row.agrees
     return found
+
+
+def left_out(rows: list[EngineRow]) -> list[str]:
+    """Per row: "" for a distinct compaction, else why it is not one (`compactlab.results.fidelity_figures`)."""
+    return repeats_of([{"session": r.session, "call": r.real_call, "summary_sha": r.summary_sha} for r in rows])
 
 
 def format_engines(rows: list[EngineRow]) -> str:
@@ -173,6 +187,11 @@ def agreement_line(found: dict) -> str:
         )
     if found["manual"]:
         parts.append(f"{found['manual']} manual compaction(s) listed apart")
+    if found.get("copies") or found.get("repeats"):
+        parts.append(
+            f"not counted: {found.get('copies', 0)} copies (no call before them in their file), "
+            f"{found.get('repeats', 0)} repeats (the same compaction in another file)"
+        )
     return "; ".join(parts)
 
 
@@ -187,6 +206,6 @@ def rows_document(rows: list[EngineRow]) -> dict:
         return {}
     return {
         "near_calls": NEAR_CALLS,
-        "rows": [row.as_json() for row in rows],
+        "rows": [{**row.as_json(), "left_out": why} for row, why in zip(rows, left_out(rows))],
         "agreement": {preset: {**found, "line": agreement_line(found)} for preset, found in agreement(rows).items()},
     }

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from compactlab.results.fidelity_figures import counts_line
+
 RECORDED = "recorded"
 COLUMNS = ("session", "compactions", "removed_share", "preservation_k1", "preservation_k5", "damaged")
 
@@ -20,9 +22,16 @@ def recorded_rows(sessions: pd.DataFrame) -> pd.DataFrame:
     return rows[[c for c in COLUMNS if c in rows]].reset_index(drop=True)
 
 
-def format_recorded(rows: list[dict], fidelity: list[dict], replayed: int, reacquisition: dict | None = None) -> str:
+def format_recorded(
+    rows: list[dict],
+    fidelity: list[dict],
+    replayed: int,
+    reacquisition: dict | None = None,
+    figures: dict | None = None,
+) -> str:
     """The production compactions of a run, for the terminal; `reacquisition`: summary.json's
-    `trust.reacquisition` (`compactlab.scoring.reacquisition`)."""
+    `trust.reacquisition` (`compactlab.scoring.reacquisition`); `figures`: its `fidelity`, each real
+    compaction counted once, per family (`compactlab.results.fidelity_figures`)."""
     lines = [f"production compactions (strategy {RECORDED}): {len(rows)} of {replayed} sessions hold a real compaction"]
     for row in rows:
         kept = "n/a" if pd.isna(row.get("preservation_k1")) else f"{100 * row['preservation_k1']:.1f}%"
@@ -32,10 +41,16 @@ def format_recorded(rows: list[dict], fidelity: list[dict], replayed: int, reacq
             f"next step kept (k=1) {kept}{damaged}"
         )
     for check in fidelity:
+        counted = f" [not counted: {check['left_out']}]" if check.get("left_out") else ""
         lines.append(
             f"  fidelity {check['session']} call {check['call']}: replay predicted {check['fidelity_predicted']:,.0f} tokens, "
-            f"recorded {check['fidelity_recorded']:,.0f} ({100 * check['relative_error']:+.1f}%)"
+            f"recorded {check['fidelity_recorded']:,.0f} ({100 * check['relative_error']:+.1f}%){counted}"
         )
+    if figures and fidelity:
+        lines.append(f"  fidelity at the real compactions: {counts_line(figures)}")
+        for family, found in figures.get("families", {}).items():
+            apart = f" (shown apart: {found['apart']})" if found.get("apart") else ""
+            lines.append(f"    {family}: {found['line']}{apart}")
     if reacquisition and reacquisition["compactions"]:
         lines.append(
             f"  re-acquired before use after the real compactions: {_share(reacquisition, 'lost')} of the items the metric "

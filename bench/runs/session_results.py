@@ -67,7 +67,7 @@ def session_results(calls: pd.DataFrame, compaction_rows: list[dict], sessions, 
     models = frame[["session", "model"]].drop_duplicates()
     return SessionResults(
         summary_from_arrays(frame, compactions, groups),  # (session_summary's rows, computed on arrays)
-        recorded_fidelity(compactions),
+        recorded_fidelity(compactions, frame),
         cost_model_check(frame, sessions),
         models,
     )

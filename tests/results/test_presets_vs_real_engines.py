@@ -40,7 +40,7 @@ def test_claude_code_fires_where_the_real_auto_compaction_did() -> None:
     [manual] = engine_rows(MANUAL)
     assert manual.trigger == "manual" and manual.preset_call is None  # 31k of 200k: no trigger would fire
     assert agreement([row, manual]) == {
-        "claude-code": {"auto": 1, "auto_agree": 1, "unknown": 0, "unknown_agree": 0, "manual": 1}
+        "claude-code": {"auto": 1, "auto_agree": 1, "unknown": 0, "unknown_agree": 0, "manual": 1, "copies": 0, "repeats": 0}
     }
 
 

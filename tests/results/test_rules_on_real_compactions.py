@@ -34,7 +34,8 @@ def test_the_grid_on_real_compactions_lists_the_shipped_rule_first_and_prints_bo
     rules = grid()
     assert rules[0] == SHIPPED and len(set(rules)) == len(rules) == 32
     text = rule_report([AUTO, PI])
-    assert "in sample" in text and "out of sample" in text and "pi-session:" in text and "claude-code:" in text
+    assert "in sample" in text and "out of sample" in text and "\n  pi: in sample" in text and "\n  Anthropic: in sample" in text
+    assert text.startswith("\n3 distinct real compactions; 0 rows left out")
     # The shipped rule and another give different predictions on the real auto-compaction.
     other = next(r for r in rules if not r.reattach.created_files)
     assert fidelity_rows(AUTO)[0]["fidelity_predicted"] != fidelity_rows(AUTO, other)[0]["fidelity_predicted"]
