@@ -1,11 +1,13 @@
 """Draw, refresh and score the labelled sample of next-step needed items (compactlab.measure.needed_sample).
 
-    python -m compactlab.measure.needed_items_sample draw [--seed 27] [--items 50] [--exclude OLD] [--out FILE]
+    python -m compactlab.measure.needed_items_sample draw [--seed 27] [--items 50] [--exclude OLD] [--source NAME] [--out FILE]
     python -m compactlab.measure.needed_items_sample refresh [FILE]
     python -m compactlab.measure.needed_items_sample score [FILE] [--held-out]
 
 `draw` writes a fresh sample with null labels, for relabelling by docs/needed-items-labelling.md
-(it refuses to overwrite a file); `--exclude` names samples whose steps it leaves out (held out). `refresh` adds to a sample what the current extractor now finds in
+(it refuses to overwrite a file); `--exclude` names samples whose steps it leaves out (held out); `--source` draws
+from the sources named only (a new shared folder: each source's draw is seeded on its own, so its steps are the ones
+a draw of every source would pick). `refresh` adds to a sample what the current extractor now finds in
 its steps (new needed items get a null label: read them). `score` prints precision per source on
 what the extractor finds now with its 95% Wilson interval, and recall on the steps read for it
 with its counts. `--held-out` scores only the steps of sessions no extractor fix was chosen on
@@ -50,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         "--items", type=int, default=50, help=f"draw: counted needed items per source (at most {CAP} a step), at least"
     )
     parser.add_argument("--exclude", type=Path, action="append", default=[], help="draw: leave out the steps of this sample")
+    parser.add_argument(
+        "--source", action="append", choices=SOURCES, help="draw: only from this source (repeat for more; default: every source)"
+    )
     parser.add_argument("--held-out", action="store_true", help="score: leave out the sessions extractor fixes were chosen on")
     parser.add_argument("--shared", type=Path, default=SHARED)
     args = parser.parse_args(argv)
@@ -58,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         if out.exists():
             parser.error(f"{out} exists; give --out for a fresh sample")
         held_out = frozenset((s.session, s.step) for sample in args.exclude for s in read_sample(sample))
-        steps = draw(args.shared, args.seed, args.items, SOURCES, held_out)
+        steps = draw(args.shared, args.seed, args.items, args.source or SOURCES, held_out)
         write_sample(steps, out)
         print(f"{out}: {len(steps)} steps, {sum(len(s.items) for s in steps)} needed items to label")
         return 0

@@ -43,6 +43,7 @@ SOURCES = (
     "claude-code-log",
     "m-claude",
     "pai-claude",
+    "pai-claude-2",
     "mini-swe-agent-pr816",
     "mini-swe-agent-v1",
     "codex-rollouts",

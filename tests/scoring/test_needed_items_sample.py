@@ -102,6 +102,22 @@ def test_the_held_out_score_leaves_out_the_sessions_fixes_were_chosen_on(shared:
     assert printed == kept and sum(kept.values()) < len(steps)
 
 
+def test_a_source_added_later_is_the_seeded_draw_of_that_source_alone(shared: Path, tmp_path: Path) -> None:
+    # pai-claude-2 arrived after the sample was labelled: its steps were drawn with `draw --seed 27
+    # --source pai-claude-2` (each source's draw is seeded on its own, so these are the steps a draw of
+    # every source picks there), not chosen by hand.
+    out = tmp_path / "fresh.jsonl"
+    argv = ["draw", "--seed", "27", "--source", "pai-claude-2", "--out", str(out), "--shared", str(shared)]
+    assert needed_items_sample.main(argv) == 0
+    drawn = read_sample(out)
+    committed = [s for s in read_sample(SAMPLE) if s.source == "pai-claude-2"]
+    assert {s.source for s in drawn} == {"pai-claude-2"}
+    assert [(s.session, s.step, s.missed is not None) for s in drawn] == [
+        (s.session, s.step, s.missed is not None) for s in committed
+    ]
+    assert [[i["text"] for i in s.items] for s in drawn] == [[i["text"] for i in s.items] for s in committed]
+
+
 def test_the_wilson_interval() -> None:
     low, high = wilson_interval(40, 53)  # issue 27's Claude Code figure: 75.5%, interval 62–85%
     assert (round(low, 2), round(high, 2)) == (0.62, 0.85)
