@@ -94,6 +94,7 @@ class _Reader:
         self.context_window: int | None = None
         self.last_prompt_tokens: int | None = None
         self.compactions: list[CompactionMarker] = []
+        self.base_index: int | None = None  # the base instructions' message (sent apart from the history)
         self.ignored: Counter[str] = Counter()
         self.item_lines: dict[str, int] = {}  # the JSON of each response item so far -> its line
         # Whether usage follows a response's items (newer Codex), told by the first call's usage;
@@ -169,6 +170,7 @@ class _Reader:
         # instructions, which Codex also records as a user message; not duplicated here.)
         base = payload.get("base_instructions")
         if isinstance(base, dict) and isinstance(base.get("text"), str) and base["text"]:
+            self.base_index = len(self.messages)
             self.messages.append(Message("system", (TextPart(base["text"]),), line=line))
 
     def _turn_context(self, payload: dict, line: int) -> None:
@@ -263,7 +265,7 @@ class _Reader:
             # this item, and its output is the summary below, not a message of the conversation.
             self.ignored["token_count of the compaction summary request"] += 1
             self.pending = None
-        self.compactions.append(compaction_marker(payload, self.messages, self.last_prompt_tokens, line))
+        self.compactions.append(compaction_marker(payload, self.messages, self.last_prompt_tokens, line, self.base_index))
 
     def _event(self, payload: dict, line: int) -> None:
         kind = payload.get("type")
