@@ -9,6 +9,7 @@ import gzip
 import json
 from pathlib import Path
 
+from compactlab.measure import codex_fidelity
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.sessions.importers import load_file
@@ -121,3 +122,19 @@ def test_codex_remote_compaction_is_sized_as_a_fresh_prompt(tmp_path: Path) -> N
     at_ratio = Meter(session, "hybrid", fresh_prompt=False)
     [other] = replay(session, Setting("recorded", "recorded"), meter=at_ratio).compactions
     assert abs(other.fidelity_predicted - expected) > 1_000
+
+
+def test_codex_fidelity_measures_the_edited_rollout(tmp_path: Path) -> None:
+    path, _ = with_remote_compaction(tmp_path, 900, 12_000)
+    [session] = load_file(path)
+    [row] = codex_fidelity.rows(session)
+    assert (
+        row["error"] == row["predicted"] - row["recorded"]
+        and row["recorded"] == session.messages[session.compactions[0].at_message].call.prompt_tokens
+    )
+    # A fork's copy of the same compaction counts once.
+    assert codex_fidelity.distinct([row, {**row, "session": "fork"}]) == [row]
+    # The call after it really sent the whole history (the compaction is inserted), so the figures
+    # here say nothing of accuracy: only that each rule and the out-of-sample choice are measured.
+    report = codex_fidelity.measure([session])
+    assert report.count("estimate: n=1:") == len(codex_fidelity.grid()) and "leave one session out: n=1" in report
