@@ -3,12 +3,12 @@
 The replay runs it exactly where the source compacted (Claude Code's `compact_boundary`, a
 condenser log line, Codex's `compacted` item), with the summary recorded there, so real
 compactions are scored on the same metrics as every other strategy. It replaces the history with
-that summary, as the production agent did, keeping only the system prompt (only the system
-messages the agent kept, when it names some: Codex's remote compaction resends its developer
-message inside the summary, its replacement history) and what the agent kept verbatim, and adds what Claude
-Code re-attaches after compacting (recent files, the todo list, the plan file: `compactlab.strategies.reattach`),
-which the session file does not record but the next prompt holds. Other agents' sessions use
-none of the tools that re-attachment reads, so for them it adds nothing.
+that summary, as the production agent did, keeping the system prompt and what the agent kept
+verbatim (of the system messages only those it names, when it names some: a Codex remote
+compaction's summary, its replacement history, holds the developer message again), and adds what
+Claude Code re-attaches after compacting (recent files, the todo list, the plan file:
+`compactlab.strategies.reattach`), which the session file does not record but the next prompt holds.
+Other agents' sessions use none of the tools that re-attachment reads, so for them it adds nothing.
 """
 
 from __future__ import annotations
