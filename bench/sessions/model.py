@@ -167,7 +167,11 @@ class CompactionMarker:
     `at_message` is the index in `Session.messages` of the first message recorded after the
     compaction: the production agent replaced messages before it with `summary`. `kept`: the indices
     of the messages before `at_message` it kept verbatim beside the summary (pi keeps a recent tail;
-    Codex keeps its instructions and the newest user messages), in order.
+    Codex keeps its instructions and the newest user messages), in order. When `kept` names any of
+    the leading system messages, only those stay (Codex's remote compaction: its replacement
+    history, the summary here, holds the developer message it resends). `summary_tokens`: the
+    provider tokens of summary content the file holds unreadable (Codex's encrypted `compaction`
+    item, by Codex's own estimate), which `summary` stands in for with a placeholder.
     """
 
     at_message: int
@@ -176,6 +180,7 @@ class CompactionMarker:
     summary: str
     line: int | None = None
     kept: tuple[int, ...] = ()
+    summary_tokens: int | None = None
 
 
 @dataclass(frozen=True)

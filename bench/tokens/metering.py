@@ -48,6 +48,10 @@ class Meter:
     estimator_name: str = "hybrid"
     cache: TokenCache = field(default_factory=TokenCache)
     offset: int = 0  # the per-session constant (system prompt and tools the file does not hold)
+    # How a summary with unreadable content is sized (`written`): as a fresh prompt (what precedes
+    # it and its text at their estimate), else at the session's ratio; its unreadable part scaled.
+    fresh_prompt: bool = True
+    unreadable_scale: float = 1.0
 
     def __post_init__(self) -> None:
         self._memo: dict[int, tuple[Message, float]] = {}
@@ -68,6 +72,8 @@ class Meter:
             self.offset = self._first_call_offset()
         fit = shipped_fits().get(model_family_of(self.session))
         self.family_fit: Calibrated | None = fit.estimator() if fit is not None else None
+        # Recorded summaries with unreadable content -> its tokens (`written`).
+        self._unreadable = {c.summary: c.summary_tokens for c in self.session.compactions if c.summary_tokens is not None}
 
     def _first_call_offset(self) -> int:
         for index, message in enumerate(self.session.messages):
@@ -111,19 +117,34 @@ class Meter:
         new message of prose, so only its own text applies: on the bundled manual compaction
         (m-claude 97b0ffde: 58 short tool calls before it) the ratio, 2.05 per chars/4 token,
         counts the summary at 2,539 tokens where Claude Code's /context reports 1.5k for the
-        messages; the Claude fit counts 1,620. With no fit for the family, nothing is counted apart."""
+        messages; the Claude fit counts 1,620. With no fit for the family, nothing is counted apart.
+
+        A recorded summary with unreadable content (`CompactionMarker.summary_tokens`: Codex's
+        remote compaction, whose replacement history the summary is) makes a fresh prompt: what
+        precedes it, the base instructions, and the summary's text are sized at their estimate, as
+        the session's first call measured its plain messages (the per-session constant takes the
+        difference there), plus the unreadable part's tokens (`compactlab.measure.codex_fidelity`)."""
         fit = self.family_fit
-        if fit is None:
-            return NOTHING_WRITTEN
 
         def size(kept: tuple[Message, ...]) -> Written:
             summaries = [m for m in kept if is_summary(m)]
             if not summaries:
                 return NOTHING_WRITTEN
+            fresh = [i for i, m in enumerate(kept) if is_summary(m) and m.text() in self._unreadable]
+            if fresh:
+                hidden = self.unreadable_scale * self._unreadable[kept[fresh[-1]].text()]
+                if not self.fresh_prompt:
+                    return Written(0.0, hidden)
+                estimate = sum(map(self.message_tokens, kept[: fresh[-1] + 1]))
+                return Written(estimate, estimate + hidden)
+            if fit is None:
+                return NOTHING_WRITTEN
             return Written(
                 sum(map(self.message_tokens, summaries)), sum(fit.message_tokens(m, self.framing, self.cache) for m in summaries)
             )
 
+        if fit is None and not self._unreadable:
+            return NOTHING_WRITTEN
         return self._written.of(messages, size)
 
     @property

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from compactlab.sessions.importers.codex_compaction import compaction_marker, repointed
 from compactlab.sessions.importers.codex_items import (
@@ -94,8 +94,14 @@ class _Reader:
         self.context_window: int | None = None
         self.last_prompt_tokens: int | None = None
         self.compactions: list[CompactionMarker] = []
+        self.base_index: int | None = None  # the base instructions' message (sent apart from the history)
         self.ignored: Counter[str] = Counter()
         self.item_lines: dict[str, int] = {}  # the JSON of each response item so far -> its line
+        # Whether usage follows a response's items (newer Codex), told by the first call's usage;
+        # then the index of the last assistant message still waiting for its usage, while only
+        # its tools' outputs have followed it.
+        self.usage_follows: bool | None = None
+        self.unpaid: int | None = None
 
     def _repeated(self, data: object, line: int) -> bool:
         """Whether `data` is a response item written twice (then reported). Envelope lines carry a
@@ -164,6 +170,7 @@ class _Reader:
         # instructions, which Codex also records as a user message; not duplicated here.)
         base = payload.get("base_instructions")
         if isinstance(base, dict) and isinstance(base.get("text"), str) and base["text"]:
+            self.base_index = len(self.messages)
             self.messages.append(Message("system", (TextPart(base["text"]),), line=line))
 
     def _turn_context(self, payload: dict, line: int) -> None:
@@ -258,7 +265,7 @@ class _Reader:
             # this item, and its output is the summary below, not a message of the conversation.
             self.ignored["token_count of the compaction summary request"] += 1
             self.pending = None
-        self.compactions.append(compaction_marker(payload, self.messages, self.last_prompt_tokens, line))
+        self.compactions.append(compaction_marker(payload, self.messages, self.last_prompt_tokens, line, self.base_index))
 
     def _event(self, payload: dict, line: int) -> None:
         kind = payload.get("type")
@@ -310,9 +317,15 @@ class _Reader:
             cache_write_tokens=0,
             output_tokens=int(last["output_tokens"]),
         )
+        if self.usage_follows is None:
+            self.usage_follows = self.open is not None or self.unpaid is not None
         if self.open is not None and self.open.call is None and not self.open.sealed:
             # Newer Codex records response items while streaming, so usage follows its items.
             self.open.call, self.open.sealed = call, True
+        elif self.open is None and self.pending is None and self.usage_follows and self.unpaid is not None:
+            # ... and the outputs of tools that ran during the stream can be written before it
+            # (0.142 on): the usage is still that response's, not the next one's.
+            self._paid(self.unpaid, call)
         else:
             # Older Codex (e.g. 0.58) records the items after response.completed: usage comes first.
             self._orphan_pending()
@@ -332,6 +345,8 @@ class _Reader:
     def _other(self, role: str, parts: list[Part], line: int, instruction: bool = False) -> None:
         self._flush()
         self._orphan_pending()
+        if role != "tool":
+            self.unpaid = None
         if parts:
             self.messages.append(Message(role, tuple(parts), line=line, instruction=instruction))  # type: ignore[arg-type]
         else:
@@ -343,11 +358,19 @@ class _Reader:
         done, self.open = self.open, None
         if done.parts:
             self.messages.append(Message("assistant", tuple(done.parts), line=done.line, call=done.call))
+            self.unpaid = len(self.messages) - 1
             if done.call is not None:
-                self.last_prompt_tokens = done.call.prompt_tokens
-                self.models.add(done.call.model)
+                self._paid(len(self.messages) - 1, done.call)
         elif done.call is not None:
             self.issues.report(done.line, "model call whose response has no readable content")
+
+    def _paid(self, index: int, call: LLMCall) -> None:
+        """The assistant message at `index` carries `call`."""
+        if self.messages[index].call is not call:
+            self.messages[index] = replace(self.messages[index], call=call)
+        self.unpaid = None
+        self.last_prompt_tokens = call.prompt_tokens
+        self.models.add(call.model)
 
     def _orphan_pending(self) -> None:
         if self.pending is not None:
