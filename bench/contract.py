@@ -203,6 +203,26 @@ class Harness:
 
 
 @dataclass(frozen=True)
+class VersionReserve:
+    """The reserve an agent keeps below the window from its version `first` to `last` (both
+    included; compared number by number, "2.1.9" < "2.1.19"), with its own per-model reserves."""
+
+    first: str
+    last: str
+    reserve_tokens: int
+    reserve_by_model: tuple[tuple[str, int], ...] = ()
+
+    def covers(self, version: str) -> bool:
+        """Whether `version` is one of `first`..`last`."""
+        return version_key(self.first) <= version_key(version) <= version_key(self.last)
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """A dotted version as numbers, for ordering: "2.1.19" -> (2, 1, 19); what is not a number is 0."""
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("-", 1)[0].split("."))
+
+
+@dataclass(frozen=True)
 class Trigger:
     """When to compact.
 
@@ -215,6 +235,9 @@ class Trigger:
     target: share of the window a compaction aims to get under (strategies may use it as budget).
     reserve_by_model: model-name prefixes whose reserve differs from `reserve_tokens` (the longest
         matching prefix wins; `for_model` applies it): Claude Code reserves the model's output limit.
+    reserve_by_version: the agent versions whose reserves differ (`VersionReserve`; `for_session`
+        applies the first that covers the session's version): a version none covers, or a session
+        that records none, keeps `reserve_tokens` and `reserve_by_model`.
     """
 
     fraction: float = 0.8
@@ -224,6 +247,17 @@ class Trigger:
     critical: float | None = None
     target: float = 0.5
     reserve_by_model: tuple[tuple[str, int], ...] = ()
+    reserve_by_version: tuple[VersionReserve, ...] = ()
+
+    def for_session(self, model: str, version: str | None = None) -> Trigger:
+        """This trigger for one model run by one agent version: the reserves of the version's
+        `reserve_by_version` entry, if any, then the model's (`for_model`)."""
+        band = next((band for band in self.reserve_by_version if version and band.covers(version)), None)
+        if band is not None:
+            return replace(
+                self, reserve_tokens=band.reserve_tokens, reserve_by_model=band.reserve_by_model, reserve_by_version=()
+            ).for_model(model)
+        return replace(self, reserve_by_version=()).for_model(model) if self.reserve_by_version else self.for_model(model)
 
     def for_model(self, model: str) -> Trigger:
         """This trigger for one model: its reserve from `reserve_by_model` where a prefix matches."""

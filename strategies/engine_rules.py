@@ -254,11 +254,23 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
     ),
     "claude-code": (
         Rule(
-            "compact when the context exceeds the window − the model's output limit − 13,000",
+            "compact when the context exceeds the window − the reserve of the session's Claude Code version: the output "
+            "limit + 13,000 in 2.0.x (77,000 for claude-opus-4-5 up to 2.0.57, 45,000 from 2.0.74), about 33,000 in 2.1.x "
+            "from 2.1.53",
             "/context readings ('Autocompact buffer') and real compactions: datasets/m-claude, "
-            "../shared/transcripts/pai-claude (issue 26)",
-            "Trigger(reserve_tokens=45,000; 77,000 for claude-opus-4-5), scaled by simulated ÷ real window",
+            "../shared/transcripts/pai-claude, the development set (python -m compactlab.measure.trigger_choice); "
+            "anthropics/claude-code#12004, #23409",
+            "Trigger(reserve_by_version: 2.0.31-2.0.57 45,000 and 77,000 for claude-opus-4-5; 2.0.74-2.1.19 45,000; "
+            "2.1.53-2.1.167 33,000-36,000); a version no range covers (no evidence) or a session without one keeps "
+            "45,000 (77,000 for claude-opus-4-5); scaled by simulated ÷ real window",
             test=f"{ANCHOR}test_claude_code_replaces_the_whole_history_with_its_summary_past_its_output_limit_and_buffer",
+        ),
+        Rule(
+            "a model Claude Code does not know gets its default window, 200,000 (GLM, MiMo, Qwen)",
+            "tale-project/tale#3398 (Claude Code 2.1.173 'assumes 200,000 tokens' for a model it does not know); the GLM "
+            "compactions of the development set",
+            "context_windows claude → 200,000, unknown_window 200,000",
+            test="tests/results/test_claude_code_versions.py::test_a_model_claude_code_does_not_know_gets_200000",
         ),
         Rule(
             "a nine-section summary replaces the history",

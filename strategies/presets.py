@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from compactlab.contract import CompactionRequest, CompactionResult, Context, Harness, Strategy, Trigger
+from compactlab.contract import CompactionRequest, CompactionResult, Context, Harness, Strategy, Trigger, VersionReserve
 from compactlab.strategies.engine_rules import ENGINES
 from compactlab.strategies.rule import Rule
 from compactlab.strategies.seed_rules import SEEDS as SEED_RULES
@@ -36,8 +36,8 @@ class Preset:
     one by one (`rules`: `RULES[name]`), the engine's policies as the design has them (`harness`), and
     the values the design leaves open with the one chosen (`choices`). `context_windows`: the design's
     own model → window table, which replaces compactlab's (a model it does not list gets
-    `UNKNOWN_WINDOW` as in the design; a window recorded in the session and the user's overrides
-    still win)."""
+    `unknown_window`, else `UNKNOWN_WINDOW`, as in the design; a window recorded in the session and
+    the user's overrides still win)."""
 
     name: str
     strategy: Strategy
@@ -47,6 +47,7 @@ class Preset:
     description: str
     choices: str = ""
     context_windows: tuple[tuple[str, int], ...] = ()
+    unknown_window: int | None = None  # the design's window for a model its table does not list (None: UNKNOWN_WINDOW)
     harness: Harness = SOURCE_HARNESS
 
     @property
@@ -271,22 +272,42 @@ def codex() -> Preset:
     )
 
 
-# Claude Code compacts when the context exceeds the window less the model's output limit less a
-# 13,000-token buffer: its /context shows the sum as "Autocompact buffer". Measured on the shared real
-# sessions (`compactlab engines`): Claude Opus 4.5 sessions of Claude Code 2.0.57-58 (pai-claude, four
-# sessions) show "Autocompact buffer: 77.0k tokens" (a 64,000-token output limit) and compact at
-# 123-128k; the Claude Sonnet 4.5 session of 2.1.5 (m-claude 3af9b1a7) compacts at 155.5k of 200k,
-# a 45,000 buffer (the 32,000-token default output limit). The documented "approximately 95%"
-# fired at none of the seven real auto-compactions.
+# Claude Code compacts when its count of the context (the last prompt, its output and an estimate of
+# the messages since) exceeds its window less a reserve, and the reserve changed between versions.
+# Its /context shows the reserve as "Autocompact buffer": the model's output limit plus 13,000
+# (anthropics/claude-code#12004) in 2.0.x ("77.0k" for claude-opus-4-5 in 2.0.57, its 64,000-token
+# limit), 33k in later 2.1.x (#23409: min(output limit, 20,000) + 13,000; "assumes 200,000 tokens and
+# compacts near 167K" for a model it does not know, tale-project/tale#3398). Claude Code gives every
+# model it does not know its 200,000 default window (GLM, MiMo, Qwen run through it too).
+#
+# The reserves per version range below are chosen from the real automatic compactions
+# (`python -m compactlab.measure.trigger_choice`, docs/preset-rules.md): per version, the reserve the
+# preset's trigger fires within ±2 calls of the most real compactions with, neighbouring versions
+# merged while one reserve does as well. Evidence (distinct automatic compactions, repositories):
+# 2.0.31 2 (1), 2.0.57 6 (1, all claude-opus-4-5 at 123-128k), 2.0.74-2.0.76 13 (1, claude-opus-4-5 at
+# 155-172k: like Sonnet), 2.1.5 1, 2.1.19 2 (GLM), 2.1.53-2.1.167 27 (7, 167-188k). A reserve above
+# 33,000 in 2.1.x makes up for the estimate of the messages since the last call, which comes out up
+# to ~1,000 below Claude Code's own count. A version no range covers has no evidence: it keeps the
+# documented rule, the output limit (32,000; 64,000 for claude-opus-4-5) + 13,000.
 CLAUDE_CODE_BUFFER = 13_000
+CLAUDE_CODE_WINDOW = 200_000  # Claude Code's window for every model, one it does not know too (GLM, Qwen, ...)
 CLAUDE_CODE_OUTPUT = 32_000
 CLAUDE_CODE_OUTPUT_BY_MODEL = (("claude-opus-4-5", 64_000),)
+CLAUDE_CODE_BY_VERSION = (
+    VersionReserve("2.0.31", "2.0.57", 45_000, (("claude-opus-4-5", 77_000),)),
+    VersionReserve("2.0.74", "2.1.19", 45_000),  # claude-opus-4-5 too
+    VersionReserve("2.1.53", "2.1.81", 34_000),
+    VersionReserve("2.1.83", "2.1.87", 36_000),
+    VersionReserve("2.1.88", "2.1.88", 33_000),
+    VersionReserve("2.1.92", "2.1.167", 36_000),
+)
 
 
 def claude_code() -> Preset:
-    """Claude Code (public facts only): when the context exceeds the window less the model's output limit and a
-    13,000-token buffer, a nine-section summary replaces the history; the newest files read or written, the todo
-    list and the plan file are re-attached after it (`compactlab.strategies.reattach`)."""
+    """Claude Code (public facts only): when the context exceeds the window (200,000 for every model) less the reserve
+    of the session's Claude Code version (33,000-45,000; 77,000 for claude-opus-4-5 up to 2.0.57), a nine-section
+    summary replaces the history; the newest files read or written, the todo list and the plan file are re-attached
+    after it (`compactlab.strategies.reattach`)."""
     from compactlab.strategies.reattach import WithReattachments
     from compactlab.strategies.summarize import Summarize
 
@@ -299,14 +320,20 @@ def claude_code() -> Preset:
             fraction=math.inf,
             reserve_tokens=CLAUDE_CODE_OUTPUT + CLAUDE_CODE_BUFFER,
             reserve_by_model=tuple((model, output + CLAUDE_CODE_BUFFER) for model, output in CLAUDE_CODE_OUTPUT_BY_MODEL),
+            reserve_by_version=CLAUDE_CODE_BY_VERSION,
         ),
         "hybrid",
         'the real compactions and /context readings ("Autocompact buffer") of Claude Code sessions (datasets/m-claude, '
-        "../shared/transcripts/pai-claude: threshold = window − output limit − 13,000, see CLAUDE_CODE_BUFFER); summary sections from real "
+        "../shared/transcripts/pai-claude and the development set: threshold = 200,000 − the version's reserve, see "
+        "CLAUDE_CODE_BY_VERSION; anthropics/claude-code#12004, #23409); summary sections from real "
         "compact summaries in datasets/m-claude and public prompt copies",
         claude_code.__doc__ or "",
         choices="the output limit: the model's default (a user's CLAUDE_CODE_MAX_OUTPUT_TOKENS moves the threshold); "
-        "45,000 (or 77,000) reserved under a simulated window: scaled by simulated ÷ the model's real window",
+        "the reserve per Claude Code version: chosen on real automatic compactions (CLAUDE_CODE_BY_VERSION), a version "
+        "without evidence (or a session that records none) keeps window − output limit − 13,000 (45,000; 77,000 for "
+        "claude-opus-4-5); reserved under a simulated window: scaled by simulated ÷ the model's real window",
+        context_windows=(("claude", CLAUDE_CODE_WINDOW),),
+        unknown_window=CLAUDE_CODE_WINDOW,
         harness=Harness(pin_task=False),
     )
 

@@ -41,41 +41,43 @@ GOOD = 0.05  # a prediction within ±5% of the recorded size is a good one (the 
 
 @dataclass(frozen=True)
 class Figures:
-    """How close predictions are: the share within ±`GOOD`, the median and 90th percentile of |error|."""
+    """How close predictions are: the share within ±`good` (`GOOD` unless the errors are counted
+    otherwise: calls apart, say), the median and 90th percentile of |error|."""
 
     count: int
     within: float
     median: float
     p90: float
+    good: float = GOOD
 
     @staticmethod
-    def of(errors: Sequence[float] | Sequence[Point]) -> Figures:
+    def of(errors: Sequence[float] | Sequence[Point], good: float = GOOD) -> Figures:
         if not errors:
-            return Figures(0, float("nan"), float("nan"), float("nan"))
+            return Figures(0, float("nan"), float("nan"), float("nan"), good)
         sizes = sorted(abs(_relative(e)) for e in errors)
         p90 = sizes[min(len(sizes) - 1, round(0.9 * (len(sizes) - 1)))]
-        return Figures(len(sizes), sum(e <= GOOD for e in sizes) / len(sizes), statistics.median(sizes), p90)
+        return Figures(len(sizes), sum(e <= good for e in sizes) / len(sizes), statistics.median(sizes), p90, good)
 
     def line(self) -> str:
         return (
-            f"{100 * self.within:.0f}% within ±{100 * GOOD:.0f}% ({round(self.within * self.count)} of {self.count}), "
+            f"{100 * self.within:.0f}% within ±{100 * self.good:.0f}% ({round(self.within * self.count)} of {self.count}), "
             f"median |error| {100 * self.median:.1f}%, p90 {100 * self.p90:.1f}%"
         )
 
 
-def score(errors: Sequence[float] | Sequence[Point]) -> tuple[float, float]:
-    """What the choice maximises: more predictions within ±5%, then a smaller median |error|."""
-    figures = Figures.of(errors)
+def score(errors: Sequence[float] | Sequence[Point], good: float = GOOD) -> tuple[float, float]:
+    """What the choice maximises: more predictions within ±`good` (5%), then a smaller median |error|."""
+    figures = Figures.of(errors, good)
     return (figures.within, -figures.median) if errors else (0.0, 0.0)
 
 
-def choose(grid: Mapping[R, Mapping[str, Sequence]], sessions: set[str]) -> R:
-    """The rule of `grid` (rule -> session -> errors) that does best on `sessions`; on a tie the one
-    listed first (the grid lists the shipped rule first)."""
+def choose(grid: Mapping[R, Mapping[str, Sequence]], sessions: set[str], good: float = GOOD) -> R:
+    """The rule of `grid` (rule -> session -> errors) that does best on `sessions` (`score`); on a
+    tie the one listed first (the grid lists the shipped rule first)."""
     best: R | None = None
     best_score: tuple[float, float] | None = None
     for rule, by_session in grid.items():
-        found = score([e for session, errors in by_session.items() if session in sessions for e in errors])
+        found = score([e for session, errors in by_session.items() if session in sessions for e in errors], good)
         if best_score is None or found > best_score:
             best, best_score = rule, found
     assert best is not None, "an empty grid"

@@ -88,7 +88,7 @@ def _set_up(
     if first_call is None:
         return None
     window, trigger = window_and_trigger(
-        strategy, setting.trigger, windows or ContextWindows(), first_call.model, session.context_window
+        strategy, setting.trigger, windows or ContextWindows(), first_call.model, session.context_window, session.agent_version
     )
     base = uncompacted(meter, window, harness_of(strategy).anchor_output)
     walk = Walk(session, setting, base)

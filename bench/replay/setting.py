@@ -41,7 +41,12 @@ def harness_of(strategy: object) -> Harness:
 
 
 def window_and_trigger(
-    strategy: object, trigger: Trigger | None, windows: ContextWindows, model: str, recorded: int | None
+    strategy: object,
+    trigger: Trigger | None,
+    windows: ContextWindows,
+    model: str,
+    recorded: int | None,
+    version: str | None = None,
 ) -> tuple[int, Trigger]:
     """The window a setting replays `model` at and the trigger it compacts by there.
 
@@ -49,14 +54,15 @@ def window_and_trigger(
     says "real" runs at the model's real window instead; one that says "scaled" (the default) runs
     at the simulated window with its own trigger's absolute sizes scaled by simulated ÷ real, so
     that a reserve sized for a 200,000-token window keeps its share of a 64,000-token one. A trigger
-    the user set (`trigger`) is taken as written. Either is first made the model's (`Trigger.for_model`)."""
-    windows = windows.with_table(getattr(strategy, "context_windows", ()))
+    the user set (`trigger`) is taken as written. Either is first made the model's, as run by the
+    agent `version` the session records (`Trigger.for_session`)."""
+    windows = windows.with_table(getattr(strategy, "context_windows", ()), getattr(strategy, "unknown_window", None))
     window = windows.lookup(model, recorded).tokens
     real = windows.without_simulated().lookup(model, recorded).tokens
     harness = harness_of(strategy)
     if trigger is not None:
-        return window, trigger.for_model(model)
-    own = trigger_of(strategy).for_model(model)
+        return window, trigger.for_session(model, version)
+    own = trigger_of(strategy).for_session(model, version)
     if window == real:
         return window, own
     if harness.window == "real":

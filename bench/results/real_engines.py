@@ -6,8 +6,9 @@ shows where it really compacted. Between two real compactions the recorded promp
 real agent's context, so the preset's trigger can be asked before every call of the stretch with
 the sizes the agent itself saw (the last prompt and its output plus an estimate of the messages
 since, as the hybrid estimator counts): the first call it fires at is where the preset would have
-compacted. At the model's real window (the built-in table, not a run's simulated one), since that is
-the window the real agent compacted in. The preset's compacted size is its strategy applied at the
+compacted. At the model's real window (the preset's own table, else the built-in one; not a run's
+simulated one), since that is the window the real agent compacted in, by the trigger of the agent
+version the session records. The preset's compacted size is its strategy applied at the
 real compaction (the `recorded` replay's points), measured as every replayed prompt is, against
 the first prompt recorded after it. Offline, summaries come from the extractive stand-in, so the
 size compares what a preset keeps and re-attaches, not its model's summary.
@@ -23,7 +24,7 @@ import hashlib
 from dataclasses import asdict, dataclass
 
 from compactlab.replay.replay import replay
-from compactlab.replay.setting import Setting, estimator_of, trigger_of
+from compactlab.replay.setting import Setting, estimator_of, window_and_trigger
 from compactlab.results.fidelity_figures import COPY, repeats_of
 from compactlab.sessions.model import Session
 from compactlab.strategies.registry import get_strategy
@@ -72,8 +73,9 @@ def engine_rows(session: Session) -> list[EngineRow]:
         return []
     preset = get_strategy(preset_name)
     meter = Meter(session, estimator_of(preset))
-    window = ContextWindows().lookup(calls[0][1].model, session.context_window).tokens
-    trigger = trigger_of(preset).for_model(calls[0][1].model)
+    window, trigger = window_and_trigger(
+        preset, None, ContextWindows(), calls[0][1].model, session.context_window, session.agent_version
+    )
     after = _sizes_after(session, preset_name)
     rows, start = [], 0
     for marker in session.compactions:

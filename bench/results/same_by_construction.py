@@ -92,7 +92,7 @@ def construction_key(setting: Setting, default_estimator: str = DEFAULT_ESTIMATO
     trigger = trigger_of(made, setting.trigger)
     estimator = estimator_of(made, setting.estimator, default_estimator)
     if type(strategy) in WITHOUT_LLM:
-        windows = tuple(getattr(made, "context_windows", ()))
+        windows = (tuple(getattr(made, "context_windows", ())), getattr(made, "unknown_window", None))
         return (strategy, trigger, estimator, windows, harness_of(made), setting.at_real_compactions)
     if not isinstance(strategy, Summarize) or strategy.summarizer != "extractive" or not _summarizes_as_summarize(type(strategy)):
         return None

@@ -213,6 +213,10 @@ class Session:
     # file-history snapshots), counted per kind so that nothing disappears uncounted.
     ignored: tuple[tuple[str, int], ...] = ()
     is_subagent: bool = False
+    # The agent's own version as the source records it (Claude Code writes its `version` on every
+    # line: the first one is kept), or None. Engines change rules between versions (the
+    # claude-code preset's trigger follows it).
+    agent_version: str | None = None
 
     @property
     def calls(self) -> list[LLMCall]:

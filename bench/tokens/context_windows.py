@@ -4,7 +4,8 @@ Looked up by longest matching prefix of the model name, so `claude-sonnet-4-5-20
 `claude-sonnet-4-5`. Provider prefixes are dropped from names and keys alike, so
 `google/gemini-3-pro-preview` and `gemini-3-pro-preview` are the same key for the same model. A window recorded in the session itself (Codex records one) wins over
 the table; a user override wins over both. Unknown models get 128,000 tokens, the most common
-window of current models, and the lookup says so (`known=False`).
+window of current models (a design's own table may say otherwise: Claude Code's 200,000), and the
+lookup says so (`known=False`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class Window:
 class ContextWindows:
     overrides: dict[str, int] = field(default_factory=dict)
     table: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_WINDOWS))
+    unknown: int = UNKNOWN_WINDOW  # the window of a model neither the overrides nor the table list
 
     def lookup(self, model: str, recorded: int | None = None) -> Window:
         name = bare_name(model)
@@ -64,18 +66,19 @@ class ContextWindows:
             return Window(recorded, True, "session")
         if (listed := _longest_prefix(self.table, name)) is not None:
             return Window(listed, True, "table")
-        return Window(UNKNOWN_WINDOW, False, "unknown")
+        return Window(self.unknown, False, "unknown")
 
-    def with_table(self, table: Iterable[tuple[str, int]]) -> ContextWindows:
-        """These windows with a design's own model table in place of the built-in one (seed 000's):
-        a model the table does not list gets `UNKNOWN_WINDOW`, as in the design. Overrides still win."""
+    def with_table(self, table: Iterable[tuple[str, int]], unknown: int | None = None) -> ContextWindows:
+        """These windows with a design's own model table in place of the built-in one (seed 000's,
+        Claude Code's): a model the table does not list gets `unknown` (`UNKNOWN_WINDOW` unless the
+        design says otherwise), as in the design. Overrides still win."""
         listed = dict(table)
-        return ContextWindows(self.overrides, listed) if listed else self
+        return ContextWindows(self.overrides, listed, unknown or UNKNOWN_WINDOW) if listed else self
 
     def without_simulated(self) -> ContextWindows:
         """These windows without the run's simulated window (the override of every model, key ""):
         each model's real window, or the one the user gave that model."""
-        return ContextWindows({k: v for k, v in self.overrides.items() if bare_name(k)}, self.table)
+        return ContextWindows({k: v for k, v in self.overrides.items() if bare_name(k)}, self.table, self.unknown)
 
     def check_overrides(self, models: Iterable[str]) -> None:
         """An error for every override that matches none of `models` (it would be silently ignored)."""

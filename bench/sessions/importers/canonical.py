@@ -46,6 +46,8 @@ def session_lines(session: Session) -> list[dict]:
         "skipped": [asdict(s) for s in session.skipped],
         "ignored": [[kind, count] for kind, count in session.ignored],
     }
+    if session.agent_version is not None:  # optional: files written before it existed stay valid
+        header["agent_version"] = session.agent_version
     lines: list[dict] = [header]
     markers = sorted(session.compactions, key=lambda c: c.at_message)
     for index, message in enumerate(session.messages):
@@ -153,6 +155,7 @@ class CanonicalImporter:
                 skipped=tuple(checked(SkippedRecord, s, "skipped record") for s in h.get("skipped", ())) + tuple(issues.skipped),
                 ignored=tuple((kind, count) for kind, count in h.get("ignored", ())),
                 is_subagent=bool(h.get("is_subagent", False)),
+                agent_version=h.get("agent_version"),
             )
         except (TypeError, ValueError, KeyError) as exc:
             issues.report(header.line, f"bad canonical header, session left out: {exc}")

@@ -97,6 +97,9 @@ def check_header(header: dict) -> None:
     window = header.get("context_window")
     if window is not None and not (type(window) is int and is_count(window)):
         raise ValueError(f"`context_window` must be a non-negative integer or null, got {window!r:.40}")
+    version = header.get("agent_version")
+    if version is not None and not isinstance(version, str):
+        raise ValueError(f"`agent_version` must be a string or absent, got {version!r:.40}")
     if not isinstance(header.get("is_subagent", False), bool):
         raise ValueError(f"`is_subagent` must be true or false, got {header.get('is_subagent')!r:.40}")
     for name in ("skipped", "ignored"):

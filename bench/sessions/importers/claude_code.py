@@ -11,6 +11,7 @@ Facts of the format this importer relies on, each seen in the real files under d
   holds trigger and `preTokens`) followed by a `user` line flagged `isCompactSummary` with the
   summary text. It becomes a `CompactionMarker`, not a message.
 - Sub-agent conversations live in their own files whose lines all have `isSidechain: true`.
+- Every line records the Claude Code `version` that wrote it; the session keeps the first one.
 - Many line types (`file-history-snapshot`, `progress`, `queue-operation`, hook `attachment`s,
   UI `system` notices, ...) are not part of what the model saw; they are counted in `ignored`.
 """
@@ -88,15 +89,7 @@ class ClaudeCodeImporter:
                 isinstance(data, dict)
                 and "sessionId" in data
                 and data.get("type")
-                in (
-                    "user",
-                    "assistant",
-                    "system",
-                    "summary",
-                    "progress",
-                    "attachment",
-                    "file-history-snapshot",
-                )
+                in ("user", "assistant", "system", "summary", "progress", "attachment", "file-history-snapshot")
             ):
                 return None
             if isinstance(data, dict) and data.get("type") == "summary" and "leafUuid" in data:
@@ -111,11 +104,14 @@ class ClaudeCodeImporter:
         # `isSidechain`; they are a separate conversation, so they become their own session.
         inline_agents: dict[str, _Builder] = {}
         lines_of_uuid: dict[str, int] = {}
+        version: str | None = None  # the first `version` a line records: the Claude Code the session began in
         for record in records:
             data = record.data
             if not isinstance(data, dict):
                 issues.report(record.line, f"expected a JSON object, got {type(data).__name__}")
                 continue
+            if version is None and isinstance(data.get("version"), str) and data["version"]:
+                version = data["version"][:40]
             kind = data.get("type")
             if not isinstance(kind, str) or (kind not in CONVERSATION_TYPES and "message" in data):
                 # Only user and assistant lines carry a `message`: another type on one is damage,
@@ -143,8 +139,8 @@ class ClaudeCodeImporter:
             else:
                 builder.ignore(f"{kind} line: not part of the conversation")
         stem = source.path.name.removesuffix(".gz").removesuffix(".jsonl")
-        sessions = [main.build(source, stem, subagent)]
-        sessions += [b.build(source, f"{stem}/agent-{agent}", True) for agent, b in inline_agents.items()]
+        sessions = [main.build(source, stem, subagent, version)]
+        sessions += [b.build(source, f"{stem}/agent-{agent}", True, version) for agent, b in inline_agents.items()]
         # Building reports orphan tool results too, so the file's skips are known only now;
         # they are shown once, on the main session.
         return [replace(sessions[0], skipped=tuple(issues.skipped)), *sessions[1:]]
@@ -364,7 +360,7 @@ class _Builder:
             CompactionMarker(at_message=-1, trigger=trigger, pre_tokens=pre_tokens, summary=summary, line=boundary.line)
         )
 
-    def build(self, source: Source, id: str, subagent: bool) -> Session:
+    def build(self, source: Source, id: str, subagent: bool, version: str | None = None) -> Session:
         if self.pending_boundary is not None:
             self._close_boundary("")
         pairing = ToolPairing(self.issues)
@@ -387,6 +383,7 @@ class _Builder:
             compactions=tuple(compactions),
             ignored=tuple(sorted(self.ignored.items())),
             is_subagent=subagent,
+            agent_version=version,
         )
 
 
