@@ -22,7 +22,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from compactlab.contract import Trigger
+from compactlab.contract import Trigger, VersionReserve
 from compactlab.replay.setting import Setting
 from compactlab.runs.config_schema import (
     DEFAULT_WINDOW,
@@ -85,6 +85,18 @@ def default_strategies() -> tuple[Setting, ...]:
     return tuple(Setting(label=name, strategy=name) for name in registered() if name not in NOT_RUN_BY_DEFAULT)
 
 
+def _version_reserves(entries: list, where: str) -> tuple[VersionReserve, ...]:
+    """A trigger's `reserve_by_version` read back from TOML or config.json: tables of VersionReserve's fields."""
+    found = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: trigger reserve_by_version[{i}] must be a table, got {entry!r}")
+        unknown_keys(entry, tuple(f.name for f in dataclasses.fields(VersionReserve)), where, "reserve_by_version settings")
+        pairs = tuple(tuple(pair) for pair in entry.get("reserve_by_model", ()))
+        found.append(VersionReserve(**{**entry, "reserve_by_model": pairs}))
+    return tuple(found)
+
+
 def setting_from(entry: object, where: str) -> Setting:
     if isinstance(entry, str):
         return Setting(label=entry, strategy=entry)
@@ -98,6 +110,8 @@ def setting_from(entry: object, where: str) -> Setting:
             # TOML and config.json hold the pairs as lists; a trigger must hash (settings identical by
             # construction are grouped by it, compactlab.results.same_by_construction).
             trigger = {**trigger, "reserve_by_model": tuple(tuple(pair) for pair in trigger["reserve_by_model"])}
+        if isinstance(trigger.get("reserve_by_version"), list):  # (config.json writes it as a list of tables)
+            trigger = {**trigger, "reserve_by_version": _version_reserves(trigger["reserve_by_version"], where)}
         trigger = Trigger(**trigger)
         _check_trigger(trigger, where)
     settings = entry.get("settings", {})

@@ -93,3 +93,20 @@ def test_the_measurement_counts_what_engines_shows(shared: Path) -> None:
     # Chosen on these alone: Opus 4.5 in 2.0.57 keeps its 64,000-token output limit, Sonnet 4.5 in 2.1.5 45,000.
     [band] = choose_table(found)
     assert (band.first, band.last, band.rule) == ("2.0.57", "2.1.5", (45_000, 32_000))
+
+
+def test_a_trigger_with_version_reserves_reads_back_from_config_json_equal_and_hashable() -> None:
+    # config.json writes a trigger's tuples as lists; settings identical by construction are grouped by
+    # the trigger (compactlab.results.same_by_construction), so it must read back hashable.
+    import dataclasses
+    import json
+
+    from compactlab.replay.setting import trigger_of
+    from compactlab.runs.run_config import setting_from
+    from compactlab.strategies.registry import get_strategy
+
+    trigger = dataclasses.replace(trigger_of(get_strategy("claude-code")), fraction=0.9)  # (a configured fraction is at most 1)
+    assert trigger.reserve_by_version
+    written = json.loads(json.dumps({"name": "summarize", "trigger": dataclasses.asdict(trigger)}))
+    read = setting_from(written, "config.json: strategies[0]").trigger
+    assert read == trigger and hash(read) == hash(trigger)
