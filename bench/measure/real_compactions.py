@@ -27,9 +27,9 @@ import itertools
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from compactlab.measure.rule_choice import Figures, Point, family, loso
+from compactlab.measure.trigger_choice import repositories_of
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.results.fidelity_figures import FidelityFigures, family_of, left_out
@@ -205,24 +205,6 @@ def _figures(points: list[Point]) -> str:
     return FidelityFigures.of([p.predicted for p in points], [p.recorded for p in points]).line()
 
 
-def repository_groups(arguments: list[str], sessions: list[Session]) -> dict[str, str]:
-    """Session id → the group it is left out with: the folder just under the argument that holds it
-    (one folder per repository, as the shared collection and the development set are laid out), else
-    the argument itself (a file, or a folder of one repository's files)."""
-    roots = [(Path(a).resolve(), a) for a in arguments if Path(a).exists()]
-    found = {}
-    for session in sessions:
-        path = Path(session.source_path).resolve()
-        group = session.id
-        for root, argument in roots:
-            if path == root or root in path.parents:
-                parts = path.relative_to(root).parts
-                group = parts[0] if len(parts) > 1 else Path(argument).name
-                break
-        found[session.id] = group
-    return found
-
-
 def _share(part: int, whole: int) -> str:
     return f" ({100 * part / whole:.0f}%)" if whole else ""
 
@@ -244,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     reasons = Counter(reason.split(" (")[0] for t in sessions if t.compactions for _, reason in excluded(t))
     print(f"excluded as no test of the replay: {sum(reasons.values())}" + "".join(f"; {n} {r}" for r, n in reasons.items()))
     if rows:
-        print(rule_report(sessions, repository_groups(args.inputs, sessions) if args.inputs else None))
+        repositories = repositories_of(args.inputs, sessions) if args.inputs else None
+        print(rule_report(sessions, {t.id: repositories[t.source_path] for t in sessions} if repositories else None))
     return 0
 
 

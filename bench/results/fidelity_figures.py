@@ -19,6 +19,7 @@ size, within 3,000 and 7,500 tokens of it, and the median |error| both ways.
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -41,6 +42,11 @@ APART = {
 
 SHARES = (0.05, 0.10)  # within ± this share of the recorded size
 TOKENS = (3_000, 7_500)  # within this many tokens of it
+
+
+def summary_sha(text: str | None) -> str | None:
+    """What tells the same compaction saved in two files: its summary's hash (None without a summary)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16] if isinstance(text, str) and text else None
 
 
 def family_of(source_format: str, model: str | None) -> str:

@@ -14,14 +14,13 @@ source recorded where it recorded cache splits or costs (`cost_model_check`).
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pandas as pd
 
 from compactlab.contract import fell_back
 from compactlab.llm.prices import PriceTable, price_for
 from compactlab.replay.replay import CallColumns, CompactionRow
+from compactlab.results.fidelity_figures import summary_sha
 from compactlab.scoring.drift import drift_counts
 from compactlab.tokens.calibration import model_family
 
@@ -156,10 +155,7 @@ def recorded_fidelity(compactions: pd.DataFrame, calls: pd.DataFrame | None = No
     rows = compactions[compactions["fidelity_recorded"].notna()]
     frame = rows[["session", "setting", "call", "fidelity_predicted", "fidelity_recorded"]].copy()
     frame["relative_error"] = (frame["fidelity_predicted"] - frame["fidelity_recorded"]) / frame["fidelity_recorded"]
-    frame["summary_sha"] = [
-        hashlib.sha256(text.encode()).hexdigest()[:16] if isinstance(text, str) and text else None
-        for text in rows.get("summary", pd.Series([None] * len(rows), index=rows.index))
-    ]
+    frame["summary_sha"] = [summary_sha(text) for text in rows.get("summary", pd.Series([None] * len(rows), index=rows.index))]
     frame["model"] = None
     if calls is not None and not calls.empty and not frame.empty:
         frame["model"] = [_model_at(calls, *key) for key in zip(frame["session"], frame["setting"], frame["call"])]

@@ -20,12 +20,11 @@ trigger "unknown" and counted apart.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass
 
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting, estimator_of, window_and_trigger
-from compactlab.results.fidelity_figures import COPY, repeats_of
+from compactlab.results.fidelity_figures import COPY, repeats_of, summary_sha
 from compactlab.sessions.model import Session
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
@@ -102,7 +101,7 @@ def engine_rows(session: Session) -> list[EngineRow]:
                 fired,
                 peak,
                 *after.get(real_call, (None, None)),
-                hashlib.sha256(marker.summary.encode()).hexdigest()[:16] if marker.summary else None,
+                summary_sha(marker.summary),
             )
         )
         start = marker.at_message
@@ -126,10 +125,10 @@ def _sizes_after(session: Session, preset_name: str) -> dict[int, tuple[int | No
 
 def agreement(rows: list[EngineRow]) -> dict:
     """Per preset: how many automatic compactions it fires within `NEAR_CALLS` calls of, and the same
-    for compactions of unknown trigger, counted apart; each compaction once (`left_out`: copies and
-    repeats are counted apart)."""
+    for compactions of unknown trigger, counted apart; each compaction once (copies and
+    repeats are counted apart, `compactlab.results.fidelity_figures.repeats_of`)."""
     found: dict[str, dict] = {}
-    for row, why in zip(rows, left_out(rows)):
+    for row, why in zip(rows, _repeats(rows)):
         entry = found.setdefault(
             row.preset, {"auto": 0, "auto_agree": 0, "unknown": 0, "unknown_agree": 0, "manual": 0, "copies": 0, "repeats": 0}
         )
@@ -143,7 +142,7 @@ def agreement(rows: list[EngineRow]) -> dict:
     return found
 
 
-def left_out(rows: list[EngineRow]) -> list[str]:
+def _repeats(rows: list[EngineRow]) -> list[str]:
     """Per row: "" for a distinct compaction, else why it is not one (`compactlab.results.fidelity_figures`)."""
     return repeats_of([{"session": r.session, "call": r.real_call, "summary_sha": r.summary_sha} for r in rows])
 
@@ -208,6 +207,6 @@ def rows_document(rows: list[EngineRow]) -> dict:
         return {}
     return {
         "near_calls": NEAR_CALLS,
-        "rows": [{**row.as_json(), "left_out": why} for row, why in zip(rows, left_out(rows))],
+        "rows": [{**row.as_json(), "left_out": why} for row, why in zip(rows, _repeats(rows))],
         "agreement": {preset: {**found, "line": agreement_line(found)} for preset, found in agreement(rows).items()},
     }
