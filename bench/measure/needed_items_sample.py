@@ -1,6 +1,6 @@
 """Draw, refresh and score the labelled sample of next-step needed items (compactlab.measure.needed_sample).
 
-    python -m compactlab.measure.needed_items_sample draw [--seed 27] [--items 50] [--exclude OLD] [--source NAME] [--out FILE]
+    python -m compactlab.measure.needed_items_sample draw [--seed 27] [--items 50] [--exclude OLD] [--source NAME] [--sessions DIR] [--out FILE]
     python -m compactlab.measure.needed_items_sample refresh [FILE]
     python -m compactlab.measure.needed_items_sample score [FILE] [--held-out]
 
@@ -12,7 +12,8 @@ its steps (new needed items get a null label: read them). `score` prints precisi
 what the extractor finds now with its 95% Wilson interval, and recall on the steps read for it
 with its counts. `--held-out` scores only the steps of sessions no extractor fix was chosen on
 (needed_sample.TUNED_ON). FILE defaults to the committed
-sample; the shared sessions are looked for where tests/conftest.py looks (--shared to change).
+sample; the shared sessions are looked for where tests/conftest.py looks (--sessions to change: any folder
+of sessions, one subfolder per source, such as the rebuilt development set).
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from pathlib import Path
 
 from compactlab.measure.needed_sample import (
     CAP,
-    SOURCES,
     TUNED_ON,
     draw,
     needed_now,
     read_sample,
     refresh,
     scores,
+    session_files,
+    source_folders,
     unlabelled,
     write_sample,
 )
@@ -53,17 +55,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--exclude", type=Path, action="append", default=[], help="draw: leave out the steps of this sample")
     parser.add_argument(
-        "--source", action="append", choices=SOURCES, help="draw: only from this source (repeat for more; default: every source)"
+        "--source",
+        action="append",
+        help="draw: only from this source, a folder of SESSIONS (repeat for more; default: every source: "
+        "the shared sessions' SOURCES, or each folder of another SESSIONS)",
     )
     parser.add_argument("--held-out", action="store_true", help="score: leave out the sessions extractor fixes were chosen on")
-    parser.add_argument("--shared", type=Path, default=SHARED)
+    parser.add_argument(
+        "--sessions",
+        "--shared",
+        dest="shared",
+        type=Path,
+        default=SHARED,
+        help="the folder of sessions the sample's paths are under, one folder per source (default: the shared sessions)",
+    )
     args = parser.parse_args(argv)
     if args.action == "draw":
         out = args.out or args.file
         if out.exists():
             parser.error(f"{out} exists; give --out for a fresh sample")
         held_out = frozenset((s.session, s.step) for sample in args.exclude for s in read_sample(sample))
-        steps = draw(args.shared, args.seed, args.items, args.source or SOURCES, held_out)
+        if not args.shared.is_dir():
+            parser.error(f"{args.shared}: no such folder of sessions")
+        sources = tuple(args.source or source_folders(args.shared))
+        for name in sources:
+            try:
+                if not session_files(args.shared, name):
+                    parser.error(f"{args.shared / name}: no session files (*.jsonl, *.json) in it")
+            except FileNotFoundError as exc:
+                parser.error(str(exc))
+        steps = draw(args.shared, args.seed, args.items, sources, held_out)
         write_sample(steps, out)
         print(f"{out}: {len(steps)} steps, {sum(len(s.items) for s in steps)} needed items to label")
         return 0

@@ -25,6 +25,7 @@ error to fix by labelling it (`python -m compactlab.measure.needed_items_sample 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -269,10 +270,21 @@ def scores(steps: Sequence[SampledStep], needed: Needed) -> dict[str, SourceScor
 # --- drawing from the shared sessions ---------------------------------------------------------
 
 
+def source_folders(root: Path) -> tuple[str, ...]:
+    """The sources of a folder of sessions: `SOURCES` for the shared sessions, otherwise each
+    subfolder holding session files (a repository of the development set, say)."""
+    if all((root / source).is_dir() for source in SOURCES):
+        return SOURCES
+    return tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and session_files(root, p.name)))
+
+
 def session_files(shared: Path, source: str) -> list[Path]:
     folder = shared / source
     if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: no such source folder of the shared sessions")
+        known = sorted(p.name for p in shared.iterdir() if p.is_dir()) if shared.is_dir() else []
+        close = difflib.get_close_matches(source, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (the folders there: {', '.join(known) or 'none'})"
+        raise FileNotFoundError(f"{folder}: no such source folder{hint}")
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in SESSION_SUFFIXES)
 
 
@@ -281,6 +293,26 @@ def load_source(shared: Path, source: str) -> Iterator[tuple[str, Session]]:
     for path in session_files(shared, source):
         for session in load_file(path, lenient=True):
             yield path.relative_to(shared).as_posix(), session
+
+
+def copied_steps(sessions: Sequence[tuple[str, Session]]) -> frozenset[tuple[int, int]]:
+    """(session, message) positions whose step, with the message before it, is already an earlier
+    position's: a sub-agent file that starts with a copy of its parent, or the same session saved
+    twice, is one data point, drawn at its first place only. (The message before is compared too, so
+    that a short step that recurs on its own, `Let me check.` with the same call, is not a copy.)"""
+    seen: set[str] = set()
+    copies = set()
+    for t, (_, session) in enumerate(sessions):
+        previous = ""
+        for index, message in enumerate(session.messages):
+            key = json.dumps(message_to_dict(message), sort_keys=True)
+            if message.role == "assistant":
+                pair = hashlib.sha256(f"{previous}\0{key}".encode()).hexdigest()
+                if pair in seen:
+                    copies.add((t, index))
+                seen.add(pair)
+            previous = key
+    return frozenset(copies)
 
 
 def context_of(message: Message, text: str, width: int = 60) -> str:
@@ -312,13 +344,14 @@ def draw(
     for source in sources:
         sessions = list(load_source(shared, source))
         positions = [(t, i) for t, (_, tr) in enumerate(sessions) for i, m in enumerate(tr.messages) if m.role == "assistant"]
+        copies = copied_steps(sessions)
         random.Random(f"{seed}:{source}").shuffle(positions)
         total = 0
         for t, index in positions:
             if total >= items_per_source:
                 break
             name, session = sessions[t]
-            if (name, index) in exclude:
+            if (name, index) in exclude or (t, index) in copies:
                 continue
             needed = needed_items(session.messages, index, (1,))[1] or ()
             if needed:
