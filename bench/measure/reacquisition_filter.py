@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.scoring.general_items import UBIQUITOUS_SHARE
-from compactlab.scoring.reacquisition import COUNTS, reacquisition_at
+from compactlab.scoring.reacquisition import COUNTS, reacquisition_at, share
 from compactlab.sessions.loading import load_inputs
 from compactlab.sessions.model import Session
 from compactlab.tokens.context_windows import ContextWindows
@@ -51,9 +51,9 @@ def session_counts(session: Session, candidates: Sequence[float] = CANDIDATES) -
 
 def separation(counts: Counts) -> float:
     """Lost share re-acquired minus kept share re-acquired (−1 when either side is empty)."""
-    if not counts["lost"] or not counts["kept"]:
-        return -1.0
-    return counts["lost_reacquired"] / counts["lost"] - counts["kept_reacquired"] / counts["kept"]
+    lost = share(counts["lost_reacquired"], counts["lost"], counts["lost_incidental"])
+    kept = share(counts["kept_reacquired"], counts["kept"], counts["kept_incidental"])
+    return -1.0 if lost is None or kept is None else lost - kept
 
 
 def pooled(per_session: Sequence[dict[float, Counts]], share: float) -> Counts:
@@ -78,12 +78,12 @@ def leave_one_out(sessions: dict[str, dict[float, Counts]]) -> tuple[dict[str, f
 
 
 def _line(label: str, counts: Counts) -> str:
-    def share(part: int, whole: int) -> str:
-        return f"{100 * part / whole:.0f}%" if whole else "–"
+    def side(name: str) -> str:
+        back, of = counts[f"{name}_reacquired"], counts[name] - counts[f"{name}_incidental"]
+        return f"{back} of {of} ({100 * back / of:.0f}%)" if of > 0 else f"{back} of {of} (–)"
 
     return (
-        f"{label:<24} lost {counts['lost_reacquired']} of {counts['lost']} ({share(counts['lost_reacquired'], counts['lost'])}), "
-        f"kept {counts['kept_reacquired']} of {counts['kept']} ({share(counts['kept_reacquired'], counts['kept'])}), "
+        f"{label:<24} lost {side('lost')}, kept {side('kept')}, "
         f"separation {100 * separation(counts):+.0f} points; lost and used at once {counts['lost_at_once']}"
     )
 

@@ -24,6 +24,7 @@ import numpy as np
 from compactlab.report.overview_section import pct
 from compactlab.report.run_data import RunData
 from compactlab.results.fidelity_figures import counts_line
+from compactlab.results.reacquisition_figures import per_compaction_line, pooled_line
 from compactlab.runs.prompt_size_check import error_table
 from compactlab.scoring.recoverability import LABELS
 from compactlab.tokens.estimation import IN_SAMPLE, summarize_by_source
@@ -88,13 +89,17 @@ def _reacquisition(run: RunData) -> dict[str, Any]:
             {
                 "session": r["session"],
                 "call": str(r["call"]),
-                "lost": _count(r["lost_reacquired"], r["lost"]),
-                "kept": _count(r["kept_reacquired"], r["kept"]),
+                "left_out": r.get("left_out") or "",
+                "lost": _count(r["lost_reacquired"], r["lost"] - r.get("lost_incidental", 0)),
+                "kept": _count(r["kept_reacquired"], r["kept"] - r.get("kept_incidental", 0)),
                 "at_once": str(r.get("lost_at_once", 0)),
                 "not_back": r["lost_not_reacquired"],
             }
             for r in found["compactions"]
         ],
+        # Per compaction first (issue 41): the items of one compaction are not independent.
+        "per_compaction": per_compaction_line(found) if "per_compaction" in found else None,
+        "pooled": pooled_line(found) if "per_compaction" in found else None,
         "lost": _count(found["lost_reacquired"], found["lost"]),
         "kept": _count(found["kept_reacquired"], found["kept"]),
         "lost_share": found["lost_share"],

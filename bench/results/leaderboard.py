@@ -22,13 +22,13 @@ import pandas as pd
 from compactlab.results.catalogue import REPORTED, metric
 from compactlab.results.fidelity_figures import fidelity_document, with_families
 from compactlab.results.metrics import compression_label, with_derived
+from compactlab.results.reacquisition_figures import reacquisition_summary
 from compactlab.results.recommendation import Recommendation, Rule, recommend, with_evidence
 from compactlab.results.recorded_results import recorded_rows
 from compactlab.results.run_failures import INCOMPLETE, failure_ranks, failure_records
 from compactlab.results.same_by_construction import SameGroup, one_note, one_row_each
 from compactlab.results.terminal_table import fitted_table, wrapped
 from compactlab.results.unfit_sessions import fitting, unfit_sessions
-from compactlab.scoring.reacquisition import reacquisition_summary
 from compactlab.scoring.statistics import pairwise_comparisons, summarize_by_strategy
 
 # How a row of settings identical by construction names them (`format_leaderboard`).

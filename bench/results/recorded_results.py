@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from compactlab.results.fidelity_figures import counts_line
+from compactlab.results.reacquisition_figures import per_compaction_line, pooled_line
 
 RECORDED = "recorded"
 COLUMNS = ("session", "compactions", "removed_share", "preservation_k1", "preservation_k5", "damaged")
@@ -52,10 +53,12 @@ def format_recorded(
             apart = f" (shown apart: {found['apart']})" if found.get("apart") else ""
             lines.append(f"    {family}: {found['line']}{apart}")
     if reacquisition and reacquisition["compactions"]:
-        lines.append(
-            f"  re-acquired before use after the real compactions: {_share(reacquisition, 'lost')} of the items the metric "
-            f"marks lost, {_share(reacquisition, 'kept')} of those it marks kept (a lost item really gone must come back)"
-        )
+        lines.append("  re-acquired before use after the real compactions (a lost item really gone must come back):")
+        if "per_compaction" in reacquisition:  # a summary.json before issue 41 has only the pooled counts
+            lines.append(f"    {per_compaction_line(reacquisition)}")
+            lines.append(f"    {pooled_line(reacquisition)}")
+        else:
+            lines.append(f"    pooled: lost {_share(reacquisition, 'lost')}, kept {_share(reacquisition, 'kept')}")
         if reacquisition.get("lost_at_once"):
             lines.append(
                 f"  {reacquisition['lost_at_once']} of the {reacquisition['lost']} lost items were used before any message could "

@@ -57,7 +57,7 @@ _PATH = re.compile(
     # absolute paths of 2+ components first, so `/a/b.py.backup` is one path, not `/a/b.py`; every
     # kind holds a `.` or a `/`, which the lookahead asks for first (a plain word fails at once
     # instead of after trying each way to split it)
-    rf"(?<![\w.$\]-])(?=[\w.@+~/-]*[./])(?:/(?:[\w.@+-]+/)+[\w.@+-]+/?|(?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{FILE_EXTENSIONS})(?![\w/(])"
+    rf"(?<![\w.$\]!@-])(?=[\w.@+~/:-]*[./])(?:(?:[A-Za-z]:)?/(?:[\w.@+!-]+/)+[\w.@+-]+/?|(?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{FILE_EXTENSIONS})(?![\w/(])"
     r"|(?:~|\.{1,2})/[\w.@+/-]+)"
 )
 # Error names: `(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b`,
@@ -69,6 +69,9 @@ _PATH = re.compile(
 # or a command that starts with a path (`"/compact now"`) is not read as one. (Written, like _ERROR
 # below, to start with its first character, the `/` right after the quote.)
 _SPACED_PATH = re.compile(r"""/(?<=["'`]/)[^"'`\n<>|;&]*? [^"'`\n<>|;&]*/[^"'`\n<>|;&]*(?=["'`])""")
+# A Windows path with backslashes (`D:\\game\\wiki`, `C:\\Users\\x\\a.lua`, doubled in a quoted string): one
+# path, where the rules below would read its folders as names. (Its components hold no spaces: a spaced one ends it.)
+_WINDOWS_PATH = re.compile(r"(?<![\w])[A-Za-z]:\\+(?:[^\s\\\"'`<>|*?]+\\*)*")
 _ERROR = re.compile(
     r"[A-Z](?:(?<![\w.][A-Z])\w*(?:Error|Exception|Warning)(?!\w)|(?<=\bS)topIteration\b|(?<=\bK)eyboardInterrupt\b|(?<=\bS)ystemExit\b)"
 )
@@ -83,7 +86,7 @@ _ERROR_WORDS = ("Error", "Exception", "Warning", "StopIteration", "KeyboardInter
 # Numbers: `(?:(?<=\bv)|(?<![\w.]))(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|\.\d)`: not glued to a word or a
 # dot, except `v1.2`; a trailing `p` is allowed for sed ranges (`'670,690p'`), other glued letters
 # (`100px`) are not. Written, like _ERROR, to start with its first digit.
-_NUMBER = re.compile(r"\d(?:(?<=\bv\d)|(?<![\w.]\d))(?:\d*(?:\.\d+)+|\d{2,})(?!(?!p\b)\w|\.\d)")
+_NUMBER = re.compile(r"\d(?:(?<=\bv\d)|(?<![\w.]\d))(?:\d*(?:\.\d+)+|\d{2,})(?!(?!p\b)\w|\.\d|-\d\d-\d)")
 _OPTION_BEFORE = re.compile(r"(?:^|\s)--?[A-Za-z][\w-]*[ =]$")  # `-n ` / `--lines=` just before
 _RANGE_FROM_START = re.compile(r"(?:^|[\s'\"])1,$")
 _THOUSANDS = re.compile(r"(?<![\d,.])\d{1,3},$")
@@ -99,7 +102,14 @@ PATTERN_KEYS = frozenset({"pattern", "regex", "query", "glob", "symbol"})
 # proposes (Claude Code's `ExitPlanMode`: one such plan named 220 items of the session it was written from).
 WRITTEN_KEYS = frozenset(
     {"new_string", "new_str", "new_text", "newtext", "content", "file_text", "contents", "insert_text", "todos", "plan"}
+    # and text a step writes for another reader (issue 41): the prompt of a sub-agent (Claude Code's
+    # `Agent`/`Task`) or of a fetch, a task it files (`TaskCreate`'s subject), the prompts
+    # `ExitPlanMode` asks leave for, the questions it puts to the user
+    | {"prompt", "subject", "allowedprompts", "questions", "activeform"}
 )
+# A call that gives a sub-agent or a task its text: its `description` is written for that reader too
+# (a shell command's `description` is the step's own label of what it runs, read like prose).
+BRIEF_KEYS = frozenset({"prompt", "subject"})
 WHOLE_FILE_KEYS = frozenset({"content", "file_text", "contents"})  # the whole of a file a tool writes
 NUMBER_KEYS = frozenset({"offset", "line", "lines", "line_number", "start_line", "end_line", "view_range", "insert_line", "port"})
 SHELL_FENCES = frozenset({"bash", "sh", "shell", "zsh", "console"})
@@ -143,8 +153,8 @@ def _receiver(token: str, called: bool) -> str | None:
 
 def _path_item(value: str) -> str | None:
     """A path without `./` or a trailing `/`; None for a bare word like `test` (too common) or `/dev/null`."""
-    value = value.strip().removeprefix("./").rstrip("/")
-    if "\n" in value or value.startswith("/dev/") or ("/" not in value and "." not in value):
+    value = value.strip().removeprefix("./").rstrip("/\\")
+    if "\n" in value or value.startswith("/dev/") or ("/" not in value and "." not in value and "\\" not in value):
         return None
     return value
 
@@ -165,6 +175,8 @@ def _scan(text: str, found: list[tuple[ScanKind, str]], *, numbers: bool = True,
         for m in matches:
             value = m.group(0).rstrip(".,:;!?'\"")
             if kind == "path":
+                if value.endswith(")") and value.count(")") > value.count("("):
+                    value = value[:-1]  # `(see C:\\Windows\\MEMORY.DMP)`: the bracket closes the prose
                 path = _path_item(value)
                 if not path:
                     continue
@@ -180,6 +192,8 @@ def _scan(text: str, found: list[tuple[ScanKind, str]], *, numbers: bool = True,
     if ".py::" in text:  # every node id holds it; the pattern is slow on text without one
         take(_NODE_ID, "identifier")
     take(_SPACED_PATH, "path")
+    if ":\\" in text:  # every Windows path holds it
+        take(_WINDOWS_PATH, "path")
     take(_PATH, "path")
     if any(word in text for word in _ERROR_WORDS):  # likewise for error names
         take(_ERROR, "error")
@@ -300,9 +314,11 @@ def _scan_arguments(value: object, key: str, found: list[tuple[ScanKind, str]]) 
         # A file written whole (`Write`, `create`): its path is where the step puts what it writes,
         # produced like the content, whether or not the file was there before.
         whole = any(str(k).lower() in WHOLE_FILE_KEYS for k in value)
+        brief = any(str(k).lower() in BRIEF_KEYS for k in value)
         for sub_key, sub_value in value.items():
-            if not (whole and str(sub_key).lower() in PATH_KEYS):
-                _scan_arguments(sub_value, str(sub_key).lower(), found)
+            name = str(sub_key).lower()
+            if not (whole and name in PATH_KEYS) and not (brief and name == "description"):
+                _scan_arguments(sub_value, name, found)
     elif isinstance(value, list) and key not in COMMAND_KEYS:
         for element in value:
             _scan_arguments(element, key, found)

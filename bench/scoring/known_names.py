@@ -27,8 +27,63 @@ GENERAL_NAMES = (
     # JavaScript's global objects, its standard library: `console.log`, `JSON.parse`, `Object.keys`
     | frozenset("console JSON Math Reflect Object Array Promise Number String Date Intl globalThis window document".split())
 )
-STOP_WORDS = GENERAL_NAMES | frozenset(
-    "self cls this null undefined true false def function const let var echo macOS iOS iPhone iPad".split()
+# Node's core modules, its standard library, as the first part of a name: `fs.rename`, `path.join`,
+# `child_process.spawn` (issue 41: general knowledge beyond Python and JavaScript's globals). Not `process`:
+# `process.env.JWT_SECRET` names a setting of the session.
+NODE_MODULES = frozenset("fs path child_process Buffer crypto util events stream readline worker_threads require".split())
+GENERAL_NAMES = GENERAL_NAMES | NODE_MODULES
+
+
+def _camel(kebab: str) -> str:
+    head, *rest = kebab.split("-")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+# The web platform's own vocabulary, which a developer writes without the session (issue 41): CSS
+# properties as a style object names them (`backdropFilter`, `zIndex`, and SVG's `strokeWidth`), CSS
+# functions an edit's old text calls (`rgba(`, `blur(`), CSS keywords that look like code
+# (`currentColor`), and DOM event handlers (`onClick`, `onChange`, `onKeyDown`). Written out from the
+# CSS, SVG and DOM specifications' names, not drawn from any session.
+CSS_PROPERTIES = frozenset(
+    _camel(name)
+    for name in """
+    align-content align-items align-self animation-delay animation-duration animation-name aspect-ratio
+    backdrop-filter backface-visibility background-color background-image background-position background-repeat
+    background-size border-bottom border-color border-left border-radius border-right border-style border-top
+    border-width box-shadow box-sizing column-gap flex-basis flex-direction flex-grow flex-shrink flex-wrap
+    font-family font-size font-style font-weight grid-area grid-column grid-row grid-template-columns
+    grid-template-rows justify-content justify-items justify-self letter-spacing line-height list-style
+    margin-bottom margin-left margin-right margin-top max-height max-width min-height min-width mix-blend-mode
+    object-fit object-position outline-offset overflow-wrap overflow-x overflow-y padding-bottom padding-left
+    padding-right padding-top place-items pointer-events row-gap scroll-behavior text-align text-decoration
+    text-overflow text-shadow text-transform transform-origin transition-delay transition-duration
+    transition-property transition-timing-function user-select vertical-align white-space will-change
+    word-break z-index fill-opacity fill-rule clip-rule stroke-dasharray stroke-dashoffset stroke-linecap
+    stroke-linejoin stroke-opacity stroke-width view-box current-color
+    """.split()
+) | frozenset("viewBox currentColor".split())
+CSS_FUNCTIONS = frozenset(
+    """
+    rgb rgba hsl hsla hwb calc clamp minmax blur brightness contrast grayscale invert saturate sepia translate
+    translateX translateY translateZ translate3d scale scaleX scaleY rotate rotateX rotateY rotateZ skew skewX
+    skewY matrix perspective
+    """.split()
+)
+DOM_EVENTS = frozenset(
+    "on" + name
+    for name in """
+    Click DoubleClick Change Input Submit KeyDown KeyUp KeyPress Focus Blur MouseEnter MouseLeave MouseOver
+    MouseOut MouseDown MouseUp MouseMove PointerDown PointerUp PointerMove PointerEnter PointerLeave TouchStart
+    TouchEnd TouchMove Scroll Wheel Load Error Resize Drag DragStart DragEnd DragOver DragEnter DragLeave Drop
+    ContextMenu Copy Cut Paste Select Play Pause Ended Close Open Toggle Message AnimationEnd TransitionEnd
+    """.split()
+)
+WEB_VOCABULARY = CSS_PROPERTIES | CSS_FUNCTIONS | DOM_EVENTS
+
+STOP_WORDS = (
+    GENERAL_NAMES
+    | WEB_VOCABULARY
+    | frozenset("self cls this null undefined true false def function const let var echo macOS iOS iPhone iPad".split())
 )
 # Methods of the languages' own types and of a few standard-library classes every script uses
 # (Python's str, bytes, list, dict, set, files, Path, ArgumentParser, compiled patterns, datetime;

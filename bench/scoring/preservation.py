@@ -156,21 +156,31 @@ def session_text(messages: Sequence[Message]) -> SessionText:
 
 
 def _consumed(text: SessionText, item: Item, index: int, weak: frozenset[str]) -> bool:
-    """Not a name of one of the session's tools (`TodoWrite`), and a prose word in upper camel case
+    """Not a name of one of the session's tools (`TodoWrite`) or of their parameters, and a prose word in upper camel case
     only when the history before it uses it as code (`class WhereNode`, `WhereNode(`), not only as
     a product's name in English (`WireGuard`, `YubiKey`)."""
     if item.kind != "identifier":
         return True
-    if item.text in _tool_names(text):
+    names, keys = _tool_vocabulary(text)
+    # The agent's tools and their parameters (`TodoWrite`, Codex's `tools.exec_command`, `yield_time_ms`):
+    # the agent's own interface, known without the session (issue 41).
+    if item.text in names or item.text in keys or item.text.rpartition(".")[2] in names:
         return False
     return item.text not in weak or _used_as_code(text, item.text, index)
 
 
-_TOOLS: IdentityMemo[frozenset[str]] = IdentityMemo(8)
+_TOOLS: IdentityMemo[tuple[frozenset[str], frozenset[str]]] = IdentityMemo(8)
 
 
-def _tool_names(text: SessionText) -> frozenset[str]:
-    return _TOOLS.of(text, lambda t: frozenset(p.name for m in t.messages for p in m.parts if isinstance(p, ToolCallPart)))
+def _tool_vocabulary(text: SessionText) -> tuple[frozenset[str], frozenset[str]]:
+    """The names of the session's tools, and the names of their calls' parameters."""
+    return _TOOLS.of(text, _vocabulary_of)
+
+
+def _vocabulary_of(text: SessionText) -> tuple[frozenset[str], frozenset[str]]:
+    calls = [p for m in text.messages for p in m.parts if isinstance(p, ToolCallPart)]
+    keys = {str(k) for p in calls if isinstance(arguments := p.parsed_arguments(), dict) for k in arguments}
+    return frozenset(p.name for p in calls), frozenset(keys)
 
 
 _CODE_BEFORE = (".", "::", "<", "class ", "import ", "new ", "def ", "fn ", "struct ", "interface ", "type ", "enum ")

@@ -69,11 +69,24 @@ def test_summary_json_holds_the_reacquisition_at_every_real_compaction(run: dict
         assert got["lost_not_reacquired"] == list(expected.lost_not_reacquired)
         assert got["lost_at_once"] == expected.lost_at_once
     # The auto compaction: both lost items are files Claude Code re-attached unseen (tests/scoring/test_reacquisition.py).
-    assert (found["lost"], found["lost_reacquired"], found["kept"], found["kept_reacquired"]) == (2, 0, 8, 3)
-    assert found["lost_share"] == 0 and found["kept_share"] == pytest.approx(3 / 8)
+    # Only tool results bring an item back (issue 41): the 3 kept items came back only in user messages.
+    assert (found["lost"], found["lost_reacquired"], found["kept"], found["kept_reacquired"]) == (2, 0, 8, 0)
+    assert found["kept_incidental"] == 3
+    assert found["lost_share"] == 0 and found["kept_share"] == 0
     assert found["lost_at_once"] == 2  # both named by the first step after the compaction
     assert "2 of the 2 lost items were used before any message could bring them back" in run["printed"]
-    assert "0 of 2 (0%) of the items the metric marks lost, 3 of 8 (38%)" in run["printed"]
+    # Per compaction first (issue 41): the two compactions, each its own unit.
+    per = found["per_compaction"]
+    # The auto compaction holds all ten items; the manual one needs none from the history.
+    assert (per["with_lost"], per["with_kept"], per["with_both"]) == (1, 1, 1)
+    assert per["lost_mean"] == 0 and per["kept_mean"] == 0
+    assert per["difference_mean"] == 0 and per["difference_low"] is None  # one compaction: no interval
+    assert found["counted"] == 2 and all(row["left_out"] == "" for row in found["compactions"])
+    assert "per compaction: lost items re-acquired 0% on average (median 0%, 1 compactions)" in run["printed"]
+    assert (
+        "pooled over items (not independent): lost 0 of 2 (0%), kept 0 of 5 (0%); in neither share: 0 lost and 3 kept"
+        in run["printed"]
+    )
 
 
 def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
@@ -86,7 +99,11 @@ def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
         )
         assert f"{check['fidelity_predicted']:,.0f}" in row and f"{check['fidelity_recorded']:,.0f}" in row
         assert f"{100 * check['relative_error']:+.1f}%".replace("-", "−") in row
-    assert "Lost items re-acquired before use: 0 of 2 (0%)" in section and "kept items re-acquired: 3 of 8 (38%)" in section
+    per_compaction = re.search(r'id="trust-reacquisition-per-compaction">(.*?)</p>', section, re.S).group(1)
+    assert "per compaction: lost items re-acquired 0% on average" in per_compaction
+    pooled = re.search(r'id="trust-reacquisition-pooled">(.*?)</p>', section, re.S).group(1)
+    assert "lost 0 of 2 (0%), kept 0 of 5 (0%)" in pooled
+    assert section.index("trust-reacquisition-per-compaction") < section.index("trust-reacquisition-pooled")
     assert "path:/tmp/filter-repo-output.log" in section
     assert "2 of the 2 lost items were used before any message could bring them back" in section
     # Both are files the agent named in its own calls and never saw read: unknown to the recoverability rule.
@@ -94,7 +111,7 @@ def test_the_report_shows_the_four_checks_side_by_side(run: dict) -> None:
     assert "recoverable 0 of 0; unrecoverable 0 of 0; unknown 0 of 2 (0%)" in " ".join(by_label.split())
     assert run["summary"]["trust"]["reacquisition"]["lost_unknown"] == 2
     at_once = re.search(r'id="trust-reacquisition-table">.*?3af9b1a7.*?</tr>', section, re.S).group(0)
-    assert re.findall(r'<td class="num">([^<]*)</td>', at_once) == ["103", "0 of 2 (0%)", "3 of 8 (38%)", "2"]
+    assert re.findall(r'<td class="num">([^<]*)</td>', at_once) == ["103", "0 of 2 (0%)", "0 of 5 (0%)", "2"]
     # 3. The run's estimator (hybrid) on its undamaged sessions, every call but the first.
     sessions = [t for f in run["files"] for t in load_file(f, lenient=True) if not t.skipped]
     calls = run_estimation(sessions, ["hybrid"]).calls

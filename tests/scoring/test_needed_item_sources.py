@@ -1,0 +1,82 @@
+"""Issue 41's extractor rules, each on a real shared step where today's extractor went wrong before
+it: text a step writes for another reader, the web platform's vocabulary, Windows paths, the year
+of a date, and the agent's own tool parameters. (docs/needed-items-labelling.md is the rule.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compactlab.scoring.extraction import extract_items
+from compactlab.scoring.matching import Item
+from compactlab.scoring.preservation import preservation
+from compactlab.sessions.importers import load_file
+from compactlab.sessions.model import Message, TextPart, ToolCallPart, ToolResultPart
+
+
+def _step(shared: Path, name: str, index: int) -> tuple[Message, set[str]]:
+    [session] = load_file(shared / name, lenient=True)
+    message = session.messages[index]
+    return message, {item.text for item in extract_items([message])}
+
+
+def test_a_sub_agent_prompt_is_text_the_step_writes(shared: Path) -> None:
+    # Two Task calls brief sub-agents about a Swift app: the names in their prompts are what the step
+    # writes for its sub-agents (the extractor found 40 of them, `CGFloat`, `AnyObject`, ...).
+    message, items = _step(shared, "m-claude/554b9fa6-f719-40e8-ba70-beee69bd60b5.jsonl", 9)
+    assert [p.name for p in message.parts if isinstance(p, ToolCallPart)] == ["Task", "Task"]
+    assert not {"CGFloat", "AnyObject", "CGWindowID", "ConfigurationTests"} & items
+
+
+def test_a_tasks_description_is_written_but_a_commands_is_read() -> None:
+    brief = ToolCallPart("1", "Task", '{"description": "Check load_config in app_settings.py", "prompt": "Read it"}')
+    command = ToolCallPart("2", "Bash", '{"command": "ls", "description": "List what load_config wrote"}')
+    assert extract_items([Message("assistant", (brief,))]) == []
+    assert Item("identifier", "load_config") in extract_items([Message("assistant", (command,))])
+
+
+def test_css_functions_in_an_edits_old_text_are_general_knowledge(shared: Path) -> None:
+    # A MultiEdit of the session's tokenizer.js: its old text calls `rgba(` (a CSS colour), beside the
+    # session's own functions.
+    _, items = _step(
+        shared, "claude-code-log/-Users-dain-workspace-danieldemmel-me-next__f852ad25-1024-47da-964e-5eaae5bd6e6a.jsonl", 26
+    )
+    assert "rgba" not in items
+    assert {"addModel", "saveModels", "isValidModelName"} <= items
+
+
+def test_a_windows_path_is_one_path_not_its_folders(shared: Path) -> None:
+    # curl -o "C:\Users\Mischa\AppData\Local\ClaudeCode\claude.ico": was read as `AppData`, `ClaudeCode`, `claude.ico`.
+    _, items = _step(shared, "m-claude/8c3b5351-cb5f-4ca6-8d86-9eae3634c81e.jsonl", 17)
+    assert "C:\\Users\\Mischa\\AppData\\Local\\ClaudeCode\\claude.ico" in items
+    assert not {"AppData", "ClaudeCode", "claude.ico"} & items
+    # In prose, with the bracket that closes the sentence left out: "(C:\Windows\MEMORY.DMP)".
+    _, items = _step(shared, "m-claude/7fcdbdcd-c55c-4463-b1d1-3a8d85864ad0.jsonl", 1)
+    assert {"C:\\Windows\\Minidump", "C:\\Windows\\MEMORY.DMP"} <= items and "MEMORY.DMP" not in items
+
+
+def test_the_year_of_a_date_is_no_number_of_the_session(shared: Path) -> None:
+    # "Session Date: 2026-01-17" in a summary the step writes for the user.
+    _, items = _step(shared, "m-claude/21037e11-89de-484d-abba-8705254aa991.jsonl", 286)
+    assert "2026" not in items
+    assert {"/etc/config/firewall", "/etc/config/gl-dns"} <= items
+
+
+def test_a_path_after_a_negation_or_an_alias_is_no_fragment() -> None:
+    text = "The `.gitignore` keeps !/README.md; the store is imported as @/stores/stream-store.ts from /c/V/!/AGENTS.md"
+    items = {item.text for item in extract_items([Message("assistant", (TextPart(text),))])}
+    assert "/README.md" not in items and "/stores/stream-store.ts" not in items
+    assert "/c/V/!/AGENTS.md" in items and "/AGENTS.md" not in items
+
+
+def test_the_agents_tool_parameters_are_not_needed() -> None:
+    # Codex's code-mode `exec` names its tool's parameters (`yield_time_ms`); the session passed them
+    # to every call, so they are the agent's interface, not a fact of the session.
+    call = '{"cmd": "rg -n load_config", "yield_time_ms": 1000}'
+    history = (
+        Message("user", (TextPart("fix load_config"),)),
+        Message("assistant", (ToolCallPart("1", "exec_command", call),)),
+        Message("tool", (ToolResultPart("1", "app.py:3: def load_config(): yield_time_ms"),)),
+    )
+    step = Message("assistant", (TextPart("`load_config` returns early; raise `yield_time_ms` next time"),))
+    score = preservation(history, history, (step,), 1)
+    assert [i.text for i in score.needed] == ["load_config"]
