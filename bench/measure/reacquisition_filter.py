@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.scoring.general_items import UBIQUITOUS_SHARE
-from compactlab.scoring.reacquisition import COUNTS, reacquisition_at, share
+from compactlab.scoring.reacquisition import COUNTS, reacquisition_at
+from compactlab.scoring.reacquisition import share as share_of
 from compactlab.sessions.loading import load_inputs
 from compactlab.sessions.model import Session
 from compactlab.tokens.context_windows import ContextWindows
@@ -51,8 +52,8 @@ def session_counts(session: Session, candidates: Sequence[float] = CANDIDATES) -
 
 def separation(counts: Counts) -> float:
     """Lost share re-acquired minus kept share re-acquired (−1 when either side is empty)."""
-    lost = share(counts["lost_reacquired"], counts["lost"], counts["lost_incidental"])
-    kept = share(counts["kept_reacquired"], counts["kept"], counts["kept_incidental"])
+    lost = share_of(counts["lost_reacquired"], counts["lost"], counts["lost_incidental"])
+    kept = share_of(counts["kept_reacquired"], counts["kept"], counts["kept_incidental"])
     return -1.0 if lost is None or kept is None else lost - kept
 
 
