@@ -7,7 +7,8 @@ Each PATH is a folder of sessions (its top folders the repositories: the rebuilt
 a shared source) or a dataset. Every real compaction the `recorded` strategy re-makes is scored
 by `compactlab.scoring.reacquisition` under each rule of `RULES` (which fetches count as getting an
 item back); copies and repeats of a compaction (`compactlab.results.fidelity_figures.repeats_of`)
-are counted once. For each family (`family_of`) and each repository this prints, per compaction
+are counted once, and compactions whose summary is encrypted (Codex's remote compaction: what it
+kept cannot be read) are counted apart, in no figure. For each family (`family_of`) and each repository this prints, per compaction
 first (`compactlab.results.reacquisition_figures`), the share of lost and of kept items re-acquired
 before use and their difference with its 95% bootstrap interval over compactions, then the pooled
 counts, and the lost items used before any message could bring them back (a check of the replay's
@@ -20,6 +21,7 @@ Damaged records are skipped (lenient loading) and counted in the first line.
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 
@@ -27,8 +29,9 @@ from compactlab.measure.trigger_choice import repositories_of
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.results.fidelity_figures import family_of, repeats_of, summary_sha
-from compactlab.results.reacquisition_figures import PerCompaction, per_compaction_line, pooled, pooled_line
+from compactlab.results.reacquisition_figures import UNREADABLE, PerCompaction, per_compaction_line, pooled, pooled_line
 from compactlab.scoring.reacquisition import RULES, SHIPPED_RULE, reacquisition_at
+from compactlab.sessions.importers.codex_compaction import UNREADABLE_SUMMARY
 from compactlab.sessions.loading import load_inputs
 from compactlab.sessions.model import Session
 from compactlab.tokens.context_windows import ContextWindows
@@ -52,6 +55,7 @@ def compaction_rows(session: Session, repository: str) -> list[dict]:
                 "session": session.id,
                 "call": row.call,
                 "summary_sha": summary_sha(row.summary),
+                "unreadable": isinstance(row.summary, str) and UNREADABLE_SUMMARY in row.summary,
                 "repository": repository,
                 "family": family_of(session.source_format, models[-1] if models else None),
                 "by_rule": by_rule,
@@ -90,8 +94,9 @@ def report(rows: list[dict]) -> str:
         for family in sorted({r["family"] for r in rows}):
             lines += ["  " + line for line in _lines(family, [r["by_rule"][rule] for r in rows if r["family"] == family])]
         for repository in sorted({r["repository"] for r in rows}):
-            of = [r for r in rows if r["repository"] == repository]
-            lines.append(f"  {repository[:44]:<45} {per_compaction_line(_summary(of, rule))[15:]}")
+            summary = _summary([r for r in rows if r["repository"] == repository], rule)
+            at_once = f"used at once {summary['lost_at_once']} of {summary['lost']} lost"
+            lines.append(f"  {repository[:44]:<45} {per_compaction_line(summary)[15:]}; {at_once}")
     choice = {repository: chosen_without(rows, repository) for repository in sorted({r["repository"] for r in rows})}
     lines.append("\nleave one repository out (each measured under the rule chosen on the others):")
     for repository, rule in choice.items():
@@ -121,8 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     repositories = repositories_of(args.inputs, sessions)
     rows = [row for t in sessions for row in compaction_rows(t, repositories[t.source_path])]
     why = repeats_of(rows)
-    counted = [row for row, reason in zip(rows, why) if not reason]
-    print(f"{len(rows)} real compactions re-made; {len(rows) - len(counted)} copies or repeats counted once")
+    distinct = [row for row, reason in zip(rows, why) if not reason]
+    counted = [row for row in distinct if not row["unreadable"]]
+    print(f"{len(rows)} real compactions re-made; {len(rows) - len(distinct)} copies or repeats counted once")
+    unreadable = Counter(row["family"] for row in distinct if row["unreadable"])
+    if unreadable:
+        print(f"not counted, {UNREADABLE}: " + ", ".join(f"{n} {family}" for family, n in unreadable.items()))
     if not counted:
         print("no real compaction")
         return 0

@@ -9,7 +9,9 @@ one response to one loss. So the unit is the compaction (issue 41):
 - pooled over items beside it, for the record, never alone.
 Copies and repeats of a compaction (`compactlab.results.fidelity_figures.repeats_of`: a sub-agent
 file that starts with its parent's compaction, the same session saved twice) are listed with
-why, and counted in no figure. Items that came back only in a fetch for something else are
+why, and counted in no figure; so is a compaction whose summary is encrypted (Codex's remote
+compaction, `UNREADABLE`): what it kept cannot be read, so an item it kept looks lost, and its
+figures would describe the encryption, not the metric. Items that came back only in a fetch for something else are
 incidental: in neither share.
 """
 
@@ -25,6 +27,9 @@ from compactlab.results.fidelity_figures import repeats_of, summary_sha
 from compactlab.scoring.reacquisition import COUNTS, share
 from compactlab.scoring.recoverability import LABELS
 from compactlab.scoring.statistics import bootstrap_ci
+from compactlab.sessions.importers.codex_compaction import UNREADABLE_SUMMARY
+
+UNREADABLE = "its summary is encrypted: what it kept cannot be read, so lost cannot be told from kept"
 
 
 @dataclass(frozen=True)
@@ -111,10 +116,11 @@ def reacquisition_summary(compactions: pd.DataFrame) -> dict:
                     "lost_not_reacquired": list(found["lost_not_reacquired"]),
                     "k": found.get("k"),
                     "summary_sha": summary_sha(text),
+                    "unreadable": isinstance(text, str) and UNREADABLE_SUMMARY in text,
                 }
             )
     for row, why in zip(rows, repeats_of(rows)):
-        row["left_out"] = why
+        row["left_out"] = why or (UNREADABLE if row.pop("unreadable") else "")
     counted = [row for row in rows if not row["left_out"]]
     return {
         "per_compaction": asdict(PerCompaction.of(counted)),
@@ -159,7 +165,8 @@ def pooled_line(summary: Mapping) -> str:
         return f"{back} of {counted} ({100 * back / counted:.0f}%)" if counted > 0 else "0 of 0"
 
     incidental = summary.get("lost_incidental", 0) + summary.get("kept_incidental", 0)
-    left_out = sum(1 for row in summary["compactions"] if row.get("left_out"))
+    left_out = sum(1 for row in summary["compactions"] if row.get("left_out") and row["left_out"] != UNREADABLE)
+    unreadable = sum(1 for row in summary["compactions"] if row.get("left_out") == UNREADABLE)
     return (
         f"pooled over items (not independent): lost {side('lost')}, kept {side('kept')}"
         + (
@@ -169,4 +176,5 @@ def pooled_line(summary: Mapping) -> str:
             else ""
         )
         + (f"; {left_out} copies or repeats of a compaction not counted" if left_out else "")
+        + (f"; {unreadable} compactions not counted: {UNREADABLE}" if unreadable else "")
     )

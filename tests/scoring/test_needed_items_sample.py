@@ -130,3 +130,31 @@ def test_the_scoring_command_reads_the_committed_sample_by_default() -> None:
     # Its default path pointed into bench/ after the module moved to bench/measure/: the README's
     # `python -m compactlab.measure.needed_items_sample score` failed with a traceback.
     assert DEFAULT_SAMPLE.resolve() == SAMPLE.resolve() and read_sample(DEFAULT_SAMPLE)
+
+
+def test_a_draw_from_any_folder_of_sessions_takes_each_subfolder_as_a_source(shared: Path, tmp_path: Path) -> None:
+    # Issue 41: the development set is drawn from the same way (outside the repository). Here a folder
+    # of two "repositories", the second holding the same session saved twice: its steps are drawn once.
+    root = tmp_path / "sessions"
+    source = sorted((shared / "pi-sessions").glob("*.jsonl"))[0]
+    (root / "repo-a").mkdir(parents=True)
+    (root / "repo-b").mkdir()
+    (root / "repo-a" / source.name).write_bytes(source.read_bytes())
+    (root / "repo-b" / "first.jsonl").write_bytes(source.read_bytes())
+    (root / "repo-b" / "second.jsonl").write_bytes(source.read_bytes())
+    out = tmp_path / "drawn.jsonl"
+    assert needed_items_sample.main(["draw", "--items", "400", "--sessions", str(root), "--out", str(out)]) == 0
+    drawn = read_sample(out)
+    assert {s.source for s in drawn} == {"repo-a", "repo-b"}
+    in_b = [s.session for s in drawn if s.source == "repo-b"]
+    assert in_b and set(in_b) == {"repo-b/first.jsonl"}  # the copy in second.jsonl is never drawn
+    steps_b = [s.step for s in drawn if s.source == "repo-b"]
+    assert len(steps_b) == len(set(steps_b))
+
+
+def test_an_unknown_source_is_refused_with_the_folders_there(tmp_path: Path, capsys) -> None:
+    (tmp_path / "repo-a").mkdir()
+    with pytest.raises(SystemExit):
+        needed_items_sample.main(["draw", "--source", "repo-b", "--sessions", str(tmp_path), "--out", str(tmp_path / "x.jsonl")])
+    assert "did you mean 'repo-a'?" in capsys.readouterr().err
+    assert not (tmp_path / "x.jsonl").exists()

@@ -29,6 +29,8 @@ from dataclasses import replace
 from compactlab.sessions.model import CompactionMarker, Message
 
 USER_MESSAGE_BUDGET = 20_000
+# What a remote compaction's summary shows for its encrypted item: what that item kept cannot be read.
+UNREADABLE_SUMMARY = "[encrypted compaction summary, unreadable]"
 SUMMARY_PREFIX = "Another language model started to solve this problem and produced a summary of its thinking process."
 
 
@@ -107,7 +109,7 @@ def _replacement_text(history: list) -> str:
         if item.get("type") == "message":
             chunks += _texts(item.get("content"))
         elif item.get("type") in ("compaction", "compaction_summary"):
-            chunks.append("[encrypted compaction summary, unreadable]")
+            chunks.append(UNREADABLE_SUMMARY)
     return "\n\n".join(chunks)
 
 
