@@ -45,7 +45,7 @@ from operator import itemgetter
 from typing import Literal
 
 from compactlab.memo import IdentityMemo
-from compactlab.scoring.known_names import GENERAL_NAMES, HOST, PREFIXED_ACRONYM, STOP_WORDS, TYPE_METHODS
+from compactlab.scoring.known_names import DOM_PROPERTIES, GENERAL_NAMES, HOST, PREFIXED_ACRONYM, STOP_WORDS, TYPE_METHODS
 from compactlab.scoring.matching import Item, Kind
 from compactlab.scoring.shell_lines import PATCH_START, command_item, command_line, consumed_part
 from compactlab.sessions.messages import FILE_EXTENSIONS  # one list of "file extensions" for the whole project
@@ -57,7 +57,7 @@ _PATH = re.compile(
     # absolute paths of 2+ components first, so `/a/b.py.backup` is one path, not `/a/b.py`; every
     # kind holds a `.` or a `/`, which the lookahead asks for first (a plain word fails at once
     # instead of after trying each way to split it)
-    rf"(?<![\w.$\]!@-])(?=[\w.@+~/:-]*[./])(?:(?:[A-Za-z]:)?/(?:[\w.@+!-]+/)+[\w.@+-]+/?|(?:~|\.{{1,2}})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:{FILE_EXTENSIONS})(?![\w/(])"
+    rf"(?<![\w.$\]!@-])(?=[\w.@+~/:!-]*[./])(?:(?:[A-Za-z]:)?/(?:[\w.@+!-]+(?:\([\w.-]+\))?/)+[\w.@+-]+/?|(?:~|\.{{1,2}})?/?(?:[\w.@+!-]+/)*[\w@+-]+\.(?:{FILE_EXTENSIONS})(?![\w/(])"
     r"|(?:~|\.{1,2})/[\w.@+/-]+)"
 )
 # Error names: `(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b`,
@@ -71,7 +71,10 @@ _PATH = re.compile(
 _SPACED_PATH = re.compile(r"""/(?<=["'`]/)[^"'`\n<>|;&]*? [^"'`\n<>|;&]*/[^"'`\n<>|;&]*(?=["'`])""")
 # A Windows path with backslashes (`D:\\game\\wiki`, `C:\\Users\\x\\a.lua`, doubled in a quoted string): one
 # path, where the rules below would read its folders as names. (Its components hold no spaces: a spaced one ends it.)
-_WINDOWS_PATH = re.compile(r"(?<![\w])[A-Za-z]:\\+(?:[^\s\\\"'`<>|*?]+\\*)*")
+_WINDOWS_PATH = re.compile(
+    r"(?<![\w])[A-Za-z]:\\+(?:[^\s\\\"'`<>|*?]+\\*)*"
+    rf"|(?<![\w\\.-])(?:[\w.-]+\\+)+[\w.-]+\.(?:{FILE_EXTENSIONS})(?![\w])"  # and a relative one with a file name
+)
 _ERROR = re.compile(
     r"[A-Z](?:(?<![\w.][A-Z])\w*(?:Error|Exception|Warning)(?!\w)|(?<=\bS)topIteration\b|(?<=\bK)eyboardInterrupt\b|(?<=\bS)ystemExit\b)"
 )
@@ -116,8 +119,12 @@ SHELL_FENCES = frozenset({"bash", "sh", "shell", "zsh", "console"})
 # A prose word in upper camel case (`WhereNode`, but also `WireGuard`): kind "name" until the
 # history shows it used as code (compactlab.scoring.preservation); then it is an identifier.
 _NAME: Literal["name"] = "name"
+# A bare capitalised `.js` name in prose (`Next.js`, `Three.js`): a library's name, or a file of the
+# session (`Button.js`); kind "bare" until the history shows it as a file, below a folder (`src/Button.js`).
+_BARE: Literal["bare"] = "bare"
+_LIBRARY_NAME = re.compile(r"[A-Z][A-Za-z0-9]*\.js")
 # What the scanners find: an item kind, or a prose name not yet known to be an identifier.
-ScanKind = Kind | Literal["name"]
+ScanKind = Kind | Literal["name", "bare"]
 
 
 @lru_cache(maxsize=1 << 16)  # the same words recur in every step of a session
@@ -145,6 +152,11 @@ def _receiver(token: str, called: bool) -> str | None:
     `.length`, is the name it is called on (`order_items`, `self.rows`), or None when that is no item
     either (`lines`); other names stay as they are. Not called, the name may be an attribute of the
     session's data that shares a method's name (`l.title`, `row.index`)."""
+    parts = token.split(".")
+    platform = next((i for i, part in enumerate(parts) if i and part in DOM_PROPERTIES), None)
+    if platform is not None:  # `e.target.value`: the DOM's own objects, reached through `e`
+        head = ".".join(parts[:platform])
+        return head if _is_identifier(head, "") else None
     head, _, last = token.rpartition(".")
     if not head or last not in TYPE_METHODS or not (called or last == "length"):
         return token
@@ -183,7 +195,7 @@ def _scan(text: str, found: list[tuple[ScanKind, str]], *, numbers: bool = True,
                 value = path
             elif kind == "url" and ("${" in value or "{{" in value):
                 continue  # a template (`http://localhost:${PORT}/notify`), cut at its `}`: no URL of the session
-            hits.append((m.start(), kind, value))
+            hits.append((m.start(), _BARE if prose and kind == "path" and _LIBRARY_NAME.fullmatch(value) else kind, value))
             if kind == "identifier" and "::" in value:  # a node id also names its file
                 hits.append((m.start(), "path", value.split("::", 1)[0]))
         text = _blanked(text, matches)
@@ -192,7 +204,7 @@ def _scan(text: str, found: list[tuple[ScanKind, str]], *, numbers: bool = True,
     if ".py::" in text:  # every node id holds it; the pattern is slow on text without one
         take(_NODE_ID, "identifier")
     take(_SPACED_PATH, "path")
-    if ":\\" in text:  # every Windows path holds it
+    if "\\" in text:  # every Windows path holds one
         take(_WINDOWS_PATH, "path")
     take(_PATH, "path")
     if any(word in text for word in _ERROR_WORDS):  # likewise for error names
@@ -354,7 +366,8 @@ def extract_items(messages: Sequence[Message]) -> list[Item]:
 
 def step_items(messages: Sequence[Message]) -> tuple[list[Item], frozenset[str]]:
     """`extract_items`, and the texts among them found only as prose words in upper camel case
-    (`WhereNode`, `WireGuard`): names of code or of products, which only the history can tell."""
+    (`WhereNode`, `WireGuard`) or as bare capitalised `.js` names (`Next.js`): names of code or of
+    products, which only the history can tell."""
     seen: dict[str, Item] = {}
     weak: set[str] = set()
     strong: set[str] = set()
@@ -362,9 +375,9 @@ def step_items(messages: Sequence[Message]) -> tuple[list[Item], frozenset[str]]
         for kind, text in _message_items(message):
             if not text:
                 continue
-            (weak if kind == _NAME else strong).add(text)
+            (weak if kind in (_NAME, _BARE) else strong).add(text)
             if text not in seen:
-                seen[text] = Item("identifier" if kind == _NAME else kind, text)
+                seen[text] = Item("identifier" if kind == _NAME else "path" if kind == _BARE else kind, text)
     return list(seen.values()), frozenset(weak - strong)
 
 

@@ -11,8 +11,10 @@ import builtins
 import datetime
 import io
 import keyword
+import logging
 import pathlib
 import re
+import subprocess
 import sys
 
 # Names every program knows without the session (docs/needed-items-labelling.md, "noise"): Python's
@@ -78,7 +80,17 @@ DOM_EVENTS = frozenset(
     ContextMenu Copy Cut Paste Select Play Pause Ended Close Open Toggle Message AnimationEnd TransitionEnd
     """.split()
 )
-WEB_VOCABULARY = CSS_PROPERTIES | CSS_FUNCTIONS | DOM_EVENTS
+# React's names for DOM attributes, and the keys of every package.json (`className`, `devDependencies`).
+REACT_AND_NPM_NAMES = frozenset(
+    """
+    className htmlFor tabIndex readOnly autoFocus autoComplete defaultValue defaultChecked dangerouslySetInnerHTML
+    devDependencies peerDependencies optionalDependencies bundledDependencies packageManager
+    """.split()
+)
+WEB_VOCABULARY = CSS_PROPERTIES | CSS_FUNCTIONS | DOM_EVENTS | REACT_AND_NPM_NAMES
+# A DOM event's and element's own properties: `e.target.value`, `e.currentTarget.style.borderColor` and
+# `node.dataset.model` reach the platform's objects through a variable; the name is the variable, if any.
+DOM_PROPERTIES = frozenset("target currentTarget style dataset classList".split())
 
 STOP_WORDS = (
     GENERAL_NAMES
@@ -111,6 +123,9 @@ TYPE_METHODS = frozenset(
         re.Pattern,
         datetime.datetime,
         datetime.timedelta,
+        # and the standard library's process and logging objects (issue 41: `self.process.poll(`)
+        subprocess.Popen,
+        logging.Logger,
     )
     for name in dir(kind)
     if not name.startswith("_") and callable(getattr(kind, name))

@@ -159,6 +159,8 @@ def _consumed(text: SessionText, item: Item, index: int, weak: frozenset[str]) -
     """Not a name of one of the session's tools (`TodoWrite`) or of their parameters, and a prose word in upper camel case
     only when the history before it uses it as code (`class WhereNode`, `WhereNode(`), not only as
     a product's name in English (`WireGuard`, `YubiKey`)."""
+    if item.kind == "path":  # a bare `Next.js` is a file only when the history has it below a folder
+        return item.text not in weak or 0 <= text.text.find(f"/{item.text}") < text.starts[index]
     if item.kind != "identifier":
         return True
     names, keys = _tool_vocabulary(text)

@@ -64,7 +64,7 @@ def test_the_year_of_a_date_is_no_number_of_the_session(shared: Path) -> None:
 def test_a_path_after_a_negation_or_an_alias_is_no_fragment() -> None:
     text = "The `.gitignore` keeps !/README.md; the store is imported as @/stores/stream-store.ts from /c/V/!/AGENTS.md"
     items = {item.text for item in extract_items([Message("assistant", (TextPart(text),))])}
-    assert "/README.md" not in items and "/stores/stream-store.ts" not in items
+    assert "/README.md" not in items and "/stores/stream-store.ts" not in items and "!/README.md" in items
     assert "/c/V/!/AGENTS.md" in items and "/AGENTS.md" not in items
 
 

@@ -165,13 +165,13 @@ READABLE_NUMBER = r"(?:(?<=\bv)|(?<![\w.]))(?:\d+(?:\.\d+)+|\d{3,})(?!(?!p\b)\w|
 READABLE_ERROR = r"(?<![\w.])[A-Z]\w*(?:Error|Exception|Warning)(?!\w)|\b(?:StopIteration|KeyboardInterrupt|SystemExit)\b"
 READABLE_CANDIDATE = r"(?<![\w.$@/-])(?=_|[A-Za-z]\w*?[_A-Z]|[A-Za-z]\w*\.[A-Za-z_]|[A-Za-z]\w*\()[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 READABLE_PATH = (  # without the lookahead for a `.` or `/` that every kind of path holds
-    r"(?<![\w.$\]!@-])(?:(?:[A-Za-z]:)?/(?:[\w.@+!-]+/)+[\w.@+-]+/?|(?:~|\.{1,2})?/?(?:[\w.@+-]+/)*[\w@+-]+\.(?:"
+    r"(?<![\w.$\]!@-])(?:(?:[A-Za-z]:)?/(?:[\w.@+!-]+(?:\([\w.-]+\))?/)+[\w.@+-]+/?|(?:~|\.{1,2})?/?(?:[\w.@+!-]+/)*[\w@+-]+\.(?:"
     + FILE_EXTENSIONS
     + r")(?![\w/(])"
     r"|(?:~|\.{1,2})/[\w.@+/-]+)"
 )
 CRAFTED = [
-    "2026-04-12 2026-4 !/README.md @/stores/x.ts C:/Users/a/b.md /c/V/!/A.md x:/y/z.py 3f3:.obsidian/a.json",
+    "2026-04-12 2026-4 !/README.md @/stores/x.ts C:/Users/a/b.md /c/V/!/A.md x:/y/z.py 3f3:.obsidian/a.json c:/a/b(12)/c.lua f(x)/y",
     "v1.2 av1.2 v12 1.2.3 3.11 3.11.2 956 1956 django-15213 100px 670,690p 12 .123 x.123 a123 _123 ٣٤٥ 1.2.",
     "ValueError x.ValueError _ValueError MyError2 StopIteration xStopIteration StopIterationX KeyboardInterrupt",
     "SystemExit: a.SystemExit (SystemExit) ErrorError Error Exception Warning UserWarning é.RuntimeError",
