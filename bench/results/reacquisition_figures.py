@@ -11,8 +11,8 @@ Copies and repeats of a compaction (`compactlab.results.fidelity_figures.repeats
 file that starts with its parent's compaction, the same session saved twice) are listed with
 why, and counted in no figure; so is a compaction whose summary is encrypted (Codex's remote
 compaction, `UNREADABLE`): what it kept cannot be read, so an item it kept looks lost, and its
-figures would describe the encryption, not the metric. Items that came back only in a fetch for something else are
-incidental: in neither share.
+figures would describe the encryption, not the metric. Items that came back only in the user's
+words or the agent's own call are incidental (`compactlab.scoring.reacquisition`): in neither share.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def pooled_line(summary: Mapping) -> str:
         f"pooled over items (not independent): lost {side('lost')}, kept {side('kept')}"
         + (
             f"; in neither share: {summary.get('lost_incidental', 0)} lost and {summary.get('kept_incidental', 0)} kept items "
-            "that came back only in a fetch for something else"
+            "that came back only in the user's words or the agent's own call"
             if incidental
             else ""
         )

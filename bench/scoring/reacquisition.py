@@ -2,9 +2,8 @@
 
 At a real compaction the recorded continuation is what the agent really did next. An item the
 preservation metric (`compactlab.scoring.preservation`) marks LOST by the production summary was really gone
-only if the agent had to get it back before using it: it arrived again in a tool result or a user
-message, or the agent re-read, re-searched or re-ran something naming it (a tool call), between
-the compaction and the first of the next k steps that uses it. Items marked KEPT should need that
+only if the agent had to get it back before using it: a tool result brought it again (a re-read,
+a search, a re-run) between the compaction and the first of the next k steps that uses it. Items marked KEPT should need that
 less often. So, at each real compaction, the share of lost items re-acquired before use is set
 against the same share for kept items, with the counts; the lost items never re-acquired are
 listed, since they are where the metric and the agent disagree.
@@ -17,11 +16,12 @@ item. A user message holding it is the user's own words, and the agent's own cal
 shows it had the item: neither is a response to loss, so such items are counted apart
 (**incidental**) and left out of both shares. Chosen leaving one repository out over the
 development set and the shared sessions (`python -m compactlab.measure.reacquisition_validity`):
-"results" separated lost from kept widest in every fold (+19 points per compaction out of sample,
-against +9 to +15 for "any", the rule before), and a hand check of 40 development-set cases read
-this way. The other candidates: "any" message holding it; "for the item", a result whose call
-names a part of the item or works on what the using step works on; "names it", the same without
-the second clause. Both narrower rules lost the re-reads that an edit's old text is copied from.
+"results" separated lost from kept widest in every fold (Anthropic, +16 points per compaction out
+of sample, against +9 for "any", the rule before). A hand check of 40 development-set cases found
+that the agent's own call naming an item or the user's words holding it were no fetch, and that
+a re-read of the file an edit then quotes was the response to loss the narrower candidates missed:
+"for the item", a result whose call names a part of the item or works on what the using step works
+on, and "names it", the same without the second clause (+3 and 0 points).
 
 A lost item used before any message could bring it back (`lost_at_once`: no tool call, tool
 result or user message between the compaction and its use; typically the first step after an
@@ -69,7 +69,7 @@ class Reacquisition:
     kept_reacquired: int
     lost_not_reacquired: tuple[str, ...]  # "kind:text"
     lost_at_once: int = 0  # lost items used before any message could bring them back
-    # Items that came back only in a fetch for something else: in `lost`/`kept`, in neither share.
+    # Items that came back only in the user's words or the agent's own call: in `lost`/`kept`, in neither share.
     lost_incidental: int = 0
     kept_incidental: int = 0
     # The lost items by `compactlab.scoring.recoverability`'s label, and of each how many were re-acquired.

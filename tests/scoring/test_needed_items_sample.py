@@ -115,7 +115,10 @@ def test_a_source_added_later_is_the_seeded_draw_of_that_source_alone(shared: Pa
     assert [(s.session, s.step, s.missed is not None) for s in drawn] == [
         (s.session, s.step, s.missed is not None) for s in committed
     ]
-    assert [[i["text"] for i in s.items] for s in drawn] == [[i["text"] for i in s.items] for s in committed]
+    # The records keep the labels of items the extractor no longer finds (issue 41 dropped `className`):
+    # what the draw finds now is among them.
+    for fresh, kept in zip(drawn, committed):
+        assert {i["text"] for i in fresh.items} <= {i["text"] for i in kept.items}
 
 
 def test_the_wilson_interval() -> None:
