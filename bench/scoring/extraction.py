@@ -45,7 +45,16 @@ from operator import itemgetter
 from typing import Literal
 
 from compactlab.memo import IdentityMemo
-from compactlab.scoring.known_names import DOM_PROPERTIES, GENERAL_NAMES, HOST, PREFIXED_ACRONYM, STOP_WORDS, TYPE_METHODS
+from compactlab.scoring.known_names import (
+    DOM_PROPERTIES,
+    DOM_TARGETS,
+    EVENT_NAMES,
+    GENERAL_NAMES,
+    HOST,
+    PREFIXED_ACRONYM,
+    STOP_WORDS,
+    TYPE_METHODS,
+)
 from compactlab.scoring.matching import Item, Kind
 from compactlab.scoring.shell_lines import PATCH_START, command_item, command_line, consumed_part
 from compactlab.sessions.messages import FILE_EXTENSIONS  # one list of "file extensions" for the whole project
@@ -153,7 +162,15 @@ def _receiver(token: str, called: bool) -> str | None:
     either (`lines`); other names stay as they are. Not called, the name may be an attribute of the
     session's data that shares a method's name (`l.title`, `row.index`)."""
     parts = token.split(".")
-    platform = next((i for i, part in enumerate(parts) if i and part in DOM_PROPERTIES), None)
+    platform = next(
+        (
+            i
+            for i, part in enumerate(parts)
+            if (i == 1 and part in DOM_TARGETS and parts[0] in EVENT_NAMES)
+            or (i and part in DOM_PROPERTIES and i < len(parts) - 1)
+        ),
+        None,
+    )
     if platform is not None:  # `e.target.value`: the DOM's own objects, reached through `e`
         head = ".".join(parts[:platform])
         return head if _is_identifier(head, "") else None

@@ -11,7 +11,6 @@ import builtins
 import datetime
 import io
 import keyword
-import logging
 import pathlib
 import re
 import subprocess
@@ -80,17 +79,23 @@ DOM_EVENTS = frozenset(
     ContextMenu Copy Cut Paste Select Play Pause Ended Close Open Toggle Message AnimationEnd TransitionEnd
     """.split()
 )
-# React's names for DOM attributes, and the keys of every package.json (`className`, `devDependencies`).
+# React's own names for DOM attributes, and the keys of every package.json (`className`, `devDependencies`).
+# (Not `readOnly` or `tabIndex`, which Qt's and other toolkits' properties share.)
 REACT_AND_NPM_NAMES = frozenset(
     """
-    className htmlFor tabIndex readOnly autoFocus autoComplete defaultValue defaultChecked dangerouslySetInnerHTML
+    className htmlFor dangerouslySetInnerHTML
     devDependencies peerDependencies optionalDependencies bundledDependencies packageManager
     """.split()
 )
 WEB_VOCABULARY = CSS_PROPERTIES | CSS_FUNCTIONS | DOM_EVENTS | REACT_AND_NPM_NAMES
 # A DOM event's and element's own properties: `e.target.value`, `e.currentTarget.style.borderColor` and
 # `node.dataset.model` reach the platform's objects through a variable; the name is the variable, if any.
-DOM_PROPERTIES = frozenset("target currentTarget style dataset classList".split())
+# An event's target only through a handler's event parameter (`e`, `event`: Django's `col.target.column`
+# is the session's model field); the element's others only when something is reached through them
+# (`self.style` alone is Qt's method).
+DOM_PROPERTIES = frozenset("style dataset classList".split())
+DOM_TARGETS = frozenset("target currentTarget".split())
+EVENT_NAMES = frozenset("e ev evt event".split())
 
 STOP_WORDS = (
     GENERAL_NAMES
@@ -123,9 +128,9 @@ TYPE_METHODS = frozenset(
         re.Pattern,
         datetime.datetime,
         datetime.timedelta,
-        # and the standard library's process and logging objects (issue 41: `self.process.poll(`)
+        # and the standard library's process object (issue 41: `self.process.poll(`); not a logger's,
+        # whose names (`log`, `critical`, `filter`) are every library's (`QMessageBox.critical(`, `self.log(`)
         subprocess.Popen,
-        logging.Logger,
     )
     for name in dir(kind)
     if not name.startswith("_") and callable(getattr(kind, name))

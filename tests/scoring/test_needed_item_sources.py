@@ -80,3 +80,68 @@ def test_the_agents_tool_parameters_are_not_needed() -> None:
     step = Message("assistant", (TextPart("`load_config` returns early; raise `yield_time_ms` next time"),))
     score = preservation(history, history, (step,), 1)
     assert [i.text for i in score.needed] == ["load_config"]
+
+
+def test_the_dom_and_reacts_own_names_are_general_knowledge(shared: Path) -> None:
+    # An input handler: `event.target.value` reaches the DOM's event, `textInput.style.height` the element's
+    # style; the session's own name is `textInput`.
+    _, items = _step(
+        shared, "claude-code-log/-Users-dain-workspace-danieldemmel-me-next__f852ad25-1024-47da-964e-5eaae5bd6e6a.jsonl", 18
+    )
+    assert not {"event.target.value", "textInput.style.height"} & items
+    _, items = _step(shared, "pai-claude-2/259b058c-bb1a-4998-8d8b-b8962283f8a5.jsonl", 21)
+    assert "className" not in items
+    _, items = _step(
+        shared, "claude-code-log/-Users-dain-workspace-JSSoundRecorder__7acd37a8-2745-4b58-a8a9-46164b22ad9e.jsonl", 31
+    )
+    assert "devDependencies" not in items
+
+
+def test_other_libraries_names_that_look_like_the_platforms_stay(shared: Path) -> None:
+    # Qt's `QMessageBox.critical(` and `self.style()`, the session's own `self.log(`, Django's `col.target.column`.
+    openprintkit = "codex-rollouts/Monotoba__OpenPrintKit/rollout-2025-10-31T19-02-58-c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl"
+    assert "QMessageBox.critical" in _step(shared, openprintkit, 98)[1]
+    assert "self.log" in _step(shared, openprintkit, 120)[1]
+    later = "codex-rollouts/Monotoba__OpenPrintKit/rollout-2025-11-01T11-34-37-97b66f6c-a160-40e0-bd0f-1fdcbbb9498b.jsonl"
+    assert "self.style" in _step(shared, later, 511)[1]
+    django = "mini-swe-agent-pr816/deepseek_chat_test_1-100_django__django-14997_django__django-14997.traj.json"
+    [session] = load_file(shared / django, lenient=True)
+    assert "col.target.column" in {i.text for i in extract_items([session.messages[92]])}
+
+
+def test_a_process_objects_methods_name_the_variable(shared: Path) -> None:
+    # `autopilotProcess.kill(`: the method is subprocess's (Node's ChildProcess has the same); the item is the variable.
+    _, items = _step(shared, "pai-claude-2/4b85f137-9b0d-418e-8870-6de8cea01765.jsonl", 434)
+    assert "autopilotProcess.kill" not in items
+
+
+def test_a_relative_backslash_path_is_one_path(shared: Path) -> None:
+    # astroid's Windows-path test data: `src\project\__init__.py`, which was read as `__init__.py`.
+    name = "mini-swe-agent-pr816/deepseek_chat_dev_pylint-dev__astroid-1333_pylint-dev__astroid-1333.traj.json"
+    [session] = load_file(shared / name, lenient=True)
+    items = {i.text for i in extract_items([session.messages[62]])}
+    assert "src\\project\\__init__.py" in items
+
+
+def test_a_windows_folder_with_a_bracketed_number_stays_in_its_path() -> None:
+    text = "open c:/Games/OasisEraEditor(2001776)/Saved/Logs/run.log and C:\\Games\\OasisEraEditor(2001776)\\x.lua"
+    items = {i.text for i in extract_items([Message("assistant", (TextPart(text),))])}
+    assert items == {"c:/Games/OasisEraEditor(2001776)/Saved/Logs/run.log", "C:\\Games\\OasisEraEditor(2001776)\\x.lua"}
+
+
+def test_a_library_named_like_a_file_is_needed_only_as_a_file(shared: Path) -> None:
+    # "Next.js" in prose is the framework; a `Button.js` the history shows below a folder is a file.
+    history = (
+        Message("user", (TextPart("the app uses Next.js; see src/Button.js"),)),
+        Message("assistant", (TextPart("ok"),)),
+    )
+    step = Message("assistant", (TextPart("Next.js renders Button.js here"),))
+    score = preservation(history, history, (step,), 1)
+    assert [i.text for i in score.needed] == ["Button.js"]
+    # On a real step: the framework named in prose is not needed.
+    name = "claude-code-log/-Users-dain-workspace-danieldemmel-me-next__9e953218-585f-4692-89df-9e0747a31c68.jsonl"
+    [session] = load_file(shared / name, lenient=True)
+    from compactlab.scoring.preservation import needed_items
+
+    needed = needed_items(session.messages, 139, (1,))[1] or ()
+    assert "Next.js" not in {i.text for i in needed}
