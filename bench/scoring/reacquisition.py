@@ -17,11 +17,12 @@ shows it had the item: neither is a response to loss, so such items are counted 
 (**incidental**) and left out of both shares. Chosen leaving one repository out over the
 development set and the shared sessions (`python -m compactlab.measure.reacquisition_validity`):
 "results" separated lost from kept widest in every fold (Anthropic, +16 points per compaction out
-of sample, against +9 for "any", the rule before). A hand check of 40 development-set cases found
-that the agent's own call naming an item or the user's words holding it were no fetch, and that
-a re-read of the file an edit then quotes was the response to loss the narrower candidates missed:
-"for the item", a result whose call names a part of the item or works on what the using step works
-on, and "names it", the same without the second clause (+3 and 0 points).
+of sample, against +9 for "any", the rule before). A reader judged 40 development-set cases (was
+the fetch a response to the item's loss?): "results" agrees on 29 of the 37 judged, "any" on 24,
+"for the item" (a result whose call names a part of the item or works on what the using step works
+on) on 18. The agent's own call naming an item, or the user's words holding it, were no fetch; a
+re-read of the file an edit then quotes was the response to loss the narrower candidates missed
+("for the item" and "names it", the same without the second clause, separate by +3 and 0 points).
 
 A lost item used before any message could bring it back (`lost_at_once`: no tool call, tool
 result or user message between the compaction and its use; typically the first step after an
