@@ -111,8 +111,19 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
         Rule(
             "pruning: completed tool outputs beyond the newest 40,000 tokens, if more than 20,000; 'skill' protected",
             f"{OC}compaction.ts prune(), PRUNE_PROTECT, PRUNE_MINIMUM",
-            "Prune stage",
-            test=f"{ANCHOR}test_opencode_prunes_outputs_beyond_40000_tokens_before_summarizing",
+            "Prune stage (prune_errors off: an errored result is skipped; keep_small off: an output no larger than the "
+            "placeholder is cleared too)",
+            test="tests/strategies/test_opencode_oracle.py::test_the_preset_erases_the_outputs_opencode_erases",
+        ),
+        Rule(
+            "each output sized Token.estimate: Math.round(length / 4)",
+            f"{OC}compaction.ts prune() (Token.estimate(part.state.output)), util/token.ts",
+            "each output sized by the preset's estimator (its message alone, less an empty message)",
+            "the Prune stage counts with the run's estimator; measured against opencode's own prune on the bundled pi "
+            "and Codex sessions (python -m compactlab.measure.oracles.opencode tests/data/oracles/opencode SESSION ...): "
+            "the same outputs erased at 756 of 799 acting points, the others one or two outputs apart at the 40,000 or "
+            "20,000 boundary",
+            test="tests/strategies/test_opencode_oracle.py::test_the_preset_agrees_with_opencode_at_most_acting_points",
         ),
         Rule(
             "pruning skips the last 2 user turns: a single-prompt session is never pruned",

@@ -213,7 +213,10 @@ def opencode() -> Preset:
 
     return Preset(
         "opencode",
-        Pipeline(stages=(Prune(steps_as_turns=False), opencode_summary()), stop_when_under_target=False),
+        Pipeline(
+            stages=(Prune(steps_as_turns=False, prune_errors=False, keep_small=False), opencode_summary()),
+            stop_when_under_target=False,
+        ),
         Trigger(fraction=1.0, reserve_tokens=52_000),
         "hybrid",
         "sst/opencode packages/opencode/src/session/overflow.ts (usable = window − min(output, 32,000) − "

@@ -49,6 +49,12 @@ class Prune:
         True, "stop at an already pruned output (opencode); False: skip it and go on (seed 002's compactedAt marker)"
     )
     max_part_tokens: int = setting(0, "cap on one output's estimate (seed 002: MAX_TOKENS_PER_PART 50,000); 0 = no cap")
+    prune_errors: bool = setting(
+        True, "clear a result flagged as an error too; False: only completed outputs, as opencode (an error is never cleared)"
+    )
+    keep_small: bool = setting(
+        True, "leave an output no larger than the placeholder alone; False: clear it too, as opencode does"
+    )
     steps_as_turns: bool = setting(
         True,
         "in a session whose last user turn is the task's, each step counts as a turn (see `turn_boundaries`); False: only "
@@ -103,6 +109,8 @@ class Prune:
                 tool = tool_names.get(part.call_id, "").lower()
                 if tool in protected or any(tool.startswith(prefix.lower()) for prefix in self.protected_prefixes):
                     continue
+                if part.is_error and not self.prune_errors:
+                    continue  # opencode: only a "completed" tool part is looked at, an "error" one is skipped
                 if part.content == self.placeholder:
                     if not self.stop_at_pruned:
                         continue  # seed 002: a part marked `compactedAt` is skipped, the scan goes on
@@ -116,7 +124,7 @@ class Prune:
                     continue
                 # Deviation from opencode: an output no larger than the placeholder is left alone
                 # (clearing it would not make the context smaller). It still counts in `total`.
-                if estimate <= placeholder_size(message, part):
+                if self.keep_small and estimate <= placeholder_size(message, part):
                     continue
                 pruned += estimate
                 marked.append((m_index, p_index))
