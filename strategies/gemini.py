@@ -207,7 +207,7 @@ def truncated_to_budget(history: Sequence[dict], max_chars: int, budget: int = 5
     out: list[dict] = []
     cut: list[str] = []
     for content in reversed(history):
-        parts = []
+        parts: list[dict] = []
         for part in reversed(content.get("parts") or []):
             response = part.get("functionResponse")
             if response is None:

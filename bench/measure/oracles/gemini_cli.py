@@ -151,9 +151,9 @@ def run_engine(bundle: Path, session: Session, points: list[dict]) -> list[dict]
         if done.returncode != 0:
             raise OracleError(f"{session.source_path}: the engine's code failed: {done.stderr.strip()[-2000:]}")
         answers = json.loads(got.read_text(encoding="utf-8"))
-    for answer in answers:
-        split = answer["split"]
-        answer["first_kept"] = None if split is None or split < 0 else (where[split] if split < len(where) else None)
+    for answer, check in zip(answers, checks):
+        split = answer["split"]  # a content index; at the history's end: everything compressed, nothing kept
+        answer["first_kept"] = None if split is None or split < 0 or split >= check["end"] else where[split]
     return answers
 
 
