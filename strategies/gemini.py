@@ -296,7 +296,7 @@ class GeminiCompression:
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         messages = context.messages
         pending = pending_start(messages)
-        head = pinned_head(messages, False)
+        head = pinned_head(messages, request.pin_task)
         history, where = contents(messages[:pending])
         last_prompt = context.known_usage[1] if context.known_usage else request.count_tokens(messages[:pending])
         max_chars = min(4 * (request.window - last_prompt), 40_000)  # config.ts:3794-3800 getTruncateToolOutputThreshold
@@ -309,7 +309,7 @@ class GeminiCompression:
         previous = next((summary_text(m) for m in span if is_summary(m)), None)
         text, calls, prompt_hash = self._summary(span, previous, request)
         kept = [_with_outputs(messages[where[i]], cut_history, i) for i in range(split, len(where))]
-        pinned = pinned_in(messages, head, first_kept, False)
+        pinned = pinned_in(messages, head, first_kept, request.pin_task)
         ack = Message(role="assistant", parts=(TextPart(ACK),))
         new = (*messages[:head], *pinned, summary_message(text, verbatim=True), ack, *kept, *messages[pending:])
         new_history = new[: len(new) - (len(messages) - pending)]
