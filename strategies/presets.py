@@ -361,6 +361,35 @@ def openhands() -> Preset:
     )
 
 
+GEMINI_WINDOW = 1_048_576  # tokenLimits.ts:20-38: every model, a Gemini one or not (DEFAULT_TOKEN_LIMIT)
+
+
+def gemini_cli() -> Preset:
+    """Gemini CLI: when the last prompt reaches half the model's limit (1,048,576 for every model), tool outputs past the
+    newest 50,000 tokens are cut and the history up to the first user message after 70% of its characters becomes a
+    <state_snapshot>; then bulky tool outputs past the newest 50,000 tool tokens are masked."""
+    from compactlab.strategies.gemini import GEMINI_COMMIT, GEMINI_DATE, GeminiCompression, GeminiMasking
+    from compactlab.strategies.pipeline import Pipeline
+
+    return Preset(
+        "gemini-cli",
+        Pipeline(stages=(GeminiCompression(), GeminiMasking()), stop_when_under_target=False),
+        Trigger(fraction=0.5),
+        "hybrid",
+        f"google-gemini/gemini-cli at {GEMINI_COMMIT[:8]} ({GEMINI_DATE}), Apache-2.0: packages/core/src/context/"
+        "chatCompressionService.ts (DEFAULT_COMPRESSION_TOKEN_THRESHOLD 0.5 of tokenLimit, COMPRESSION_PRESERVE_THRESHOLD "
+        "0.3, findCompressSplitPoint, truncateHistoryToBudget 50,000, the <state_snapshot> turn), "
+        "toolOutputMaskingService.ts (50,000 protected, 30,000 prunable, head-and-tail preview), core/client.ts "
+        "processTurn (compress, then mask, before every model call), core/tokenLimits.ts, utils/tokenCalculation.ts, "
+        "prompts/snippets.ts getCompressionPrompt",
+        gemini_cli.__doc__ or "",
+        choices="the summary's output budget (Gemini sets none): 8,192",
+        context_windows=(("gemini", GEMINI_WINDOW),),
+        unknown_window=GEMINI_WINDOW,
+        harness=replace(SOURCE_HARNESS, loop_guard=False, emergency=False, anchor_output=False),
+    )
+
+
 def masking() -> Preset:
     """Observation masking (JetBrains 'The Complexity Trap', 2025): keep the last 10 tool outputs."""
     from compactlab.strategies.masking import ObservationMasking

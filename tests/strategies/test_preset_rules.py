@@ -223,7 +223,8 @@ def test_an_engine_request_carries_the_harness_pinning() -> None:
 def test_seed_000_and_seed_004_anchor_on_the_prompt_alone() -> None:
     # Seed 000 counts lastPromptTokens (usage.promptTokens) and seed 004 last_prompt_tokens, then
     # estimate what came since, the reply included; the others add the reply's output tokens.
-    assert {name for name in RULES if not get_strategy(name).harness.anchor_output} == {"seed-000", "seed-004"}
+    # Gemini CLI compares the last prompt alone (geminiChat.ts lastPromptTokenCount).
+    assert {name for name in RULES if not get_strategy(name).harness.anchor_output} == {"seed-000", "seed-004", "gemini-cli"}
     meter = Meter(MANIFEST, "hybrid")
     with_output, prompt_only = uncompacted(meter, 64_000, True), uncompacted(meter, 64_000, False)
     positions, outputs = with_output.positions, with_output.columns["output_tokens"]
