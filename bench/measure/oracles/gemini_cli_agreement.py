@@ -13,7 +13,7 @@ outputs masked. Prints one line per check kind: points, agreeing points, share.
 
 from __future__ import annotations
 
-import sys
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,7 +118,16 @@ def agreement(oracle: dict, mine: list[dict]) -> dict[str, tuple[int, int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    paths = [Path(a) for a in (argv if argv is not None else sys.argv[1:])] or sorted(ORACLES.glob("*.json"))
+    parser = argparse.ArgumentParser(
+        prog="python -m compactlab.measure.oracles.gemini_cli_agreement",
+        description="The gemini-cli preset against Gemini CLI's own code, at every check point of the oracles.",
+    )
+    parser.add_argument("oracles", type=Path, nargs="*", help=f"oracle files (default: every one in {ORACLES})")
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in args.oracles if not p.is_file()]
+    if missing:
+        parser.error(f"no such oracle: {', '.join(missing)}")
+    paths = args.oracles or sorted(ORACLES.glob("*.json"))
     total: dict[str, tuple[int, int]] = {}
     for path in paths:
         oracle = read_oracle(path)

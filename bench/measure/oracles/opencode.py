@@ -175,12 +175,21 @@ def agreement(oracle: dict, session: Session) -> tuple[int, int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """python -m compactlab.measure.oracles.opencode ORACLE_DIR SESSION ...: the preset against the oracles."""
-    import sys
+    import argparse
 
     from compactlab.measure.engine_oracle import read_oracle
 
-    args = sys.argv[1:] if argv is None else argv
-    folder, paths = Path(args[0]), [Path(a) for a in args[1:]]
+    parser = argparse.ArgumentParser(
+        prog="python -m compactlab.measure.oracles.opencode",
+        description="The opencode preset's prune against opencode's own, at every check point of the oracles.",
+    )
+    parser.add_argument("oracles", type=Path, help="the folder of opencode oracles (tests/data/oracles/opencode)")
+    parser.add_argument("sessions", type=Path, nargs="+", help="the sessions the oracles were made from")
+    args = parser.parse_args(argv)
+    folder, paths = args.oracles, args.sessions
+    missing = [str(p) for p in [folder, *paths] if not p.exists()]
+    if missing:
+        parser.error(f"no such file or folder: {', '.join(missing)}")
     totals = [0, 0, 0]
     for path in paths:
         stem = path.name.removesuffix(".gz").removesuffix(".jsonl")
