@@ -190,12 +190,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--oracles", type=Path, default=ORACLES)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    found = figures(get_strategy("pi"), oracles(args.oracles))
+    preset = get_strategy("pi")
+    assert isinstance(preset, Preset)
+    found = figures(preset, oracles(args.oracles))
     if args.json:
         print(json.dumps(found))
         return 0
     for name, value in found.items():
-        if isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        if name != "first_firing_calls_apart" and isinstance(value, list) and len(value) == 2:
             print(f"{name:26} {value[0]:5} / {value[1]:5}  {100 * value[0] / max(value[1], 1):.1f}%")
         else:
             print(f"{name:26} {value}")
