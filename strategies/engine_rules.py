@@ -51,7 +51,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "a message's tokens: ceil(chars / 4) of its text, thinking, tool names and JSON.stringify(arguments); "
             "4,800 chars per image of a tool result, none for a user's",
             f"{PI}compaction/compaction.ts:225-282",
-            "estimator hybrid-pi, its pieces counted by pi-chars/4 (strategies/pi_tokens.py)",
+            "estimator hybrid-pi, its pieces counted by pi-chars/4 (compactlab.tokens.pi_estimate)",
             test=f"{PI_ORACLE}test_the_preset_counts_every_message_as_pis_estimate_tokens",
         ),
         Rule(

@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass, replace
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context, Harness, Strategy, Trigger, VersionReserve
-from compactlab.strategies import pi_tokens  # noqa: F401  (registers pi's estimateTokens: `hybrid-pi`)
 from compactlab.strategies.engine_rules import ENGINES
 from compactlab.strategies.rule import Rule
 from compactlab.strategies.seed_rules import SEEDS as SEED_RULES

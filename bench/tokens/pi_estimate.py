@@ -7,8 +7,8 @@ pi-mono packages/coding-agent/src/core/compaction/compaction.ts `estimateTokens`
   (no spaces after `,` and `:`);
 - a tool result (and a custom message): its text, and 4,800 characters per image;
 - a compaction or branch summary: the summary's text (without the prefix pi wraps it in for the model).
-Registered here as the local estimator `pi-chars/4` and the hybrid `hybrid-pi` (the last usage plus
-`pi-chars/4` of the messages since), which the pi preset counts with.
+`compactlab.tokens.estimators` registers it as the local estimator `pi-chars/4` and the hybrid
+`hybrid-pi` (the last usage plus `pi-chars/4` of the messages since), which the pi preset counts with.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from compactlab.sessions.messages import is_summary, summary_text
 from compactlab.sessions.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
-from compactlab.tokens.estimators import ESTIMATORS, Hybrid, register_estimator
 from compactlab.tokens.framing import Framing
 from compactlab.tokens.tokenizers import TokenCache
 
@@ -68,8 +67,3 @@ class PiEstimate:
 
     def message_tokens(self, message: Message, framing: Framing, cache: TokenCache) -> float:
         return math.ceil(pi_chars(message) / 4)
-
-
-if "pi-chars/4" not in ESTIMATORS:
-    register_estimator(PiEstimate())
-    register_estimator(Hybrid(base="pi-chars/4", name="hybrid-pi"))
