@@ -161,7 +161,7 @@ def fell_back(note: str | None) -> bool:
     return note is not None and FALLBACK_MARK in note
 
 
-WindowRule = Literal["scaled", "real"]
+WindowRule = Literal["scaled", "real", "as-is"]
 PieceRule = Literal["measured", "estimator"]
 
 
@@ -184,7 +184,8 @@ class Harness:
     window: how absolute sizes in the trigger (`absolute`, `reserve_tokens`) meet a simulated window
         (a run's `--window`): "scaled" multiplies them by simulated ÷ the model's real window, so
         they keep their share of the window; "real" runs the preset at the model's real window,
-        whatever the run simulates.
+        whatever the run simulates; "as-is" keeps them as written at the simulated window, as the
+        engine's code does for a model of that window (pi's 16,384 reserve).
     pieces: what a strategy's `CompactionRequest.count_tokens` counts a piece of the context (a kept
         tail, one output) in. "measured": the units of the engine's sizes (the window's, the
         trigger's, a compaction's before and after), so a tail kept at a quarter of the window is a

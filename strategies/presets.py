@@ -190,9 +190,10 @@ def pi() -> Preset:
             split_turn_min_messages=1,
             append_last_request=False,
             drop_kept_tail=True,
+            keep_all_without_cut=True,
         ),
         Trigger(fraction=1.0, reserve_tokens=16_384),
-        "hybrid",
+        "hybrid-pi",
         "badlogic/pi-mono packages/coding-agent/src/core/compaction/compaction.ts: DEFAULT_COMPACTION_SETTINGS "
         "(reserveTokens 16384, keepRecentTokens 20000), shouldCompact (contextTokens > contextWindow − reserveTokens), "
         "estimateTokens (chars/4) over the last usage (calculateContextTokens), findCutPoint (any user or assistant "
@@ -200,8 +201,8 @@ def pi() -> Preset:
         "UPDATE_SUMMARIZATION_PROMPT with the previous summary), extractFileOperations (read/modified files); "
         "agent-session.ts _checkCompaction (overflow: one compact-and-retry)",
         pi.__doc__ or "",
-        choices="16,384 reserved under a simulated window: scaled by simulated ÷ the model's real window",
-        harness=replace(SOURCE_HARNESS, emergency=True),
+        # pi's code keeps 16,384 whatever the model's window (issue 42): a simulated window is run as a model of it.
+        harness=replace(SOURCE_HARNESS, emergency=True, window="as-is"),
     )
 
 

@@ -107,6 +107,12 @@ class Summarize:
         "only what came after the previous compaction is summarized: the tail it kept verbatim is dropped (pi's "
         "prepareCompaction: boundaryStart = prevCompactionIndex + 1)",
     )
+    keep_all_without_cut: bool = setting(
+        False,
+        "when no message at or after the point where keep_recent_tokens is reached may start the kept tail (the "
+        "budget crossed inside the newest tool result), keep everything instead of summarizing everything (pi's "
+        "findCutPoint: cutIndex stays at the first cut point)",
+    )
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         messages = context.messages
@@ -123,7 +129,9 @@ class Summarize:
             keep = min(keep, self.keep_recent_max) if self.keep_recent_max else keep
         if emergency and self.emergency_keep_share:
             keep = int(self.emergency_keep_share * request.window)
-        cut, turn_start = choose_cut(history, keep, request.count_tokens, self.split_turn_min_messages, self.tail_rule)
+        cut, turn_start = choose_cut(
+            history, keep, request.count_tokens, self.split_turn_min_messages, self.tail_rule, self.keep_all_without_cut
+        )
         if cut == 0 and self.tail_rule == "within" and history:
             cut, turn_start = len(history), None  # opencode's select(): no tail to keep, the whole history is summarized
         if not self.split_turn_summary:
@@ -311,11 +319,16 @@ def files_in(summary: str | None) -> FileActivity:
 
 
 def choose_cut(
-    history: Sequence[Message], keep_tokens: int, count, split_min: int, rule: TailRule = "turn-before"
+    history: Sequence[Message],
+    keep_tokens: int,
+    count,
+    split_min: int,
+    rule: TailRule = "turn-before",
+    keep_all_without_cut: bool = False,
 ) -> tuple[int, int | None]:
     """Where to cut `history` (messages before the cut are summarized) and, for a split turn,
     where the split turn starts. Returns (0, None) when nothing can be summarized. `rule`: see
-    `Summarize.tail_rule`."""
+    `Summarize.tail_rule`; `keep_all_without_cut`: see `Summarize.keep_all_without_cut`."""
     size = len(history)
     if keep_tokens <= 0:  # nothing recent is kept: everything is summarized (Codex, Claude Code)
         return size, None
@@ -342,7 +355,9 @@ def choose_cut(
     if turn is not None and _turn_end(history, turn) - turn < split_min:
         return turn, None  # a short turn is kept whole (turn 0: nothing to summarize)
     # A long turn (or no user turn at all, as in single-task agents): split it at a safe point.
-    cut = next((i for i in range(index, size) if i in safe), size)
+    cut = next((i for i in range(index, size) if i in safe), None)
+    if cut is None:
+        return (0, None) if keep_all_without_cut else (size, turn if turn is not None else 0)
     return cut, (turn if turn is not None else 0)
 
 

@@ -53,7 +53,8 @@ def window_and_trigger(
     The run's windows may simulate one window for every model (`--window`). A preset whose harness
     says "real" runs at the model's real window instead; one that says "scaled" (the default) runs
     at the simulated window with its own trigger's absolute sizes scaled by simulated ÷ real, so
-    that a reserve sized for a 200,000-token window keeps its share of a 64,000-token one. A trigger
+    that a reserve sized for a 200,000-token window keeps its share of a 64,000-token one; "as-is" runs
+    at the simulated window with the trigger as written (the engine's constant reserve). A trigger
     the user set (`trigger`) is taken as written. Either is first made the model's, as run by the
     agent `version` the session records (`Trigger.for_session`)."""
     windows = windows.with_table(getattr(strategy, "context_windows", ()), getattr(strategy, "unknown_window", None))
@@ -67,4 +68,6 @@ def window_and_trigger(
         return window, own
     if harness.window == "real":
         return real, own
+    if harness.window == "as-is":
+        return window, own
     return window, own.scaled(window / real)

@@ -14,6 +14,7 @@ up by name, with "did you mean" on typos.
 | tiktoken-cl100k, tiktoken-o200k | OpenAI's real tokenizers + OpenAI chat framing | exact for GPT-4/4o-era models |
 | hybrid | last reported prompt+output tokens + chars/4 of newer messages | seed 004, pi, opencode, Codex |
 | hybrid-chars/3.5 | the same with chars/3.5 for the newer messages | seed 000 |
+| pi-chars/4, hybrid-pi | pi's own estimateTokens: ceil(chars/4) per message (`compactlab.tokens.pi_estimate`), alone or after the last usage | pi |
 | calibrated | a·(tiktoken-o200k) + b, the fit shipped per model family (bench/tokens/calibration_fit.json) | private tokenizers (Claude, Gemini, DeepSeek) |
 """
 
@@ -28,6 +29,7 @@ from typing import Protocol
 from compactlab.sessions.messages import is_summary
 from compactlab.sessions.model import Message
 from compactlab.tokens.framing import OPENAI_REPLY_PRIMING, OPENAI_TOKENS_PER_MESSAGE, Framing
+from compactlab.tokens.pi_estimate import PiEstimate
 from compactlab.tokens.tokenizers import TokenCache
 
 
@@ -176,6 +178,8 @@ for _estimator in (
     Tiktoken("o200k_base"),
     Hybrid(),
     Hybrid(base="chars/3.5", name="hybrid-chars/3.5"),
+    PiEstimate(),
+    Hybrid(base="pi-chars/4", name="hybrid-pi"),
     Calibrated(),
 ):
     register_estimator(_estimator)

@@ -155,7 +155,7 @@ def fell_back(note: str) -> bool:
     return "[fell back]" in note
 
 
-@pytest.mark.parametrize("name", ["seed-001", "seed-002", "pi"])
+@pytest.mark.parametrize("name", ["seed-001", "seed-002"])  # pi: its own estimateTokens (test_pi_oracle.py)
 def test_hybrid_presets_add_new_messages_as_chars_over_4(name: str) -> None:
     preset = get_strategy(name)
     meter = Meter(MANIFEST, preset.estimator)
