@@ -12,6 +12,11 @@ storage and writes the marks back, is not run). Imports are stubbed: ProviderTra
 is opencode's `Math.min(model.limit.output, OUTPUT_TOKEN_MAX) || OUTPUT_TOKEN_MAX` (32,000); type
 imports vanish in the build. No model is called.
 
+The committed oracles (tests/data/oracles/opencode/) are NOT from an upstream commit: the repository
+is over the fetch limit, so their snapshot was assembled locally from the search index's stored
+versions of these files (their `repository` field says which); regenerate them from a real
+snapshot when one can be fetched.
+
 A compactlab Session becomes opencode's message/part model (MessageV2.WithParts) so:
 - a user message → `{info: {role: "user"}, parts: [text]}`; instruction messages (AGENTS.md, Codex's
   environment context) are left out, opencode sends those in its system prompt;
