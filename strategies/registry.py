@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from compactlab.contract import Strategy
 from compactlab.strategies.base import StrategyName, parameters_of
+from compactlab.strategies.preset_versions import VERSIONS
 
 GROUP = "compactlab.strategies"
 T = TypeVar("T")
@@ -159,6 +160,8 @@ def describe_all() -> list[dict]:
                 "target": target,
                 "description": doc.split("\n\n")[0].replace("\n", " "),
                 "source": getattr(obj, "source", "") or getattr(strategy, "source", ""),
+                # The version of its source a preset reproduces and what its engine changed since (issue 42).
+                **({"version": VERSIONS[name].line(), "changed_since": VERSIONS[name].changed_since} if name in VERSIONS else {}),
                 # A preset names its deviations among its parameters; a strategy after a design states its own.
                 "deviations": "" if hasattr(strategy, "trigger") else getattr(strategy, "deviations", ""),
                 "parameters": _parameters(strategy),

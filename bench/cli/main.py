@@ -345,6 +345,10 @@ def run_strategies(args: argparse.Namespace) -> int:
         print(f"{row['name']}  [{row['kind']}: {row['strategy']}]  {row['description']}")
         if row["source"]:
             print(f"    source: {row['source']}")
+        if row.get("version"):
+            print(f"    reproduces: {row['version']}")
+        if row.get("changed_since"):
+            print(f"    changed since: {row['changed_since']}")
         if row.get("deviations"):
             print(f"    deviations: {row['deviations']}")
         print(f"    parameters: {json.dumps(row['parameters'], default=str)}")

@@ -1,0 +1,70 @@
+"""Which version of its source each preset reproduces, when that version is from, and what the
+engine has changed since, as far as the project knows (issue 42, need 4). `compactlab strategies`
+shows them beside each preset's source; a date the project could not learn says why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Version:
+    reproduces: str  # the commit, release or document the preset's rules were read from
+    date: str  # ISO date of that version, or why it is not known
+    changed_since: str = ""  # what the engine does now that the preset does not (a later issue), "" when nothing is known
+
+    def line(self) -> str:
+        return f"{self.reproduces}, {self.date}"
+
+
+def _seed(number: str, name: str) -> Version:
+    return Version(
+        f"../shared/seeds/{number}_{name}.txt (the design document; its name holds its content hash)",
+        "undated: the document states no date",
+    )
+
+
+NOT_FETCHABLE = "date unknown: the repository is over the snapshot fetch limit, so the commit could not be read"
+
+VERSIONS: dict[str, Version] = {
+    "seed-000": _seed("000", "c0c9f436ae78c850"),
+    "seed-001": _seed("001", "6f6926ea13a9a167"),
+    "seed-002": _seed("002", "7e9a5fe4ad2ef376"),
+    "seed-003": _seed("003", "4702767c5c832fea"),
+    "seed-004": _seed("004", "23e9301035d8b3fa"),
+    "pi": Version(
+        "badlogic/pi-mono 83378aad",
+        "2026-03-15",
+        "none known: the newest stored snapshot is this commit (its oracle, tests/data/oracles/pi, was made from it)",
+    ),
+    "opencode": Version(
+        "sst/opencode 31e22f65 (the reserve); anomalyco/opencode 08f74b9 (overflow.ts) and 001aa6cc (prune), as the search index stores them",
+        NOT_FETCHABLE,
+        "opencode V2 keeps a tail and updates its summary instead of replacing the history (issue 48)",
+    ),
+    "codex": Version(
+        "openai/codex 0100b103",
+        NOT_FETCHABLE,
+        "Codex 0.142 and later compact remotely (an encrypted summary) and mid-turn (issue 48)",
+    ),
+    "claude-code": Version(
+        "Claude Code 2.0.x to 2.1.x, as their recorded sessions show (the per-version reserve table, CLAUDE_CODE_BY_VERSION)",
+        "the sessions recorded up to 2026-06-07 (the development set's newest Claude Code session)",
+        "Claude Code from 2.1.101 logs its post-compaction attachments, which the preset does not read (issue 48)",
+    ),
+    "openhands": Version(
+        "All-Hands-AI/OpenHands llm_summarizing_condenser.py (the commit was not recorded when the preset was written)",
+        "date unknown: the commit was not recorded",
+        "the OpenHands SDK's condenser (issue 48)",
+    ),
+    "gemini-cli": Version(
+        "google-gemini/gemini-cli 5411f113",
+        "2026-08-21",
+        "none known: the newest stored snapshot is this commit",
+    ),
+    "opencode-summary": Version(
+        "seed 004's document, Factory.ai's 'Compressing Context' and pi's UPDATE_SUMMARIZATION_PROMPT at 83378aad",
+        "undated: a composite of those sources",
+    ),
+    "jetbrains-masking": Version("Lindenbauer et al., 'The Complexity Trap', arXiv 2508.21433", "2025-08"),
+}
