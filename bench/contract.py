@@ -163,6 +163,7 @@ def fell_back(note: str | None) -> bool:
 
 WindowRule = Literal["scaled", "real", "as-is"]
 PieceRule = Literal["measured", "estimator"]
+CheckRule = Literal["every-call", "run-start"]
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,12 @@ class Harness:
         quarter of the estimate, up to twice that measured, and the next call overflowed (issue 27
         §3). "estimator": the bare estimator, as a design that counts its tail with its own
         estimate (pi's and opencode's chars/4) does, mismatch included.
+    checks: where the driver asks the trigger. "every-call": before every call. "run-start": only
+        before a call that starts a prompt run (the first call, and a call with a user message since
+        the previous call: `compactlab.replay.uncompacted.run_starts`), as a design that checks
+        between prompt runs and never between the calls of a tool loop (pi's `_checkCompaction`, at
+        a run's end and before the next prompt). The emergency path (an over-window prompt) is
+        asked at every call either way, as the provider refuses any prompt over the window.
     """
 
     pin_task: bool = True
@@ -201,6 +208,7 @@ class Harness:
     anchor_output: bool = True
     window: WindowRule = "scaled"
     pieces: PieceRule = "measured"
+    checks: CheckRule = "every-call"
 
 
 @dataclass(frozen=True)

@@ -42,12 +42,11 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
         Rule(
             "checked only between prompt runs (at agent_end and before the next prompt), never between the calls of a tool loop",
             f"{PI}agent-session.ts:498-509, 947-951, 1742",
-            "checked before each recorded call",
-            "the replay has no notion of prompt runs: it asks the engine before every call; measured at a simulated "
-            "64,000 on the bundled pi sessions: the first compaction 9 calls early on compact.jsonl and at the same "
-            "call on pi-mono-before-compaction; in closed loop the preset and pi compact before the same call at 3 of "
-            "the 30 calls either does (python -m compactlab.measure.oracles.pi_figures)",
-            test=f"{PI_ORACLE}test_pi_checks_only_between_prompt_runs_which_the_replay_cannot_express",
+            "harness checks 'run-start': the trigger asked only before a call that starts a prompt run (the first, "
+            "and one after a user prompt), the overflow path at every call; on the bundled pi sessions the first "
+            "firing at pi's call and the same calls compacted in closed loop, at 200,000 and 64,000 "
+            "(python -m compactlab.measure.oracles.pi_figures)",
+            test=f"{PI_ORACLE}test_the_preset_checks_only_where_pi_checks_between_prompt_runs",
         ),
         Rule(
             "a message's tokens: ceil(chars / 4) of its text, thinking, tool names and JSON.stringify(arguments); "

@@ -202,7 +202,8 @@ def pi() -> Preset:
         "agent-session.ts _checkCompaction (overflow: one compact-and-retry)",
         pi.__doc__ or "",
         # pi's code keeps 16,384 whatever the model's window (issue 42): a simulated window is run as a model of it.
-        harness=replace(SOURCE_HARNESS, emergency=True, window="as-is"),
+        # It checks only between prompt runs (agent_end, before the next prompt), never inside a tool loop.
+        harness=replace(SOURCE_HARNESS, emergency=True, window="as-is", checks="run-start"),
     )
 
 

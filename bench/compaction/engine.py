@@ -1,6 +1,8 @@
 """The compaction engine: when to compact, calling the strategy, and keeping itself safe.
 
-Before each LLM call the driver (an agent, or the replay) asks `Engine.before_call(context)`.
+Before each LLM call the driver (an agent, or the replay) asks `Engine.before_call(context)`: before
+every call, or only before those that start a prompt run when the harness says the design checks
+only there (`Harness.checks`, which the driver honours: the engine does not know the calls' places).
 The engine measures the context with the run's estimator, checks the trigger, calls the strategy
 when it fires, and returns the new context with a `CompactionEvent` describing what happened
 (inspect_ai's vocabulary: `tokens_before` / `tokens_after`). It knows only the strategy interface.

@@ -60,7 +60,7 @@ def render() -> str:
             "",
             f"Harness: pin_task {_on(harness.pin_task)}, loop_guard {_on(harness.loop_guard)}, emergency "
             f"{_on(harness.emergency)}, anchor_output {_on(harness.anchor_output)}, absolute sizes under a simulated "
-            f"window: {harness.window}, a kept tail counted by: {harness.pieces}. "
+            f"window: {harness.window}, a kept tail counted by: {harness.pieces}, trigger asked: {harness.checks}. "
             f"Trigger: {_trigger(preset.trigger)}. Estimator: `{preset.estimator}`."
             + (f" Choices: {preset.choices}." if preset.choices else ""),
             "",

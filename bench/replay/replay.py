@@ -7,7 +7,8 @@ but the replay appends what it recorded anyway. So the numbers say what a strate
 removes from the context a real session built, and whether the facts its real next steps needed
 were still there; they cannot say what the agent would have done instead.
 
-`replay_plain` is the definition: every message in order, the engine asked before every call.
+`replay_plain` is the definition: every message in order, the engine asked before every call (its
+trigger only before the calls the preset's harness checks at, `Harness.checks`).
 `replay` gives the same rows faster (what a run uses): it starts at the setting's first
 compaction with the uncompacted replay's rows before it, and rows the calls between compactions in
 bulk (`compactlab.replay.fast`); tests/replay/test_fast_path_equals_plain.py checks the two agree on every bundled dataset.
@@ -90,7 +91,8 @@ def _set_up(
     window, trigger = window_and_trigger(
         strategy, setting.trigger, windows or ContextWindows(), first_call.model, session.context_window, session.agent_version
     )
-    base = uncompacted(meter, window, harness_of(strategy).anchor_output)
+    harness = harness_of(strategy)
+    base = uncompacted(meter, window, harness.anchor_output, harness.checks)
     walk = Walk(session, setting, base)
     engine = Engine(
         strategy=strategy,
@@ -99,7 +101,7 @@ def _set_up(
         count_tokens=meter.count,
         trigger=trigger,
         summarizer=summarizer,
-        harness=harness_of(strategy),
+        harness=harness,
         text_tokens=meter.text_counter(),
     )
     markers = {m.at_message: m for m in session.compactions}
@@ -118,8 +120,8 @@ def _set_up(
 
 
 def _step(setup: _Setup, index: int) -> None:
-    """Message `index`: a production compaction noted there, the engine asked before a call, the
-    call's row, then the message appended to the context."""
+    """Message `index`: a production compaction noted there, the engine asked before a call (its
+    trigger where the harness checks, `Harness.checks`), the call's row, then the message appended."""
     walk, engine, message = setup.walk, setup.engine, setup.session.messages[index]
     if index in setup.markers:
         walk.production_compaction()
@@ -132,7 +134,8 @@ def _step(setup: _Setup, index: int) -> None:
             context, event = engine.emergency(walk.context(index), reason="manual" if marker.trigger == "manual" else "threshold")
             walk.note_compaction(event, index, context, real=True, excluded=setup.excluded.get(index))
     if message.call is not None:
-        if not setup.recorded_mode and engine.due(tokens := walk.trigger_tokens(index)):
+        asked = not setup.recorded_mode and setup.base.asks_trigger(len(walk.rows["full_tokens"]))
+        if asked and engine.due(tokens := walk.trigger_tokens(index)):
             context, event = engine.before_call(walk.context(index), tokens)
             walk.note_compaction(event, index, context)
         row = walk.measure(index, message)

@@ -4,20 +4,25 @@ Until a setting's trigger first fires, its replay is the recorded session itself
 the whole history, the strategy has not been called and the engine's state is untouched. So a
 sweep computes these rows once per session, estimator and window, and each setting copies the
 rows before its first compaction and walks on from there (`compactlab.replay.walk`). The numbers come from
-the same arithmetic in the same order as the walk's, so the copied rows equal walked ones.
+the same arithmetic in the same order as the walk's, so the copied rows equal walked ones. Which
+calls the trigger is asked before (`Harness.checks`) is decided here too (`checked`), once, for the
+walk, the coasting fast path and the first stop alike.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from compactlab.compaction.overflow import silent_overflow
+from compactlab.contract import CheckRule
 from compactlab.memo import IdentityMemo
 from compactlab.replay.prompt_size import hybrid_tokens, measured_ratio, measured_size, own_estimate
+from compactlab.sessions.model import Message, ToolResultPart
 from compactlab.tokens.estimators import Hybrid
 from compactlab.tokens.metering import Meter
 
@@ -48,6 +53,12 @@ class Uncompacted:
     ratios: list[float]  # each call's measured ratio (`compactlab.replay.prompt_size.measured_ratio`)
     # Whether the hybrid anchor (the last prompt's size) adds that call's output (`Harness.anchor_output`).
     anchor_output: bool = True
+    # Per call: whether the trigger is asked before it (`Harness.checks`; `run_starts`). Empty: every call.
+    checked: tuple[bool, ...] = ()
+
+    def asks_trigger(self, call: int) -> bool:
+        """Whether the engine's trigger is asked before recorded call `call` (`Harness.checks`)."""
+        return not self.checked or self.checked[call]
 
     @property
     def positions(self) -> list[int]:
@@ -69,21 +80,24 @@ class Uncompacted:
             "over": np.array(self.columns["over_window"], dtype=bool),
             "ratios": np.array(self.ratios, dtype=float),
             "outputs": np.array(self.columns["output_tokens"], dtype=float),
+            "checked": np.array(self.checked or [True] * len(self.positions), dtype=bool),
         }
 
     def first_stop(self, fires_from: float) -> int | None:
-        """The first call where a trigger that fires from `fires_from` tokens fires or the prompt
-        overflows: where a setting's replay starts to differ from this one."""
+        """The first call where a trigger that fires from `fires_from` tokens fires (at a call it is
+        asked before) or the prompt overflows: where a setting's replay starts to differ from this one."""
         peaks, first_over = self._stops
         stop = min(int(np.searchsorted(peaks, fires_from, side="left")), first_over)
         return stop if stop < len(peaks) else None
 
     @cached_property
     def _stops(self) -> tuple[np.ndarray, int]:
-        """The largest trigger size up to each call, and the first call that overflows: every
-        setting of a sweep asks `first_stop`, which is then a binary search."""
+        """The largest trigger size up to each call among the calls the trigger is asked before, and
+        the first call that overflows: every setting of a sweep asks `first_stop`, which is then a
+        binary search."""
         over = np.flatnonzero(self.arrays["over"])
-        return np.maximum.accumulate(self.arrays["trigger"]), int(over[0]) if len(over) else len(self.arrays["over"])
+        asked = np.where(self.arrays["checked"], self.arrays["trigger"], -np.inf)
+        return np.maximum.accumulate(asked), int(over[0]) if len(over) else len(self.arrays["over"])
 
     def marker_between(self, after: int, before: int) -> bool:
         """Whether a recorded compaction marker lies at an index in (after, before)."""
@@ -94,12 +108,30 @@ class Uncompacted:
 _REPLAYS: IdentityMemo[Uncompacted] = IdentityMemo(8)
 
 
-def uncompacted(meter: Meter, window: int, anchor_output: bool = True) -> Uncompacted:
-    """The uncompacted replay of `meter.session` (kept for the few last sessions asked for)."""
-    return _REPLAYS.get((meter,), (window, anchor_output), lambda: _compute(meter, window, anchor_output))
+def uncompacted(meter: Meter, window: int, anchor_output: bool = True, checks: CheckRule = "every-call") -> Uncompacted:
+    """The uncompacted replay of `meter.session` (kept for the few last sessions asked for), its
+    trigger asked before the calls `checks` says (`Harness.checks`)."""
+    return _REPLAYS.get((meter,), (window, anchor_output, checks), lambda: _compute(meter, window, anchor_output, checks))
 
 
-def _compute(meter: Meter, window: int, anchor_output: bool) -> Uncompacted:
+def run_starts(messages: Sequence[Message]) -> tuple[bool, ...]:
+    """Per recorded call of `messages`: whether it starts a prompt run, the calls a design that
+    checks only between runs asks its trigger before (`Harness.checks` "run-start"). The first
+    call starts one, and so does a call with a user message (not a tool result, not an
+    instruction) since the previous call: the user's next prompt. A call after tool results alone
+    continues its run's tool loop."""
+    starts: list[bool] = []
+    prompted = True  # the first call starts the first run
+    for message in messages:
+        if message.call is not None:
+            starts.append(prompted)
+            prompted = False
+        elif message.role == "user" and not message.instruction and not any(isinstance(p, ToolResultPart) for p in message.parts):
+            prompted = True
+    return tuple(starts)
+
+
+def _compute(meter: Meter, window: int, anchor_output: bool, checks: CheckRule) -> Uncompacted:
     messages = meter.session.messages
     markers = sorted({m.at_message for m in meter.session.compactions})
     first_marker = markers[0] if markers else len(messages)
@@ -151,4 +183,7 @@ def _compute(meter: Meter, window: int, anchor_output: bool) -> Uncompacted:
         running += tokens[index]
         history.append(running)
         known_before.append(known)
-    return Uncompacted(meter, window, tokens, history, known_before, markers, trigger_tokens, columns, ratios, anchor_output)
+    checked = run_starts(messages) if checks == "run-start" else ()
+    return Uncompacted(
+        meter, window, tokens, history, known_before, markers, trigger_tokens, columns, ratios, anchor_output, checked
+    )

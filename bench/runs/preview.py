@@ -55,7 +55,7 @@ def compact(
     window, trigger = window_and_trigger(strategy, None, windows or ContextWindows(), model, session.context_window)
     meter = Meter(session, estimator_name)
     harness = harness_of(strategy)
-    base = uncompacted(meter, window, harness.anchor_output)
+    base = uncompacted(meter, window, harness.anchor_output, harness.checks)
     if at_call is not None:
         if not 0 <= at_call < len(positions):
             raise ValueError(f"--at {at_call}: the session has calls 0 to {len(positions) - 1}")
@@ -119,9 +119,10 @@ def _measured_at(base: Uncompacted, call: int) -> Callable[[Context], int]:
 
 
 def _first_firing(base: Uncompacted, trigger: Trigger, window: int) -> tuple[int, str]:
-    """The first call whose size, as a replay's trigger sees it, fires `trigger`."""
+    """The first call whose size, as a replay's trigger sees it, fires `trigger` (among the calls the
+    trigger is asked before, `Harness.checks`)."""
     for call, tokens in enumerate(base.trigger_tokens):
-        if trigger.check(tokens, window):
+        if base.asks_trigger(call) and trigger.check(tokens, window):
             return call, "trigger"
     return len(base.trigger_tokens) - 1, "last call (the trigger never fired in this session)"
 

@@ -8,8 +8,17 @@ import pytest
 
 from compactlab.contract import CompactionRequest, Context
 from compactlab.measure.oracles import pi_figures
-from compactlab.measure.oracles.pi_figures import ORACLES, Oracle, closed_loop, first_apart, preset_cut, seen_at, trigger_of
+from compactlab.measure.oracles.pi_figures import (
+    ORACLES,
+    Oracle,
+    closed_loop_calls,
+    first_apart,
+    preset_cut,
+    seen_at,
+    trigger_of,
+)
 from compactlab.replay.setting import estimator_of
+from compactlab.replay.uncompacted import run_starts
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.metering import Meter
 
@@ -74,14 +83,29 @@ def test_the_trigger_fires_at_pis_check_points_as_pis_should_compact(window: int
             assert fires == check["compacts"][str(size)], (oracle.session.id, check["at"])
 
 
-def test_pi_checks_only_between_prompt_runs_which_the_replay_cannot_express() -> None:
-    # A listed deviation: the replay asks before every call, pi only at a run's end. Measured here so
-    # the rule's figures stay true: the first firing is 9 calls early on one session, and in closed
-    # loop the two compact before few of the same calls.
-    apart = [first_apart(PI, o) for o in FOUND]
-    assert apart == [-9, 0]
-    both, either = map(sum, zip(*(closed_loop(PI, o) for o in FOUND), strict=True))
-    assert (both, either) == (3, 30)
+def test_the_preset_checks_only_where_pi_checks_between_prompt_runs() -> None:
+    # pi asks shouldCompact at a run's end and before the next prompt, never inside a tool loop
+    # (harness checks "run-start"). Asked before every call, the preset fired 9 calls early on
+    # compact.jsonl at 64,000 and compacted before 3 of the 30 calls either compacts before in closed loop.
+    assert PI.harness.checks == "run-start"
+    for window in (pi_figures.REAL, pi_figures.SIMULATED):
+        apart = [first_apart(PI, o, window) for o in FOUND]
+        # None: pi-mono-before-compaction's production agent compacted (message 352) before either fires at 200,000.
+        assert apart == ([0, None] if window == pi_figures.REAL else [0, 0]), window
+        for oracle in FOUND:
+            mine, theirs = closed_loop_calls(PI, oracle, window)
+            assert mine == theirs and mine, (oracle.session.id, window)
+
+
+@pytest.mark.parametrize("oracle", FOUND, ids=lambda o: o.session.id)
+def test_the_preset_never_compacts_inside_a_tool_loop_but_on_overflow(oracle: Oracle) -> None:
+    starts = run_starts(oracle.session.messages)
+    rows = pi_figures.replayed_at(PI, oracle.session, pi_figures.SIMULATED).compactions
+    assert "threshold" in {r.event.reason for r in rows} <= {"threshold", "silent_overflow"}
+    for row in rows:
+        assert starts[row.call] == (row.event.reason == "threshold"), row.call
+        if row.event.reason == "threshold":  # the call right after the user's prompt
+            assert oracle.session.messages[row.message_index - 1].role == "user"
 
 
 def test_a_split_turn_with_nothing_before_it_gets_the_turn_summary_alone_a_listed_deviation() -> None:

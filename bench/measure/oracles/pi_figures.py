@@ -10,14 +10,20 @@ two agree:
   shows it there (the run's last call, prompt + output, and the estimate of the messages since, up to
   the next call), at the real window and at a simulated 64,000 (the preset's harness applied);
 - first firing: the call pi first compacts before (its first check point that compacts) against the
-  call of the preset's first compaction in compactlab's replay; calls apart;
+  call of the preset's first compaction in compactlab's replay, calls apart, at the real window and at
+  64,000. Only up to the session's first production compaction: past it the oracle reads pi's recorded
+  usage, which measures the production agent's compacted prompt, and the replay the whole history,
+  so the two firings are no longer the same quantity (None; the closed loop compares them there);
 - cut: the first kept message of `Preset.compact` on `messages[:at]` against `prepareCompaction`'s,
   at pi's check points and before every recorded call; kept: the kept tail counted by pi's
   `estimateTokens`, compactlab's (its kept messages by the oracle's estimates) minus pi's;
 - closed loop: the calls the preset compacts before in its own replay at 64,000 against the calls pi
   would compact before fed the same replayed prompts: at each of pi's check points, the replay's last
   call's prompt + output against pi's recorded threshold (`compacts_above`, found by asking pi's
-  `shouldCompact`, a comparison of that one number).
+  `shouldCompact`, a comparison of that one number); and pi's overflow path (agent-session.ts
+  `_checkCompaction` case 1: the provider refuses a prompt over the window, the error ends the run,
+  pi compacts and retries that call) at any call whose replayed prompt is over the window, as it
+  stood before any compaction there (a compaction row's `tokens_before`, else the call's row).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[3]
 ORACLES = ROOT / "tests" / "data" / "oracles" / "pi"
 SESSIONS = ROOT / "datasets" / "pi-sessions" / "sessions"
 SIMULATED = 64_000
+REAL = 200_000  # the bundled pi sessions' Claude models' window (the oracle's real one)
 
 
 @dataclass(frozen=True)
@@ -103,8 +110,8 @@ def figures(preset: Preset, found: list[Oracle]) -> dict:
     cuts = {"prompt": [0, 0], "call": [0, 0]}
     kept_diff: list[int] = []
     trigger = {"real": [0, 0], "simulated": [0, 0]}
-    first: list[int | None] = []
-    closed = [0, 0]
+    first: dict[str, list[int | None]] = {"real": [], "simulated": []}
+    closed = {"real": [0, 0], "simulated": [0, 0]}
     for oracle in found:
         messages = oracle.session.messages
         meter = Meter(oracle.session, estimator_of(preset))
@@ -129,10 +136,11 @@ def figures(preset: Preset, found: list[Oracle]) -> dict:
                     continue
                 trigger[label][0] += pi_says == (trig.check(seen_at(preset, oracle, check), size) is not None)
                 trigger[label][1] += 1
-        first.append(first_apart(preset, oracle))
-        agree, total = closed_loop(preset, oracle)
-        closed[0] += agree
-        closed[1] += total
+        for label, window in (("real", REAL), ("simulated", SIMULATED)):
+            first[label].append(first_apart(preset, oracle, window))
+            agree, total = closed_loop(preset, oracle, window)
+            closed[label][0] += agree
+            closed[label][1] += total
     return {
         "estimate": estimate,
         "cut_prompt": cuts["prompt"],
@@ -140,26 +148,39 @@ def figures(preset: Preset, found: list[Oracle]) -> dict:
         "kept_diff": _spread(kept_diff),
         "trigger_real": trigger["real"],
         "trigger_simulated": trigger["simulated"],
-        "first_firing_calls_apart": first,
-        "closed_loop": closed,
+        "first_firing_real": first["real"],
+        "first_firing_simulated": first["simulated"],
+        "closed_loop_real": closed["real"],
+        "closed_loop_simulated": closed["simulated"],
     }
 
 
-def _replayed(preset: Preset, session: Session, window: int):
+def replayed_at(preset: Preset, session: Session, window: int):
     return replay(session, Setting("pi-oracle", preset.name), ContextWindows(overrides={"": window}), strategy=preset)
 
 
 def first_apart(preset: Preset, oracle: Oracle, window: int = SIMULATED) -> int | None:
-    """The preset's first compaction's call minus pi's (None when either never compacts)."""
-    pi_call = next((c["calls"] for c in oracle.of("prompt") if c["compacts"][str(window)]), None)
-    rows = _replayed(preset, oracle.session, window).compactions
+    """The preset's first compaction's call minus pi's (None when either does not compact before the
+    session's first production compaction, where the oracle's usage stops describing the history)."""
+    messages = oracle.session.messages
+    marker = min((m.at_message for m in oracle.session.compactions), default=len(messages))
+    # The first call after the production compaction is still asked on the usage recorded before it.
+    last = sum(m.call is not None for m in messages[:marker])
+    pi_call = next((c["calls"] for c in oracle.of("prompt") if c["compacts"][str(window)] and c["calls"] <= last), None)
+    rows = [r for r in replayed_at(preset, oracle.session, window).compactions if r.call <= last]
     mine = rows[0].call if rows else None
     return None if pi_call is None or mine is None else mine - pi_call
 
 
 def closed_loop(preset: Preset, oracle: Oracle, window: int = SIMULATED) -> tuple[int, int]:
     """(calls both compact before, calls either does) on the preset's own replay at `window`."""
-    replayed = _replayed(preset, oracle.session, window)
+    mine, theirs = closed_loop_calls(preset, oracle, window)
+    return len(mine & theirs), len(mine | theirs)
+
+
+def closed_loop_calls(preset: Preset, oracle: Oracle, window: int = SIMULATED) -> tuple[set[int], set[int]]:
+    """The calls the preset compacts before in its own replay at `window`, and those pi would."""
+    replayed = replayed_at(preset, oracle.session, window)
     mine = {row.call for row in replayed.compactions}
     sizes = replayed.calls["context_tokens"]
     outputs = [m.call.output_tokens for m in oracle.session.messages if m.call is not None]
@@ -169,7 +190,11 @@ def closed_loop(preset: Preset, oracle: Oracle, window: int = SIMULATED) -> tupl
         number = check["calls"]  # pi compacts before this call when the last call it made was over
         if 0 < number < len(sizes) and sizes[number - 1] + outputs[number - 1] > above:
             theirs.add(number)
-    return len(mine & theirs), len(mine | theirs)
+    sent = list(sizes)  # each call's prompt before any compaction there: what the provider would get
+    for row in reversed(replayed.compactions):  # the first compaction of a call says it
+        sent[row.call] = row.event.tokens_before
+    theirs |= {number for number, tokens in enumerate(sent) if number not in theirs and tokens > window}
+    return mine, theirs
 
 
 def _spread(values: list[int]) -> dict:
@@ -197,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(found))
         return 0
     for name, value in found.items():
-        if name != "first_firing_calls_apart" and isinstance(value, list) and len(value) == 2:
+        if not name.startswith("first_firing") and isinstance(value, list) and len(value) == 2:
             print(f"{name:26} {value[0]:5} / {value[1]:5}  {100 * value[0] / max(value[1], 1):.1f}%")
         else:
             print(f"{name:26} {value}")

@@ -42,7 +42,7 @@ class Coasting:
         the index after the last call rowed; the session's length at its end).
 
         A call needs the engine when the trigger fires there (the context reaches `fires_from`
-        tokens) or the prompt overflows the window (unless `overflow_stops` is false: the engine
+        tokens, at a call the trigger is asked before) or the prompt overflows the window (unless `overflow_stops` is false: the engine
         would not try an emergency compaction). Most of a replay is such stretches between
         compactions (docs/performance.md). The sizes are the kernel's (`compactlab.replay.prompt_size`)
         that `Walk.measure` and `Walk.trigger_tokens` call, over arrays; the walk takes the rows."""
@@ -67,7 +67,8 @@ class Coasting:
         else:
             trigger = own_estimate(before, walk.meter.local.prompt_overhead, walk.meter.offset)
         over = walk.over_window(context)
-        stops = np.flatnonzero((trigger >= fires_from) | over) if overflow_stops else np.flatnonzero(trigger >= fires_from)
+        fires = (trigger >= fires_from) & arrays["checked"][calls]  # only where the trigger is asked (`Harness.checks`)
+        stops = np.flatnonzero(fires | over) if overflow_stops else np.flatnonzero(fires)
         count = int(stops[0]) if len(stops) else len(positions)
         stop = int(positions[count]) if len(stops) else end
         self.look_ahead = 16 if len(stops) else min(2 * self.look_ahead, 4096)
