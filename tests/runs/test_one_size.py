@@ -55,6 +55,9 @@ def test_presets_count_their_tail_with_their_sources_estimator() -> None:
     assert SOURCE_HARNESS.pieces == "estimator"
     assert get_strategy("claude-code").harness.pieces == "measured"
     pi = get_strategy("pi")
+    # Asked before every call, so that this session's one long prompt run compacts at all (pi itself
+    # checks only between runs: Harness.checks); what is measured here is the tail's count alone.
+    pi = replace(pi, harness=replace(pi.harness, checks="every-call"))
     at_source = replay(HIGH_RATIO, Setting("pi", "pi"), WINDOW, strategy=pi)
     measured = replay(
         HIGH_RATIO, Setting("pi", "pi"), WINDOW, strategy=replace(pi, harness=replace(pi.harness, pieces="measured"))
