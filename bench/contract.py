@@ -247,6 +247,8 @@ class Trigger:
     reserve_by_version: the agent versions whose reserves differ (`VersionReserve`; `for_session`
         applies the first that covers the session's version): a version none covers, or a session
         that records none, keeps `reserve_tokens` and `reserve_by_model`.
+    reserve_inclusive: the reserve rule fires at window − reserve itself (opencode's count >= usable),
+        not only over it (pi's and Claude Code's `>`).
     """
 
     fraction: float = 0.8
@@ -257,6 +259,7 @@ class Trigger:
     target: float = 0.5
     reserve_by_model: tuple[tuple[str, int], ...] = ()
     reserve_by_version: tuple[VersionReserve, ...] = ()
+    reserve_inclusive: bool = False
 
     def for_session(self, model: str, version: str | None = None) -> Trigger:
         """This trigger for one model run by one agent version: the reserves of the version's
@@ -290,7 +293,8 @@ class Trigger:
         if self.absolute:
             levels.append((self.absolute, "threshold"))
         if self.reserve_tokens:
-            levels.append((window - self.reserve_tokens + 1, "threshold"))  # over window − reserve: sizes are whole tokens
+            # over window − reserve (sizes are whole tokens), or at it where the engine compares with >=
+            levels.append((window - self.reserve_tokens + (0 if self.reserve_inclusive else 1), "threshold"))
         return levels
 
     def check(self, tokens: int, window: int) -> Reason | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from compactlab.strategies.rule import ANCHOR, CHECKS, PRESET, REATTACH, Rule, appends_nothing, harness_rules, llm_summary
 
 PI_ORACLE = "tests/strategies/test_pi_oracle.py::"
+OC_ORACLE = "tests/strategies/test_opencode_oracle.py::"
 
 PI = "pi-mono packages/coding-agent/src/core/"
 OC = "opencode packages/opencode/src/session/"
@@ -120,8 +121,21 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
         Rule(
             "compact when total tokens ≥ usable = window − min(output limit, 32,000) − min(20,000, that)",
             f"{OC}overflow.ts:8-19 (:18 context − maxOutputTokens − reserved), 31-33",
-            "Trigger(reserve_tokens=52,000) (a 32,000-token output limit), scaled by simulated ÷ real window",
-            test=f"{ANCHOR}test_opencode_prunes_outputs_beyond_40000_tokens_before_summarizing",
+            "Trigger(reserve_tokens=52,000, reserve_inclusive: at window − reserve itself) (a 32,000-token output limit); "
+            "measured against opencode's own isOverflow after every reply of the bundled pi and Codex sessions "
+            "(python -m compactlab.measure.oracles.opencode_trigger): the same decision at 1,513 of 1,513 replies at "
+            "the real window and at a simulated 64,000 (scaled)",
+            test=f"{OC_ORACLE}test_the_trigger_fires_at_opencodes_usable_itself",
+        ),
+        Rule(
+            "at a model of a smaller window the reserve is the same 52,000 (usable 12,000 at 64,000 with a 32,000 output limit)",
+            f"{OC}overflow.ts:8-19",
+            "the reserve scaled by simulated ÷ the model's real window (harness window 'scaled')",
+            "compactlab's window table has no output limits, and a 64,000-token model's own (often 8,000 or less) is "
+            "unknown; 52,000 of 64,000 would compact at 12,000 tokens; measured at a simulated 64,000: the preset "
+            "(scaled) and opencode as written decide alike at 1,237 of 1,513 replies, opencode firing at the other 276 "
+            "(python -m compactlab.measure.oracles.opencode_trigger)",
+            test=f"{OC_ORACLE}test_opencode_keeps_its_reserve_at_a_simulated_window_which_the_preset_scales",
         ),
         Rule(
             "models with an input limit reserve 20,000 of it; an output limit under 32,000 reserves twice itself",
@@ -138,6 +152,13 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             f"{OC}overflow.ts:31-32",
             "hybrid anchor: last prompt + its output",
             test=f"{PRESET}test_seed_000_and_seed_004_anchor_on_the_prompt_alone",
+        ),
+        Rule(
+            "checked after each reply with that reply's usage alone (the step's finish; before the next step, the last "
+            "finished reply's): the tool results and the prompt since are not counted",
+            f"{OC}processor.ts (finish-step: isOverflow(usage.tokens)), prompt.ts (lastFinished.tokens)",
+            "estimator usage: the last prompt + its output, the messages since not added (chars/4 with no usage)",
+            test=f"{OC_ORACLE}test_the_trigger_counts_the_last_replys_usage_alone",
         ),
         Rule(
             "pruning: completed tool outputs beyond the newest 40,000 tokens, if more than 20,000; 'skill' protected",

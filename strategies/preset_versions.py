@@ -38,7 +38,7 @@ VERSIONS: dict[str, Version] = {
         "none known: the newest stored snapshot is this commit (its oracle, tests/data/oracles/pi, was made from it)",
     ),
     "opencode": Version(
-        "sst/opencode 31e22f65 (the reserve); anomalyco/opencode 08f74b9 (overflow.ts) and 001aa6cc (prune), as the search index stores them",
+        "sst/opencode 31e22f65 (overflow.ts: the trigger and its reserve); anomalyco/opencode 001aa6cc (prune), as the search index stores them",
         NOT_FETCHABLE,
         "opencode V2 keeps a tail and updates its summary instead of replacing the history (issue 48)",
     ),

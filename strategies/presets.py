@@ -219,15 +219,16 @@ def opencode() -> Preset:
             stages=(Prune(steps_as_turns=False, prune_errors=False, keep_small=False), opencode_summary()),
             stop_when_under_target=False,
         ),
-        Trigger(fraction=1.0, reserve_tokens=52_000),
-        "hybrid",
+        # isOverflow: tokenCount(the last reply's usage) >= usable, the messages since not counted.
+        Trigger(fraction=1.0, reserve_tokens=52_000, reserve_inclusive=True),
+        "usage",
         "sst/opencode packages/opencode/src/session/overflow.ts (usable = window − min(output, 32,000) − "
         "min(20,000, output); isOverflow) and packages/opencode/src/session/compaction.ts (prune: PRUNE_PROTECT 40000, PRUNE_MINIMUM 20000; select "
         "and splitTurn: whole turns within preserveRecentBudget clamp(usable·0.25, 2000, 15000); processCompaction); "
         "prompt compaction-suffix.ts",
         opencode.__doc__ or "",
         choices="output limit: 32,000 (ProviderTransform.maxOutputTokens' OUTPUT_TOKEN_MAX), so 52,000 reserved, scaled "
-        "by simulated ÷ the model's real window; compaction.prune: on; summary output budget: 4,096",
+        "by simulated ÷ the model's real window (a listed deviation); compaction.prune: on; summary output budget: 4,096",
         harness=replace(SOURCE_HARNESS, emergency=True),
     )
 

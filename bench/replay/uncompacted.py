@@ -158,7 +158,8 @@ def _compute(meter: Meter, window: int, anchor_output: bool, checks: CheckRule) 
             if known is None or not uses_usage:
                 trigger_tokens.append(own_estimate(running, prompt_overhead, offset))
             else:  # hybrid: the last prompt's size plus the messages after it
-                trigger_tokens.append(hybrid_tokens(known[1], running, history[known[0]]))
+                covered = history[known[0]] if meter.counts_newer else running  # usage alone: nothing since
+                trigger_tokens.append(hybrid_tokens(known[1], running, covered))
             # After the production agent compacted, the recorded count describes its compacted
             # prompt, not this history: the history is sized with the last ratio measured before.
             full = measured_size(overhead, running, ratio) if real_compaction_seen else call.prompt_tokens

@@ -113,7 +113,8 @@ class Walk:
         if self.known is None or not self.uses_usage:
             return own_estimate(self.context_sum, self.meter.local.prompt_overhead, self.meter.offset)
         history = self.base.history_tokens
-        return hybrid_tokens(self.known[1], history[index], history[self.known[0]])
+        covered = history[self.known[0]] if self.meter.counts_newer else history[index]  # usage alone: nothing since
+        return hybrid_tokens(self.known[1], history[index], covered)
 
     def start_at(self, index: int) -> None:
         """Take over the uncompacted replay's rows and running state before message `index`: until a

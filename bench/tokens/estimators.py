@@ -14,6 +14,7 @@ up by name, with "did you mean" on typos.
 | tiktoken-cl100k, tiktoken-o200k | OpenAI's real tokenizers + OpenAI chat framing | exact for GPT-4/4o-era models |
 | hybrid | last reported prompt+output tokens + chars/4 of newer messages | seed 004, pi, opencode, Codex |
 | hybrid-chars/3.5 | the same with chars/3.5 for the newer messages | seed 000 |
+| usage | the last reported prompt+output tokens alone (chars/4 with none reported) | opencode |
 | pi-chars/4, hybrid-pi | pi's own estimateTokens: ceil(chars/4) per message (`compactlab.tokens.pi_estimate`), alone or after the last usage | pi |
 | calibrated | a·(tiktoken-o200k) + b, the fit shipped per model family (bench/tokens/calibration_fit.json) | private tokenizers (Claude, Gemini, DeepSeek) |
 """
@@ -125,17 +126,20 @@ class Hybrid:
 
     `tokens` of the known usage is the last call's prompt plus its output (the reply is part of
     the next prompt). With no known usage (first call, or right after a compaction) it falls back
-    to the base estimator over the whole prompt.
+    to the base estimator over the whole prompt. `newer` off: the messages since are not added, the
+    last usage alone is the count, as opencode's isOverflow reads the last reply's tokens (`usage`).
     """
 
     base: str = "chars/4"
     name: str = "hybrid"
+    newer: bool = True
 
     def estimate(self, messages: Sequence[Message], framing: Framing, cache: TokenCache, known: KnownUsage | None) -> float:
         base = local_estimator(self.base)
         if known is None:
             return estimate(base, messages, framing, cache)
-        return known.tokens + sum(base.message_tokens(m, framing, cache) for m in messages[known.upto :])
+        since = messages[known.upto :] if self.newer else ()
+        return known.tokens + sum(base.message_tokens(m, framing, cache) for m in since)
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,7 @@ for _estimator in (
     Tiktoken("o200k_base"),
     Hybrid(),
     Hybrid(base="chars/3.5", name="hybrid-chars/3.5"),
+    Hybrid(name="usage", newer=False),
     PiEstimate(),
     Hybrid(base="pi-chars/4", name="hybrid-pi"),
     Calibrated(),

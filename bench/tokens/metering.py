@@ -148,6 +148,11 @@ class Meter:
         return self._written.of(messages, size)
 
     @property
+    def counts_newer(self) -> bool:
+        """Whether a count from the provider's usage adds the messages after it (`Hybrid.newer`)."""
+        return getattr(self.estimator, "newer", True)
+
+    @property
     def uses_usage(self) -> bool:
         """Whether the estimator starts from the provider's last reported count when there is one."""
         return isinstance(self.estimator, Hybrid)
@@ -159,8 +164,9 @@ class Meter:
 
     def from_usage(self, reported: int, newer_sum: float) -> int:
         """A whole prompt's estimate from the provider's count of its prefix (prompt + output of the
-        last call) and the summed estimates of the messages after that prefix."""
-        return round(reported + newer_sum)
+        last call) and the summed estimates of the messages after that prefix (not added by a
+        hybrid that counts the last usage alone: `Hybrid.newer`)."""
+        return round(reported + newer_sum) if self.counts_newer else round(reported)
 
     def __call__(self, context: Context) -> int:
         """The estimated prompt tokens of the whole context, as the trigger sees it."""

@@ -13,7 +13,9 @@ import pytest
 
 from compactlab.measure.engine_oracle import read_oracle
 from compactlab.measure.oracles.opencode import agreement, digest, preset_erased
+from compactlab.measure.oracles.opencode_trigger import decisions, session_of
 from compactlab.sessions.importers import load_file
+from compactlab.strategies.registry import get_strategy
 from tests.conftest import bundled
 
 ORACLES = Path(__file__).parents[1] / "data" / "oracles" / "opencode"
@@ -63,3 +65,50 @@ def test_an_errored_result_is_never_erased() -> None:
     last = max(oracle["checks"], key=lambda c: c["erased"])
     erased = preset_erased(session, last["messages"])
     assert errors and not errors & set(erased) and digest(erased) == last["erased_digest"]
+
+
+# The trigger: opencode's isOverflow after every reply with usage (issue 42), against the preset's
+# trigger before the next call (compactlab.measure.oracles.opencode_trigger).
+TRIGGER_ORACLES = sorted(ORACLES.glob("*.json"))
+
+
+def trigger_decisions(label: str) -> list:
+    found = []
+    for path in TRIGGER_ORACLES:
+        oracle = read_oracle(path)
+        found += decisions(oracle, session_of(oracle), label)
+    return found
+
+
+@pytest.mark.parametrize("label", ["real", "simulated"])
+def test_the_trigger_fires_after_the_replies_where_opencodes_isoverflow_does(label: str) -> None:
+    # Fails on the preset before issue 42 at the real window: it added the new tool results to the
+    # last usage and fired one call early (pi-mono-before-compaction reply 261, compact reply 518).
+    found = trigger_decisions(label)
+    fired = sum(d.opencode for d in found)
+    assert len(found) > 1_500 and 0 < fired < len(found)
+    assert [d for d in found if not d.same] == []
+
+
+def test_the_trigger_counts_the_last_replys_usage_alone() -> None:
+    # opencode's tokenCount of the reply's usage is what the preset's trigger is shown before the next
+    # call: the tool results and the prompt since are not estimated and added (estimator `usage`).
+    found = trigger_decisions("real")
+    assert [d for d in found if d.seen != d.count] == []
+
+
+def test_the_trigger_fires_at_opencodes_usable_itself() -> None:
+    # isOverflow is `count >= usable`: fails on the preset before issue 42, which fired only over it.
+    oracle = read_oracle(ORACLES / "compact.json")
+    check = next(c for c in oracle["checks"] if "reply" in c)
+    usable, window = check["real"]["usable"], check["real"]["window"]
+    trigger = get_strategy("opencode").trigger
+    assert trigger.check(usable, window) == "threshold" and trigger.check(usable - 1, window) is None
+
+
+def test_opencode_keeps_its_reserve_at_a_simulated_window_which_the_preset_scales() -> None:
+    # A listed choice (docs/preset-rules.md): at a 64,000-token model with a 32,000-token output limit
+    # opencode's usable is 12,000; the preset scales its 52,000 reserve to the window it simulates.
+    found = trigger_decisions("simulated_as_is")
+    apart = [d for d in found if not d.same]
+    assert apart and all(d.opencode and not d.preset for d in apart)

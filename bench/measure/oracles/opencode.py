@@ -1,4 +1,4 @@
-"""opencode's own prune and overflow check, run on sessions: the oracle the opencode preset is tested
+"""opencode's own prune and overflow check (isOverflow), run on sessions: the oracle the opencode preset is tested
 against (issue 42).
 
     python -m compactlab.measure.engine_oracle opencode --engine-source GIT_DIR SESSION ...
@@ -29,10 +29,14 @@ A compactlab Session becomes opencode's message/part model (MessageV2.WithParts)
 Check points: before every assistant message (what the session holds when the next call is made),
 and the session's end. Each check holds `messages` (how many compactlab messages the prefix has),
 `erased` (how many tool outputs prune clears; 0 when `pruned` ≤ PRUNE_MINIMUM) and `erased_digest` (`digest`
-of their call ids),
-`pruned` and `total` (prune's own token sums), and, where the message before the point is an assistant
-reply with usage, `count` (tokenCount of its usage), `usable` and `overflow` (isOverflow) at the
-window compactlab gives the session's model (`window`), with a 32,000-token output limit.
+of their call ids), `pruned` and `total` (prune's own token sums). Where the last assistant reply
+before the point has usage (so at every reply with usage, once), also `reply` (its message index),
+`count` (tokenCount of its usage: input, output with reasoning, cache read and write, as compactlab
+records them) and what opencode's `usable` and `isOverflow` say after it (opencode checks after each
+reply, with its usage) at three models, each `{window, usable, overflow}`: `real`, the window compactlab
+gives the model (the session's recorded window first) with a 32,000-token output limit; `simulated`, a
+64,000-token window scaled as the preset's harness scales its reserve (`limits`); `simulated_as_is`,
+a 64,000-token model with opencode's own 32,000 + 20,000 reserve.
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ TOKEN = "packages/opencode/src/util/token.ts"
 OVERFLOW = "packages/opencode/src/session/overflow.ts"
 COMPACTION = "packages/opencode/src/session/compaction.ts"
 OUTPUT_LIMIT = 32_000  # ProviderTransform.OUTPUT_TOKEN_MAX: compactlab's window table has no output limits
+RESERVED = 20_000  # overflow.ts COMPACTION_BUFFER, min(20,000, the output limit): what the scaled window scales
+SIMULATED = 64_000  # the simulated window the trigger is also recorded at
 DRIVER = Path(__file__).with_name("opencode_driver.mjs")
 TRANSFORM_STUB = """export namespace ProviderTransform {
   export const OUTPUT_TOKEN_MAX = 32_000
@@ -115,17 +121,38 @@ def to_opencode(session: Session) -> tuple[list[dict], list[int]]:
     return msgs, made_before
 
 
+def limits(real: int, simulated: int | None = None, scaled: bool = False) -> dict:
+    """The model opencode's usable() and isOverflow() are given: the window compactlab gives the
+    model (`real`), or a simulated one as-is (opencode's own reserve for a model of that window) or
+    scaled as the preset's harness scales its reserve (`cfg.compaction.reserved`, opencode's own
+    setting, and the output limit set so that window − output − reserved = simulated − round(52,000 ×
+    simulated ÷ real), the preset's scaled trigger)."""
+    if simulated is None:
+        return {"context": real, "output": OUTPUT_LIMIT, "cfg": {}}
+    if not scaled:
+        return {"context": simulated, "output": OUTPUT_LIMIT, "cfg": {}}
+    output = round(OUTPUT_LIMIT * simulated / real)
+    reserve = round((OUTPUT_LIMIT + RESERVED) * simulated / real)
+    return {"context": simulated, "output": output, "cfg": {"compaction": {"reserved": reserve - min(output, OUTPUT_LIMIT)}}}
+
+
 def check_points(session: Session, windows: ContextWindows) -> list[dict]:
-    """Before every assistant message, and the end: the prefix, and the last reply's usage."""
+    """Before every assistant message, and the end: the prefix, and the usage of the reply before
+    the point (every assistant reply with usage is the last reply before exactly one point)."""
     messages = session.messages
     points = []
     for end in [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0] + [len(messages)]:
         point: dict = {"messages": end}
-        last = next((m for m in reversed(messages[:end]) if m.role == "assistant"), None)
-        if last is not None and messages[end - 1] is last and last.call is not None:
-            call = last.call
-            point["window"] = windows.lookup(call.model).tokens
-            point["output"] = OUTPUT_LIMIT
+        reply = next((i for i in range(end - 1, -1, -1) if messages[i].role == "assistant"), None)
+        call = messages[reply].call if reply is not None else None
+        if reply is not None and call is not None:
+            real = windows.lookup(call.model, session.context_window).tokens
+            point["reply"] = reply
+            point["windows"] = {
+                "real": limits(real),
+                "simulated": limits(real, SIMULATED, scaled=True),
+                "simulated_as_is": limits(real, SIMULATED),
+            }
             point["tokens"] = {
                 "input": call.input_tokens,
                 "output": call.output_tokens,
@@ -207,6 +234,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def repository(snapshot: Snapshot) -> str:
+    """The oracle's `repository`: where the snapshot's files came from. A snapshot assembled from the
+    search index's stored versions (its commits say so) is named as such, with its commits' subjects."""
+    log = subprocess.run(
+        ["git", f"--git-dir={snapshot.git_dir}", "log", "--format=%s", snapshot.commit], capture_output=True, text=True
+    ).stdout.strip()
+    if "search index" not in log:
+        return REPOSITORY
+    assembled = "; then ".join(reversed(log.splitlines()))
+    return f"{REPOSITORY}, NOT an upstream commit: the repository is over the fetch limit, so the files were assembled into a local snapshot: {assembled}"
+
+
 def _esbuild() -> str:
     found = os.environ.get("ESBUILD") or require(
         "esbuild", "npm install esbuild in a scratch folder and put its node_modules/.bin on PATH (or set ESBUILD)"
@@ -227,7 +266,8 @@ def run(snapshot: Snapshot, sessions: Sequence[Path], out: Path) -> list[Path]:
         (root / "stubs/transform.ts").write_text(TRANSFORM_STUB, encoding="utf-8")
         (root / "entry.ts").write_text(
             'export * from "./packages/opencode/src/session/prune"\n'
-            'export { isOverflow, usable, tokenCount } from "./packages/opencode/src/session/overflow"\n',
+            # all of overflow.ts: isOverflow and usable, and tokenCount where the version exports it
+            'export * from "./packages/opencode/src/session/overflow"\n',
             encoding="utf-8",
         )
         bundle = root / "engine.mjs"
@@ -262,11 +302,11 @@ def run(snapshot: Snapshot, sessions: Sequence[Path], out: Path) -> list[Path]:
         for point, check in zip(made[result["name"]], result["checks"], strict=True):
             erased = check.pop("erased")
             check = {**check, "messages": point["at"], "erased": len(erased), "erased_digest": digest(erased)}
-            if "window" in point:
-                check["window"] = point["window"]
+            if "reply" in point:
+                check["reply"] = point["reply"]
             checks.append(check)
         stem = path.name.removesuffix(".gz").removesuffix(".jsonl")
-        written.append(write_oracle(out, "opencode", REPOSITORY, snapshot, LICENCE, stem, checks))
+        written.append(write_oracle(out, "opencode", repository(snapshot), snapshot, LICENCE, stem, checks))
     return written
 
 

@@ -18,10 +18,19 @@ for (const session of sessions) {
     const found = engine.prune(msgs)
     const check = { messages: point.messages, erased: found.pruned > engine.PRUNE_MINIMUM ? found.toPrune : [], pruned: found.pruned, total: found.total }
     if (point.tokens) {
-      const model = { limit: { context: point.window, output: point.output } }
-      check.overflow = engine.isOverflow({ cfg: {}, tokens: point.tokens, model })
-      check.usable = engine.usable({ cfg: {}, model })
-      check.count = engine.tokenCount(point.tokens)
+      // What opencode decides after this reply (processor.ts, at the step's finish, with the reply's
+      // usage): at each window the point names. Newer overflow.ts export tokenCount; where it is
+      // not exported (31e22f65), isOverflow's own count expression, the same sum, is written here.
+      const t = point.tokens
+      check.count = engine.tokenCount ? engine.tokenCount(t) : t.total || t.input + t.output + t.cache.read + t.cache.write
+      for (const [label, limits] of Object.entries(point.windows)) {
+        const model = { limit: { context: limits.context, output: limits.output } }
+        check[label] = {
+          window: limits.context,
+          usable: engine.usable({ cfg: limits.cfg, model }),
+          overflow: engine.isOverflow({ cfg: limits.cfg, tokens: t, model }),
+        }
+      }
     }
     checks.push(check)
   }

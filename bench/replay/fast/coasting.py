@@ -63,7 +63,8 @@ class Coasting:
             reply = int(base.anchor_output)  # the anchor covers the reply and its output, or neither
             anchor = np.concatenate(([walk.known[1]], context[:-1] + arrays["outputs"][calls][:-1] * reply))
             covered = np.concatenate(([walk.known[0]], positions[:-1] + reply))
-            trigger = hybrid_tokens(anchor, history[positions], history[covered])
+            since = history[covered] if walk.meter.counts_newer else history[positions]  # usage alone: nothing since
+            trigger = hybrid_tokens(anchor, history[positions], since)
         else:
             trigger = own_estimate(before, walk.meter.local.prompt_overhead, walk.meter.offset)
         over = walk.over_window(context)
