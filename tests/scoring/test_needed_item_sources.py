@@ -124,9 +124,9 @@ def test_a_relative_backslash_path_is_one_path(shared: Path) -> None:
 
 
 def test_a_windows_folder_with_a_bracketed_number_stays_in_its_path() -> None:
-    text = "open c:/Games/OasisEraEditor(2001776)/Saved/Logs/run.log and C:\\Games\\OasisEraEditor(2001776)\\x.lua"
+    text = "open c:/Games/Editor(2024)/Saved/Logs/run.log and C:\\Games\\Editor(2024)\\x.lua"
     items = {i.text for i in extract_items([Message("assistant", (TextPart(text),))])}
-    assert items == {"c:/Games/OasisEraEditor(2001776)/Saved/Logs/run.log", "C:\\Games\\OasisEraEditor(2001776)\\x.lua"}
+    assert items == {"c:/Games/Editor(2024)/Saved/Logs/run.log", "C:\\Games\\Editor(2024)\\x.lua"}
 
 
 def test_a_library_named_like_a_file_is_needed_only_as_a_file(shared: Path) -> None:
