@@ -25,12 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from compactlab.contract import CompactionFailed, CompactionRequest, CompactionResult, Context, SummaryRequest
+from compactlab.contract import CompactionFailed, CompactionRequest, CompactionResult, Context
 from compactlab.sessions.messages import is_summary, pinned_head, pinned_in, summary_message, summary_text
 from compactlab.sessions.model import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
 from compactlab.strategies.base import setting
-from compactlab.strategies.extractive_summarizer import ExtractiveSummarizer
-from compactlab.strategies.prompting import fill_missing_results, render, serialize
+from compactlab.strategies.prompting import summarizer_for, summary_request, template_hash
 
 GEMINI_COMMIT = "5411f113cafae26161b4969b0237b8e1e024e2c2"
 GEMINI_DATE = "2026-08-21"
@@ -321,20 +320,9 @@ class GeminiCompression:
         return CompactionResult(compacted, removed, calls, prompt_hash, f"compressed {removed} messages, kept {len(kept)}")
 
     def _summary(self, span: Sequence[Message], previous: str | None, request: CompactionRequest) -> tuple[str, tuple, str]:
-        summarizer = ExtractiveSummarizer() if self.summarizer == "extractive" else request.summarizer
-        if summarizer is None:
-            raise CompactionFailed("summarizer 'llm' needs an LLM provider configured for the run")
-        cleaned = fill_missing_results(list(span))
-        prompt = render(self.template, conversation=serialize(cleaned), previous_summary=previous)
+        summarizer = summarizer_for(self.summarizer, request)
         response = summarizer.summarize(
-            SummaryRequest(
-                messages=tuple(cleaned),
-                prompt=prompt.text,
-                system=prompt.system,
-                prompt_hash=prompt.hash,
-                max_output_tokens=self.max_summary_tokens,
-                previous_summary=previous,
-            )
+            summary_request(span, self.template, summarizer, self.max_summary_tokens, previous_summary=previous)
         )
         calls = (response.usage,) if response.usage is not None else ()
-        return response.text.strip(), calls, prompt.hash
+        return response.text.strip(), calls, template_hash(self.template)

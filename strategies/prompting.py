@@ -21,13 +21,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 import jinja2
 import jinja2.meta
 from jinja2 import nodes
 
+from compactlab.contract import CompactionFailed, CompactionRequest, Summarizer, SummaryRequest
 from compactlab.sessions.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from compactlab.strategies.base import named_strategy
+from compactlab.strategies.extractive_summarizer import ExtractiveSummarizer
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 SYSTEM_TEMPLATE = "system.j2"
@@ -266,3 +269,43 @@ def fill_missing_results(messages: Sequence[Message]) -> list[Message]:
         for call in missing:
             cleaned.append(Message(role="tool", parts=(ToolResultPart(call.id, "[no result recorded before this point]"),)))
     return cleaned
+
+
+def summarizer_for(name: str, request: CompactionRequest) -> Summarizer:
+    """The summarizer a strategy's `summarizer` setting names: "extractive" (no LLM) or "llm" (the run's)."""
+    if name == "extractive":
+        return ExtractiveSummarizer()
+    if name == "llm":
+        if request.summarizer is None:
+            raise CompactionFailed("summarizer 'llm' needs an LLM provider configured for the run")
+        return request.summarizer
+    raise ValueError(f"unknown summarizer {name!r}: use 'extractive' or 'llm'")
+
+
+def summary_request(
+    messages: Sequence[Message],
+    template: str,
+    summarizer: Summarizer,
+    max_output_tokens: int,
+    *,
+    previous_summary: str | None = None,
+    purpose: Literal["history", "turn_prefix", "update"] = "history",
+    files_tracked: bool = False,
+) -> SummaryRequest:
+    """What a summarizer is asked of `messages` (their tool calls given results first), with
+    `template` rendered only for a summarizer that reads prompts (the contract's `reads_prompt`)."""
+    cleaned = fill_missing_results(list(messages))
+    if getattr(summarizer, "reads_prompt", True):
+        prompt = render(template, conversation=serialize(cleaned), previous_summary=previous_summary)
+    else:
+        prompt = Prompt(system="", text="", hash="")  # no prompt was rendered
+    return SummaryRequest(
+        messages=tuple(cleaned),
+        prompt=prompt.text,
+        system=prompt.system,
+        prompt_hash=prompt.hash,
+        max_output_tokens=max_output_tokens,
+        purpose=purpose,
+        previous_summary=previous_summary,
+        files_tracked=files_tracked,
+    )

@@ -24,7 +24,6 @@ from compactlab.contract import (
     CompactionResult,
     Context,
     Summarizer,
-    SummaryRequest,
     fallback_note,
 )
 from compactlab.sessions.messages import (
@@ -41,8 +40,7 @@ from compactlab.sessions.messages import (
 )
 from compactlab.sessions.model import Message, TextPart
 from compactlab.strategies.base import named_strategy, setting, strategy_setting
-from compactlab.strategies.extractive_summarizer import ExtractiveSummarizer
-from compactlab.strategies.prompting import Prompt, file_lists, fill_missing_results, prompt_set_hash, render, serialize
+from compactlab.strategies.prompting import file_lists, prompt_set_hash, summarizer_for, summary_request
 
 TailRule = Literal["turn-before", "user-after", "within"]
 NOTE_FALLBACK = "note"  # seed 004's truncate fallback: a count of the messages replaced, no LLM
@@ -204,13 +202,7 @@ class Summarize:
         return chosen[::-1]
 
     def _summarizer(self, request: CompactionRequest) -> Summarizer:
-        if self.summarizer == "extractive":
-            return ExtractiveSummarizer()
-        if self.summarizer == "llm":
-            if request.summarizer is None:
-                raise CompactionFailed("summarizer 'llm' needs an LLM provider configured for the run")
-            return request.summarizer
-        raise ValueError(f"unknown summarizer {self.summarizer!r}: use 'extractive' or 'llm'")
+        return summarizer_for(self.summarizer, request)
 
     def _summarize(self, history, cut, turn_start, previous_text, summarizer, kept=()) -> tuple[str, list, str, str]:
         """The summary text, the summarizer's calls, the prompt set's hash, and the template that
@@ -236,20 +228,14 @@ class Summarize:
             span_messages = [m for m in span if not any(m is k for k in kept)]
             if purpose == "history" and previous_text is not None and not update:
                 span_messages = [summary_message(previous_text), *span_messages]  # re-summarize from scratch
-            cleaned = fill_missing_results(span_messages)
-            if getattr(summarizer, "reads_prompt", True):
-                prompt = render(template, conversation=serialize(cleaned), previous_summary=previous_text if update else None)
-            else:
-                prompt = Prompt(system="", text="", hash="")  # no prompt was rendered
             requests.append(
-                SummaryRequest(
-                    messages=tuple(cleaned),
-                    prompt=prompt.text,
-                    system=prompt.system,
-                    prompt_hash=prompt.hash,
-                    max_output_tokens=self.max_summary_tokens,
-                    purpose="update" if update else purpose,
+                summary_request(
+                    span_messages,
+                    template,
+                    summarizer,
+                    self.max_summary_tokens,
                     previous_summary=previous_text if update else None,
+                    purpose="update" if update else purpose,
                     files_tracked=self.track_files,
                 )
             )
