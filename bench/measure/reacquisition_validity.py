@@ -29,7 +29,7 @@ from compactlab.measure.trigger_choice import repositories_of
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.results.fidelity_figures import family_of, repeats_of, summary_sha
-from compactlab.results.reacquisition_figures import UNREADABLE, PerCompaction, per_compaction_line, pooled, pooled_line
+from compactlab.results.reacquisition_figures import UNREADABLE, PerCompaction, figures_of, per_compaction_line, pooled_line
 from compactlab.scoring.reacquisition import RULES, SHIPPED_RULE, reacquisition_at
 from compactlab.sessions.importers.codex_compaction import UNREADABLE_SUMMARY
 from compactlab.sessions.loading import load_inputs
@@ -76,7 +76,7 @@ def chosen_without(rows: Sequence[Mapping], repository: str) -> str:
 
 
 def _lines(label: str, counts: list[dict]) -> list[str]:
-    summary = {**pooled(counts), "per_compaction": asdict(PerCompaction.of(counts)), "compactions": []}
+    summary = _summary(counts)
     lost = summary["lost"]
     at_once = f"{summary['lost_at_once']} of {lost} ({100 * summary['lost_at_once'] / lost:.0f}%)" if lost else "0 of 0"
     return [
@@ -94,7 +94,7 @@ def report(rows: list[dict]) -> str:
         for family in sorted({r["family"] for r in rows}):
             lines += ["  " + line for line in _lines(family, [r["by_rule"][rule] for r in rows if r["family"] == family])]
         for repository in sorted({r["repository"] for r in rows}):
-            summary = _summary([r for r in rows if r["repository"] == repository], rule)
+            summary = _summary([r["by_rule"][rule] for r in rows if r["repository"] == repository])
             at_once = f"used at once {summary['lost_at_once']} of {summary['lost']} lost"
             lines.append(f"  {repository[:44]:<45} {per_compaction_line(summary)[15:]}; {at_once}")
     choice = {repository: chosen_without(rows, repository) for repository in sorted({r["repository"] for r in rows})}
@@ -108,9 +108,9 @@ def report(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _summary(rows: Sequence[Mapping], rule: str) -> dict:
-    counts = [r["by_rule"][rule] for r in rows]
-    return {**pooled(counts), "per_compaction": asdict(PerCompaction.of(counts)), "compactions": []}
+def _summary(counts: Sequence[Mapping]) -> dict:
+    """`figures_of` as the summary lines read it (no rows listed)."""
+    return {**figures_of(counts), "compactions": []}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -121,13 +121,13 @@ def reacquisition_summary(compactions: pd.DataFrame) -> dict:
             )
     for row, why in zip(rows, repeats_of(rows)):
         row["left_out"] = why or (UNREADABLE if row.pop("unreadable") else "")
-    counted = [row for row in rows if not row["left_out"]]
-    return {
-        "per_compaction": asdict(PerCompaction.of(counted)),
-        "counted": len(counted),
-        **pooled(counted),
-        "compactions": rows,
-    }
+    return {**figures_of([row for row in rows if not row["left_out"]]), "compactions": rows}
+
+
+def figures_of(counts: Sequence[Mapping[str, int]]) -> dict:
+    """The figures of some compactions' counts, per compaction first, then pooled (`reacquisition_summary`
+    without its rows)."""
+    return {"per_compaction": asdict(PerCompaction.of(counts)), "counted": len(counts), **pooled(counts)}
 
 
 def per_compaction_line(summary: Mapping) -> str:
