@@ -214,7 +214,7 @@ def replay(
         )
     table = metric_table(out, result.sessions) if not result.sessions.empty else result.sessions
     description = (
-        f"{strategy} {json.dumps(settings, default=str)} on {', '.join(map(str, names))}, window {config.window or 'real'}"
+        f"{strategy} {json.dumps(settings, default=str)} on {', '.join(map(str, names))}, window {config.window_tokens or 'real'}"
     )
     return ReplayResult(description, table, result.compactions, len(result.read.sessions))
 

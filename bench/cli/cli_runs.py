@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from compactlab.cli.verdict_lines import add_stress_verdict, command_line, finish_document, verdict_lines
 from compactlab.report.run_report import write_run_report
 from compactlab.results.cost_coverage import format_cost_coverage
 from compactlab.results.leaderboard import format_leaderboard
@@ -106,7 +107,10 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--resume", action="store_true", help="continue an interrupted run in --out without repeating finished work"
     )
     parser.add_argument(
-        "--window", type=int, help=f"replay every model with this context window (default {DEFAULT_WINDOW}; 0: real windows)"
+        "--window",
+        type=int,
+        help=f"replay every model with this simulated context window, a stress test (default: each model's real window for "
+        f"your own sessions, {DEFAULT_WINDOW} for the bundled datasets alone; 0: real windows)",
     )
     parser.add_argument("--estimator", help="token estimator for strategies that do not set one (default: hybrid)")
     parser.add_argument(
@@ -189,9 +193,9 @@ def _in_flight(config, calls: int) -> dict[str, dict]:
 
 
 def _replay(
-    config, out: Path, args: argparse.Namespace, rule: Rule = Rule(), all_pairs: bool = False
+    config, out: Path, options: dict[str, Any], rule: Rule = Rule(), all_pairs: bool = False
 ) -> tuple[run_result.RunResult, dict]:
-    result = runs.run(config, out, **_run_options(config, args))
+    result = runs.run(config, out, **options)
     if result.llm_calls is not None:
         print(result.llm_calls, file=sys.stderr)
     if result.replayed_again:
@@ -219,8 +223,12 @@ def _run_options(config, args: argparse.Namespace) -> dict[str, Any]:
 def run_run(args: argparse.Namespace) -> int:
     config = _run_config(args)
     out = args.out or Path("reports/run")
+    command = command_line("run", args)
     with RunLock(out):  # over the run and the files written from it
-        _, document = _replay(config, out, args, all_pairs=args.all_pairs)
+        options = _run_options(config, args)
+        result, document = _replay(config, out, options, all_pairs=args.all_pairs)
+        add_stress_verdict(document, result, config, out, command, options)
+        finish_document(document, out, command)
         # With failures and nothing to rank (every LLM setting fell back) the report still shows them, first.
         shown = document.get("leaderboard") or document.get("failures")
         report = write_run_report(out, progress=sys.stderr.isatty()) if shown else None
@@ -243,6 +251,7 @@ def run_run(args: argparse.Namespace) -> int:
             )
         )
     print(f"\n{document['sessions']} sessions × {len(document['strategies'])} strategies; results in {out}/")
+    print("\n".join(verdict_lines(document, out)))
     print(format_cost_coverage(document["cost_coverage"]))
     _print_price_warnings(document)
     _print_left_out(document)
@@ -273,7 +282,17 @@ def _incomplete_exit(failures: list[dict], quiet: bool = False) -> int:
 
 def _brief(document: dict, out: Path, report: Path | None) -> dict:
     """What a script needs of a run: where it is, the recommendation, every setting's figures, what was left out."""
-    keys = ("sessions", "strategies", "recommendation", "leaderboard", "cost_coverage", "left_out")
+    keys = (
+        "sessions",
+        "strategies",
+        "verdict_window",
+        "recommendation",
+        "stress_verdict",
+        "next_steps",
+        "leaderboard",
+        "cost_coverage",
+        "left_out",
+    )
     return {"out": str(out), "report": str(report) if report else None, **{k: document.get(k) for k in keys}}
 
 
@@ -281,9 +300,12 @@ def run_sweep(args: argparse.Namespace) -> int:
     sweep_run.checked_grid(args.strategy, args.thresholds, args.keep, args.min_preservation)  # before anything is written
     config = _run_config(args, strategies=())
     out = args.out or Path("reports/sweep")
+    command = command_line("sweep", args)
     with RunLock(out):
         options = _run_options(config, args)
-        swept = sweep_run.sweep_grid(config, out, args.strategy, args.thresholds, args.keep, args.min_preservation, **options)
+        swept = sweep_run.sweep_grid(
+            config, out, args.strategy, args.thresholds, args.keep, args.min_preservation, command=command, **options
+        )
         if swept.run.llm_calls is not None:
             print(swept.run.llm_calls, file=sys.stderr)
         document, sweep, analysis = swept.summary, swept.document, swept.result
@@ -295,10 +317,13 @@ def run_sweep(args: argparse.Namespace) -> int:
         return _incomplete_exit(document["failures"], quiet=True)
     print(format_sweep(analysis, width=terminal_width()))
     print(f"\n{settings} settings × {swept.run.sessions['session'].nunique()} sessions; results in {out}/")
+    print("\n".join(verdict_lines(document, out)))
     print(format_cost_coverage(document["cost_coverage"]))
     _print_price_warnings(document)
     if sweep["recommended_config"]:
         print(f"recommended configuration: {out / 'recommended.toml'}")
+    else:
+        print(f"no recommendation: the reasons and the next command are in {out / sweep_run.NO_RECOMMENDATION}")
     if report is not None:
         print(f"report: {report}")
     return _incomplete_exit(document["failures"])

@@ -19,7 +19,7 @@ from compactlab.report.diff import write_diff
 from compactlab.report.estimation_output import format_summary, write_estimation
 from compactlab.report.run_report import write_run_report
 from compactlab.runs.preview import compact, format_preview, preview_json
-from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, windows_of
+from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, window_for_data, windows_of
 from compactlab.runs.run_files import DONE
 from compactlab.runs.run_storage import KINDS, export_jsonl
 from compactlab.sessions.datasets import datasets_dir, list_datasets
@@ -177,8 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument(
         "--window",
         type=int,
-        default=DEFAULT_WINDOW,
-        help=f"context window, as `run` replays it (default {DEFAULT_WINDOW}; 0: the model's real window)",
+        help=f"a simulated context window, as `run` replays it (default as `run`'s: the model's real window for a file of "
+        f"your own, {DEFAULT_WINDOW} for a bundled dataset's; 0: the model's real window)",
     )
     compact.add_argument("--lenient", action="store_true", help="skip damaged records (counted) instead of stopping")
     compact.add_argument("--json", action="store_true", help="print the compacted context and the event as JSON")
@@ -357,7 +357,9 @@ def run_strategies(args: argparse.Namespace) -> int:
 
 def run_compact(args: argparse.Namespace) -> int:
     sessions = load_file(args.path, lenient=args.lenient)
-    result = compact(sessions[0], args.strategy, args.at, args.estimator, windows_of(RunConfig(window=args.window)))
+    # The window `run` would replay this file at (`RunConfig.for_its_data`), so the two show the same compaction.
+    window = args.window if args.window is not None else window_for_data((str(args.path),))
+    result = compact(sessions[0], args.strategy, args.at, args.estimator, windows_of(RunConfig(window=window)))
     print(json.dumps(preview_json(result), indent=2, default=str) if args.json else format_preview(result))
     return 0
 

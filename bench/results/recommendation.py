@@ -114,6 +114,9 @@ class Recommendation:
     # recommendable settings not significantly behind it on tokens removed.
     compactions: int | None = None
     tied: tuple[str, ...] = ()
+    # The window the verdict is at ("at each model's real window", "at a simulated 64,000-token window (a
+    # stress test)"), set by the run that knows it (`compactlab.runs.verdict_window`); "" where unknown.
+    window: str = ""
 
     @property
     def too_few(self) -> bool:
@@ -152,6 +155,7 @@ class Recommendation:
             "tied": list(self.tied),
             "clear": self.clear,
             "evidence": self.evidence(),
+            "window": self.window,
         }
 
     @classmethod
@@ -166,15 +170,17 @@ class Recommendation:
             dict(document.get("unfit_sessions", {})),
             document.get("compactions"),
             tuple(document.get("tied", ())),
+            document.get("window", ""),
         )
 
     def summary(self) -> str:
         """The recommendation and the rule, as the CLI prints them."""
+        at = f" {self.window}" if self.window else ""
         if self.setting is None:
-            head = f"no recommendation: {self.reason}"
+            head = f"no recommendation{at}: {self.reason}"
         else:
             verdict = "recommended" if self.clear else "no clear winner; best" if self.tied else "tentatively recommended"
-            head = f"{verdict}: {self.setting} — {self.reason}"
+            head = f"{verdict}{at}: {self.setting} — {self.reason}"
         evidence = self.evidence()
         lines = [
             head,
@@ -216,8 +222,7 @@ def recommend(figures: pd.DataFrame, rule: Rule = Rule(), unfit: dict[str, str] 
         # Every setting left every prompt as it was: "use X, it removes 0.0%" would be no advice at all.
         reason = (
             f"nothing compacted: none of the {len(figures)} settings removed any prompt tokens in any session (no trigger fired "
-            "at this window), so there is nothing to choose between; try a smaller window (--window 32000), a lower "
-            "trigger (compactlab sweep --thresholds 0.3 0.5 0.7) or longer sessions"
+            "at this window), so there is nothing to choose between (the next steps name a smaller window, lower triggers)"
         )
         return Recommendation(best["setting"], reason, rule, tuple(frontier["setting"]), excluded, tuple(ties["setting"]), unfit)
     reason = (

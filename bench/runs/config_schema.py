@@ -13,8 +13,9 @@ import math
 from dataclasses import dataclass
 
 # The bundled sessions peak at 20k-155k prompt tokens against 128k-200k windows, so at real
-# windows compaction would almost never fire. The default replays every session as if its model
-# had a 64k window, so strategies are compared where they act; `window = 0` uses real windows.
+# windows compaction would almost never fire. A run of the bundled datasets alone replays every session
+# as if its model had a 64k window (a stress test, named as one), so strategies are compared where they
+# act; a run of the user's own sessions is at each model's real window (`compactlab.runs.run_config.window_for_data`).
 DEFAULT_WINDOW = 64_000
 # The most tokens any window, budget or threshold may name: a hundred times the largest window a
 # model offers (about 1M-10M tokens). Larger values are typos or overflows: Parquet stores token
@@ -144,9 +145,9 @@ KEYS: tuple[Key, ...] = (
         "",
         "window",
         "integer",
-        str(DEFAULT_WINDOW),
-        "replay every model with this context window, in tokens (0: each model's real window)",
-        str(DEFAULT_WINDOW),
+        f"0 for your own sessions; {DEFAULT_WINDOW} for the bundled datasets alone",
+        "replay every model with this simulated context window, in tokens (a stress test); 0: each model's real window",
+        "0",
         True,
         0,
         MAX_TOKENS,

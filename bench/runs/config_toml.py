@@ -69,7 +69,7 @@ def run_config_toml(config: RunConfig) -> str:
     lines = []
     if config.datasets:
         lines.append(f"datasets = {toml_value(list(config.datasets))}")
-    lines.append(f"window = {config.window}")
+    lines.append(f"window = {config.window_tokens}")
     lines.append(f"estimator = {toml_value(config.estimator)}")
     if config.lenient:
         lines.append("lenient = true")

@@ -4,7 +4,8 @@ Every key, its type, default and meaning is in `bench/runs/config_schema.py` (th
 `compactlab init`'s commented compactlab.toml are made from it); loading checks a file against it.
 
     datasets = ["m-claude", "mini-swe-agent-pr816"]   # names, files or folders; default: all bundled
-    window = 64000                                    # replay every model with this window; 0: real windows
+    window = 0                                        # 0: each model's real window (the default for your own
+                                                      # sessions); N: a simulated N-token stress test
     max_failed_share = 0.0                            # share of a strategy's compactions that may fail or
                                                       # fall back (e.g. LLM errors) and it is still ranked
 
@@ -35,9 +36,10 @@ from compactlab.runs.config_schema import (
     schema_key,
     unknown_keys,
 )
+from compactlab.sessions.datasets import bundled_only
 from compactlab.strategies.registry import get_strategy, registered
 
-__all__ = ["DEFAULT_WINDOW", "RunConfig", "config_from_data", "load_config", "setting_from", "windows_of"]
+__all__ = ["DEFAULT_WINDOW", "RunConfig", "config_from_data", "load_config", "setting_from", "window_for_data", "windows_of"]
 
 # Registered entries that are parts of other designs rather than designs of their own.
 NOT_RUN_BY_DEFAULT = frozenset({"opencode-summary"})
@@ -51,7 +53,9 @@ class RunConfig:
     strategies: tuple[Setting, ...] = ()
     estimator: str = "hybrid"
     lenient: bool = False
-    window: int = DEFAULT_WINDOW
+    # None: the default for the run's data (`window_for_data`): each model's real window for the user's own
+    # sessions, a simulated DEFAULT_WINDOW stress test for the bundled ones; `for_its_data` fills it in.
+    window: int | None = None
     context_windows: dict = field(default_factory=dict)
     prices: dict = field(default_factory=dict)
     summarizer: dict = field(default_factory=dict)
@@ -67,7 +71,8 @@ class RunConfig:
     def checked(self, where: object) -> RunConfig:
         """This configuration, once every number in it is within its range (`config_schema`); else
         an error naming `where` (the file, or the flag) and the key. Runs check before any work."""
-        check_number(schema_key("", "window"), self.window, where)
+        if self.window is not None:
+            check_number(schema_key("", "window"), self.window, where)
         check_number(schema_key("", "max_failed_share"), self.max_failed_share, where)
         if self.max_cost_usd is not None:
             check_number(schema_key("", "max_cost_usd"), self.max_cost_usd, where)
@@ -78,6 +83,25 @@ class RunConfig:
                 if not isinstance(value, dict) and any(k.name == name for k in _PRICE_KEYS):
                     check_number(schema_key("prices.MODEL", name), value, f'{where}: [prices."{model}"]')
         return self
+
+    def for_its_data(self) -> RunConfig:
+        """This configuration with its window decided (`window_for_data` where it is None)."""
+        return self if self.window is not None else dataclasses.replace(self, window=window_for_data(self.datasets))
+
+    @property
+    def window_tokens(self) -> int:
+        """The window as replayed: 0 for each model's real window, else the simulated one."""
+        window = self.for_its_data().window
+        assert window is not None
+        return window
+
+
+def window_for_data(datasets: tuple[str, ...]) -> int:
+    """The default window: each model's real one (0) for the user's own sessions (a file or a folder), so
+    the first verdict a user gets is for the window their agent has; a simulated DEFAULT_WINDOW for the
+    bundled datasets alone, whose sessions are mostly too short to reach a real window (a stress test,
+    named as one wherever the verdict is)."""
+    return DEFAULT_WINDOW if bundled_only(datasets) else 0
 
 
 def default_strategies() -> tuple[Setting, ...]:
@@ -190,7 +214,7 @@ def config_from_data(data: dict, path: object) -> RunConfig:
         strategies=tuple(entries),
         estimator=data.get("estimator", "hybrid"),
         lenient=bool(data.get("lenient", False)),
-        window=data.get("window", DEFAULT_WINDOW),
+        window=data.get("window"),
         context_windows=dict(data.get("context_windows", {})),
         prices=dict(data.get("prices", {})),
         summarizer=dict(data.get("summarizer", {})),
@@ -206,9 +230,9 @@ def windows_of(config: RunConfig):
     from compactlab.tokens.context_windows import ContextWindows
 
     overrides = dict(config.context_windows)
-    if config.window:
+    if config.window_tokens:
         # The empty prefix matches every model name; a model's own override, a longer prefix, wins.
-        overrides = {"": config.window, **overrides}
+        overrides = {"": config.window_tokens, **overrides}
     return ContextWindows(overrides=overrides)
 
 
@@ -239,7 +263,7 @@ def config_json(config: RunConfig) -> dict:
         ],
         "estimator": config.estimator,
         "lenient": config.lenient,
-        "window": config.window,
+        "window": config.window_tokens,
         "context_windows": config.context_windows,
         "prices": config.prices,
         "summarizer": {k: v for k, v in config.summarizer.items() if "key" not in k.lower()},

@@ -20,21 +20,30 @@ from compactlab.results.same_by_construction import same_groups
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import write_atomic
 from compactlab.runs.runs import resolve
-from compactlab.tokens.context_windows import ContextWindows
+from compactlab.runs.verdict_window import real_windows, scaled_rules, verdict_window
 
 
 def run_summary(result, config: RunConfig, rule: Rule = Rule(), all_pairs: bool = False) -> dict:
     """summary.json of `result` (a `compactlab.runs.run_result.RunResult`), replayed with `config`."""
     document = summary_document(result, rule=rule, all_pairs=all_pairs)
+    config, instances = resolve(config)
     # Settings identical by construction: one result under several names (every label keeps its figures above).
-    document["same_by_construction"] = [g.as_json() for g in same_groups(resolve(config)[0].strategies, config.estimator)]
+    document["same_by_construction"] = [g.as_json() for g in same_groups(config.strategies, config.estimator)]
     prices = resolve_prices(config.prices) if config.prices else None
     document["cost_coverage"] = cost_coverage(result.sessions, result.call_models, prices)
     models = _models(result) + [config.summarizer.get("model", ""), config.judge.get("model", "")]
     document["unmatched_price_keys"] = unmatched_price_keys(
         {k: v for k, v in (prices or {}).items() if k in config.prices}, models
     )
-    document["windows"] = {"simulated": config.window, "recorded": recorded_windows(_models(result), config)}
+    document["windows"] = {
+        "simulated": config.window,
+        "recorded": real_windows(config, _models(result)),
+        "scaled_rules": scaled_rules(config, config.strategies, instances, _models(result)),
+    }
+    # Every verdict says the window it is at, and whether it is simulated (`compactlab.runs.verdict_window`).
+    document["verdict_window"] = verdict_window(config, _models(result))
+    if document.get("recommendation"):
+        document["recommendation"]["window"] = document["verdict_window"]["short"]
     return document
 
 
@@ -43,13 +52,6 @@ def write_summary(result, config: RunConfig, rule: Rule = Rule(), all_pairs: boo
     document = run_summary(result, config, rule, all_pairs)
     write_atomic(Path(result.out) / "summary.json", json.dumps(document, indent=2, default=str) + "\n")
     return document
-
-
-def recorded_windows(models: list[str], config: RunConfig) -> dict[str, int]:
-    """Each model's real context window (its own override, else the built-in table), beside the one the
-    replay simulated: a recommendation made at a simulated 64k window is not one for a 200k model."""
-    windows = ContextWindows(overrides=dict(config.context_windows))
-    return {model: windows.lookup(model).tokens for model in sorted(set(models)) if model and model != "unknown"}
 
 
 def _models(result) -> list[str]:

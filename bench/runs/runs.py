@@ -71,14 +71,14 @@ def resolve(config: RunConfig) -> tuple[RunConfig, dict[str, Strategy]]:
     """The configuration with its default strategies and estimator filled in, and each setting's
     strategy by label: made once for the whole run (a strategy is a frozen dataclass, without
     state), and a typo fails here, before anything is replayed."""
-    resolved, instances = [], {}
+    resolved, instances = [], {}  # (and the window for the run's data, `RunConfig.for_its_data`)
     for entry in config.strategies or default_strategies():
         strategy = instances[entry.label] = get_strategy(entry.strategy, **dict(entry.settings))
         check_setting_numbers(strategy, dict(entry.settings), f"strategy {entry.label!r}")
         if entry.estimator is None and getattr(strategy, "estimator", None) is None:  # it carries none: the run's
             entry = replace(entry, estimator=config.estimator)
         resolved.append(entry)
-    return replace(config, strategies=tuple(resolved)), instances
+    return replace(config.for_its_data(), strategies=tuple(resolved)), instances
 
 
 def run(

@@ -26,6 +26,7 @@ from compactlab.results.leaderboard import json_records
 from compactlab.results.recommendation import Recommendation
 from compactlab.results.terminal_table import wrapped
 from compactlab.runs.config_toml import run_config_toml
+from compactlab.runs.next_command import CommandLine, from_config
 from compactlab.runs.run_config import RunConfig
 from compactlab.strategies.registry import settings_of
 
@@ -95,16 +96,26 @@ class SweepResult:
 
 
 def analyse(
-    figures: pd.DataFrame, settings: list[Setting], recommendation: Recommendation, config: RunConfig | None = None
+    figures: pd.DataFrame,
+    settings: list[Setting],
+    recommendation: Recommendation,
+    config: RunConfig | None = None,
+    command: CommandLine | None = None,
 ) -> SweepResult:
-    """The grid's settings' figures (`setting_figures`) labelled with what each setting is."""
+    """The grid's settings' figures (`setting_figures`) labelled with what each setting is; `command`: the
+    user's, which the next grid keeps but for its grid (default: the configuration's datasets and window)."""
     by_label = {c.label: c for c in settings}
     points = figures[figures["setting"].isin(by_label)].copy()
     points["strategy"] = points["setting"].map(lambda label: by_label[label].strategy)
     points["threshold"] = points["setting"].map(lambda label: _threshold(by_label[label]))
     points["keep_recent_tokens"] = points["setting"].map(lambda label: dict(by_label[label].settings).get(KEEP))
     picked = by_label.get(recommendation.setting) if recommendation.setting else None
-    return SweepResult(points.reset_index(drop=True), recommendation, tuple(settings), config, edge_warnings(picked, settings))
+    if picked is not None and not (points.loc[points["setting"] == picked.label, "removed_share_mean"].fillna(0) > 0).any():
+        picked = None  # nothing compacted: no edge to go beyond (the next steps name a smaller window, lower triggers)
+    if command is None:
+        command = from_config("sweep", config.datasets if config else (), config.window if config else None)
+    edges = edge_warnings(picked, settings, command)
+    return SweepResult(points.reset_index(drop=True), recommendation, tuple(settings), config, edges)
 
 
 def _threshold(setting: Setting) -> float:
@@ -118,8 +129,9 @@ def _keep(setting: Setting) -> int | None:
     return value
 
 
-def edge_warnings(picked: Setting | None, settings: list[Setting]) -> tuple[str, ...]:
-    """Where the pick is the smallest or largest value its strategy was swept at, the next grid to try."""
+def edge_warnings(picked: Setting | None, settings: list[Setting], command: CommandLine) -> tuple[str, ...]:
+    """Where the pick is the smallest or largest value its strategy was swept at, the next grid to try:
+    `command` (the user's sweep: its datasets, window and configuration kept) with that grid."""
     if picked is None:
         return ()
     same = [c for c in settings if c.strategy == picked.strategy]
@@ -135,11 +147,13 @@ def edge_warnings(picked: Setting | None, settings: list[Setting]) -> tuple[str,
             where.append(f"threshold {threshold:g} is the {'lowest' if threshold == thresholds[0] else 'highest'} swept")
         if suggestion_k is not None:
             where.append(f"keep={keep} is the {'smallest' if keep == budgets[0] else 'largest'} swept")
-        command = f"compactlab sweep --strategy {picked.strategy} --thresholds {' '.join(f'{t:g}' for t in suggestion_t or [threshold])}"
-        if keep is not None:
-            command += f" --keep {' '.join(str(k) for k in suggestion_k or [keep])}"
+        grid_next = command.with_flag("--strategy", picked.strategy).with_flag(
+            "--thresholds", *(f"{t:g}" for t in suggestion_t or [threshold])
+        )
+        grid_next = grid_next.with_flag("--keep", *(suggestion_k or [keep])) if keep is not None else grid_next.without("--keep")
         warnings.append(
-            f"the pick is at the edge of the grid ({'; '.join(where)}): a better setting may lie beyond it. Next grid: {command}"
+            f"the pick is at the edge of the grid ({'; '.join(where)}): a better setting may lie beyond it. "
+            f"Next grid: {grid_next.into('next-grid').text}"
         )
     return tuple(warnings)
 

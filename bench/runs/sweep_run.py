@@ -15,10 +15,14 @@ import pandas as pd
 from compactlab.replay.setting import Setting
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule
 from compactlab.runs import run_result, runs
+from compactlab.runs.next_command import CommandLine, from_config
+from compactlab.runs.next_steps import next_steps
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import write_atomic
 from compactlab.runs.run_summary import write_summary
 from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS, SweepResult, analyse, grid, sweep_document
+
+NO_RECOMMENDATION = "no-recommendation.txt"  # what a sweep writes in place of recommended.toml
 
 
 @dataclass(frozen=True)
@@ -55,20 +59,29 @@ def sweep_grid(
     keep: Sequence[int] | None = None,
     min_preservation: float = MIN_KEPT,
     limit: int | None = None,
+    command: CommandLine | None = None,
     **run_options,
 ) -> SweepRun:
     """Replay `strategies` × `thresholds` × `keep` budgets on `config`'s datasets and window into `out`;
-    `run_options` go to `compactlab.runs.runs.run` (resume, workers, summarizer, ...)."""
+    `run_options` go to `compactlab.runs.runs.run` (resume, workers, summarizer, ...). `command`: the
+    user's, which every next command printed keeps (default: the configuration's datasets and window).
+
+    What it found is always written: recommended.toml, or no-recommendation.txt with the reasons and
+    the next command."""
     settings = checked_grid(strategies, thresholds, keep, min_preservation)
     # No token estimation: the grid's settings do not change it, and a sweep is many settings' work already.
-    config = dataclasses.replace(config, strategies=tuple(settings), estimation=False)
+    config = dataclasses.replace(config, strategies=tuple(settings), estimation=False).for_its_data()
     out = Path(out)
+    if command is None:
+        command = from_config("sweep", config.datasets, config.window, out)
     result = runs.run(config, out, limit=limit, **run_options)
     summary = write_summary(result, config, Rule(min_preservation))
     if not summary.get("leaderboard"):
         raise ValueError(f"{out}: the sweep replayed no session the statistics can use (see summary.json's left_out)")
+    summary["next_steps"] = [step.as_json() for step in next_steps(summary, command, thresholds)]
+    write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     figures = pd.DataFrame(summary["leaderboard"]).fillna(float("nan"))
-    analysis = analyse(figures, settings, Recommendation.from_json(summary["recommendation"]), config)
+    analysis = analyse(figures, settings, Recommendation.from_json(summary["recommendation"]), config, command)
     document = sweep_document(analysis)
     if document["recommended_config"] and limit is not None:
         # The grid saw only the first `limit` files: the configuration replays the same only with the same limit.
@@ -77,6 +90,21 @@ def sweep_grid(
             + document["recommended_config"]
         )
     write_atomic(out / "sweep.json", json.dumps(document, indent=2, default=str) + "\n")
+    # One of the two, never both: a --resume or a rerun that now finds the other removes the stale one.
     if document["recommended_config"]:
         write_atomic(out / "recommended.toml", document["recommended_config"])
+        (out / NO_RECOMMENDATION).unlink(missing_ok=True)
+    else:
+        write_atomic(out / NO_RECOMMENDATION, no_recommendation_text(analysis.recommendation, summary))
+        (out / "recommended.toml").unlink(missing_ok=True)
     return SweepRun(result, summary, analysis, document)
+
+
+def no_recommendation_text(recommendation: Recommendation, summary: dict) -> str:
+    """no-recommendation.txt: why no setting is recommended, each setting's failed conditions, what to try."""
+    lines = [recommendation.summary().splitlines()[0], ""]
+    lines += [f"  ✗ {setting}: {why}" for setting, why in recommendation.not_recommendable.items()]
+    steps = summary.get("next_steps") or []
+    if steps:
+        lines += ["", "Next:"] + [f"  {step['cause']}:\n    {step['command']}" for step in steps]
+    return "\n".join(lines) + "\n"

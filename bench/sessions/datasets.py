@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,6 +127,11 @@ def resolve_inputs(arguments: list[str] | None) -> Inputs:
     # replay its sessions twice.
     unique = list({os.path.realpath(f): f for f in reversed(files)}.values())[::-1]
     return Inputs(files=tuple(unique), lenient_files=frozenset(lenient_files), passed_over=tuple(passed_over))
+
+
+def bundled_only(arguments: Iterable[str | os.PathLike] | None) -> bool:
+    """Whether `arguments` name bundled datasets only (none: all of them), no file or folder of the user's."""
+    return not any(Path(argument).exists() for argument in arguments or ())
 
 
 def refuse_output_inside(out: Path, arguments: list[str] | None) -> None:

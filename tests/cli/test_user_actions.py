@@ -55,6 +55,8 @@ def test_the_sweep_s_printed_config_replays_to_the_same_numbers(tmp_path: Path, 
                 "--keep",
                 "8000",
                 "16000",
+                "--window",
+                "64000",
                 "--out",
                 str(tmp_path / "sweep"),
             ]
@@ -84,7 +86,8 @@ def test_the_sweep_s_printed_config_replays_to_the_same_numbers(tmp_path: Path, 
     # The pick is at an edge of this two-value grid: the warning names it and gives the next grid.
     assert (
         sweep["warnings"]
-        and "compactlab sweep --strategy summarize" in sweep["warnings"][0]
+        # the next grid keeps the user's datasets and window
+        and f"compactlab sweep --dataset {' '.join(SMALL)} --window 64000 --strategy summarize" in sweep["warnings"][0]
         and "warning: the pick is at the edge" in printed
     )
 
@@ -154,7 +157,9 @@ def test_the_readme_table_is_the_schema_and_defaults_agree_with_the_code() -> No
 
     assert schema_markdown() in (REPO / "README.md").read_text(encoding="utf-8")
     default = {(k.table, k.name): k.default for k in KEYS}
-    assert default[("", "window")] == str(RunConfig().window) and default[("", "estimator")] == f'"{RunConfig().estimator}"'
+    assert RunConfig().window is None and RunConfig(datasets=("/",)).window_tokens == 0  # the user's own data: real windows
+    assert default[("", "window")].endswith(f"{RunConfig().window_tokens} for the bundled datasets alone")
+    assert default[("", "estimator")] == f'"{RunConfig().estimator}"'
     assert default[("summarizer", "cache_dir")] == f'"{DEFAULT_CACHE_DIR.as_posix()}"'
     assert (
         default[("summarizer", "max_retries")] == str(DEFAULT_MAX_RETRIES)
@@ -282,7 +287,10 @@ def test_a_run_where_nothing_compacted_says_so_and_what_to_try(tmp_path: Path, c
         == 0
     )
     printed = capsys.readouterr().out
-    assert "nothing compacted" in printed and "--window 32000" in printed and "1× smaller" not in printed
+    # At the real window nothing compacts: the run says so, and gives the labelled verdict at a simulated window.
+    assert "nothing compacted" in printed and "1× smaller" not in printed
+    assert "sessions compact under any setting at their models' real windows" in printed
+    assert "at a simulated 64,000-token window (a stress test, " in printed
     page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert "Nothing compacted at the" in page and "Use <strong>" not in page
 

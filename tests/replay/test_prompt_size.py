@@ -152,6 +152,8 @@ def test_the_consistency_check_reads_a_run_as_it_is_stored(tmp_path) -> None:
                 "--strategy",
                 "summarize",
                 "prune",
+                "--window",
+                "64000",
                 "--lenient",
                 "--out",
                 str(out),

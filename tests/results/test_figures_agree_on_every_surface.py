@@ -44,7 +44,9 @@ def _main(*argv: str) -> tuple[int, str]:
 def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     folder = tmp_path_factory.mktemp("agree")
     files = [str(bundled(dataset, stem)) for dataset, stem in FILES]
-    code, printed = _main("run", "--dataset", *files, "--strategy", *STRATEGIES, "--out", str(folder / "run"))
+    code, printed = _main(
+        "run", "--dataset", *files, "--strategy", *STRATEGIES, "--window", "64000", "--out", str(folder / "run")
+    )
     assert code == 0, printed
     summary = json.loads((folder / "run" / "summary.json").read_text())
     assert not summary["left_out"]["skipped_records"]  # every surface averages over the same sessions
@@ -194,7 +196,7 @@ def test_the_gate_guards_the_same_figures_under_the_same_labels(run: dict) -> No
     suite = folder / "suite.toml"
     datasets = ", ".join(json.dumps(f) for f in run["files"])
     strategies = ", ".join(json.dumps(s) for s in STRATEGIES)
-    suite.write_text(f"datasets = [{datasets}]\nstrategies = [{strategies}]\n\n{guarded}\n", encoding="utf-8")
+    suite.write_text(f"datasets = [{datasets}]\nstrategies = [{strategies}]\nwindow = 64000\n\n{guarded}\n", encoding="utf-8")
     baseline = folder / "baseline.json"
     assert _main("baseline", "--suite", str(suite), "--baseline", str(baseline))[0] == 0
     code, markdown = _main("check", "--suite", str(suite), "--baseline", str(baseline))

@@ -79,6 +79,8 @@ def test_the_sweep_recommends_by_the_rule_on_real_sessions(tmp_path: Path, capsy
             "sweep",
             "--dataset",
             *files,
+            "--window",
+            "64000",
             "--strategy",
             "summarize",
             "prune",
@@ -110,7 +112,7 @@ def test_the_sweep_recommends_by_the_rule_on_real_sessions(tmp_path: Path, capsy
         # Two sessions, a few compactions: the verdict names the pick, and says it is neither clear nor well founded.
         compactions = round(best["compactions_mean"] * best["compactions_n"])
         assert 0 < compactions < 20
-        assert f"no clear winner; best: {best['setting']} — " in printed
+        assert f"no clear winner; best at a simulated 64,000-token window (a stress test): {best['setting']} — " in printed
         assert f"rests on {compactions} compactions: too few to go by" in printed
     else:
         assert recommendation["setting"] is None and "no recommendation:" in printed

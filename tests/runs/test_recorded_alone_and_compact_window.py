@@ -52,10 +52,11 @@ def test_the_recorded_summary_carries_one_continuation_preamble() -> None:
 
 def test_compact_shows_the_compaction_run_replays_at_the_same_window(tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
-    assert main(["run", "--dataset", str(LONG_FILE), "--strategy", "summarize", "--out", str(out)]) == 0
+    arguments = ["--strategy", "summarize", "--window", "64000"]
+    assert main(["run", "--dataset", str(LONG_FILE), *arguments, "--out", str(out)]) == 0
     capsys.readouterr()
     first = pd.DataFrame(run_compaction_rows(out)).sort_values("call").iloc[0]
-    assert main(["compact", str(LONG_FILE), "--strategy", "summarize", "--json"]) == 0
+    assert main(["compact", str(LONG_FILE), *arguments, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["window"] == 64_000
     assert shown["call"] == first["call"]
@@ -63,7 +64,10 @@ def test_compact_shows_the_compaction_run_replays_at_the_same_window(tmp_path: P
         first["messages_before"],
         first["messages_after"],
     )
-    # At the model's real window (0) the trigger fires later or not at all.
+    # At the model's real window (0) the trigger fires later or not at all; for a file of the user's own that is
+    # the default of both `compact` and `run`.
     assert main(["compact", str(LONG_FILE), "--strategy", "summarize", "--window", "0", "--json"]) == 0
     real = json.loads(capsys.readouterr().out)
     assert real["window"] == 200_000 and real["call"] > shown["call"]
+    assert main(["compact", str(LONG_FILE), "--strategy", "summarize", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["window"] == 200_000
