@@ -10,7 +10,7 @@ Importing it costs nothing: compactlab itself is imported only when a test uses 
             template="prompts/summary.j2",           # relative to this test file (or a bundled name)
             settings={"keep_recent_tokens": 4000, "summarizer": "llm"},
             summarizer={"provider": "openai", "model": "gpt-4.1-mini", "cache_dir": "answers"},
-            window=32000,
+            window=32000,                            # simulated (a stress test); default: as `compactlab run`
         )
         result.assert_metric("preservation_k5_path", ">=", 0.9)
         result.assert_metric("total_cost", "<", 1.0, on="high")  # the interval's upper end
@@ -164,7 +164,7 @@ def replay(
     from compactlab.gate.answers import gate_summarizer
     from compactlab.gate.suite import metric_table
     from compactlab.runs import runs
-    from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, setting_from
+    from compactlab.runs.run_config import RunConfig, setting_from
 
     def local(value):
         value = str(value)
@@ -189,7 +189,7 @@ def replay(
         datasets=tuple(local(n) for n in names),
         strategies=(setting_from(entry, "compactlab_replay"),),
         lenient=lenient,
-        window=DEFAULT_WINDOW if window is None else window,
+        window=window,  # None: as `compactlab run` (each model's real window for your own sessions)
         summarizer=dict(summarizer or {}),
     )
     if config.summarizer.get("cache_dir"):

@@ -47,7 +47,7 @@ def next_steps(document: dict, command: CommandLine, thresholds: Sequence[float]
                 steps.append(
                     NextStep(f"{cause} (a stress test); at the real windows they may fit", _text(command, "--window", 0))
                 )
-            lowest = min(thresholds, default=0.5)
+            lowest = min(thresholds, default=1.0)  # a run's settings: triggers of their own, none swept
             lower = [t for t in LOWER_THRESHOLDS if t < lowest] or [round(lowest / 2, 3)]
             steps.append(NextStep(f"{cause}; a lower trigger compacts before the window", _text(sweep, "--thresholds", *lower)))
         min_kept = float(recommendation.get("min_kept", MIN_KEPT))
