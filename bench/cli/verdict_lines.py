@@ -14,6 +14,7 @@ from compactlab.runs.next_steps import next_steps
 from compactlab.runs.run_files import write_atomic
 from compactlab.runs.stress_verdict import STRESS_WINDOW, stress_verdict, why_stress
 from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS
+from compactlab.runs.verdict_window import SCALED
 
 
 def command_line(command: str, args: argparse.Namespace) -> CommandLine:
@@ -80,8 +81,10 @@ def verdict_lines(document: dict, out: Path) -> list[str]:
             evidence = second.evidence()
             lines.append(f"{stress['why']}; {at}, {out / stress['out']}/):")
             lines.append(f"  {head}" + (f" ({evidence})" if evidence else ""))
-    for rule in (document.get("windows") or {}).get("scaled_rules", []):
-        lines.append(f"scaled: {rule}")
+    scaled = (document.get("windows") or {}).get("scaled_rules", [])
+    if scaled:
+        lines.append(f"{SCALED}:")
+        lines += [f"  {rule}" for rule in scaled]
     for step in document.get("next_steps", []):
         lines.append(f"next: {step['cause']}; try: {step['command']}")
     return lines

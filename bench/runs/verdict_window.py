@@ -53,14 +53,19 @@ def _grouped(real: dict[str, int]) -> str:
         by_size.setdefault(tokens, []).append(model)
     parts = []
     for tokens, names in sorted(by_size.items()):
-        who = ", ".join(names) if len(names) <= 2 else f"{len(names)} models"
-        parts.append(f"{tokens:,} for {who}")
+        parts.append(f"{tokens:,} for {_models(names)}")
     return "; ".join(parts)
 
 
+SCALED = (
+    "triggers in tokens, scaled to the simulated window (each keeps its share of the model's real window, not its "
+    "tokens: a rule in tokens has no faithful counterpart in a smaller window)"
+)
+
+
 def scaled_rules(config: RunConfig, settings: Sequence[Setting], instances: dict, models: Iterable[str]) -> list[str]:
-    """One line per setting whose trigger, written in tokens, is rescaled to the simulated window
-    (empty at real windows): the tokens it fires at as written and as replayed, and for which models."""
+    """One line per setting whose trigger, written in tokens, is rescaled to the simulated window (empty
+    at real windows): each size as written, and as replayed for which models (`SCALED` says why)."""
     if not config.window:
         return []
     windows = windows_of(config)
@@ -71,20 +76,23 @@ def scaled_rules(config: RunConfig, settings: Sequence[Setting], instances: dict
         if strategy is None or setting.trigger is not None or harness_of(strategy).window != "scaled":
             continue
         own = trigger_of(strategy)
-        changed: dict[tuple[str, str], list[str]] = {}
+        changed: dict[tuple[str, int], dict[int, list[str]]] = {}  # (rule, as written) -> as replayed -> models
         for model in real:
             written = own.for_session(model)
             _, replayed = window_and_trigger(strategy, None, windows, model, None)
-            for name in ("absolute", "reserve_tokens"):
+            for name, what in (("absolute", "trigger at"), ("reserve_tokens", "reserve of")):
                 before, after = getattr(written, name), getattr(replayed, name)
                 if before and before != after:
-                    what = "trigger at" if name == "absolute" else "reserve of"
-                    changed.setdefault((f"{what} {before:,} tokens", f"{after:,}"), []).append(model)
-        for (written_text, replayed_text), names in changed.items():
-            who = ", ".join(names) if len(names) <= 2 else f"{len(names)} models"
-            lines.append(
-                f"{setting.label}: its {written_text} is replayed as {replayed_text} at the simulated {config.window:,} "
-                f"({who}): scaled to keep its share of the window, not its tokens; a rule in tokens has no faithful "
-                "counterpart in a smaller window"
-            )
+                    changed.setdefault((what, before), {}).setdefault(after, []).append(model)
+        parts = [
+            f"{what} {before:,} tokens → "
+            + ", ".join(f"{after:,} ({_models(names)})" for after, names in sorted(replayed.items(), reverse=True))
+            for (what, before), replayed in changed.items()
+        ]
+        if parts:
+            lines.append(f"{setting.label}: {'; '.join(parts)}")
     return lines
+
+
+def _models(names: list[str]) -> str:
+    return ", ".join(names) if len(names) <= 2 else f"{len(names)} models"

@@ -13,6 +13,7 @@ import pytest
 from compactlab.cli.main import main
 from compactlab.runs.next_command import CommandLine
 from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, load_config, window_for_data
+from compactlab.runs.verdict_window import SCALED
 from tests.conftest import DATASETS, bundled
 
 PI = DATASETS / "pi-sessions" / "sessions"  # two real pi sessions: 5 compactions at claude-opus-4-5's 200,000
@@ -85,8 +86,8 @@ def test_a_trigger_in_tokens_rescaled_to_a_simulated_window_is_said(tmp_path: Pa
     summary = json.loads((out / "summary.json").read_text())
     [rule] = summary["windows"]["scaled_rules"]
     # seed-001 compacts at 200,000 tokens; at 64,000 for a 200,000-token model that is 64,000: its share, not its tokens.
-    assert rule.startswith("seed-001: its trigger at 200,000 tokens is replayed as 64,000 at the simulated 64,000")
-    assert f"scaled: {rule}" in capsys.readouterr().out
+    assert rule == "seed-001: trigger at 200,000 tokens → 64,000 (claude-sonnet-4-20250514)"
+    assert f"{SCALED}:\n  {rule}\n" in capsys.readouterr().out
     # At the real window nothing is rescaled.
     real = tmp_path / "real"
     assert main(["run", "--dataset", str(session), "--strategy", "seed-001", "--out", str(real), "--no-estimation"]) == 0
