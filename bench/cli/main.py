@@ -207,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     from compactlab.cli.gate_cli import add_commands as add_gate_commands  # check, baseline
 
     add_gate_commands(commands, _command)
+
+    from compactlab.cli.docs_cli import add_command as add_docs_command
+
+    add_docs_command(commands, _command)
     return parser
 
 

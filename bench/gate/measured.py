@@ -23,12 +23,12 @@ from compactlab.gate.suite import Suite
 from compactlab.strategies.prompting import prompt_templates, template_hash
 from compactlab.strategies.registry import get_strategy
 
-# Whether the gate can see a prompt change at all, and how finely: said in the check's markdown and the README.
+# Whether the gate can see a prompt change at all, and how finely: said in the check's markdown and docs/gate.md.
 SENSITIVITY_NOTE = (
     "With a model (live or from recorded answers) the check measures what the summaries carry, and it is only as "
     "sensitive as the bootstrap over the suite's compactions allows: a smaller loss passes. "
     "`python -m compactlab.measure.gate_sensitivity --suite SUITE --baseline BASELINE` measures the smallest loss "
-    "of summary recall a suite detects (the README gives the repository's own suite's)."
+    "of summary recall a suite detects (docs/gate.md gives the repository's own suite's)."
 )
 
 

@@ -5,7 +5,7 @@
 One table per preset: the rule, where its source says so (file and line, or the seed document's
 section), what the preset does, and whether that matches or deviates (with the reason), and the
 test that checks it on a real session (its pytest id; tests/strategies/test_preset_rules.py fails
-when a rule has none). Above them, the per-preset counts the README shows. The file is generated
+when a rule has none). Above them, the per-preset counts docs/strategies.md shows. The file is generated
 so that it cannot drift from the presets: tests/strategies/test_preset_rules.py checks the
 committed one is what this writes.
 """

@@ -21,7 +21,7 @@ context is then `fixed + estimate of its messages × ratio`:
 - its error is only how far the kept messages' density differs from the session's average.
 `python -m compactlab.runs.prompt_size_check` measures that error on real sessions (sizes of prompts that
 keep the newest messages, whose true size the recorded counts give) and the drift of the
-uncompacted size after a production compaction (below); the README states the figures.
+uncompacted size after a production compaction (below); docs/metrics.md states the figures.
 
 A summary is new text, not history: its size is the model family's fit applied to its own text
 (`Meter.written`), added to the fixed part, and the ratio applies to the rest of the context:

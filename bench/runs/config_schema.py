@@ -1,7 +1,7 @@
 """The run configuration's schema: every key, its type, default and meaning, in one place.
 
 Loading checks a file against it (`check_table`: unknown keys with a "did you mean", wrong types),
-`compactlab init` writes its commented compactlab.toml from it, and the README's table is
+`compactlab init` writes its commented compactlab.toml from it, and docs/configuration.md's table is
 `schema_markdown()` (a test keeps them equal). A new key is one `Key` here plus the code that
 uses it.
 """
@@ -369,7 +369,7 @@ def _article(kind: str) -> str:
 
 
 def schema_markdown() -> str:
-    """The README's configuration table, one row per key."""
+    """The configuration table of docs/configuration.md, one row per key."""
     lines = ["| table | key | type | valid | default | meaning |", "|---|---|---|---|---|---|"]
     for entry in KEYS:
         table = {"": "", "strategy": "[[strategy]]", "prices.MODEL": '[prices."MODEL"]'}.get(entry.table, f"[{entry.table}]")

@@ -1,6 +1,6 @@
 """Run configuration: TOML file, defaults, and command-line overrides.
 
-Every key, its type, default and meaning is in `bench/runs/config_schema.py` (the README's table and
+Every key, its type, default and meaning is in `bench/runs/config_schema.py` (docs/configuration.md's table and
 `compactlab init`'s commented compactlab.toml are made from it); loading checks a file against it.
 
     datasets = ["m-claude", "mini-swe-agent-pr816"]   # names, files or folders; default: all bundled

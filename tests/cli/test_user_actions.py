@@ -149,13 +149,13 @@ def test_init_writes_a_config_and_a_suite_that_load_and_run(tmp_path: Path, caps
     assert json.loads(capsys.readouterr().out)["recommendation"]["setting"]
 
 
-def test_the_readme_table_is_the_schema_and_defaults_agree_with_the_code() -> None:
+def test_the_configuration_page_is_the_schema_and_defaults_agree_with_the_code() -> None:
     from compactlab.llm import DEFAULT_CACHE_DIR
     from compactlab.llm.clients import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
     from compactlab.runs.run_config import RunConfig
     from compactlab.scoring.next_action import DEFAULT_MAX_OUTPUT_TOKENS
 
-    assert schema_markdown() in (REPO / "README.md").read_text(encoding="utf-8")
+    assert schema_markdown() in (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
     default = {(k.table, k.name): k.default for k in KEYS}
     assert RunConfig().window is None and RunConfig(datasets=("/",)).window_tokens == 0  # the user's own data: real windows
     assert default[("", "window")].endswith(f"{RunConfig().window_tokens} for the bundled datasets alone")

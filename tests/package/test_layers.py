@@ -192,9 +192,8 @@ def test_the_bottom_imports_no_compactlab_module(module):
     assert _graph()[module] == set()
 
 
-def test_the_readme_layout_names_every_stage():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    layout = readme[readme.index("## Layout") :].split("\n## ", 1)[0]
+def test_the_layout_page_names_every_stage():
+    layout = (REPO / "docs" / "layout.md").read_text(encoding="utf-8")
     stages = sorted(p.parent.name for p in (REPO / "bench").glob("*/__init__.py"))
     files = sorted(p.name for p in (REPO / "bench").glob("*.py"))
     assert [s for s in stages if f"bench/{s}/" not in layout] == []

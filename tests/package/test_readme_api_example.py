@@ -15,11 +15,15 @@ from compactlab.results.recommendation import Recommendation
 from tests.conftest import REPO, bundled
 
 
-def _notebook_example() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def _notebook_example(document: str = "README.md") -> str:
+    text = (REPO / document).read_text(encoding="utf-8")
     found = re.search(r"<!-- notebook-example -->\n```python\n(.*?)```", text, re.S)
-    assert found, "the README's notebook example is gone"
+    assert found, f"the {document} notebook example is gone"
     return found.group(1)
+
+
+def test_the_reference_shows_the_same_example() -> None:
+    assert _notebook_example("docs/python.md") == _notebook_example()  # docs/python.md, the reference's copy
 
 
 def test_the_readme_notebook_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:

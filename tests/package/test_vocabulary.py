@@ -20,7 +20,7 @@ OUTSIDE = (
     r'\("compactlab"\) == "transcript"',
     r"compactlab canonical transcript",
     r"combined_transcript_link",  # a real session's text that a test searches for
-    r'older word "transcript"',  # the README saying which names keep it
+    r'older word "transcript"',  # docs/index.md saying which names keep it
 )
 # Files that read older formats (run directories of format 3 and older, baselines of format 2) or
 # describe them; their test data; prompts sent to models (their wording is the prompt, not ours).
@@ -60,9 +60,9 @@ def test_session_is_the_one_word_for_a_recorded_run_of_an_agent() -> None:
         for name, number, line in _lines(_files("bench", "strategies", "tests", "README.md", "docs", "pyproject.toml"))
         if re.search("transcript", outside.sub("", line), re.IGNORECASE)
         and name not in FORMAT_READERS
-        and not (name == "README.md" and "older one (3:" in line)  # (its paragraph on the run directory's formats)
+        and not (name == "docs/run-directory.md" and "older one (3:" in line)  # (its paragraph on the run directory's formats)
     ]
-    assert not found, "the word is session (see README, 'Three words'):\n" + "\n".join(found)
+    assert not found, "the word is session (see docs/index.md, 'Three words'):\n" + "\n".join(found)
 
 
 def test_setting_is_the_one_word_for_what_a_run_ranks() -> None:

@@ -43,8 +43,8 @@ def test_the_rules_table_in_docs_is_up_to_date() -> None:
     assert committed == preset_table.render(), "run: python -m compactlab.measure.preset_table"
 
 
-def test_the_readme_shows_each_presets_counts() -> None:
-    assert preset_table.counts_table() in (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_strategies_page_shows_each_presets_counts() -> None:
+    assert preset_table.counts_table() in (ROOT / "docs" / "strategies.md").read_text(encoding="utf-8")
 
 
 def test_every_rule_has_a_test_that_exists_and_every_deviation_says_why() -> None:
