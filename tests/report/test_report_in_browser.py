@@ -94,8 +94,10 @@ class Dom(HTMLParser):
             self.text.append(data)
 
 
-def dump_dom(page: Path, profile: Path) -> tuple[Dom, list[str]]:
-    done = chromium(["--virtual-time-budget=5000", "--dump-dom", page.resolve().as_uri()], profile)
+def dump_dom(page: Path, profile: Path, window: tuple[int, int] | None = None) -> tuple[Dom, list[str]]:
+    """The DOM after the page's scripts ran (`window`: the browser window's size, else Chromium's default)."""
+    size = [f"--window-size={window[0]},{window[1]}"] if window else []
+    done = chromium(["--virtual-time-budget=5000", *size, "--dump-dom", page.resolve().as_uri()], profile)
     dom = Dom()
     dom.feed(done.stdout)
     dom.close()
