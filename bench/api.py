@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from compactlab.report.run_report import write_run_report
+from compactlab.results.catalogue import metric
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule
 from compactlab.runs import run_result, runs, sweep_run
 from compactlab.runs.run_config import RunConfig
@@ -38,9 +39,12 @@ class RunResult(run_result.RunResult):
         """summary.json, as `compactlab run` writes it (written into the run directory on first use)."""
         return self.written_summary or write_summary(self, self.config, self.rule)
 
-    def leaderboard(self) -> pd.DataFrame:
-        """One row per setting with its figures and 95% intervals (the CLI's and the report's leaderboard)."""
-        return pd.DataFrame(self.summary.get("leaderboard") or []).fillna(float("nan"))
+    def leaderboard(self, raw: bool = False) -> pd.DataFrame:
+        """One row per setting with its figures and 95% intervals (the CLI's and the report's leaderboard),
+        under the labels they have there: "tokens removed", "tokens removed, 95% CI low", "… , sessions"
+        (`readable_columns`). `raw=True`: summary.json's keys ("removed_share_mean", "removed_share_low", ...)."""
+        board = pd.DataFrame(self.summary.get("leaderboard") or []).fillna(float("nan"))
+        return board if raw else board.rename(columns=readable_columns(board.columns))
 
     def recommendation(self) -> Recommendation:
         """The one rule's verdict, with what it rests on and the sessions it left out."""
@@ -69,8 +73,8 @@ class SweepResult:
     recommended_toml: str | None  # what recommended.toml holds (None: no setting is recommendable)
     warnings: tuple[str, ...]  # e.g. the pick is at the grid's edge, with the next grid
 
-    def leaderboard(self) -> pd.DataFrame:
-        return self.run.leaderboard()
+    def leaderboard(self, raw: bool = False) -> pd.DataFrame:
+        return self.run.leaderboard(raw)
 
     def recommendation(self) -> Recommendation:
         return self.run.recommendation()
@@ -94,6 +98,25 @@ def sweep(
     resolved = runs.resolve(dataclasses.replace(config or RunConfig(), strategies=done.result.settings))[0]
     result = RunResult(**_fields(done.run), config=resolved, rule=Rule(min_preservation), written_summary=done.summary)
     return SweepResult(result, done.document["recommended_config"], tuple(done.document["warnings"]))
+
+
+# A figure's column in summary.json's leaderboard: the metric's name and what of it the column holds.
+_PARTS = {"mean": "", "total": "", "low": ", 95% CI low", "high": ", 95% CI high", "n": ", sessions"}
+_OTHER_COLUMNS = {"compacted_in": "sessions compacted in", "compression": "compression (as printed)"}
+
+
+def readable_columns(columns: Sequence[str]) -> dict[str, str]:
+    """summary.json's leaderboard keys → the labels the leaderboard shows them under (`compactlab.results.catalogue`):
+    `removed_share_mean` → "tokens removed", `removed_share_low` → "tokens removed, 95% CI low". A key that is
+    no catalogued figure keeps its name ("setting", "sessions")."""
+    readable = {}
+    for column in columns:
+        name, _, part = str(column).rpartition("_")
+        try:
+            readable[column] = metric(name).label + _PARTS[part] if part in _PARTS else _OTHER_COLUMNS[column]
+        except KeyError:  # not a catalogued figure
+            readable[column] = _OTHER_COLUMNS.get(column, column)
+    return readable
 
 
 def _fields(result: run_result.RunResult) -> dict:

@@ -76,9 +76,10 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-def render_estimation_section(result: EstimationResult, summary: pd.DataFrame) -> Markup:
+def render_estimation_section(result: EstimationResult, summary: pd.DataFrame, lazy_charts: bool = False) -> Markup:
+    """The section; `lazy_charts`: each chart closed until opened (`compactlab.report.lazy`), as the run report has them."""
     context = estimation_context(result, summary)
-    return Markup(environment().get_template("estimation_section.html.j2").render(**context))
+    return Markup(environment().get_template("estimation_section.html.j2").render(**context, lazy_charts=lazy_charts))
 
 
 def render_estimation_page(result: EstimationResult, summary: pd.DataFrame, title: str = DEFAULT_TITLE) -> str:

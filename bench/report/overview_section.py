@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from compactlab.report.first_screen import cost_coverage, cost_partial, verdict_window
 from compactlab.report.run_data import RunData, ranked_rows
 from compactlab.results.catalogue import REPORTED, metric
 from compactlab.results.recommendation import Recommendation
@@ -178,10 +179,14 @@ def _headline(run: RunData, rows: list[dict], recommendation: Recommendation) ->
         "unfit": sorted(recommendation.unfit.items()),
         "about": strategy_about(strategy) if strategy else None,
         "cost_includes": _cost_includes(run),
-        "windows": _windows(run),
+        "windows": verdict_window(run.config, run.summary),
+        "windows_every_model": verdict_window(run.config, run.summary, every_model=True),
+        "cost_coverage": cost_coverage(run.summary),
+        "cost_partial": cost_partial(run.summary),
+        "failures": len(run.summary.get("failures") or []),
         # Nothing compacted anywhere: there is no strategy to recommend, only a setting to change.
         "nothing": row is not None and not row["compacted_in"] and not float(row["by_name"]["removed_share"]["value"] or 0),
-        "window": f"{window:,}-token window" if window else "models' real windows",
+        "window": f"simulated {window:,}-token window" if window else "models' real windows",
         "setting": recommendation.setting,
         "row": row,
         "reason": recommendation.reason,
@@ -198,18 +203,6 @@ def _cost_includes(run: RunData) -> str:
     return (
         "the modelled bill of the replayed prompts (cache reads and writes, output) only: this run's summaries were written "
         "by the offline extractive summarizer, which costs nothing, so an LLM summarizer's calls are not in it"
-    )
-
-
-def _windows(run: RunData) -> str:
-    """The window the replay used, and the windows the sessions' models really have."""
-    window = run.config.get("window") or 0
-    recorded = (run.summary.get("windows") or {}).get("recorded") or {}
-    real = "; ".join(f"{model} {tokens:,}" for model, tokens in sorted(recorded.items(), key=lambda kv: (kv[1], kv[0])))
-    if not window:
-        return f"each model's real window ({real})" if real else "each model's real window"
-    return f"a simulated {window:,}-token window for every model" + (
-        f", not the models' own (recorded windows: {real})" if real else ""
     )
 
 

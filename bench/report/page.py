@@ -1,6 +1,7 @@
 """The page shell shared by every report: one standalone HTML file, autoescaped templates.
 
-The only script is the table-sorting script in `templates/sort.js`, inlined. The page carries a
+The only script is the page's one inline script: the table sorting and filtering of `templates/sort.js`
+and the detail-on-demand inflation of `templates/lazy.js` (`compactlab.report.lazy`). The page carries a
 Content-Security-Policy that allows exactly that script (by its SHA-256), inline styles and
 `data:` images, and nothing from the network: even if hostile session text slipped past the
 escaping, a browser would refuse to run it or to fetch anything.
@@ -15,6 +16,9 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
+
+from compactlab.report.lazy import lazy
+from compactlab.report.names import short_name
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -33,13 +37,19 @@ def environment() -> Environment:
             lstrip_blocks=True,
             keep_trailing_newline=True,
         )
+        _environment.filters["name"] = short_name  # a long name cut, whole in its tooltip
+        _environment.globals["lazy"] = lazy  # a closed block inflated when opened
     return _environment
 
 
+SCRIPTS = ("sort.js", "lazy.js")
+
+
 def sort_script() -> str:
-    script = (TEMPLATES / "sort.js").read_text(encoding="utf-8")
+    """The page's script: `SCRIPTS` one after the other."""
+    script = "".join((TEMPLATES / name).read_text(encoding="utf-8") for name in SCRIPTS)
     if "</script" in script.lower():
-        raise ValueError("sort.js must not contain '</script'")
+        raise ValueError(f"{', '.join(SCRIPTS)} must not contain '</script'")
     return script
 
 

@@ -2,8 +2,10 @@
 
 Markers with their confidence intervals on two percent axes, the frontier, and the names of the
 frontier and the pick placed where they overlap no other name (`compactlab.report.svg_plot`: text
-widths from the font's advance widths, so placement needs no renderer). Only strategy labels and
-numbers reach the SVG, escaped; session text never does.
+widths from the font's advance widths, so placement needs no renderer). Every marker carries its
+number, which the report's key beside the plot names, and its names and figures as a tooltip. The plot
+is sized for the report's first screen (beside the verdict, at its own size: its text is not scaled
+down). Only strategy labels and numbers reach the SVG, escaped; session text never does.
 """
 
 from __future__ import annotations
@@ -50,8 +52,9 @@ _OFFSETS = [
     for r in (7, 14, 24, 36, 50)
     for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1), (1, 2), (-1, 2), (1, -2), (-1, -2))
 ]
-WIDTH, HEIGHT = 792.0, 403.2  # 11 × 5.6 inches, in points
-MARKER = math.sqrt(46 / math.pi)  # a marker of 46 pt² (matplotlib's scatter size), as a radius
+WIDTH, HEIGHT = 504.0, 300.0  # in points: 672 × 400 pixels, the first screen's right column
+MARKER = 5.6  # a marker's radius, room for its number inside
+NUMBER_SIZE = 6.2
 STAR = math.sqrt(360) / 2  # the pick's star: 360 pt²
 LABEL_SIZE = 8
 BOLD = 1.1  # DejaVu Sans Bold runs about a tenth wider than the regular face
@@ -87,8 +90,9 @@ def pareto_chart(
 ) -> tuple[str, list[tuple[str, list[str]]]]:
     """Tokens removed (x) against next-step facts kept (y), one marker per group of identical points:
     the settings' figures (`setting_figures`), the frontier and the pick of the recommendation rule.
-    Returns the SVG and the key of the markers labelled by a number where a name did not fit;
-    `placed`, when given, receives the labels' boxes (`Rect`) so that their layout can be checked."""
+    Returns the SVG and its key: (the number in a marker, the settings it stands for), for every marker,
+    the pick first, then by tokens removed; `placed`, when given, receives the name labels' boxes (`Rect`)
+    so that their layout can be checked."""
     points = figures.rename(
         columns={
             "removed_share_mean": "tokens_removed",
@@ -99,8 +103,8 @@ def pareto_chart(
             "preservation_or_untouched_high": "preservation_high",
         }
     ).assign(hollow=lambda f: f["setting"].isin(set(recommendation.not_recommendable)))
-    frontier, recommended = recommendation.frontier, recommendation.setting
-    groups = _identical_groups(points)
+    frontier = recommendation.frontier
+    groups = numbered_groups(points, recommended := recommendation.setting)
     x_high = max(float(points["removed_high"].max()), float(points["tokens_removed"].max()), 0.01)
     y_low = min(float(points["preservation_low"].min()), float(points["preservation"].min()))
     bottom = max(0.0, y_low - 0.04)
@@ -132,9 +136,13 @@ def pareto_chart(
         d.path(line[:, 0], line[:, 1], "#444444", 1.0, svg.DASHED)
     else:
         line = np.empty((0, 2))
-    for names, row in groups:
+    for number, (names, row) in enumerate(groups, 1):
         colour = colours.get(names[0], "#999999")
-        d.circle(x(row["tokens_removed"]), y(row["preservation"]), MARKER, "#ffffff" if row["hollow"] else colour, colour, 1.2)
+        px, py = x(row["tokens_removed"]), y(row["preservation"])
+        fill = "#ffffff" if row["hollow"] else colour
+        tip = f"{number}: {' = '.join(names)}: {100 * row['tokens_removed']:.1f}% removed, {100 * row['preservation']:.1f}% kept"
+        d.circle(px, py, MARKER, fill, colour, 1.2, title=tip)
+        d.text(px, py, str(number), NUMBER_SIZE, "middle", _ink_on(fill), "bold", middle=True)
     keys = [Key("Pareto frontier (recommendable)", "#444444", dash=svg.DASHED)] if len(on_frontier) > 1 else []
     keys.append(Key("not recommendable", "#ffffff", kind="ring", edge="#777777"))
     if recommended is not None and (points["setting"] == recommended).any():
@@ -143,54 +151,57 @@ def pareto_chart(
         keys.append(Key("recommended", RECOMMENDED, kind="star", edge="#ffffff"))
     _, key_height, _ = svg.key_size(keys, 8.5)
     svg.draw_key(d, box.left + 6, box.bottom - key_height - 4, keys, 8.5)
-    # Only the frontier and the pick are named: a label on every one of a sweep's 64 points is a plot
-    # nobody reads at a glance (the others are in the leaderboard, and their markers stay).
+    # Only the frontier and the pick are named on the plot: a label on every one of a sweep's 64 points is
+    # a plot nobody reads at a glance. Every marker has its number, which the key names.
     named = [g for g in groups if recommended in g[0] or set(g[0]) & set(frontier)]
     markers = [(x(row["tokens_removed"]), y(row["preservation"])) for _, row in groups]
-    key = _place_labels(d, box, named, recommended, line, markers, (x, y), placed if placed is not None else [])
-    return d.svg(), key
+    _place_labels(d, box, named, recommended, line, markers, (x, y), placed if placed is not None else [])
+    return d.svg(), [(str(number), list(names)) for number, (names, _) in enumerate(groups, 1)]
 
 
-def _identical_groups(points: pd.DataFrame) -> list[tuple[list[str], pd.Series]]:
-    """Points with the same two numbers (e.g. offline summarizers that produce the same text) share one marker."""
+def numbered_groups(points: pd.DataFrame, recommended: str | None) -> list[tuple[list[str], pd.Series]]:
+    """Points with the same two numbers (e.g. offline summarizers that produce the same text) share one
+    marker; the markers in the order they are numbered: the pick first, then the most tokens removed."""
     keyed: dict[tuple, list[str]] = {}
     rows: dict[tuple, pd.Series] = {}
     for _, row in points.sort_values("setting").iterrows():
         key = (round(float(row["tokens_removed"]), 12), round(float(row["preservation"]), 12), bool(row["hollow"]))
         keyed.setdefault(key, []).append(row["setting"])
         rows.setdefault(key, row)
-    return [(names, rows[key]) for key, names in keyed.items()]
+    groups = [(names, rows[key]) for key, names in keyed.items()]
+    return sorted(groups, key=lambda g: (recommended not in g[0], -float(g[1]["tokens_removed"]), g[0][0]))
+
+
+def _ink_on(fill: str) -> str:
+    """Black or white, whichever reads better on `fill` (#rrggbb)."""
+    red, green, blue = (int(fill[i : i + 2], 16) for i in (1, 3, 5))
+    return "#000000" if 0.299 * red + 0.587 * green + 0.114 * blue > 150 else "#ffffff"
 
 
 def _place_labels(
     d: Drawing, box: Box, groups, recommended: str | None, line: np.ndarray, markers, scales, labels: list
-) -> list[tuple[str, list[str]]]:
+) -> list[list[str]]:
     """Greedy placement: each label of `groups` at the nearest offset where it overlaps no other label
     and as little as possible of the markers and the frontier line. A label that fits nowhere without
-    touching another label is replaced by a number, listed in the returned key (number, names); a number
-    that fits nowhere is left off the chart and listed too. So labels never overlap."""
+    touching another label is left off (its marker's number names it in the key): returned. So labels
+    never overlap."""
     x, y = scales
-    taken = [Rect(mx - 5, my - 5, mx + 5, my + 5) for mx, my in markers]
+    taken = [Rect(mx - MARKER, my - MARKER, mx + MARKER, my + MARKER) for mx, my in markers]
     for (x0, y0), (x1, y1) in zip(line[:-1], line[1:]):  # the frontier line, as small boxes every few points
         steps = max(1, int(np.hypot(x1 - x0, y1 - y0) / 3))
         taken += [
             Rect(a - 1.1, b - 1.1, a + 1.1, b + 1.1) for a, b in zip(np.linspace(x0, x1, steps), np.linspace(y0, y1, steps))
         ]
-    key: list[tuple[str, list[str]]] = []
+    left_off: list[list[str]] = []
     # The recommendation first (it must be named), then the largest groups.
     for names, row in sorted(groups, key=lambda g: (recommended not in g[0], -len(g[0]))):
         bold = recommended in names
         point = (x(row["tokens_removed"]), y(row["preservation"]))
-        placed = None
-        for text in (group_label(names, 28), str(len(key) + 1)):
-            placed = _best_offset(text, point, bold, markers, taken, labels, box)
-            if placed is not None:
-                break
+        text = group_label(names, 28)
+        placed = _best_offset(text, point, bold, markers, taken, labels, box)
         if placed is None:
-            key.append(("unlabelled (too crowded)", list(names)))
+            left_off.append(list(names))
             continue
-        if text != group_label(names, 28):
-            key.append((text, list(names)))
         dx, dy, rect, inner = placed
         anchor = "start" if dx > 0 else "end" if dx < 0 else "middle"
         at = inner.x0 if dx > 0 else inner.x1 if dx < 0 else (inner.x0 + inner.x1) / 2
@@ -203,7 +214,7 @@ def _place_labels(
             d.text(at, inner.y0 + (0.88 + 1.2 * i) * LABEL_SIZE, part, LABEL_SIZE, anchor, colour, "bold" if bold else "normal")
         taken.append(rect)
         labels.append(rect)
-    return key
+    return left_off
 
 
 def _label_box(text: str, point: tuple[float, float], dx: float, dy: float, bold: bool) -> Rect:

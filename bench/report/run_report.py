@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from compactlab.replay.setting import window_and_trigger
 from compactlab.report.estimation_section import render_estimation_section
+from compactlab.report.first_screen import pareto_key_rows
 from compactlab.report.overview_section import overview_context, pct
 from compactlab.report.page import environment, render_page
 from compactlab.report.real_compactions_section import real_compactions_context
@@ -37,8 +38,8 @@ from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, IN_SAMPLE, summariz
 TITLE = "compactlab: which compaction strategy, at what cost"
 NAV = (
     ("overview", "Recommendation"),
+    ("pareto-chart", "Pareto plot"),
     ("leaderboard", "Leaderboard"),
-    ("pareto", "Pareto plot"),
     ("significance", "Significance"),
     ("estimation", "Token estimation"),
     ("trust", "How far to trust these numbers"),
@@ -83,7 +84,8 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     overview = overview_context(run, figures, recommendation, pairs)
     overview["failures"] = run.summary.get("failures", [])  # bench/results/run_failures.py
     # No setting to place when every one failed or fell back: the failures above are the report's news.
-    overview["pareto_svg"], overview["pareto_key"] = pareto_chart(figures, recommendation, colours) if len(figures) else ("", [])
+    overview["pareto_svg"], key = pareto_chart(figures, recommendation, colours) if len(figures) else ("", [])
+    overview["pareto_key"] = pareto_key_rows(key, figures, recommendation, colours)
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
     step("token estimation")
     if estimation:
@@ -117,7 +119,7 @@ def _estimation_section(run: RunData) -> Markup:
     result = run.estimation.result
     shown = result.calls[result.calls["estimator"].isin((*DEFAULT_ESTIMATORS, IN_SAMPLE))]
     result = replace(result, calls=shown.reset_index(drop=True)) if len(shown) < len(result.calls) else result
-    return render_estimation_section(result, summarize(result.calls))
+    return render_estimation_section(result, summarize(result.calls), lazy_charts=True)
 
 
 def metadata_context(run: RunData) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Per-session part of a run report: context size over the session and every compaction in detail.
 
 To keep the file small, only the sessions with the most prompt tokens (plus every session with a
-real compaction) get a chart and a drill-down; the report names the rule. Summary texts are cut
-at `SUMMARY_CHARS` characters, and a text already shown for the same session is referred to
+real compaction) get a chart and a drill-down; the report names the rule. Each is one line until it
+is opened: its chart and drill-down are a lazy block (`compactlab.report.lazy`). Summary texts are
+cut at `SUMMARY_CHARS` characters, and a text already shown for the same session is referred to
 instead of repeated (offline summarizers often produce the same text).
 """
 
@@ -12,7 +13,9 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from compactlab.report.lazy import lazy
 from compactlab.report.overview_section import pct
+from compactlab.report.page import environment
 from compactlab.report.run_data import RunData
 from compactlab.report.sawtooth import sawtooth_chart
 
@@ -51,6 +54,7 @@ def sessions_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]:
     for row in recorded_rows(run):
         real_calls.setdefault(row["session"], set()).add(row["call"])
     shown = []
+    macros = environment().get_template("run_session_detail.html.j2").module
     drawn = run.calls_of(chosen)  # the call rows of the sessions shown, and nothing else
     for position, session in enumerate(chosen):
         calls = drawn[drawn["session"] == session]
@@ -58,21 +62,22 @@ def sessions_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]:
         svg, untouched = sawtooth_chart(calls, colours, real)
         first = calls.drop_duplicates("call")
         rows = by_session.get(session, [])
-        shown.append(
-            {
-                "id": session,
-                "anchor": f"t-{position}",
-                "source": sources.get(session, ""),
-                "calls": f"{len(first):,}",
-                "peak": f"{int(first['full_tokens'].max()):,}",
-                "models": ", ".join(sorted(first["model"].unique())),
-                "svg": svg,
-                "untouched": untouched,
-                "real": len(real),
-                "damaged": bool(run.sessions.loc[run.sessions["session"] == session, "damaged"].any()),
-                "strategies": strategy_drilldown(rows),
-            }
-        )
+        anchor = f"t-{position}"
+        view: dict[str, Any] = {
+            "id": session,
+            "anchor": anchor,
+            "source": sources.get(session, ""),
+            "calls": f"{len(first):,}",
+            "peak": f"{int(first['full_tokens'].max()):,}",
+            "models": ", ".join(sorted(first["model"].unique())),
+            "svg": svg,
+            "untouched": untouched,
+            "real": len(real),
+            "damaged": bool(run.sessions.loc[run.sessions["session"] == session, "damaged"].any()),
+            "strategies": strategy_drilldown(rows),
+        }
+        view["block"] = lazy(macros.summary(view), macros.detail(view), anchor, "session")  # type: ignore[attr-defined]
+        shown.append(view)
     total = run.sessions["session"].nunique()
     return {"shown": shown, "total": total, "count": SHOWN_SESSIONS, "summary_chars": f"{SUMMARY_CHARS:,}"}
 

@@ -146,10 +146,12 @@ class Drawing:
     def diamond(self, x: float, y: float, radius: float, fill: str, edge: str, width: float) -> None:
         self.path([x - radius, x, x + radius, x], [y, y - radius, y, y + radius], edge, width, fill=fill, closed=True)
 
-    def circle(self, x: float, y: float, radius: float, fill: str, edge: str, width: float) -> None:
-        self.parts.append(
-            f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(radius)}" fill="{fill}" stroke="{edge}" stroke-width="{num(width)}"/>'
+    def circle(self, x: float, y: float, radius: float, fill: str, edge: str, width: float, title: str = "") -> None:
+        """A circle; `title`: its tooltip (a browser shows it on hover)."""
+        circle = (
+            f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(radius)}" fill="{fill}" stroke="{edge}" stroke-width="{num(width)}"'
         )
+        self.parts.append(f"{circle}><title>{escape(title)}</title></circle>" if title else f"{circle}/>")
 
     def star(self, x: float, y: float, radius: float, fill: str, edge: str, width: float) -> None:
         """A five-pointed star (matplotlib's `*` marker: inner radius 0.382 of the outer), point up."""

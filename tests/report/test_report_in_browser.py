@@ -8,7 +8,11 @@ What is checked, with Chromium's own output only (`--dump-dom` prints the DOM af
 - the page loads with no console message at all (errors, CSP violations, anything);
 - the sort script ran (it marks sortable tables "ready"), so the Content-Security-Policy lets it;
 - every chart renders with a non-zero size (a probe copy of the page adds a measuring script,
-  allowed by its own hash, and writes each SVG's size into the DOM);
+  allowed by its own hash, that opens every block, waits for the closed ones to be inflated, and
+  writes each SVG's size into the DOM);
+- the first screen (1400 × 900, a laptop's browser window) holds the verdict, the window it is at,
+  what the cost covers and the whole Pareto plot with its key (their boxes, measured by the probe;
+  and the screenshot's pixels where the plot is are a chart, not blank);
 - a screenshot is not blank (PNG decoded with zlib, pixel spread checked);
 - hostile session text shows as text and runs nothing.
 """
@@ -26,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from compactlab.report.lazy import inflated
 from compactlab.report.run_report import TITLE
 from tests.conftest import SharedRun
 from tests.report_runs import END, IMG, SCRIPT, hostile_run
@@ -89,8 +94,10 @@ class Dom(HTMLParser):
             self.text.append(data)
 
 
-def dump_dom(page: Path, profile: Path) -> tuple[Dom, list[str]]:
-    done = chromium(["--virtual-time-budget=5000", "--dump-dom", page.resolve().as_uri()], profile)
+def dump_dom(page: Path, profile: Path, window: tuple[int, int] | None = None) -> tuple[Dom, list[str]]:
+    """The DOM after the page's scripts ran (`window`: the browser window's size, else Chromium's default)."""
+    size = [f"--window-size={window[0]},{window[1]}"] if window else []
+    done = chromium(["--virtual-time-budget=5000", *size, "--dump-dom", page.resolve().as_uri()], profile)
     dom = Dom()
     dom.feed(done.stdout)
     dom.close()
@@ -110,14 +117,28 @@ def test_loads_without_console_messages_and_sorting_works(report: Path, tmp_path
     assert sortable and all("ready" in attrs["class"].split() for attrs in sortable), "the sort script did not run"
 
 
-PROBE = """(function () {
+# Opens every <details>, waits until the closed blocks are inflated (compactlab.report.lazy), then measures.
+OPEN_ALL = """function openAll(then) {
   document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+  (function wait() {
+    if (document.querySelector("details.lazy:not([data-loaded])")) { setTimeout(wait, 20); return; }
+    if (document.querySelector("details:not([open])")) { openAll(then); return; }  // blocks inside blocks
+    then();
+  })();
+}
+"""
+PROBE = (
+    "(function () {"
+    + OPEN_ALL
+    + """openAll(function () {
   document.querySelectorAll("svg").forEach(function (svg) {
     var box = svg.getBoundingClientRect();
     svg.setAttribute("data-probe-size", Math.round(box.width) + "x" + Math.round(box.height));
   });
   document.body.setAttribute("data-probe", "done");
+});
 })();"""
+)
 
 
 def with_probe(page: str, script: str, copy: Path) -> Path:
@@ -130,7 +151,7 @@ def with_probe(page: str, script: str, copy: Path) -> Path:
 
 def test_every_chart_renders_with_a_size(report: Path, tmp_path: Path) -> None:
     page = report.read_text(encoding="utf-8")
-    charts = page.count("<svg")
+    charts = inflated(page).count("<svg")  # most of them in closed blocks
     assert charts >= 5  # Pareto, estimation error and scatter, a saw-tooth per session shown
     # The policy allows the probe by its own hash (quotes are &#39; inside the attribute), and nothing else.
     assert page.count("script-src &#39;sha256-") == 1
@@ -203,14 +224,20 @@ def decode_png(data: bytes) -> tuple[int, int, bytearray]:
     return width, height, rgb
 
 
+OPENED = "(function () {" + OPEN_ALL + 'openAll(function () { document.body.setAttribute("data-opened", "done"); });\n})();'
+
+
 def test_hostile_session_runs_nothing(tmp_path: Path) -> None:
-    page = hostile_run(tmp_path / "hostile") / "report.html"
+    report = hostile_run(tmp_path / "hostile") / "report.html"
+    # Every block opened and inflated: the hostile text they hold is shown as text and runs nothing either.
+    page = with_probe(report.read_text(encoding="utf-8"), OPENED, tmp_path / "opened.html")
     dom, console = dump_dom(page, tmp_path / "profile")
+    assert any(tag == "body" and attrs.get("data-opened") == "done" for tag, attrs in dom.elements), "the blocks did not open"
     assert "".join(dom.title) == TITLE, "a script from the session changed the title"
     assert console == [], console
     assert not [attrs for tag, attrs in dom.elements if tag == "img" or attrs.get("src") == "x"]
     assert not [(tag, attrs) for tag, attrs in dom.elements if any(name.startswith("on") for name in attrs)]
-    assert [tag for tag, _ in dom.elements].count("script") == 1
+    assert [tag for tag, _ in dom.elements].count("script") == 2  # the page's, and the probe's that opened the blocks
     text = "".join(dom.text)
     for payload in (SCRIPT, IMG, END):
         assert payload in text

@@ -18,6 +18,7 @@ import pytest
 
 from compactlab.cli.main import main
 from compactlab.report.diff import diff_runs, format_diff
+from compactlab.report.lazy import inflated
 from compactlab.report.run_data import figures_and_recommendation, load_light, load_run
 from compactlab.report.run_report import TITLE
 from compactlab.report.sessions import SHOWN_SESSIONS, select_sessions
@@ -107,7 +108,10 @@ def test_overview_answers_which_strategy_and_what_it_costs(run_dir: Path, page: 
     # prune lets calls exceed the 64k window in the session it cannot shrink: not recommendable.
     assert choice.setting in {"summarize", "pi"} and "over the context window" in choice.not_recommendable["prune"]
     headline = re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1)
-    assert re.search(VERDICT + re.escape(f"{choice.setting}</strong>"), headline) and choice.rule.text in html.unescape(headline)
+    assert re.search(VERDICT + re.escape(f"{choice.setting}</strong>"), headline)
+    # The rule, stated in full, right under the first screen.
+    more = re.search(r'<div class="verdict-more" id="verdict-why">(.*?)</div>', page, re.S).group(1)
+    assert choice.rule.text in html.unescape(more)
     row = figures.set_index("setting").loc[choice.setting]
     assert (
         f"{100 * row['removed_share_mean']:.1f}%" in headline
@@ -165,7 +169,11 @@ def test_every_session_shown_has_its_saw_tooth_and_drill_down(run_dir: Path, pag
     run = load_run(run_dir)
     shown = select_sessions(run)
     assert REAL_COMPACTION in shown and len(shown) <= SHOWN_SESSIONS + 2
-    section = page[page.index('<section id="sessions">') : page.index('<section id="real-compactions">')]
+    folded = page[page.index('<section id="sessions">') : page.index('<section id="real-compactions">')]
+    # Each session is one line until opened: no chart and no compaction in the page as it loads.
+    assert folded.count('<details id="t-') == len(shown) and "<svg" not in folded
+    opened = inflated(page)
+    section = opened[opened.index('<section id="sessions">') : opened.index('<section id="real-compactions">')]
     assert section.count("<svg") == len(shown)
     compacted = sum(
         1
@@ -189,6 +197,7 @@ def test_the_report_reads_the_compaction_rows_of_the_sessions_it_shows(run_dir: 
 
 
 def test_real_compaction_side_by_side(run_dir: Path, page: str) -> None:
+    page = inflated(page)
     section = page[page.index('<section id="real-compactions">') : page.index('<section id="metadata">')]
     assert f"<code>{REAL_COMPACTION}</code>, call 103" in section
     assert "This session is being continued from a previous conversation" in section  # the production summary
@@ -219,6 +228,9 @@ def test_hostile_session_text_is_shown_as_text(tmp_path: Path) -> None:
     for payload in (SCRIPT, IMG):
         assert payload not in page
     assert page.count("</html>") == 1 and page.rstrip().endswith("</html>")
+    page = inflated(page)  # what the blocks hold once opened: text too
+    for payload in (SCRIPT, IMG):
+        assert payload not in page
     found = elements(page)
     text = "".join(found.text)
     assert SCRIPT in text and IMG in text and END in text

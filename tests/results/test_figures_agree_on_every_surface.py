@@ -143,7 +143,11 @@ def test_the_report_shows_the_same_figures_labels_and_recommendation(run: dict) 
     assert "prompt: <code>" not in page and re.search(
         r"Not rendered by any compaction of this run, so no hash is shown:.*summary\.j2", page, re.S
     )
-    headline = html.unescape(re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1))
+    # The first screen's headline, and the lines right under it (the why and the rule in full).
+    headline = html.unescape(
+        re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1)
+        + re.search(r'<div class="verdict-more" id="verdict-why">(.*?)</div>', page, re.S).group(1)
+    )
     recommendation = run["summary"]["recommendation"]
     assert recommendation["rule"] in headline
     if recommendation["setting"] is None:

@@ -1,11 +1,14 @@
 // Click (or Enter on) a header of any table.sortable to sort its body by that column; again to reverse.
 // Cells may carry data-value; shown numbers ("1,542", "−3.4", "+0.7") also sort as numbers.
 // A table of four rows or more also gets a filter box: only rows containing every typed word stay shown.
-(function () {
-function addFilter(table, index) {
+// `compactlabTables(root)` sets up the tables under `root` (lazy.js calls it on a block it inflates).
+var compactlabTables = (function () {
+var made = 0;
+function addFilter(table) {
   var body = table.tBodies[0];
   if (!body || body.rows.length < 4) { return; }
-  if (!table.id) { table.id = "table-" + index; }
+  made += 1;
+  if (!table.id) { table.id = "table-" + made; }
   var box = document.createElement("input");
   box.type = "search";
   box.className = "table-filter";
@@ -31,9 +34,10 @@ function addFilter(table, index) {
     count.textContent = words.length ? shown + " of " + body.rows.length + " rows" : "";
   });
 }
-document.querySelectorAll("table.sortable").forEach(addFilter);
 function number(text) { var s = text.trim().replace(/,/g, "").replace("\u2212", "-"); return s === "" ? NaN : Number(s); }
-document.querySelectorAll("table.sortable").forEach(function (table) {
+function setup(root) {
+root.querySelectorAll("table.sortable").forEach(addFilter);
+root.querySelectorAll("table.sortable").forEach(function (table) {
   table.classList.add("ready");
   var headers = table.tHead.rows[0].cells;
   Array.prototype.forEach.call(headers, function (th, column) {
@@ -57,4 +61,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
     th.addEventListener("keydown", function (e) { if (e.key === "Enter") { sort(); } });
   });
 });
+}
+return setup;
 })();
+compactlabTables(document);
