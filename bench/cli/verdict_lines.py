@@ -77,10 +77,8 @@ def verdict_lines(document: dict, out: Path) -> list[str]:
             lines.append(f"{stress['why']}; {at}): no verdict: {stress['error']}")
         else:
             second = Recommendation.from_json(stress["recommendation"] or {})
-            head = second.summary().splitlines()[0]
-            evidence = second.evidence()
             lines.append(f"{stress['why']}; {at}, {out / stress['out']}/):")
-            lines.append(f"  {head}" + (f" ({evidence})" if evidence else ""))
+            lines.append(f"  {second.short()}")
     scaled = (document.get("windows") or {}).get("scaled_rules", [])
     if scaled:
         lines.append(f"{SCALED}:")

@@ -33,9 +33,25 @@ def verdict_window(config: dict, summary: dict, every_model: bool = False) -> st
         real = ", ".join(f"{tokens:,} ({count} model{'s' if count > 1 else ''})" for tokens, count in sizes.items())
     if not window:
         return "each model's real window" + (f" ({real})" if real else "")
-    return f"a simulated {window:,}-token window for every model, not the models' own" + (
+    return f"a simulated {window:,}-token window for every model (a stress test), not the models' own" + (
         f" (their real windows: {real})" if real else ""
     )
+
+
+def stress_line(summary: dict) -> dict[str, str] | None:
+    """The second verdict beside a real-window one on too few compactions (summary.json's `stress_verdict`):
+    {why, verdict, folder}; None without one."""
+    stress = summary.get("stress_verdict")
+    if not stress:
+        return None
+    at = f"at a simulated {stress['window']:,}-token window (a stress test)"
+    if "command" in stress:
+        verdict = f"{at}: not replayed (it would send LLM calls); {stress['command']}"
+    elif "error" in stress:
+        verdict = f"{at}: no verdict: {stress['error']}"
+    else:
+        verdict = Recommendation.from_json(stress.get("recommendation") or {}).short()
+    return {"why": stress["why"], "verdict": verdict, "folder": stress.get("out", "")}
 
 
 def cost_coverage(summary: dict) -> str:

@@ -14,13 +14,14 @@ from typing import Any
 
 import pandas as pd
 
-from compactlab.report.first_screen import cost_coverage, cost_partial, verdict_window
+from compactlab.report.first_screen import cost_coverage, cost_partial, stress_line, verdict_window
 from compactlab.report.run_data import RunData, ranked_rows
 from compactlab.results.catalogue import REPORTED, metric
 from compactlab.results.recommendation import Recommendation
 from compactlab.results.run_failures import failure_ranks
 from compactlab.results.same_by_construction import SameGroup, one_note, one_row_each, same_groups
 from compactlab.runs.run_config import strategies_of_run
+from compactlab.runs.verdict_window import SCALED
 from compactlab.strategies.registry import describe_all
 
 # Relative cost offset of sessions no strategy touched above which the report warns.
@@ -193,6 +194,12 @@ def _headline(run: RunData, rows: list[dict], recommendation: Recommendation) ->
         "ties": list(recommendation.ties),
         "strategy": strategy,
         "not_recommendable": sorted(recommendation.not_recommendable.items()),
+        # The dead ends' next commands, the second verdict at a simulated window, the rescaled triggers
+        # (summary.json, written by `compactlab run` / `sweep`; absent from a run made by the API alone).
+        "next_steps": run.summary.get("next_steps") or [],
+        "stress": stress_line(run.summary),
+        "scaled": (run.summary.get("windows") or {}).get("scaled_rules") or [],
+        "scaled_why": SCALED,
     }
 
 

@@ -82,7 +82,7 @@ def test_the_first_screen_holds_the_verdict_its_window_the_cost_and_the_plot(rep
     window = html.unescape(re.search(r'id="verdict-window">(.*?)</p>', page, re.S).group(1))
     simulated = json.loads((report.parent / "config.json").read_text())["window"]
     said = (
-        f"a simulated {simulated:,}-token window for every model, not the models' own"
+        f"a simulated {simulated:,}-token window for every model (a stress test), not the models' own"
         if simulated
         else "each model's real window"
     )

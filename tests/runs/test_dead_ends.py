@@ -4,6 +4,7 @@ always writes what it found: recommended.toml or no-recommendation.txt."""
 
 from __future__ import annotations
 
+import html
 import json
 import shlex
 from pathlib import Path
@@ -71,6 +72,8 @@ def test_no_recommendation_writes_its_reasons_and_a_next_command_that_runs(tmp_p
     [step] = summary["next_steps"]
     assert "let calls exceed the models' real windows" in step["cause"] and step["command"] in text
     assert f"no recommendation: the reasons and the next command are in {out / 'no-recommendation.txt'}" in printed
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert 'id="next-steps"' in page and html.escape(step["command"], quote=False) in page
     assert _run(step["command"]) == 0
     assert Path(f"{out}-thresholds-0.3-0.4-0.5", "summary.json").exists()
 

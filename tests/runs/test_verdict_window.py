@@ -57,6 +57,11 @@ def test_a_real_window_verdict_on_too_few_compactions_comes_with_a_labelled_stre
     assert stress["recommendation"]["window"] == f"at a simulated {DEFAULT_WINDOW:,}-token window (a stress test)"
     assert second["recommendation"]["compactions"] > summary["recommendation"]["compactions"]
     assert f"at a simulated {DEFAULT_WINDOW:,}-token window (a stress test, {out / stress['out']}/):" in printed
+    # The report's first screen gives it too, under its label.
+    page = (out / "report.html").read_text(encoding="utf-8")
+    shown = page.split('id="stress-verdict">', 1)[1].split("</p>", 1)[0]
+    assert "A second verdict, a stress test:" in shown and "2 of 2 sessions compact under any setting" in shown
+    assert f"at a simulated {DEFAULT_WINDOW:,}-token window (a stress test): " in shown and f"stress-{DEFAULT_WINDOW}/" in shown
 
 
 def test_the_bundled_datasets_alone_keep_a_simulated_stress_window_named_as_one(tmp_path: Path, capsys) -> None:
