@@ -79,11 +79,21 @@ REWRITTEN = {
     "By default every session is replayed as if its model had a 64,000-token window": "A run of your own sessions (a file or a folder) replays each model at its real window",
     "at their real 128k–200k windows the bundled sessions almost never reach a trigger.": "128k–200k windows they almost never reach a trigger",
     "`--window 0` uses real windows.": "`--window 0` replays them at real windows.",
+    # Issue 43: the report's first screen (the answer, its window, the cost's coverage, the plot and its key)
+    # and the detail on demand.
+    "the recommended setting in one sentence with its figures": "holds the answer and the Pareto plot side by side",
+    "the sessions left out because no setting can fit them, and the settings that are not recommendable": "the sessions left out\n  because no setting can fit them, the settings that are not recommendable and why",
+    "it fits a laptop screen), what each strategy is, the Pareto plot": "leaderboard (the catalogue's figures under its labels; it fits a laptop screen), what each\n  strategy is",
+    "the frontier of the recommendable settings;": "the dashed frontier of the recommendable settings",
+    "one that fits nowhere is a number, listed under the plot;": "the key beside the plot names every\n    number",
+    "only the frontier and the recommendation are named), the recommended setting": "tests (every pair with `--all-pairs`), and how to read it (open loop).",
+    "for the 12 sessions with the most prompt tokens and every session with a real compaction, the context size": "one line each that opens to show the context size at each call per strategy",
 }
 # Code blocks and table rows changed since on purpose: their first words, and what holds them now.
 CHANGED_BLOCKS = {
     'datasets = ["m-claude", "mini-swe-agent-pr816"]\nwindow = 64000\nstrategies': "window = 64000   # a simulated window (a stress test)",
     "|  | `window` | integer |": "0 for your own sessions; 64000 for the bundled datasets alone",
+    "import compactlab\n\nstrategies = tuple(": "under the report's names (raw=True: summary.json's keys)",
 }
 
 
