@@ -47,6 +47,15 @@ def checked_grid(
     return settings
 
 
+def grid_config(
+    config: RunConfig, strategies: Sequence[str], thresholds: Sequence[float], keep: Sequence[int] | None, min_preservation: float
+) -> RunConfig:
+    """`config` with the grid's settings as its strategies (the error naming what is out of range, else)."""
+    settings = checked_grid(strategies, thresholds, keep, min_preservation)
+    # No token estimation: the grid's settings do not change it, and a sweep is many settings' work already.
+    return dataclasses.replace(config, strategies=tuple(settings), estimation=False)
+
+
 def sweep_grid(
     config: RunConfig,
     out: str | Path,
@@ -58,10 +67,10 @@ def sweep_grid(
     **run_options,
 ) -> SweepRun:
     """Replay `strategies` × `thresholds` × `keep` budgets on `config`'s datasets and window into `out`;
-    `run_options` go to `compactlab.runs.runs.run` (resume, workers, summarizer, ...)."""
-    settings = checked_grid(strategies, thresholds, keep, min_preservation)
-    # No token estimation: the grid's settings do not change it, and a sweep is many settings' work already.
-    config = dataclasses.replace(config, strategies=tuple(settings), estimation=False)
+    `run_options` go to `compactlab.runs.runs.run` (resume, workers, summarizer, `checked`: `check_run`'s of
+    `grid_config`, ...)."""
+    config = grid_config(config, strategies, thresholds, keep, min_preservation)
+    settings = list(config.strategies)
     out = Path(out)
     result = runs.run(config, out, limit=limit, **run_options)
     summary = write_summary(result, config, Rule(min_preservation))
