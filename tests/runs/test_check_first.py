@@ -20,7 +20,7 @@ from tests.runs.run_inputs import SESSIONS, session_folder
 
 
 def _listing(folder: Path) -> dict[str, str]:
-    """Every path under `folder` (the folder's own parent's view included), with its bytes' hash."""
+    """Every path under `folder`, with its bytes' hash (a folder: "dir")."""
     return {
         p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
         for p in sorted(folder.rglob("*"))
@@ -58,7 +58,6 @@ def test_a_refused_run_leaves_the_folder_as_it_was(kind: str, folder: str, data:
     if folder == "existing":
         out.mkdir()
         (out / "notes.txt").write_text("mine\n")
-    before = _listing(tmp_path)
     flags = [f.format(bad_config=_bad_config(tmp_path)) for f in flags]
     before = _listing(tmp_path)
     assert main(["run", "--dataset", str(data), "--out", str(out), *flags]) == 2
