@@ -19,7 +19,7 @@ import pandas as pd
 from compactlab.report.run_report import write_run_report
 from compactlab.results.catalogue import metric
 from compactlab.results.recommendation import MIN_KEPT, Recommendation, Rule
-from compactlab.runs import run_result, runs, sweep_run
+from compactlab.runs import run_checks, run_result, runs, sweep_run
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_summary import write_summary
 from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS
@@ -62,7 +62,7 @@ def run(config: RunConfig | None = None, out: str | Path = "reports/run", **opti
     `options` as `compactlab.runs.runs.run` takes them (resume, overwrite, workers, limit, ...)."""
     config = config or RunConfig()
     result = runs.run(config, Path(out), **options)
-    return RunResult(**_fields(result), config=runs.resolve(config)[0])
+    return RunResult(**_fields(result), config=run_checks.resolve(config)[0])
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def sweep(
     """`compactlab sweep`: strategies × trigger thresholds × keep budgets on `config`'s datasets and
     window, with summary.json, sweep.json and recommended.toml written into `out`."""
     done = sweep_run.sweep_grid(config or RunConfig(), out, strategies, thresholds, keep, min_preservation, **options)
-    resolved = runs.resolve(dataclasses.replace(config or RunConfig(), strategies=done.result.settings))[0]
+    resolved = run_checks.resolve(dataclasses.replace(config or RunConfig(), strategies=done.result.settings))[0]
     result = RunResult(**_fields(done.run), config=resolved, rule=Rule(min_preservation), written_summary=done.summary)
     return SweepResult(result, done.document["recommended_config"], tuple(done.document["warnings"]))
 

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from compactlab.cli import exit_codes
 from compactlab.cli.verdict_lines import add_stress_verdict, command_line, finish_document, verdict_lines
 from compactlab.report.run_report import write_run_report
 from compactlab.results.cost_coverage import format_cost_coverage
@@ -20,23 +24,19 @@ from compactlab.results.recommendation import Recommendation, Rule
 from compactlab.results.recorded_results import format_recorded
 from compactlab.results.run_failures import INCOMPLETE_EXIT, failure_ranks, format_failures
 from compactlab.results.same_by_construction import SameGroup
-from compactlab.runs import run_result, runs, sweep_run
+from compactlab.runs import run_checks, run_result, runs, sweep_run
 from compactlab.runs.config_schema import check_number, schema_key
 from compactlab.runs.executors import EXECUTORS, executor_for
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import DEFAULT_WINDOW, load_config, setting_from
-from compactlab.runs.run_files import RunLock
+from compactlab.runs.run_files import DONE, RunLock, read_done
 from compactlab.runs.run_summary import write_summary
 from compactlab.runs.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, LABELS, format_sweep
 from compactlab.runs.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
 from compactlab.tokens.context_windows import parse_override
 
-BUDGET_EXIT = 4  # stopped before passing max_cost_usd
-EXIT_CODES = (
-    f"exit codes: 0 done; 2 bad input or configuration (the message names the file and what is wrong), or an LLM "
-    f"provider that refuses the key or cannot be reached; {INCOMPLETE_EXIT} done, but a strategy's compactions failed or "
-    f"fell back beyond `max_failed_share`, so it is not ranked; {BUDGET_EXIT} stopped before passing `max_cost_usd` "
-    f"(--resume continues)"
+EXIT_CODES = exit_codes.described(
+    exit_codes.DONE, exit_codes.BAD_INPUT, exit_codes.INCOMPLETE, exit_codes.BUDGET, exit_codes.INTERRUPTED
 )
 
 
@@ -223,10 +223,11 @@ def _run_options(config, args: argparse.Namespace) -> dict[str, Any]:
 def run_run(args: argparse.Namespace) -> int:
     config = _run_config(args)
     out = args.out or Path("reports/run")
+    options = _run_options(config, args)
+    checked = run_checks.check_run(config, out, **options)  # a refused run writes nothing: checked before the lock
     command = command_line("run", args)
-    with RunLock(out):  # over the run and the files written from it
-        options = _run_options(config, args)
-        result, document = _replay(config, out, options, all_pairs=args.all_pairs)
+    with RunLock(out), _interruptible(out, args):  # over the run and the files written from it
+        result, document = _replay(config, out, {**options, "checked": checked}, all_pairs=args.all_pairs)
         add_stress_verdict(document, result, config, out, command, options)
         finish_document(document, out, command)
         # With failures and nothing to rank (every LLM setting fell back) the report still shows them, first.
@@ -300,12 +301,12 @@ def run_sweep(args: argparse.Namespace) -> int:
     sweep_run.checked_grid(args.strategy, args.thresholds, args.keep, args.min_preservation)  # before anything is written
     config = _run_config(args, strategies=())
     out = args.out or Path("reports/sweep")
+    options = _run_options(config, args)
+    grid = (args.strategy, args.thresholds, args.keep, args.min_preservation)
+    checked = run_checks.check_run(sweep_run.grid_config(config, *grid), out, **options)  # a refused sweep writes nothing
     command = command_line("sweep", args)
-    with RunLock(out):
-        options = _run_options(config, args)
-        swept = sweep_run.sweep_grid(
-            config, out, args.strategy, args.thresholds, args.keep, args.min_preservation, command=command, **options
-        )
+    with RunLock(out), _interruptible(out, args):
+        swept = sweep_run.sweep_grid(config, out, *grid, checked=checked, command=command, **options)
         if swept.run.llm_calls is not None:
             print(swept.run.llm_calls, file=sys.stderr)
         document, sweep, analysis = swept.summary, swept.document, swept.result
@@ -327,6 +328,27 @@ def run_sweep(args: argparse.Namespace) -> int:
     if report is not None:
         print(f"report: {report}")
     return _incomplete_exit(document["failures"])
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a run or a sweep; its message says what was kept and the command that continues."""
+
+
+@contextmanager
+def _interruptible(out: Path, args: argparse.Namespace) -> Iterator[None]:
+    """Ctrl-C in the block: `Interrupted`, naming the sessions kept in `out` and the `--resume` command
+    made of the user's own arguments (`compactlab.cli.main` prints it, one line, and exits 130)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        finished = len({session for session, _ in read_done(out / DONE).units})
+        words = list(getattr(args, "argv", None) or [])
+        if "--resume" not in words:
+            words.append("--resume")
+        raise Interrupted(
+            f"interrupted: {finished} session{'s' if finished != 1 else ''} finished, kept in {out}/; continue with: "
+            f"{shlex.join(['compactlab', *words])}"
+        ) from None
 
 
 def _print_left_out(document: dict) -> None:

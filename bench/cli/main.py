@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from compactlab.cli.cli_runs import BUDGET_EXIT, EXIT_CODES, add_run_commands
+from compactlab.cli import exit_codes
+from compactlab.cli.cli_runs import add_run_commands
 from compactlab.cli.init_config import write_init
 from compactlab.llm.concurrency import BudgetExhausted
 from compactlab.llm.errors import LLMUnavailable
@@ -27,7 +28,7 @@ from compactlab.sessions.importers import importers, load_file
 from compactlab.sessions.importers.canonical import write_canonical
 from compactlab.sessions.loading import Loaded, load_inputs
 from compactlab.sessions.neutralise import TerminalSafe, terminal_text
-from compactlab.sessions.overview import overview_frame, summarize
+from compactlab.sessions.overview import format_overview, overview_frame, summarize
 from compactlab.sessions.source import SessionError
 from compactlab.strategies.registry import describe_all
 from compactlab.tokens.context_windows import ContextWindows, load_overrides, parse_override
@@ -36,14 +37,16 @@ from compactlab.tokens.estimation import summarize as summarize_estimation
 from compactlab.version import compactlab_version
 
 INPUTS_HELP = "session files, folders (searched recursively) or bundled dataset names; none: all bundled datasets"
-# A reader that stops early (`compactlab strategies | head`) is not an error of ours: exit quietly,
-# with the status a process killed by SIGPIPE would have.
-BROKEN_PIPE = 141
+BROKEN_PIPE = exit_codes.BROKEN_PIPE
+# What a command's help says of its exit codes unless it names its own.
+COMMON_EXITS = exit_codes.described(exit_codes.DONE, exit_codes.BAD_INPUT)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # the user's own words, which a next command (`--resume`) is made of
     try:
         # What is printed may come from sessions: their escape sequences must not reach the terminal.
         with contextlib.redirect_stdout(TerminalSafe(sys.stdout)):
@@ -51,23 +54,26 @@ def main(argv: list[str] | None = None) -> int:
                 return args.run(args)
             except BudgetExhausted as exc:
                 print(
-                    f"compactlab: stopped: {terminal_text(str(exc))}. The sessions replayed before are kept; continue with "
-                    "--resume (the calls already paid for are replayed from the call cache)",
+                    f"compactlab: stopped: {terminal_text(str(exc))}. {_continue_with(args)}",
                     file=sys.stderr,
                 )
-                return BUDGET_EXIT
+                return exit_codes.BUDGET
             except LLMUnavailable as exc:
                 print(
-                    f"compactlab: error: {terminal_text(str(exc))}; the run stopped at this call "
-                    "(continue it with --resume once the provider answers)",
+                    f"compactlab: error: {terminal_text(str(exc))}; the run stopped at this call ({_continue_with(args, True)})",
                     file=sys.stderr,
                 )
-                return 2
+                return exit_codes.BAD_INPUT
+            except KeyboardInterrupt as exc:
+                if sys.stderr.isatty():
+                    print(file=sys.stderr)  # off the progress bar's line
+                print(f"compactlab: {terminal_text(str(exc)) or 'interrupted'}", file=sys.stderr)
+                return exit_codes.INTERRUPTED
             except (SessionError, KeyError, ValueError, OSError) as exc:
                 if isinstance(exc, BrokenPipeError):
                     raise
                 print(f"compactlab: error: {terminal_text(error_message(exc))}", file=sys.stderr)
-                return 2
+                return exit_codes.BAD_INPUT
             finally:
                 sys.stdout.flush()
     except BrokenPipeError:
@@ -75,6 +81,19 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return BROKEN_PIPE
+
+
+def _continue_with(args: argparse.Namespace, provider: bool = False) -> str:
+    """How to go on after a run stopped at an LLM call: `run` and `sweep` continue with --resume (the
+    calls already answered are replayed from the call cache); `check` and `baseline` run again."""
+    if "resume" in args:
+        when = " once the provider answers" if provider else ""
+        return f"The sessions replayed before are kept; continue with --resume{when} (calls answered before come from the call cache)"
+    return (
+        "Run the command again"
+        + (" once the provider answers" if provider else "")
+        + " (calls answered before come from the call cache)"
+    )
 
 
 def error_message(exc: Exception) -> str:
@@ -86,7 +105,7 @@ def error_message(exc: Exception) -> str:
     return str(exc)
 
 
-def _command(commands, name: str, help: str, exits: str = EXIT_CODES) -> argparse.ArgumentParser:
+def _command(commands, name: str, help: str, exits: str = COMMON_EXITS) -> argparse.ArgumentParser:
     """A sub-command whose help ends with its exit codes."""
     return commands.add_parser(
         name, help=help, description=help, epilog=exits, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -97,8 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="compactlab",
         description="Measure context-compaction strategies on real agent sessions.",
-        epilog="Every command exits 0 when done and 2 on bad input or configuration; `check` exits 1 on a regression. "
-        "A reader that closes the output early (| head) ends it quietly with 141.",
+        epilog=exit_codes.described() + " (each command's --help names its own)",
     )
     parser.add_argument("--version", action="version", version=f"compactlab {compactlab_version() or 'unknown (not installed)'}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -115,7 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     inspect = _command(commands, "inspect", "show what each session holds: messages, LLM calls, prompt sizes, skips")
     _add_input_arguments(inspect)
-    inspect.add_argument("--json", action="store_true", help="print one JSON object per session")
+    inspect.add_argument("--json", action="store_true", help="print one JSON object per session (every skip's reason)")
+    inspect.add_argument(
+        "--all-skips",
+        action="store_true",
+        help="list each session's skipped records and each file not read, not grouped by kind",
+    )
     inspect.set_defaults(run=run_inspect)
 
     datasets = _command(commands, "datasets", "list the bundled datasets with counts")
@@ -232,34 +255,8 @@ def run_inspect(args: argparse.Namespace) -> int:
         for failed in loaded.failed:
             print(json.dumps({"path": str(failed.path), "error": failed.error}, ensure_ascii=False))
     else:
-        print(format_overview(loaded))
+        print(format_overview(loaded, args.all_skips))
     return 0
-
-
-def format_overview(loaded: Loaded) -> str:
-    lines: list[str] = []
-    frame = overview_frame(loaded.sessions)
-    if not frame.empty:
-        table = frame.assign(
-            file=frame["id"].str.slice(0, 44),
-            models=frame["models"].map(lambda m: ", ".join(m)[:40]),
-            max_prompt=frame["max_prompt_tokens"].astype("Int64"),
-        )[["file", "format", "messages", "llm_calls", "max_prompt", "compactions", "skipped_records", "models"]]
-        lines.append(table.to_string(index=False))
-        lines.append("")
-        lines.append(
-            f"{len(frame)} sessions, {frame['messages'].sum()} messages, {frame['llm_calls'].sum()} LLM calls, "
-            f"{frame['compactions'].sum()} real compactions, {frame['skipped_records'].sum()} damaged records skipped"
-        )
-    for session in loaded.sessions:
-        if session.skipped:
-            reasons = "; ".join(f"{n}× {r}" for r, n in summarize(session)["skipped_reasons"].items())
-            lines.append(f"  skipped in {session.source_path}: {reasons}")
-    for failed in loaded.failed:
-        lines.append(f"  file not read: {failed.error}")
-    if loaded.passed_over:
-        lines.append(f"  {len(loaded.passed_over)} files in the given folders are not sessions by name and were not read")
-    return "\n".join(lines)
 
 
 def run_datasets(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ from compactlab.strategies.registry import get_strategy
 SENSITIVITY_NOTE = (
     "With a model (live or from recorded answers) the check measures what the summaries carry, and it is only as "
     "sensitive as the bootstrap over the suite's compactions allows: a smaller loss passes. "
-    "`python -m compactlab.measure.gate_sensitivity --suite SUITE --baseline BASELINE` measures the smallest loss "
+    "`python -m compactlab.measure.gate_sensitivity --suite SUITE` measures the smallest loss "
     "of summary recall a suite detects (docs/gate.md gives the repository's own suite's)."
 )
 

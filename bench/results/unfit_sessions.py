@@ -52,10 +52,19 @@ def check_window_fits_some_session(sessions: pd.DataFrame) -> None:
         return
     rows = sessions.drop_duplicates("session")
     smallest = rows.sort_values(["fixed_tokens", "session"]).iloc[0]
-    window = int(smallest["window"])
     raise ValueError(
-        f"window {window:,} tokens is smaller than the smallest possible prompt of every one of the {count} sessions: "
+        unfit_window_message(
+            count, int(smallest["window"]), int(smallest["fixed_tokens"]), smallest["session"], int(rows["floor_tokens"].min())
+        )
+    )
+
+
+def unfit_window_message(sessions: int, window: int, fixed: int, fixed_session: str, floor: int) -> str:
+    """Why a window no session fits is refused: `fixed`, the smallest recorded prompt (in `fixed_session`),
+    `floor` the smallest of the sessions' smallest possible prompts."""
+    return (
+        f"window {window:,} tokens is smaller than the smallest possible prompt of every one of the {sessions} sessions: "
         f"no strategy can keep any of them under it. The smallest recorded prompt (system prompt, instructions, task) is "
-        f"{int(smallest['fixed_tokens']):,} tokens ({smallest['session']}); the smallest floor "
-        f"{int(rows['floor_tokens'].min()):,}. Use a window above that (--window 0 replays each model's real window)"
+        f"{fixed:,} tokens ({fixed_session}); the smallest floor {floor:,}. Use a window above that (--window 0 replays "
+        f"each model's real window)"
     )

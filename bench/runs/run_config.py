@@ -19,6 +19,7 @@ Every key, its type, default and meaning is in `bench/runs/config_schema.py` (do
 from __future__ import annotations
 
 import dataclasses
+import os
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -68,6 +69,11 @@ class RunConfig:
     # it does not shape results, and a --resume may raise it.
     max_cost_usd: float | None = None
 
+    def __post_init__(self) -> None:
+        # Paths may be `str` or `Path`, one or a sequence; strategies names or `Setting`s: all held as config.json writes them.
+        object.__setattr__(self, "datasets", _dataset_names(self.datasets))
+        object.__setattr__(self, "strategies", _settings(self.strategies))
+
     def checked(self, where: object) -> RunConfig:
         """This configuration, once every number in it is within its range (`config_schema`); else
         an error naming `where` (the file, or the flag) and the key. Runs check before any work."""
@@ -102,6 +108,38 @@ def window_for_data(datasets: tuple[str, ...]) -> int:
     bundled datasets alone, whose sessions are mostly too short to reach a real window (a stress test,
     named as one wherever the verdict is)."""
     return DEFAULT_WINDOW if bundled_only(datasets) else 0
+
+
+def _dataset_names(datasets: object) -> tuple[str, ...]:
+    """`RunConfig.datasets` as names, files or folders (`str`): one `str` or `Path` is one dataset."""
+    if isinstance(datasets, (str, os.PathLike)):
+        datasets = (datasets,)
+    if not isinstance(datasets, (list, tuple)):
+        raise TypeError(f"RunConfig(datasets=...): a list of dataset names, files or folders (str or Path), got {datasets!r:.80}")
+    names = []
+    for dataset in datasets:
+        if not isinstance(dataset, (str, os.PathLike)):
+            raise TypeError(
+                f"RunConfig(datasets=...): each is a dataset name, a file or a folder (str or Path), got {dataset!r:.80}"
+            )
+        names.append(os.fspath(dataset))
+    return tuple(names)
+
+
+def _settings(strategies: object) -> tuple[Setting, ...]:
+    """`RunConfig.strategies` as `Setting`s: a name (or path/to/file.py:Name) is the setting of that name."""
+    if isinstance(strategies, (str, Setting)):
+        strategies = (strategies,)
+    if not isinstance(strategies, (list, tuple)):
+        raise TypeError(f"RunConfig(strategies=...): a list of strategy names or Settings, got {strategies!r:.80}")
+    settings = []
+    for entry in strategies:
+        if isinstance(entry, str):
+            entry = Setting(label=entry, strategy=entry)
+        if not isinstance(entry, Setting):
+            raise TypeError(f"RunConfig(strategies=...): each is a strategy name or a Setting, got {entry!r:.80}")
+        settings.append(entry)
+    return tuple(settings)
 
 
 def default_strategies() -> tuple[Setting, ...]:
@@ -178,9 +216,10 @@ def check_setting_numbers(strategy: object, settings: dict, where: object) -> No
             check_number(SETTING_WHOLE if whole else SETTING_NUMBER, value, where, f"setting `{name}`")
 
 
-def load_config(path: Path | None) -> RunConfig:
+def load_config(path: str | Path | None) -> RunConfig:
     if path is None:
         return RunConfig()
+    path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

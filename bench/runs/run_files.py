@@ -110,6 +110,16 @@ class RunLock:
         _HELD[self.out] = [descriptor, 1]
         return self
 
+    @staticmethod
+    def check_free(out: Path) -> None:
+        """Refuse `out` now when another process holds its lock, creating nothing: a run checks this
+        before its other checks' work, and takes the lock itself once they passed."""
+        folder = Path(out).resolve()
+        if folder in _HELD or not (folder / LOCK).is_file():
+            return
+        with RunLock(folder):  # the lock file is there: taking the lock and letting it go adds nothing
+            pass
+
     def __exit__(self, *exc) -> None:
         held = _HELD.get(self.out)
         if held is None:

@@ -17,9 +17,9 @@ from compactlab.results.cost_coverage import cost_coverage, unmatched_price_keys
 from compactlab.results.leaderboard import summary_document
 from compactlab.results.recommendation import Rule
 from compactlab.results.same_by_construction import same_groups
+from compactlab.runs.run_checks import resolve
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import write_atomic
-from compactlab.runs.runs import resolve
 from compactlab.runs.verdict_window import real_windows, scaled_rules, verdict_window
 
 

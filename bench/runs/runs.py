@@ -27,7 +27,6 @@ import hashlib
 import json
 import platform
 import time
-from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import replace
 from importlib.metadata import version
@@ -35,7 +34,6 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from compactlab.contract import Strategy
 from compactlab.llm.concurrency import CallAccount, check_budget_prices, default_replay_threads, llm_completers
 from compactlab.llm.concurrency import run_calls as calls_limited
 from compactlab.llm.prices import resolve_prices
@@ -44,9 +42,9 @@ from compactlab.results.real_engines import EngineRow, rows_document
 from compactlab.results.same_by_construction import replayed_once
 from compactlab.results.unfit_sessions import check_window_fits_some_session
 from compactlab.runs.concurrent_replays import replay_concurrently
-from compactlab.runs.llm_config import make_run_judge
 from compactlab.runs.report_inputs import run_estimators, write_report_inputs
-from compactlab.runs.run_config import RunConfig, check_setting_numbers, config_json, default_strategies, windows_of
+from compactlab.runs.run_checks import CheckedRun, check_run, check_unchanged, run_config_json, undo_run
+from compactlab.runs.run_config import RunConfig, windows_of
 from compactlab.runs.run_files import DONE, Commits, DoneLog, RunLock, drop_commits, read_done, write_atomic
 from compactlab.runs.run_format import OLD_ROW_FILES, meta_format, resumable
 from compactlab.runs.run_result import RunResult, finish
@@ -56,29 +54,13 @@ from compactlab.runs.run_storage import (
 )
 from compactlab.runs.session_job import SessionJob, hash_of_file
 from compactlab.runs.session_results import RunTotals
-from compactlab.sessions.datasets import refuse_output_inside, resolve_inputs
 from compactlab.sessions.loading import FailedFile, ReadInputs, ReadSession, WorkerDied, read_files
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
-from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS
 from compactlab.tokens.estimators import encodings_of
 from compactlab.tokens.tokenizers import get_encoding
 
 PROGRESS_SECONDS = 0.2  # between two updates of the LLM calls shown beside the progress bar
-
-
-def resolve(config: RunConfig) -> tuple[RunConfig, dict[str, Strategy]]:
-    """The configuration with its default strategies and estimator filled in, and each setting's
-    strategy by label: made once for the whole run (a strategy is a frozen dataclass, without
-    state), and a typo fails here, before anything is replayed."""
-    resolved, instances = [], {}  # (and the window for the run's data, `RunConfig.for_its_data`)
-    for entry in config.strategies or default_strategies():
-        strategy = instances[entry.label] = get_strategy(entry.strategy, **dict(entry.settings))
-        check_setting_numbers(strategy, dict(entry.settings), f"strategy {entry.label!r}")
-        if entry.estimator is None and getattr(strategy, "estimator", None) is None:  # it carries none: the run's
-            entry = replace(entry, estimator=config.estimator)
-        resolved.append(entry)
-    return replace(config.for_its_data(), strategies=tuple(resolved)), instances
 
 
 def run(
@@ -93,8 +75,14 @@ def run(
     replay_threads: int | None = None,
     executor=None,
     limit: int | None = None,
+    checked: CheckedRun | None = None,
 ) -> RunResult:
     """Replay every session × strategy of `config` into `out` (see the module docstring).
+
+    Everything the run can be refused for is checked first (`compactlab.runs.run_checks.check_run`,
+    a pass over the session files included): a refused run writes nothing. `checked`: that check's
+    result, made by the caller with the same arguments (the command line checks before it takes
+    the run directory's lock).
 
     `limit`: only the first N session files of the datasets (a quick look before a long run); it is
     written to config.json, so a --resume must name the same.
@@ -108,33 +96,39 @@ def run(
     and replay in `replay_threads` threads (default: twice the calls in flight the providers'
     `max_in_flight` allow; 1: one replay after another); see `compactlab.runs.concurrent_replays`.
     """
-    if limit is not None and limit < 1:
-        raise ValueError(f"--limit: {limit} out of range: the number of sessions (files) to replay, at least 1")
     out = Path(out)
-    config, instances = resolve(config.checked("the run configuration"))
-    refuse_output_inside(out, list(config.datasets) or None)
+    if checked is None:
+        checked = check_run(
+            config,
+            out,
+            resume=resume,
+            overwrite=overwrite,
+            limit=limit,
+            workers=workers,
+            summarizer=summarizer,
+            judge=judge,
+            executor=executor,
+            progress=progress,
+        )
     out.mkdir(parents=True, exist_ok=True)
     forget()  # a run starts with empty memos: nothing an earlier run in this process computed is kept alive
     with RunLock(out):
-        return _run_locked(
-            config, instances, out, resume, progress, summarizer, overwrite, judge, workers, replay_threads, executor, limit
-        )
+        return _run_locked(checked, out, resume, progress, summarizer, overwrite, workers, replay_threads, executor, limit)
 
 
 def _run_locked(
-    config: RunConfig,
-    instances,
+    checked: CheckedRun,
     out: Path,
     resume,
     progress,
     summarizer,
     overwrite,
-    judge,
     workers,
     replay_threads,
     executor,
     limit,
 ) -> RunResult:
+    config, instances, judge = checked.config, checked.instances, checked.judge
     done_path = out / DONE
     if not resume and done_path.exists():
         if not overwrite:
@@ -146,15 +140,14 @@ def _run_locked(
     log = read_done(done_path) if resume else DoneLog()
     if resume and (out / "config.json").exists():
         previous = json.loads((out / "config.json").read_text())
-        if previous != json.loads(json.dumps(_config_json(config, limit))):  # as config.json holds it (tuples are lists)
+        if previous != json.loads(json.dumps(run_config_json(config, limit))):  # as config.json holds it (tuples are lists)
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
     # Sessions whose committed row parts are gone or unreadable are replayed again, as if never finished.
     lost = {part.session for part in damaged_parts(out) if part.session is not None} if resume and log.parts else set()
     if lost:
         drop_commits(out, lost)
         log = read_done(done_path)
-    write_atomic(out / "config.json", json.dumps(_config_json(config, limit), indent=2) + "\n")
-    judge = judge if judge is not None else make_run_judge(config)  # None unless [judge] is configured
+    write_atomic(out / "config.json", json.dumps(run_config_json(config, limit), indent=2) + "\n")
     prices = resolve_prices(config.prices or None)
     job = SessionJob(
         config.strategies,
@@ -174,15 +167,8 @@ def _run_locked(
     job = replace(job, estimators=tuple(measured) if config.estimation else None)
     # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
     workers = 1 if summarizer is not None or judge is not None else workers
-    if executor is not None and (summarizer is not None or judge is not None):
-        raise ValueError(
-            "a run with an LLM summarizer or judge stays in one process (its call cache and concurrency limit live there): "
-            "run it without --executor dask"
-        )
-    inputs = resolve_inputs(list(config.datasets) or None)
-    if limit is not None:
-        inputs = replace(inputs, files=inputs.files[:limit])
-    _check_unchanged(out, log, inputs.files)
+    inputs = checked.inputs
+    check_unchanged(out, log, inputs.files)  # (checked before the lock was taken: checked again under it)
     sessions: list[ReadSession] = []  # what the run keeps of each session
     failed: list[FailedFile] = []
     totals = RunTotals()
@@ -253,7 +239,6 @@ def _run_locked(
         reasons = "\n  ".join(f.error for f in failed[:20]) + (f"\n  ... and {len(failed) - 20} more" if len(failed) > 20 else "")
         raise ValueError(f"no session could be read: {len(failed)} files not read:\n  {reasons}")
     read_inputs = ReadInputs(sessions=tuple(sessions), failed=tuple(failed), passed_over=inputs.passed_over)
-    job.windows.check_overrides(model for t in sessions for model in t.models)
     write_atomic(out / "meta.json", json.dumps(run_meta(read_inputs, file_hashes), indent=2) + "\n")
     results = totals.totals()
     try:
@@ -270,16 +255,16 @@ def _run_locked(
         max_failed_share=config.max_failed_share,
         engines=rows_document(engines),
     )
-    # A window no session fits in measures nothing (every call over it): refused, with the numbers.
-    check_window_fits_some_session(result.sessions)
+    # A window no session fits in measures nothing (every call over it): refused, with the numbers. The
+    # check before the replay refuses it where it could bound every session's floor; here the folder is
+    # then left as it was, so that it takes a new run.
+    try:
+        check_window_fits_some_session(result.sessions)
+    except ValueError as exc:
+        undo_run(out, checked.before)
+        raise ValueError(f"{exc}. Nothing of this run was kept in {out}") from None
     result = replace(result, replayed_again=tuple(sorted(lost)))
     return replace(result, llm_calls=account.line()) if completers else result
-
-
-def _config_json(config: RunConfig, limit: int | None) -> dict:
-    """config.json: the configuration, and the --limit a run was started with (only when set, so a run
-    without one reads as before)."""
-    return {**config_json(config), **({"limit": limit} if limit is not None else {})}
 
 
 def _shown_on(bar: tqdm):
@@ -293,23 +278,6 @@ def _shown_on(bar: tqdm):
             bar.set_postfix_str(account.line())
 
     return show
-
-
-def _check_unchanged(out: Path, log: DoneLog, files: Sequence[Path]) -> None:
-    """Before any work: every dataset file whose rows the run holds is still there, as it was."""
-    listed = set(map(str, files))
-    for file, recorded in sorted(log.file_hashes.items()):
-        if file not in listed:
-            raise ValueError(
-                f"{out}: --resume: {file} (read by this run) is gone or no longer among the datasets; "
-                f"restore it, or start a new run (another --out)"
-            )
-        now = hash_of_file(Path(file))
-        if now != recorded:
-            raise ValueError(
-                f"{out}: --resume: {file} changed since this run replayed it (sha256 {recorded}, now {now}): "
-                f"its finished rows no longer match it; restore the file, or start a new run (another --out)"
-            )
 
 
 def run_meta(read: ReadInputs, file_hashes: dict[str, str | None] | None = None) -> dict:

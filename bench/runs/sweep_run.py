@@ -51,6 +51,15 @@ def checked_grid(
     return settings
 
 
+def grid_config(
+    config: RunConfig, strategies: Sequence[str], thresholds: Sequence[float], keep: Sequence[int] | None, min_preservation: float
+) -> RunConfig:
+    """`config` with the grid's settings as its strategies (the error naming what is out of range, else)."""
+    settings = checked_grid(strategies, thresholds, keep, min_preservation)
+    # No token estimation: the grid's settings do not change it, and a sweep is many settings' work already.
+    return dataclasses.replace(config, strategies=tuple(settings), estimation=False).for_its_data()
+
+
 def sweep_grid(
     config: RunConfig,
     out: str | Path,
@@ -63,14 +72,14 @@ def sweep_grid(
     **run_options,
 ) -> SweepRun:
     """Replay `strategies` × `thresholds` × `keep` budgets on `config`'s datasets and window into `out`;
-    `run_options` go to `compactlab.runs.runs.run` (resume, workers, summarizer, ...). `command`: the
-    user's, which every next command printed keeps (default: the configuration's datasets and window).
+    `run_options` go to `compactlab.runs.runs.run` (resume, workers, summarizer, `checked`: `check_run`'s of
+    `grid_config`, ...). `command`: the user's, which every next command printed keeps (default: the
+    configuration's datasets and window).
 
     What it found is always written: recommended.toml, or no-recommendation.txt with the reasons and
     the next command."""
-    settings = checked_grid(strategies, thresholds, keep, min_preservation)
-    # No token estimation: the grid's settings do not change it, and a sweep is many settings' work already.
-    config = dataclasses.replace(config, strategies=tuple(settings), estimation=False).for_its_data()
+    config = grid_config(config, strategies, thresholds, keep, min_preservation)
+    settings = list(config.strategies)
     out = Path(out)
     if command is None:
         command = from_config("sweep", config.datasets, config.window, out)

@@ -12,11 +12,13 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 SESSION_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+# Files, folders or dataset names, as a command line or the API gives them: `str` or `Path`, one or several.
+PathArguments = str | os.PathLike | Sequence[str | os.PathLike] | None
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,20 @@ class Inputs:
     passed_over: tuple[Path, ...] = ()
 
 
-def resolve_inputs(arguments: list[str] | None) -> Inputs:
+def input_names(arguments: PathArguments) -> list[str]:
+    """Command-line inputs or the API's (`str` or `Path`, one or a sequence) as strings."""
+    if arguments is None:
+        return []
+    if isinstance(arguments, (str, os.PathLike)):
+        arguments = [arguments]
+    if not isinstance(arguments, (list, tuple)) or not all(isinstance(a, (str, os.PathLike)) for a in arguments):
+        raise TypeError(f"inputs: a list of files, folders or dataset names (str or Path), got {arguments!r:.80}")
+    return [os.fspath(a) for a in arguments]
+
+
+def resolve_inputs(arguments: PathArguments) -> Inputs:
     """Files for `arguments` (files, folders searched recursively, dataset names); none → all datasets."""
+    arguments = input_names(arguments)
     if not arguments:
         datasets = list_datasets()
         if not datasets:
@@ -134,10 +148,11 @@ def bundled_only(arguments: Iterable[str | os.PathLike] | None) -> bool:
     return not any(Path(argument).exists() for argument in arguments or ())
 
 
-def refuse_output_inside(out: Path, arguments: list[str] | None) -> None:
+def refuse_output_inside(out: Path, arguments: PathArguments) -> None:
     """An error when `out` (where a command writes) is one of the folders `arguments` read, or
     inside one: the command would write into the dataset, and every later read of that folder
     would take its own output (config.json, ...) for sessions."""
+    arguments = input_names(arguments)
     folders = [Path(a) for a in arguments or () if Path(a).is_dir()]
     names = [a for a in arguments or () if not Path(a).exists()]
     folders += [d.folder for d in list_datasets() if not arguments or d.name in names]

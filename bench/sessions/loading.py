@@ -22,7 +22,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from compactlab.sessions.datasets import resolve_inputs
+from compactlab.sessions.datasets import PathArguments, resolve_inputs
 from compactlab.sessions.importers import load_file
 from compactlab.sessions.model import LLMCall, Session, SkippedRecord
 from compactlab.sessions.parent_exit import exit_with_parent
@@ -44,7 +44,7 @@ class Loaded:
 
 
 def load_inputs(
-    arguments: list[str] | None,
+    arguments: PathArguments,
     *,
     lenient: bool = False,
     format: str | None = None,
@@ -177,6 +177,12 @@ def read_files(
                     pool.shutdown(wait=True, cancel_futures=True)  # the others are ended: what is still held died with its worker
                     raise WorkerDied([files[i] for i in held[:] if i >= 0]) from None
                 yield ids.check(read)
+        except KeyboardInterrupt:
+            # Ctrl-C: the files being read are given up at once (a run keeps only what its done lines
+            # committed), not finished first. The workers ignore the terminal's SIGINT (`_start_worker`).
+            for process in list(pool._processes.values()):
+                process.terminate()
+            raise
         finally:
             # Reads not started are cancelled and running ones finish. (multiprocessing.Pool's
             # terminate could kill a worker in the middle of handing back a result, which left the
@@ -265,6 +271,9 @@ def _start_worker(parent: int, held=None, slots=None) -> None:
     dead worker's file."""
     global _HELD
     exit_with_parent(parent)
+    # Ctrl-C reaches every process of the terminal's group: the run's process answers it (it ends the
+    # workers and says how to continue), so a worker does not stop with a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if held is not None and slots is not None:
         with slots.get_lock():
             slot, slots.value = slots.value % len(held), slots.value + 1

@@ -10,6 +10,7 @@ lookup says so (`known=False`).
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -85,9 +86,12 @@ class ContextWindows:
         seen = sorted(set(models))
         unmatched = [key for key in self.overrides if key and not any(bare_name(m).startswith(bare_name(key)) for m in seen)]
         if unmatched:
+            close = difflib.get_close_matches(bare_name(unmatched[0]), [bare_name(m) for m in seen], n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ValueError(
-                f"context window override {', '.join(repr(k) for k in unmatched)} matches no model in the data "
-                f"(a key is a model name or its prefix, with or without the provider); models seen: {', '.join(seen) or 'none'}"
+                f"--context-window or [context_windows]: context window override {', '.join(repr(k) for k in unmatched)} "
+                f"matches no model in the data{hint} (a key is a model name or its prefix, with or without the provider); "
+                f"models seen: {', '.join(seen) or 'none'}"
             )
 
 

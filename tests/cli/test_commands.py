@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,24 @@ def test_inspect_table_shows_skips(capsys) -> None:
     code, out, _ = run(capsys, "inspect", "m-claude")
     assert code == 0
     assert "damaged records skipped" in out
-    assert "skipped in " in out and "invalid JSON" in out
+    assert "\n  skipped in " not in out and "invalid JSON" in out  # grouped by kind (below)
+
+
+def test_inspect_groups_the_damaged_records_by_kind_with_counts_and_examples(capsys) -> None:
+    """The bundled m-claude's real damage: one line per kind of damage, not per record; --all-skips lists each
+    session's, --json each session's reasons."""
+    code, grouped, _ = run(capsys, "inspect", "m-claude")
+    assert code == 0
+    head = next(line for line in grouped.splitlines() if "damaged records skipped in" in line)
+    total, sessions = re.match(r"\s+(\d+) damaged records skipped in (\d+) sessions, by kind", head).groups()
+    kinds = re.findall(r"^    (\d+)× (.+) \(in (\d+) sessions?; e\.g\. (.+)\)$", grouped, re.MULTILINE)
+    assert kinds and sum(int(k[0]) for k in kinds) == int(total)
+    assert len({k[1] for k in kinds}) == len(kinds)  # one line per kind
+    assert all(1 <= len(k[3].split(", ")) <= 3 and int(k[2]) <= int(sessions) for k in kinds)
+    code, every, _ = run(capsys, "inspect", "m-claude", "--all-skips")
+    assert code == 0 and every.count("  skipped in ") == int(sessions)
+    code, lines, _ = run(capsys, "inspect", "m-claude", "--json")
+    assert sum(sum(json.loads(line)["skipped_reasons"].values()) for line in lines.splitlines()) == int(total)
 
 
 def test_inspect_of_a_damaged_file_by_path_is_strict(capsys) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from compactlab.cli.cli_runs import BUDGET_EXIT
+from compactlab.cli.exit_codes import BUDGET as BUDGET_EXIT
 from compactlab.cli.main import main
 from tests.conftest import bundled
 from tests.fake_behaviours import Behaviour

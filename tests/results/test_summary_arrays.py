@@ -12,9 +12,9 @@ import pytest
 
 from compactlab.results.metrics import calls_frame, compactions_frame, session_summary
 from compactlab.results.summary_arrays import summary_from_arrays
+from compactlab.runs.run_checks import resolve
 from compactlab.runs.run_config import RunConfig, windows_of
 from compactlab.runs.run_storage import part_calls, part_compaction_rows
-from compactlab.runs.runs import resolve
 from compactlab.runs.session_job import SessionJob
 from compactlab.sessions.loading import load_inputs
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compactlab.cli.cli_runs import BUDGET_EXIT
+from compactlab.cli.exit_codes import BUDGET as BUDGET_EXIT
 from compactlab.cli.main import main
 from compactlab.llm.concurrency import CallAccount, Limits, _Bucket, shared_gates
 from compactlab.runs import run_result, runs

@@ -13,7 +13,7 @@ import pytest
 from compactlab.cli.main import main
 from compactlab.contract import Trigger
 from compactlab.replay.setting import Setting
-from compactlab.runs import runs, session_job
+from compactlab.runs import run_checks, runs, session_job
 from compactlab.runs.run_config import RunConfig, load_config
 from compactlab.runs.run_files import read_done
 from tests.conftest import DATASETS, bundled
@@ -189,7 +189,7 @@ def test_default_run_directory_is_replaced_but_an_explicit_one_is_not(tmp_path: 
     assert "already holds a run" in capsys.readouterr().err
 
 
-def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes_it(tmp_path: Path) -> None:
+def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes_it(tmp_path: Path, monkeypatch) -> None:
     # Worker processes write each session's rows as parts; none but the committed ones may be
     # left behind, and those stay for --resume.
     lines = gzip.decompress(
@@ -204,6 +204,12 @@ def test_a_run_stopped_by_a_damaged_file_leaves_no_row_parts_and_resume_finishes
     out = tmp_path / "run"
     with pytest.raises(ValueError, match="b.jsonl:4"):
         runs.run(config, out, workers=2)
+    assert not out.exists()  # the pass over the files before the run found it: nothing written
+    # A file damaged after that pass (or one it could not see so) stops the run where it is read.
+    monkeypatch.setattr(run_checks, "prescan", lambda *args, **kwargs: ())
+    with pytest.raises(ValueError, match="b.jsonl:4"):
+        runs.run(config, out, workers=2)
+    monkeypatch.undo()
     assert len(read_done(out / "done.jsonl").units) == 1  # a.jsonl, before the damaged file
     assert len(list((out / "rows" / "calls").iterdir())) == 1  # its part; those of files replayed after the error are gone
     (folder / "b.jsonl").write_bytes(b"".join(lines))
