@@ -94,6 +94,7 @@ CHANGED_BLOCKS = {
     'datasets = ["m-claude", "mini-swe-agent-pr816"]\nwindow = 64000\nstrategies': "window = 64000   # a simulated window (a stress test)",
     "|  | `window` | integer |": "0 for your own sessions; 64000 for the bundled datasets alone",
     "import compactlab\n\nstrategies = tuple(": "under the report's names (raw=True: summary.json's keys)",
+    "compactlab --version\ncompactlab init": "[--lenient] [--all-skips] [--format NAME]",
 }
 
 
