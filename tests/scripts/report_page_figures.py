@@ -10,7 +10,7 @@ inside the first 1400 × 900 screen. It lays the page out as tests/report/test_f
 
 from __future__ import annotations
 
-import sys
+import argparse
 import tempfile
 from pathlib import Path
 
@@ -18,11 +18,9 @@ from tests.report.test_first_screen import VIEWPORT, first_screen, inside
 
 
 def main(argv: list[str] | None = None) -> int:
-    pages = [Path(p) for p in (argv if argv is not None else sys.argv[1:])]
-    if not pages:
-        print(__doc__)
-        return 2
-    for page in pages:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pages", nargs="+", type=Path, metavar="REPORT.html", help="reports to measure")
+    for page in parser.parse_args(argv).pages:
         with tempfile.TemporaryDirectory() as folder:
             found = first_screen(page, Path(folder))
         plot = found["plot"]
