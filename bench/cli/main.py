@@ -231,6 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_gate_commands(commands, _command)
 
+    from compactlab.cli.prompts_cli import add_command as add_prompts_command
+
+    add_prompts_command(commands, _command)
+
     from compactlab.cli.docs_cli import add_command as add_docs_command
 
     add_docs_command(commands, _command)
