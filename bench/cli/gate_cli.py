@@ -100,7 +100,8 @@ def changes_since(suite: Suite, baseline: dict, run: SuiteRun) -> list[str]:
 CHECK_EXITS = (
     "exit codes: 0 no regression; 1 a regression (or a metric that lost its values); 2 no result: a bad suite or "
     "baseline, a guarded metric this run cannot measure, a prompt template changed that no model read, a baseline "
-    "made with a model checked without one, or summaries with no recorded answer and no key to ask for them"
+    "made with a model checked without one, or summaries with no recorded answer (e.g. the summarizer differs from the "
+    "baseline's: named first) and no key to ask for them"
 )
 BASELINE_EXITS = (
     "exit codes: 0 written; 2 usage or configuration error: a bad suite, an existing baseline without --update, "

@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     init = _command(
         commands,
         "init",
-        "write a commented compactlab.toml and a CI suite skeleton to start from",
+        "write a commented compactlab.toml, a CI suite skeleton and the prompt template it names, to start from",
         "exit codes: 0 written; 2 a file exists (pass --force to replace it) or cannot be written",
     )
     init.add_argument("folder", nargs="?", type=Path, default=Path("."), help="where to write them (default: here)")

@@ -70,7 +70,7 @@ def summarizer_record(suite: Suite) -> dict | None:
         "model": settings.get("model"),
         "base_url_host": _host(settings.get("base_url")),
         "parameters": {k: v for k, v in sorted(settings.items()) if k not in NOT_PARAMETERS},
-        "environment": {key: {name: set_ for name, set_ in _variables(text)} for key, text in _written(suite).items()},
+        "environment": {key: dict(found) for key, text in _written(suite).items() if (found := _variables(text))},
     }
 
 
@@ -89,7 +89,7 @@ def compare_summarizer(suite: Suite, baseline: dict) -> Provenance:
             f"not compared: the baseline (format {baseline.get('format')}) records no {missing}; "
             "`compactlab baseline --update` records them"
         )
-        keys = ("provider", "model") if read_by else ()
+        keys = ("provider", "model") if len(read_by) == 1 else ()  # several models: none to compare with
         return Provenance(_changes(suite, old, _flat(now), keys), note)
     old, new = _flat(baseline["summarizer"]), _flat(now)
     if not old and not new:
