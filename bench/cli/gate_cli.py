@@ -36,7 +36,9 @@ from compactlab.gate.gate import (
     write_baseline,
 )
 from compactlab.gate.measured import scope_lines, unmeasured
+from compactlab.gate.provenance import compare_summarizer, reason
 from compactlab.gate.suite import Suite, SuiteError, load_suite, select
+from compactlab.gate.template_sources import fallback_notes
 from compactlab.llm import CacheMiss
 from compactlab.strategies.prompting import renders_prompt
 from compactlab.strategies.registry import get_strategy
@@ -98,7 +100,8 @@ def changes_since(suite: Suite, baseline: dict, run: SuiteRun) -> list[str]:
 CHECK_EXITS = (
     "exit codes: 0 no regression; 1 a regression (or a metric that lost its values); 2 no result: a bad suite or "
     "baseline, a guarded metric this run cannot measure, a prompt template changed that no model read, a baseline "
-    "made with a model checked without one, or summaries with no recorded answer and no key to ask for them"
+    "made with a model checked without one, or summaries with no recorded answer (e.g. the summarizer differs from the "
+    "baseline's: named first) and no key to ask for them"
 )
 BASELINE_EXITS = (
     "exit codes: 0 written; 2 usage or configuration error: a bad suite, an existing baseline without --update, "
@@ -152,7 +155,13 @@ def run_check(args: argparse.Namespace) -> int:
                 f"`compactlab baseline --suite {args.suite} --baseline {args.baseline} --update`"
             )
         run = _run(suite, args)
-        problems = unmeasured(suite, run.prompts, run.answers, baseline, args.baseline)
+        provenance = compare_summarizer(suite, baseline)  # what wrote the summaries: named first
+        changed = ", ".join(c.key for c in provenance.answer_keys)
+        missing = run.answers is not None and bool(run.answers.missing)
+        cause = f"the summarizer's {changed} changed since the baseline" if changed and missing else ""
+        problems = unmeasured(suite, run.prompts, run.answers, baseline, args.baseline, cause)
+        if cause:
+            problems.insert(0, reason(provenance, suite))
         if run.answers is not None and run.answers.missing:
             # Summaries without an answer fell back (or failed): nothing this run measured is a result.
             report = Report([], suite=str(suite.path), sessions=len(run.result.read.sessions))
@@ -166,16 +175,21 @@ def run_check(args: argparse.Namespace) -> int:
     report.notes = changes_since(suite, baseline, run) + ([f"checked only: {', '.join(args.only)}"] if args.only else [])
     if run.answers is not None and not args.only:
         report.notes += unused_answers(run.answers, suite, args.baseline)
-    report.scope = scope_lines(run.prompts, run.answers)
-    text = markdown(report, suite.confidence)
-    print(json.dumps(report_json(report), indent=2) if args.json else text)
+    report.scope = fallback_notes(suite) + scope_lines(run.prompts, run.answers)
+    text = markdown(report, suite.confidence, provenance.lines)
+    print(json.dumps(report_json(report, provenance.lines), indent=2) if args.json else text)
     if args.markdown_out:
         args.markdown_out.write_text(text, encoding="utf-8")
     if report.unmeasured:  # the markdown above shows what was measured; what was not makes this no result
         print("compactlab: error: this check did not measure what changed, so it cannot pass:", file=sys.stderr)
-        print("\n".join(f"  {line}" for line in report.unmeasured), file=sys.stderr)
+        print("\n".join(f"  {line}" for line in _named(provenance.lines) + report.unmeasured), file=sys.stderr)
         return 2
     return 1 if report.regressions else 0
+
+
+def _named(lines: list[str]) -> list[str]:
+    """The summarizer's changes since the baseline, as the first lines of an error."""
+    return [f"the summarizer differs from the baseline's: {line}" for line in lines if not line.startswith("not compared")]
 
 
 def unused_answers(answers: Answers, suite: Suite, baseline: Path) -> list[str]:
@@ -212,6 +226,8 @@ def run_baseline(args: argparse.Namespace) -> int:
     except (SuiteError, CacheMiss) as exc:
         return _usage_error(exc)
     write_baseline(args.baseline, document)
+    for line in fallback_notes(suite):
+        print(line)
     if run.answers is not None:
         print(f"recorded answers: {len(run.answers.used)} used, in {run.answers.folder}")
         unused = run.answers.unused()
@@ -234,7 +250,7 @@ def run_baseline(args: argparse.Namespace) -> int:
 def baseline_changes(old: dict, new: dict) -> list[str]:
     """What an update changed: per strategy and metric, the mean over each file's own sessions."""
     lines = []
-    for key in ("compactlab", "suite"):
+    for key in ("compactlab", "suite", "summarizer"):
         if old.get(key) != new.get(key):
             lines.append(f"{key}: {json.dumps(old.get(key))} → {json.dumps(new.get(key))}")
     for label in sorted(set(old["values"]) | set(new["values"])):

@@ -26,14 +26,17 @@ VERDICT = {
 }
 
 
-def markdown(report: Report, confidence: float) -> str:
-    """The summary for a CI job page or a pull-request comment (GitHub-flavoured markdown)."""
+def markdown(report: Report, confidence: float, summarizer: list[str] | tuple[str, ...] = ()) -> str:
+    """The summary for a CI job page or a pull-request comment (GitHub-flavoured markdown);
+    `summarizer`: how what wrote the summaries differs from the baseline's, said before anything else."""
     failed = report.regressions
     pct = f"{confidence:.0%}"
     verdict = f"❌ {len(failed)} regression{'s' if len(failed) != 1 else ''}" if failed else "✅ no regression"
     if report.unmeasured:  # never a pass: what changed was not measured
         verdict = "⛔ not measured: no result" + (f" (and {verdict[2:]} in what was measured)" if failed else "")
     lines = ["## compactlab check: " + verdict, ""]
+    if summarizer:
+        lines += ["**The summarizer differs from the baseline's**", ""] + [f"- {line}" for line in summarizer] + [""]
     if report.unmeasured:
         lines += [f"- **{line}**" if i < len(report.unmeasured) - 1 else f"- {line}" for i, line in enumerate(report.unmeasured)]
         lines.append("")
@@ -115,8 +118,8 @@ def _tolerance(metric: MetricSpec) -> str:
     return f"{metric.tolerance:g}" + (" (relative)" if metric.relative else "")
 
 
-def report_json(report: Report) -> dict:
-    """The check as a script reads it: the verdict, the regressions and every comparison."""
+def report_json(report: Report, summarizer: list[str] | tuple[str, ...] = ()) -> dict:
+    """The check as a script reads it: the verdict, the regressions, every comparison and the summarizer's changes."""
 
     def number(value: float) -> float | None:
         return None if value is None or value != value else float(value)
@@ -150,4 +153,5 @@ def report_json(report: Report) -> dict:
         "regressions": [r for r, c in zip(rows, report.comparisons) if c in failed],
         "comparisons": rows,
         "notes": report.notes,
+        "summarizer_changes": list(summarizer),
     }

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compactlab.runs.config_schema import TABLE_HELP, Key, keys_of
+from compactlab.strategies.prompt_files import bundled_path, imported_files
 
 CONFIG_NAME = "compactlab.toml"
 SUITE_NAME = "ci/compactlab-suite.toml"
@@ -23,6 +24,7 @@ _HEAD = f"""# compactlab run configuration: `compactlab run --config {CONFIG_NAM
 """
 
 ANSWERS_DIR = "compactlab-suite-answers"  # the suite's recorded answers, beside it
+SUITE_TEMPLATES = ("summary.j2",)  # the templates the suite names, written beside it with what they import
 
 _SUITE = f"""# compactlab CI suite: a run configuration plus the metrics a regression gate guards.
 #   compactlab baseline --suite {SUITE_NAME} --baseline ci/compactlab-baseline.json   (once, with the key set)
@@ -53,7 +55,7 @@ cache_dir = "{ANSWERS_DIR}"             # the recorded answers: commit them
 name = "summarize"
 label = "summarize-70"
 trigger = {{ fraction = 0.7 }}
-settings = {{ summarizer = "llm", template = "summary.j2" }}   # your template: a path relative to this file
+settings = {{ summarizer = "llm", template = "summary.j2" }}   # ci/summary.j2, yours to edit (a path relative to this file)
 
 [[strategy]]
 name = "observation-masking"
@@ -120,8 +122,13 @@ def config_text() -> str:
 
 
 def write_init(folder: Path, force: bool = False) -> list[Path]:
-    """Write compactlab.toml and the suite skeleton into `folder`; an existing file is kept unless `force`."""
+    """Write compactlab.toml, the suite skeleton and the templates it names (with their imports) into
+    `folder`; an existing file is kept unless `force`."""
     targets = {Path(folder) / CONFIG_NAME: config_text(), Path(folder) / SUITE_NAME: _SUITE}
+    suite_folder = (Path(folder) / SUITE_NAME).parent
+    for name in SUITE_TEMPLATES:
+        for source in (bundled_path(name), *imported_files(name)):
+            targets[suite_folder / source.name] = source.read_text(encoding="utf-8")
     existing = [path for path in targets if path.exists()]
     if existing and not force:
         raise ValueError(

@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     init = _command(
         commands,
         "init",
-        "write a commented compactlab.toml and a CI suite skeleton to start from",
+        "write a commented compactlab.toml, a CI suite skeleton and the prompt template it names, to start from",
         "exit codes: 0 written; 2 a file exists (pass --force to replace it) or cannot be written",
     )
     init.add_argument("folder", nargs="?", type=Path, default=Path("."), help="where to write them (default: here)")
@@ -230,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
     from compactlab.cli.gate_cli import add_commands as add_gate_commands  # check, baseline
 
     add_gate_commands(commands, _command)
+
+    from compactlab.cli.prompts_cli import add_command as add_prompts_command
+
+    add_prompts_command(commands, _command)
 
     from compactlab.cli.docs_cli import add_command as add_docs_command
 

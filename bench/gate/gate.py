@@ -55,6 +55,7 @@ import pandas as pd
 
 from compactlab.gate.answers import Answers, gate_summarizer
 from compactlab.gate.measured import prompt_records
+from compactlab.gate.provenance import summarizer_record
 from compactlab.gate.suite import MetricSpec, Suite, SuiteError, metric_table, offline
 from compactlab.results.catalogue import BY_NAME
 from compactlab.results.compaction_values import CompactionValue, compaction_values
@@ -63,9 +64,9 @@ from compactlab.runs.run_storage import run_compaction_rows
 from compactlab.scoring.statistics import SessionValues, paired_bootstrap, two_level_bootstrap
 
 # 2: each strategy records its templates' hashes and the model that read them; 3: `sessions`, which 2
-# called `transcripts`.
-FORMAT = 3
-READ_FORMATS = (2, FORMAT)  # a format 2 baseline is read with its key renamed (`_current`)
+# called `transcripts`; 4: `summarizer`, what wrote the summaries (`compactlab.gate.provenance`).
+FORMAT = 4
+READ_FORMATS = (2, 3, FORMAT)  # a format 2 baseline is read with its key renamed (`_current`)
 MAX_FLIPS_SHOWN = 10
 EPSILON = 1e-12  # float noise below which two values are the same
 
@@ -166,6 +167,7 @@ def baseline_document(suite: Suite, run: SuiteRun) -> dict:
         "format": FORMAT,
         "compactlab": compactlab_version(),
         "suite": {"file": suite.path.name, "hash": suite.hash},
+        "summarizer": summarizer_record(suite),  # provider, model, base URL host, parameters (None: no [summarizer])
         "metrics": {m.name: {"direction": m.direction, "tolerance": m.tolerance, "relative": m.relative} for m in suite.metrics},
         "strategies": {
             label: {
@@ -208,7 +210,7 @@ def _current(document: dict) -> dict:
     if document.get("format") != 2 or "transcripts" not in document:
         return document
     upgraded = {key: value for key, value in document.items() if key != "transcripts"}
-    return {**upgraded, "sessions": document["transcripts"], "format": FORMAT}
+    return {**upgraded, "sessions": document["transcripts"], "format": 3}  # no `summarizer` yet (format 4)
 
 
 def write_baseline(path: Path, document: dict) -> None:

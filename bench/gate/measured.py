@@ -57,9 +57,15 @@ def prompt_records(suite: Suite, answers: Answers | None) -> dict[str, dict]:
 
 
 def unmeasured(
-    suite: Suite, records: dict[str, dict], answers: Answers | None, baseline: dict | None, baseline_path: Path
+    suite: Suite,
+    records: dict[str, dict],
+    answers: Answers | None,
+    baseline: dict | None,
+    baseline_path: Path,
+    cause: str = "",
 ) -> list[str]:
-    """Why this run cannot stand as a result (one line each); [] when it can."""
+    """Why this run cannot stand as a result (one line each); [] when it can. `cause`: why recorded
+    answers of unchanged templates were not found, when known ("the summarizer's model changed")."""
     problems = []
     before = (baseline or {}).get("strategies", {})
     changed: dict[str, list[str]] = {}  # template -> settings whose hash differs and no model read it
@@ -93,7 +99,9 @@ def unmeasured(
             why = ""
             if state == " unchanged":  # its requests differ all the same: what they summarize changed
                 why = (
-                    " (they summarize what the changed template's summaries left)"
+                    f" ({cause})"
+                    if cause
+                    else " (they summarize what the changed template's summaries left)"
                     if changed_any
                     else " (the conversations it summarizes changed: the replay, a strategy or the data)"
                 )

@@ -213,5 +213,5 @@ def test_a_format_2_baseline_reads_as_this_format_with_its_sessions_renamed(tmp_
     path.write_text(json.dumps(old))
     assert read_baseline(path, SUITE) == document
     path.write_text(json.dumps({**old, "format": 1}))
-    with pytest.raises(SuiteError, match="not a compactlab baseline of format 3"):
+    with pytest.raises(SuiteError, match="not a compactlab baseline of format 4"):
         read_baseline(path, SUITE)

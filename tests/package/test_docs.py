@@ -67,6 +67,7 @@ OLD_HEADINGS = {
 }
 # Sentences rewritten on the move (a link into the site, a pointer that said "above"), and what holds their content now.
 REWRITTEN = {
+    "or it did not measure what changed (a prompt no model read).": "or it did not measure what changed (a prompt no model read, or answers recorded by a summarizer other than this one",
     '(see "What the gate can and cannot detect").': "(see [What the gate can and cannot detect](gate.md#what-the-gate-can-and-cannot-detect))",
     "[docs/preset-rules.md](docs/preset-rules.md) is the table": "[docs/preset-rules.md](preset-rules.md) is the table",
     "applies the one recommendation rule above to it": "applies the one [recommendation rule](recommendation.md) to it",
