@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from compactlab.gate.gate import MAX_FLIPS_SHOWN, Comparison, Report, fmt
+from compactlab.gate.compare import MAX_FLIPS_SHOWN, Comparison, Report, fell_to_zero, fmt
 from compactlab.gate.suite import MetricSpec
 from compactlab.results.catalogue import label as metric_label
 
@@ -39,13 +39,24 @@ def markdown(report: Report, confidence: float) -> str:
         lines.append("")
     if not report.comparisons:  # nothing was compared (see `unmeasured`)
         return "\n".join(lines + ["**What this check can detect**", ""] + [f"- {line}" for line in report.scope]) + "\n"
+    within = [c for c in report.comparisons if c.verdict == "worse"]
+    if within and not failed and not report.unmeasured:  # a loss it saw but cannot tell from its tolerance: no green pass
+        lines[0] = f"## compactlab check: ⚠️ no regression it can tell: {len(within)} metric{'s' if len(within) != 1 else ''} worse"
     for c in failed:
         lines.append(
             f"- **`{c.label}` · {metric_name(c.metric)}**: {_change(c)}"
             + (f" (tolerance {_tolerance(c.metric)})" if c.n else ": no values in this run")
+            + (": fell to 0, a regression whatever the tolerance" if c.n and fell_to_zero(c.metric, c.baseline, c.new) else "")
         )
-    if failed:
+    for c in within:
+        lines.append(
+            f"- `{c.label}` · {metric_name(c.metric)}: {_change(c)}: worse, but not beyond its tolerance "
+            f"({_tolerance(c.metric)}) by more than this suite can tell from noise"
+        )
+    if failed or within:
         lines.append("")
+    if report.power:
+        lines += ["**What this suite detects**", ""] + [f"- {line}" for line in report.power] + [""]
     lines.append(
         f"Suite `{report.suite}` against baseline `{report.baseline}`, {report.sessions} sessions. A metric regresses "
         f"when the {pct} paired-bootstrap interval of its change (new − baseline over the same sessions) lies entirely "
@@ -112,7 +123,10 @@ def _facts(items: tuple[str, ...]) -> str:
 
 
 def _tolerance(metric: MetricSpec) -> str:
-    return f"{metric.tolerance:g}" + (" (relative)" if metric.relative else "")
+    text = f"{metric.tolerance:g}" + (" (relative)" if metric.relative else "")
+    if metric.relative_tolerance is not None:
+        text += f" and {metric.relative_tolerance:.0%} of the baseline"
+    return text
 
 
 def report_json(report: Report) -> dict:
@@ -128,6 +142,7 @@ def report_json(report: Report) -> dict:
             "direction": c.metric.direction,
             "tolerance": c.metric.tolerance,
             "relative": c.metric.relative,
+            "relative_tolerance": c.metric.relative_tolerance,
             "baseline": number(c.baseline),
             "new": number(c.new),
             "change": number(c.change),
@@ -150,4 +165,5 @@ def report_json(report: Report) -> dict:
         "regressions": [r for r, c in zip(rows, report.comparisons) if c in failed],
         "comparisons": rows,
         "notes": report.notes,
+        "power": report.power,
     }
