@@ -37,7 +37,7 @@ from compactlab.gate.gate import (
     write_baseline,
 )
 from compactlab.gate.measured import scope_lines, unmeasured
-from compactlab.gate.power import check_lines, refusal, sensitivity, shortfalls, statement, to_document
+from compactlab.gate.power import check_lines, refusal, sensitivity, shortfalls, statement, to_document, unseen_prompt_changes
 from compactlab.gate.suite import Suite, SuiteError, load_suite, select
 from compactlab.llm import CacheMiss
 from compactlab.strategies.prompting import renders_prompt
@@ -177,6 +177,7 @@ def run_check(args: argparse.Namespace) -> int:
         report.notes += unused_answers(run.answers, suite, args.baseline)
     report.scope = scope_lines(run.prompts, run.answers)
     report.power = check_lines(suite, baseline)
+    report.cannot_tell = unseen_prompt_changes(report.comparisons, run.prompts, baseline, report.power)
     text = markdown(report, suite.confidence)
     print(json.dumps(report_json(report), indent=2) if args.json else text)
     if args.markdown_out:
@@ -223,7 +224,7 @@ def run_baseline(args: argparse.Namespace) -> int:
             ],
             run.table,
         )
-        short = shortfalls(powers)
+        short = shortfalls(suite, powers)
         if short:
             raise SuiteError(refusal(suite, short))
     except (SuiteError, CacheMiss) as exc:
@@ -231,6 +232,8 @@ def run_baseline(args: argparse.Namespace) -> int:
     write_baseline(args.baseline, document)
     print(f"sensitivity (measured in {seconds:.1f} s by resampling this run's compactions):")
     print("\n".join(f"  {statement(p)}" for p in powers) or "  no guarded metric counts facts per compaction")
+    for line in shortfalls(suite, powers, enforced=False):
+        print(f"warning: {line}", file=sys.stderr)
     if run.answers is not None:
         print(f"recorded answers: {len(run.answers.used)} used, in {run.answers.folder}")
         unused = run.answers.unused()

@@ -40,8 +40,11 @@ def markdown(report: Report, confidence: float) -> str:
     if not report.comparisons:  # nothing was compared (see `unmeasured`)
         return "\n".join(lines + ["**What this check can detect**", ""] + [f"- {line}" for line in report.scope]) + "\n"
     within = [c for c in report.comparisons if c.verdict == "worse"]
-    if within and not failed and not report.unmeasured:  # a loss it saw but cannot tell from its tolerance: no green pass
-        lines[0] = f"## compactlab check: ⚠️ no regression it can tell: {len(within)} metric{'s' if len(within) != 1 else ''} worse"
+    if (within or report.cannot_tell) and not failed and not report.unmeasured:  # no green pass: it cannot tell
+        lines[0] = "## compactlab check: ⚠️ no regression it can tell: " + (
+            f"{len(within)} metric{'s' if len(within) != 1 else ''} worse" if within else "a prompt change no figure saw"
+        )
+    lines += [f"- **{line}**" for line in report.cannot_tell]
     for c in failed:
         lines.append(
             f"- **`{c.label}` · {metric_name(c.metric)}**: {_change(c)}"
@@ -53,7 +56,7 @@ def markdown(report: Report, confidence: float) -> str:
             f"- `{c.label}` · {metric_name(c.metric)}: {_change(c)}: worse, but not beyond its tolerance "
             f"({_tolerance(c.metric)}) by more than this suite can tell from noise"
         )
-    if failed or within:
+    if failed or within or report.cannot_tell:
         lines.append("")
     if report.power:
         lines += ["**What this suite detects**", ""] + [f"- {line}" for line in report.power] + [""]
@@ -157,7 +160,13 @@ def report_json(report: Report) -> dict:
     ]
     failed = report.regressions
     return {
-        "verdict": "not measured" if report.unmeasured else "regression" if failed else "pass",
+        "verdict": "not measured"
+        if report.unmeasured
+        else "regression"
+        if failed
+        else "cannot tell"
+        if report.cannot_tell
+        else "pass",
         "unmeasured": report.unmeasured,
         "suite": report.suite,
         "baseline": report.baseline,
@@ -166,4 +175,5 @@ def report_json(report: Report) -> dict:
         "comparisons": rows,
         "notes": report.notes,
         "power": report.power,
+        "cannot_tell": report.cannot_tell,
     }

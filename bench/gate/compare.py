@@ -91,6 +91,7 @@ class Report:
     scope: list[str] = field(default_factory=list)  # what the check could and could not detect
     unmeasured: list[str] = field(default_factory=list)  # why it is no result (`compactlab.gate.measured`)
     power: list[str] = field(default_factory=list)  # what losses the suite detects (`compactlab.gate.power`)
+    cannot_tell: list[str] = field(default_factory=list)  # prompt changes no guarded figure saw
 
     @property
     def regressions(self) -> list[Comparison]:

@@ -194,12 +194,16 @@ def statement(power: Power) -> str:
     )
 
 
-def shortfalls(powers: list[Power]) -> list[str]:
-    """The settings × metrics whose check cannot detect the loss required of it, one line each."""
+def shortfalls(suite: Suite, powers: list[Power], enforced: bool = True) -> list[str]:
+    """The settings × metrics whose check cannot detect the loss required of it, one line each:
+    `enforced`, those of metrics with a relative tolerance (the scaffold's, the catalogue's defaults
+    for small shares), which `baseline` refuses; else the others, which it only warns about (a suite
+    of absolute tolerances written before the requirement keeps working, its weakness stated)."""
+    relative = {m.name for m in suite.metrics if m.relative_tolerance is not None or m.relative}
     return [
         f"{statement(p)}; it must detect a loss of {100 * p.required:.1f} points (twice its tolerance, at most all of it)"
         for p in powers
-        if not p.detects_required
+        if not p.detects_required and (p.metric in relative) == enforced
     ]
 
 
@@ -241,7 +245,12 @@ def check_lines(suite: Suite, baseline: dict) -> list[str]:
         ]
     recorded = {(p.label, p.metric): p for p in from_document(baseline)}
     labels = {s.label for s in suite.config.strategies}
-    lines = [statement(p) for key, p in recorded.items() if key[0] in labels]
+    lines = [
+        statement(p)
+        + ("" if p.detects_required else f"; weaker than its tolerance: it misses a loss of {100 * p.required:.1f} points")
+        for key, p in recorded.items()
+        if key[0] in labels
+    ]
     kept_none = [m.name for m in suite.metrics if simulated(m.name) and not any(k[1] == m.name for k in recorded)]
     if kept_none:
         lines.append(
@@ -252,5 +261,27 @@ def check_lines(suite: Suite, baseline: dict) -> list[str]:
         lines.append(
             f"Not simulated (per-session figures): {', '.join(f'`{n}`' for n in other)}: a change counts beyond its "
             "tolerance, or a fall to 0."
+        )
+    return lines
+
+
+def unseen_prompt_changes(comparisons: list, records: dict[str, dict], baseline: dict, powers: list[str]) -> list[str]:
+    """Settings whose prompt templates changed since the baseline, read by a model, where no guarded
+    figure moved beyond noise: the check cannot tell the new prompt from the old (the model may not
+    follow what changed, or the loss is smaller than the suite detects), so it is no green pass."""
+    lines = []
+    for label, now in records.items():
+        before = (baseline.get("strategies") or {}).get(label, {}).get("templates", {})
+        changed = sorted(name for name, h in now["templates"].items() if h not in before.values())
+        mine = [c for c in comparisons if c.label == label]
+        if not (now["read_by"] and changed and mine) or any(c.verdict not in ("unchanged", "ok") for c in mine):
+            continue
+        same = all(c.verdict == "unchanged" for c in mine)
+        lines.append(
+            f"`{label}`: {', '.join(changed)} changed and model {now['read_by']} read it, but "
+            + ("every guarded figure is exactly as in the baseline" if same else "no guarded figure moved beyond noise")
+            + ": this suite cannot tell the new prompt from the old"
+            + (" (the model's summaries do not follow what changed)" if same else "")
+            + ("; it detects only the losses stated under 'What this suite detects'" if powers else "")
         )
     return lines
