@@ -36,6 +36,15 @@ def summarizing() -> Behaviour:
     return Behaviour("summarize")
 
 
+IGNORED_PROMPT_SUMMARY = "The agent worked on the user's request and made progress."
+
+
+def prompt_ignoring() -> Behaviour:
+    """Answer as a model that ignores its prompt: the same one-line summary whatever it asks for
+    (what the template adds around the answer, such as its file lists, is all a summary then carries)."""
+    return Behaviour("ok", text=IGNORED_PROMPT_SUMMARY)
+
+
 # What a prompt may ask a summary to keep exactly, and how this fake finds each kind in the conversation.
 _ASKED = {
     "path": (re.compile(r"file paths?", re.I), re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,5}(?![\w/])")),

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from compactlab.cli.gate_markdown import markdown, metric_name, report_json
@@ -36,6 +37,7 @@ from compactlab.gate.gate import (
     write_baseline,
 )
 from compactlab.gate.measured import scope_lines, unmeasured
+from compactlab.gate.power import check_lines, refusal, sensitivity, shortfalls, statement, to_document, unseen_prompt_changes
 from compactlab.gate.provenance import compare_summarizer, reason
 from compactlab.gate.suite import Suite, SuiteError, load_suite, select
 from compactlab.gate.template_sources import fallback_notes
@@ -85,10 +87,16 @@ def changes_since(suite: Suite, baseline: dict, run: SuiteRun) -> list[str]:
         notes.append(f"{len(added)} sessions have no baseline values (left out of the comparison)")
     for name, spec in baseline.get("metrics", {}).items():
         now = next((m for m in suite.metrics if m.name == name), None)
-        if now is not None and (spec.get("direction"), spec.get("tolerance"), spec.get("relative")) != (
+        if now is not None and (
+            spec.get("direction"),
+            spec.get("tolerance"),
+            spec.get("relative"),
+            spec.get("relative_tolerance"),
+        ) != (
             now.direction,
             now.tolerance,
             now.relative,
+            now.relative_tolerance,
         ):
             notes.append(f"`{name}`: direction/tolerance changed since the baseline; the suite's are used")
     return notes
@@ -105,6 +113,7 @@ CHECK_EXITS = (
 )
 BASELINE_EXITS = (
     "exit codes: 0 written; 2 usage or configuration error: a bad suite, an existing baseline without --update, "
+    "a suite that cannot detect a loss of twice a guarded metric's tolerance, "
     "a guarded metric this run cannot measure, or summaries with no recorded answer and no key to ask for them"
 )
 
@@ -176,6 +185,8 @@ def run_check(args: argparse.Namespace) -> int:
     if run.answers is not None and not args.only:
         report.notes += unused_answers(run.answers, suite, args.baseline)
     report.scope = fallback_notes(suite) + scope_lines(run.prompts, run.answers)
+    report.power = check_lines(suite, baseline)
+    report.cannot_tell = unseen_prompt_changes(report.comparisons, run.prompts, baseline, report.power)
     text = markdown(report, suite.confidence, provenance.lines)
     print(json.dumps(report_json(report, provenance.lines), indent=2) if args.json else text)
     if args.markdown_out:
@@ -214,6 +225,10 @@ def run_baseline(args: argparse.Namespace) -> int:
         if problems:
             raise SuiteError("this baseline could not be measured:\n  " + "\n  ".join(problems))
         document = baseline_document(suite, run)
+        started = time.monotonic()
+        powers = sensitivity(suite, run.counts)  # by resampling the run's compactions: no model is asked
+        document["sensitivity"] = to_document(powers)
+        seconds = time.monotonic() - started
         unmeasurable_metrics(
             [
                 (label, m, values)
@@ -223,11 +238,18 @@ def run_baseline(args: argparse.Namespace) -> int:
             ],
             run.table,
         )
+        short = shortfalls(suite, powers)
+        if short:
+            raise SuiteError(refusal(suite, short))
     except (SuiteError, CacheMiss) as exc:
         return _usage_error(exc)
     write_baseline(args.baseline, document)
     for line in fallback_notes(suite):
         print(line)
+    print(f"sensitivity (measured in {seconds:.1f} s by resampling this run's compactions):")
+    print("\n".join(f"  {statement(p)}" for p in powers) or "  no guarded metric counts facts per compaction")
+    for line in shortfalls(suite, powers, enforced=False):
+        print(f"warning: {line}", file=sys.stderr)
     if run.answers is not None:
         print(f"recorded answers: {len(run.answers.used)} used, in {run.answers.folder}")
         unused = run.answers.unused()

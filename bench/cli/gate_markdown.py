@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from compactlab.gate.gate import MAX_FLIPS_SHOWN, Comparison, Report, fmt
+from compactlab.gate.compare import MAX_FLIPS_SHOWN, Comparison, Report, fell_to_zero, fmt
 from compactlab.gate.suite import MetricSpec
 from compactlab.results.catalogue import label as metric_label
 
@@ -42,13 +42,27 @@ def markdown(report: Report, confidence: float, summarizer: list[str] | tuple[st
         lines.append("")
     if not report.comparisons:  # nothing was compared (see `unmeasured`)
         return "\n".join(lines + ["**What this check can detect**", ""] + [f"- {line}" for line in report.scope]) + "\n"
+    within = [c for c in report.comparisons if c.verdict == "worse"]
+    if (within or report.cannot_tell) and not failed and not report.unmeasured:  # no green pass: it cannot tell
+        lines[0] = "## compactlab check: ⚠️ no regression it can tell: " + (
+            f"{len(within)} metric{'s' if len(within) != 1 else ''} worse" if within else "a prompt change no figure saw"
+        )
+    lines += [f"- **{line}**" for line in report.cannot_tell]
     for c in failed:
         lines.append(
             f"- **`{c.label}` · {metric_name(c.metric)}**: {_change(c)}"
             + (f" (tolerance {_tolerance(c.metric)})" if c.n else ": no values in this run")
+            + (": fell to 0, a regression whatever the tolerance" if c.n and fell_to_zero(c.metric, c.baseline, c.new) else "")
         )
-    if failed:
+    for c in within:
+        lines.append(
+            f"- `{c.label}` · {metric_name(c.metric)}: {_change(c)}: worse, but not beyond its tolerance "
+            f"({_tolerance(c.metric)}) by more than this suite can tell from noise"
+        )
+    if failed or within or report.cannot_tell:
         lines.append("")
+    if report.power:
+        lines += ["**What this suite detects**", ""] + [f"- {line}" for line in report.power] + [""]
     lines.append(
         f"Suite `{report.suite}` against baseline `{report.baseline}`, {report.sessions} sessions. A metric regresses "
         f"when the {pct} paired-bootstrap interval of its change (new − baseline over the same sessions) lies entirely "
@@ -115,7 +129,10 @@ def _facts(items: tuple[str, ...]) -> str:
 
 
 def _tolerance(metric: MetricSpec) -> str:
-    return f"{metric.tolerance:g}" + (" (relative)" if metric.relative else "")
+    text = f"{metric.tolerance:g}" + (" (relative)" if metric.relative else "")
+    if metric.relative_tolerance is not None:
+        text += f" and {metric.relative_tolerance:.0%} of the baseline"
+    return text
 
 
 def report_json(report: Report, summarizer: list[str] | tuple[str, ...] = ()) -> dict:
@@ -131,6 +148,7 @@ def report_json(report: Report, summarizer: list[str] | tuple[str, ...] = ()) ->
             "direction": c.metric.direction,
             "tolerance": c.metric.tolerance,
             "relative": c.metric.relative,
+            "relative_tolerance": c.metric.relative_tolerance,
             "baseline": number(c.baseline),
             "new": number(c.new),
             "change": number(c.change),
@@ -145,7 +163,13 @@ def report_json(report: Report, summarizer: list[str] | tuple[str, ...] = ()) ->
     ]
     failed = report.regressions
     return {
-        "verdict": "not measured" if report.unmeasured else "regression" if failed else "pass",
+        "verdict": "not measured"
+        if report.unmeasured
+        else "regression"
+        if failed
+        else "cannot tell"
+        if report.cannot_tell
+        else "pass",
         "unmeasured": report.unmeasured,
         "suite": report.suite,
         "baseline": report.baseline,
@@ -154,4 +178,6 @@ def report_json(report: Report, summarizer: list[str] | tuple[str, ...] = ()) ->
         "comparisons": rows,
         "notes": report.notes,
         "summarizer_changes": list(summarizer),
+        "power": report.power,
+        "cannot_tell": report.cannot_tell,
     }

@@ -42,7 +42,7 @@ _SUITE = f"""# compactlab CI suite: a run configuration plus the metrics a regre
 # accepted here too.
 
 datasets = ["{STARTER_DATASET}"]   # your own sessions: a folder, e.g. "../sessions"
-window = 32000
+window = 12000   # simulated: small enough that the sessions compact often (the check's power comes from compactions)
 
 [summarizer]
 provider = "${{COMPACTLAB_PROVIDER:-openai}}"          # openai (or an OpenAI-compatible server) or anthropic
@@ -71,11 +71,15 @@ direction = "higher"
 tolerance = 0.02
 
 # What the summaries carry: of the facts the next five steps used that a compaction dropped, the share the
-# summary kept. The check detects only a loss the bootstrap over your compactions can tell from noise:
-# `python -m compactlab.measure.gate_sensitivity --suite {SUITE_NAME}` measures the smallest.
+# summary kept. Its baseline is small (10-30%), so its tolerance is also relative: a quarter of the baseline,
+# the stricter of the two applying; a fall by half fails, and so does any guarded metric falling to 0.
+# `compactlab baseline` measures the smallest loss the suite detects (by resampling its compactions), records
+# it, and refuses a suite that cannot detect a loss of twice its tolerance; `check` states it. On the bundled
+# sessions at this window, with a model that follows the prompt, it detects a loss of about half the recall.
 [metrics.summary_recall_k5]
 direction = "higher"
 tolerance = 0.05
+relative_tolerance = 0.25
 
 # [metrics.unrecoverable_loss]  # facts the next steps needed, lost and not re-readable (docs/recoverability.md)
 # direction = "lower"

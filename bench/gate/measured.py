@@ -26,9 +26,8 @@ from compactlab.strategies.registry import get_strategy
 # Whether the gate can see a prompt change at all, and how finely: said in the check's markdown and docs/gate.md.
 SENSITIVITY_NOTE = (
     "With a model (live or from recorded answers) the check measures what the summaries carry, and it is only as "
-    "sensitive as the bootstrap over the suite's compactions allows: a smaller loss passes. "
-    "`python -m compactlab.measure.gate_sensitivity --suite SUITE` measures the smallest loss "
-    "of summary recall a suite detects (docs/gate.md gives the repository's own suite's)."
+    "sensitive as the bootstrap over the suite's compactions allows: a smaller loss than the one stated under "
+    "'What this suite detects' (measured by `compactlab baseline`) passes."
 )
 
 

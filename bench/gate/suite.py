@@ -23,6 +23,9 @@ more tables:
     direction = "lower"
     tolerance = 0.02
     relative = true                                   # tolerance as a share of the baseline mean
+    [metrics.summary_recall_k5]
+    tolerance = 0.05
+    relative_tolerance = 0.25                         # and a share of the baseline mean: the stricter applies
 
     [gate]                                            # optional: the paired bootstrap's settings
     confidence = 0.95
@@ -34,7 +37,8 @@ relative to the suite file, so a suite works from any working directory. A metri
 `compactlab.results.catalogue.METRICS`: a column of `compactlab.results.metrics.session_summary` (one value per session
 × strategy) or a per-kind next-step preservation, `preservation_k1_path` ... `preservation_k5_number`:
 the share of the needed items of that kind (path, identifier, command, url, error, number) still in
-the compacted context. Its direction and tolerance default to the catalogue's.
+the compacted context. Its direction and tolerance default to the catalogue's (for summary recall and
+the per-kind preservations, shares whose baseline is often small, also a relative tolerance of 0.25).
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from compactlab.sessions.datasets import list_datasets
 KNOWN_METRICS = tuple(BY_NAME)
 RUN_KEYS = frozenset({f.name for f in fields(RunConfig)} | {"strategy"})
 SUITE_KEYS = frozenset({"metrics", "gate"})
-METRIC_KEYS = frozenset({"direction", "tolerance", "relative"})
+METRIC_KEYS = frozenset({"direction", "tolerance", "relative", "relative_tolerance"})
 GATE_DEFAULTS = {"confidence": 0.95, "resamples": 10_000, "seed": 0}
 
 
@@ -72,10 +76,20 @@ class MetricSpec:
     direction: str  # "higher" or "lower": which way is better
     tolerance: float = 0.0
     relative: bool = False  # tolerance is a share of the baseline mean (per session: of its baseline value)
+    # A second tolerance, as a share of the baseline mean; with `tolerance` the stricter applies.
+    relative_tolerance: float | None = None
 
     def allowed(self, reference: float) -> float:
         """The absolute change allowed around `reference` before a change counts."""
-        return self.tolerance * abs(reference) if self.relative else self.tolerance
+        allowed = self.tolerance * abs(reference) if self.relative else self.tolerance
+        if self.relative_tolerance is not None:
+            allowed = min(allowed, self.relative_tolerance * abs(reference))
+        return allowed
+
+    def written(self) -> dict:
+        """The spec as the suite's hash and the baseline record it (no `relative_tolerance` key when
+        there is none, so a suite written before it keeps its hash)."""
+        return {k: v for k, v in self.__dict__.items() if not (k == "relative_tolerance" and v is None)}
 
     def gain(self, change: float) -> float:
         """A change expressed so that positive is better."""
@@ -118,7 +132,7 @@ def load_suite(path: Path) -> Suite:
     config = config_from_data(_resolve_paths(_from_environment(run_part, path), path), path)
     if not config.strategies:
         raise SuiteError(f"{path}: a suite names its strategies (`strategies = [...]` or [[strategy]] tables)")
-    written = {"run": run_part, "metrics": [m.__dict__ for m in metrics], "gate": gate}
+    written = {"run": run_part, "metrics": [m.written() for m in metrics], "gate": gate}
     digest = hashlib.sha256(json.dumps(written, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:16]
     # config_from_data lists `strategies` entries first, then [[strategy]] tables: the same order here.
     entries = [*run_part.get("strategies", []), *run_part.get("strategy", [])]
@@ -164,7 +178,11 @@ def _metrics(table: object, path: Path) -> tuple[MetricSpec, ...]:
         relative = entry.get("relative", False)
         if not isinstance(relative, bool):
             raise SuiteError(f"{where}: `relative` must be true or false, got {relative!r}")
-        specs.append(MetricSpec(name, direction, float(tolerance), relative))
+        # The catalogue's relative default applies to a metric whose tolerance the suite leaves to it.
+        share = entry.get("relative_tolerance", None if "tolerance" in entry or relative else known.relative_tolerance)
+        if share is not None and (isinstance(share, bool) or not isinstance(share, int | float) or share < 0):
+            raise SuiteError(f"{where}: `relative_tolerance` must be a number ≥ 0 (a share of the baseline mean), got {share!r}")
+        specs.append(MetricSpec(name, direction, float(tolerance), relative, None if share is None else float(share)))
     return tuple(specs)
 
 

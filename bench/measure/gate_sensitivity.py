@@ -7,8 +7,9 @@ takes each compaction's summary recall as the baseline: of the facts the next st
 compaction dropped (`only_dropped`), those its new content kept. A worse prompt is simulated on
 those real compactions: each kept fact is lost with probability p, independently, so a compaction
 with k of n facts kept gets (k − Binomial(k, p)) / n. Each simulated run is compared with the
-baseline by the gate's own rule (`compactlab.gate.gate.compare`: the two-level and within-sessions
-bootstrap intervals against the suite's tolerance), `--trials` times per p with different draws.
+baseline by the gate's own rule (`compactlab.gate.power.detection`, which `compactlab baseline` uses to
+measure and record a suite's sensitivity: the two-level and within-sessions bootstrap intervals
+against the suite's tolerance), `--trials` times per p with different draws.
 
 Per setting it prints, for each p, the mean change in recall (percentage points) and the share of
 trials the check failed (exit 1), and the smallest change detected in 95% of the trials and in half
@@ -19,17 +20,15 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from compactlab.gate.gate import compare, run_suite
-from compactlab.gate.suite import MetricSpec, Suite, load_suite
+from compactlab.gate.gate import run_suite
+from compactlab.gate.power import detection
+from compactlab.gate.suite import MetricSpec, load_suite
 from compactlab.results.catalogue import BY_NAME
-from compactlab.results.compaction_values import CompactionValue
 from compactlab.runs.run_storage import run_compaction_rows
+
+__all__ = ["detection", "recall_points"]
 
 OWN_SUITE = Path(__file__).resolve().parents[2] / "reports" / "baselines" / "suite.toml"
 LOSS_SHARES = (0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.15, 0.20, 0.25, 0.30, 0.40)
@@ -47,39 +46,6 @@ def recall_points(out: Path, metric: str) -> dict[str, dict[str, list[tuple[int,
         kept = needed - len(found["summary_lost"])
         points.setdefault(row["setting"], {}).setdefault(row["session"], []).append((int(row["message_index"]), kept, needed))
     return points
-
-
-def _documents(label: str, metric: str, recalls: dict[str, list[tuple[int, float]]]) -> tuple[dict, pd.DataFrame, list]:
-    """A baseline document, a metric table and compaction values holding these recalls."""
-    table = pd.DataFrame(
-        [{"session": t, "setting": label, metric: float(np.mean([v for _, v in vs]))} for t, vs in recalls.items()]
-    )
-    values = [CompactionValue(t, label, at, metric, v, ()) for t, vs in recalls.items() for at, v in vs]
-    document = {
-        "values": {label: {metric: dict(zip(table["session"], table[metric]))}},
-        "compactions": {label: {metric: {t: [[at, v, []] for at, v in vs] for t, vs in recalls.items()}}},
-    }
-    return document, table, values
-
-
-def detection(suite: Suite, label: str, spec: MetricSpec, points: dict, p: float, trials: int) -> tuple[float, float]:
-    """(mean change in recall, share of trials failing the check) for a loss share p."""
-    one = replace(
-        suite,
-        metrics=(spec,),
-        config=replace(suite.config, strategies=tuple(s for s in suite.config.strategies if s.label == label)),
-    )
-    base = {t: [(at, kept / needed) for at, kept, needed in ps] for t, ps in points.items()}
-    baseline, base_table, _ = _documents(label, spec.name, base)
-    changes, failed = [], 0
-    for trial in range(trials):
-        rng = np.random.default_rng(trial)
-        worse = {t: [(at, (kept - rng.binomial(kept, p)) / needed) for at, kept, needed in ps] for t, ps in points.items()}
-        _, table, values = _documents(label, spec.name, worse)
-        [comparison] = compare(one, baseline, table, values).comparisons
-        changes.append(comparison.change)
-        failed += comparison.verdict == "regression"
-    return float(np.mean(changes)), failed / trials
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 ITEM_KINDS = ("path", "identifier", "command", "url", "error", "number")
+SMALL_SHARE_TOLERANCE = 0.25  # the relative default tolerance of shares whose baseline is often small
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,9 @@ class Metric:
     # The per-session value is the mean of one value per compaction (`compactlab.results.compaction_values`): the
     # CI gate then resamples the compactions within each session as well as the sessions.
     per_compaction: bool = False
+    # A share of a small baseline: the default tolerance is also this share of the baseline mean, the
+    # stricter of the two applying (so a fall to zero, or by half, is never within tolerance).
+    relative_tolerance: float | None = None
 
     def format(self, value: object, signed: bool = False) -> str:
         """The figure as every text surface prints it ('–' when it cannot be computed)."""
@@ -60,6 +64,7 @@ def _kind_metrics() -> tuple[Metric, ...]:
                     f"Share of the {kind} items the {steps} used that are still in the compacted context, "
                     "averaged over the session's compactions.",
                     per_compaction=True,
+                    relative_tolerance=SMALL_SHARE_TOLERANCE,
                 )
             )
     return tuple(metrics)
@@ -145,6 +150,7 @@ METRICS: tuple[Metric, ...] = (
         "messages it removed), the share its new content holds: the summary, placeholders, re-attached files. What the "
         "summary itself carries, apart from the verbatim tail; averaged over the compactions that dropped such a fact.",
         per_compaction=True,
+        relative_tolerance=SMALL_SHARE_TOLERANCE,
     ),
     Metric(
         "summary_recall_k1",
@@ -154,6 +160,7 @@ METRICS: tuple[Metric, ...] = (
         0.05,
         "The same share for the facts the next recorded step used.",
         per_compaction=True,
+        relative_tolerance=SMALL_SHARE_TOLERANCE,
     ),
     Metric(
         "over_window_share",
