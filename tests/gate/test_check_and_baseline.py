@@ -207,11 +207,11 @@ def test_a_format_2_baseline_reads_as_this_format_with_its_sessions_renamed(tmp_
     # Format 2 named the session files' hashes `transcripts`; a committed baseline of it stays usable
     # (recording its answers again may need a paid model), read with the key renamed.
     document = json.loads(BASELINE.read_text())
-    assert document["format"] == 3 and document["sessions"]
+    assert document["format"] == 4 and document["sessions"]
     old = {k: v for k, v in document.items() if k != "sessions"} | {"transcripts": document["sessions"], "format": 2}
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps(old))
-    assert read_baseline(path, SUITE) == document
+    assert read_baseline(path, SUITE) == {**document, "format": 3}  # upgraded to format 3, which records no summarizer
     path.write_text(json.dumps({**old, "format": 1}))
     with pytest.raises(SuiteError, match="not a compactlab baseline of format 4"):
         read_baseline(path, SUITE)
