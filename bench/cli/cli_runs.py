@@ -30,7 +30,7 @@ from compactlab.runs.executors import EXECUTORS, executor_for
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import DEFAULT_WINDOW, load_config, setting_from
 from compactlab.runs.run_files import DONE, RunLock, read_done
-from compactlab.runs.run_summary import write_summary
+from compactlab.runs.run_summary import run_summary
 from compactlab.runs.sweep import DEFAULT_KEEP, DEFAULT_THRESHOLDS, LABELS, format_sweep
 from compactlab.runs.sweep import DEFAULT_STRATEGIES as DEFAULT_SWEEP_STRATEGIES
 from compactlab.tokens.context_windows import parse_override
@@ -204,7 +204,8 @@ def _replay(
             f"({', '.join(result.replayed_again[:5])}{', ...' if len(result.replayed_again) > 5 else ''})",
             file=sys.stderr,
         )
-    return result, write_summary(result, config, rule=rule, all_pairs=all_pairs)
+    # summary.json is written once, by `finish_document`, with the stress verdict and the next steps in it.
+    return result, run_summary(result, config, rule=rule, all_pairs=all_pairs)
 
 
 def _run_options(config, args: argparse.Namespace) -> dict[str, Any]:

@@ -8,11 +8,11 @@ import argparse
 import json
 from pathlib import Path
 
-from compactlab.results.recommendation import MIN_KEPT, Recommendation
+from compactlab.results.recommendation import MIN_KEPT
 from compactlab.runs.next_command import CommandLine
-from compactlab.runs.next_steps import next_steps
+from compactlab.runs.next_steps import changed, next_steps
 from compactlab.runs.run_files import write_atomic
-from compactlab.runs.stress_verdict import STRESS_WINDOW, stress_verdict, why_stress
+from compactlab.runs.stress_verdict import STRESS_WINDOW, second_verdict, stress_verdict, why_stress
 from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS
 from compactlab.runs.verdict_window import SCALED
 
@@ -49,16 +49,16 @@ def add_stress_verdict(document: dict, result, config, out: Path, command: Comma
         document["stress_verdict"] = {
             "window": STRESS_WINDOW,
             "why": why,
-            "command": command.with_flag("--window", STRESS_WINDOW).into(f"window-{STRESS_WINDOW}").text,
+            "command": changed(command, "--window", STRESS_WINDOW),
         }
         return
     options = {k: v for k, v in run_options.items() if k in ("resume", "progress", "executor", "workers", "limit")}
     document["stress_verdict"] = stress_verdict(config, out, why, **options)
 
 
-def finish_document(document: dict, out: Path, command: CommandLine, thresholds=()) -> None:
-    """summary.json with the next steps of its dead ends, written again."""
-    document["next_steps"] = [step.as_json() for step in next_steps(document, command, thresholds)]
+def finish_document(document: dict, out: Path, command: CommandLine) -> None:
+    """summary.json, with the next steps of its dead ends, written."""
+    document["next_steps"] = [step.as_json() for step in next_steps(document, command)]
     write_atomic(out / "summary.json", json.dumps(document, indent=2, default=str) + "\n")
 
 
@@ -71,14 +71,10 @@ def verdict_lines(document: dict, out: Path) -> list[str]:
     stress = document.get("stress_verdict")
     if stress:
         at = f"at a simulated {stress['window']:,}-token window (a stress test"
-        if "command" in stress:
-            lines.append(f"{stress['why']}; {at}, not run: it would send LLM calls): {stress['command']}")
-        elif "error" in stress:
-            lines.append(f"{stress['why']}; {at}): no verdict: {stress['error']}")
+        if "recommendation" in stress:
+            lines += [f"{stress['why']}; {at}, {out / stress['out']}/):", f"  {second_verdict(stress)}"]
         else:
-            second = Recommendation.from_json(stress["recommendation"] or {})
-            lines.append(f"{stress['why']}; {at}, {out / stress['out']}/):")
-            lines.append(f"  {second.short()}")
+            lines.append(f"{stress['why']}; {at}): {second_verdict(stress)}")
     scaled = (document.get("windows") or {}).get("scaled_rules", [])
     if scaled:
         lines.append(f"{SCALED}:")

@@ -16,6 +16,7 @@ import pandas as pd
 from compactlab.report.names import short_name
 from compactlab.results.cost_coverage import format_cost_coverage
 from compactlab.results.recommendation import Recommendation
+from compactlab.runs.stress_verdict import second_verdict
 
 
 def verdict_window(config: dict, summary: dict, every_model: bool = False) -> str:
@@ -44,13 +45,9 @@ def stress_line(summary: dict) -> dict[str, str] | None:
     stress = summary.get("stress_verdict")
     if not stress:
         return None
-    at = f"at a simulated {stress['window']:,}-token window (a stress test)"
-    if "command" in stress:
-        verdict = f"{at}: not replayed (it would send LLM calls); {stress['command']}"
-    elif "error" in stress:
-        verdict = f"{at}: no verdict: {stress['error']}"
-    else:
-        verdict = Recommendation.from_json(stress.get("recommendation") or {}).short()
+    verdict = second_verdict(stress)  # a verdict says its window; a command or an error is given one
+    if "recommendation" not in stress:
+        verdict = f"at a simulated {stress['window']:,}-token window (a stress test): {verdict}"
     return {"why": stress["why"], "verdict": verdict, "folder": stress.get("out", "")}
 
 

@@ -173,19 +173,23 @@ class Recommendation:
             document.get("window", ""),
         )
 
+    @property
+    def verdict_word(self) -> str:
+        """'recommended', 'no clear winner; best' or 'tentatively recommended' (a setting is recommended)."""
+        return "recommended" if self.clear else "no clear winner; best" if self.tied else "tentatively recommended"
+
     def short(self) -> str:
         """The verdict in a few words, its window and what it rests on: 'no clear winner; best at … : X (rests
         on 19 compactions)' (a second verdict beside a first one says no more)."""
         at = f" {self.window}" if self.window else ""
         if self.setting is None:
             return f"no recommendation{at}: {self.reason}"
-        verdict = "recommended" if self.clear else "no clear winner; best" if self.tied else "tentatively recommended"
         rests = (
             f" (rests on {self.compactions:,} compaction{'s' if self.compactions != 1 else ''})"
             if self.compactions is not None
             else ""
         )
-        return f"{verdict}{at}: {self.setting}{rests}"
+        return f"{self.verdict_word}{at}: {self.setting}{rests}"
 
     def summary(self) -> str:
         """The recommendation and the rule, as the CLI prints them."""
@@ -193,8 +197,7 @@ class Recommendation:
         if self.setting is None:
             head = f"no recommendation{at}: {self.reason}"
         else:
-            verdict = "recommended" if self.clear else "no clear winner; best" if self.tied else "tentatively recommended"
-            head = f"{verdict}{at}: {self.setting} — {self.reason}"
+            head = f"{self.verdict_word}{at}: {self.setting} — {self.reason}"
         evidence = self.evidence()
         lines = [
             head,

@@ -45,18 +45,20 @@ def next_steps(document: dict, command: CommandLine, thresholds: Sequence[float]
             cause = f"no recommendation: {len(over)} of {len(board)} settings let calls exceed {at}"
             if window:
                 steps.append(
-                    NextStep(f"{cause} (a stress test); at the real windows they may fit", _text(command, "--window", 0))
+                    NextStep(f"{cause} (a stress test); at the real windows they may fit", changed(command, "--window", 0))
                 )
-            lowest = min(thresholds, default=1.0)  # a run's settings: triggers of their own, none swept
-            lower = [t for t in LOWER_THRESHOLDS if t < lowest] or [round(lowest / 2, 3)]
-            steps.append(NextStep(f"{cause}; a lower trigger compacts before the window", _text(sweep, "--thresholds", *lower)))
+            steps.append(
+                NextStep(
+                    f"{cause}; a lower trigger compacts before the window", changed(sweep, "--thresholds", *_lower(thresholds))
+                )
+            )
         min_kept = float(recommendation.get("min_kept", MIN_KEPT))
         low = [s for s, why in (recommendation.get("not_recommendable") or {}).items() if "facts" in why]
         if low and min_kept > 0.5:
             cause = (
                 f"no recommendation: {len(low)} of {len(board)} settings keep under {100 * min_kept:g}% of the next step's facts"
             )
-            steps.append(NextStep(f"{cause}; a lower bar", _text(sweep, "--min-preservation", f"{min_kept - 0.1:.2g}")))
+            steps.append(NextStep(f"{cause}; a lower bar", changed(sweep, "--min-preservation", f"{min_kept - 0.1:.2g}")))
         return steps
     compactions = recommendation.get("compactions")
     removed = max((row.get(REMOVED) or 0) for row in board)
@@ -67,21 +69,26 @@ def next_steps(document: dict, command: CommandLine, thresholds: Sequence[float]
     else:
         return []
     if window:
-        steps.append(NextStep(f"{cause}; a smaller simulated window compacts more", _text(command, "--window", window // 2)))
+        steps.append(NextStep(f"{cause}; a smaller simulated window compacts more", changed(command, "--window", window // 2)))
     elif not document.get("stress_verdict"):
         steps.append(
             NextStep(
                 f"{cause}; a simulated window compacts where they do not (a stress test)",
-                _text(command, "--window", DEFAULT_WINDOW),
+                changed(command, "--window", DEFAULT_WINDOW),
             )
         )
     if thresholds and removed <= 0:
-        lower = [t for t in LOWER_THRESHOLDS if t < min(thresholds)] or [round(min(thresholds) / 2, 3)]
-        steps.append(NextStep(f"{cause}; lower triggers fire earlier", _text(command, "--thresholds", *lower)))
+        steps.append(NextStep(f"{cause}; lower triggers fire earlier", changed(command, "--thresholds", *_lower(thresholds))))
     return steps
 
 
-def _text(command: CommandLine, flag: str, *values: object) -> str:
+def _lower(thresholds: Sequence[float]) -> list[float]:
+    """Triggers below the lowest swept (a run's settings have triggers of their own, none swept: below 1)."""
+    lowest = min(thresholds, default=1.0)
+    return [t for t in LOWER_THRESHOLDS if t < lowest] or [round(lowest / 2, 3)]
+
+
+def changed(command: CommandLine, flag: str, *values: object) -> str:
     """`command` with `flag` set to `values`, into a folder of its own when the user named one."""
     suffix = f"{flag.lstrip('-')}-{'-'.join(map(str, values))}"
     return command.with_flag(flag, *values).into(suffix).text

@@ -31,17 +31,18 @@ def run_summary(result, config: RunConfig, rule: Rule = Rule(), all_pairs: bool 
     document["same_by_construction"] = [g.as_json() for g in same_groups(config.strategies, config.estimator)]
     prices = resolve_prices(config.prices) if config.prices else None
     document["cost_coverage"] = cost_coverage(result.sessions, result.call_models, prices)
-    models = _models(result) + [config.summarizer.get("model", ""), config.judge.get("model", "")]
+    replayed = _models(result)
+    models = replayed + [config.summarizer.get("model", ""), config.judge.get("model", "")]
     document["unmatched_price_keys"] = unmatched_price_keys(
         {k: v for k, v in (prices or {}).items() if k in config.prices}, models
     )
     document["windows"] = {
         "simulated": config.window,
-        "recorded": real_windows(config, _models(result)),
-        "scaled_rules": scaled_rules(config, config.strategies, instances, _models(result)),
+        "recorded": real_windows(config, replayed),
+        "scaled_rules": scaled_rules(config, config.strategies, instances, replayed),
     }
     # Every verdict says the window it is at, and whether it is simulated (`compactlab.runs.verdict_window`).
-    document["verdict_window"] = verdict_window(config, _models(result))
+    document["verdict_window"] = verdict_window(config, replayed)
     if document.get("recommendation"):
         document["recommendation"]["window"] = document["verdict_window"]["short"]
     return document

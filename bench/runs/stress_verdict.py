@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from compactlab.results.recommendation import MIN_COMPACTIONS
+from compactlab.results.recommendation import MIN_COMPACTIONS, Recommendation
 from compactlab.runs import runs
 from compactlab.runs.config_schema import DEFAULT_WINDOW
 from compactlab.runs.run_config import RunConfig
@@ -59,10 +59,20 @@ def stress_verdict(config: RunConfig, out: Path, why: str, window: int = STRESS_
     `stress_verdict` ({window, why, out, recommendation} or, where no session fits it, {window, why, error})."""
     folder = Path(out) / f"stress-{window}"
     entry: dict = {"window": window, "why": why, "out": folder.name}
-    stressed = dataclasses.replace(config, window=window)
+    # No token estimation: it does not depend on the window, and the run beside it measured it already.
+    stressed = dataclasses.replace(config, window=window, estimation=False)
     try:
         result = runs.run(stressed, folder, **{**run_options, "overwrite": True})
     except ValueError as exc:  # e.g. no session's smallest possible prompt fits the window
         return {**entry, "error": str(exc)}
     document = write_summary(result, stressed)
     return {**entry, "recommendation": document.get("recommendation"), "verdict_window": document.get("verdict_window")}
+
+
+def second_verdict(stress: dict) -> str:
+    """summary.json's `stress_verdict` as its verdict, in the words the terminal and the report both use."""
+    if "command" in stress:
+        return f"not replayed (it would send LLM calls): {stress['command']}"
+    if "error" in stress:
+        return f"no verdict: {stress['error']}"
+    return Recommendation.from_json(stress.get("recommendation") or {}).short()

@@ -19,7 +19,7 @@ from compactlab.runs.next_command import CommandLine, from_config
 from compactlab.runs.next_steps import next_steps
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_files import write_atomic
-from compactlab.runs.run_summary import write_summary
+from compactlab.runs.run_summary import run_summary
 from compactlab.runs.sweep import DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS, SweepResult, analyse, grid, sweep_document
 
 NO_RECOMMENDATION = "no-recommendation.txt"  # what a sweep writes in place of recommended.toml
@@ -84,11 +84,12 @@ def sweep_grid(
     if command is None:
         command = from_config("sweep", config.datasets, config.window, out)
     result = runs.run(config, out, limit=limit, **run_options)
-    summary = write_summary(result, config, Rule(min_preservation))
+    summary = run_summary(result, config, Rule(min_preservation))
+    if summary.get("leaderboard"):
+        summary["next_steps"] = [step.as_json() for step in next_steps(summary, command, thresholds)]
+    write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")  # once, its next steps in it
     if not summary.get("leaderboard"):
         raise ValueError(f"{out}: the sweep replayed no session the statistics can use (see summary.json's left_out)")
-    summary["next_steps"] = [step.as_json() for step in next_steps(summary, command, thresholds)]
-    write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     figures = pd.DataFrame(summary["leaderboard"]).fillna(float("nan"))
     analysis = analyse(figures, settings, Recommendation.from_json(summary["recommendation"]), config, command)
     document = sweep_document(analysis)
