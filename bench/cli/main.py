@@ -21,13 +21,11 @@ from compactlab.report.estimation_output import format_summary, write_estimation
 from compactlab.report.run_report import write_run_report
 from compactlab.runs.preview import compact, format_preview, preview_json
 from compactlab.runs.run_config import DEFAULT_WINDOW, RunConfig, window_for_data, windows_of
-from compactlab.runs.run_files import DONE
-from compactlab.runs.run_storage import KINDS, export_jsonl
 from compactlab.sessions.datasets import datasets_dir, list_datasets
 from compactlab.sessions.importers import importers, load_file
-from compactlab.sessions.importers.canonical import write_canonical
 from compactlab.sessions.loading import Loaded, load_inputs
 from compactlab.sessions.neutralise import TerminalSafe, terminal_text
+from compactlab.sessions.output_folder import check_output_folder
 from compactlab.sessions.overview import format_overview, overview_frame, summarize
 from compactlab.sessions.source import SessionError
 from compactlab.strategies.registry import describe_all
@@ -210,18 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     formats = _command(commands, "formats", "list the session file formats compactlab reads")
     formats.set_defaults(run=run_formats)
 
-    export = _command(commands, "export", "write sessions as compactlab canonical JSONL")
-    _add_input_arguments(export)
-    export.add_argument("--out", type=Path, required=True, help="output folder (one .jsonl per input session file)")
-    export.set_defaults(run=run_export)
+    from compactlab.cli.export_cli import add_commands as add_export_commands
 
-    rows = _command(commands, "export-rows", "write a run's call or compaction rows (Parquet in the run directory) as JSON lines")
-    rows.add_argument("run_dir", type=Path, metavar="RUN", help="a run directory")
-    rows.add_argument("--kind", choices=KINDS, default="calls", help="which rows (default: calls)")
-    rows.add_argument("--format", choices=("jsonl",), default="jsonl", help="the output format (JSON lines, one row per line)")
-    rows.add_argument("--strategy", nargs="+", metavar="LABEL", help="only these settings' rows")
-    rows.add_argument("--out", type=Path, help="output file (default: RUN/KIND.jsonl)")
-    rows.set_defaults(run=run_export_rows)
+    add_export_commands(commands, _command, _add_input_arguments, _load)
 
     from compactlab.cli.engines_cli import add_command as add_engines_command
 
@@ -299,6 +288,8 @@ def run_datasets(args: argparse.Namespace) -> int:
 def run_estimate(args: argparse.Namespace) -> int:
     overrides = load_overrides(args.config) if args.config else {}
     overrides.update(parse_override(text) for text in args.context_window)
+    if args.out:
+        check_output_folder(args.out, args.paths or None)
     loaded = _load(args)
     result = run_estimation(
         loaded.sessions,
@@ -308,6 +299,13 @@ def run_estimate(args: argparse.Namespace) -> int:
         keep_damaged=args.lenient,  # --lenient keeps files with skipped records, counted (compactlab.tokens.estimation)
     )
     summary = summarize_estimation(result.calls)
+    if summary.empty:  # a measurement of nothing is not a result: refused, and nothing is written
+        skipped = sum(len(session.skipped) for session in loaded.sessions)
+        raise ValueError(
+            f"no recorded LLM call to compare with in the {len(loaded.sessions):,} sessions read"
+            + (f" ({skipped:,} damaged records skipped)" if skipped else "")
+            + ": the estimators are measured against the prompt tokens each call billed"
+        )
     print(format_summary(result, summary))
     _print_load_problems(loaded)
     if args.out:
@@ -372,30 +370,6 @@ def run_compact(args: argparse.Namespace) -> int:
 def run_formats(args: argparse.Namespace) -> int:
     for name, importer in importers().items():
         print(f"{name:20} {importer.description}")
-    return 0
-
-
-def run_export_rows(args: argparse.Namespace) -> int:
-    if not (args.run_dir / DONE).exists():
-        raise ValueError(
-            f"{args.run_dir} is not a run directory (no done.jsonl): run `compactlab run --out {args.run_dir}` first"
-        )
-    target = args.out or args.run_dir / f"{args.kind}.jsonl"
-    count = export_jsonl(args.run_dir, args.kind, target, args.strategy)
-    print(f"{count:,} {args.kind} rows: {target}")
-    return 0
-
-
-def run_export(args: argparse.Namespace) -> int:
-    loaded = _load(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    by_file: dict[str, list] = {}
-    for session in loaded.sessions:
-        by_file.setdefault(session.source_path, []).append(session)
-    for source_path, sessions in by_file.items():
-        name = Path(source_path).name.removesuffix(".gz").removesuffix(".json").removesuffix(".jsonl")
-        target = write_canonical(sessions, args.out / f"{name}.jsonl")
-        print(target)
     return 0
 
 

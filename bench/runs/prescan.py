@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from compactlab.sessions.loading import read_files
+from compactlab.sessions.loading import FailedFile, nothing_read, read_files
 from compactlab.sessions.model import Session
 
 
@@ -38,6 +38,7 @@ class SessionShape:
     recorded_window: int | None  # the window the session records (Codex), which the lookup takes
     fixed: int | None  # the smallest recorded prompt before any real compaction (None: no call before one)
     floor: int | None  # the smallest possible prompt's lower bound (see the module docstring)
+    skipped: int = 0  # damaged records reading it skipped (with --lenient)
 
 
 def shape_of(session: Session) -> SessionShape:
@@ -60,6 +61,7 @@ def shape_of(session: Session) -> SessionShape:
         session.context_window,
         fixed,
         floor,
+        len(session.skipped),
     )
 
 
@@ -71,8 +73,10 @@ def prescan(
     progress: bool = False,
 ) -> tuple[SessionShape, ...]:
     """The shape of every session of `files`, read as a run reads them: a file that cannot be read
-    is the run's error now (with `lenient`, it is passed over here and counted by the run)."""
+    is the run's error now (with `lenient`, it is passed over here and counted by the run; when every
+    file is passed over, that is the error: the run would have no session)."""
     shapes: list[SessionShape] = []
+    failed: list[FailedFile] = []
     reads = read_files(files, lenient_files, lenient=lenient, workers=workers, keep=shape_of)
     bar = tqdm(total=len(files), desc="checking sessions", unit="file", disable=not progress, leave=False)
     with closing(reads), bar:
@@ -81,6 +85,23 @@ def prescan(
             if read.error is not None:
                 if not read.lenient:
                     raise read.error
+                failed.append(FailedFile(path=read.path, error=str(read.error)))
                 continue
             shapes += read.sessions
+    if not shapes and failed:
+        raise nothing_read(failed)
+    if shapes and not any(shape.models for shape in shapes):
+        raise nothing_to_replay(shapes, len(failed))
     return tuple(shapes)
+
+
+def nothing_to_replay(shapes: Sequence[SessionShape], failed: int) -> ValueError:
+    """The error of a run whose sessions record no LLM call: a replay measures each recorded call,
+    so there is no result to show (a lenient read that skipped every damaged record ends here)."""
+    skipped = sum(shape.skipped for shape in shapes)
+    why = [f"{skipped:,} damaged records skipped" if skipped else "", f"{failed:,} files not read" if failed else ""]
+    said = "; ".join(w for w in why if w)
+    return ValueError(
+        f"no session to replay: the {len(shapes):,} sessions read record no LLM call{f' ({said})' if said else ''}; "
+        f"`compactlab inspect` shows what each holds"
+    )

@@ -34,7 +34,8 @@ from compactlab.runs.run_files import DONE, DoneLog, RunLock, read_done
 from compactlab.runs.run_format import resumable
 from compactlab.runs.session_job import hash_of_file
 from compactlab.scoring.next_action import Judge
-from compactlab.sessions.datasets import Inputs, refuse_output_inside, resolve_inputs
+from compactlab.sessions.datasets import Inputs, resolve_inputs
+from compactlab.sessions.output_folder import check_output_folder
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.estimators import get_estimator
 
@@ -95,7 +96,7 @@ def check_run(
     for name in dict.fromkeys([config.estimator, *(estimator_of(instances[s.label], s.estimator) for s in config.strategies)]):
         get_estimator(name)  # an unknown name is a KeyError naming the known ones
     resolve_prices(config.prices or None)
-    refuse_output_inside(out, list(config.datasets) or None)
+    check_output_folder(out, list(config.datasets) or None)
     before = _check_folder(out, run_config_json(config, limit), resume, overwrite)
     judge = judge if judge is not None else make_run_judge(config)
     if executor is not None and (summarizer is not None or judge is not None):

@@ -54,7 +54,7 @@ from compactlab.runs.run_storage import (
 )
 from compactlab.runs.session_job import SessionJob, hash_of_file
 from compactlab.runs.session_results import RunTotals
-from compactlab.sessions.loading import FailedFile, ReadInputs, ReadSession, WorkerDied, read_files
+from compactlab.sessions.loading import FailedFile, ReadInputs, ReadSession, WorkerDied, nothing_read, read_files
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS
 from compactlab.tokens.estimators import encodings_of
@@ -234,10 +234,9 @@ def _run_locked(
     finally:
         remove_unnamed(out, commits.named)  # of files replayed after an error stopped the run
     bar.close()
-    if not sessions and failed:
-        # A lenient run of files none of which could be read has no result to show (as an empty folder has none).
-        reasons = "\n  ".join(f.error for f in failed[:20]) + (f"\n  ... and {len(failed) - 20} more" if len(failed) > 20 else "")
-        raise ValueError(f"no session could be read: {len(failed)} files not read:\n  {reasons}")
+    if not sessions and failed:  # (the check before the run refuses it, unless a file changed in between)
+        undo_run(out, checked.before)
+        raise nothing_read(failed)
     read_inputs = ReadInputs(sessions=tuple(sessions), failed=tuple(failed), passed_over=inputs.passed_over)
     write_atomic(out / "meta.json", json.dumps(run_meta(read_inputs, file_hashes), indent=2) + "\n")
     results = totals.totals()

@@ -2,7 +2,8 @@
 
 Strict mode (the default) stops at the first problem with an error naming file and line.
 Lenient mode skips damaged records (counted on each session) and, when a whole file cannot be
-read (empty, unknown format, not JSON at all), records the file in `Loaded.failed` and goes on.
+read (empty, unknown format, not JSON at all), records the file in `Loaded.failed` and goes on; when
+no file at all could be read, that is the error (`nothing_read`).
 """
 
 from __future__ import annotations
@@ -62,7 +63,20 @@ def load_inputs(
                     raise read.error
                 failed.append(FailedFile(path=read.path, error=str(read.error)))
             sessions.extend(read.sessions)
+    if not sessions and failed:
+        raise nothing_read(failed)
     return Loaded(sessions=tuple(sessions), failed=tuple(failed), passed_over=inputs.passed_over)
+
+
+SHOWN_FAILURES = 20  # files named in `nothing_read`'s error; the rest are counted
+
+
+def nothing_read(failed: Sequence[FailedFile]) -> ValueError:
+    """The error of a lenient read that passed over every file: a command with no session has no
+    result to show (as an empty folder has none), so it is refused, naming why each file was not read."""
+    reasons = "\n  ".join(f.error for f in failed[:SHOWN_FAILURES])
+    more = f"\n  ... and {len(failed) - SHOWN_FAILURES} more" if len(failed) > SHOWN_FAILURES else ""
+    return ValueError(f"no session could be read: {len(failed)} files not read:\n  {reasons}{more}")
 
 
 @dataclass(frozen=True)

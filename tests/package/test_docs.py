@@ -89,6 +89,8 @@ REWRITTEN = {
     "one that fits nowhere is a number, listed under the plot;": "the key beside the plot names every\n    number",
     "only the frontier and the recommendation are named), the recommended setting": "tests (every pair with `--all-pairs`), and how to read it (open loop).",
     "for the 12 sessions with the most prompt tokens and every session with a real compaction, the context size": "one line each that opens to show the context size at each call per strategy",
+    # Issue 45: the root, the home folder and a folder holding sessions are refused too.
+    "`--out` equal to or inside a dataset folder is refused.": "`--out` equal to or inside a dataset folder is refused, and so are the filesystem root",
 }
 # Code blocks and table rows changed since on purpose: their first words, and what holds them now.
 CHANGED_BLOCKS = {
