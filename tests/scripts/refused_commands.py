@@ -44,75 +44,49 @@ def _all_damaged(where: Path) -> Path:
     return where
 
 
-def cases(data: Path, work: Path, root: bool) -> list[tuple[str, list[str], Path | None, list[str] | None]]:
+Case = tuple[str, list[str], "Path | None", "list[str] | None"]
+
+
+def cases(data: Path, work: Path, root: bool) -> list[Case]:
     """(name, arguments, output folder, the corrected arguments to try in it after) per mistake."""
     home = Path(os.environ["HOME"])
-    unreadable = _unreadable(work / "unreadable")
-    damaged = _all_damaged(work / "damaged")
+    unreadable, damaged = _unreadable(work / "unreadable"), _all_damaged(work / "damaged")
     holding = work / "holding"
     shutil.copytree(data, holding)
-    found: list[tuple[str, list[str], Path | None, list[str] | None]] = []
+    found: list[Case] = []
     for command in RUNNERS:
         strategy = ["--strategy", "truncate"] if command == "run" else ["--strategy", "truncate", "--thresholds", "0.8"]
         base = [command, "--dataset", str(data), *strategy]
-
-        def out(name: str, command: str = command) -> Path:
-            return work / f"{command}-{name}"
-
-        found += [
-            (
-                f"{command}: --context-window key no model has",
-                [*base, "--context-window", "claude-sonet-4=100000", "--out", str(out("cw"))],
-                out("cw"),
-                [*base, "--out", str(out("cw"))],
-            ),
-            (
-                f"{command}: --window 100",
-                [*base, "--window", "100", "--out", str(out("w"))],
-                out("w"),
-                [*base, "--out", str(out("w"))],
-            ),
-            (
-                f"{command}: unknown strategy",
-                [command, "--dataset", str(data), "--strategy", "sumarize", "--out", str(out("s"))],
-                out("s"),
-                [*base, "--out", str(out("s"))],
-            ),
-            (
-                f"{command}: unknown estimator",
-                [*base, "--estimator", "tiktokn", "--out", str(out("e"))],
-                out("e"),
-                [*base, "--out", str(out("e"))],
-            ),
-            (f"{command}: --out inside the dataset", [*base, "--out", str(data / "out")], data / "out", None),
-            (f"{command}: --out a folder holding sessions", [*base, "--out", str(holding)], holding, None),
-            (f"{command}: --out the home folder", [*base, "--out", str(home)], home, None),
-            (
-                f"{command}: --lenient, no file readable",
-                [command, "--dataset", str(unreadable), *strategy, "--lenient", "--out", str(out("l"))],
-                out("l"),
-                None,
-            ),
-        ]
-        if root:
-            found.append((f"{command}: --out /", [*base, "--out", "/"], Path("/"), None))
-    found += [
-        (
-            "export: --lenient, no file readable",
-            ["export", str(unreadable), "--lenient", "--out", str(work / "export-l")],
-            work / "export-l",
-            None,
-        ),
-        ("export: --out the home folder", ["export", str(data), "--out", str(home)], home, None),
-        (
-            "estimate: --lenient, no file readable",
-            ["estimate", str(unreadable), "--lenient", "--out", str(work / "estimate-l")],
-            work / "estimate-l",
-            None,
-        ),
-        ("inspect: --lenient, no file readable", ["inspect", str(unreadable), "--lenient"], None, None),
-        ("engines: --lenient, no file readable", ["engines", str(unreadable), "--lenient"], None, None),
-    ]
+        # A mistake in the arguments, into a new folder: the corrected command is then tried there.
+        for number, (name, arguments) in enumerate(
+            {
+                "--context-window key no model has": [*base, "--context-window", "claude-sonet-4=100000"],
+                "--window 100": [*base, "--window", "100"],
+                "unknown strategy": [command, "--dataset", str(data), "--strategy", "sumarize"],
+                "unknown estimator": [*base, "--estimator", "tiktokn"],
+            }.items()
+        ):
+            out = work / f"{command}-{number}"
+            found.append((f"{command}: {name}", [*arguments, "--out", str(out)], out, [*base, "--out", str(out)]))
+        places = {"inside the dataset": data / "out", "a folder holding sessions": holding, "the home folder": home}
+        places |= {"/": Path("/")} if root else {}
+        found += [(f"{command}: --out {name}", [*base, "--out", str(out)], out, None) for name, out in places.items()]
+        for name, inputs in {"no file readable": unreadable, "every record damaged": damaged}.items():
+            out = work / f"{command}-{name[:5]}"
+            found.append(
+                (
+                    f"{command}: --lenient, {name}",
+                    [command, "--dataset", str(inputs), *strategy, "--lenient", "--out", str(out)],
+                    out,
+                    None,
+                )
+            )
+    for name, inputs in {"no file readable": unreadable, "every record damaged": damaged}.items():
+        for command in ("export", "estimate", "inspect", "engines"):
+            out = work / f"{command}-{name[:5]}" if command in ("export", "estimate") else None
+            arguments = [command, str(inputs), "--lenient"] + (["--out", str(out)] if out is not None else [])
+            found.append((f"{command}: --lenient, {name}", arguments, out, None))
+    found.append(("export: --out the home folder", ["export", str(data), "--out", str(home)], home, None))
     return found
 
 
@@ -149,13 +123,13 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 blocked += again.returncode != 0
             refused += done.returncode == 2
-            left_behind += bool(left or added)
+            left_behind += done.returncode != 0 and bool(left or added)  # (a command that succeeded writes)
             shown = f"{len(left)} {left[:3]}" if left else "nothing"
             print(f"| {name} | {done.returncode} | {shown} | {added[:3] or 'nothing'} | {after or '-'} |")
             for path in sorted((data / "out").glob("*")) if (data / "out").exists() else ():
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
     print(
-        f"\nrefused (exit 2): {refused}; left something behind: {left_behind}; folder refused a corrected command after: {blocked}"
+        f"\nrefused (exit 2): {refused}; refused but left something behind: {left_behind}; folder refused a corrected command after: {blocked}"
     )
     return 0
 
