@@ -27,8 +27,9 @@ import hashlib
 import json
 import platform
 import time
+from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
 
@@ -54,12 +55,14 @@ from compactlab.runs.run_storage import (
 )
 from compactlab.runs.session_job import SessionJob, hash_of_file
 from compactlab.runs.session_results import RunTotals
-from compactlab.sessions.loading import FailedFile, ReadInputs, ReadSession, WorkerDied, nothing_read, read_files
+from compactlab.sessions.loading import FailedFile, FileRead, ReadInputs, ReadSession, WorkerDied, nothing_read, read_files
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS
 from compactlab.tokens.estimators import encodings_of
 from compactlab.tokens.tokenizers import get_encoding
 
+# How an executor runs the reads (`compactlab.sessions.loading.read_files`).
+Executor = Callable[[Callable, tuple, int], Iterator[FileRead]]
 PROGRESS_SECONDS = 0.2  # between two updates of the LLM calls shown beside the progress bar
 
 
@@ -112,98 +115,130 @@ def run(
         )
     out.mkdir(parents=True, exist_ok=True)
     forget()  # a run starts with empty memos: nothing an earlier run in this process computed is kept alive
+    options = RunOptions(resume, progress, summarizer, overwrite, workers, replay_threads, executor, limit)
     with RunLock(out):
-        return _run_locked(checked, out, resume, progress, summarizer, overwrite, workers, replay_threads, executor, limit)
+        return _run_locked(checked, out, options)
 
 
-def _run_locked(
-    checked: CheckedRun,
-    out: Path,
-    resume,
-    progress,
-    summarizer,
-    overwrite,
-    workers,
-    replay_threads,
-    executor,
-    limit,
-) -> RunResult:
-    config, instances, judge = checked.config, checked.instances, checked.judge
-    done_path = out / DONE
-    if not resume and done_path.exists():
-        if not overwrite:
+@dataclass(frozen=True)
+class RunOptions:
+    """How `run` replays (its arguments besides the configuration and the folder)."""
+
+    resume: bool = False
+    progress: bool = False
+    summarizer: object = None
+    overwrite: bool = False
+    workers: int | None = None
+    replay_threads: int | None = None
+    executor: Executor | None = None  # where files are read and replayed (None: worker processes here)
+    limit: int | None = None
+
+
+@dataclass
+class Replayed:
+    """What the run keeps of the sessions it read and replayed, gathered in file order."""
+
+    sessions: list[ReadSession] = field(default_factory=list)
+    failed: list[FailedFile] = field(default_factory=list)
+    totals: RunTotals = field(default_factory=RunTotals)
+    engines: list[EngineRow] = field(default_factory=list)  # the real compactions beside their engines' presets
+    file_hashes: dict[str, str | None] = field(default_factory=dict)  # each file's, as the worker that read it found it
+
+
+def _run_locked(checked: CheckedRun, out: Path, options: RunOptions) -> RunResult:
+    """The run, its folder locked: the folder made ready, the job, the replay, then the results."""
+    config = checked.config
+    log, lost = _ready_folder(checked, out, options)
+    job, measured = _session_job(checked, out, log, options.summarizer)
+    completers = llm_completers(options.summarizer, checked.judge)
+    bar = tqdm(total=len(checked.inputs.files), desc="reading and replaying", unit="file", disable=not options.progress)
+    account = CallAccount(config.max_cost_usd, on_change=_shown_on(bar) if options.progress else None)
+    if completers:
+        check_budget_prices(completers, account)
+    reads = _reads(checked, job, measured, options, completers, account)
+    replayed = _replay_all(reads, out, log, bar, completers, account)
+    bar.close()
+    return _finished(checked, out, replayed, measured, log, lost, account if completers else None)
+
+
+def _ready_folder(checked: CheckedRun, out: Path, options: RunOptions) -> tuple[DoneLog, set[str]]:
+    """The folder ready for the run: an older run replaced or continued, the sessions whose committed
+    row parts are gone to be replayed again, config.json written. The finished work, and those sessions."""
+    config, done_path = checked.config, out / DONE
+    if not options.resume and done_path.exists():
+        if not options.overwrite:
             raise ValueError(f"{out} already holds a run: use --resume to continue it, or another --out")
         for name in (*OLD_ROW_FILES, DONE):
             (out / name).unlink(missing_ok=True)
-    if resume:
+    if options.resume:
         resumable(out)  # a directory of another format is refused, naming it
-    log = read_done(done_path) if resume else DoneLog()
-    if resume and (out / "config.json").exists():
+    log = read_done(done_path) if options.resume else DoneLog()
+    configuration = run_config_json(config, options.limit)
+    if options.resume and (out / "config.json").exists():
         previous = json.loads((out / "config.json").read_text())
-        if previous != json.loads(json.dumps(run_config_json(config, limit))):  # as config.json holds it (tuples are lists)
+        if previous != json.loads(json.dumps(configuration)):  # as config.json holds it (tuples are lists)
             raise ValueError(f"{out}: --resume with a different configuration than the run was started with")
     # Sessions whose committed row parts are gone or unreadable are replayed again, as if never finished.
-    lost = {part.session for part in damaged_parts(out) if part.session is not None} if resume and log.parts else set()
+    lost = {part.session for part in damaged_parts(out) if part.session is not None} if options.resume and log.parts else set()
     if lost:
         drop_commits(out, lost)
         log = read_done(done_path)
-    write_atomic(out / "config.json", json.dumps(run_config_json(config, limit), indent=2) + "\n")
-    prices = resolve_prices(config.prices or None)
+    write_atomic(out / "config.json", json.dumps(configuration, indent=2) + "\n")
+    check_unchanged(out, log, checked.inputs.files)  # (checked before the lock was taken: checked again under it)
+    return log, lost
+
+
+def _session_job(checked: CheckedRun, out: Path, log: DoneLog, summarizer) -> tuple[SessionJob, list]:
+    """What each session's replay does (the same in every worker), and the estimators the run measures."""
+    config = checked.config
     job = SessionJob(
         config.strategies,
-        instances,
+        checked.instances,
         log.units,
         windows_of(config),
         config.estimator,
         summarizer,
-        judge,
+        checked.judge,
         out,
-        prices,
+        resolve_prices(config.prices or None),
         log.parts,
         # Settings identical by construction are replayed once, decided here before any replay.
         same_as=replayed_once(config.strategies, config.estimator),
     )
     measured = run_estimators(config.estimator, [job.estimator_of(s) for s in config.strategies])
-    job = replace(job, estimators=tuple(measured) if config.estimation else None)
-    # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
-    workers = 1 if summarizer is not None or judge is not None else workers
-    inputs = checked.inputs
-    check_unchanged(out, log, inputs.files)  # (checked before the lock was taken: checked again under it)
-    sessions: list[ReadSession] = []  # what the run keeps of each session
-    failed: list[FailedFile] = []
-    totals = RunTotals()
-    engines: list[EngineRow] = []  # the real compactions beside their engines' presets, made where each session was replayed
-    file_hashes: dict[str, str | None] = {}  # each file's, as the worker that read it found it
-    bar = tqdm(total=len(inputs.files), desc="reading and replaying", unit="file", disable=not progress)
-    completers = llm_completers(summarizer, judge)
-    account = CallAccount(config.max_cost_usd, on_change=_shown_on(bar) if progress else None)
+    return replace(job, estimators=tuple(measured) if config.estimation else None), measured
+
+
+def _reads(checked: CheckedRun, job: SessionJob, measured: list, options: RunOptions, completers, account: CallAccount):
+    """The files read and replayed, in file order: in one process with replay threads when an LLM
+    summarizer or judge is used (its cache and concurrency limit live there), else in worker processes."""
+    config, inputs = checked.config, checked.inputs
     if completers:
-        check_budget_prices(completers, account)
-        threads = replay_threads or default_replay_threads(completers)
-        reads = replay_concurrently(
-            read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=1),
-            job,
-            ReadSession.counted,
-            threads,
-            account,
-        )
-    else:
-        if executor is None:
-            # The encodings the workers count with, built once here: the forked workers share them instead
-            # of each building its own (o200k and cl100k: some 0.7 s of CPU and 110 MB per worker).
-            for encoding in encodings_of([*measured, *(DEFAULT_ESTIMATORS if config.estimation else ())]):
-                get_encoding(encoding)
-        reads = read_files(
-            inputs.files,
-            inputs.lenient_files,
-            lenient=config.lenient,
-            workers=workers,
-            then=job.replay_file,
-            keep=ReadSession.counted,
-            executor=executor,
-        )
-    # One version of each prompt template for the whole run; an error in a file ends the worker
-    # pool at once (see read_files).
+        threads = options.replay_threads or default_replay_threads(completers)
+        files = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=1)
+        return replay_concurrently(files, job, ReadSession.counted, threads, account)
+    if options.executor is None:
+        # The encodings the workers count with, built once here: the forked workers share them instead
+        # of each building its own (o200k and cl100k: some 0.7 s of CPU and 110 MB per worker).
+        for encoding in encodings_of([*measured, *(DEFAULT_ESTIMATORS if config.estimation else ())]):
+            get_encoding(encoding)
+    return read_files(
+        inputs.files,
+        inputs.lenient_files,
+        lenient=config.lenient,
+        # An LLM summarizer or judge keeps the run in one process, where its cache and concurrency limit live.
+        workers=1 if options.summarizer is not None or checked.judge is not None else options.workers,
+        then=job.replay_file,
+        keep=ReadSession.counted,
+        executor=options.executor,
+    )
+
+
+def _replay_all(reads, out: Path, log: DoneLog, bar: tqdm, completers, account: CallAccount) -> Replayed:
+    """Every read and replayed file gathered, each session's parts committed with its done line. One
+    version of each prompt template for the whole run; an error in a file ends the worker pool at once
+    (see read_files)."""
+    replayed = Replayed()
     commits = Commits(out, log)
     remove_unnamed(out, commits.named)  # a killed run's
     try:
@@ -213,19 +248,19 @@ def _run_locked(
                 if read.error is not None:
                     if not read.lenient:
                         raise read.error
-                    failed.append(FailedFile(path=read.path, error=str(read.error)))
-                sessions += read.sessions
-                file_hash, replayed = read.then or (None, ())
+                    replayed.failed.append(FailedFile(path=read.path, error=str(read.error)))
+                replayed.sessions.extend(read.sessions)
+                file_hash, replays = read.then or (None, ())
                 if read.sessions:
-                    file_hashes[read.sessions[0].source_path] = file_hash
+                    replayed.file_hashes[read.sessions[0].source_path] = file_hash
                     # The file read, whose hash --resume checks (a canonical file names its source instead).
                     read_hash = file_hash if read.sessions[0].source_path == str(read.path) else hash_of_file(read.path)
-                for session, replays in zip(read.sessions, replayed):
-                    if replays.parts is not None:
+                for session, replay in zip(read.sessions, replays):
+                    if replay.parts is not None:
                         # One commit per session: its parts, written already, become part of the run with its done line.
-                        commits.commit(session.id, replays.labels, str(read.path), read_hash, replays.parts)
-                    totals.add(replays.results)
-                    engines += replays.engines
+                        commits.commit(session.id, replay.labels, str(read.path), read_hash, replay.parts)
+                    replayed.totals.add(replay.results)
+                    replayed.engines.extend(replay.engines)
     except WorkerDied as exc:
         raise ValueError(
             f"{exc}. The sessions finished before are kept: continue with `compactlab run --resume --out {out}` "
@@ -233,12 +268,20 @@ def _run_locked(
         ) from None
     finally:
         remove_unnamed(out, commits.named)  # of files replayed after an error stopped the run
-    bar.close()
+    return replayed
+
+
+def _finished(
+    checked: CheckedRun, out: Path, replayed: Replayed, measured: list, log: DoneLog, lost: set[str], account: CallAccount | None
+) -> RunResult:
+    """The run's results written (meta.json, the report's inputs, summary.json, sessions.csv), or the
+    folder left as it was when the replay found nothing to measure."""
+    config, sessions, failed, totals = checked.config, replayed.sessions, replayed.failed, replayed.totals
     if not sessions and failed:  # (the check before the run refuses it, unless a file changed in between)
         undo_run(out, checked.before)
         raise nothing_read(failed)
-    read_inputs = ReadInputs(sessions=tuple(sessions), failed=tuple(failed), passed_over=inputs.passed_over)
-    write_atomic(out / "meta.json", json.dumps(run_meta(read_inputs, file_hashes), indent=2) + "\n")
+    read_inputs = ReadInputs(sessions=tuple(sessions), failed=tuple(failed), passed_over=checked.inputs.passed_over)
+    write_atomic(out / "meta.json", json.dumps(run_meta(read_inputs, replayed.file_hashes), indent=2) + "\n")
     results = totals.totals()
     try:
         write_report_inputs(out, results.session_facts, totals.estimation if config.estimation else None, measured)
@@ -252,7 +295,7 @@ def _run_locked(
         prices=config.prices,
         results=results,
         max_failed_share=config.max_failed_share,
-        engines=rows_document(engines),
+        engines=rows_document(replayed.engines),
     )
     # A window no session fits in measures nothing (every call over it): refused, with the numbers. The
     # check before the replay refuses it where it could bound every session's floor; here the folder is
@@ -263,7 +306,7 @@ def _run_locked(
         undo_run(out, checked.before)
         raise ValueError(f"{exc}. Nothing of this run was kept in {out}") from None
     result = replace(result, replayed_again=tuple(sorted(lost)))
-    return replace(result, llm_calls=account.line()) if completers else result
+    return replace(result, llm_calls=account.line()) if account is not None else result
 
 
 def _shown_on(bar: tqdm):
