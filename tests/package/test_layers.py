@@ -29,6 +29,7 @@ ORDER = [
     "contract",
     "tokens",
     "strategies",
+    "authoring",  # compactlab.authoring: what a strategy author imports (the contract, records, cut helpers)
     "compaction",
     "llm",  # provider clients, the call cache, prices and call limits
     "scoring",
@@ -51,6 +52,7 @@ ALLOWED: dict[str, set[str]] = {
     "contract": {"sessions"},
     "tokens": {"memo", "sessions", "contract"},
     "strategies": {"memo", "sessions", "contract"},
+    "authoring": {"sessions", "contract", "strategies"},
     "compaction": {"sessions", "contract"},
     "llm": {"sessions", "contract", "tokens", "compaction"},
     "scoring": {"memo", "sessions", "strategies", "llm"},

@@ -54,3 +54,40 @@ def test_load_compact_and_run_on_a_bundled_dataset(tmp_path):
     assert isinstance(result.sessions, pd.DataFrame) and list(result.sessions["setting"]) == ["truncate@0.5"]
     assert isinstance(result.calls, pd.DataFrame) and len(result.calls) == len(session.calls)
     assert isinstance(result.compactions, pd.DataFrame) and len(result.compactions) >= 1
+
+
+def test_a_strategy_written_with_the_authoring_module_alone_runs(tmp_path):
+    """The example in `compactlab.authoring`'s docstring, as a file of its own, replayed on a bundled
+    session through `--strategy FILE:CLASS`: a strategy author needs no internal module."""
+    import ast
+    import textwrap
+
+    import compactlab.authoring as authoring
+    from compactlab.cli.main import main
+
+    example = textwrap.dedent(authoring.__doc__.split(":\n\n", 1)[1].split("\n\nUse it")[0])
+    imported = {node.module for node in ast.walk(ast.parse(example)) if isinstance(node, ast.ImportFrom)}
+    assert imported == {"dataclasses", "compactlab.authoring"}
+    (tmp_path / "keep_last.py").write_text(example)
+    for name in authoring.__all__:
+        assert getattr(authoring, name) is not None
+    file = get_dataset("mini-swe-agent-pr816").files[0]
+    out = tmp_path / "run"
+    assert (
+        main(
+            [
+                "run",
+                "--dataset",
+                str(file),
+                "--strategy",
+                f"{tmp_path / 'keep_last.py'}:KeepLastTurns",
+                "--window",
+                "12000",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    sessions = pd.read_csv(out / "sessions.csv")
+    assert (sessions["compactions"] > 0).any()
