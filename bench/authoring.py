@@ -1,5 +1,6 @@
-"""What a strategy author imports: the contract, the session records and the helpers that cut a
-history where the built-in strategies cut it. A public module (`import compactlab.authoring`), kept
+"""What a strategy author imports: the contract, the session records and the history's cut helpers.
+
+The helpers cut a history where the built-in strategies cut it. A public module (`import compactlab.authoring`), kept
 small and stable, so that a strategy file needs no internal module:
 
     from dataclasses import dataclass, replace

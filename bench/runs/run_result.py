@@ -27,6 +27,12 @@ from compactlab.sessions.neutralise import csv_frame
 
 @dataclass(frozen=True)
 class RunResult:
+    """What a finished run holds: its directory, the per-session table and what was read.
+
+    `sessions` is sessions.csv (one row per session × setting); `calls` and `compactions` read the
+    rows from the run directory when first asked for, so a large run's rows need not fit in memory.
+    """
+
     out: Path
     sessions: pd.DataFrame  # sessions.csv: one row per session × setting
     read: ReadInputs  # what the run read (the sessions' messages are not kept)
