@@ -52,8 +52,8 @@ def changes_since(suite: Suite, baseline: dict, run: SuiteRun) -> list[str]:
     notes = []
     if baseline.get("compactlab") != compactlab_version():
         notes.append(f"compactlab version: {baseline.get('compactlab')} → {compactlab_version()}")
-    if baseline.get("suite", {}).get("hash") != suite.hash:
-        notes.append(f"the suite changed since the baseline (hash {baseline.get('suite', {}).get('hash')} → {suite.hash})")
+    if baseline["suite"]["hash"] != suite.hash:
+        notes.append(f"the suite changed since the baseline (hash {baseline['suite']['hash']} → {suite.hash})")
     for strategy in suite.config.strategies:
         before = baseline.get("strategies", {}).get(strategy.label, {})
         old_entry, new_entry = flat_entry(before.get("entry", {})), flat_entry(suite.strategies_written.get(strategy.label, {}))
@@ -219,7 +219,12 @@ def run_baseline(args: argparse.Namespace) -> int:
         suite = load_suite(args.suite)
         if args.baseline.exists() and not args.update:
             raise SuiteError(f"{args.baseline} exists: a baseline is only replaced deliberately; pass --update to replace it")
-        previous = read_baseline(args.baseline, args.suite, any_format=True) if args.baseline.exists() else None
+        previous, damaged = None, ""
+        if args.baseline.exists():
+            try:
+                previous = read_baseline(args.baseline, args.suite, any_format=True)
+            except SuiteError as exc:  # replacing a damaged baseline is how it is mended: said, nothing compared
+                damaged = str(exc)
         run = _run(suite, args)
         problems = unmeasured(suite, run.prompts, run.answers, None, args.baseline)  # answers it could not get
         if problems:
@@ -259,7 +264,9 @@ def run_baseline(args: argparse.Namespace) -> int:
             print(f"pruned {len(unused)} recorded answers this baseline did not use")
         elif unused:
             print(f"{len(unused)} recorded answers were not used (--prune-answers removes them)")
-    if previous is None:
+    if damaged:
+        print(f"replaced {args.baseline}, which could not be read, so nothing is compared with it: {damaged}")
+    elif previous is None:
         print(
             f"wrote {args.baseline}: {len(document['values'])} strategies × {len(suite.metrics)} metrics, {len(document['sessions'])} sessions"
         )
