@@ -238,17 +238,36 @@ def _gate(table: object, path: Path) -> dict:
 
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# The environment variables a suite may read, one per purpose (the ones `compactlab init` writes): what
+# provider and model write the summaries, the server's address, and the NAME of the variable holding the
+# key (the key itself is read by the client, never into the suite). A suite file comes with a pull
+# request: a `${NAME}` of any other variable would copy it, a CI secret say, into the baseline, the
+# recorded answers and the comment the check's markdown becomes.
+_PURPOSES = {"provider": "PROVIDER", "model": "MODEL", "base_url": "BASE_URL", "api_key_env": "KEY_ENV"}
+ENVIRONMENT = {
+    "summarizer": {key: f"COMPACTLAB_{name}" for key, name in _PURPOSES.items()},
+    "judge": {key: f"COMPACTLAB_JUDGE_{name}" for key, name in _PURPOSES.items()},
+}
 
 
 def _from_environment(data: dict, path: Path) -> dict:
     """The [summarizer] and [judge] tables with `${NAME}` / `${NAME:-default}` in their strings taken
     from the environment, so one suite serves every CI job (provider, model and key variable set
-    per job); an unset variable without a default is an error naming it."""
+    per job); an unset variable without a default is an error naming it, and so is a variable that
+    is not the one of its key (`ENVIRONMENT`)."""
     data = dict(data)
 
     def value(table: str, key: str, text: str) -> str:
         def one(found: re.Match) -> str:
             name, default = found.group(1), found.group(2)
+            allowed = ENVIRONMENT[table].get(key)
+            if name != allowed:
+                readable = ", ".join(f"{k} from {v}" for k, v in ENVIRONMENT[table].items())
+                raise SuiteError(
+                    f"{path}: [{table}] {key} reads the environment variable {name}, which a suite may not read: "
+                    f"it reads only {readable} (so that no other variable, a CI secret say, is copied into the "
+                    "baseline, the recorded answers or the check's markdown)"
+                )
             if os.environ.get(name, "") != "":
                 return os.environ[name]
             if default is None:

@@ -1,7 +1,7 @@
 """Issue 45, the gate's own files: the committed baseline and suite, and a scaffold's recorded answers,
 damaged by each test. Every damage is refused before any work with exit 2 and an error naming the file
 and the key path (it used to be a traceback, exit 1 — "regression" —, or a check that could not fail,
-exit 0)."""
+exit 0); and a suite cannot read environment variables other than the ones of its purpose."""
 
 from __future__ import annotations
 
@@ -235,3 +235,41 @@ def test_a_damaged_recorded_answer_is_refused_naming_the_file_and_key(kind, reco
     suite = folder / "ci" / "compactlab-suite.toml"
     err = refused(capsys, "check", "--suite", str(suite), "--baseline", str(suite.parent / "baseline.json"), "--offline")
     assert f"compactlab: error: {answer}: " in err and expected in err, err
+
+
+SECRET = "sk-ci-secret-0d5ea1c3"  # what a CI job holds in CI_SECRET
+
+
+@pytest.mark.parametrize("key", ["model", "api_key_env", "temperature"])
+def test_a_suite_cannot_read_a_variable_it_does_not_name_for_its_purpose(key, tmp_path, capsys, monkeypatch) -> None:
+    """A pull request's suite naming `${CI_SECRET}` in its [summarizer]: refused before any work, the variable
+    named and its value in no file (on main it was expanded into baseline.json, the answers and the markdown)."""
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CI_SECRET", SECRET)
+    line = {
+        "model": 'model = "${COMPACTLAB_MODEL:-gpt-4.1-mini}"',
+        "api_key_env": 'api_key_env = "${COMPACTLAB_KEY_ENV:-OPENAI_API_KEY}"',
+    }
+
+    def change(text: str) -> str:
+        if key in line:
+            assert line[key] in text
+            return text.replace(line[key], f'{key} = "${{CI_SECRET}}"')
+        return text.replace("[summarizer]\n", f'[summarizer]\n{key} = "${{CI_SECRET}}"\n')
+
+    suite = scaffold(tmp_path, change)
+    capsys.readouterr()
+    with serve() as server:
+        server.otherwise = summarizing()
+        monkeypatch.setenv("COMPACTLAB_BASE_URL", server.openai_base_url)
+        baseline = suite.parent / "baseline.json"
+        err = refused(capsys, "baseline", "--suite", str(suite), "--baseline", str(baseline))
+        assert f"[summarizer] {key} reads the environment variable CI_SECRET, which a suite may not read" in err
+        assert "model from COMPACTLAB_MODEL" in err and SECRET not in err
+        markdown = tmp_path / "check.md"
+        err = refused(capsys, "check", "--suite", str(suite), "--baseline", str(baseline), "--markdown-out", str(markdown))
+        assert "CI_SECRET" in err and SECRET not in err
+        assert server.count() == 0
+    written = [path for path in tmp_path.rglob("*") if path.is_file() and SECRET.encode() in path.read_bytes()]
+    assert written == [] and not baseline.exists() and not markdown.exists()
