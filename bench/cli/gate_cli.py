@@ -42,6 +42,7 @@ from compactlab.gate.provenance import compare_summarizer, reason
 from compactlab.gate.suite import Suite, SuiteError, load_suite, select
 from compactlab.gate.template_sources import fallback_notes
 from compactlab.llm import CacheMiss
+from compactlab.sessions.neutralise import terminal_text
 from compactlab.strategies.prompting import renders_prompt
 from compactlab.strategies.registry import get_strategy
 
@@ -193,7 +194,7 @@ def run_check(args: argparse.Namespace) -> int:
         args.markdown_out.write_text(text, encoding="utf-8")
     if report.unmeasured:  # the markdown above shows what was measured; what was not makes this no result
         print("compactlab: error: this check did not measure what changed, so it cannot pass:", file=sys.stderr)
-        print("\n".join(f"  {line}" for line in _named(provenance.lines) + report.unmeasured), file=sys.stderr)
+        print("\n".join(f"  {terminal_text(line)}" for line in _named(provenance.lines) + report.unmeasured), file=sys.stderr)
         return 2
     return 1 if report.regressions else 0
 
@@ -339,5 +340,5 @@ def _run(suite: Suite, args: argparse.Namespace):
 
 
 def _usage_error(exc: Exception) -> int:
-    print(f"compactlab: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+    print(f"compactlab: error: {terminal_text(str(exc.args[0] if exc.args else exc))}", file=sys.stderr)
     return 2

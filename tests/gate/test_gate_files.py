@@ -273,3 +273,41 @@ def test_a_suite_cannot_read_a_variable_it_does_not_name_for_its_purpose(key, tm
         assert server.count() == 0
     written = [path for path in tmp_path.rglob("*") if path.is_file() and SECRET.encode() in path.read_bytes()]
     assert written == [] and not baseline.exists() and not markdown.exists()
+
+
+HOSTILE = {
+    "summarize": "<img src=https://tracker.example/p.png>",
+    "observation-masking": "mask\x1b]0;pwned\x07 *[link](https://tracker.example)* | cell",
+}
+
+
+def toml_string(text: str) -> str:
+    """`text` for a TOML basic string: its control characters as \\uXXXX."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
+def test_labels_are_written_into_the_markdown_escaped(tmp_path, capsys) -> None:
+    """A setting label with HTML, an OSC terminal title sequence, Markdown emphasis, a link and a table cell:
+    in check's markdown none of them is markup (they were written raw on main)."""
+    strategies = "".join(f'[[strategy]]\nname = "{name}"\nlabel = "{toml_string(label)}"\n\n' for name, label in HOSTILE.items())
+    suite = tmp_path / "suite.toml"
+    suite.write_text(
+        f'datasets = ["{MINI.as_posix()}"]\nwindow = 20000\n\n{strategies}'
+        '[metrics.preservation_k5]\ndirection = "higher"\ntolerance = 0.01\n',
+        encoding="utf-8",
+    )
+    baseline = tmp_path / "baseline.json"
+    assert main(["baseline", "--suite", str(suite), "--baseline", str(baseline)]) == 0
+    capsys.readouterr()
+    markdown = tmp_path / "check.md"
+    assert main(["check", "--suite", str(suite), "--baseline", str(baseline), "--markdown-out", str(markdown)]) == 0
+    text = markdown.read_text(encoding="utf-8")
+    assert "<img" not in text and "\x1b" not in text and "\x07" not in text and "](https" not in text
+    assert "### <code>&lt;img src=https://tracker.example/p.png&gt;</code>" in text
+    assert (
+        "### <code>mask&#92;u001b&#93;0;pwned&#92;u0007 &#42;&#91;link&#93;(https://tracker.example)&#42; &#124; cell</code>"
+        in text
+    )
+    # Every table row still has its 8 cells: the label's | is no cell border.
+    rows = [row for row in text.splitlines() if "(`preservation_k5`) | higher" in row]
+    assert len(rows) == 2 and all(row.count("|") == 9 for row in rows)
