@@ -26,6 +26,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -338,10 +339,14 @@ def label_run(folder: Path, label: str) -> str:
     if second[0] == "traceback":
         return "traceback"
     text = markdown.read_text(encoding="utf-8") if markdown.exists() else ""
-    raw = ("<img", "<script", "<b>", "\x1b", "\x07", "](https", "\n# heading")
+    # HTML and control characters are wrong anywhere (a <summary> is HTML, where backticks quote nothing);
+    # Markdown's own syntax only outside code spans, where it is literal text.
+    outside_code = re.sub(r"`[^`\n]*`", "", text)
+    raw = [r for r in ("<img", "<script", "<b>", "\x1b", "\x07") if r in text]
+    raw += [r for r in ("](https", "\n# heading") if r in outside_code]
     rows = [row for row in text.splitlines() if row.startswith("| ") and ("| higher |" in row or "| lower |" in row)]
     broken_table = any(row.count("|") != 9 for row in rows)
-    return "silent" if any(r in text for r in raw) or broken_table else "clean"
+    return "silent" if raw or broken_table else "clean"
 
 
 def main_script() -> None:
