@@ -42,6 +42,7 @@ from compactlab.gate.provenance import compare_summarizer, reason
 from compactlab.gate.suite import Suite, SuiteError, load_suite, select
 from compactlab.gate.template_sources import fallback_notes
 from compactlab.llm import CacheMiss
+from compactlab.sessions.neutralise import terminal_text
 from compactlab.strategies.prompting import renders_prompt
 from compactlab.strategies.registry import get_strategy
 
@@ -52,8 +53,8 @@ def changes_since(suite: Suite, baseline: dict, run: SuiteRun) -> list[str]:
     notes = []
     if baseline.get("compactlab") != compactlab_version():
         notes.append(f"compactlab version: {baseline.get('compactlab')} → {compactlab_version()}")
-    if baseline.get("suite", {}).get("hash") != suite.hash:
-        notes.append(f"the suite changed since the baseline (hash {baseline.get('suite', {}).get('hash')} → {suite.hash})")
+    if baseline["suite"]["hash"] != suite.hash:
+        notes.append(f"the suite changed since the baseline (hash {baseline['suite']['hash']} → {suite.hash})")
     for strategy in suite.config.strategies:
         before = baseline.get("strategies", {}).get(strategy.label, {})
         old_entry, new_entry = flat_entry(before.get("entry", {})), flat_entry(suite.strategies_written.get(strategy.label, {}))
@@ -193,7 +194,7 @@ def run_check(args: argparse.Namespace) -> int:
         args.markdown_out.write_text(text, encoding="utf-8")
     if report.unmeasured:  # the markdown above shows what was measured; what was not makes this no result
         print("compactlab: error: this check did not measure what changed, so it cannot pass:", file=sys.stderr)
-        print("\n".join(f"  {line}" for line in _named(provenance.lines) + report.unmeasured), file=sys.stderr)
+        print("\n".join(f"  {terminal_text(line)}" for line in _named(provenance.lines) + report.unmeasured), file=sys.stderr)
         return 2
     return 1 if report.regressions else 0
 
@@ -219,7 +220,12 @@ def run_baseline(args: argparse.Namespace) -> int:
         suite = load_suite(args.suite)
         if args.baseline.exists() and not args.update:
             raise SuiteError(f"{args.baseline} exists: a baseline is only replaced deliberately; pass --update to replace it")
-        previous = read_baseline(args.baseline, args.suite, any_format=True) if args.baseline.exists() else None
+        previous, damaged = None, ""
+        if args.baseline.exists():
+            try:
+                previous = read_baseline(args.baseline, args.suite, any_format=True)
+            except SuiteError as exc:  # replacing a damaged baseline is how it is mended: said, nothing compared
+                damaged = str(exc)
         run = _run(suite, args)
         problems = unmeasured(suite, run.prompts, run.answers, None, args.baseline)  # answers it could not get
         if problems:
@@ -259,7 +265,9 @@ def run_baseline(args: argparse.Namespace) -> int:
             print(f"pruned {len(unused)} recorded answers this baseline did not use")
         elif unused:
             print(f"{len(unused)} recorded answers were not used (--prune-answers removes them)")
-    if previous is None:
+    if damaged:
+        print(f"replaced {args.baseline}, which could not be read, so nothing is compared with it: {damaged}")
+    elif previous is None:
         print(
             f"wrote {args.baseline}: {len(document['values'])} strategies × {len(suite.metrics)} metrics, {len(document['sessions'])} sessions"
         )
@@ -332,5 +340,5 @@ def _run(suite: Suite, args: argparse.Namespace):
 
 
 def _usage_error(exc: Exception) -> int:
-    print(f"compactlab: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+    print(f"compactlab: error: {terminal_text(str(exc.args[0] if exc.args else exc))}", file=sys.stderr)
     return 2

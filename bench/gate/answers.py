@@ -19,6 +19,7 @@ Answers the run did not use are counted, so the folder can be pruned.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections import Counter
@@ -26,7 +27,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from compactlab.contract import CompactionFailed, SummaryRequest, SummaryResponse
+from compactlab.gate.fields import MAX_DEPTH, Fields, SuiteError, check_depth
 from compactlab.llm import CacheMiss, RecordedSummarizer
+from compactlab.llm.cache import FORMAT as CACHE_FORMAT
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import RunConfig
 
@@ -72,11 +75,52 @@ class CountingRecordedSummarizer(RecordedSummarizer):
             raise CompactionFailed(f"{self.name}: no recorded answer for this summary request") from None
 
 
+def check_answers(folder: Path) -> int:
+    """Every recorded answer in `folder` checked field by field, before the run reads any (`SuiteError`
+    naming the file and the key path of the first bad one); the number of answers."""
+    paths = sorted(folder.glob("??/*.json")) if folder.is_dir() else []
+    for path in paths:
+        f = Fields(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SuiteError(f"{path}: not a readable recorded answer ({exc}); delete it to record it again") from exc
+        except RecursionError:
+            raise SuiteError(f"{path}: lists or tables nested deeper than {MAX_DEPTH} levels: not a recorded answer") from None
+        top = f.table(data, "the file")
+        check_depth(top, path)
+        f.keys(top, "", ("format", "key", "provider", "model", "response"), tuple(set(top) - {"response"}))
+        if top["format"] != CACHE_FORMAT:
+            raise f.fail("format", str(CACHE_FORMAT), top["format"])
+        if top["key"] != path.stem:
+            raise f.fail("key", f"the file's name, {path.stem!r}", top["key"])
+        f.text(top["provider"], "provider")
+        f.text(top["model"], "model")
+        f.table(top.get("params", {}), "params")
+        response = f.table(top["response"], "response")
+        f.keys(response, "response", ("text", "usage"), tuple(set(response) - {"usage"}))
+        f.text(response["text"], "response.text")
+        f.text(response.get("stop_reason"), "response.stop_reason", optional=True)
+        usage = f.table(response["usage"], "response.usage")
+        f.keys(usage, "response.usage", ("model", *TOKEN_FIELDS), tuple(set(usage)))
+        f.text(usage["model"], "response.usage.model")
+        for name in TOKEN_FIELDS:
+            f.whole(usage[name], f"response.usage.{name}")
+        f.text(usage.get("request_id"), "response.usage.request_id", optional=True)
+    return len(paths)
+
+
+TOKEN_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+
+
 def gate_summarizer(config: RunConfig, offline: bool):
-    """The summarizer a gate run uses and its `Answers`; (None, None) without a `[summarizer]`."""
+    """The summarizer a gate run uses and its `Answers`; (None, None) without a `[summarizer]`.
+    The recorded answers are checked first (`check_answers`)."""
     settings = dict(config.summarizer)
     if not settings:
         return None, None
+    if isinstance(settings.get("cache_dir"), str):
+        check_answers(Path(settings["cache_dir"]))
     provider, model = str(settings.get("provider")), str(settings.get("model"))
     why_not = _why_not_sending(settings, offline)
     if not why_not:

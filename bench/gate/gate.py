@@ -37,6 +37,7 @@ from compactlab.gate.compare import (  # noqa: F401 - the rule, re-exported wher
     fmt,
     mean_of,
 )
+from compactlab.gate.fields import MAX_DEPTH, check_baseline
 from compactlab.gate.measured import prompt_records
 from compactlab.gate.power import fact_counts
 from compactlab.gate.provenance import summarizer_record
@@ -74,6 +75,8 @@ def run_suite(suite: Suite, out: Path, offline_mode: bool = False, progress: boo
     config = offline(suite.config) if offline_mode else suite.config
     try:
         summarizer, answers = gate_summarizer(config, offline_mode)
+    except SuiteError:  # a damaged recorded answer: its message names the file
+        raise
     except ValueError as exc:
         raise SuiteError(f"{suite.path}: {exc}") from exc
     result = runs.run(config, out, progress=progress, summarizer=summarizer)
@@ -124,15 +127,17 @@ def read_baseline(path: Path, suite_path: Path, any_format: bool = False) -> dic
         )
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # JSONDecodeError, or bytes that are not UTF-8
         raise SuiteError(f"{path}: not a readable baseline file ({exc})") from exc
+    except RecursionError:  # arrays nested hundreds deep: the JSON parser recurses into each
+        raise SuiteError(f"{path}: lists or tables nested deeper than {MAX_DEPTH} levels: not a baseline") from None
     if (
         not isinstance(document, dict)
         or (document.get("format") not in READ_FORMATS and not any_format)
         or not isinstance(document.get("values"), dict)
     ):
         raise SuiteError(f"{path}: not a compactlab baseline of format {FORMAT}; recreate it with `compactlab baseline --update`")
-    return _current(document)
+    return check_baseline(_current(document), path)
 
 
 def _current(document: dict) -> dict:
@@ -151,6 +156,14 @@ def write_baseline(path: Path, document: dict) -> None:
 def check_matches(suite: Suite, baseline: dict, baseline_path: Path) -> None:
     """Exit-2 problems: strategies or metrics the suite and the baseline do not share."""
     update = f"if the change is deliberate, run `compactlab baseline --suite {suite.path} --baseline {baseline_path} --update`"
+    # A baseline of another suite file holds values of other runs: a comparison with them means nothing. (The
+    # same suite changed since its baseline, its hash with it, is what a check is for: a pull request's
+    # change to a setting or a template; `changes_since` says so.)
+    if baseline["suite"]["file"] != suite.path.name:
+        raise SuiteError(
+            f"{baseline_path} was made from another suite, {baseline['suite']['file']} (hash {baseline['suite']['hash']}), "
+            f"not {suite.path.name}: check each suite against its own baseline, or {update.removeprefix('if the change is deliberate, ')}"
+        )
     labels = [s.label for s in suite.config.strategies]
     missing = [label for label in labels if label not in baseline["values"]]
     if missing:

@@ -46,6 +46,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import os
 import re
 import tomllib
@@ -55,6 +56,7 @@ from typing import Any
 
 import pandas as pd
 
+from compactlab.gate.fields import MAX_DEPTH, SuiteError, check_depth, value_range
 from compactlab.results.catalogue import BY_NAME, KIND_METRICS
 from compactlab.results.compaction_values import compaction_values
 from compactlab.runs.run_config import RunConfig, config_from_data
@@ -68,6 +70,10 @@ RUN_KEYS = frozenset({f.name for f in fields(RunConfig)} | {"strategy"})
 SUITE_KEYS = frozenset({"metrics", "gate"})
 METRIC_KEYS = frozenset({"direction", "tolerance", "relative", "relative_tolerance"})
 GATE_DEFAULTS = {"confidence": 0.95, "resamples": 10_000, "seed": 0}
+# The bootstrap holds resamples × sessions draws (8 bytes each, a few arrays of them): 100,000 × 1,000 sessions
+# is 0.8 GB an array. More resamples buy nothing: at 100,000 the Monte Carlo error of a 95% percentile bound
+# is under 1% of the interval's width, ten times finer than the default 10,000 gives.
+MAX_RESAMPLES = 100_000
 
 
 @dataclass(frozen=True)
@@ -109,10 +115,6 @@ class Suite:
     strategies_written: dict  # label -> the strategy entry as written (for "what changed" notes)
 
 
-class SuiteError(ValueError):
-    """A suite that cannot be run as written (exit code 2)."""
-
-
 def load_suite(path: Path) -> Suite:
     path = Path(path)
     try:
@@ -123,6 +125,9 @@ def load_suite(path: Path) -> Suite:
         raise SuiteError(f"{path}: cannot read the suite: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise SuiteError(f"{path}: invalid TOML: {exc}") from exc
+    except RecursionError:  # arrays nested hundreds deep: tomllib recurses into each
+        raise SuiteError(f"{path}: lists or tables nested deeper than {MAX_DEPTH} levels: not a suite") from None
+    check_depth(data, path)
     unknown = sorted(set(data) - RUN_KEYS - SUITE_KEYS)
     if unknown:
         raise SuiteError(f"{path}: unknown settings {_hints(unknown, RUN_KEYS | SUITE_KEYS)}")
@@ -173,17 +178,47 @@ def _metrics(table: object, path: Path) -> tuple[MetricSpec, ...]:
                 + (" (the catalogue gives this metric no better direction)" if "direction" not in entry else "")
             )
         tolerance = entry.get("tolerance", known.tolerance)
-        if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or tolerance < 0:
-            raise SuiteError(f"{where}: `tolerance` must be a number ≥ 0, got {tolerance!r}")
+        if not _finite(tolerance):  # TOML has inf and nan: a tolerance nothing exceeds, or compares with
+            raise SuiteError(f"{where}: `tolerance` must be a finite number ≥ 0, got {tolerance!r}")
         relative = entry.get("relative", False)
         if not isinstance(relative, bool):
             raise SuiteError(f"{where}: `relative` must be true or false, got {relative!r}")
         # The catalogue's relative default applies to a metric whose tolerance the suite leaves to it.
         share = entry.get("relative_tolerance", None if "tolerance" in entry or relative else known.relative_tolerance)
-        if share is not None and (isinstance(share, bool) or not isinstance(share, int | float) or share < 0):
-            raise SuiteError(f"{where}: `relative_tolerance` must be a number ≥ 0 (a share of the baseline mean), got {share!r}")
-        specs.append(MetricSpec(name, direction, float(tolerance), relative, None if share is None else float(share)))
+        if share is not None and not _finite(share):
+            raise SuiteError(
+                f"{where}: `relative_tolerance` must be a finite number ≥ 0 (a share of the baseline mean), got {share!r}"
+            )
+        spec = MetricSpec(name, direction, float(tolerance), relative, None if share is None else float(share))
+        unfailable = _unfailable(spec)
+        if unfailable:
+            raise SuiteError(f"{where}: {unfailable}, so this check could never fail; choose a smaller tolerance")
+        specs.append(spec)
     return tuple(specs)
+
+
+def _finite(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value >= 0
+
+
+def _unfailable(spec: MetricSpec) -> str:
+    """Why no change of the metric can exceed the spec's tolerances ('' when one can). The stricter of
+    the two tolerances applies, so the check can fail when either of them can be exceeded: an absolute
+    one below the width of the metric's range, a relative one below 1 unless the loss it measures is
+    bounded by the baseline (a figure ≥ 0 where higher is better loses at most all of itself)."""
+    low, high = value_range(spec.name)
+    bounded_loss = low == 0 and spec.direction == "higher"
+    reasons = []
+    for share, relative in ((spec.tolerance, spec.relative), (spec.relative_tolerance, True)):
+        if share is None:
+            continue
+        if relative and bounded_loss and share >= 1:
+            reasons.append(f"a relative tolerance of {share:g} allows a loss of all of the baseline")
+        elif not relative and share >= high - low:
+            reasons.append(f"`tolerance` = {share:g} is at least the width of the metric's range [{low:g}, {high:g}]")
+        else:
+            return ""
+    return " and ".join(reasons)
 
 
 def _gate(table: object, path: Path) -> dict:
@@ -195,24 +230,44 @@ def _gate(table: object, path: Path) -> dict:
     gate = {**GATE_DEFAULTS, **table}
     if not isinstance(gate["confidence"], float) or not 0 < gate["confidence"] < 1:
         raise SuiteError(f"{path}: [gate] confidence must be between 0 and 1, got {gate['confidence']!r}")
-    for key, low in (("resamples", 100), ("seed", 0)):
-        if not isinstance(gate[key], int) or isinstance(gate[key], bool) or gate[key] < low:
-            raise SuiteError(f"{path}: [gate] {key} must be a whole number ≥ {low}, got {gate[key]!r}")
+    for key, low, high in (("resamples", 100, MAX_RESAMPLES), ("seed", 0, None)):
+        if not isinstance(gate[key], int) or isinstance(gate[key], bool) or gate[key] < low or gate[key] > (high or gate[key]):
+            bounds = f"from {low} to {high:,}" if high else f"≥ {low}"
+            raise SuiteError(f"{path}: [gate] {key} must be a whole number {bounds}, got {gate[key]!r}")
     return gate
 
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# The environment variables a suite may read, one per purpose (the ones `compactlab init` writes): what
+# provider and model write the summaries, the server's address, and the NAME of the variable holding the
+# key (the key itself is read by the client, never into the suite). A suite file comes with a pull
+# request: a `${NAME}` of any other variable would copy it, a CI secret say, into the baseline, the
+# recorded answers and the comment the check's markdown becomes.
+_PURPOSES = {"provider": "PROVIDER", "model": "MODEL", "base_url": "BASE_URL", "api_key_env": "KEY_ENV"}
+ENVIRONMENT = {
+    "summarizer": {key: f"COMPACTLAB_{name}" for key, name in _PURPOSES.items()},
+    "judge": {key: f"COMPACTLAB_JUDGE_{name}" for key, name in _PURPOSES.items()},
+}
 
 
 def _from_environment(data: dict, path: Path) -> dict:
     """The [summarizer] and [judge] tables with `${NAME}` / `${NAME:-default}` in their strings taken
     from the environment, so one suite serves every CI job (provider, model and key variable set
-    per job); an unset variable without a default is an error naming it."""
+    per job); an unset variable without a default is an error naming it, and so is a variable that
+    is not the one of its key (`ENVIRONMENT`)."""
     data = dict(data)
 
     def value(table: str, key: str, text: str) -> str:
         def one(found: re.Match) -> str:
             name, default = found.group(1), found.group(2)
+            allowed = ENVIRONMENT[table].get(key)
+            if name != allowed:
+                readable = ", ".join(f"{k} from {v}" for k, v in ENVIRONMENT[table].items())
+                raise SuiteError(
+                    f"{path}: [{table}] {key} reads the environment variable {name}, which a suite may not read: "
+                    f"it reads only {readable} (so that no other variable, a CI secret say, is copied into the "
+                    "baseline, the recorded answers or the check's markdown)"
+                )
             if os.environ.get(name, "") != "":
                 return os.environ[name]
             if default is None:
