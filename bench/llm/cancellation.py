@@ -177,16 +177,16 @@ class CancellableTransport(httpx2.HTTPTransport):
 def _final_if_out_of_quota(response: httpx2.Response) -> httpx2.Response:
     """The 429, read (it is small, and bounded as every answer is), marked `x-should-retry: false`
     when its body says the quota is used up."""
-    body = response.read()
+    raw = b"".join(response.iter_raw())  # as sent (maybe compressed): the SDK decodes it as it would have
     response.close()
+    marked = httpx2.Response(response.status_code, headers=response.headers, content=raw, extensions=response.extensions)
     try:
-        quota = quota_code(json.loads(body))
-    except (ValueError, RecursionError):  # not JSON (a proxy's page): a rate limit as any other
+        quota = quota_code(json.loads(marked.read()))
+    except (ValueError, RecursionError, httpx2.DecodingError):  # not JSON (a proxy's page): a rate limit as any other
         quota = None
-    headers = response.headers.copy()
     if quota is not None:
-        headers["x-should-retry"] = "false"
-    return httpx2.Response(response.status_code, headers=headers, content=body, extensions=response.extensions)
+        marked.headers["x-should-retry"] = "false"
+    return marked
 
 
 def cancellable_http_client(default_client: type[httpx2.Client], cancellation: Cancellation) -> httpx2.Client | None:
