@@ -63,6 +63,8 @@ class FakeProvider:
     # What every request gets once the script is empty: a behaviour, or a function that picks one per
     # request (e.g. a seeded mix of faults).
     otherwise: Behaviour | Callable[[], Behaviour] = field(default_factory=ok)
+    # How long each trickled answer lasted, from its first byte to its last or to the client hanging up.
+    trickled: list[float] = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
@@ -261,17 +263,21 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 state.answered.append((time.monotonic(), 200))
             head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
             raw, sent = head.encode() + data, 0
-            deadline = time.monotonic() + seconds
+            started = time.monotonic()
             try:
-                while sent < len(raw) and time.monotonic() < deadline and not state.stop.is_set():
+                while sent < len(raw) and time.monotonic() < started + seconds and not state.stop.is_set():
                     self.wfile.write(raw[sent : sent + 1])
                     self.wfile.flush()
                     sent += 1
-                    state.stop.wait(every)
-                self.wfile.write(raw[sent:])
-                self.wfile.flush()
+                    if self._abandoned_within(every):
+                        break
+                else:
+                    self.wfile.write(raw[sent:])
+                    self.wfile.flush()
             except OSError:
                 pass  # the client gave up: what this fault is for
+            with state.lock:
+                state.trickled.append(time.monotonic() - started)
 
         def _send(self, status: int, payload: dict, headers: tuple[tuple[str, str], ...] = ()) -> None:
             self._send_raw(status, json.dumps(payload).encode(), headers)
