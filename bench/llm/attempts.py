@@ -19,7 +19,7 @@ keeps the SDK's retry and error mapping.
 
 The size bound: an answer cannot be longer than its output budget, `max_tokens`. The longest
 token of o200k_base is 128 bytes (a run of spaces), also as JSON escapes it; the mean over the
-bundled transcripts is 3.7 bytes per token, and the worst 8,000-character window 13.3. Providers'
+bundled sessions is 3.7 bytes per token, and the worst 8,000-character window 13.3. Providers'
 own tokenizers are not all public, so a token may take twice the longest o200k one,
 `BYTES_PER_TOKEN` = 256, plus `ENVELOPE_BYTES` for the status line, headers and the JSON around the
 text (ids, usage). Everything one attempt reads counts, headers included, so neither an endless
