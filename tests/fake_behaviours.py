@@ -17,7 +17,7 @@ MAX_STALL_SECONDS = 5.0  # a "slow" behaviour never holds a handler thread longe
 class Behaviour:
     """What the server does with one request."""
 
-    kind: str  # "ok" | "summarize" | "error" | "stall" | "echo_credentials" | "truncated"
+    kind: str  # "ok" | "summarize" | "error" | "stall" | "echo_credentials" | "truncated" | "trickle"
     status: int = 200
     text: str | None = None  # None: "Summary of: <the prompt's start>", so answers differ per prompt
     usage: dict | None = None  # provider-shaped usage; None -> a default for the provider
@@ -25,6 +25,8 @@ class Behaviour:
     headers: tuple[tuple[str, str], ...] = ()
     # For errors: (openai_body, anthropic_body), so one script works for either provider.
     bodies: tuple[dict, dict] | None = None
+    cut_off: bool = False  # stopped at the output budget: finish_reason "length" / stop_reason "max_tokens"
+    trickle: tuple[float, float] = (0.0, 0.0)  # "trickle": one byte every [0] s for [1] s, then the rest
 
 
 def ok(text: str | None = None, usage: dict | None = None, delay: float = 0.0) -> Behaviour:
@@ -91,6 +93,51 @@ def following_summary(prompt: str, max_chars: int) -> str:
             lines += [f"## {kind}s", *(f"- {fact}" for fact in facts), ""]
     text = "\n".join(lines).strip()
     return text if len(text) <= max_chars else text[: text.rfind("\n", 0, max_chars)]
+
+
+def length_stop(text: str = "The agent edited bench/llm/clients.py and then started to") -> Behaviour:
+    """200 with an answer cut off at the output budget, as a model that ran out of tokens sends it."""
+    return Behaviour("ok", text=text, cut_off=True)
+
+
+def trickle(every: float = 0.3, seconds: float = MAX_STALL_SECONDS) -> Behaviour:
+    """A normal answer, status line and headers included, sent one byte every `every` s for
+    `seconds` s, then the rest at once: each read gets a byte, so no per-read timeout ever fires."""
+    return Behaviour("trickle", trickle=(every, seconds))
+
+
+def huge_answer(megabytes: float = 2.0) -> Behaviour:
+    """200 with an answer of `megabytes` MB of prose, far more than any output budget can fill."""
+    sentence = "The agent read bench/llm/clients.py, ran the tests and fixed the timeout. "
+    return Behaviour("ok", text=sentence * int(megabytes * 1_000_000 / len(sentence)))
+
+
+def quota_exceeded() -> Behaviour:
+    """429 saying the account's quota is used up: OpenAI's insufficient_quota, Anthropic's monthly
+    spend limit (a rate_limit_error whose details name enforced_spend_limit_reached, no retry-after)."""
+    return Behaviour(
+        "error",
+        status=429,
+        bodies=(
+            {
+                "error": {
+                    "message": "You exceeded your current quota, please check your plan and billing details.",
+                    "type": "insufficient_quota",
+                    "param": None,
+                    "code": "insufficient_quota",
+                }
+            },
+            {
+                "type": "error",
+                "error": {
+                    "type": "rate_limit_error",
+                    "message": "You have reached your monthly usage limit for your API tier.",
+                    "details": {"error_code": "enforced_spend_limit_reached"},
+                },
+                "request_id": "req_fake_quota",
+            },
+        ),
+    )
 
 
 def empty_answer() -> Behaviour:

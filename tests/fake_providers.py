@@ -2,7 +2,7 @@
 
 The real `openai` and `anthropic` SDKs talk to it over real HTTP, so the tests exercise the SDKs'
 own retry, timeout and error-parsing code rather than a mock of it. Each test scripts the server
-with a queue of behaviours (tests/fake_behaviours.py: answer, rate-limit, fail, stall, refuse a too-long prompt); once the
+with a queue of behaviours (tests/fake_behaviours.py: answer, rate-limit, fail, stall, trickle, refuse a too-long prompt); once the
 queue is empty every further request gets `otherwise` (a normal answer unless the test sets it, e.g.
 to `summarizing()`, a summarizer whose answer follows its prompt). Every request received is recorded
 (path, headers without credentials, JSON body) so a test can assert what the client sent and how
@@ -63,6 +63,8 @@ class FakeProvider:
     # What every request gets once the script is empty: a behaviour, or a function that picks one per
     # request (e.g. a seeded mix of faults).
     otherwise: Behaviour | Callable[[], Behaviour] = field(default_factory=ok)
+    # How long each trickled answer lasted, from its first byte to its last or to the client hanging up.
+    trickled: list[float] = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
@@ -132,7 +134,7 @@ def _openai_response(body: dict, behaviour: Behaviour, n: int) -> dict:
                 "index": 0,
                 "message": {"role": "assistant", "content": _answer_text(body, behaviour), "refusal": None},
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": "length" if behaviour.cut_off else "stop",
             }
         ],
         "usage": usage,
@@ -152,7 +154,7 @@ def _anthropic_response(body: dict, behaviour: Behaviour, n: int) -> dict:
         "role": "assistant",
         "content": [{"type": "text", "text": _answer_text(body, behaviour)}],
         "model": body.get("model", "unknown"),
-        "stop_reason": "end_turn",
+        "stop_reason": "max_tokens" if behaviour.cut_off else "end_turn",
         "stop_sequence": None,
         "usage": usage,
     }
@@ -233,6 +235,8 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
             if behaviour.kind == "truncated":
                 data = json.dumps(payload).encode()
                 return self._send_raw(200, data[: len(data) // 2])
+            if behaviour.kind == "trickle":
+                return self._trickle(json.dumps(payload).encode(), *behaviour.trickle)
             self._send(200, payload, (("x-request-id" if is_openai else "request-id", f"req_fake{n}"),))
 
         def _abandoned_within(self, seconds: float) -> bool:
@@ -250,6 +254,30 @@ def _handler(state: FakeProvider) -> type[BaseHTTPRequestHandler]:
                     return True
                 state.stop.wait(min(left, 0.05))  # more bytes from the client (not sent by the SDKs): keep waiting
             return False
+
+        def _trickle(self, data: bytes, every: float, seconds: float) -> None:
+            """The whole answer, headers included, a byte every `every` s for `seconds` s (less when
+            the server is shutting down or the client hangs up), then the rest."""
+            self._finished()
+            with state.lock:
+                state.answered.append((time.monotonic(), 200))
+            head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+            raw, sent = head.encode() + data, 0
+            started = time.monotonic()
+            try:
+                while sent < len(raw) and time.monotonic() < started + seconds and not state.stop.is_set():
+                    self.wfile.write(raw[sent : sent + 1])
+                    self.wfile.flush()
+                    sent += 1
+                    if self._abandoned_within(every):
+                        break
+                else:
+                    self.wfile.write(raw[sent:])
+                    self.wfile.flush()
+            except OSError:
+                pass  # the client gave up: what this fault is for
+            with state.lock:
+                state.trickled.append(time.monotonic() - started)
 
         def _send(self, status: int, payload: dict, headers: tuple[tuple[str, str], ...] = ()) -> None:
             self._send_raw(status, json.dumps(payload).encode(), headers)

@@ -14,7 +14,10 @@ the price table when read, so a price correction applies to old recordings too.
 
 Modes: "use" reads, calls on a miss and records; "offline" only reads and raises `CacheMiss` on a
 miss; "refresh" always calls and overwrites. A failed call raises and nothing is written; an empty
-answer is a failed call, never recorded (one recorded by an older version counts as missing).
+answer, or one cut off at its output budget (`Completion.cut_off`), is a failed call, never recorded
+(one recorded by an older version, or written by hand into a suite's answers, counts as missing).
+A recorded file bigger than its answer can be (`compactlab.llm.attempts.answer_bytes` of the
+request's max_tokens) is damaged, and is not read.
 """
 
 from __future__ import annotations
@@ -29,11 +32,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from compactlab.llm.attempts import answer_bytes
 from compactlab.sessions.model import LLMCall
 
 Mode = Literal["use", "offline", "refresh"]
 MODES: tuple[str, ...] = ("use", "offline", "refresh")
 FORMAT = 1  # bump when the key recipe or the file layout changes
+
+
+# Stop reasons of an answer cut off at its output budget: OpenAI's (and compatible servers')
+# finish_reason, Anthropic's stop_reason (and its stop at the context window's end).
+CUT_OFF_STOPS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,14 @@ class Completion:
     text: str
     usage: LLMCall
     stop_reason: str | None = None
+
+    @property
+    def cut_off(self) -> bool:
+        """The model stopped at its output budget, not where it meant to: a failed call, never recorded."""
+        return self.stop_reason in CUT_OFF_STOPS
+
+    def cut_off_reason(self, max_tokens: object) -> str:
+        return f"the answer was cut off at its output budget of {max_tokens} tokens (stop reason {self.stop_reason!r})"
 
 
 @dataclass(frozen=True)
@@ -111,13 +128,25 @@ class LLMCache:
     def path_for(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> Completion | None:
-        """The recorded completion, None when there is none; CacheError when the file is damaged."""
+    def get(self, key: str, max_bytes: int | None = None) -> Completion | None:
+        """The recorded completion, None when there is none; CacheError when the file is damaged or
+        bigger than `max_bytes` (then it is not read)."""
         path = self.path_for(key)
         try:
-            raw = path.read_text(encoding="utf-8")
+            with path.open("rb") as handle:
+                # One byte more than allowed tells a file too big from one that fits, whatever its size.
+                data = handle.read(max_bytes + 1 if max_bytes is not None else -1)
         except FileNotFoundError:
             return None
+        if max_bytes is not None and len(data) > max_bytes:
+            raise CacheError(
+                f"cache file {path} is larger than {max_bytes:,} bytes, more than an answer of its max_tokens can "
+                "take; delete it or run in 'refresh' mode"
+            )
+        try:
+            raw = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CacheError(f"cache file {path} is damaged ({exc}); delete it or run in 'refresh' mode") from exc
         try:
             data = json.loads(raw)
             if data.get("format") != FORMAT or data.get("key") != key:
@@ -142,6 +171,8 @@ class LLMCache:
         """Record a completion atomically: a reader sees the old file or the new one, never half."""
         if not completion.text.strip():
             raise ValueError("an empty answer is a failed call: it is never recorded")
+        if completion.cut_off:
+            raise ValueError(f"{completion.cut_off_reason(request.params.get('max_tokens'))}: a failed call, never recorded")
         key = request.key()
         usage = completion.usage
         document = {
@@ -188,15 +219,16 @@ class LLMCache:
         with self._lock_for(key):
             if self.mode != "refresh":
                 try:
-                    cached = self.get(key)
+                    cached = self.get(key, answer_bytes(request.params.get("max_tokens")))
                 except CacheError as exc:
                     if self.mode == "offline":
                         raise CacheMiss(request, key, self.directory, str(exc)) from exc
                     cached = None  # "use": the new answer replaces the damaged file
-                if cached is not None and not cached.text.strip():
+                unusable = None if cached is None else self._unusable(cached, request)
+                if unusable is not None:
                     if self.mode == "offline":
-                        raise CacheMiss(request, key, self.directory, "the recorded answer is empty")
-                    cached = None  # "use": asked again, and the answer replaces the empty one
+                        raise CacheMiss(request, key, self.directory, unusable)
+                    cached = None  # "use": asked again, and the answer replaces the unusable one
                 if cached is not None:
                     with self._lock:
                         self.hits += 1
@@ -210,6 +242,15 @@ class LLMCache:
                 self.misses += 1
                 self.used.add(key)
             return completion, False
+
+    @staticmethod
+    def _unusable(cached: Completion, request: CacheRequest) -> str | None:
+        """Why a recorded answer is a failed call (as no version records today), None when it is not."""
+        if not cached.text.strip():
+            return "the recorded answer is empty"
+        if cached.cut_off:
+            return f"the recorded answer: {cached.cut_off_reason(request.params.get('max_tokens'))}"
+        return None
 
     def keys(self) -> set[str]:
         """The keys recorded in the folder (one `<key[:2]>/<key>.json` file each)."""

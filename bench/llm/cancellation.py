@@ -12,10 +12,16 @@ the transport ends with `Cancelled`.
 
 `Cancelled` is a `BaseException`, as asyncio's `CancelledError` is, because the SDKs retry a
 request after any `Exception` from the transport: a cancelled request would be sent again.
+
+The same transport holds each attempt to its total deadline and its answer to its size bound
+(`compactlab.llm.attempts`), and marks a 429 that says the account's quota is used up as not to be
+retried (`x-should-retry: false`, the header both SDKs obey before their own retry rules): waiting
+does not bring a quota back, and the SDKs retry every other 429, so 6 prompts sent 17 requests.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import urllib.request
@@ -24,6 +30,9 @@ from typing import Any
 
 import httpcore2
 import httpx2
+
+from compactlab.llm import attempts
+from compactlab.llm.errors import quota_code
 
 # The SDKs' own pool limits (openai.DEFAULT_CONNECTION_LIMITS, anthropic's are the same): a run's
 # gates bound the calls in flight far below them.
@@ -88,18 +97,18 @@ class _Stream(httpcore2.NetworkStream):
         cancellation = self._cancellation
         cancellation.check()
         try:
-            data = self._inner.read(max_bytes, timeout)
+            data = self._inner.read(max_bytes, attempts.left(timeout, httpcore2.ReadTimeout))
         except Exception:
             cancellation.check()  # a shut-down socket's read error is the cancellation, not a network fault
             raise
         cancellation.check()  # (a shut-down socket reads as closed by the server)
-        return data
+        return attempts.count(data)
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         cancellation = self._cancellation
         cancellation.check()
         try:
-            self._inner.write(buffer, timeout)
+            self._inner.write(buffer, attempts.left(timeout, httpcore2.WriteTimeout))
         except Exception:
             cancellation.check()
             raise
@@ -131,12 +140,14 @@ class _Backend(httpcore2.NetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.NetworkStream:
         self._cancellation.check()
+        timeout = attempts.left(timeout, httpcore2.ConnectTimeout)
         return self._cancellation._track(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore2.NetworkStream:
         self._cancellation.check()
+        timeout = attempts.left(timeout, httpcore2.ConnectTimeout)
         return self._cancellation._track(self._inner.connect_unix_socket(path, timeout, socket_options))
 
     def sleep(self, seconds: float) -> None:
@@ -156,6 +167,26 @@ class CancellableTransport(httpx2.HTTPTransport):
             keepalive_expiry=limits.keepalive_expiry,
             network_backend=_Backend(cancellation),
         )
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        attempts.start(request.extensions.get("timeout"))
+        response = super().handle_request(request)
+        return _final_if_out_of_quota(response) if response.status_code == 429 else response
+
+
+def _final_if_out_of_quota(response: httpx2.Response) -> httpx2.Response:
+    """The 429, read (it is small, and bounded as every answer is), marked `x-should-retry: false`
+    when its body says the quota is used up."""
+    raw = b"".join(response.iter_raw())  # as sent (maybe compressed): the SDK decodes it as it would have
+    response.close()
+    marked = httpx2.Response(response.status_code, headers=response.headers, content=raw, extensions=response.extensions)
+    try:
+        quota = quota_code(json.loads(marked.read()))
+    except (ValueError, RecursionError, httpx2.DecodingError):  # not JSON (a proxy's page): a rate limit as any other
+        quota = None
+    if quota is not None:
+        marked.headers["x-should-retry"] = "false"
+    return marked
 
 
 def cancellable_http_client(default_client: type[httpx2.Client], cancellation: Cancellation) -> httpx2.Client | None:

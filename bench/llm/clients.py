@@ -8,11 +8,20 @@ overflow needs: it is recognised with `compactlab.compaction.overflow.classify_o
 
 A 429 the SDK's retries did not get past is `RateLimited`, carrying the server's `retry-after`:
 `compactlab.llm.concurrency` waits and sends it again, however often, without counting a failure (a
-burst of 429s slows a run, never fails it). A 429 that says the account's quota is used up is
-`LLMUnavailable`: waiting does not help.
+burst of 429s slows a run, never fails it). A 429 that says the account's quota is used up
+(`compactlab.llm.errors.QUOTA_CODES`) is `LLMUnavailable`, and the SDK does not retry it first (the
+transport marks it, `compactlab.llm.cancellation`): waiting does not help. So is Anthropic's 402
+(`billing_error`), which the SDK never retries.
+
+`timeout` is each attempt's total time (connect, send, wait, read), not the longest pause between
+two bytes as httpx has it; an answer bigger than its output budget can fill is refused after that
+many bytes (`compactlab.llm.attempts`). Both are a failed call: a timeout as the SDK retries it, a
+too-big answer as a `BadAnswer`.
 
 What the SDKs do not retry, we do, as often as they would (`max_retries`): an answer that is no
-answer (`BadAnswer`: an empty text, a body that is not the JSON it claims to be, no choices). Such
+answer (`BadAnswer`: an empty text, a body that is not the JSON it claims to be, no choices, an
+answer cut off at its output budget, `finish_reason` "length" or `stop_reason` "max_tokens": a
+summary that stops mid-sentence is no summary, and a later attempt may be shorter). Such
 a call is a failure like any other, so it is never cached. A refused key (401/403) or a server
 that cannot be reached after the SDK's retries is `LLMUnavailable`: no later call can do better,
 so a run stops there instead of recording one failure per compaction, and the calls it sent
@@ -36,6 +45,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from compactlab.compaction.overflow import Overflow, classify_overflow
+from compactlab.llm.attempts import AnswerTooLarge, bounded_answer
 from compactlab.llm.cache import Completion
 from compactlab.llm.cancellation import Cancellation, Cancelled, cancellable_http_client
 from compactlab.llm.errors import (
@@ -46,18 +56,16 @@ from compactlab.llm.errors import (
     LLMUnavailable,
     RateLimited,
     RequestCancelled,
+    quota_code,
 )
 from compactlab.sessions.model import LLMCall
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRIES = 4  # the SDKs default to 2; a long replay should ride out a short outage
-DEFAULT_TIMEOUT = 300.0  # seconds per attempt: long summaries of long sessions are slow
+DEFAULT_TIMEOUT = 300.0  # seconds per attempt, in total: long summaries of long sessions are slow
 NO_AUTH_KEY = "no-key-needed"  # what local servers without auth (Ollama, vLLM, llama.cpp) get
 MAX_MESSAGE_CHARS = 1000  # of a provider's error message kept in ours
-
-
-QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})  # OpenAI's 429s that waiting does not cure
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -168,41 +176,48 @@ class _SDKClient:
         self.close()
 
     def complete(self, system: str, prompt: str, max_tokens: int) -> Completion:
-        """One answer; a `BadAnswer` is asked again, up to `max_retries` more times."""
+        """One answer; a `BadAnswer` is asked again, up to `max_retries` more times (what the
+        provider billed for the bad ones is in the last one's `billed`)."""
+        billed: tuple[LLMCall, ...] = ()
         for attempt in range(self.max_retries + 1):
             try:
                 return self._complete_once(system, prompt, max_tokens)
             except BadAnswer as exc:
-                failure = exc
+                failure, billed = exc, billed + exc.billed
                 log.warning(
                     "%s model %r: %s (attempt %d of %d)", self.provider, self.model, exc, attempt + 1, self.max_retries + 1
                 )
-        raise BadAnswer(self.provider, self.model, f"{failure.reason} ({self._attempts()})")
+        raise BadAnswer(self.provider, self.model, f"{failure.reason} ({self._attempts()})", billed)
 
     def _complete_once(self, system: str, prompt: str, max_tokens: int) -> Completion:
         raise NotImplementedError
 
-    def _answer(self, ask: Callable[[], Completion], sdk_error: type[Exception]) -> Completion:
+    def _answer(self, ask: Callable[[], Completion], sdk_error: type[Exception], max_tokens: int) -> Completion:
         """The completion `ask` gets from the SDK, checked; an SDK error or a malformed body becomes ours."""
         error: LLMError | None = None
         try:
-            completion = ask()
+            with bounded_answer(max_tokens):
+                completion = ask()
         except sdk_error as exc:
             error = self._translate(exc)
         except Cancelled:
             error = RequestCancelled(self.provider, self.model, CANCELLED)
+        except AnswerTooLarge as exc:
+            error = BadAnswer(self.provider, self.model, f"{exc} ({max_tokens} tokens): refused")
         except (ValueError, TypeError, AttributeError) as exc:  # a body cut off or not shaped as promised
             error = self._malformed(exc)
         if error is not None:
             raise error  # outside the except block: the SDK exception (and its request) is not chained
-        return self._checked(completion)
+        return self._checked(completion, max_tokens)
 
     def _translate(self, exc: Exception) -> LLMError:
         raise NotImplementedError
 
-    def _checked(self, completion: Completion) -> Completion:
+    def _checked(self, completion: Completion, max_tokens: int) -> Completion:
         if not completion.text.strip():
             raise BadAnswer(self.provider, self.model, f"empty answer (stop reason {completion.stop_reason!r})")
+        if completion.cut_off:  # billed in full: the budget counts it
+            raise BadAnswer(self.provider, self.model, completion.cut_off_reason(max_tokens), (completion.usage,))
         return completion
 
     def _malformed(self, exc: Exception) -> BadAnswer:
@@ -215,7 +230,9 @@ class _SDKClient:
             self.provider, self.model, f"cannot reach {where} ({_scrub(str(exc), self._key)}; {self._attempts()})"
         )
 
-    def _status_error(self, status: int, provider_message: str, code: object, key: str, headers: Any = None) -> LLMError:
+    def _status_error(
+        self, status: int, provider_message: str, code: object, key: str, headers: Any = None, body: object = None
+    ) -> LLMError:
         message = _scrub(provider_message, key)
         if status in (401, 403):
             return LLMUnavailable(
@@ -224,7 +241,7 @@ class _SDKClient:
                 f"{message[:MAX_MESSAGE_CHARS]} (the server refused the credentials: check the API key)",
                 status,
             )
-        if status == 429 and code in QUOTA_CODES:
+        if (status == 429 and quota_code(body) is not None) or status == 402:
             return LLMUnavailable(
                 self.provider, self.model, f"{message[:MAX_MESSAGE_CHARS]} (the account's quota is used up)", status
             )
@@ -275,7 +292,7 @@ class OpenAIChatClient(_SDKClient):
             choice = response.choices[0]
             return Completion(text=choice.message.content or "", usage=self._usage(response), stop_reason=choice.finish_reason)
 
-        return self._answer(ask, openai.OpenAIError)
+        return self._answer(ask, openai.OpenAIError, max_tokens)
 
     def _translate(self, exc: Exception) -> LLMError:
         import openai
@@ -284,7 +301,7 @@ class OpenAIChatClient(_SDKClient):
             body = exc.body if isinstance(exc.body, dict) else {}  # the SDK unwraps {"error": {...}}
             message = body.get("message")
             message = message if isinstance(message, str) else exc.message
-            return self._status_error(exc.status_code, message, body.get("code"), self._key, exc.response.headers)
+            return self._status_error(exc.status_code, message, body.get("code"), self._key, exc.response.headers, body)
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(self.provider, self.model, f"timed out ({self._attempts()})")
         if isinstance(exc, openai.APIConnectionError):
@@ -356,7 +373,7 @@ class AnthropicClient(_SDKClient):
             )
             return Completion(text=text, usage=call, stop_reason=response.stop_reason)
 
-        return self._answer(ask, anthropic.AnthropicError)
+        return self._answer(ask, anthropic.AnthropicError, max_tokens)
 
     def _translate(self, exc: Exception) -> LLMError:
         import anthropic
@@ -366,7 +383,7 @@ class AnthropicClient(_SDKClient):
             error = body.get("error")
             error = error if isinstance(error, dict) else {}
             message = getattr(exc, "api_message", None) or error.get("message") or exc.message
-            return self._status_error(exc.status_code, str(message), error.get("type"), self._key, exc.response.headers)
+            return self._status_error(exc.status_code, str(message), error.get("type"), self._key, exc.response.headers, body)
         if isinstance(exc, anthropic.APITimeoutError):
             return LLMError(self.provider, self.model, f"timed out ({self._attempts()})")
         if isinstance(exc, anthropic.APIConnectionError):

@@ -11,6 +11,25 @@ None of them carries the API key.
 from __future__ import annotations
 
 from compactlab.compaction.overflow import Overflow
+from compactlab.sessions.model import LLMCall
+
+# What a provider's 429 says when the account's quota or spend limit is used up, not a rate limit:
+# waiting does not cure it. OpenAI: `error.code` and `error.type` "insufficient_quota" (and
+# "billing_hard_limit_reached"); Anthropic: a `rate_limit_error` whose `error.details.error_code`
+# is "enforced_spend_limit_reached" (its monthly spend cap; the 429 has no retry-after).
+QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "enforced_spend_limit_reached"})
+
+
+def quota_code(body: object) -> str | None:
+    """The quota code of an error body (either provider's, whole or as the SDK unwrapped it), None
+    when it names none."""
+    found: list[object] = []
+    if isinstance(body, dict):
+        error = body.get("error")
+        for part in (body, error if isinstance(error, dict) else {}):
+            details = part.get("details")
+            found += [part.get("code"), part.get("type"), details.get("error_code") if isinstance(details, dict) else None]
+    return next((code for code in found if isinstance(code, str) and code in QUOTA_CODES), None)
 
 
 class LLMError(RuntimeError):
@@ -42,11 +61,13 @@ class RateLimited(LLMError):
 
 
 class BadAnswer(LLMError):
-    """The provider answered 200 with no usable answer: an empty text, a truncated or malformed body."""
+    """The provider answered 200 with no usable answer: an empty text, a truncated or malformed body,
+    an answer cut off at its output budget or bigger than it can fill."""
 
-    def __init__(self, provider: str, model: str, reason: str) -> None:
+    def __init__(self, provider: str, model: str, reason: str, billed: tuple[LLMCall, ...] = ()) -> None:
         super().__init__(provider, model, reason, 200)
         self.reason = reason
+        self.billed = billed  # the usage of answers the provider bills although they are unusable (cut off)
 
 
 class ContextOverflowError(LLMError):

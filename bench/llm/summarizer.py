@@ -31,8 +31,9 @@ from compactlab.contract import CompactionFailed, Summarizer, SummaryRequest, Su
 from compactlab.llm.cache import CacheMiss, CacheRequest, Completion, LLMCache
 from compactlab.llm.clients import LLMClient
 from compactlab.llm.concurrency import CallAccount, Limits, ProviderGate, estimated_cost
-from compactlab.llm.errors import ContextOverflowError, LLMError, LLMUnavailable
+from compactlab.llm.errors import BadAnswer, ContextOverflowError, LLMError, LLMUnavailable
 from compactlab.llm.prices import ModelPrice, cost_of, price_for, resolve_prices
+from compactlab.sessions.model import LLMCall
 from compactlab.tokens.tokenizers import get_encoding
 
 
@@ -143,7 +144,8 @@ class LLMSummarizer:
         if account is not None:
             estimate = estimated_cost(price, self.client.model, tokens, request.max_output_tokens) if budgeted and price else 0.0
             reserved = account.reserve(self.client.provider, self.client.model, estimate)
-        completion = None
+        billed: tuple[LLMCall, ...] = ()
+        usable = False
         try:
             completion = self.gate.send(
                 lambda: self.client.complete(request.system, request.prompt, request.max_output_tokens),
@@ -151,12 +153,27 @@ class LLMSummarizer:
                 account,
                 (self.client.provider, self.client.model),
             )
+            billed = (completion.usage,)
+            # What the SDK clients refuse already, refused from any client: never recorded, never a summary.
+            if not completion.text.strip():
+                raise BadAnswer(self.client.provider, self.client.model, "empty answer", billed)
+            if completion.cut_off:
+                raise BadAnswer(
+                    self.client.provider, self.client.model, completion.cut_off_reason(request.max_output_tokens), billed
+                )
+            usable = True
             return completion
+        except BadAnswer as exc:
+            billed = exc.billed
+            raise
         finally:
             if account is not None:
-                # A failed call is not billed; an answer's cost unknown to the table counts as its estimate.
-                account.settle(reserved, 0.0 if completion is None else cost_of(completion.usage, self.prices))
-                account.answered(completion is not None)
+                # A failed call is not billed, but for answers cut off at their budget (the provider
+                # bills those in full); a cost unknown to the table counts as the estimate.
+                costs = [cost_of(usage, self.prices) for usage in billed]
+                cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+                account.settle(reserved, cost if billed else 0.0)
+                account.answered(usable)
 
 
 class _RecordedOnly:

@@ -4,6 +4,7 @@
     python -m tests.scripts.measure_faults runs      # kills, full disk, concurrent resume
     python -m tests.scripts.measure_faults llm       # a faulty LLM server, a server that is down, a 401
     python -m tests.scripts.measure_faults cases     # issue 32: worker deaths (local, Dask), damaged parts, a refused key, all fallen back
+    python -m tests.scripts.measure_faults bounds    # issue 45: a length stop, a trickle, a huge answer, an out-of-quota 429
 
 Interrupted runs: `compactlab run` in a child process whose writes into the run directory
 (`os.write`, `os.copy_file_range`, `os.replace`; the row files, done.jsonl, and what is written
@@ -313,9 +314,13 @@ def measure_cases(work: Path) -> None:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.scripts.measure_faults", description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "parts", nargs="*", choices=["runs", "llm", "cases"], metavar="PART", help="runs, llm or cases (default: all)"
+        "parts",
+        nargs="*",
+        choices=["runs", "llm", "cases", "bounds"],
+        metavar="PART",
+        help="runs, llm, cases or bounds (default: all)",
     )
-    parts = parser.parse_args(argv).parts or ["runs", "llm", "cases"]
+    parts = parser.parse_args(argv).parts or ["runs", "llm", "cases", "bounds"]
     with tempfile.TemporaryDirectory(prefix="compactlab-faults-") as directory:
         work = Path(directory)
         if "runs" in parts:
@@ -324,6 +329,10 @@ def main(argv: list[str]) -> None:
             measure_llm(work)
         if "cases" in parts:
             measure_cases(work)
+        if "bounds" in parts:
+            from tests.fault_cases import measure_llm_bounds
+
+            measure_llm_bounds(work)
 
 
 if __name__ == "__main__":
