@@ -102,25 +102,43 @@ class _Reader:
         # its tools' outputs have followed it.
         self.usage_follows: bool | None = None
         self.unpaid: int | None = None
+        self.last_stamp: tuple[str, int] | None = None  # the last record's timestamp and line
 
     def _repeated(self, data: object, line: int) -> bool:
         """Whether `data` is a response item written twice (then reported). Envelope lines carry a
         timestamp and legacy tool items a call id, so two equal ones are one record duplicated;
         a legacy message equal to the line before it is one too (every turn gets an answer)."""
-        if not isinstance(data, dict) or not (data.get("type") == "response_item" or ("type" in data and "payload" not in data)):
+        if not isinstance(data, dict) or not (
+            data.get("type") in ("response_item", "compacted") or ("type" in data and "payload" not in data)
+        ):
             return False
         key = json.dumps(data, sort_keys=True)
         earlier = self.item_lines.get(key)
         # A legacy message has no id or time: only the line just before it can be told for the same.
         if earlier is not None and ("timestamp" in data or "call_id" in data or earlier == line - 1):
-            self.issues.report(line, f"duplicate of line {earlier}: a response item written twice")
+            self.issues.report(line, f"duplicate of line {earlier}: a {data.get('type', 'response item')} record written twice")
             return True
         self.item_lines[key] = line
         return False
 
+    def _out_of_order(self, data: object, line: int) -> bool:
+        """Whether the record's timestamp is earlier than the record before it (then reported): Codex
+        writes each record as it happens (0 of the 36 real rollouts go back), so an earlier one was moved."""
+        stamp = data.get("timestamp") if isinstance(data, dict) else None
+        if not isinstance(stamp, str):
+            return False
+        last = self.last_stamp
+        if last is not None and len(last[0]) == len(stamp) and stamp < last[0]:
+            self.issues.report(
+                line, f"timestamp {stamp:.40} is earlier than line {last[1]}'s {last[0]:.40}: records out of order"
+            )
+            return True
+        self.last_stamp = (stamp, line)
+        return False
+
     def feed(self, record: Record) -> None:
         data, line = record.data, record.line
-        if self._repeated(data, line):
+        if self._repeated(data, line) or self._out_of_order(data, line):
             return
         if not isinstance(data, dict):
             self.issues.report(line, f"record is a JSON {type(data).__name__}, not an object")
