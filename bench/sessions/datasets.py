@@ -130,6 +130,7 @@ def resolve_inputs(arguments: PathArguments) -> Inputs:
             passed_over += skipped
         elif path.is_file() or path.is_symlink():
             files.append(path)  # a dangling or looping link fails when it is read, naming itself
+            LINKS_OUT.pop(path, None)  # a link named is read: the user asked for it
         elif path.exists():
             raise ValueError(f"{path}: not a regular file or folder")
         else:

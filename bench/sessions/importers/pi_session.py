@@ -287,6 +287,10 @@ class _Builder:
             return None  # an aborted or failed request: the provider counted no prompt
         cost = usage.get("cost")
         total = cost.get("total") if isinstance(cost, dict) else None
+        if (cost is not None and not isinstance(cost, dict)) or (total is not None and not is_cost(total)):
+            # pi writes `{..., total}` in USD: another value would drop the call's cost unnoticed.
+            self.issues.report(line, f"`usage.cost` must be an object whose `total` is a cost in USD, got {cost!r:.60}")
+            return None
         model = message.get("model")
         return LLMCall(
             model=model if isinstance(model, str) and model else "unknown",
