@@ -125,14 +125,6 @@ def test_claude_code_lines_swapped_against_their_parent_links_are_an_error(tmp_p
     refused_and_counted(write(tmp_path / "swapped.jsonl", lines), at + 1, "records out of order")
 
 
-def test_codex_records_swapped_against_their_timestamps_are_an_error(tmp_path: Path) -> None:
-    lines = lines_of(CODEX)
-    stamps = [json.loads(line).get("timestamp") for line in lines]
-    at = next(i for i in range(1, len(lines) - 1) if stamps[i] < stamps[i + 1])
-    lines[at], lines[at + 1] = lines[at + 1], lines[at]
-    refused_and_counted(write(tmp_path / "swapped.jsonl", lines), at + 2, "records out of order")
-
-
 # --- usage that is no count ----------------------------------------------------------------------------
 
 

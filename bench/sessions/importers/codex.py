@@ -102,7 +102,6 @@ class _Reader:
         # its tools' outputs have followed it.
         self.usage_follows: bool | None = None
         self.unpaid: int | None = None
-        self.last_stamp: tuple[str, int] | None = None  # the last record's timestamp and line
 
     def _repeated(self, data: object, line: int) -> bool:
         """Whether `data` is a response item written twice (then reported). Envelope lines carry a
@@ -121,24 +120,9 @@ class _Reader:
         self.item_lines[key] = line
         return False
 
-    def _out_of_order(self, data: object, line: int) -> bool:
-        """Whether the record's timestamp is earlier than the record before it (then reported): Codex
-        writes each record as it happens (0 of the 36 real rollouts go back), so an earlier one was moved."""
-        stamp = data.get("timestamp") if isinstance(data, dict) else None
-        if not isinstance(stamp, str):
-            return False
-        last = self.last_stamp
-        if last is not None and len(last[0]) == len(stamp) and stamp < last[0]:
-            self.issues.report(
-                line, f"timestamp {stamp:.40} is earlier than line {last[1]}'s {last[0]:.40}: records out of order"
-            )
-            return True
-        self.last_stamp = (stamp, line)
-        return False
-
     def feed(self, record: Record) -> None:
         data, line = record.data, record.line
-        if self._repeated(data, line) or self._out_of_order(data, line):
+        if self._repeated(data, line):
             return
         if not isinstance(data, dict):
             self.issues.report(line, f"record is a JSON {type(data).__name__}, not an object")
