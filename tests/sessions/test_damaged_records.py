@@ -26,6 +26,7 @@ RESUMED = REPO / "datasets/m-claude/sessions/ff33b5b0-cc51-4271-a3eb-545a85882e5
 CODEX = REPO / "tests/fixtures/codex/streaming-order-compaction.jsonl"
 PI = REPO / "datasets/pi-sessions/sessions/compact.jsonl.gz"
 OPENAI = REPO / "tests/fixtures/json_chat/real_openai_gpt4o_mini_image_tool.json"
+MINI = REPO / "tests/fixtures/mini_swe_agent/v1_modelled_django__django-11099.traj.json"
 ANTHROPIC = REPO / "tests/fixtures/json_chat/real_anthropic_tool_with_thinking.json"
 
 
@@ -160,6 +161,17 @@ def test_a_json_chat_usage_count_null_or_huge_is_a_damaged_record(tmp_path: Path
         with pytest.raises(SessionError, match=key):
             load_file(path)
         assert load_file(path, lenient=True)[0].skipped
+
+
+def test_a_mini_swe_agent_cached_count_null_is_a_damaged_record(tmp_path: Path) -> None:
+    doc = json.loads(MINI.read_text())
+    usage = next(m["extra"]["response"]["usage"] for m in doc["messages"] if "response" in m.get("extra", {}))
+    usage["prompt_tokens_details"]["cached_tokens"] = None
+    path = tmp_path / MINI.name
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SessionError, match="cached_tokens: null"):
+        load_file(path)
+    assert load_file(path, lenient=True)[0].skipped
 
 
 def test_a_canonical_call_count_past_any_context_is_a_damaged_record(tmp_path: Path) -> None:

@@ -61,8 +61,11 @@ def _count(obj: dict, key: str, path: str) -> int:
 
 
 def _optional_count(obj: dict, key: str, path: str) -> int | None:
-    """A token count, or None when absent."""
-    return None if obj.get(key) is None else _count(obj, key, path)
+    """A token count, or None when absent. Null is no count (the call's usage is unknown): no real
+    trajectory writes one where a count is read (nulls only in unread breakdowns such as audio_tokens)."""
+    if key in obj and obj[key] is None:
+        raise _Bad(f"{path}.{key}: null (the call's usage is unknown)")
+    return None if key not in obj else _count(obj, key, path)
 
 
 def _object(obj: dict, key: str, path: str) -> dict:
