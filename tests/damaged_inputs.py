@@ -4,7 +4,11 @@
 export of the first); `damaged_variants` makes, from one of them, a seeded number of variants per
 kind of damage (`KINDS`): cut off, a byte changed, a line deleted or duplicated, a value of another
 type (a token count or cost half of the time), deep nesting, and changes that keep the file valid
-(a multi-member gzip, CRLF line ends, gzipped, re-indented JSON).
+(a multi-member gzip, CRLF line ends, gzipped, re-indented JSON). Issue 45 added records damaged as
+a writer would damage them (`RECORD_KINDS`): a compaction or a message written twice, a tool result
+moved before its call, two records swapped, a usage count made null, huge, infinite or negative, and
+a UTF-8 byte-order mark (which keeps the file valid); `interleaved` mixes two Claude Code sessions
+line by line, `LINK_KIND` is a link out of the dataset folder (both made in tests/scripts/input_fuzz.py).
 """
 
 from __future__ import annotations
@@ -34,11 +38,35 @@ SAMPLES = (
     ("codex-rollout", "tests/fixtures/codex/legacy-2025-05.jsonl"),
     ("openai-chat", "tests/fixtures/json_chat/real_openai_gpt4o_mini_image_tool.json"),
     ("anthropic-messages", "tests/fixtures/json_chat/real_anthropic_tool_with_thinking.json"),
+    ("pi-session", "datasets/pi-sessions/sessions/compact.jsonl.gz"),
 )
+# Samples exported as canonical files: the first (a plain session) and one with a real compaction.
+CANONICAL_OF = (0, 4)
 # Values that a damaged or hostile file may hold where another type belongs.
 HOSTILE = ("5", True, False, 1.5, -1, 1e30, math.nan, math.inf, -math.inf, [], {}, ["user"], 2**63, '=HYPERLINK("x")')
 COUNT_HINTS = ("tokens", "cost", "byte_size", "at_message", "preTokens", "summary")
-KINDS = ("truncate", "flip", "delete_line", "duplicate_line", "retype", "nest", "valid")
+RECORD_KINDS = (
+    "duplicate_compaction",
+    "duplicate_message",
+    "result_before_call",
+    "reorder",
+    "usage_null",
+    "usage_huge",
+    "usage_infinite",
+    "usage_negative",
+    "bom",
+)
+KINDS = ("truncate", "flip", "delete_line", "duplicate_line", "retype", "nest", "valid", *RECORD_KINDS)
+INTERLEAVE_KIND = "interleaved"
+LINK_KIND = "link_out"
+# What each usage kind writes over one token count of a recorded call: null, a count no context holds
+# (2^53, where floats stop holding every integer; 10^9, a thousand times the largest real prompt), infinity.
+USAGE_VALUES = {
+    "usage_null": ("null",),
+    "usage_huge": (str(2**53), str(10**9)),
+    "usage_infinite": ("Infinity",),
+    "usage_negative": ("-1", "-1000"),
+}
 
 
 @dataclass(frozen=True)
@@ -61,8 +89,10 @@ def sample_files(workdir: Path) -> list[tuple[str, str, bytes]]:
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
         out.append((fmt, path.name.removesuffix(".gz"), data))
-    canonical = write_canonical(load_file(REPO / SAMPLES[0][1]), workdir / "canonical-sample.jsonl")
-    out.append(("canonical", canonical.name, canonical.read_bytes()))
+    for number in CANONICAL_OF:
+        name = "canonical-sample.jsonl" if number == 0 else f"canonical-sample-{number}.jsonl"
+        canonical = write_canonical(load_file(REPO / SAMPLES[number][1]), workdir / name)
+        out.append(("canonical", canonical.name, canonical.read_bytes()))
     return out
 
 
@@ -102,6 +132,8 @@ def _mutate(kind: str, name: str, data: bytes, rng: random.Random, n: int) -> Da
         return _replace_value(name, data, lines, filled, rng, "[" * depth + "]" * depth, "nest", f"{depth} nested arrays")
     if kind == "valid":
         return _still_valid(name, data, n)
+    if kind in RECORD_KINDS:
+        return _record_damage(kind, name, data, rng, n)
     raise ValueError(kind)
 
 
@@ -216,3 +248,157 @@ def _still_valid(name: str, data: bytes, n: int) -> Damaged | None:
 def _two_members(data: bytes) -> bytes:
     half = data.rfind(b"\n", 0, len(data) // 2) + 1 or len(data) // 2
     return gzip.compress(data[:half], mtime=0) + gzip.compress(data[half:], mtime=0)
+
+
+# --- records damaged as a writer damages them (issue 45) ---------------------------------------------
+
+
+def _record_damage(kind: str, name: str, data: bytes, rng: random.Random, n: int) -> Damaged | None:
+    if kind == "bom":
+        variants = [(name, b"\xef\xbb\xbf" + data), (name + ".gz", gzip.compress(b"\xef\xbb\xbf" + data, mtime=0))]
+        return Damaged(variants[n][0], variants[n][1], kind, "a UTF-8 byte-order mark before the first byte") if n < 2 else None
+    if kind.startswith("usage_"):
+        return _usage(kind, name, data, rng)
+    if _is_document(name):
+        return None  # the record kinds below need records in lines
+    lines = data.split(b"\n")
+    parsed = [_parsed(line) for line in lines]
+    if kind == "duplicate_compaction":
+        found = [i for i, r in enumerate(parsed) if _is_compaction(r)]
+        if not found or n >= len(found):
+            return None
+        i = found[n]
+        return Damaged(name, b"\n".join(lines[: i + 1] + lines[i:]), kind, f"the compaction of line {i + 1} written twice")
+    if kind == "duplicate_message":
+        found = [i for i, r in enumerate(parsed) if _is_message(r)]
+        if not found:
+            return None
+        i = rng.choice(found)
+        return Damaged(name, b"\n".join(lines[: i + 1] + lines[i:]), kind, f"the message of line {i + 1} written twice")
+    if kind == "result_before_call":
+        pairs = _call_result_pairs(parsed)
+        if not pairs:
+            return None
+        call, result = rng.choice(pairs)
+        moved = lines[:call] + [lines[result]] + lines[call:result] + lines[result + 1 :]
+        return Damaged(
+            name, b"\n".join(moved), kind, f"the tool result of line {result + 1} moved before its call (line {call + 1})"
+        )
+    if kind == "reorder":
+        filled = [i for i, r in enumerate(parsed) if r is not None]
+        neighbours = [(a, b) for a, b in zip(filled, filled[1:]) if lines[a] != lines[b] and a > 0]  # the header stays first
+        if not neighbours:
+            return None
+        a, b = rng.choice(neighbours)
+        swapped = list(lines)
+        swapped[a], swapped[b] = lines[b], lines[a]
+        return Damaged(name, b"\n".join(swapped), kind, f"lines {a + 1} and {b + 1} swapped")
+    raise ValueError(kind)
+
+
+def _parsed(line: bytes) -> dict | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _is_compaction(record: dict | None) -> bool:
+    """A compaction record: Codex `compacted`, pi `compaction`, canonical `compaction`, Claude Code's boundary."""
+    if record is None:
+        return False
+    return record.get("type") in ("compacted", "compaction") or record.get("subtype") == "compact_boundary"
+
+
+def _is_message(record: dict | None) -> bool:
+    if record is None:
+        return False
+    payload = record.get("payload")
+    return (
+        record.get("type") in ("user", "assistant", "message")
+        or (record.get("type") == "response_item" and isinstance(payload, dict) and payload.get("type") == "message")
+        or ("messages" in record and "step_count" in record)  # a condenser-log step
+    )
+
+
+CALL_ID_KEYS = ("tool_use_id", "call_id", "toolCallId", "id")
+
+
+def _call_result_pairs(parsed: list[dict | None]) -> list[tuple[int, int]]:
+    """(line of a tool call, line of its result), found by the call's id: the first line that names
+    an id holds the call, the next later one its result."""
+    first: dict[str, int] = {}
+    pairs = []
+    for i, record in enumerate(parsed):
+        if record is None:
+            continue
+        named = {v for path, v in _leaves(record) if path and path[-1] in CALL_ID_KEYS and isinstance(v, str)}
+        for ident in named:
+            if ident in first and first[ident] != i and first[ident] > 0:
+                pairs.append((first[ident], i))
+                first[ident] = -1  # one pair per id
+            elif ident not in first:
+                first[ident] = i
+    return [(a, b) for a, b in pairs if a >= 0]
+
+
+def _leaves(value: object):
+    """(path, value) of every value that holds no other (the paths of `_paths` that end in one)."""
+    for path in _paths(value, ()):
+        leaf = _at(value, path)
+        if not isinstance(leaf, (dict, list)):
+            yield path, leaf
+
+
+def _usage_paths(value: object) -> list[tuple]:
+    """Paths to the token counts of recorded calls: integers under a `usage` or `call` object."""
+    return [
+        path
+        for path, leaf in _leaves(value)
+        if type(leaf) is int
+        and path
+        and isinstance(path[-1], str)
+        and any(isinstance(k, str) and ("usage" in k.lower() or k == "call") for k in path[:-1])
+        and ("token" in path[-1].lower() or path[-1] in ("input", "output", "cacheRead", "cacheWrite"))
+    ]
+
+
+def _usage(kind: str, name: str, data: bytes, rng: random.Random) -> Damaged | None:
+    text = rng.choice(USAGE_VALUES[kind])
+    marker = "\x00REPLACED\x00"
+
+    def put(value: object, path: tuple) -> str:
+        copy = json.loads(json.dumps(value))
+        holder = copy
+        for key in path[:-1]:
+            holder = holder[key]
+        holder[path[-1]] = marker
+        return json.dumps(copy).replace(json.dumps(marker), text)
+
+    if _is_document(name):
+        doc = json.loads(data)
+        paths = _usage_paths(doc)
+        if not paths:
+            return None
+        path = rng.choice(paths)
+        return Damaged(name, put(doc, path).encode(), kind, f"{'.'.join(map(str, path))} made {text}")
+    lines = data.split(b"\n")
+    found = [(i, path) for i, line in enumerate(lines) if (r := _parsed(line)) is not None for path in _usage_paths(r)]
+    if not found:
+        return None
+    i, path = rng.choice(found)
+    line = put(json.loads(lines[i]), path).encode()
+    return Damaged(
+        name, b"\n".join(lines[:i] + [line] + lines[i + 1 :]), kind, f"line {i + 1} {'.'.join(map(str, path))} made {text}"
+    )
+
+
+def interleaved(first: bytes, second: bytes) -> bytes:
+    """Two JSONL files mixed line by line (what two writers appending to one file make)."""
+    a = [line for line in first.split(b"\n") if line.strip()]
+    b = [line for line in second.split(b"\n") if line.strip()]
+    mixed: list[bytes] = []
+    for i in range(max(len(a), len(b))):
+        mixed += a[i : i + 1] + b[i : i + 1]
+    return b"\n".join(mixed) + b"\n"

@@ -130,6 +130,7 @@ def resolve_inputs(arguments: PathArguments) -> Inputs:
             passed_over += skipped
         elif path.is_file() or path.is_symlink():
             files.append(path)  # a dangling or looping link fails when it is read, naming itself
+            LINKS_OUT.pop(path, None)  # a link named is read: the user asked for it
         elif path.exists():
             raise ValueError(f"{path}: not a regular file or folder")
         else:
@@ -163,6 +164,19 @@ def refuse_output_inside(out: Path, arguments: PathArguments) -> None:
                 f"--out {out} is inside the dataset folder {folder}: the run would write into the dataset and later read "
                 f"its own files as sessions; give an --out outside it"
             )
+
+
+# Links to files outside the folder named, as `folder_files` found them (link -> where it leads). They
+# are listed among the session files, so that each is a file not read, counted and named, and never
+# opened: `loading.read_files` refuses them (a link to /etc/passwd would be parsed, a link to another
+# user's sessions read in).
+LINKS_OUT: dict[Path, str] = {}
+
+
+def link_out(path: Path) -> str | None:
+    """Why `path` (a link out of the folder named) is not read, or None."""
+    target = LINKS_OUT.get(path)
+    return None if target is None else f"a link to the file {target}, outside the folder named: not read"
 
 
 def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
@@ -202,6 +216,9 @@ def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
                 found.append(path)
             elif is_dir:
                 pending.append(path)
+            elif entry.is_symlink() and not _within(os.path.realpath(path), inside):
+                LINKS_OUT[path] = os.path.realpath(path)
+                (found if entry.name.endswith(SESSION_SUFFIXES) else other).append(path)
             elif is_file or entry.is_symlink() or entry.name.endswith(SESSION_SUFFIXES):
                 # (a link to nothing or into a loop is neither a file nor a folder; a FIFO, socket or
                 # device named like a session is read as one and refused, naming itself)

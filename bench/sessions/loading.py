@@ -23,7 +23,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from compactlab.sessions.datasets import PathArguments, resolve_inputs
+from compactlab.sessions.datasets import PathArguments, link_out, resolve_inputs
 from compactlab.sessions.importers import load_file
 from compactlab.sessions.model import LLMCall, Session, SkippedRecord
 from compactlab.sessions.parent_exit import exit_with_parent
@@ -163,7 +163,7 @@ def read_files(
     whenever the generator is collected."""
     global _JOB
     qualifiers = _qualifiers(files)
-    jobs = [(path, lenient or path in lenient_files, format, qualifiers.get(path)) for path in files]
+    jobs = [(path, lenient or path in lenient_files, format, qualifiers.get(path), link_out(path)) for path in files]
     files = list(files)
     workers = min(workers if workers is not None else (os.cpu_count() or 1), len(jobs))
     _JOB = (jobs, then, keep)
@@ -324,8 +324,10 @@ def job_file(job: tuple, index: int) -> Path:
 def read_job(job: tuple, index: int) -> FileRead:
     """Read file `index` of `job` (the files, `then` and `keep` of `read_files`)."""
     jobs, then, keep = job
-    path, lenient, format, qualifier = jobs[index]
+    path, lenient, format, qualifier, refused = jobs[index]
     try:
+        if refused is not None:
+            raise SessionError(path, None, refused)
         sessions = tuple(load_file(path, lenient=lenient, format=format))
     except SessionError as exc:
         return FileRead(path, lenient, error=exc)

@@ -83,6 +83,9 @@ class Source:
             raise SessionError(self.path, None, f"cannot read file: {exc.strerror or exc}") from exc
         if self.path.suffix == ".gz" or data[:2] == b"\x1f\x8b":
             data = self._gunzip(data)
+        # A UTF-8 byte-order mark (Windows editors and PowerShell write one) is no part of the first
+        # record: read as utf-8-sig, every format, JSON lines and documents alike.
+        data = data.removeprefix(codecs.BOM_UTF8)
         if not data or data.isspace():  # (not data.strip(): that copies the whole file)
             raise SessionError(self.path, None, "file is empty: there is no session in it")
         return data
@@ -135,7 +138,7 @@ class Source:
 
     @cached_property
     def text(self) -> str:
-        return self._decode(self.raw.removeprefix(b"\xef\xbb\xbf"), None)
+        return self._decode(self.raw, None)
 
     @cached_property
     def document(self) -> object:

@@ -19,7 +19,10 @@ invariant (token counts are integers in [0, 2^53), costs finite and non-negative
 when the damage is one that must be noticed (a changed type of a value, a duplicated line, a
 cut-off file, deep nesting) and the LLM calls, the message counts or the ids differ from the
 undamaged file's; or when the change keeps the file valid (a multi-member gzip, CRLF line ends,
-re-indented JSON) and the result is not the undamaged file's.
+re-indented JSON) and the result is not the undamaged file's; a file with a byte-order mark is
+valid too (refusing it or skipping a record is wrong). Two Claude Code sessions interleaved in one file
+must be read as the two sessions (in any ids) or refused; a link out of a dataset folder must be a file
+not read. The per-kind table "kind | runs | tracebacks | silently wrong | clean" is printed last.
 """
 
 from __future__ import annotations
@@ -35,12 +38,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.damaged_inputs import damaged_variants, sample_files
+from tests.damaged_inputs import INTERLEAVE_KIND, LINK_KIND, RECORD_KINDS, damaged_variants, interleaved, sample_files
 
 LIMIT = 2**53
 
 # Kinds whose damage compactlab must notice (an error or a counted skip) when it changes the result.
-MUST_NOTICE = ("truncate", "duplicate_line", "retype", "nest")
+MUST_NOTICE = ("truncate", "duplicate_line", "retype", "nest", *(k for k in RECORD_KINDS if k != "bom"))
+# What the error for a link out of the folder says (a link opened and refused for its content is read).
+OUTSIDE = "outside the folder"
+# Kinds that keep the file what it was: the result must be the undamaged file's.
+UNCHANGED = ("valid", "bom")
 
 
 @dataclass
@@ -52,6 +59,19 @@ class Tally:
     tracebacks: Counter = field(default_factory=Counter)  # "Type: where" -> runs
     silent: Counter = field(default_factory=Counter)  # input description -> runs
     silent_inputs: set = field(default_factory=set)
+    # per kind of damage: [runs, tracebacks, silently wrong]
+    kinds: dict = field(default_factory=dict)
+
+    def count(self, kind: str, outcome: str) -> None:
+        """One run of `kind` ended in `outcome` ("run", "traceback" or "silent")."""
+        row = self.kinds.setdefault(kind, [0, 0, 0])
+        row[("run", "traceback", "silent").index(outcome)] += 1
+
+    def kind_table(self) -> list[str]:
+        lines = ["kind | runs | tracebacks | silently wrong | clean", "---|---|---|---|---"]
+        for kind, (runs, tracebacks, silent) in self.kinds.items():
+            lines.append(f"{kind} | {runs} | {tracebacks} | {silent} | {runs - tracebacks - silent}")
+        return lines
 
     def table(self) -> dict:
         return {
@@ -70,7 +90,7 @@ class Tally:
 
 
 def fingerprint(sessions) -> tuple:
-    """What must not change silently: ids, message counts and every recorded LLM call."""
+    """What must not change silently: ids, message counts, every recorded LLM call and every compaction."""
     return tuple(
         (
             t.id,
@@ -78,6 +98,7 @@ def fingerprint(sessions) -> tuple:
             tuple(
                 (c.model, c.input_tokens, c.cache_read_tokens, c.cache_write_tokens, c.output_tokens, c.cost_usd) for c in t.calls
             ),
+            tuple((c.at_message, c.kept) for c in t.compactions),
         )
         for t in sessions
     )
@@ -148,42 +169,131 @@ def _where(exc: BaseException) -> str:
     return f"{type(exc).__name__} in {place}"
 
 
-def check_input(path: Path, kind: str, what: str, original: tuple | None, tally: Tally, label: str, cli: bool = True) -> None:
+def check_input(
+    path: Path, kind: str, what: str, original: tuple | None, tally: Tally, label: str, cli: bool = True, same=None
+) -> None:
+    """`same(found, original)`, when given, tells whether a result is the undamaged one (default: equal fingerprints)."""
     tally.inputs += 1
+    same = same or (lambda found, expected: found == expected)
     for lenient in (False, True):
         tally.runs += 1
+        tally.count(kind, "run")
         outcome, value = read_library(path, lenient)
         if outcome == "traceback":
             tally.tracebacks[value] += 1
+            tally.count(kind, "traceback")
         elif outcome == "error":
             tally.clean_errors += 1
-        elif any(t.skipped for t in value):
+            if kind == "bom":  # a valid file refused
+                tally.silent[f"{label}: refused ({value[:80]})"] += 1
+                tally.silent_inputs.add(label)
+                tally.count(kind, "silent")
+        elif any(t.skipped for t in value) and kind != "bom":
             tally.counted_skips += 1
             if broken_invariant(value):
                 tally.silent[f"{label}: {broken_invariant(value)}"] += 1
                 tally.silent_inputs.add(label)
+                tally.count(kind, "silent")
         else:
             problem = broken_invariant(value)
-            changed = original is not None and fingerprint(value) != original
-            if problem is None and changed and (kind in MUST_NOTICE or kind == "valid"):
+            changed = original is not None and not same(fingerprint(value), original)
+            if problem is None and changed and (kind in MUST_NOTICE or kind in UNCHANGED or kind == INTERLEAVE_KIND):
                 problem = "result changed with nothing reported"
             if problem:
                 tally.silent[f"{label}: {problem}"] += 1
                 tally.silent_inputs.add(label)
-    for flags in ([], ["--lenient"]) if cli else ():
+                tally.count(kind, "silent")
+    if cli:
+        inspect_both_ways(path, kind, tally)
+
+
+def inspect_both_ways(path: Path, kind: str, tally: Tally) -> None:
+    """`compactlab inspect PATH`, strictly and with --lenient: a traceback is counted."""
+    for flags in ([], ["--lenient"]):
         tally.runs += 1
+        tally.count(kind, "run")
         outcome, value = read_cli(["inspect", *flags, str(path)])
         if outcome == "traceback":
             tally.tracebacks[value] += 1
+            tally.count(kind, "traceback")
         elif outcome == "error":
             tally.clean_errors += 1
+
+
+def _without_ids(found: tuple, expected: tuple) -> bool:
+    """The same sessions, whatever their ids (two sessions split from one file get new ones)."""
+    return sorted(f[1:] for f in found) == sorted(f[1:] for f in expected)
+
+
+def check_interleaved(samples: list, workdir: Path, tally: Tally, cli: bool) -> None:
+    """Two Claude Code sessions mixed line by line in one file: read as the two sessions, or refused."""
+    from compactlab.sessions.importers import load_file
+
+    claude = [(name, data) for fmt, name, data in samples if fmt == "claude-code"]
+    for (first, a), (second, b) in zip(claude, claude[1:]):
+        originals = []
+        for name, data in ((first, a), (second, b)):
+            (workdir / name).write_bytes(data)
+            originals += fingerprint(load_file(workdir / name))
+        folder = workdir / "interleaved"
+        folder.mkdir()
+        path = folder / first
+        path.write_bytes(interleaved(a, b))
+        label = f"claude-code {first} + {second}: {INTERLEAVE_KIND}"
+        check_input(path, INTERLEAVE_KIND, "two sessions line by line", tuple(originals), tally, label, cli, _without_ids)
+        shutil.rmtree(folder)
+
+
+def check_links_out(samples: list, workdir: Path, tally: Tally, cli: bool) -> None:
+    """A dataset folder holding links to files outside it (a session, /etc/passwd): each is a file not
+    read, counted (strict: an error), as a link to a folder outside is; the session inside is read."""
+    from compactlab.sessions.loading import load_inputs
+    from compactlab.sessions.source import SessionError
+
+    fmt, name, data = samples[0]
+    outside = workdir / "outside"
+    outside.mkdir()
+    (outside / ("other-" + name)).write_bytes(data)
+    for target in (outside / ("other-" + name), Path("/etc/passwd")):
+        folder = workdir / "linked"
+        folder.mkdir()
+        (folder / name).write_bytes(data)
+        (folder / "linked.jsonl").symlink_to(target)
+        label = f"{fmt} folder with a link to {target.name}: {LINK_KIND}"
+        tally.inputs += 1
+        for lenient in (False, True):
+            tally.runs += 1
+            tally.count(LINK_KIND, "run")
+            try:
+                loaded = load_inputs([str(folder)], lenient=lenient, workers=1)
+            except SessionError as exc:
+                tally.clean_errors += 1
+                if "linked.jsonl" not in str(exc) or OUTSIDE not in str(exc):
+                    tally.silent[f"{label}: the link was opened (strict): {str(exc)[-80:]}"] += 1
+                    tally.silent_inputs.add(label)
+                    tally.count(LINK_KIND, "silent")
+                continue
+            except Exception as exc:  # noqa: BLE001
+                tally.tracebacks[_where(exc)] += 1
+                tally.count(LINK_KIND, "traceback")
+                continue
+            read_link = not any(f.path.name == "linked.jsonl" and OUTSIDE in f.error for f in loaded.failed)
+            if read_link or not lenient:
+                tally.silent[f"{label}: the link was opened and read ({'lenient' if lenient else 'strict'})"] += 1
+                tally.silent_inputs.add(label)
+                tally.count(LINK_KIND, "silent")
+        if cli:
+            inspect_both_ways(folder, LINK_KIND, tally)
+        shutil.rmtree(folder)
+    shutil.rmtree(outside)
 
 
 def fuzz(per_kind: int, seed: int, workdir: Path, tally: Tally | None = None, cli: bool = True) -> Tally:
     from compactlab.sessions.importers import load_file
 
     tally = tally or Tally()
-    for fmt, name, data in sample_files(workdir):
+    samples = sample_files(workdir)
+    for fmt, name, data in samples:
         original_path = workdir / name
         original_path.write_bytes(data)
         original = fingerprint(load_file(original_path))
@@ -194,6 +304,8 @@ def fuzz(per_kind: int, seed: int, workdir: Path, tally: Tally | None = None, cl
             path.write_bytes(damaged.data)
             check_input(path, damaged.kind, damaged.what, original, tally, f"{fmt} {name}: {damaged.kind} ({damaged.what})", cli)
             shutil.rmtree(folder)
+    check_interleaved(samples, workdir, tally, cli)
+    check_links_out(samples, workdir, tally, cli)
     return tally
 
 
@@ -223,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             check_listed(Path(tmp) / "listed", tally)
     for key, value in tally.table().items():
         print(f"{key:36} {value}")
+    print("\n".join(tally.kind_table()))
     for key, count in tally.tracebacks.most_common(args.show):
         print(f"  traceback ×{count}: {key}")
     for key, count in sorted(tally.silent.items())[: args.show]:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import gzip
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from compactlab.sessions.importers.canonical_checks import check_header, checked
+from compactlab.sessions.importers.importer import ToolPairing, call_count_problem, is_call_count
 from compactlab.sessions.model import (
     PART_TYPES,
     CompactionMarker,
@@ -26,7 +27,7 @@ from compactlab.sessions.model import (
     is_role,
     part_to_dict,
 )
-from compactlab.sessions.source import Record, RecordIssues, Source
+from compactlab.sessions.source import Record, RecordIssues, SessionError, Source
 
 VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schema" / "canonical-v1.schema.json"
@@ -118,6 +119,8 @@ class CanonicalImporter:
         messages: list[Message] = []
         compactions: list[CompactionMarker] = []
         lines_of: dict[str, int] = {}  # each message record that names its source -> its line here
+        pairing = ToolPairing(issues)  # a tool result before its call: no provider would take the replay
+        source_line = 0  # the last message's line in its source: messages come in that order
         for record in body:
             data = record.data
             try:
@@ -131,15 +134,28 @@ class CanonicalImporter:
                         raise ValueError(f"duplicate of line {lines_of[key]}: the same message written twice")
                     lines_of[key] = record.line
                 if kind == "message":
-                    messages.append(_message(data))
+                    message = _message(data)
+                    if message.line is not None and message.line < source_line:
+                        # Every importer reads its source in order (0 of the real sessions go back):
+                        # a line earlier than the message before it is a record moved.
+                        raise ValueError(
+                            f"message of source line {message.line} after one of line {source_line}: records out of order"
+                        )
+                    source_line = message.line if message.line is not None else source_line
+                    if (kept := pairing.filter(replace(message, line=record.line))) is not None:
+                        messages.append(replace(kept, line=message.line))
                 elif kind == "compaction":
                     fields = {k: v for k, v in data.items() if k != "type"}
                     marker = checked(CompactionMarker, fields, "compaction")
                     if marker.at_message > len(messages):
                         raise ValueError(f"at_message {marker.at_message} is past the {len(messages)} messages before it")
+                    if compactions and compactions[-1] == marker:
+                        raise ValueError("the same compaction as the record before it: one compaction written twice")
                     compactions.append(marker)
                 else:
                     raise ValueError(f"unknown record type {kind!r}; expected 'message' or 'compaction'")
+            except SessionError:
+                raise  # reported already (strict mode stops there)
             except (TypeError, ValueError, KeyError) as exc:
                 issues.report(record.line, f"bad canonical record: {exc}")
         try:
@@ -178,12 +194,16 @@ def _message(data: dict) -> Message:
         if value is not None and not (isinstance(value, kind) and not isinstance(value, bool)):
             raise ValueError(f"`{name}` must be a {kind.__name__} or null, got {value!r:.40}")
     call = data.get("call")
+    recorded = checked(LLMCall, call, "call") if call is not None else None
+    for name in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens"):
+        if recorded is not None and not is_call_count(getattr(recorded, name)):
+            raise ValueError(f"call.{name} {call_count_problem(getattr(recorded, name))}")
     return Message(
         role=role,
         parts=tuple(_part(p, f"parts[{i}]") for i, p in enumerate(parts)),
         source_id=data.get("source_id"),
         line=data.get("line"),
-        call=checked(LLMCall, call, "call") if call is not None else None,
+        call=recorded,
         sent_as=sent_as,
         instruction=instruction,
     )

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from compactlab.sessions.importers.importer import ToolPairing, image_part, is_count
+from compactlab.sessions.importers.importer import ToolPairing, call_count_problem, image_part, is_call_count, is_count
 from compactlab.sessions.model import (
     CompactionMarker,
     LLMCall,
@@ -99,11 +99,28 @@ class ClaudeCodeImporter:
     def load(self, source: Source, issues: RecordIssues) -> list[Session]:
         records = list(source.records(issues))
         subagent = _is_subagent_file(records)
+        stem = source.path.name.removesuffix(".gz").removesuffix(".jsonl")
+        sessions: list[Session] = []
+        for number, (session_id, group) in enumerate(session_groups(records, stem)):
+            name = stem if number == 0 else f"{stem}/session-{session_id}"
+            sessions += self._load(source, group, name, subagent, issues)
+        # Building reports orphan tool results too, so the file's skips are known only now;
+        # they are shown once, on the main session.
+        return [replace(sessions[0], skipped=tuple(issues.skipped)), *sessions[1:]]
+
+    def _load(self, source: Source, records: list[Record], stem: str, subagent: bool, issues: RecordIssues) -> list[Session]:
         main = _Builder(issues)
         # Older Claude Code versions wrote a sub-agent's lines into the main session file, marked
         # `isSidechain`; they are a separate conversation, so they become their own session.
         inline_agents: dict[str, _Builder] = {}
         lines_of_uuid: dict[str, int] = {}
+        # Each conversation line names the line before it (`parentUuid`), which Claude Code wrote
+        # earlier: 0 of the 167 real files name a later one (only hook attachments do).
+        conversation_lines = {
+            r.data["uuid"]: r.line
+            for r in reversed(records)
+            if isinstance(r.data, dict) and r.data.get("type") in CONVERSATION_TYPES and isinstance(r.data.get("uuid"), str)
+        }
         version: str | None = None  # the first `version` a line records: the Claude Code the session began in
         for record in records:
             data = record.data
@@ -119,11 +136,17 @@ class ClaudeCodeImporter:
                 issues.report(record.line, f"line with a `message` has type {kind!r:.40}; expected 'user' or 'assistant'")
                 continue
             uuid = data.get("uuid")
-            if kind in CONVERSATION_TYPES and isinstance(uuid, str):
+            if (kind in CONVERSATION_TYPES or data.get("subtype") == "compact_boundary") and isinstance(uuid, str):
                 if uuid in lines_of_uuid:
                     issues.report(record.line, f"duplicate of line {lines_of_uuid[uuid]} (same uuid): a record written twice")
                     continue
                 lines_of_uuid[uuid] = record.line
+            parent = data.get("parentUuid")
+            if kind in CONVERSATION_TYPES and isinstance(parent, str) and conversation_lines.get(parent, 0) > record.line:
+                issues.report(
+                    record.line, f"its parent is line {conversation_lines[parent]}, after it (`parentUuid`): records out of order"
+                )
+                continue
             builder = main
             if kind in CONVERSATION_TYPES and bool(data.get("isSidechain")) != subagent:
                 agent = str(data.get("agentId") or "sidechain")
@@ -138,12 +161,55 @@ class ClaudeCodeImporter:
                 builder.ignore(f"system line ({data.get('subtype') or 'notice'}): shown to the user, not the model")
             else:
                 builder.ignore(f"{kind} line: not part of the conversation")
-        stem = source.path.name.removesuffix(".gz").removesuffix(".jsonl")
         sessions = [main.build(source, stem, subagent, version)]
         sessions += [b.build(source, f"{stem}/agent-{agent}", True, version) for agent, b in inline_agents.items()]
-        # Building reports orphan tool results too, so the file's skips are known only now;
-        # they are shown once, on the main session.
-        return [replace(sessions[0], skipped=tuple(issues.skipped)), *sessions[1:]]
+        return sessions
+
+
+def session_groups(records: list[Record], stem: str) -> list[tuple[str | None, list[Record]]]:
+    """The file's records by conversation: (its first `sessionId`, its records), the file's own first.
+
+    A resumed or continued session starts its file with copies of its parents' lines, under their
+    `sessionId`s, and goes on naming them in places (3 of the 167 real files hold 2 to 4 ids, one of
+    them interleaved), but its lines link to theirs through `parentUuid`: ids linked so are one
+    conversation. Ids that no link joins are separate conversations (two writers appending to one
+    file): each becomes a session of its own rather than one session of both."""
+    group_of: dict[str, str] = {}  # sessionId -> a representative sessionId (union-find)
+
+    def root(session: str) -> str:
+        while group_of.setdefault(session, session) != session:
+            session = group_of[session]
+        return session
+
+    session_of_uuid: dict[str, str] = {}
+    for record in records:
+        data = record.data
+        session = data.get("sessionId") if isinstance(data, dict) else None
+        if isinstance(session, str):
+            root(session)
+            if isinstance(data.get("uuid"), str):
+                session_of_uuid.setdefault(data["uuid"], session)
+    if len(group_of) < 2:
+        return [(None, records)]
+    for record in records:
+        data = record.data
+        session, parent = (data.get("sessionId"), data.get("parentUuid")) if isinstance(data, dict) else (None, None)
+        if isinstance(session, str) and isinstance(parent, str) and parent in session_of_uuid:
+            group_of[root(session)] = root(session_of_uuid[parent])
+    groups: dict[str, list[Record]] = {}
+    first_id: dict[str, str] = {}
+    for record in records:
+        data = record.data
+        session = data.get("sessionId") if isinstance(data, dict) else None
+        key = root(session) if isinstance(session, str) else next(iter(groups), "")
+        groups.setdefault(key, []).append(record)
+        if isinstance(session, str):
+            first_id.setdefault(key, session)
+    if len(groups) == 1:
+        return [(None, records)]
+    own = next((key for key in groups if stem in group_of and root(stem) == key), next(iter(groups)))
+    ordered = [own, *(key for key in groups if key != own)]
+    return [(None if key == own else first_id.get(key, key), groups[key]) for key in ordered]
 
 
 def _is_subagent_file(records: list[Record]) -> bool:
@@ -265,10 +331,10 @@ class _Builder:
         counts = {}
         for name, field_name in fields.items():
             value = usage.get(name)
-            if value is not None and not is_count(value):  # null or absent: none of that kind
-                self.issues.report(
-                    record.line, f"`message.usage.{name}` must be a non-negative integer below 2^53, got {value!r:.40}"
-                )
+            # Absent: none of that kind (older versions write no cache fields). Null is no count: no
+            # real file writes one (0 of 27,593 usage lines), and reading it as 0 would shrink the prompt.
+            if name in usage and not is_call_count(value):
+                self.issues.report(record.line, f"`message.usage.{name}` {call_count_problem(value)}")
                 return None
             counts[field_name] = int(value or 0)
         request_id = record.data.get("requestId")

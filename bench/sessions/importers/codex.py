@@ -107,13 +107,15 @@ class _Reader:
         """Whether `data` is a response item written twice (then reported). Envelope lines carry a
         timestamp and legacy tool items a call id, so two equal ones are one record duplicated;
         a legacy message equal to the line before it is one too (every turn gets an answer)."""
-        if not isinstance(data, dict) or not (data.get("type") == "response_item" or ("type" in data and "payload" not in data)):
+        if not isinstance(data, dict) or not (
+            data.get("type") in ("response_item", "compacted") or ("type" in data and "payload" not in data)
+        ):
             return False
         key = json.dumps(data, sort_keys=True)
         earlier = self.item_lines.get(key)
         # A legacy message has no id or time: only the line just before it can be told for the same.
         if earlier is not None and ("timestamp" in data or "call_id" in data or earlier == line - 1):
-            self.issues.report(line, f"duplicate of line {earlier}: a response item written twice")
+            self.issues.report(line, f"duplicate of line {earlier}: a {data.get('type', 'response item')} record written twice")
             return True
         self.item_lines[key] = line
         return False

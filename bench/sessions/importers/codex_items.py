@@ -14,7 +14,7 @@ import mimetypes
 from collections import Counter
 from typing import TypeGuard
 
-from compactlab.sessions.importers.importer import image_part, is_count
+from compactlab.sessions.importers.importer import image_part, is_call_count
 from compactlab.sessions.model import ImagePart, Part, TextPart
 from compactlab.sessions.source import RecordIssues
 
@@ -93,9 +93,12 @@ def is_type_name(kind: object) -> bool:
 
 
 def is_usage(usage: object) -> TypeGuard[dict]:
+    """One call's usage (`last_token_usage`): its counts are calls' counts; a null cached count is unknown, not 0."""
     keys = ("input_tokens", "output_tokens")
     return (
-        isinstance(usage, dict) and all(is_count(usage.get(k)) for k in keys) and is_count(usage.get("cached_input_tokens") or 0)
+        isinstance(usage, dict)
+        and all(is_call_count(usage.get(k)) for k in keys)
+        and is_call_count(usage.get("cached_input_tokens", 0))
     )
 
 

@@ -116,6 +116,25 @@ def is_count(value: object) -> TypeGuard[int | float]:
     return 0 <= value < COUNT_LIMIT
 
 
+# One call's token counts stay far below this: the largest context window of any model is 10 million
+# tokens, the largest prompt of the real datasets about 1 million, and no recorded call's count in them
+# (302,647 usage numbers measured for issue 45) passes 10 million, Codex's running totals aside. A count
+# at or past it is damage, not a call: read, it would swamp every sum it enters.
+CALL_TOKEN_LIMIT = 10**8
+
+
+def is_call_count(value: object) -> TypeGuard[int | float]:
+    """One call's token count: a count (`is_count`) below CALL_TOKEN_LIMIT."""
+    return is_count(value) and value < CALL_TOKEN_LIMIT
+
+
+def call_count_problem(value: object) -> str:
+    """Why `value` is no call's token count (for the damaged-record message)."""
+    if value is None:
+        return "null: the call's usage is unknown"
+    return f"must be a non-negative integer below 10^8 (no call holds more tokens), got {value!r:.40}"
+
+
 def is_cost(value: object) -> TypeGuard[int | float]:
     """A cost in USD: a finite, non-negative number below 2^53 (not a boolean)."""
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value < COUNT_LIMIT

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from compactlab.sessions.importers.importer import check_tool_pairing, image_part, is_cost, is_count
+from compactlab.sessions.importers.importer import call_count_problem, check_tool_pairing, image_part, is_call_count, is_cost
 from compactlab.sessions.model import ImagePart, Message, Part, Session, TextPart
 from compactlab.sessions.source import RecordIssues, SessionError, Source
 
@@ -301,7 +301,8 @@ class ChatImporter:
 def token_counts(
     usage: object, fields: tuple[str, ...], required: str, where: str, issues: RecordIssues
 ) -> dict[str, int] | None:
-    """The integer token counts of `usage` (missing or null -> 0), or None after reporting damage."""
+    """The integer token counts of `usage` (missing -> 0), or None after reporting damage (a null count: the
+    call's usage is unknown; no real response writes one in a count compactlab reads)."""
     if not isinstance(usage, dict):
         issues.report(None, f"{where}: usage must be an object, got {json_kind(usage)}")
         return None
@@ -311,19 +312,19 @@ def token_counts(
     counts: dict[str, int] = {}
     for name in fields:
         value = usage.get(name)
-        count = as_count(value)
+        count = None if name in usage and value is None else as_count(value)
         if count is None:
-            issues.report(None, f"{where}: usage `{name}` must be a non-negative integer below 2^53, got {value!r:.40}")
+            issues.report(None, f"{where}: usage `{name}` {call_count_problem(value)}")
             return None
         counts[name] = count
     return counts
 
 
 def as_count(value: object) -> int | None:
-    """A token count (see `is_count`), or None when it is not one; null counts as 0."""
+    """One call's token count (see `is_call_count`), or None when it is not one; None (absent) counts as 0."""
     if value is None:
         return 0
-    return int(value) if is_count(value) else None
+    return int(value) if is_call_count(value) else None
 
 
 def cost_of(usage: dict, message: dict, where: str, issues: RecordIssues) -> float | None:

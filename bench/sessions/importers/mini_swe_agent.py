@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from compactlab.sessions.importers.importer import check_tool_pairing, image_part, is_cost, is_count
+from compactlab.sessions.importers.importer import check_tool_pairing, image_part, is_call_count, is_cost
 from compactlab.sessions.importers.mini_swe_agent_v1 import action_regex, ends_with_v1_exit, is_v1, v1_observations
 from compactlab.sessions.model import (
     LLMCall,
@@ -53,16 +53,19 @@ def _type(value: object) -> str:
 
 
 def _count(obj: dict, key: str, path: str) -> int:
-    """A token count: a non-negative int (a bool is not one)."""
+    """One call's token count: a non-negative int below 10^8 (a bool is not one; see `is_call_count`)."""
     value = obj.get(key)
-    if type(value) is not int or not is_count(value):
-        raise _Bad(f"{path}.{key}: expected a non-negative integer below 2^53, got {value!r:.40}")
+    if type(value) is not int or not is_call_count(value):
+        raise _Bad(f"{path}.{key}: expected a non-negative integer below 10^8, got {value!r:.40}")
     return int(value)
 
 
 def _optional_count(obj: dict, key: str, path: str) -> int | None:
-    """A token count, or None when absent."""
-    return None if obj.get(key) is None else _count(obj, key, path)
+    """A token count, or None when absent. Null is no count (the call's usage is unknown): no real
+    trajectory writes one where a count is read (nulls only in unread breakdowns such as audio_tokens)."""
+    if key in obj and obj[key] is None:
+        raise _Bad(f"{path}.{key}: null (the call's usage is unknown)")
+    return None if key not in obj else _count(obj, key, path)
 
 
 def _object(obj: dict, key: str, path: str) -> dict:

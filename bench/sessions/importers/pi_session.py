@@ -31,7 +31,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 
-from compactlab.sessions.importers.importer import ToolPairing, image_part, is_cost, is_count
+from compactlab.sessions.importers.importer import ToolPairing, call_count_problem, image_part, is_call_count, is_cost, is_count
 from compactlab.sessions.model import (
     CompactionMarker,
     LLMCall,
@@ -91,11 +91,24 @@ class PiSessionImporter:
     def load(self, source: Source, issues: RecordIssues) -> list[Session]:
         header: dict | None = None
         entries: list[_Entry] = []
+        # pi appends each entry once, with its time (and, from version 2, an id naming an earlier
+        # parent): an entry seen before is one written twice, a parent named before it exists a
+        # record moved. (0 of the real files repeat an entry or name a later parent.)
+        lines_of: dict[str, int] = {}
         for record in source.records(issues, back_to_back=True):
             data = record.data
             if not isinstance(data, dict):
                 issues.report(record.line, f"expected a JSON object, got {type(data).__name__}")
                 continue
+            key = _identity(data)
+            if key is not None and key in lines_of:
+                issues.report(record.line, f"duplicate of line {lines_of[key]}: an entry written twice")
+                continue
+            parent = data.get("parentId")
+            if isinstance(parent, str) and parent not in lines_of and _later(parent, record.line, source, issues):
+                continue
+            if key is not None:
+                lines_of[key] = record.line
             if data.get("type") == "session" and header is None:
                 header = data
                 entries.append(_Entry(len(entries), record))
@@ -106,6 +119,24 @@ class PiSessionImporter:
             builder.add(entry)
         stem = source.path.name.removesuffix(".gz").removesuffix(".jsonl")
         return [builder.build(source, stem)]
+
+
+def _identity(data: dict) -> str | None:
+    """What tells an entry apart: its id (versions 2 and 3), else the whole entry when it carries its time."""
+    if data.get("type") == "session":
+        return None
+    if isinstance(data.get("id"), str):
+        return data["id"]
+    return json.dumps(data, sort_keys=True) if "timestamp" in data else None
+
+
+def _later(parent: str, line: int, source: Source, issues: RecordIssues) -> bool:
+    """Whether the entry of `line` names a parent that a later line holds (then reported)."""
+    for number, text in enumerate(source.raw.split(b"\n")[line:], start=line + 1):
+        if parent.encode() in text and f'"id":"{parent}"'.encode() in text.replace(b" ", b""):
+            issues.report(line, f"parent {parent!r:.40} is the entry of line {number}, after it: records out of order")
+            return True
+    return False
 
 
 def _active_path(entries: list[_Entry], builder: _Builder) -> list[_Entry]:
@@ -248,14 +279,18 @@ class _Builder:
             ("output", "output_tokens"),
         ):
             value = usage.get(name)
-            if value is not None and not is_count(value):
-                self.issues.report(line, f"`usage.{name}` must be a non-negative integer below 2^53, got {value!r:.40}")
+            if name in usage and not is_call_count(value):  # absent: none of that kind; null: unknown
+                self.issues.report(line, f"`usage.{name}` {call_count_problem(value)}")
                 return None
             counts[field_name] = int(value or 0)
         if counts["input_tokens"] + counts["cache_read_tokens"] + counts["cache_write_tokens"] == 0:
             return None  # an aborted or failed request: the provider counted no prompt
         cost = usage.get("cost")
         total = cost.get("total") if isinstance(cost, dict) else None
+        if (cost is not None and not isinstance(cost, dict)) or (total is not None and not is_cost(total)):
+            # pi writes `{..., total}` in USD: another value would drop the call's cost unnoticed.
+            self.issues.report(line, f"`usage.cost` must be an object whose `total` is a cost in USD, got {cost!r:.60}")
+            return None
         model = message.get("model")
         return LLMCall(
             model=model if isinstance(model, str) and model else "unknown",
