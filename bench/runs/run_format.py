@@ -5,7 +5,8 @@ through `checked` (or `upgraded_table`), so no other module branches on how old 
 
 Format 4 (`FORMAT`) is the only one this version reads: Parquet row parts committed by done.jsonl
 (`compactlab.runs.run_storage`), `sessions.csv`, `session_facts.json`, the `session` and `setting`
-columns and keys, meta.json and summary.json as their schemas say (`compactlab.runs.run_schema`).
+columns and keys, meta.json and summary.json as their JSON Schemas say (bench/runs/schema/
+run-meta-v4.schema.json, run-summary-v4.schema.json: versioned with this number).
 Formats 1 to 3 (rows in `calls.jsonl`; no format number; the older words "transcript" and "config")
 were written by development versions before 0.1.0 had users: refused by name, with the command
 that replays them.
