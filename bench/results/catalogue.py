@@ -8,8 +8,7 @@ or added up (`"sum"`). The CLI tables, `summary.json`, the report, `compactlab d
 the CI gate all take their figures from `compactlab.results.leaderboard.setting_figures` and their labels,
 directions and default tolerances from here, so one label has one meaning everywhere.
 
-A new metric is its entry here (one of the compaction rows: in `compactlab.results.catalogue_compactions`)
-and, when it needs a new score of a compaction, that scorer
+A new metric is its entry here and, when it needs a new score of a compaction, that scorer
 (`compactlab.scoring.compaction_scores`): the per-session table, the compaction frame, the gate's
 per-compaction values, the report's columns and an older run's table (the column read as empty)
 follow the entries.
@@ -17,9 +16,14 @@ follow the entries.
 
 from __future__ import annotations
 
-from compactlab.results.catalogue_compactions import COMPACTION_ENTRIES
-from compactlab.results.catalogue_compactions import ITEM_KINDS as ITEM_KINDS  # (the item kinds the gate names)
-from compactlab.results.metric import Metric
+from compactlab.results.metric import Metric, items_of, loss_of
+from compactlab.results.metric_families import ITEM_KINDS as ITEM_KINDS  # (the item kinds the gate names)
+from compactlab.results.metric_families import (
+    kind_metrics,
+    preservation_metric,
+    reacquisition_metric,
+    summary_recall_metric,
+)
 
 METRICS: tuple[Metric, ...] = (
     Metric(
@@ -40,6 +44,161 @@ METRICS: tuple[Metric, ...] = (
         "Share of the facts (paths, identifiers, commands, ...) the next recorded step used that are still in the compacted "
         "context, averaged over the session's compactions; a session the setting never compacted lost nothing and counts as 100%.",
         value=lambda s: s["preservation_k1"].where(s["compactions"] > 0, 1.0),
+    ),
+    preservation_metric(
+        1,
+        "next-step facts kept where compacted (k=1)",
+        "The same share, over the sessions where the setting compacted only (no value where it never compacted).",
+    ),
+    preservation_metric(
+        5,
+        "next-5-steps facts kept where compacted (k=5)",
+        "Share of the facts the next five recorded steps used that are still in the compacted context; sessions where "
+        "the setting compacted only.",
+    ),
+    Metric(
+        "unrecoverable_loss",
+        "next-5-steps facts lost for good (k=5)",
+        "lower",
+        "share",
+        0.05,
+        "Share of the facts the next five recorded steps used that the compaction lost and the agent could not read "
+        "again: they were only in the conversation (user messages, the agent's own text, errors, output of commands with "
+        "side effects or that depend on the time, text since removed from its file). Lost items that could be re-read, "
+        "and those the session cannot judge, are not counted. Sessions where the setting compacted only; see "
+        "docs/recoverability.md.",
+        source="compactions",
+        value=loss_of("k5", "lost_unrecoverable"),
+        lost=items_of("k5", "lost_unrecoverable"),
+    ),
+    reacquisition_metric(
+        "tokens",
+        "tokens",
+        "tokens",
+        500.0,
+        "Tokens (characters / 4) of the tool results the agent would read again to get back the lost facts of the next "
+        "five steps that can be re-read (each result once), per compaction; sessions where the setting compacted only.",
+    ),
+    reacquisition_metric(
+        "calls",
+        "tool calls",
+        "number",
+        0.5,
+        "Tool calls the agent would make to get back the lost facts of the next five steps that can be re-read (one per "
+        "tool result that held them), per compaction; sessions where the setting compacted only.",
+    ),
+    summary_recall_metric(
+        5,
+        "Of the facts the next five recorded steps used that a compaction dropped (in the context before it only in the "
+        "messages it removed), the share its new content holds: the summary, placeholders, re-attached files. What the "
+        "summary itself carries, apart from the verbatim tail; averaged over the compactions that dropped such a fact.",
+    ),
+    summary_recall_metric(1, "The same share for the facts the next recorded step used."),
+    Metric(
+        "compactions",
+        "compactions per session",
+        "neither",
+        "number",
+        0.5,
+        "Compactions that changed the context, per session.",
+        source="compactions",
+        per_session="size",
+        when_none=0,
+    ),
+    Metric(
+        "failed_compactions",
+        "failed compactions per session",
+        "lower",
+        "number",
+        0.0,
+        "Compactions that failed (the strategy raised).",
+        source="compactions",
+        per_session="size",
+        rows="failed",
+        when_none=0,
+    ),
+    Metric(
+        "summarizer_input_tokens",
+        "summarizer input tokens per session",
+        "lower",
+        "tokens",
+        0.0,
+        "Tokens sent to an LLM summarizer.",
+        source="compactions",
+        value="summarizer_input_tokens",
+        per_session="sum",
+        when_none=0,
+    ),
+    Metric(
+        "summarizer_output_tokens",
+        "summarizer output tokens per session",
+        "lower",
+        "tokens",
+        0.0,
+        "Tokens an LLM summarizer wrote.",
+        source="compactions",
+        value="summarizer_output_tokens",
+        per_session="sum",
+        when_none=0,
+    ),
+    Metric(
+        "summarizer_cost",
+        "summarizer cost per session ($)",
+        "lower",
+        "dollars",
+        0.005,
+        "What the LLM summarizer calls cost; unknown without a priced LLM summarizer.",
+        source="compactions",
+        value="summarizer_cost_usd",
+        per_session="sum_known",
+    ),
+    Metric(
+        "summary_drift",
+        "facts dropped between summaries",
+        "lower",
+        "share",
+        0.05,
+        "In sessions compacted two or more times with a summary: of the facts a summary carried that the five steps "
+        "after the next compaction still needed, the share the next summary dropped (pooled over the session's "
+        "consecutive summaries; no value without two summaries). See bench/scoring/drift.py.",
+        source="compactions",
+        value=("drift_dropped", "drift_carried"),
+        per_session="ratio",
+    ),
+    Metric(
+        "summary_pairs",
+        "consecutive summaries compared per session",
+        "neither",
+        "number",
+        0.0,
+        "Pairs of consecutive, different summaries in the session: what summary drift is measured on.",
+        source="compactions",
+        value="drift_carried",
+        per_session="count",
+        when_none=0,
+    ),
+    Metric(
+        "preservation_applicable",
+        "compactions scored per session",
+        "neither",
+        "number",
+        0.0,
+        "Compactions whose next step relied on facts from before it (the others are not applicable).",
+        source="compactions",
+        value="preservation_k1",
+        per_session="count",
+    ),
+    Metric(
+        "fallback_compactions",
+        "fallback compactions per session",
+        "lower",
+        "number",
+        0.0,
+        "Compactions done by a fallback after a step failed (`compactlab.contract.FALLBACK_MARK`): counted apart.",
+        source="compactions",
+        per_session="size",
+        rows="fell_back",
+        when_none=0,
     ),
     Metric(
         "over_window_share",
@@ -225,12 +384,10 @@ METRICS: tuple[Metric, ...] = (
         value="noop_before",
         per_session="sum",
     ),
-) + COMPACTION_ENTRIES
+) + kind_metrics()
 
 BY_NAME = {metric.name: metric for metric in METRICS}
-KIND_METRICS = tuple(
-    metric.name for metric in COMPACTION_ENTRIES if not metric.in_table
-)  # computed from the compaction rows (compactlab.gate.suite)
+KIND_METRICS = tuple(metric.name for metric in kind_metrics())  # computed from the compaction rows (compactlab.gate.suite)
 
 # The figures of a setting that every run surface shows (the CLI table, summary.json's leaderboard,
 # the report's leaderboard, `compactlab diff`), in this order.

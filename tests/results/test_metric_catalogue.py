@@ -63,7 +63,7 @@ def test_diff_and_gate_read_the_catalogue() -> None:
 # A metric as a maintainer adds one: its scorer and its entry, and no other line. Run in its own
 # interpreter, the entry joining the catalogue before any module reads it.
 _TRIAL = """
-from compactlab.results import catalogue_compactions
+from compactlab.results import catalogue
 from compactlab.results.metric import Metric, score_of
 from compactlab.scoring import compaction_scores
 
@@ -73,7 +73,7 @@ def last_user(messages, index, before, compacted):
     return {"last_user": {"score": kept}}
 
 compaction_scores.SCORERS += (last_user,)
-catalogue_compactions.COMPACTION_ENTRIES += (
+catalogue.METRICS += (
     Metric("last_user_kept", "last user message kept", "higher", "share", 0.05, "The trial.",
            source="compactions", value=score_of("last_user")),
 )
