@@ -7,7 +7,7 @@
   commits nothing. A run that opens the directory again cuts done.jsonl back to its last whole
   line and removes every part no line names, so rows of a unit that was cut off (by a kill, a full
   disk) are dropped before the unit is replayed again.
-- A run directory of an older format is read (or refused) by `compactlab.runs.run_format` alone.
+- A run directory of an older format is refused by `compactlab.runs.run_format` alone.
 - Everything else (config.json, meta.json, sessions.csv, summary.json, report.html) is written
   to a temporary file and renamed over the old one: a reader sees the old file or the new one.
 - `RunLock` holds an exclusive lock (`fcntl.flock` on `.lock`) while a process works in the
