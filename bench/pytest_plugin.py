@@ -59,11 +59,12 @@ class MetricValue:
 class ReplayResult:
     """One replay of sessions × one strategy: per-session metrics and assertion helpers."""
 
-    def __init__(self, description: str, table, compactions, sessions: int) -> None:
+    def __init__(self, description: str, table, compactions, sessions: int, lost: dict | None = None) -> None:
         self.description = description
         self.table = table  # pandas DataFrame: one row per session, every metric a column
         self.compactions = compactions  # pandas DataFrame: one row per compaction
         self.sessions = sessions
+        self.lost = lost or {}  # (session, metric) -> the items its compactions lost (`compactlab.gate.suite.lost_items`)
 
     def values(self, name: str) -> dict[str, float]:
         """The metric per session (sessions without a value left out)."""
@@ -115,18 +116,9 @@ class ReplayResult:
         return "\n".join(lines)
 
     def lost_items(self, session: str, metric: str = "preservation_k5") -> list[str]:
-        """Items ("kind:text") the session's compactions lost, for a preservation metric."""
-        parts = metric.split("_")
-        if parts[0] != "preservation" or len(parts) < 2 or parts[1] not in ("k1", "k5") or self.compactions.empty:
-            return []
-        kind = parts[2] if len(parts) > 2 else None
-        rows = self.compactions[self.compactions["session"] == session]
-        found: dict[str, None] = {}
-        for items in rows.get(f"{parts[1]}_lost", []):
-            for item in items if isinstance(items, list) else []:
-                if kind is None or item.startswith(kind + ":"):
-                    found.setdefault(item, None)
-        return list(found)
+        """Items ("kind:text") the session's compactions lost, as the metric counts them (none for a
+        metric that counts no items)."""
+        return self.lost.get((session, metric), [])
 
 
 def _known(name: str) -> None:
@@ -162,7 +154,7 @@ def replay(
     from dataclasses import replace
 
     from compactlab.gate.answers import gate_summarizer
-    from compactlab.gate.suite import metric_table
+    from compactlab.gate.suite import lost_items, metric_table
     from compactlab.runs import runs
     from compactlab.runs.run_config import RunConfig, setting_from
 
@@ -216,7 +208,7 @@ def replay(
     description = (
         f"{strategy} {json.dumps(settings, default=str)} on {', '.join(map(str, names))}, window {config.window_tokens or 'real'}"
     )
-    return ReplayResult(description, table, result.compactions, len(result.read.sessions))
+    return ReplayResult(description, table, result.compactions, len(result.read.sessions), lost_items(out))
 
 
 def _templates_no_model_reads(entry, settings: dict, summarizer_configured: bool) -> list[str]:

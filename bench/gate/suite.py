@@ -349,6 +349,15 @@ def offline(config: RunConfig) -> RunConfig:
     return replace(config, **changes)
 
 
+def lost_items(out: Path) -> dict[tuple[str, str], list[str]]:
+    """The items ("kind:text") each session's compactions lost, by (session, metric), as each metric's
+    catalogue entry counts them (`compactlab.results.compaction_values`), each item once."""
+    found: dict[tuple[str, str], dict[str, None]] = {}
+    for v in compaction_values(run_compaction_rows(out)):
+        found.setdefault((v.session, v.metric), {}).update(dict.fromkeys(v.lost))
+    return {key: list(items) for key, items in found.items()}
+
+
 def metric_table(out: Path, sessions: pd.DataFrame) -> pd.DataFrame:
     """`sessions` (a run's session_summary) plus the per-kind preservation columns, from the
     run directory's compaction rows."""

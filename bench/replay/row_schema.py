@@ -90,8 +90,11 @@ COMPACTION_TYPES: dict[str, ColumnType] = {
     "model_next_action": dict,
 }
 COMPACTION_COLUMNS = tuple(COMPACTION_TYPES)
-# What a replay writes (the judge adds `model_next_action` after it).
-REPLAY_COMPACTION_COLUMNS = COMPACTION_COLUMNS[: COMPACTION_COLUMNS.index("model_next_action")]
+# The columns the model judge adds to a row after the replay (`compactlab.scoring.judge`).
+JUDGE_COLUMNS = ("model_next_action",)
+# What a replay writes: every column but the judge's, wherever a column is declared (not a slice at
+# the judge's column: one declared after it would silently not be written).
+REPLAY_COMPACTION_COLUMNS = tuple(name for name in COMPACTION_COLUMNS if name not in JUDGE_COLUMNS)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from compactlab.llm.prices import resolve_prices
 from compactlab.results.leaderboard import ranked
 from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.recommendation import Recommendation
-from compactlab.runs.format_names import with_current_keys
 from compactlab.runs.report_inputs import RunEstimation, read_estimation, read_session_facts
 from compactlab.runs.run_files import DONE, read_done
 from compactlab.runs.run_format import upgraded_table
@@ -87,8 +86,8 @@ class RunData:
 
 
 def read_json(path: Path) -> dict | None:
-    """A run's JSON file, its keys under this format's names (`compactlab.runs.format_names`)."""
-    return with_current_keys(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None
+    """A run's JSON file (None when the run has none)."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 def load_run(path: str | Path) -> RunData:

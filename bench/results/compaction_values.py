@@ -1,25 +1,28 @@
-"""One value per compaction for the metrics whose per-session value is a mean over compactions.
+"""A compaction's scores flattened into the catalogue's per-row values: the one place they are read.
 
-The catalogue marks them (`Metric.per_compaction`): next-step preservation (k=1, k=5, and per item
-kind), summary recall, unrecoverable loss and re-acquisition cost. The per-session table averages these values; the CI gate (`compactlab.gate.gate`)
-also keeps them, so that it can resample the compactions within each session as well as the
-sessions, and list the facts a regressed setting lost. Read from a run's compaction rows (as
-`compactions.jsonl` holds them): failed compactions and compactions where the metric is not
-applicable give no value.
+A compaction row holds its scores as the scorers made them (`preservation`: {"k1": {...}, "k5":
+{...}}, `compactlab.scoring.compaction_scores`); every metric of the catalogue whose per-row value is a
+function of them (`Metric.scored`) reads its value there, through its entry. The compaction frame
+(`compactlab.results.metrics.compactions_frame`) gets one column per such metric (`flattened`); the
+CI gate (`compactlab.gate.gate`) keeps each per-compaction value with the items it counts as lost
+(`compaction_values`), so that it can resample the compactions within each session as well as the
+sessions, and list the facts a regressed setting lost. Failed compactions and compactions where the
+metric is not applicable give no value.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from compactlab.results.catalogue import BY_NAME, ITEM_KINDS
-from compactlab.results.metrics import loss_values
+from compactlab.results.catalogue import METRICS
 
 
 @dataclass(frozen=True)
 class CompactionValue:
+    """One per-compaction value of a metric, where it was made, and the items it counts as lost."""
+
     session: str
     setting: str
     at: int  # the message index the compaction happened before: the same point in another run
@@ -28,30 +31,27 @@ class CompactionValue:
     lost: tuple[str, ...]  # the items ("kind:text") the metric counts as lost at this compaction
 
 
-PER_COMPACTION = tuple(m.name for m in BY_NAME.values() if m.per_compaction)
+# The metrics whose per-row value a compaction's scores give: the frame's columns (those of the
+# per-session table), and the gate's values (every mean over compactions).
+SCORED = tuple(m.name for m in METRICS if m.scored and m.in_table)
+_FLATTENED = tuple(m for m in METRICS if m.scored and m.in_table)
+_PER_COMPACTION = tuple(m for m in METRICS if m.scored and m.per_compaction)
+
+
+def flattened(scores: Mapping[str, Any]) -> dict[str, float | None]:
+    """One compaction's value of each scored metric of the per-session table (None: not applicable)."""
+    return {entry.name: entry.value(scores) for entry in _FLATTENED}  # type: ignore[operator,misc]
 
 
 def compaction_values(rows: Iterable[dict]) -> Iterator[CompactionValue]:
-    """The per-compaction values of every `PER_COMPACTION` metric in these compaction rows."""
+    """The per-compaction values of every metric that is a mean over compactions, in these compaction rows."""
     for row in rows:
         if row.get("failed"):
             continue
         where = (row["session"], row["setting"], int(row["message_index"]))
-        for key, found in (row.get("preservation") or {}).items():
-            if found.get("score") is not None:
-                yield CompactionValue(*where, f"preservation_{key}", float(found["score"]), tuple(found.get("lost", ())))
-            if found.get("summary_recall") is not None:
-                yield CompactionValue(
-                    *where, f"summary_recall_{key}", float(found["summary_recall"]), tuple(found.get("summary_lost", ()))
-                )
-            if key == "k5":  # recoverability is split on the widest k (compactlab.results.metrics.loss_values)
-                for name, value in loss_values(found).items():
-                    if value is not None:
-                        lost = found["lost_unrecoverable"] if name == "unrecoverable_loss" else found["lost_recoverable"]
-                        yield CompactionValue(*where, name, value, tuple(lost))
-            needed = Counter(item.split(":", 1)[0] for item in found.get("needed", []))
-            lost = found.get("lost", [])
-            for kind in ITEM_KINDS:
-                if needed[kind]:
-                    of_kind = tuple(item for item in lost if item.split(":", 1)[0] == kind)
-                    yield CompactionValue(*where, f"preservation_{key}_{kind}", 1 - len(of_kind) / needed[kind], of_kind)
+        scores = row.get("preservation") or {}
+        for entry in _PER_COMPACTION:
+            value = entry.value(scores)  # type: ignore[operator,misc]
+            if value is not None:
+                lost = tuple(entry.lost(scores)) if entry.lost is not None else ()
+                yield CompactionValue(*where, entry.name, float(value), lost)

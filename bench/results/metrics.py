@@ -17,10 +17,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from compactlab.contract import fell_back
+from compactlab.contract import fell_back as fell_back_note
 from compactlab.llm.prices import PriceTable, price_for
 from compactlab.replay.replay import CallColumns, CompactionRow
+from compactlab.results.catalogue import METRICS
+from compactlab.results.compaction_values import SCORED, flattened
 from compactlab.results.fidelity_figures import summary_sha
+from compactlab.results.metric import Metric
 from compactlab.scoring.drift import drift_counts
 from compactlab.tokens.calibration import model_family
 
@@ -103,47 +106,22 @@ def _priced(price, parts: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
+    """The compaction rows as a frame, their scores flattened into one column per scored metric of the
+    catalogue (`compactlab.results.compaction_values.flattened`) and summary drift's counts."""
     records = []
     rows = _dicts(rows)
     for record, drift in zip(rows, drift_counts(rows)):
         record = dict(record)
         # Summary drift (compactlab.scoring.drift): facts the previous summary carried and this one dropped.
         record["drift_carried"], record["drift_dropped"] = drift if drift is not None else (None, None)
-        scores = record.pop("preservation")
-        for key in ("k1", "k5"):
-            found = scores.get(key, {})
-            record[f"{key}_score"] = found.get("score")
-            record[f"{key}_needed"] = len(found.get("needed", []))
-            record[f"{key}_lost"] = found.get("lost", [])
-            record[f"{key}_recall"] = found.get("summary_recall")  # compactlab.scoring.summary_recall
-            record[f"{key}_summary_lost"] = found.get("summary_lost", [])
-        # Lost items by recoverability (compactlab.scoring.recoverability), on k5.
-        record.update(loss_values(scores.get("k5", {})))
+        record.update(flattened(record.pop("preservation", None) or {}))
         records.append(record)
     frame = pd.DataFrame(records)
     # None where not applicable: numbers with NaN, not objects (also in one session's rows, where every score may be None).
-    for column in ("k1_score", "k5_score", "k1_recall", "k5_recall", "drift_carried", "drift_dropped", *LOSS_COLUMNS):
+    for column in ("drift_carried", "drift_dropped", *SCORED):
         if column in frame:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
     return frame
-
-
-LOSS_COLUMNS = ("unrecoverable_loss", "reacquisition_tokens", "reacquisition_calls")
-
-
-def loss_values(found: dict) -> dict[str, float | None]:
-    """One compaction's recoverability figures from its k5 score (`compactlab.scoring.recoverability`):
-    the share of the needed items lost for good (unrecoverable), and the tokens and tool calls that
-    getting the recoverable lost items back would cost. None where nothing was needed (not
-    applicable, as preservation) or the row predates the split."""
-    needed = len(found.get("needed", []))
-    if not needed or "lost_unrecoverable" not in found:
-        return dict.fromkeys(LOSS_COLUMNS)
-    return {
-        "unrecoverable_loss": len(found["lost_unrecoverable"]) / needed,
-        "reacquisition_tokens": float(found["reacquisition_tokens"]),
-        "reacquisition_calls": float(found["reacquisition_calls"]),
-    }
 
 
 def recorded_fidelity(compactions: pd.DataFrame, calls: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -169,97 +147,72 @@ def _model_at(calls: pd.DataFrame, session: str, setting: str, number: int) -> s
     return None if rows.empty else rows.loc[rows["call"].idxmax(), "model"]
 
 
+# The per-session table's columns by where they come from, each in the catalogue's order.
+CALL_METRICS = tuple(m for m in METRICS if m.in_table and m.source == "calls")
+COMPACTION_METRICS = tuple(m for m in METRICS if m.in_table and m.source == "compactions")
+SESSION_METRICS = tuple(m for m in METRICS if m.in_table and m.source == "sessions")
+TABLE_COLUMNS = ("session", "setting", *(m.name for m in (*CALL_METRICS, *COMPACTION_METRICS, *SESSION_METRICS)))
+_MEASURED = list(TABLE_COLUMNS[: len(TABLE_COLUMNS) - len(SESSION_METRICS)])  # (the others are computed from them)
+# pandas' grouped aggregation of each per-session rule ("total", "sum_known" and "ratio" also count).
+_PANDAS = {"size": "size", "sum": "sum", "mean": "mean", "max": "max", "min": "min", "count": "count", "total": "sum"}
+_PANDAS |= {"sum_known": "sum"}
+
+
 def session_summary(
     calls: pd.DataFrame, compactions: pd.DataFrame, groups: tuple[np.ndarray, list[tuple[str, str]]] | None = None
 ) -> pd.DataFrame:
-    """One row per session × setting: the numbers the statistics and the report compare.
+    """One row per session × setting: the numbers the statistics and the report compare, each the
+    catalogue entry's rule over the session's rows (`compactlab.results.metric.Metric`): the plain
+    definition, which `compactlab.results.summary_arrays` computes faster and must equal to the bit.
     `groups`: the rows' session × setting as `summary_groups` numbers them, when the caller has them."""
     if calls.empty:
         return pd.DataFrame()
     keys = ["session", "setting"] if groups is None else groups[0]
     calls = calls.assign(floor_tokens=smallest_prompts(calls, keys))
-    grouped = calls.groupby(keys, sort=True)
-    summary = grouped.agg(
-        calls=("call", "size"),
-        noop_compactions=("noop_before", "sum"),
-        peak_full=("full_tokens", "max"),
-        peak_context=("context_tokens", "max"),
-        billed_full=("full_tokens", "sum"),
-        billed_context=("context_tokens", "sum"),
-        over_window_calls=("over_window", "sum"),
-        fixed_tokens=("full_tokens", "min"),
-        floor_tokens=("floor_tokens", "max"),
-        window=("window", "max"),
-        cost_full=("cost_full", "sum"),
-        cost_context=("cost_context", "sum"),
-        cost_full_known=("cost_full", "count"),
-        cost_context_known=("cost_context", "count"),
-    )
+    summary = _aggregated(calls.groupby(keys, sort=True), CALL_METRICS, "call")
     if groups is not None:  # grouped by number: the index back to session × setting
         summary.index = pd.MultiIndex.from_tuples([groups[1][number] for number in summary.index], names=["session", "setting"])
     summary = summary.reset_index()
-    # A session's cost is unknown when any of its calls' is (a model without a price).
-    for column in ("cost_full", "cost_context"):
-        known = summary.pop(f"{column}_known")
-        summary[column] = summary[column].where(known == summary["calls"])
     if not compactions.empty:
-        done = compactions[compactions["failed"].isna()]
-        per = done.groupby(["session", "setting"]).agg(
-            compactions=("call", "size"),
-            summarizer_input_tokens=("summarizer_input_tokens", "sum"),
-            summarizer_output_tokens=("summarizer_output_tokens", "sum"),
-            summarizer_cost=("summarizer_cost_usd", "sum"),
-            summarizer_cost_known=("summarizer_cost_usd", "count"),
-            preservation_k1=("k1_score", "mean"),
-            preservation_k5=("k5_score", "mean"),
-            preservation_applicable=("k1_score", "count"),
-            summary_recall_k1=("k1_recall", "mean"),
-            summary_recall_k5=("k5_recall", "mean"),
-            unrecoverable_loss=("unrecoverable_loss", "mean"),
-            reacquisition_tokens=("reacquisition_tokens", "mean"),
-            reacquisition_calls=("reacquisition_calls", "mean"),
-            summary_pairs=("drift_carried", "count"),
-            drift_carried=("drift_carried", "sum"),
-            drift_dropped=("drift_dropped", "sum"),
-        )
-        per["summary_drift"] = (per.pop("drift_dropped") / per.pop("drift_carried")).where(per["summary_pairs"] > 0)
-        # No LLM summarizer call with a price: the cost is unknown, not zero.
-        per["summarizer_cost"] = per["summarizer_cost"].where(per.pop("summarizer_cost_known") > 0)
-        failed = compactions[compactions["failed"].notna()].groupby(["session", "setting"]).size().rename("failed_compactions")
+        failed = compactions["failed"].notna()
         # Done, but by a fallback after a step failed (compactlab.contract.FALLBACK_MARK): counted apart.
-        # (astype: with every compaction failed, `done` is empty and an empty object mask would select columns)
-        fallbacks = (
-            done[done["note"].map(fell_back).astype(bool)].groupby(["session", "setting"]).size().rename("fallback_compactions")
-        )
-        summary = (
-            summary.join(per, on=["session", "setting"])
-            .join(failed, on=["session", "setting"])
-            .join(fallbacks, on=["session", "setting"])
-        )
-    for column in (
-        "compactions",
-        "failed_compactions",
-        "fallback_compactions",
-        "summarizer_input_tokens",
-        "summarizer_output_tokens",
-        "summary_pairs",
-    ):
-        summary[column] = summary.get(column, pd.Series(0, index=summary.index)).fillna(0).astype(int)
-    for column in (
-        "summarizer_cost",
-        "preservation_k1",
-        "preservation_k5",
-        "summary_recall_k1",
-        "summary_recall_k5",
-        "summary_drift",
-        *LOSS_COLUMNS,
-    ):
-        if column not in summary:
-            summary[column] = float("nan")
-    summary["removed_share"] = 1 - summary["billed_context"] / summary["billed_full"]
-    summary["kept_ratio"] = summary["billed_full"] / summary["billed_context"]
-    summary["total_cost"] = summary["cost_context"] + summary["summarizer_cost"].fillna(0)
-    return with_derived(summary)
+        # (astype: with every compaction failed, the done rows are empty and an empty object mask would select columns)
+        fell_back = ~failed & compactions["note"].map(fell_back_note).astype(bool)
+        for rows, mask in (("done", ~failed), ("failed", failed), ("fell_back", fell_back)):
+            entries = tuple(m for m in COMPACTION_METRICS if m.rows == rows)
+            per = _aggregated(compactions[mask].groupby(["session", "setting"]), entries, "call")
+            summary = summary.join(per, on=["session", "setting"])
+    for entry in COMPACTION_METRICS:  # a session without such rows: 0 where it counts, else no value
+        if entry.when_none is not None:
+            summary[entry.name] = summary.get(entry.name, pd.Series(0, index=summary.index)).fillna(0).astype(int)
+        elif entry.name not in summary:
+            summary[entry.name] = float("nan")
+    return with_derived(summary[_MEASURED])
+
+
+def _aggregated(grouped, entries: tuple[Metric, ...], any_column: str) -> pd.DataFrame:
+    """Each entry's per-session rule over the grouped rows, as pandas computes it."""
+    named: dict[str, tuple[str, str]] = {" rows": (any_column, "size")}
+    for entry in entries:
+        if entry.per_session == "ratio":
+            numerator, denominator = entry.ratio_columns
+            named |= {entry.name: (numerator, "sum"), f"{entry.name} of": (denominator, "sum")}
+            named[f"{entry.name} known"] = (denominator, "count")
+            continue
+        column = any_column if entry.per_session == "size" else entry.column
+        named[entry.name] = (column, _PANDAS[entry.per_session])
+        if entry.per_session in ("total", "sum_known"):
+            named[f"{entry.name} known"] = (column, "count")
+    table = grouped.agg(**named)
+    rows = table.pop(" rows")
+    for entry in entries:
+        if entry.per_session == "total":  # unknown when any row's is (a call of a model without a price)
+            table[entry.name] = table[entry.name].where(table.pop(f"{entry.name} known") == rows)
+        elif entry.per_session == "sum_known":  # no known value (no priced LLM summarizer call): unknown, not 0
+            table[entry.name] = table[entry.name].where(table.pop(f"{entry.name} known") > 0)
+        elif entry.per_session == "ratio":
+            table[entry.name] = (table[entry.name] / table.pop(f"{entry.name} of")).where(table.pop(f"{entry.name} known") > 0)
+    return table
 
 
 def smallest_prompts(calls: pd.DataFrame, keys) -> pd.Series:
@@ -278,23 +231,10 @@ def smallest_prompts(calls: pd.DataFrame, keys) -> pd.Series:
 
 
 def with_derived(summary: pd.DataFrame) -> pd.DataFrame:
-    """The per-session columns computed from the others (`compactlab.results.catalogue` describes each). Always
-    computed from the others wherever a table is made or upgraded (`compactlab.runs.run_format`), so they
-    cannot disagree with the columns they come from."""
-    derived = {
-        # A session the setting never compacted lost nothing: without this a setting that never
-        # fires would have no score at all, and could look best.
-        "preservation_or_untouched": lambda s: s["preservation_k1"].where(s["compactions"] > 0, 1.0),
-        "over_window_share": lambda s: s["over_window_calls"] / s["calls"],
-        # Over-window calls of a session where the setting tried and every attempt removed nothing: it
-        # could not act there (e.g. prune at a window smaller than the tool output it protects), which
-        # the loop guard's no-ops would otherwise hide behind "0.0% removed".
-        "over_window_unacted_calls": lambda s: s["over_window_calls"].where(
-            (s["compactions"] == 0) & (s.get("noop_compactions", 0) > 0), 0
-        ),
-        "cost_change": lambda s: s["total_cost"] - s["cost_full"],
-    }
-    return summary.assign(**derived)
+    """The per-session columns computed from the others (the catalogue's entries of source "sessions",
+    in its order). Always computed from the others wherever a table is made or read back
+    (`compactlab.runs.run_format`), so they cannot disagree with the columns they come from."""
+    return summary.assign(**{entry.name: entry.value for entry in SESSION_METRICS})
 
 
 def compression_label(removed_share: float) -> str:

@@ -1,14 +1,16 @@
 """`session_summary` on arrays: the same rows, to the bit, without a pandas groupby or join.
 
-`compactlab.results.metrics.session_summary` is the definition (a groupby with its aggregations,
-a second one over the compactions, three joins); a worker computes it for every session it
+`compactlab.results.metrics.session_summary` is the definition (each catalogue entry's rule as a
+groupby aggregation, over the calls and over the compactions, and joins); a worker computes it for every session it
 replays, where the frames are small and pandas' machinery costs more than the arithmetic. This
 computes the same table from the columns' arrays: rows ordered by session × setting once
 (stable, so each group keeps its row order), then every aggregation as one pass over the
 ordered arrays. Float sums and means are made as pandas' grouped `sum` and `mean` make them, so the
 figures agree to the last bit: where the rows come grouped already (group numbers never decrease)
 and no value is NaN, `np.add.reduceat` over each group; otherwise compensated (Kahan) sums in row
-order skipping NaN. `tests/results/test_summary_arrays.py` holds the two to equality on real replays.
+order skipping NaN. Both are made from the same entries (`compactlab.results.metric.Metric`), so a
+new metric needs no line here; `tests/results/test_summary_arrays.py` holds the two to equality on
+real replays.
 """
 
 from __future__ import annotations
@@ -17,16 +19,10 @@ import numpy as np
 import pandas as pd
 
 from compactlab.contract import fell_back
-from compactlab.results.metrics import LOSS_COLUMNS, with_derived
+from compactlab.results.metric import Metric
+from compactlab.results.metrics import _MEASURED, CALL_METRICS, COMPACTION_METRICS, with_derived
 
-# The means over a setting's compactions, by column of the sessions table and of the compactions frame.
-_MEANS = {
-    "preservation_k1": "k1_score",
-    "preservation_k5": "k5_score",
-    "summary_recall_k1": "k1_recall",
-    "summary_recall_k5": "k5_recall",
-    **{column: column for column in LOSS_COLUMNS},
-}
+_REDUCE = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
 class _Groups:
@@ -82,41 +78,25 @@ def summary_from_arrays(
         return pd.DataFrame()
     numbers, pairs = groups if groups is not None else _numbered(calls["session"], calls["setting"])
     by = _Groups(np.asarray(numbers), len(pairs))
-    full, context = calls["full_tokens"].to_numpy(), calls["context_tokens"].to_numpy()
-    table: dict[str, object] = {
-        "session": [p[0] for p in pairs],
-        "setting": [p[1] for p in pairs],
-        "calls": by.sizes.astype(np.int64),
-        "noop_compactions": by.reduce(np.add, calls["noop_before"].to_numpy()),
-        "peak_full": by.reduce(np.maximum, full),
-        "peak_context": by.reduce(np.maximum, context),
-        "billed_full": by.reduce(np.add, full),
-        "billed_context": by.reduce(np.add, context),
-        "over_window_calls": by.reduce(np.add, calls["over_window"].to_numpy().astype(np.int64)),
-        "fixed_tokens": by.reduce(np.minimum, full),
-        "floor_tokens": by.reduce(np.maximum, _floors(by, full)),
-        "window": by.reduce(np.maximum, calls["window"].to_numpy()),
-    }
-    for column in ("cost_full", "cost_context"):
-        total, known = by.sum_and_count(calls[column].to_numpy())
-        table[column] = np.where(known == by.sizes, total, np.nan)  # unknown when any call's is
+    table: dict[str, object] = {"session": [p[0] for p in pairs], "setting": [p[1] for p in pairs]}
+    floors = {"floor_tokens": _floors(by, calls["full_tokens"].to_numpy())}  # (the per-call floor of session_summary)
+    for entry in CALL_METRICS:
+        if entry.per_session == "size":
+            table[entry.name] = by.sizes.astype(np.int64)
+            continue
+        values = floors[entry.column] if entry.column in floors else calls[entry.column].to_numpy()
+        if entry.per_session == "total":
+            total, known = by.sum_and_count(values)
+            table[entry.name] = np.where(known == by.sizes, total, np.nan)  # unknown when any call's is
+        else:
+            table[entry.name] = by.reduce(_REDUCE[entry.per_session], values.astype(np.int64) if values.dtype == bool else values)
     if not compactions.empty:
         table.update(_compaction_columns(compactions, {pair: number for number, pair in enumerate(pairs)}, len(pairs)))
     else:
-        for column in ("compactions", "failed_compactions", "fallback_compactions"):
-            table[column] = np.zeros(len(pairs), dtype=np.int64)
-        for column in ("summarizer_input_tokens", "summarizer_output_tokens", "summary_pairs"):
-            table[column] = np.zeros(len(pairs), dtype=np.int64)
-        for column in ("summarizer_cost", "preservation_k1", "preservation_k5", "summary_recall_k1", "summary_recall_k5"):
-            table[column] = np.full(len(pairs), np.nan)
-        table["summary_drift"] = np.full(len(pairs), np.nan)
-        for column in LOSS_COLUMNS:
-            table[column] = np.full(len(pairs), np.nan)
-    summary = pd.DataFrame(table)
-    summary["removed_share"] = 1 - summary["billed_context"] / summary["billed_full"]
-    summary["kept_ratio"] = summary["billed_full"] / summary["billed_context"]
-    summary["total_cost"] = summary["cost_context"] + summary["summarizer_cost"].fillna(0)
-    return with_derived(summary)
+        for entry in COMPACTION_METRICS:  # no compaction: 0 where it counts, else no value
+            none = entry.when_none
+            table[entry.name] = np.full(len(pairs), np.nan) if none is None else np.full(len(pairs), none, dtype=np.int64)
+    return with_derived(pd.DataFrame(table)[_MEASURED])
 
 
 def _numbered(sessions: pd.Series, settings: pd.Series) -> tuple[np.ndarray, list[tuple[str, str]]]:
@@ -143,44 +123,58 @@ def _floors(by: _Groups, full: np.ndarray) -> np.ndarray:
 
 
 def _compaction_columns(compactions: pd.DataFrame, number: dict[tuple[str, str], int], count: int) -> dict[str, np.ndarray]:
-    """The compaction figures of each session × setting, in `session_summary`'s column order
-    (a group without a compaction row gets what its joins leave there: NaN, or 0 where it counts)."""
+    """The compaction figures of each session × setting (a group without such compaction rows gets what
+    `session_summary`'s joins leave there: NaN, or 0 where it counts)."""
     rows = np.fromiter(
         (number[pair] for pair in zip(compactions["session"].tolist(), compactions["setting"].tolist())), dtype=np.intp
     )
     failed = compactions["failed"].notna().to_numpy()
-    done = ~failed
-    done_groups = _Groups(rows[done], count)  # (a group without rows sums to 0 of 0 values)
-    present = done_groups.sizes > 0  # groups the joined groupby holds
+    masks = {"done": ~failed, "failed": failed}
+    masks["fell_back"] = ~failed & compactions["note"].map(fell_back).to_numpy(dtype=bool)
+    columns: dict[str, np.ndarray] = {}
+    for kind, mask in masks.items():
+        entries = [entry for entry in COMPACTION_METRICS if entry.rows == kind]
+        if entries:
+            columns.update(_columns_of(compactions, entries, rows, mask, count))
+    return columns
 
-    def counted(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(rows[mask], minlength=count).astype(np.int64)
+
+def _columns_of(
+    compactions: pd.DataFrame, entries: list[Metric], rows: np.ndarray, mask: np.ndarray, count: int
+) -> dict[str, np.ndarray]:
+    """The `entries`' figures over the compaction rows `mask` selects."""
+    groups = _Groups(rows[mask], count)  # (a group without rows sums to 0 of 0 values)
+    present = groups.sizes > 0  # groups the joined groupby holds
 
     def sums(column: str) -> tuple[np.ndarray, np.ndarray]:
-        values = pd.to_numeric(compactions[column], errors="coerce").to_numpy(dtype=float)[done]
-        return done_groups.sum_and_count(values)
+        values = pd.to_numeric(compactions[column], errors="coerce").to_numpy(dtype=float)[mask]
+        return groups.sum_and_count(values)
 
-    columns: dict[str, np.ndarray] = {"compactions": counted(done)}
-    for column in ("summarizer_input_tokens", "summarizer_output_tokens"):
-        total, _ = sums(column)
-        columns[column] = total.astype(np.int64)
-    total, known = sums("summarizer_cost_usd")
-    columns["summarizer_cost"] = np.where(present & (known > 0), total, np.nan)
-    if compactions["summarizer_cost_usd"].dtype == object:  # no cost anywhere (None): pandas' sum keeps the objects
-        columns["summarizer_cost"] = columns["summarizer_cost"].astype(object)
-    for name, column in _MEANS.items():
-        total, known = sums(column)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            columns[name] = np.where(known > 0, total / np.maximum(known, 1), np.nan)
-        if name == "preservation_k5":
-            _, applicable = sums("k1_score")
-            columns["preservation_applicable"] = applicable if present.all() else np.where(present, applicable, np.nan)
-    carried, pairs = sums("drift_carried")
-    dropped, _ = sums("drift_dropped")
-    columns["summary_pairs"] = pairs
-    with np.errstate(invalid="ignore", divide="ignore"):
-        columns["summary_drift"] = np.where(present & (pairs > 0), dropped / carried, np.nan)
-    columns["failed_compactions"] = counted(failed)
-    fallbacks = done & compactions["note"].map(fell_back).to_numpy(dtype=bool)
-    columns["fallback_compactions"] = counted(fallbacks)
+    columns: dict[str, np.ndarray] = {}
+    for entry in entries:
+        name, rule = entry.name, entry.per_session
+        if rule == "size":
+            columns[name] = groups.sizes.astype(np.int64)
+        elif rule == "ratio":
+            numerator, denominator = entry.ratio_columns
+            (dropped, _), (carried, known) = sums(numerator), sums(denominator)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                columns[name] = np.where(present & (known > 0), dropped / carried, np.nan)
+        else:
+            total, known = sums(entry.column)
+            if rule == "mean":
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    columns[name] = np.where(known > 0, total / np.maximum(known, 1), np.nan)
+            elif rule == "sum_known":
+                columns[name] = np.where(present & (known > 0), total, np.nan)
+                if compactions[entry.column].dtype == object:  # no value anywhere (None): pandas' sum keeps the objects
+                    columns[name] = columns[name].astype(object)
+            elif rule == "count" and entry.when_none is None:
+                columns[name] = known if present.all() else np.where(present, known, np.nan)
+            elif rule == "count":
+                columns[name] = known
+            elif rule == "sum" and entry.when_none is not None:
+                columns[name] = total.astype(np.int64)
+            else:
+                raise ValueError(f"metric {name!r}: no array rule for {rule!r} over compactions (add one beside the plain one)")
     return columns

@@ -20,7 +20,7 @@ import pandas as pd
 
 def unfit_sessions(sessions: pd.DataFrame) -> dict[str, str]:
     """Session id -> why no setting can keep it under the window, for every such session of a run's
-    per-session table (a floor unknown, NaN, in an upgraded table of an earlier format: none, `compactlab.runs.run_format`)."""
+    per-session table (a floor unknown, NaN, in a table written before the column: none, `compactlab.runs.run_format`)."""
     if sessions.empty:
         return {}
     # The floor and the window are the session's, the same under every setting.

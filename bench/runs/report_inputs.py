@@ -22,7 +22,6 @@ from pathlib import Path
 import pandas as pd
 
 from compactlab.runs.estimation_parts import EstimationParts
-from compactlab.runs.format_names import run_file, with_current_columns, with_current_keys
 from compactlab.runs.prompt_size_check import kept_tail_errors
 from compactlab.runs.run_files import before_write, naming, write_atomic
 from compactlab.sessions.importers import utf8_text
@@ -114,8 +113,8 @@ def write_report_inputs(out: Path, session_facts: pd.DataFrame, estimation: Esti
 
 
 def read_session_facts(out: Path) -> dict[str, dict]:
-    path = run_file(out, SESSION_FACTS)
-    return with_current_keys(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else {}
+    path = Path(out) / SESSION_FACTS
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 @dataclass(frozen=True)
@@ -132,10 +131,10 @@ def read_estimation(out: Path) -> RunEstimation | None:
     path = Path(out) / ESTIMATION_DOCUMENT
     if not path.exists():
         return None
-    document = with_current_keys(json.loads(path.read_text(encoding="utf-8")))
+    document = json.loads(path.read_text(encoding="utf-8"))
     fits = {family: Fit(**{**fit, "sessions": tuple(fit["sessions"])}) for family, fit in document["fits"].items()}
     result = EstimationResult(
-        with_current_columns(pd.read_parquet(Path(out) / ESTIMATION_CALLS)),
+        pd.read_parquet(Path(out) / ESTIMATION_CALLS),
         fits,
         document["sessions_without_calls"],
         tuple(document["damaged_sessions"]),

@@ -7,7 +7,7 @@
   commits nothing. A run that opens the directory again cuts done.jsonl back to its last whole
   line and removes every part no line names, so rows of a unit that was cut off (by a kill, a full
   disk) are dropped before the unit is replayed again.
-- A run directory of an older format is read (or refused) by `compactlab.runs.run_format` alone.
+- A run directory of an older format is refused by `compactlab.runs.run_format` alone.
 - Everything else (config.json, meta.json, sessions.csv, summary.json, report.html) is written
   to a temporary file and renamed over the old one: a reader sees the old file or the new one.
 - `RunLock` holds an exclusive lock (`fcntl.flock` on `.lock`) while a process works in the
@@ -25,8 +25,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from compactlab.runs.format_names import with_current_keys
 
 DONE = "done.jsonl"
 LOCK = ".lock"
@@ -163,7 +161,7 @@ def read_done(path: Path) -> DoneLog:
         if not line.strip():
             continue
         try:
-            record = with_current_keys(json.loads(line))  # (an older format's commit says transcript)
+            record = json.loads(line)
             units.update((record["session"], label) for label in record["settings"])
             hashes[record["file"]] = record["file_sha256"]
             parts.setdefault(record["session"], []).append(dict(record["parts"]))
@@ -186,7 +184,7 @@ def drop_commits(out: Path, sessions: set[str]) -> None:
     log = read_done(path)
     with path.open("rb") as handle:
         whole = handle.read(log.size).decode("utf-8", "surrogateescape").splitlines(keepends=True)
-    kept = [line for line in whole if not line.strip() or with_current_keys(json.loads(line)).get("session") not in sessions]
+    kept = [line for line in whole if not line.strip() or json.loads(line).get("session") not in sessions]
     write_atomic(path, "".join(kept))
 
 

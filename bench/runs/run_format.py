@@ -1,19 +1,20 @@
-"""The run directory's format number, and the one step that reads a directory of an older format.
+"""The run directory's format number, and the one step that reads a run directory or refuses it by name.
 
 meta.json's `format` says how a run directory was written; every reader of a run directory goes
 through `checked` (or `upgraded_table`), so no other module branches on how old a directory is.
 
-- 1: rows appended to `calls.jsonl` and `compactions.jsonl`, done.jsonl recording where they end
-  (or one unit per line). Not read: it is refused, naming the format (replay it with this version).
-- 2: Parquet row parts committed by done.jsonl (`compactlab.runs.run_storage`), no format number.
-  Read: its table (transcripts.csv) gets the columns later versions added (`upgraded_table`); it has
-  no per-session facts nor estimation (`compactlab.runs.report_inputs`), which the report says it lacks.
-- 3: meta.json holds the number; the run writes its per-session facts and, when asked, its token
-  estimation. Its files, columns and keys say "transcript" and "config" (`transcripts.csv`, the
-  `transcript` and `config` columns, `sessions.json` for the facts). Read: `compactlab.runs.format_names`
-  gives them format 4's names.
-- 4 (`FORMAT`, this version): one word for each thing (issue 30 §3): `sessions.csv`,
-  `session_facts.json`, the `session` and `setting` columns and keys.
+Format 4 (`FORMAT`) is the only one this version reads: Parquet row parts committed by done.jsonl
+(`compactlab.runs.run_storage`), `sessions.csv`, `session_facts.json`, the `session` and `setting`
+columns and keys, meta.json and summary.json as their JSON Schemas say (bench/runs/schema/
+run-meta-v4.schema.json, run-summary-v4.schema.json: versioned with this number).
+Formats 1 to 3 (rows in `calls.jsonl`; no format number; the older words "transcript" and "config")
+were written by development versions before 0.1.0 had users: refused by name, with the command
+that replays them.
+
+A column added to the rows or to the per-session table is not a format event: a run written before
+it reads it as absent (empty: NaN in the table, None in a row), so its figure is "–" where it was not
+measured (`upgraded_table`, `compactlab.runs.run_storage`). A change that makes an older directory
+mean something else (a column renamed, a file moved) is one: it takes `FORMAT + 1`.
 
 `--resume` continues a directory of this format only: one run's rows stay of one format.
 
@@ -27,14 +28,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from compactlab.results.metrics import LOSS_COLUMNS, with_derived
-from compactlab.runs.format_names import run_file, with_current_columns
+from compactlab.results.metrics import TABLE_COLUMNS, with_derived
 from compactlab.runs.run_files import DONE
 from compactlab.sessions.neutralise import read_csv
 
 FORMAT = 4
-FIRST_READ = 2  # the oldest format this version reads
 OLD_ROW_FILES = ("calls.jsonl", "compactions.jsonl")  # format 1's rows (an overwritten run directory loses them)
+# What each format this version refuses was, for the refusal.
+_REFUSED = {
+    1: "rows appended to calls.jsonl and compactions.jsonl, by compactlab before the Parquet row parts",
+    2: "Parquet row parts, meta.json without a format number",
+    3: 'transcripts.csv and the older words "transcript" and "config"',
+}
 
 
 class UnreadableFormat(ValueError):
@@ -76,27 +81,20 @@ def checked(out: Path, meta: dict | None = None) -> int:
     found = format_of(out, meta)
     if found > FORMAT:
         raise UnreadableFormat(
-            f"{out}: run directory format {found}, written by a newer compactlab; this version reads formats "
-            f"{FIRST_READ} to {FORMAT}: upgrade compactlab"
+            f"{out}: run directory format {found}, written by a newer compactlab; this version reads format "
+            f"{FORMAT}: upgrade compactlab"
         )
-    if found < FIRST_READ:
+    if found < FORMAT:
         raise UnreadableFormat(
-            f"{out}: run directory format {found} (rows appended to calls.jsonl and compactions.jsonl, by compactlab "
-            f"before the Parquet row parts); this version reads formats {FIRST_READ} to {FORMAT}: replay it with "
-            f"`compactlab run` (another --out)"
+            f"{out}: run directory format {found} ({_REFUSED.get(found, 'an older layout')}); this version reads "
+            f"format {FORMAT} only: replay it with `compactlab run` (another --out)"
         )
     return found
 
 
 def resumable(out: Path) -> int:
     """The format of the run directory `out` when `--resume` may continue it: this version's only."""
-    found = checked(out)
-    if found != FORMAT:
-        raise UnreadableFormat(
-            f"{out}: run directory format {found}; --resume continues a run of format {FORMAT} only (its rows would "
-            f"mix two formats): replay it with `compactlab run` (another --out), or read it as it is (`compactlab report`)"
-        )
-    return found
+    return checked(out)
 
 
 def meta_format() -> dict[str, int]:
@@ -105,20 +103,19 @@ def meta_format() -> dict[str, int]:
 
 
 def upgraded_table(out: Path, meta: dict) -> pd.DataFrame:
-    """sessions.csv (gzipped in a committed reference run) as this version writes it: a table of
-    format 2 gets the columns added since, unknown (NaN) where they could not be measured then,
-    `damaged` from meta.json; the derived columns are computed again (`with_derived`)."""
+    """sessions.csv (gzipped in a committed reference run) as this version writes it: a column of the
+    per-session table the run's version did not write is read as absent (NaN: "–" wherever it is
+    shown), `damaged` from meta.json where the table lacks it; the derived columns are computed again
+    (`with_derived`)."""
     out = Path(out)
-    version = checked(out, meta)
-    table = next((t for t in (run_file(out, "sessions.csv"), run_file(out, "sessions.csv.gz")) if t.exists()), None)
+    checked(out, meta)
+    table = next((t for t in (out / "sessions.csv", out / "sessions.csv.gz") if t.exists()), None)
     if table is None:
         raise FileNotFoundError(
             f"{out} is not a finished run directory (no sessions.csv): `compactlab run --out {out}` writes it"
         )
-    sessions = with_current_columns(read_csv(table))  # (read_csv undoes the formula neutralising of write_csv)
-    if version >= 3:  # (format 3 wrote every column; only their names changed)
-        return sessions
+    sessions = read_csv(table)  # (read_csv undoes the formula neutralising of write_csv)
     if "damaged" not in sessions:
         sessions["damaged"] = sessions["session"].isin(set(meta.get("skipped_records") or {}))
-    missing = [c for c in (*LOSS_COLUMNS, "floor_tokens") if c not in sessions]
+    missing = [column for column in TABLE_COLUMNS if column not in sessions]
     return with_derived(sessions.assign(**dict.fromkeys(missing, float("nan"))))

@@ -32,7 +32,6 @@ import pyarrow.parquet as pq
 
 from compactlab.replay.row_schema import CALL_TYPES, COMPACTION_TYPES, ColumnType
 from compactlab.runs.call_rows import json_line
-from compactlab.runs.format_names import stored_columns, stored_name, with_current_columns
 from compactlab.runs.run_files import DONE, before_write, naming, read_done
 
 ROWS = "rows"
@@ -129,19 +128,22 @@ class DamagedPart(ValueError):
 
 
 def _read_part(out: Path, name: str, filters=None, columns: list[str] | None = None) -> pa.Table:
-    """A part, its columns under this format's names; `filters` and `columns` name them as stored."""
+    """A part (its `columns` only, when given), a call column declared since it was written read as
+    absent (null; `compactlab.runs.run_format`: an added column is no format event). A compaction
+    part stores the columns its rows have (the judge's only with a judge): a row read back lacks the
+    others, which readers take as None."""
+    path = part_path(out, name)
     try:
-        return with_current_columns(pq.read_table(part_path(out, name), filters=filters, columns=columns))
+        stored = columns if columns is None else [c for c in columns if c in pq.read_schema(path).names]
+        table = pq.read_table(path, filters=filters, columns=stored)
     except (OSError, pa.ArrowException) as exc:  # a missing file, a damaged footer or page
         raise _damaged(out, name, exc) from None
-
-
-def _stored_names(out: Path, name: str) -> list[str]:
-    """The column names part `name` stores (an older format stores some under older names)."""
-    try:
-        return pq.read_schema(part_path(out, name)).names
-    except (OSError, pa.ArrowException) as exc:
-        raise _damaged(out, name, exc) from None
+    if not name.startswith(f"{ROWS}/calls/"):
+        return table
+    for field in CALL_SCHEMA if columns is None else [CALL_SCHEMA.field(c) for c in columns if c in CALL_TYPES]:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table.select([c for c in (CALL_SCHEMA.names if columns is None else columns) if c in table.column_names])
 
 
 def _damaged(out: Path, name: str, exc: Exception) -> DamagedPart:
@@ -171,14 +173,7 @@ def damaged_parts(out: Path, whole: bool = True) -> list[DamagedPart]:
 def _tables(
     out: Path, names: Iterable[str], settings: Iterable[str] | None, columns: list[str] | None = None
 ) -> Iterator[pa.Table]:
-    names = list(names)
     filters = None if settings is None else [("setting", "in", list(settings))]
-    if names and (columns is not None or filters is not None):
-        # The columns asked for, under the names this directory stores them by: one format for all its
-        # parts (--resume continues a directory of this version's format only), so its first part says.
-        present = _stored_names(out, names[0])
-        columns = stored_columns(columns, present)
-        filters = None if filters is None else [(stored_name(c, present), op, v) for c, op, v in filters]
     for name in names:
         yield _read_part(out, name, filters, columns)
 

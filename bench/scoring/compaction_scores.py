@@ -2,7 +2,7 @@
 
 The replay records each compaction (the context before it and the context it produced); the scores
 are computed afterwards from those, as the model judge scores them (`compactlab.scoring.judge`),
-so a new score is one more entry here, not state the replay's walk must carry:
+so a new score is one more scorer in `SCORERS`, not state the replay's walk must carry:
 - preservation of what the next k steps need (`compactlab.scoring.preservation`), with the
   summary's recall (`compactlab.scoring.summary_recall`) and, for the widest k, the lost items by
   recoverability (`compactlab.scoring.recoverability`);
@@ -18,7 +18,7 @@ same messages) each get a copy of the same scores (`compaction_scores` is `score
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from compactlab.memo import IdentityMemo
 from compactlab.scoring.preservation import StepScore, preservation_at
@@ -30,6 +30,7 @@ from compactlab.sessions.model import Message
 K_STEPS = (1, 5)
 
 Scores = tuple[dict[str, dict], dict | None]
+Scorer = Callable[[Sequence[Message], int, Sequence[Message], Sequence[Message]], dict[str, dict]]
 Scored = tuple[Sequence[Message], Sequence[Message], Scores]  # (before, compacted, their scores)
 
 # By the identity of the session and of both contexts' end messages, then of every message on a hit
@@ -54,18 +55,34 @@ def compaction_scores(
     return {k: dict(v) for k, v in scores.items()}, None if reacquired is None else dict(reacquired)
 
 
+def step_scores(
+    messages: Sequence[Message], index: int, before: Sequence[Message], compacted: Sequence[Message]
+) -> dict[str, dict]:
+    """The preservation of what the next k steps need ({"k1": {...}, "k5": {...}}), each with the
+    summary's recall and, for the widest k, the lost items by recoverability and what getting them
+    back would cost."""
+    found = preservation_at(messages, index, compacted, K_STEPS)
+    recalls = summary_recall_at(messages, index, before, compacted, K_STEPS)
+    scores = {f"k{k}": _score_json(score) | recall_json(recalls[k]) for k, score in found.items()}
+    widest = max(K_STEPS)
+    scores[f"k{widest}"] |= loss_json(loss_split(messages, index, found[widest].lost, widest))
+    return scores
+
+
+# Each scorer gives its keys of a compaction's scores (the row's `preservation` column), which the
+# metric catalogue's entries read (`compactlab.results.metric`): a new score is its scorer, named here.
+SCORERS: tuple[Scorer, ...] = (step_scores,)
+
+
 def scored_afresh(
     messages: Sequence[Message], index: int, before: Sequence[Message], compacted: Sequence[Message], real: bool
 ) -> Scores:
     """The scores of a compaction before `messages[index]` that turned the context `before` into
-    `compacted`: its preservation by k ({"k1": {...}, "k5": {...}}) and, when it is `real` (the
-    production agent's), what the recorded continuation re-acquired: what was really gone."""
-    found = preservation_at(messages, index, compacted, K_STEPS)
-    recalls = summary_recall_at(messages, index, before, compacted, K_STEPS)
-    scores = {f"k{k}": _score_json(score) | recall_json(recalls[k]) for k, score in found.items()}
-    # The lost items of the widest k by recoverability, and what getting them back would cost.
-    widest = max(K_STEPS)
-    scores[f"k{widest}"] |= loss_json(loss_split(messages, index, found[widest].lost, widest))
+    `compacted`: every scorer's (`SCORERS`) and, when it is `real` (the production agent's), what the
+    recorded continuation re-acquired: what was really gone."""
+    scores: dict[str, dict] = {}
+    for scorer in SCORERS:
+        scores |= scorer(messages, index, before, compacted)
     return scores, reacquisition_json(messages, index, compacted) if real else None
 
 

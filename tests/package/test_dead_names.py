@@ -32,3 +32,18 @@ def test_an_unused_function_is_found(tmp_path: Path):
     assert unused == [f"bench/memo.py:{len(memo.read_text().splitlines()) - 5} forgotten_helper"]
     assert tests_only[0] == f"bench/memo.py:{len(memo.read_text().splitlines()) - 1} tested_helper"
     assert tests_only[1:] == dead_names(REPO)[1]
+
+
+def test_a_name_only_a_docstring_mentions_is_dead(tmp_path: Path):
+    """A constant whose only mention is a docstring (as `PER_COMPACTION` once was) is found unused."""
+    for folder in ("bench", "strategies"):
+        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__", "data", "fixtures"))
+    (tmp_path / "tests").mkdir()
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    memo = tmp_path / "bench" / "memo.py"
+    memo.write_text(
+        memo.read_text(encoding="utf-8")
+        + '\n\nDOCUMENTED_ONLY = 1\n\n\ndef documents() -> None:\n    """Reads every `DOCUMENTED_ONLY` name."""\n'
+    )
+    line = len(memo.read_text().splitlines()) - 4
+    assert f"bench/memo.py:{line} DOCUMENTED_ONLY" in dead_names(tmp_path)[0]

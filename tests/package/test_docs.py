@@ -91,6 +91,11 @@ REWRITTEN = {
     "for the 12 sessions with the most prompt tokens and every session with a real compaction, the context size": "one line each that opens to show the context size at each call per strategy",
     # Issue 45: the root, the home folder and a folder holding sessions are refused too.
     "`--out` equal to or inside a dataset folder is refused.": "`--out` equal to or inside a dataset folder is refused, and so are the filesystem root",
+    # Issue 46: formats 1 to 3 are refused, not read (version 0.1.0 had no users to migrate).
+    "`bench/runs/run_format.py` is the one place that reads an older one (3:": "`bench/runs/run_format.py` is the one place that reads it,",
+    'the same files with "transcript" and "config" where 4 says': "and refuses an older one naming its format (1 to 3",
+    "Parquet rows without the number, read, its report without session_facts.json": "written before 0.1.0 had users",
+    "`--resume` continues a directory of format 4 only) or refuses it naming the format (1:": "`--resume` continues a directory of\nformat 4 only)",
 }
 # Code blocks and table rows changed since on purpose: their first words, and what holds them now.
 CHANGED_BLOCKS = {

@@ -25,7 +25,6 @@ OUTSIDE = (
 # Files that read older formats (run directories of format 3 and older, baselines of format 2) or
 # describe them; their test data; prompts sent to models (their wording is the prompt, not ours).
 FORMAT_READERS = (
-    "bench/runs/format_names.py",
     "bench/runs/run_format.py",
     "bench/runs/run_files.py",
     "bench/gate/gate.py",

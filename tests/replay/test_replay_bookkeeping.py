@@ -70,7 +70,7 @@ def test_compaction_saves_tokens_from_the_compaction_on() -> None:
     assert summary["billed_context"] == calls["context_tokens"].sum() < summary["billed_full"]
     assert summary["compactions"] == len(compactions[compactions["failed"].isna()])
     assert summary["peak_context"] <= window * 1.1 or summary["over_window_calls"] > 0
-    assert first["k1_score"] is None or 0 <= first["k1_score"] <= 1
+    assert first["preservation_k1"] is None or 0 <= first["preservation_k1"] <= 1
 
 
 def test_recorded_strategy_replays_the_real_compaction() -> None:

@@ -4,7 +4,10 @@ what is read back is what the replay made."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import fields, replace
+from pathlib import Path
+from types import ModuleType
 
 import pyarrow as pa
 import pytest
@@ -68,3 +71,28 @@ def test_the_note_of_an_excluded_real_compaction_says_why() -> None:
         row.values()["note"]
         == f"{row.event.note}; its next prompt is no test of the replay: back to back with the previous compaction"
     )
+
+
+def test_a_column_declared_after_the_judges_is_written_by_the_replay() -> None:
+    """The module's own source with one more column declared last, after `model_next_action`, and a
+    row field for it: the replay writes it (a slice at the judge's column once dropped it silently)."""
+    import compactlab.replay.row_schema as schema
+
+    source = Path(schema.__file__).read_text(encoding="utf-8")
+    declared = '    "model_next_action": dict,\n'
+    field_line = "    reacquisition: dict | None = None"
+    assert declared in source and field_line in source, "the test edits these lines of the module"
+    source = source.replace(declared, declared + '    "last_user_kept": float,\n')
+    source = source.replace(field_line, field_line + "\n    last_user_kept: float | None = None")
+    module = ModuleType("row_schema_with_a_new_column")
+    sys.modules[module.__name__] = module  # (dataclasses look their module up while they build the class)
+    try:
+        exec(compile(source, schema.__file__, "exec"), module.__dict__)
+        assert module.REPLAY_COMPACTION_COLUMNS[-1] == "last_user_kept"
+        assert "model_next_action" not in module.REPLAY_COMPACTION_COLUMNS
+        replayed = replay(SESSION, Setting("summarize", "summarize"), SMALL)
+        first = replayed.compactions[0]
+        row = module.CompactionRow(**{f.name: getattr(first, f.name) for f in fields(first)}, last_user_kept=1.0)
+        assert row.values()["last_user_kept"] == 1.0
+    finally:
+        del sys.modules[module.__name__]

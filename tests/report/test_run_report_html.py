@@ -263,17 +263,16 @@ def test_diff_of_a_run_with_itself_changes_nothing(run_dir: Path, tmp_path: Path
 def test_diff_names_what_got_better_and_worse(run_dir: Path, tmp_path: Path) -> None:
     changed = tmp_path / "b"
     changed.mkdir()
-    for name in ("config.json", "summary.json"):
+    for name in ("config.json", "summary.json", "meta.json"):
         shutil.copy(run_dir / name, changed / name)
-    meta = json.loads((run_dir / "meta.json").read_text())
-    assert meta.pop("format") == FORMAT  # B is of format 2, as the reference run: read through its upgrade
-    (changed / "meta.json").write_text(json.dumps(meta))
+    assert json.loads((changed / "meta.json").read_text())["format"] == FORMAT
     frame = load_light(run_dir).sessions
     ranked = frame[~frame["damaged"]]
     target = ranked[ranked["setting"] == "summarize"]["session"].iloc[0]
     rows = (frame["setting"] == "summarize") & (frame["session"] == target)
-    frame.loc[rows, "removed_share"] += 0.2
-    frame.loc[frame["setting"] == "pi", "total_cost"] += 1.0
+    # (the measured columns: the derived ones, tokens removed and the cost change, are computed from them on reading)
+    frame.loc[rows, "billed_context"] -= (0.2 * frame.loc[rows, "billed_full"]).round().astype(int)
+    frame.loc[frame["setting"] == "pi", "cost_context"] += 1.0
     frame.drop(columns=["damaged"]).to_csv(changed / "sessions.csv.gz", index=False)  # as the reference run keeps it
     diff = diff_runs(run_dir, changed, resamples=200)
     per = diff.sessions.set_index(["label", "metric"])

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from compactlab.cli.main import main
@@ -17,11 +18,9 @@ from compactlab.report.run_report import write_run_report
 from compactlab.runs import runs
 from compactlab.runs.run_config import RunConfig
 from compactlab.runs.run_format import FORMAT, UnreadableFormat, checked, format_of
-from compactlab.runs.run_storage import run_calls, run_compaction_rows
+from compactlab.runs.run_storage import run_calls
 from compactlab.runs.run_summary import write_summary
 
-# The reference run as compactlab wrote it before run directories had a format number (its report left out).
-FORMAT_2 = Path(__file__).resolve().parents[1] / "data" / "run-format-2"
 FORMAT_ONE_COMMIT = {"session": "t", "settings": ["truncate"], "file": "f.jsonl", "file_sha256": None, "calls_end": 10}
 
 
@@ -45,10 +44,45 @@ def test_a_run_numbers_its_format_and_writes_estimation_only_when_asked(small: P
     assert load_run(small).estimation is None
 
 
-def test_a_format_2_run_is_read_through_its_upgrade() -> None:
-    assert format_of(FORMAT_2) == 2  # meta.json without a number
-    table = load_light(FORMAT_2).sessions
-    assert {"damaged", "unrecoverable_loss", "floor_tokens", "cost_change"} <= set(table.columns) and len(table) > 100
+def test_formats_2_and_3_are_refused_by_name(small: Path, tmp_path: Path) -> None:
+    """A run of format 2 (meta.json without a number) or 3 (its commits say "transcript") is
+    refused, naming the format and the command that replays it: 0.1.0 had no users to migrate."""
+    two = tmp_path / "two"
+    shutil.copytree(small, two)
+    meta = json.loads((two / "meta.json").read_text())
+    del meta["format"]
+    (two / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(UnreadableFormat, match="run directory format 2 .*reads format 4 only: replay it"):
+        load_light(two)
+    three = tmp_path / "three"
+    shutil.copytree(small, three)
+    (three / "meta.json").unlink()
+    done = (three / "done.jsonl").read_text().replace('"session"', '"transcript"')
+    (three / "done.jsonl").write_text(done)
+    with pytest.raises(UnreadableFormat, match="run directory format 3 "):
+        checked(three)
+
+
+def test_a_column_added_since_a_run_was_written_reads_as_absent(small: Path, tmp_path: Path, capsys) -> None:
+    """A run written before a per-session column or a call column existed (the column taken out of
+    its real files) reads under the same format: the column empty, its figure "–", and `compactlab
+    diff` against a run that has it compares the others (no KeyError, no format bump)."""
+    older = tmp_path / "older"
+    shutil.copytree(small, older)
+    table = pd.read_csv(older / "sessions.csv")
+    table.drop(columns=["unrecoverable_loss", "floor_tokens"]).to_csv(older / "sessions.csv", index=False)
+    for part in (older / "rows" / "calls").glob("*.parquet"):
+        stored = pq.read_table(part)
+        pq.write_table(stored.drop_columns(["noop_before"]), part)
+    assert format_of(older) == FORMAT
+    read = load_light(older).sessions
+    assert read["unrecoverable_loss"].isna().all() and read["floor_tokens"].isna().all()
+    assert load_light(small).sessions["floor_tokens"].notna().all()  # (the column was there to take out)
+    calls = run_calls(older)
+    assert calls["noop_before"].isna().all() and len(calls) == len(run_calls(small))
+    assert run_calls(older, columns=["session", "noop_before"]).columns.tolist() == ["session", "noop_before"]
+    assert main(["diff", str(older), str(small)]) == 0
+    assert "next-step facts kept" in capsys.readouterr().out
 
 
 def test_format_1_and_newer_formats_are_refused_by_name(small: Path, tmp_path: Path) -> None:
@@ -58,7 +92,7 @@ def test_format_1_and_newer_formats_are_refused_by_name(small: Path, tmp_path: P
     del meta["format"]
     (old / "meta.json").write_text(json.dumps(meta))
     (old / "done.jsonl").write_text(json.dumps(FORMAT_ONE_COMMIT) + "\n")  # a commit of JSONL row files
-    with pytest.raises(UnreadableFormat, match="run directory format 1 .*reads formats 2 to 4"):
+    with pytest.raises(UnreadableFormat, match="run directory format 1 .*reads format 4 only"):
         checked(old)
     with pytest.raises(UnreadableFormat, match="format 1"):
         load_light(old)
@@ -78,32 +112,3 @@ def test_resuming_a_format_1_directory_is_refused_before_any_work(small: Path, t
     assert main([*arguments, "--resume", "--out", str(old)]) == 2
     assert "run directory format 1" in capsys.readouterr().err
     assert (old / "done.jsonl").read_text() == json.dumps(FORMAT_ONE_COMMIT) + "\n"  # nothing written
-
-
-# A real run of format 3 (two bundled sessions, truncate, token estimation), written by compactlab
-# before one vocabulary (issue 30 §3): transcripts.csv, sessions.json, the `transcript` column and keys.
-FORMAT_3 = Path(__file__).resolve().parents[1] / "data" / "run-format-3"
-
-
-def test_a_format_3_run_reads_as_the_same_run_of_this_format(tmp_path: Path) -> None:
-    assert format_of(FORMAT_3) == 3
-    config = RunConfig(datasets=("claude-code-log",), strategies=(Setting("truncate", "truncate"),))
-    now = tmp_path / "now"
-    write_summary(runs.run(config, now, limit=2), config)
-    old, new = load_run(FORMAT_3), load_run(now)
-    pd.testing.assert_frame_equal(old.sessions, new.sessions)
-    pd.testing.assert_frame_equal(run_calls(FORMAT_3), run_calls(now))
-    assert run_compaction_rows(FORMAT_3) == run_compaction_rows(now) and len(run_compaction_rows(now)) > 0
-    assert old.session_facts.keys() == new.session_facts.keys()
-    assert [{k: v for k, v in f.items() if k != "source"} for f in old.session_facts.values()] == [
-        {k: v for k, v in f.items() if k != "source"} for f in new.session_facts.values()
-    ]
-    assert old.estimation is not None and new.estimation is not None
-    pd.testing.assert_frame_equal(old.estimation.result.calls, new.estimation.result.calls)
-    assert old.summary["leaderboard"] == new.summary["leaderboard"]
-    copy = tmp_path / "old"
-    shutil.copytree(FORMAT_3, copy)
-    page = write_run_report(copy).read_text(encoding="utf-8")
-    assert "of an earlier format" not in page  # format 3 wrote every report input, under older names
-    with pytest.raises(UnreadableFormat, match="run directory format 3; --resume continues a run of format 4 only"):
-        runs.run(config, copy, limit=2, resume=True)

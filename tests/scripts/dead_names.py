@@ -5,7 +5,8 @@
 Reads the source of the working tree (or of commit REV, through `git archive`) without importing it.
 A name defined at the top of a module in bench/ or strategies/ is used when it occurs anywhere in
 those folders outside its own definition (a name read, an attribute, an import, a word of a string:
-getattr and the public API's lazy table name things by string), in a report template or in
+getattr and the public API's lazy table name things by string; not a word of a docstring, which
+documents a name and does not use it), in a report template or in
 pyproject.toml (entry points). Printed: the names used nowhere, then those used only by tests/ (the
 tests check something the package never runs). Methods are not counted: what calls a method is not
 known without types. Dunder names and `main` are left out.
@@ -40,7 +41,14 @@ def _defined(tree: ast.Module) -> list[tuple[str, int]]:
 
 def _uses(tree: ast.Module) -> Counter[str]:
     used: Counter[str] = Counter()
+    # A string that is a statement of its own (a docstring) documents a name, it does not use it: a
+    # name only docstrings mention is dead (`PER_COMPACTION` once passed on its module's docstring).
+    documentation = {
+        id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
     for node in ast.walk(tree):
+        if id(node) in documentation:
+            continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             used[node.id] += 1
         elif isinstance(node, ast.Attribute):
