@@ -2,7 +2,7 @@
 
 Claude, Gemini and DeepSeek do not publish their tokenizers, so a local count is off by a
 family-specific factor. `tokens ≈ a·estimate + b` is fitted on the training half of the bundled
-sessions (`python -m compactlab.tokens.fit_calibration` writes `bench/tokens/calibration_fit.json`, which names
+sessions (`python -m tests.scripts.fit_calibration` writes `bench/tokens/calibration_fit.json`, which names
 them) and applied everywhere else: `run` uses it, and `estimate` scores it only on sessions it
 was not trained on (in-sample errors are reported apart). The split is by session, never by
 call: calls of one session are strongly correlated, and splitting them would leak the answer into
@@ -28,7 +28,7 @@ from compactlab.tokens.estimators import Calibrated
 from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT
 
 SHIPPED_FIT = Path(__file__).with_name("calibration_fit.json")
-REGENERATE = "python -m compactlab.tokens.fit_calibration"
+REGENERATE = "python -m tests.scripts.fit_calibration"
 
 FAMILIES = (
     ("claude", re.compile(r"claude|anthropic")),

@@ -123,7 +123,7 @@ class Meter:
         remote compaction, whose replacement history the summary is) makes a fresh prompt: what
         precedes it, the base instructions, and the summary's text are sized at their estimate, as
         the session's first call measured its plain messages (the per-session constant takes the
-        difference there), plus the unreadable part's tokens (`compactlab.measure.codex_fidelity`)."""
+        difference there), plus the unreadable part's tokens (`tests.scripts.codex_fidelity`)."""
         fit = self.family_fit
 
         def size(kept: tuple[Message, ...]) -> Written:

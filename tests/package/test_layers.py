@@ -38,7 +38,6 @@ ORDER = [
     "report",
     "gate",
     "cli",
-    "measure",
     "pytest_plugin",
     "api",  # compactlab.api: the Python API's run and sweep, which write reports
     "",  # compactlab/__init__.py: the public API, above everything it names
@@ -61,20 +60,6 @@ ALLOWED: dict[str, set[str]] = {
     "report": {"sessions", "tokens", "strategies", "llm", "scoring", "replay", "results", "runs"},
     "gate": {"sessions", "contract", "strategies", "llm", "scoring", "results", "runs"},
     "cli": {"version", "sessions", "tokens", "strategies", "llm", "results", "runs", "report", "gate"},
-    "measure": {
-        "sessions",
-        "contract",
-        "tokens",
-        "strategies",
-        "llm",
-        "scoring",
-        "replay",
-        "results",
-        "runs",
-        "report",
-        "gate",
-        "cli",
-    },
     "pytest_plugin": {"strategies", "scoring", "runs", "gate"},
     "api": {"results", "runs", "report"},
     "": {"version", "sessions", "contract", "tokens", "strategies", "replay", "runs", "api"},

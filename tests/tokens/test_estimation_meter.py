@@ -113,7 +113,7 @@ def _history_contexts(session) -> list[Context]:
 
 def test_shipped_fit_names_its_training_sessions_and_is_current() -> None:
     document = json.loads(SHIPPED_FIT.read_text(encoding="utf-8"))
-    assert document["regenerate"] == "python -m compactlab.tokens.fit_calibration"
+    assert document["regenerate"] == "python -m tests.scripts.fit_calibration"
     sessions = [t for t in load_inputs(document["datasets"]).sessions if not t.skipped]
     family_of = {t.id: session_family(t) for t in sessions}
     calls = run_estimation(sessions, ["tiktoken-o200k"]).calls
