@@ -25,6 +25,7 @@ from tests.package.layer_graph import REGISTRY, REPO, cycles, entry_point_module
 ORDER = [
     "version",
     "memo",
+    "registry",  # compactlab.registry: the one registry type (strategies, importers, metrics)
     "sessions",
     "contract",
     "tokens",
@@ -46,10 +47,11 @@ ORDER = [
 ALLOWED: dict[str, set[str]] = {
     "version": set(),
     "memo": set(),
-    "sessions": {"memo"},
+    "registry": set(),
+    "sessions": {"memo", "registry"},
     "contract": {"sessions"},
     "tokens": {"memo", "sessions", "contract"},
-    "strategies": {"memo", "sessions", "contract"},
+    "strategies": {"memo", "registry", "sessions", "contract"},
     "compaction": {"sessions", "contract"},
     "llm": {"sessions", "contract", "tokens", "compaction"},
     "scoring": {"memo", "sessions", "strategies", "llm"},
