@@ -26,7 +26,7 @@ import pandas as pd
 from compactlab.sessions.loading import load_inputs
 from compactlab.sessions.model import Session
 from compactlab.tokens.estimation import run_estimation
-from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT
+from compactlab.tokens.framing import without_system_prompt
 
 
 def first_calls_after_compactions(sessions: list[Session]) -> set[tuple[str, int]]:
@@ -47,7 +47,7 @@ def figures(sessions: list[Session]) -> dict[str, str]:
     calls = calls.assign(rel=rel)
     lines: dict[str, str] = {}
     calibrated = calls[calls["estimator"].str.startswith("calibrated")]
-    first = calibrated[calibrated["first_call"].astype(bool) & calibrated["source_format"].isin(MISSING_SYSTEM_PROMPT)]
+    first = calibrated[calibrated["first_call"].astype(bool) & calibrated["source_format"].isin(without_system_prompt())]
     lines["calibrated, first call of each session whose file lacks the system prompt"] = _describe(first["rel"])
     after = first_calls_after_compactions(sessions)
     keys = list(zip(calls["session"], calls["message_index"], strict=True))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from compactlab.sessions.datasets import list_datasets
-from compactlab.sessions.importers import detect, importers, load_file
+from compactlab.sessions.importers import detect, format_facts, importers, load_file
 from compactlab.sessions.importers.canonical import write_canonical
 from compactlab.sessions.source import SessionError, Source
 from tests.conftest import REPO
@@ -104,3 +104,19 @@ def test_a_file_two_importers_claim_is_an_error_naming_both(claimed_twice: Path)
     # Named, the format is not detected: pi's importer reads it, the foreign record counted as skipped.
     [session] = load_file(claimed_twice, lenient=True, format="pi-session")
     assert session.source_format == "pi-session" and len(session.skipped) == 1 and session.skipped[0].line == 2
+
+
+def test_the_stages_read_a_format_s_facts_from_its_importer() -> None:
+    """tokens/framing.py, results/real_engines.py and sessions/session_family.py ask the importer."""
+    from compactlab.results.real_engines import preset_of_format
+    from compactlab.tokens.framing import framing_for, without_system_prompt
+
+    for name, importer in importers().items():
+        facts = importer.facts
+        assert format_facts(name) is facts
+        framing = framing_for(name)
+        assert (framing.count_thinking, framing.anthropic_images) == (facts.thinking_resent, facts.anthropic_images)
+        assert preset_of_format(name) == facts.engine_preset
+        assert (name in without_system_prompt()) is not facts.system_prompt_in_file
+    assert {name for name in importers() if preset_of_format(name)} == {"claude-code", "codex-rollout", "pi-session"}
+    assert format_facts("no-such-format") == format_facts("openai-chat")  # a session built in code: the defaults

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from compactlab.registry import Registry
-from compactlab.sessions.importers.importer import Importer
+from compactlab.sessions.importers.importer import FormatFacts, Importer
 from compactlab.sessions.model import Session
 from compactlab.sessions.source import TOO_DEEP, RecordIssues, SessionError, Source
 
@@ -57,6 +57,12 @@ def importers() -> Registry[Importer]:
 def get_importer(name: str) -> Importer:
     """The importer called `name`, or an error that suggests the closest names."""
     return IMPORTERS.get_entry(name)
+
+
+def format_facts(source_format: str) -> FormatFacts:
+    """What the stages above need to know of a source format (`Importer.facts`): a format no
+    importer has (a session built in code, an older run's rows) has the defaults."""
+    return IMPORTERS[source_format].facts if source_format in IMPORTERS else FormatFacts()
 
 
 def detect(source: Source) -> Importer:

@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from compactlab.sessions.importers.canonical_checks import check_header, checked
+from compactlab.sessions.importers.importer import FormatFacts
 from compactlab.sessions.model import (
     PART_TYPES,
     CompactionMarker,
@@ -83,6 +84,7 @@ def write_canonical(sessions: list[Session], path: Path | str) -> Path:
 class CanonicalImporter:
     name = "canonical"
     description = f"compactlab canonical JSONL, version {VERSION} (see bench/schema/canonical-v1.schema.json)"
+    facts = FormatFacts()  # its sessions keep their source format, whose facts apply
 
     def match(self, source: Source) -> str | None:
         head = source.head_records(limit=1)
