@@ -37,7 +37,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "user's new prompt",
             "the replay asks before the call, once the prompt is appended, where pi asks before appending it; measured "
             "on the bundled pi sessions: the same decision at 136 of 136 of pi's check points, at 200,000 and at 64,000 "
-            "(python -m compactlab.measure.oracles.pi_figures)",
+            "(python -m tests.scripts.oracles.pi_figures)",
             test=f"{PI_ORACLE}test_the_trigger_fires_at_pis_check_points_as_pis_should_compact",
         ),
         Rule(
@@ -46,7 +46,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "harness checks 'run-start': the trigger asked only before a call that starts a prompt run (the first, "
             "and one after a user prompt), the overflow path at every call; on the bundled pi sessions the first "
             "firing at pi's call and the same calls compacted in closed loop, at 200,000 and 64,000 "
-            "(python -m compactlab.measure.oracles.pi_figures)",
+            "(python -m tests.scripts.oracles.pi_figures)",
             test=f"{PI_ORACLE}test_the_preset_checks_only_where_pi_checks_between_prompt_runs",
         ),
         Rule(
@@ -123,7 +123,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             f"{OC}overflow.ts:8-19 (:18 context − maxOutputTokens − reserved), 31-33",
             "Trigger(reserve_tokens=52,000, reserve_inclusive: at window − reserve itself) (a 32,000-token output limit); "
             "measured against opencode's own isOverflow after every reply of the bundled pi and Codex sessions "
-            "(python -m compactlab.measure.oracles.opencode_trigger): the same decision at 1,513 of 1,513 replies at "
+            "(python -m tests.scripts.oracles.opencode_trigger): the same decision at 1,513 of 1,513 replies at "
             "the real window and at a simulated 64,000 (scaled)",
             test=f"{OC_ORACLE}test_the_trigger_fires_at_opencodes_usable_itself",
         ),
@@ -134,7 +134,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "compactlab's window table has no output limits, and a 64,000-token model's own (often 8,000 or less) is "
             "unknown; 52,000 of 64,000 would compact at 12,000 tokens; measured at a simulated 64,000: the preset "
             "(scaled) and opencode as written decide alike at 1,237 of 1,513 replies, opencode firing at the other 276 "
-            "(python -m compactlab.measure.oracles.opencode_trigger)",
+            "(python -m tests.scripts.oracles.opencode_trigger)",
             test=f"{OC_ORACLE}test_opencode_keeps_its_reserve_at_a_simulated_window_which_the_preset_scales",
         ),
         Rule(
@@ -172,7 +172,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             f"{OC}compaction.ts prune() (Token.estimate(part.state.output)), util/token.ts",
             "each output sized by the preset's estimator (its message alone, less an empty message)",
             "the Prune stage counts with the run's estimator; measured against opencode's own prune on the bundled pi "
-            "and Codex sessions (python -m compactlab.measure.oracles.opencode tests/data/oracles/opencode SESSION ...): "
+            "and Codex sessions (python -m tests.scripts.oracles.opencode tests/data/oracles/opencode SESSION ...): "
             "the same outputs erased at 756 of 799 acting points, the others one or two outputs apart at the 40,000 or "
             "20,000 boundary",
             test="tests/strategies/test_opencode_oracle.py::test_the_preset_agrees_with_opencode_at_most_acting_points",
@@ -321,7 +321,7 @@ ENGINES: dict[str, tuple[Rule, ...]] = {
             "limit + 13,000 in 2.0.x (77,000 for claude-opus-4-5 up to 2.0.57, 45,000 from 2.0.74), about 33,000 in 2.1.x "
             "from 2.1.53",
             "/context readings ('Autocompact buffer') and real compactions: datasets/m-claude, "
-            "../shared/transcripts/pai-claude, the development set (python -m compactlab.measure.trigger_choice); "
+            "../shared/transcripts/pai-claude, the development set (python -m tests.scripts.trigger_choice); "
             "anthropics/claude-code#12004, #23409",
             "Trigger(reserve_by_version: 2.0.31-2.0.57 45,000 and 77,000 for claude-opus-4-5; 2.0.74-2.1.19 45,000; "
             "2.1.53-2.1.167 33,000-36,000); a version no range covers (no evidence) or a session without one keeps "

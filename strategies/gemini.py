@@ -4,7 +4,7 @@ Reproduced from packages/core/src/context/toolOutputMaskingService.ts ("masking.
 chatCompressionService.ts ("compression.ts") at the commit `GEMINI_COMMIT`, with Gemini's own token
 estimate (packages/core/src/utils/tokenCalculation.ts, "tokens.ts"). Both work on Gemini's
 `Content[]`: `contents` maps compactlab messages to it, and the oracle
-(`compactlab.measure.oracles.gemini_cli`) feeds the same mapping to the engine's own code, so the two
+(`tests.scripts.oracles.gemini_cli`) feeds the same mapping to the engine's own code, so the two
 are compared on one input. The mapping, message by message (system messages are Gemini's
 systemInstruction, not history, and are left out):
 - user / tool message → role "user"; text → {text}; a tool result → {functionResponse: {id, name,

@@ -287,7 +287,7 @@ def codex() -> Preset:
 # model it does not know its 200,000 default window (GLM, MiMo, Qwen run through it too).
 #
 # The reserves per version range below are chosen from the real automatic compactions
-# (`python -m compactlab.measure.trigger_choice`, docs/preset-rules.md): per version, the reserve the
+# (`python -m tests.scripts.trigger_choice`, docs/preset-rules.md): per version, the reserve the
 # preset's trigger fires within ±2 calls of the most real compactions with, neighbouring versions
 # merged while one reserve does as well. Evidence (distinct automatic compactions, repositories):
 # 2.0.31 2 (1), 2.0.57 6 (1, all claude-opus-4-5 at 123-128k), 2.0.74-2.0.76 13 (1, claude-opus-4-5 at

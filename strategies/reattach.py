@@ -24,7 +24,7 @@ counted, not hidden: a file the session saw only in part is restored with the pa
 measured ratio (the caller's `tokens`), as the Read tool asks the provider to count.
 
 What the session cannot say is a rule (`ReattachRules`), each chosen by leave-one-session-out
-over every shared real Claude Code compaction (`python -m compactlab.measure.real_compactions`
+over every shared real Claude Code compaction (`python -m tests.scripts.real_compactions`
 prints the figures both ways): whether files the session only created (a Write, never a Read) are
 candidates, as the code read says (its Write tool puts the file in the cache too) though the agent's
 turn after the bundled auto-compaction (m-claude 3af9b1a7, Claude Code 2.1.5) lists none of the four

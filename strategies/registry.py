@@ -13,13 +13,14 @@ import difflib
 import importlib.util
 import inspect
 import sys
+import tomllib
 from collections.abc import Mapping
-from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, TypeVar
 
 from compactlab.contract import Strategy
+from compactlab.registry import Registry
 from compactlab.strategies.base import StrategyName, parameters_of
 from compactlab.strategies.preset_versions import VERSIONS
 
@@ -27,19 +28,53 @@ GROUP = "compactlab.strategies"
 T = TypeVar("T")
 
 
-@lru_cache(maxsize=1)
-def registered() -> dict[str, str]:
-    """Every strategy and preset installed through the entry-point group: name → "module:attribute".
-
-    Nothing is imported here, so one broken third-party entry point cannot break the others.
-    """
-    found = {point.name: point.value for point in entry_points(group=GROUP)}
+def _entry_points(registry: Registry[str]) -> None:
+    # Nothing is imported here, so one broken third-party entry point cannot break the others.
+    found = sorted((point.name, point.value) for point in entry_points(group=GROUP))
     if not found:
         raise RuntimeError(
             f"no strategies found in the {GROUP!r} entry-point group: install compactlab (pip install -e .) "
             "so its built-in strategies are registered"
         )
-    return dict(sorted(found.items()))
+    for name, target in found:
+        registry.register(name, target)
+
+
+# This checkout's pyproject.toml, beside bench/ and strategies/ (an installed wheel has none there).
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+REINSTALL = "reinstall (`pip install -e .`)"
+
+
+def declared() -> dict[str, str]:
+    """The strategies this checkout's pyproject.toml declares (name → "module:attribute"); none when
+    compactlab runs from an installed wheel, which carries no pyproject.toml."""
+    try:
+        project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+    if project.get("name") != "compactlab":
+        return {}
+    return dict(project.get("entry-points", {}).get(GROUP, {}))
+
+
+def _reinstall_hint(name: str) -> str | None:
+    if name in declared():
+        return f"{PYPROJECT} declares it, but the installed metadata does not list it: {REINSTALL} registers a new entry point."
+    return None
+
+
+STRATEGIES: Registry[str] = Registry(
+    "strategy",
+    _entry_points,
+    hint=_reinstall_hint,
+    see="See `compactlab strategies`, or name your own as path/to/file.py:ClassName.",
+    cutoff=0.5,
+)
+
+
+def registered() -> Registry[str]:
+    """Every strategy and preset installed through the entry-point group: name → "module:attribute"."""
+    return STRATEGIES
 
 
 def get_strategy(name: str, **settings: object) -> Strategy:
@@ -106,18 +141,14 @@ def _is_strategy_instance(obj: object) -> bool:
 
 
 def _load_registered(name: str) -> object:
-    known = registered()
-    if name not in known:
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise KeyError(
-            f"unknown strategy {name!r}.{hint} See `compactlab strategies`, or name your own as path/to/file.py:ClassName"
-        )
-    module, _, attribute = known[name].partition(":")
+    target = STRATEGIES.get_entry(name)
+    module, _, attribute = target.partition(":")
     try:
         return getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:
-        raise KeyError(f"strategy {name!r} is registered as {known[name]!r} but cannot be loaded: {exc}") from exc
+        # Installed metadata this checkout no longer matches (a strategy moved or removed since).
+        stale = f"; {PYPROJECT} says {declared()[name]!r}: {REINSTALL}" if declared().get(name, target) != target else ""
+        raise KeyError(f"strategy {name!r} is registered as {target!r} but cannot be loaded: {exc}{stale}") from exc
 
 
 def _load_reference(reference: str) -> object:

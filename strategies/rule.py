@@ -2,7 +2,7 @@
 section), what the preset does, and why where the two differ.
 
 `compactlab.strategies.presets` attaches these to its presets (a preset's `deviations` is made from
-its rules, so the two cannot disagree); `python -m compactlab.measure.preset_table` writes them as
+its rules, so the two cannot disagree); `python -m tests.scripts.preset_table` writes them as
 docs/preset-rules.md, and tests/strategies/test_preset_rules.py checks that file is up to date and that every
 rule naming a test names one that exists. Sources, read for this table:
 - the seed documents in ../shared/seeds/ (by section);

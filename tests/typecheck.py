@@ -6,7 +6,8 @@ mypy finds a package by its folders, and compactlab's are two: bench/ is the pac
 strategies/ its `strategies` subpackage (pyproject.toml maps them, which mypy cannot read). So this
 builds the package as an installed copy would lay it out, a tree of links under build/mypy-tree/,
 checks it with the settings in pyproject.toml, and prints every error at its file in the repository.
-Exits with mypy's code.
+It checks tests/scripts/ too (`tests.scripts`: the measurement scripts, in no wheel, run from a
+checkout). Exits with mypy's code.
 """
 
 from __future__ import annotations
@@ -46,7 +47,18 @@ def in_repository(line: str, package: Path) -> str:
 
 def main(argv: list[str]) -> int:
     package = link_tree()
-    command = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), "-p", "compactlab", *argv]
+    command = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--config-file",
+        str(REPO / "pyproject.toml"),
+        "-p",
+        "compactlab",
+        "-p",
+        "tests.scripts",
+        *argv,
+    ]
     environment = {**os.environ, "MYPYPATH": str(TREE)}
     done = subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True)
     for line in done.stdout.splitlines():

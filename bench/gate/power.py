@@ -2,7 +2,7 @@
 
 `compactlab baseline` measures it from the run it records, by resampling (no model is asked again),
 writes it in the baseline (`sensitivity`), and refuses a suite too weak for its own tolerances;
-`compactlab check` states it. The method (issue 28's, `compactlab.measure.gate_sensitivity`):
+`compactlab check` states it. The method (issue 28's, `tests.scripts.gate_sensitivity`):
 
 - the metrics simulated are the guarded shares of facts counted per compaction, higher is better:
   summary recall and next-step preservation (overall and per kind). Each compaction of the baseline

@@ -19,7 +19,7 @@ context is then `fixed + estimate of its messages × ratio`:
 - the estimator's error is not carried over from what was removed (the old rule, recorded minus the
   estimate of the removed part, put the whole error on the kept part: sizes grew with the session);
 - its error is only how far the kept messages' density differs from the session's average.
-`python -m compactlab.runs.prompt_size_check` measures that error on real sessions (sizes of prompts that
+`python -m tests.scripts.prompt_size_check` measures that error on real sessions (sizes of prompts that
 keep the newest messages, whose true size the recorded counts give) and the drift of the
 uncompacted size after a production compaction (below); docs/metrics.md states the figures.
 
@@ -32,7 +32,7 @@ The ratio also carries what the history's text does not show (the framing of eac
 result, reminders and images the file lacks), which a summary does not share. On the two bundled
 real compactions the first prompt after the compaction (or Claude Code's /context reading) is then
 predicted at −2.7% and +0.8%, against −4.0% and +5.5% with the summary sized at the ratio
-(`python -m compactlab.measure.real_compactions`). With no fit for the model family the summary is
+(`python -m tests.scripts.real_compactions`). With no fit for the model family the summary is
 sized at the ratio, as history is.
 
 A Codex remote compaction's summary is its replacement history, part of it encrypted
@@ -42,7 +42,7 @@ of the encrypted item; `Meter.written`). On the 30 distinct measurable compactio
 0.142-0.146 rollouts the first prompt after each is then predicted within 3,000 tokens at all 30,
 within ±5% at 27 (median |error| 354 tokens; at the ratio with the encrypted item: median 3,106;
 before: -5% to +161%, median 7,484), in sample and leave one session out alike
-(`python -m compactlab.measure.codex_fidelity PATH`).
+(`python -m tests.scripts.codex_fidelity PATH`).
 
 After the production agent compacted, the recorded counts describe its compacted prompts, not the
 history: the history's size (`full_tokens`) is then its estimate with the last ratio measured

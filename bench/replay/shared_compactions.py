@@ -3,7 +3,7 @@
 A sweep replays each session under settings that differ only in their trigger. Where the
 context jumps past several thresholds at one call, each of them compacts the same history there
 with the same strategy, and their replays stay the same until the next compaction. (In the speed
-sweep of `compactlab.measure.speed_sweep`, about one compaction in five is such a repeat.) `SharedCompactions`
+sweep of `tests.scripts.speed_sweep`, about one compaction in five is such a repeat.) `SharedCompactions`
 stands in for the strategy in each of those settings: it makes the compaction once and hands the
 same result to each. A strategy's result depends only on the context and the request (it is a
 frozen dataclass without state, see `compactlab.strategies.base`), so nothing a replay records changes.

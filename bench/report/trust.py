@@ -9,7 +9,7 @@
 3. The token estimators' error on the run's sessions, out of sample: the calibrated fit is
    scored only on sessions it was not trained on (`compactlab.tokens.estimation`).
 4. The replay's own size error: the measured-size rule (`compactlab.replay.prompt_size`) against the
-   recorded sizes of prompts that keep a tail of the session (`compactlab.runs.prompt_size_check`).
+   recorded sizes of prompts that keep a tail of the session (`tests.scripts.prompt_size_check`).
 
 The run's summary.json holds 1 and 2; the run measured 3 and 4 while it read its sessions, when
 it measured token estimation (`compactlab.runs.report_inputs`; a sweep does not).
@@ -21,15 +21,15 @@ from typing import Any
 
 import numpy as np
 
+from compactlab.replay.prompt_size_errors import error_table
 from compactlab.report.overview_section import pct
 from compactlab.report.run_data import RunData
 from compactlab.results.fidelity_figures import counts_line
 from compactlab.results.reacquisition_figures import per_compaction_line, pooled_line
-from compactlab.runs.prompt_size_check import error_table
 from compactlab.scoring.recoverability import LABELS
 from compactlab.tokens.estimation import IN_SAMPLE, summarize_by_source
 
-SIZE_CHECK = "python -m compactlab.runs.prompt_size_check"
+SIZE_CHECK = "python -m tests.scripts.prompt_size_check"
 ESTIMATE = "compactlab estimate"
 
 

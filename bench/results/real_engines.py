@@ -25,12 +25,18 @@ from dataclasses import asdict, dataclass
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting, estimator_of, window_and_trigger
 from compactlab.results.fidelity_figures import COPY, repeats_of, summary_sha
+from compactlab.sessions.importers import format_facts
 from compactlab.sessions.model import Session
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
 
-PRESET_OF_FORMAT = {"claude-code": "claude-code", "pi-session": "pi", "codex-rollout": "codex"}
+
+def preset_of_format(source_format: str) -> str | None:
+    """The preset that reproduces the engine that wrote files of this format (its importer says)."""
+    return format_facts(source_format).engine_preset
+
+
 NEAR_CALLS = 2  # a preset that fires within this many calls of the real compaction agrees with it
 
 
@@ -66,7 +72,7 @@ class EngineRow:
 
 def engine_rows(session: Session) -> list[EngineRow]:
     """Every real compaction of `session` beside the preset of its engine (none without one)."""
-    preset_name = PRESET_OF_FORMAT.get(session.source_format)
+    preset_name = preset_of_format(session.source_format)
     calls = [(index, m.call) for index, m in enumerate(session.messages) if m.call is not None]
     if preset_name is None or not session.compactions or not calls:
         return []

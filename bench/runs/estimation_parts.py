@@ -28,7 +28,7 @@ class EstimationParts:
         self._folder = tempfile.TemporaryDirectory(prefix="compactlab-estimation-")
         self.parts: list[Path] = []
         self._rest: list[EstimationResult] = []  # each block's result, without its call rows
-        self.size_rows: list[dict] = []  # compactlab.runs.prompt_size_check's rows
+        self.size_rows: list[dict] = []  # tests.scripts.prompt_size_check's rows
 
     def add(self, block: list[EstimationResult], size_rows: list[dict]) -> None:
         """One block of sessions' estimation and size-check rows: its call rows written, the rest kept."""

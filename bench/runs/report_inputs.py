@@ -10,7 +10,7 @@ session is read and replayed (`compactlab.runs.session_job`), once, and written 
 - `session_facts.json`: one object per session read, by id;
 - `estimation/calls.parquet`: `compactlab.tokens.estimation.run_estimation`'s rows over the run's
   sessions; `estimation/estimation.json`: the rest of its result, the estimators the run's settings
-  measured with (the run's default first) and the size-check rows (`compactlab.runs.prompt_size_check`).
+  measured with (the run's default first) and the size-check rows (`tests.scripts.prompt_size_check`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from compactlab.replay.prompt_size_errors import kept_tail_errors
 from compactlab.runs.estimation_parts import EstimationParts
-from compactlab.runs.prompt_size_check import kept_tail_errors
 from compactlab.runs.run_files import before_write, naming, write_atomic
 from compactlab.sessions.importers import utf8_text
 from compactlab.sessions.model import Session

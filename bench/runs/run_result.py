@@ -15,7 +15,7 @@ import pandas as pd
 
 from compactlab.llm.prices import resolve_prices
 from compactlab.results.metrics import calls_frame, compactions_frame
-from compactlab.results.real_engines import PRESET_OF_FORMAT, engines_document
+from compactlab.results.real_engines import engines_document, preset_of_format
 from compactlab.results.run_failures import mark_incomplete
 from compactlab.runs.run_files import write_atomic
 from compactlab.runs.run_storage import run_calls, run_compaction_rows
@@ -101,7 +101,7 @@ def finish(
 def real_engines(read: ReadInputs) -> dict:
     """The presets against the real engines' compactions in the run's data: the few files that hold
     real compactions by an engine with a preset are read again (the run keeps no messages)."""
-    wanted = [t for t in read.sessions if t.compactions and t.source_format in PRESET_OF_FORMAT]
+    wanted = [t for t in read.sessions if t.compactions and preset_of_format(t.source_format)]
     found = []
     for path in dict.fromkeys(t.source_path for t in wanted):
         ids = {t.id for t in wanted if t.source_path == path}

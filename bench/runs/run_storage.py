@@ -11,7 +11,7 @@ Each part is one row group, its rows setting after setting: a reader loads one s
 (`sessions=`: its own file) or one setting's rows (`settings=`: each part's rows filtered). A row
 group per setting would let a reader skip the others' pages, but a part holds a few thousand rows,
 and each row group costs its writer some 0.5 ms whatever its size (a row group per setting was a
-tenth of a 36-setting sweep's CPU: `python -m compactlab.measure.speed_sweep`). Compaction rows
+tenth of a 36-setting sweep's CPU: `python -m tests.scripts.speed_sweep`). Compaction rows
 carry nested values (the preservation scores, a judge's verdict): those columns are stored as JSON
 text, named in the file's metadata, and decoded when read, so a row reads back as the row the
 replay wrote. `export_jsonl` writes the rows as JSON lines, one row per line.

@@ -1,7 +1,7 @@
 """What a next step relies on: the items next-step preservation (compactlab.scoring.preservation) scores.
 
 An item is something the step *consumes*, never something it produces, whatever wraps it. The
-reader's rule is docs/needed-items-labelling.md; the hand-labelled sample (compactlab.measure.needed_sample)
+reader's rule is docs/needed-items-labelling.md; the hand-labelled sample (tests.scripts.needed_sample)
 measures precision and recall by it. Extraction reads only assistant steps, never tool results:
   * tool calls: path-valued arguments (`file_path`, `path`, ...) and `url`s as they are, except the
     path of a file written whole (`Write`, `create`: produced like its content); written content

@@ -9,7 +9,7 @@ environment. Some items the extractor finds never need that, whatever the summar
   harness names in every prompt (`CLAUDE.md`, `AGENTS.md`);
 - an item present in most of the history's messages (`UBIQUITOUS_SHARE`): any compaction that keeps
   anything keeps it, so it says nothing about memory. Its threshold is chosen leave-one-session-out
-  over the shared real compactions by `python -m compactlab.measure.reacquisition_filter`.
+  over the shared real compactions by `python -m tests.scripts.reacquisition_filter`.
 Without this, kept items were padded with such words, which the next steps "use" by chance, and
 lost items with names the agent knows anyway (issue 27, "lost must mean lost").
 
@@ -27,7 +27,7 @@ from compactlab.scoring.matching import Item
 
 # Set aside an item present in at least this share of the messages before the compaction: "most"
 # starts at a half. Checked leave-one-session-out among 0.5..0.9 and off
-# (`compactlab.measure.reacquisition_filter`): on the shared real compactions no needed item reaches
+# (`tests.scripts.reacquisition_filter`): on the shared real compactions no needed item reaches
 # half the history, every candidate separates lost from kept equally, and the data leave it here.
 UBIQUITOUS_SHARE = 0.5
 

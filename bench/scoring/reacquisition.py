@@ -15,7 +15,7 @@ Which messages count (`rule`, issue 41; `RULES`): shipped, **"results"**: a tool
 item. A user message holding it is the user's own words, and the agent's own call naming it
 shows it had the item: neither is a response to loss, so such items are counted apart
 (**incidental**) and left out of both shares. Chosen leaving one repository out over the
-development set and the shared sessions (`python -m compactlab.measure.reacquisition_validity`):
+development set and the shared sessions (`python -m tests.scripts.reacquisition_validity`):
 "results" separated lost from kept widest in every fold (Anthropic, +16 points per compaction out
 of sample, against +9 for "any", the rule before). A reader judged 40 development-set cases (was
 the fetch a response to the item's loss?): "results" agrees on 29 of the 37 judged, "any" on 24,

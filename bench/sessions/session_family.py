@@ -14,35 +14,36 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from compactlab.sessions.importers import format_facts
 from compactlab.sessions.model import Session
 
-_CLAUDE_CODE = "claude-code"
 _LINES_READ = 50  # the session id is on the first records; a file without it in these is its own family
 
 
 def session_family(session: Session) -> str:
     """The id of `session`'s family: its Claude Code `sessionId`, which a parent session's file
     and its sub-agents' files share; else the session's own id (a family of one)."""
-    if session.source_format != _CLAUDE_CODE:
+    key = format_facts(session.source_format).family_key  # the importer says which format has sub-agent files
+    if key is None:
         return session.id
-    return _session_id(session.source_path) or session.id
+    return _session_id(session.source_path, key) or session.id
 
 
 @lru_cache(maxsize=4096)
-def _session_id(path: str) -> str | None:
-    """The first `sessionId` among the file's first records (None: unreadable, or none there)."""
+def _session_id(path: str, key: str) -> str | None:
+    """The first `key` (`sessionId`) among the file's first records (None: unreadable, or none there)."""
     opener = gzip.open if path.endswith(".gz") else open
     try:
         with opener(Path(path), "rt", encoding="utf-8", errors="replace") as lines:
             for _, line in zip(range(_LINES_READ), lines):
-                if '"sessionId"' not in line:
+                if f'"{key}"' not in line:
                     continue
                 try:
                     record = json.loads(line)
                 except ValueError:  # a damaged line: the next record will say it
                     continue
-                if isinstance(record, dict) and isinstance(record.get("sessionId"), str):
-                    return record["sessionId"]
+                if isinstance(record, dict) and isinstance(record.get(key), str):
+                    return record[key]
     except OSError:
         return None
     return None

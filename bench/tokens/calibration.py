@@ -2,7 +2,7 @@
 
 Claude, Gemini and DeepSeek do not publish their tokenizers, so a local count is off by a
 family-specific factor. `tokens ≈ a·estimate + b` is fitted on the training half of the bundled
-sessions (`python -m compactlab.tokens.fit_calibration` writes `bench/tokens/calibration_fit.json`, which names
+sessions (`python -m tests.scripts.fit_calibration` writes `bench/tokens/calibration_fit.json`, which names
 them) and applied everywhere else: `run` uses it, and `estimate` scores it only on sessions it
 was not trained on (in-sample errors are reported apart). The split is by session, never by
 call: calls of one session are strongly correlated, and splitting them would leak the answer into
@@ -25,10 +25,10 @@ import pandas as pd
 from compactlab.sessions.model import Session
 from compactlab.sessions.session_family import session_family
 from compactlab.tokens.estimators import Calibrated
-from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT
+from compactlab.tokens.framing import without_system_prompt
 
 SHIPPED_FIT = Path(__file__).with_name("calibration_fit.json")
-REGENERATE = "python -m compactlab.tokens.fit_calibration"
+REGENERATE = "python -m tests.scripts.fit_calibration"
 
 FAMILIES = (
     ("claude", re.compile(r"claude|anthropic")),
@@ -88,7 +88,7 @@ def fit_families(rows: pd.DataFrame, base: str) -> dict[str, Fit]:
     sessions and ten calls to be fitted; otherwise it is left out and its calls get no
     calibrated estimate (reported, not guessed).
     """
-    growth = rows["source_format"].isin(MISSING_SYSTEM_PROMPT).to_numpy()
+    growth = rows["source_format"].isin(without_system_prompt()).to_numpy()
     first = rows[rows["first_call"].astype(bool)].drop_duplicates("session").set_index("session")
     anchor_x = np.where(growth, rows["session"].map(first["estimate"]).to_numpy(float), 0.0)
     anchor_y = np.where(growth, rows["session"].map(first["true_tokens"]).to_numpy(float), 0.0)

@@ -28,16 +28,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from compactlab.sessions.importers import format_facts, importers
 from compactlab.sessions.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 
 OPENAI_TOKENS_PER_MESSAGE = 3
 OPENAI_REPLY_PRIMING = 3
-
-# Source formats whose files hold neither the system prompt nor the tool definitions.
-MISSING_SYSTEM_PROMPT = frozenset({"claude-code", "codex-rollout", "pi-session"})
-# Source formats whose recorded thinking is not part of later prompts (see above).
-THINKING_NOT_RESENT = frozenset({"claude-code", "codex-rollout", "anthropic-messages", "pi-session"})
-ANTHROPIC_FORMATS = frozenset({"claude-code", "anthropic-messages"})
 
 
 @dataclass(frozen=True)
@@ -70,10 +65,14 @@ class Framing:
 
 
 def framing_for(source_format: str) -> Framing:
-    return Framing(
-        count_thinking=source_format not in THINKING_NOT_RESENT,
-        anthropic_images=source_format in ANTHROPIC_FORMATS,
-    )
+    """The view of a source format's messages, from what its importer states (`FormatFacts`)."""
+    facts = format_facts(source_format)
+    return Framing(count_thinking=facts.thinking_resent, anthropic_images=facts.anthropic_images)
+
+
+def without_system_prompt() -> frozenset[str]:
+    """The source formats whose files hold neither the system prompt nor the tool definitions."""
+    return frozenset(name for name, importer in importers().items() if not importer.facts.system_prompt_in_file)
 
 
 def anthropic_image_tokens(image: ImagePart) -> int:

@@ -22,11 +22,12 @@ from itertools import accumulate
 
 from compactlab.contract import Context
 from compactlab.memo import IdentityMemo
+from compactlab.sessions.importers import format_facts
 from compactlab.sessions.messages import is_summary
 from compactlab.sessions.model import Message, Session, TextPart
 from compactlab.tokens.calibration import calibrated_for, model_family_of, shipped_fits
 from compactlab.tokens.estimators import Calibrated, Hybrid, LocalEstimator, get_estimator, local_estimator
-from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
+from compactlab.tokens.framing import framing_for
 from compactlab.tokens.tokenizers import TokenCache
 
 
@@ -68,7 +69,7 @@ class Meter:
         self.local: LocalEstimator = (
             local_estimator(self.estimator.base) if isinstance(self.estimator, Hybrid) else self.estimator
         )
-        if self.session.source_format in MISSING_SYSTEM_PROMPT:
+        if not format_facts(self.session.source_format).system_prompt_in_file:
             self.offset = self._first_call_offset()
         fit = shipped_fits().get(model_family_of(self.session))
         self.family_fit: Calibrated | None = fit.estimator() if fit is not None else None
@@ -123,7 +124,7 @@ class Meter:
         remote compaction, whose replacement history the summary is) makes a fresh prompt: what
         precedes it, the base instructions, and the summary's text are sized at their estimate, as
         the session's first call measured its plain messages (the per-session constant takes the
-        difference there), plus the unreadable part's tokens (`compactlab.measure.codex_fidelity`)."""
+        difference there), plus the unreadable part's tokens (`tests.scripts.codex_fidelity`)."""
         fit = self.family_fit
 
         def size(kept: tuple[Message, ...]) -> Written:

@@ -1,5 +1,5 @@
 """Every flag a message or a help text names exists: a command line quoted in the source
-(`compactlab CMD ... --flag`, `python -m compactlab.measure.X ... --flag`) names only flags of that
+(`compactlab CMD ... --flag`, `python -m tests.scripts.X ... --flag`) names only flags of that
 command, and each command's help names only its own flags or those of a command it names before them.
 The exit codes the top-level help lists are those of `compactlab.cli.exit_codes`, the one table."""
 
@@ -27,21 +27,27 @@ def _flags(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def _measure_flags(module: str) -> set[str]:
-    source = (ROOT / "bench" / "measure" / (module.replace(".", "/") + ".py")).read_text()
+    path = ROOT / "tests" / "scripts" / (module.replace(".", "/") + ".py")
+    if not path.is_file():
+        return set()  # a script that does not exist: every flag named is wrong, and so is the name
+    source = path.read_text()
     return set(re.findall(r"add_argument\(\s*\"(--[a-z0-9-]+)\"", source)) | {"--help"}
 
 
 def test_every_command_line_quoted_in_the_source_names_flags_that_exist() -> None:
     commands = {name: _flags(parser) for name, parser in _commands().items()}
     wrong = []
-    sources = [*sorted((ROOT / "bench").rglob("*.py")), *sorted((ROOT / "strategies").rglob("*.py"))]
+    sources = [*sorted(path for folder in ("bench", "strategies", "tests/scripts") for path in (ROOT / folder).rglob("*.py"))]
+    sources += [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md", ROOT / "reports" / "README.md"]
     for path in sources:
         text = path.read_text()
         for quoted in re.findall(r"`([^`\n]*)`", text):
             if (found := re.match(r"compactlab ([a-z][a-z-]*)", quoted)) and found.group(1) in commands:
                 known, name = commands[found.group(1)], f"compactlab {found.group(1)}"
-            elif found := re.match(r"python -m compactlab\.measure\.([a-z_.]+)", quoted):
+            elif found := re.match(r"python -m tests\.scripts\.([a-z_]+(?:\.[a-z_]+)*)(?![.\w])", quoted):
                 known, name = _measure_flags(found.group(1)), found.group(0)
+                if not known:
+                    wrong.append(f"{path.relative_to(ROOT)}: {name} (no such script in tests/scripts/)")
             else:
                 continue
             wrong += [f"{path.relative_to(ROOT)}: {name} {flag}" for flag in FLAG.findall(quoted) if flag not in known]

@@ -1,6 +1,6 @@
 """The two measurements of issue 28 on real bundled sessions: the smallest loss of summary recall
-a suite's check detects (`compactlab.measure.gate_sensitivity`) and what a baseline run asks a
-model for (`compactlab.measure.gate_baseline_cost`)."""
+a suite's check detects (`tests.scripts.gate_sensitivity`) and what a baseline run asks a
+model for (`tests.scripts.gate_baseline_cost`)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 
 from compactlab.gate.gate import run_suite
 from compactlab.gate.suite import MetricSpec, load_suite
-from compactlab.measure.gate_baseline_cost import CountingSummarizer
-from compactlab.measure.gate_sensitivity import detection, recall_points
 from compactlab.runs import runs
 from tests.conftest import bundled
 from tests.gate.test_worse_summary_prompt import SESSIONS
+from tests.scripts.gate_baseline_cost import CountingSummarizer
+from tests.scripts.gate_sensitivity import detection, recall_points
 
 
 @pytest.fixture(scope="module")

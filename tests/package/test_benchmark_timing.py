@@ -1,10 +1,10 @@
-"""The speed scripts cannot pass a ratio their repeats do not support (compactlab.measure.timing)."""
+"""The speed scripts cannot pass a ratio their repeats do not support (tests.scripts.timing)."""
 
 from __future__ import annotations
 
 import sys
 
-from compactlab.measure.timing import Ratio, Timing, interleaved, load, timed, timed_command, verdict
+from tests.scripts.timing import Ratio, Timing, interleaved, load, timed, timed_command, verdict
 
 
 def test_repeats_that_disagree_are_unstable_not_a_pass() -> None:

@@ -25,6 +25,7 @@ from tests.package.layer_graph import REGISTRY, REPO, cycles, entry_point_module
 ORDER = [
     "version",
     "memo",
+    "registry",  # compactlab.registry: the one registry type (strategies, importers, metrics)
     "sessions",
     "contract",
     "tokens",
@@ -39,7 +40,6 @@ ORDER = [
     "report",
     "gate",
     "cli",
-    "measure",
     "pytest_plugin",
     "api",  # compactlab.api: the Python API's run and sweep, which write reports
     "",  # compactlab/__init__.py: the public API, above everything it names
@@ -48,10 +48,11 @@ ORDER = [
 ALLOWED: dict[str, set[str]] = {
     "version": set(),
     "memo": set(),
-    "sessions": {"memo"},
+    "registry": set(),
+    "sessions": {"memo", "registry"},
     "contract": {"sessions"},
     "tokens": {"memo", "sessions", "contract"},
-    "strategies": {"memo", "sessions", "contract"},
+    "strategies": {"memo", "registry", "sessions", "contract"},
     "authoring": {"sessions", "contract", "strategies"},
     "compaction": {"sessions", "contract"},
     "llm": {"sessions", "contract", "tokens", "compaction"},
@@ -63,20 +64,6 @@ ALLOWED: dict[str, set[str]] = {
     "report": {"sessions", "tokens", "strategies", "llm", "scoring", "replay", "results", "runs"},
     "gate": {"sessions", "contract", "strategies", "llm", "scoring", "results", "runs"},
     "cli": {"version", "sessions", "tokens", "strategies", "llm", "results", "runs", "report", "gate"},
-    "measure": {
-        "sessions",
-        "contract",
-        "tokens",
-        "strategies",
-        "llm",
-        "scoring",
-        "replay",
-        "results",
-        "runs",
-        "report",
-        "gate",
-        "cli",
-    },
     "pytest_plugin": {"strategies", "scoring", "runs", "gate"},
     "api": {"results", "runs", "report"},
     "": {"version", "sessions", "contract", "tokens", "strategies", "replay", "runs", "api"},

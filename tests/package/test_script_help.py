@@ -17,19 +17,36 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = re.compile(r'^if __name__ == "__main__":', re.MULTILINE)
-# The package's scripts (bench/, installed as compactlab) and those needing tests/ (tests/scripts/).
+SCRIPTS_DIR = ROOT / "tests" / "scripts"
+# The package's command (bench/, installed as compactlab) and every script of a checkout (tests/scripts/).
 SCRIPTS = sorted(
     [
         "compactlab." + path.relative_to(ROOT / "bench").with_suffix("").as_posix().replace("/", ".")
         for path in (ROOT / "bench").rglob("*.py")
         if MAIN.search(path.read_text(encoding="utf-8"))
     ]
-    + [f"tests.scripts.{path.stem}" for path in (ROOT / "tests" / "scripts").glob("*.py") if path.stem != "__init__"]
+    + [
+        "tests.scripts." + path.relative_to(SCRIPTS_DIR).with_suffix("").as_posix().replace("/", ".")
+        for path in SCRIPTS_DIR.rglob("*.py")
+        if MAIN.search(path.read_text(encoding="utf-8"))
+    ]
 )
 
 
 def test_the_scripts_are_found() -> None:
-    assert "compactlab.tokens.fit_calibration" in SCRIPTS and "tests.scripts.input_fuzz" in SCRIPTS and len(SCRIPTS) > 10
+    assert "tests.scripts.fit_calibration" in SCRIPTS and "tests.scripts.input_fuzz" in SCRIPTS and len(SCRIPTS) > 10
+    assert "tests.scripts.oracles.pi_figures" in SCRIPTS
+
+
+def test_the_installed_package_holds_no_script_but_its_command() -> None:
+    """Measurement scripts ship in no wheel (issue 46): bench/ and strategies/ run only `compactlab`."""
+    scripts = sorted(
+        path.relative_to(ROOT).as_posix()
+        for folder in ("bench", "strategies")
+        for path in (ROOT / folder).rglob("*.py")
+        if MAIN.search(path.read_text(encoding="utf-8"))
+    )
+    assert scripts == ["bench/cli/main.py"]
 
 
 def test_runnable_scripts_live_in_their_two_homes() -> None:
@@ -38,9 +55,7 @@ def test_runnable_scripts_live_in_their_two_homes() -> None:
     stray = sorted(
         path.relative_to(ROOT).as_posix()
         for path in (ROOT / "tests").rglob("*.py")
-        if MAIN.search(path.read_text(encoding="utf-8"))
-        and path.parent != ROOT / "tests" / "scripts"
-        and path.name != "typecheck.py"
+        if MAIN.search(path.read_text(encoding="utf-8")) and SCRIPTS_DIR not in path.parents and path.name != "typecheck.py"
     )
     assert stray == []
 

@@ -1,4 +1,4 @@
-"""`python -m compactlab.measure.speed_scale` copies real sessions: from the shared sessions
+"""`python -m tests.scripts.speed_scale` copies real sessions: from the shared sessions
 beside the repository (found by the repository's own path, not a fallback), of a stated size
 class with `--max-calls`, each copy a whole real session with its recorded calls."""
 
@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compactlab.measure import speed_scale
 from compactlab.sessions.loading import load_inputs
 from tests.conftest import REPO
+from tests.scripts import speed_scale
 
 
 def test_the_repository_path_is_the_repository() -> None:
-    assert speed_scale.REPO == REPO and (speed_scale.REPO / "bench" / "measure" / "speed_scale.py").is_file()
+    assert speed_scale.REPO == REPO and (speed_scale.REPO / "tests" / "scripts" / "speed_scale.py").is_file()
 
 
 def test_the_shared_sessions_are_found_beside_the_repository(shared: Path) -> None:

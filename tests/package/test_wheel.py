@@ -87,6 +87,16 @@ def test_the_wheel_installs_one_namespace_with_its_data(installed: dict[str, Pat
     assert "bench." not in text and "= strategies." not in text
 
 
+def test_the_wheel_ships_no_measurement_script(installed: dict[str, Path]):
+    """The measurements run from a checkout (tests/scripts/, issue 46): the wheel's only script is the command."""
+    wheel = zipfile.ZipFile(installed["wheel"])
+    scripts = sorted(
+        name for name in wheel.namelist() if name.endswith(".py") and 'if __name__ == "__main__":' in wheel.read(name).decode()
+    )
+    assert scripts == ["compactlab/cli/main.py"]
+    assert not [name for name in wheel.namelist() if name.startswith(("compactlab/measure/", "tests/"))]
+
+
 def test_the_command_lists_the_bundled_datasets_and_says_its_version(installed: dict[str, Path]):
     project, command = installed["project"], str(installed["command"])
     version = _run(

@@ -8,11 +8,11 @@ from compactlab.cli.main import main
 from compactlab.compaction.engine import Engine
 from compactlab.contract import Context, Trigger
 from compactlab.replay.prompt_size import measured_size, own_estimate
+from compactlab.replay.prompt_size_errors import error_table, kept_tail_errors
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.replay.uncompacted import uncompacted
 from compactlab.results.metrics import calls_frame, compactions_frame, session_summary
-from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
 from compactlab.sessions.importers import load_file
 from compactlab.sessions.loading import load_inputs
 from compactlab.sessions.messages import is_summary
@@ -139,8 +139,8 @@ def test_measured_ratios_are_the_recorded_over_the_estimated_history() -> None:
 
 
 def test_the_consistency_check_reads_a_run_as_it_is_stored(tmp_path) -> None:
-    # `python -m compactlab.runs.prompt_size_check --run DIR` reads the run's committed rows (Parquet parts).
-    from compactlab.runs.prompt_size_check import run_consistency
+    # `python -m tests.scripts.prompt_size_check --run DIR` reads the run's committed rows (Parquet parts).
+    from tests.scripts.prompt_size_check import run_consistency
 
     out = tmp_path / "run"
     assert (

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 
-from compactlab.measure.speed_sweep import THRESHOLDS
 from compactlab.replay.replay import replay
 from compactlab.replay.shared_compactions import SharedCompactions, shared_by_setting
 from compactlab.runs.run_config import RunConfig, windows_of
@@ -15,6 +14,7 @@ from compactlab.sessions.importers import load_file
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.metering import Meter
 from tests.conftest import bundled
+from tests.scripts.speed_sweep import THRESHOLDS
 
 # Claude Code sessions whose context jumps past several thresholds at one call (with the loop guard's
 # retry, summarize's settings meet again at the same context in the JSSoundRecorder session).

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from compactlab.cli.main import main
+from compactlab.replay.prompt_size_errors import error_table, kept_tail_errors
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.report.names import short_name
-from compactlab.runs.prompt_size_check import error_table, kept_tail_errors
 from compactlab.scoring.reacquisition import reacquisition_at
 from compactlab.sessions.importers import load_file
 from compactlab.tokens.context_windows import ContextWindows

@@ -15,7 +15,6 @@ import pytest
 
 from compactlab.cli import cli_runs
 from compactlab.cli.main import main
-from compactlab.measure.verdict_figures import LAPTOP_PX, leaderboard_width_px
 from compactlab.report.run_charts import colours_for, pareto_chart
 from compactlab.report.run_data import figures_and_recommendation, load_run
 from compactlab.results.leaderboard import format_leaderboard
@@ -23,6 +22,7 @@ from compactlab.results.recommendation import Recommendation
 from compactlab.results.same_by_construction import SameGroup
 from compactlab.runs.sweep import DEFAULT_KEEP, DEFAULT_STRATEGIES, DEFAULT_THRESHOLDS, grid
 from tests.conftest import SharedRun
+from tests.scripts.verdict_figures import LAPTOP_PX, leaderboard_width_px
 
 # The default grid swept over the long Codex rollouts: minutes.
 pytestmark = pytest.mark.slow

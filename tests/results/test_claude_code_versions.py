@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from compactlab.measure.trigger_choice import OPUS, cases, choose_table, repositories_of
 from compactlab.replay.setting import window_and_trigger
 from compactlab.results.real_engines import engine_rows
 from compactlab.sessions.importers import load_file
@@ -18,6 +17,7 @@ from compactlab.sessions.model import Session
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
 from tests.conftest import DATASETS, bundled
+from tests.scripts.trigger_choice import OPUS, cases, choose_table, repositories_of
 
 
 def test_the_version_is_read_and_kept(shared: Path, tmp_path: Path) -> None:

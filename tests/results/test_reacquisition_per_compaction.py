@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compactlab.measure import reacquisition_validity
 from compactlab.results.reacquisition_figures import UNREADABLE, PerCompaction, reacquisition_summary
 from compactlab.scoring.reacquisition import COUNTS
 from compactlab.sessions.importers.codex_compaction import UNREADABLE_SUMMARY
+from tests.scripts import reacquisition_validity
 
 
 def _counts(**given: int) -> dict:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from compactlab.measure.real_compactions import SHIPPED, excluded, fidelity_rows, grid, rule_report
-from compactlab.measure.rule_choice import Figures, choose, loso
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.sessions.context_readings import fidelity_exclusions
 from compactlab.sessions.importers import load_file
 from tests.conftest import bundled
+from tests.scripts.real_compactions import SHIPPED, excluded, fidelity_rows, grid, rule_report
+from tests.scripts.rule_choice import Figures, choose, loso
 
 AUTO = load_file(bundled("m-claude", "3af9b1a7"), lenient=True)[0]
 PI = load_file(bundled("pi-sessions", "pi-mono-before-compaction"))[0]

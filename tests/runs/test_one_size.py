@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from compactlab.measure.guard_retry import session_figures
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.runs.preview import compact
@@ -16,6 +15,7 @@ from compactlab.strategies.presets import SOURCE_HARNESS
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.context_windows import ContextWindows
 from tests.conftest import bundled
+from tests.scripts.guard_retry import session_figures
 
 WINDOW = ContextWindows({"": 64_000})
 # A Claude Code session whose measured ratio is high: a quarter of the window counted with the bare

@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from compactlab.measure.speed_sweep import THRESHOLDS
 from compactlab.memo import forget
 from compactlab.replay.replay import replay
 from compactlab.replay.shared_compactions import shared_by_setting
@@ -18,6 +17,7 @@ from compactlab.sessions.importers import load_file
 from compactlab.strategies.registry import get_strategy
 from compactlab.tokens.metering import Meter
 from tests.conftest import bundled
+from tests.scripts.speed_sweep import THRESHOLDS
 
 # Claude Code sessions whose context jumps past several thresholds at one call, so that settings
 # differing only in their trigger make some compactions alike (tests/replay/test_shared_compactions.py).

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from compactlab.measure import needed_items_sample
-from compactlab.measure.needed_items_sample import SAMPLE as DEFAULT_SAMPLE
-from compactlab.measure.needed_sample import (
+from tests.conftest import SHARED
+from tests.scripts import needed_items_sample
+from tests.scripts.needed_items_sample import SAMPLE as DEFAULT_SAMPLE
+from tests.scripts.needed_sample import (
     CAP,
     LABELS,
     SOURCES,
@@ -24,7 +25,6 @@ from compactlab.measure.needed_sample import (
     unlabelled,
     wilson_interval,
 )
-from tests.conftest import SHARED
 
 SAMPLE = Path(__file__).parents[1] / "data" / "needed_items_sample.jsonl"
 
@@ -55,7 +55,7 @@ def test_every_item_the_extractor_needs_in_the_sample_is_labelled(sample: tuple[
     missing = unlabelled(steps, needed)
     listing = "\n".join(f"  {s.session} step {s.step}: {i.kind} {i.text!r}" for s, i in missing)
     assert not missing, (
-        f"label these by docs/needed-items-labelling.md (bench/measure/needed_items_sample.py refresh):\n{listing}"
+        f"label these by docs/needed-items-labelling.md (tests/scripts/needed_items_sample.py refresh):\n{listing}"
     )
 
 
@@ -130,8 +130,8 @@ def test_the_wilson_interval() -> None:
 
 
 def test_the_scoring_command_reads_the_committed_sample_by_default() -> None:
-    # Its default path pointed into bench/ after the module moved to bench/measure/: the README's
-    # `python -m compactlab.measure.needed_items_sample score` failed with a traceback.
+    # Its default path pointed into bench/ after the module moved to tests/scripts/: the README's
+    # `python -m tests.scripts.needed_items_sample score` failed with a traceback.
     assert DEFAULT_SAMPLE.resolve() == SAMPLE.resolve() and read_sample(DEFAULT_SAMPLE)
 
 

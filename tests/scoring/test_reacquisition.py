@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from compactlab.measure.reacquisition_filter import Counts, leave_one_out, pooled, separation, session_counts
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.scoring.general_items import UBIQUITOUS_SHARE, is_general
@@ -18,6 +17,7 @@ from compactlab.sessions.loading import load_inputs
 from compactlab.sessions.model import Message, TextPart, ToolCallPart, ToolResultPart
 from compactlab.tokens.context_windows import ContextWindows
 from tests.conftest import bundled
+from tests.scripts.reacquisition_filter import Counts, leave_one_out, pooled, separation, session_counts
 
 
 def test_the_auto_compaction_lost_items_are_what_claude_code_reattached_unseen() -> None:

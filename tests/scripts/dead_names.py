@@ -72,7 +72,8 @@ def dead_names(tree_root: Path) -> tuple[list[str], list[str]]:
     in_tests: Counter[str] = Counter()
     for path in sorted((tree_root / "tests").rglob("*.py")):
         in_tests += _uses(ast.parse(path.read_text(encoding="utf-8")))
-    unused, tests_only = [], []
+    unused: list[str] = []
+    tests_only: list[str] = []
     for path, tree in parsed.items():
         for name, line in _defined(tree):
             if name.startswith("__") or name == "main" or in_package[name]:

@@ -191,6 +191,7 @@ def measure_runs(work: Path) -> None:
     code, _, stderr = child("count", 0, clean_out, gate, run_arguments(data, clean_out))
     assert code == 0, stderr
     clean = reported_rows(clean_out)
+    assert clean is not None, f"{clean_out}: the clean run wrote no sessions.csv"
     points = int(Path(f"{gate}.count").read_text())
     print(f"clean run: {int(clean.sum())} rows reported; {points} writes into the run directory")
     for mode in ("kill", "enospc"):

@@ -83,9 +83,9 @@ def cases(data: Path, work: Path, root: bool) -> list[Case]:
             )
     for name, inputs in {"no file readable": unreadable, "every record damaged": damaged}.items():
         for command in ("export", "estimate", "inspect", "engines"):
-            out = work / f"{command}-{name[:5]}" if command in ("export", "estimate") else None
-            arguments = [command, str(inputs), "--lenient"] + (["--out", str(out)] if out is not None else [])
-            found.append((f"{command}: --lenient, {name}", arguments, out, None))
+            written: Path | None = work / f"{command}-{name[:5]}" if command in ("export", "estimate") else None
+            arguments = [command, str(inputs), "--lenient"] + (["--out", str(written)] if written is not None else [])
+            found.append((f"{command}: --lenient, {name}", arguments, written, None))
     found.append(("export: --out the home folder", ["export", str(data), "--out", str(home)], home, None))
     return found
 

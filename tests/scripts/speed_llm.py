@@ -19,7 +19,7 @@ ceil(N / 16) × LATENCY (16 calls in flight at every moment); the script prints
 (latency run − instant run) / ideal per repeat, which the issue asks to be at most 1.25, with CPU
 time beside wall time and the machine's load; repeats that disagree beyond the bound, or a latency
 run shorter than its calls' waiting alone (which cannot be), are UNSTABLE, not a pass
-(`compactlab.measure.timing`). A ratio under 1 can be: the replay's own work goes on while calls wait.
+(`tests.scripts.timing`). A ratio under 1 can be: the replay's own work goes on while calls wait.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ import time
 from pathlib import Path
 
 from compactlab.contract import Trigger
-from compactlab.measure.timing import SPREAD, Timing, cpu_seconds, listed, load, spread, verdict
 from compactlab.replay.setting import Setting
 from compactlab.runs import runs
 from compactlab.runs.llm_config import make_run_summarizer
 from compactlab.runs.run_config import RunConfig
 from tests.fake_behaviours import Behaviour
 from tests.fake_providers import FakeProvider, serve
+from tests.scripts.timing import SPREAD, Timing, cpu_seconds, listed, load, spread, verdict
 
 LATENCY = 1.0
 REPEATS = 2

@@ -9,13 +9,13 @@ import gzip
 import json
 from pathlib import Path
 
-from compactlab.measure import codex_fidelity
 from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting
 from compactlab.sessions.importers import load_file
 from compactlab.sessions.importers.codex_compaction import SUMMARY_PREFIX, USER_MESSAGE_BUDGET, approx_tokens
 from compactlab.tokens.metering import Meter
 from tests.conftest import bundled
+from tests.scripts import codex_fidelity
 
 ROLLOUT = bundled("codex-rollouts", "Kocoro-lab__Shannon")
 

@@ -1,6 +1,6 @@
 """The gemini-cli preset against Gemini CLI's own code: the committed oracles (tests/data/oracles/gemini-cli,
-made by `python -m compactlab.measure.engine_oracle gemini-cli`), read without node. Each check of an
-oracle is replayed through compactlab's API (`compactlab.measure.oracles.gemini_cli_agreement`)."""
+made by `python -m tests.scripts.engine_oracle gemini-cli`), read without node. Each check of an
+oracle is replayed through compactlab's API (`tests.scripts.oracles.gemini_cli_agreement`)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from compactlab.contract import CompactionFailed, CompactionRequest, Context
-from compactlab.measure.engine_oracle import read_oracle
-from compactlab.measure.oracles.gemini_cli_agreement import ORACLES, FixedSummary, agreement, preset_checks, session_of
 from compactlab.sessions.messages import is_summary
 from compactlab.strategies.gemini import ACK, GEMINI_COMMIT, GeminiCompression, contents, masked_part
 from compactlab.strategies.presets import gemini_cli
 from compactlab.strategies.prompting import render
 from compactlab.tokens.metering import Meter
+from tests.scripts.engine_oracle import read_oracle
+from tests.scripts.oracles.gemini_cli_agreement import ORACLES, FixedSummary, agreement, preset_checks, session_of
 
 PATHS = sorted(ORACLES.glob("*.json"))
 

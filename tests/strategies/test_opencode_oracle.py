@@ -1,8 +1,8 @@
 """The opencode preset against opencode's own prune, run on the bundled sessions (issue 42).
 
 The oracles in tests/data/oracles/opencode/ were made by
-`python -m compactlab.measure.engine_oracle opencode --engine-source GIT_DIR` (see
-`compactlab.measure.oracles.opencode`); these tests need neither node nor the snapshot.
+`python -m tests.scripts.engine_oracle opencode --engine-source GIT_DIR` (see
+`tests.scripts.oracles.opencode`); these tests need neither node nor the snapshot.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from compactlab.measure.engine_oracle import read_oracle
-from compactlab.measure.oracles.opencode import agreement, digest, preset_erased
-from compactlab.measure.oracles.opencode_trigger import decisions, session_of
 from compactlab.sessions.importers import load_file
 from compactlab.strategies.registry import get_strategy
 from tests.conftest import bundled
+from tests.scripts.engine_oracle import read_oracle
+from tests.scripts.oracles.opencode import agreement, digest, preset_erased
+from tests.scripts.oracles.opencode_trigger import decisions, session_of
 
 ORACLES = Path(__file__).parents[1] / "data" / "oracles" / "opencode"
 SESSIONS = {
@@ -68,7 +68,7 @@ def test_an_errored_result_is_never_erased() -> None:
 
 
 # The trigger: opencode's isOverflow after every reply with usage (issue 42), against the preset's
-# trigger before the next call (compactlab.measure.oracles.opencode_trigger).
+# trigger before the next call (tests.scripts.oracles.opencode_trigger).
 TRIGGER_ORACLES = sorted(ORACLES.glob("*.json"))
 
 

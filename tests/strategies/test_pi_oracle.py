@@ -1,5 +1,5 @@
 """The pi preset against pi's own code: the oracles recorded from pi-mono's compaction functions on the
-bundled pi sessions (tests/data/oracles/pi, made by `python -m compactlab.measure.engine_oracle pi`).
+bundled pi sessions (tests/data/oracles/pi, made by `python -m tests.scripts.engine_oracle pi`).
 No node here: the tests read the committed oracles and run the preset through compactlab's API."""
 
 from __future__ import annotations
@@ -7,8 +7,12 @@ from __future__ import annotations
 import pytest
 
 from compactlab.contract import CompactionRequest, Context
-from compactlab.measure.oracles import pi_figures
-from compactlab.measure.oracles.pi_figures import (
+from compactlab.replay.setting import estimator_of
+from compactlab.replay.uncompacted import run_starts
+from compactlab.strategies.registry import get_strategy
+from compactlab.tokens.metering import Meter
+from tests.scripts.oracles import pi_figures
+from tests.scripts.oracles.pi_figures import (
     ORACLES,
     Oracle,
     closed_loop_calls,
@@ -17,10 +21,6 @@ from compactlab.measure.oracles.pi_figures import (
     seen_at,
     trigger_of,
 )
-from compactlab.replay.setting import estimator_of
-from compactlab.replay.uncompacted import run_starts
-from compactlab.strategies.registry import get_strategy
-from compactlab.tokens.metering import Meter
 
 FOUND = pi_figures.oracles()
 PI = get_strategy("pi")

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from compactlab.compaction.engine import Engine
 from compactlab.contract import CompactionRequest, Context, Harness
-from compactlab.measure import preset_table
 from compactlab.replay.replay import replay, replay_plain
 from compactlab.replay.setting import Setting, window_and_trigger
 from compactlab.replay.uncompacted import uncompacted
@@ -28,6 +27,7 @@ from compactlab.strategies.summarize import TURN_SEPARATOR, choose_cut
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.metering import Meter
 from tests.conftest import bundled
+from tests.scripts import preset_table
 from tests.strategies.test_seed_rules import GPT5_MINI, LONG_CODEX, MANIFEST, compact, request
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ SUMMARIZING = ("seed-000", "seed-001", "seed-002", "seed-004", "pi", "opencode",
 
 def test_the_rules_table_in_docs_is_up_to_date() -> None:
     committed = (ROOT / "docs" / "preset-rules.md").read_text(encoding="utf-8")
-    assert committed == preset_table.render(), "run: python -m compactlab.measure.preset_table"
+    assert committed == preset_table.render(), "run: python -m tests.scripts.preset_table"
 
 
 def test_the_strategies_page_shows_each_presets_counts() -> None:

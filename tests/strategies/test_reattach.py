@@ -76,7 +76,7 @@ def test_the_bundled_real_compactions_are_predicted_within_five_percent() -> Non
     # 3af9b1a7: without re-attachment the prediction was 24,405 against 32,473 recorded (-24.8%);
     # with it (read files only) and the summary sized at the session's ratio, -4.0%. The shipped rules
     # re-attach one created document too (+10.5%): the agent's next turn names none of them, but the
-    # other shared compactions choose the rule (`python -m compactlab.measure.real_compactions`).
+    # other shared compactions choose the rule (`python -m tests.scripts.real_compactions`).
     assert 0.05 < fidelity(AUTO) < 0.11
     assert abs(fidelity(AUTO, created_files=False)) < 0.05
     # 97b0ffde: a manual /compact with no call after it; Claude Code's /context reading (19.5k) is the

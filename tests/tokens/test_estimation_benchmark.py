@@ -13,7 +13,7 @@ from compactlab.cli.main import main
 from compactlab.sessions.importers import load_file
 from compactlab.tokens.calibration import model_family
 from compactlab.tokens.estimation import run_estimation, summarize
-from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT, framing_for
+from compactlab.tokens.framing import framing_for, without_system_prompt
 from tests.conftest import DATASETS, bundled
 
 MINI = load_file(bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"))[0]
@@ -38,7 +38,7 @@ def test_hybrid_bookkeeping_on_a_real_session(session) -> None:
     # First call: no usage known yet, so chars/4 over the whole prompt, plus the per-session
     # constant where the file lacks the system prompt (which makes it exact there, as in a replay).
     first = round(chars(session, session.messages[: positions[0]]))
-    expected_first = session.calls[0].prompt_tokens if session.source_format in MISSING_SYSTEM_PROMPT else first
+    expected_first = session.calls[0].prompt_tokens if session.source_format in without_system_prompt() else first
     assert hybrid.loc[0, "estimate"] == expected_first
     # Every later call: previous prompt + previous output + chars/4 of the messages in between.
     for k in range(1, len(positions)):

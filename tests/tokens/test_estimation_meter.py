@@ -28,7 +28,7 @@ from compactlab.tokens.calibration import (
 )
 from compactlab.tokens.estimation import IN_SAMPLE, run_estimation, summarize
 from compactlab.tokens.estimators import get_estimator
-from compactlab.tokens.framing import MISSING_SYSTEM_PROMPT
+from compactlab.tokens.framing import without_system_prompt
 from compactlab.tokens.metering import Meter
 from tests.conftest import bundled
 
@@ -86,7 +86,7 @@ def bundled_calls():
 def test_calibrated_first_call_is_exact_where_the_constant_applies(bundled_calls) -> None:
     _, calls = bundled_calls
     calibrated = calls[calls["estimator"].isin(["calibrated", IN_SAMPLE])]
-    first = calibrated[calibrated["first_call"] & calibrated["source_format"].isin(MISSING_SYSTEM_PROMPT)]
+    first = calibrated[calibrated["first_call"] & calibrated["source_format"].isin(without_system_prompt())]
     assert len(first) > 40
     # The constant is measured in provider tokens and added after the line, unscaled.
     assert first["error"].abs().max() <= 1
@@ -113,7 +113,7 @@ def _history_contexts(session) -> list[Context]:
 
 def test_shipped_fit_names_its_training_sessions_and_is_current() -> None:
     document = json.loads(SHIPPED_FIT.read_text(encoding="utf-8"))
-    assert document["regenerate"] == "python -m compactlab.tokens.fit_calibration"
+    assert document["regenerate"] == "python -m tests.scripts.fit_calibration"
     sessions = [t for t in load_inputs(document["datasets"]).sessions if not t.skipped]
     family_of = {t.id: session_family(t) for t in sessions}
     calls = run_estimation(sessions, ["tiktoken-o200k"]).calls

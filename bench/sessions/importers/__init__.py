@@ -7,20 +7,18 @@ every format tried and why each one did not match.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from compactlab.sessions.importers.importer import Importer
+from compactlab.registry import Registry
+from compactlab.sessions.importers.importer import FormatFacts, Importer
 from compactlab.sessions.model import Session
 from compactlab.sessions.source import TOO_DEEP, RecordIssues, SessionError, Source
 
-IMPORTERS: dict[str, Importer] = {}
 
-
-def _register_builtins() -> None:
+def _register_builtins(registry: Registry[Importer]) -> None:
     # Imported here, not at module top, so that importing one importer module does not pull in
     # (or break on) all the others.
     from compactlab.sessions.importers.anthropic_messages import AnthropicMessagesImporter
@@ -32,8 +30,9 @@ def _register_builtins() -> None:
     from compactlab.sessions.importers.openai_chat import OpenAIChatImporter
     from compactlab.sessions.importers.pi_session import PiSessionImporter
 
-    # Formats are told apart by content only one of them has; the order only decides which
-    # check runs first (the cheap JSONL ones before parsing a whole JSON document).
+    # Formats are told apart by content only one of them has: detection asks every importer, and a
+    # file two of them claim is an error naming both (`detect`), so this order decides nothing but
+    # the order `compactlab formats` lists them in.
     for importer in (
         CanonicalImporter(),
         ClaudeCodeImporter(),
@@ -44,33 +43,45 @@ def _register_builtins() -> None:
         AnthropicMessagesImporter(),
         CondenserLogImporter(),
     ):
-        IMPORTERS.setdefault(importer.name, importer)
+        registry.register(importer.name, importer)
 
 
-def importers() -> dict[str, Importer]:
+IMPORTERS: Registry[Importer] = Registry("format", _register_builtins, see="See `compactlab formats`.")
+
+
+def importers() -> Registry[Importer]:
     """Every known importer by format name."""
-    if not IMPORTERS or "claude-code" not in IMPORTERS:
-        _register_builtins()
     return IMPORTERS
 
 
 def get_importer(name: str) -> Importer:
     """The importer called `name`, or an error that suggests the closest names."""
-    known = importers()
-    if name in known:
-        return known[name]
-    close = difflib.get_close_matches(name, known, n=3)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise KeyError(f"unknown format {name!r}.{hint} Known formats: {', '.join(known)}")
+    return IMPORTERS.get_entry(name)
+
+
+def format_facts(source_format: str) -> FormatFacts:
+    """What the stages above need to know of a source format (`Importer.facts`): a format no
+    importer has (a session built in code, an older run's rows) has the defaults."""
+    return IMPORTERS[source_format].facts if source_format in IMPORTERS else FormatFacts()
 
 
 def detect(source: Source) -> Importer:
+    """The one importer whose format `source` is; none, or two, is an error naming the formats."""
     reasons: list[str] = []
-    for importer in importers().values():
+    matched: list[Importer] = []
+    for importer in IMPORTERS.values():
         reason = importer.match(source)
         if reason is None:
-            return importer
-        reasons.append(f"  - {importer.name}: {reason}")
+            matched.append(importer)
+        else:
+            reasons.append(f"  - {importer.name}: {reason}")
+    if len(matched) > 1:
+        names = " and ".join(repr(importer.name) for importer in matched)
+        raise SessionError(
+            source.path, None, f"ambiguous session format: the file matches {names}; name its format (--format NAME)"
+        )
+    if matched:
+        return matched[0]
     raise SessionError(source.path, None, "unknown session format. Formats tried:\n" + "\n".join(reasons))
 
 

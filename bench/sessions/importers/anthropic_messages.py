@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 
-from compactlab.sessions.importers.importer import image_part
+from compactlab.sessions.importers.importer import FormatFacts, image_part
 from compactlab.sessions.importers.json_chat import (
     ANTHROPIC,
     ChatConverter,
@@ -62,6 +62,7 @@ USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input
 class AnthropicMessagesImporter(ChatImporter):
     name = ANTHROPIC
     description = "Anthropic Messages request JSON ({model, system, messages, usage}) with recorded per-call usage"
+    facts = FormatFacts(thinking_resent=False, anthropic_images=True)
 
     def why_not(self, found: Classification) -> str:
         if found.openai:

@@ -16,7 +16,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from compactlab.sessions.importers.canonical_checks import check_header, checked
-from compactlab.sessions.importers.importer import ToolPairing, call_count_problem, is_call_count
+from compactlab.sessions.importers.importer import FormatFacts, ToolPairing, call_count_problem, is_call_count
 from compactlab.sessions.model import (
     PART_TYPES,
     CompactionMarker,
@@ -84,6 +84,7 @@ def write_canonical(sessions: list[Session], path: Path | str) -> Path:
 class CanonicalImporter:
     name = "canonical"
     description = f"compactlab canonical JSONL, version {VERSION} (see bench/schema/canonical-v1.schema.json)"
+    facts = FormatFacts()  # its sessions keep their source format, whose facts apply
 
     def match(self, source: Source) -> str | None:
         head = source.head_records(limit=1)

@@ -23,7 +23,14 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from compactlab.sessions.importers.importer import ToolPairing, call_count_problem, image_part, is_call_count, is_count
+from compactlab.sessions.importers.importer import (
+    FormatFacts,
+    ToolPairing,
+    call_count_problem,
+    image_part,
+    is_call_count,
+    is_count,
+)
 from compactlab.sessions.model import (
     CompactionMarker,
     LLMCall,
@@ -81,6 +88,13 @@ class _Draft:
 class ClaudeCodeImporter:
     name = "claude-code"
     description = "Claude Code session JSONL (~/.claude/projects/*/*.jsonl), including sub-agent files"
+    facts = FormatFacts(
+        thinking_resent=False,
+        anthropic_images=True,
+        system_prompt_in_file=False,
+        engine_preset="claude-code",
+        family_key="sessionId",
+    )
 
     def match(self, source: Source) -> str | None:
         for record in source.head_records():

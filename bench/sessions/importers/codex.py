@@ -35,7 +35,7 @@ from compactlab.sessions.importers.codex_items import (
     reasoning_texts,
     tool_output,
 )
-from compactlab.sessions.importers.importer import check_tool_pairing, is_count
+from compactlab.sessions.importers.importer import FormatFacts, check_tool_pairing, is_count
 from compactlab.sessions.model import (
     CompactionMarker,
     LLMCall,
@@ -63,6 +63,7 @@ class _Open:
 class CodexImporter:
     name = "codex-rollout"
     description = "OpenAI Codex CLI session rollouts (~/.codex/sessions/**/rollout-*.jsonl)"
+    facts = FormatFacts(thinking_resent=False, system_prompt_in_file=False, engine_preset="codex")
 
     def match(self, source: Source) -> str | None:
         head = [r.data for r in source.head_records() if isinstance(r.data, dict)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from compactlab.sessions.importers.importer import FormatFacts
 from compactlab.sessions.model import CompactionMarker, Message, Session, TextPart, is_role
 from compactlab.sessions.source import RecordIssues, SessionError, Source
 
@@ -23,6 +24,7 @@ REQUIRED = ("input", "output")
 class CondenserLogImporter:
     name = "condenser-log"
     description = "condenser log JSONL: one (serialised input context → summary) pair per line"
+    facts = FormatFacts()
 
     def match(self, source: Source) -> str | None:
         head = source.head_records(limit=3)

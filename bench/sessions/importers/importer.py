@@ -5,11 +5,33 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeGuard
 
 from compactlab.sessions.model import ImagePart, Message, Session, ToolCallPart, ToolResultPart
 from compactlab.sessions.source import RecordIssues, Source
+
+
+@dataclass(frozen=True)
+class FormatFacts:
+    """What the stages above the importers must know of a source format, declared on its importer
+    (and read through `compactlab.sessions.importers.format_facts`), not in a table two stages away.
+    The defaults are a plain chat file's."""
+
+    # Recorded thinking is sent again in later prompts (tokens/framing.py): Anthropic drops earlier
+    # turns' thinking, Codex keeps only encrypted reasoning the file lacks.
+    thinking_resent: bool = True
+    # Images cost what Anthropic's vision docs say, not OpenAI's tiles (tokens/framing.py).
+    anthropic_images: bool = False
+    # The file holds the system prompt and the tool definitions (tokens/metering.py): when it does
+    # not, a per-session constant stands for them.
+    system_prompt_in_file: bool = True
+    # The preset that reproduces the engine that wrote the file, for its real compactions
+    # (results/real_engines.py); None: no preset reproduces it.
+    engine_preset: str | None = None
+    # The record key whose value a sub-agent's file shares with its parent session's file
+    # (sessions/session_family.py); None: a session is its own family.
+    family_key: str | None = None
 
 
 class Importer(Protocol):
@@ -17,11 +39,14 @@ class Importer(Protocol):
 
     `name` is the format's name as users type it. `match` looks at the file cheaply and returns
     None when the file is of this format, or a short reason why it is not (shown to the user when
-    no importer matches). `load` reads it; damaged records go to `issues`.
+    no importer matches); a file two importers match is an error, so each `match` must reject every
+    other format's files (tests/sessions/test_importer_contract.py). `load` reads it; damaged records
+    go to `issues`. `facts` are what other stages need to know of the format (`FormatFacts`).
     """
 
     name: str
     description: str
+    facts: FormatFacts
 
     def match(self, source: Source) -> str | None: ...
 

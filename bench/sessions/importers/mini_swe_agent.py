@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from compactlab.sessions.importers.importer import check_tool_pairing, image_part, is_call_count, is_cost
+from compactlab.sessions.importers.importer import FormatFacts, check_tool_pairing, image_part, is_call_count, is_cost
 from compactlab.sessions.importers.mini_swe_agent_v1 import action_regex, ends_with_v1_exit, is_v1, v1_observations
 from compactlab.sessions.model import (
     LLMCall,
@@ -79,6 +79,7 @@ def _object(obj: dict, key: str, path: str) -> dict:
 class MiniSweAgentImporter:
     name = "mini-swe-agent"
     description = "mini-swe-agent trajectory (*.traj.json), v1.x and v2.x layouts"
+    facts = FormatFacts()
 
     def match(self, source: Source) -> str | None:
         if not source.is_single_document():

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 
-from compactlab.sessions.importers.importer import image_part
+from compactlab.sessions.importers.importer import FormatFacts, image_part
 from compactlab.sessions.importers.json_chat import (
     OPENAI,
     ChatConverter,
@@ -62,6 +62,7 @@ USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "prompt_cache_hit_tokens")
 class OpenAIChatImporter(ChatImporter):
     name = OPENAI
     description = "OpenAI Chat Completions request JSON ({model, messages, usage}) with recorded per-call usage"
+    facts = FormatFacts()
 
     def why_not(self, found: Classification) -> str:
         return f"has Anthropic Messages markers: {'; '.join(found.anthropic[:3])}"

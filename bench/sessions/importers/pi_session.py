@@ -31,7 +31,15 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 
-from compactlab.sessions.importers.importer import ToolPairing, call_count_problem, image_part, is_call_count, is_cost, is_count
+from compactlab.sessions.importers.importer import (
+    FormatFacts,
+    ToolPairing,
+    call_count_problem,
+    image_part,
+    is_call_count,
+    is_cost,
+    is_count,
+)
 from compactlab.sessions.model import (
     CompactionMarker,
     LLMCall,
@@ -72,6 +80,7 @@ class _Entry:
 class PiSessionImporter:
     name = "pi-session"
     description = "pi coding-agent session JSONL (~/.pi/agent/sessions/*/*.jsonl)"
+    facts = FormatFacts(thinking_resent=False, system_prompt_in_file=False, engine_preset="pi")
 
     def match(self, source: Source) -> str | None:
         for record in source.head_records():

@@ -1,1 +1,0 @@
-"""Measurement scripts: speed, footprint and the figures the README and issues quote, each rerunnable with `python -m`."""

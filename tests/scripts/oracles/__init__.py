@@ -1,0 +1,1 @@
+"""One module per engine: how to run its own compaction code on a session (`tests.scripts.engine_oracle`)."""
