@@ -33,11 +33,16 @@ class SuiteError(ValueError):
     `compactlab.gate.suite`, so that every file's checks raise it."""
 
 
+# Shares of what compaction removed: a context that grew (a summary and re-attached files larger than
+# what they replaced) removed a negative share, unbounded below (a real session's baseline has -0.11).
+SIGNED_SHARES = frozenset({"removed_share"})
+
+
 def value_range(metric: str) -> tuple[float, float]:
-    """The values a session can have for `metric`: shares in [0, 1], tokens and counts ≥ 0."""
+    """The values a session can have for `metric`: shares in [0, 1] (a removed share ≤ 1), tokens and counts ≥ 0."""
     kind = BY_NAME[metric].kind
     if kind == "share":
-        return 0.0, 1.0
+        return (-LARGEST if metric in SIGNED_SHARES else 0.0), 1.0
     if kind in ("tokens", "count"):
         return 0.0, LARGEST
     return -LARGEST, LARGEST
@@ -47,7 +52,7 @@ def range_text(metric: str) -> str:
     low, high = value_range(metric)
     kind = BY_NAME[metric].kind
     if kind == "share":
-        return "a number in [0, 1] (a share)"
+        return "a number ≤ 1 (a share of what was removed)" if low < 0 else "a number in [0, 1] (a share)"
     return f"a number ≥ 0 and ≤ 2**53 ({kind})" if low == 0 else "a number of magnitude ≤ 2**53"
 
 

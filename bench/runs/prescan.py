@@ -39,6 +39,7 @@ class SessionShape:
     fixed: int | None  # the smallest recorded prompt before any real compaction (None: no call before one)
     floor: int | None  # the smallest possible prompt's lower bound (see the module docstring)
     skipped: int = 0  # damaged records reading it skipped (with --lenient)
+    compactions: int = 0  # real compactions it records (a condenser log's are scored without calls)
 
 
 def shape_of(session: Session) -> SessionShape:
@@ -62,6 +63,7 @@ def shape_of(session: Session) -> SessionShape:
         fixed,
         floor,
         len(session.skipped),
+        len(session.compactions),
     )
 
 
@@ -90,18 +92,19 @@ def prescan(
             shapes += read.sessions
     if not shapes and failed:
         raise nothing_read(failed)
-    if shapes and not any(shape.models for shape in shapes):
+    if shapes and not any(shape.models or shape.compactions for shape in shapes):
         raise nothing_to_replay(shapes, len(failed))
     return tuple(shapes)
 
 
 def nothing_to_replay(shapes: Sequence[SessionShape], failed: int) -> ValueError:
-    """The error of a run whose sessions record no LLM call: a replay measures each recorded call,
-    so there is no result to show (a lenient read that skipped every damaged record ends here)."""
+    """The error of a run whose sessions record no LLM call and no real compaction: a replay measures
+    each recorded call, and a real compaction is scored without one (a condenser log's), so there is
+    no result to show (a lenient read that skipped every damaged record ends here)."""
     skipped = sum(shape.skipped for shape in shapes)
     why = [f"{skipped:,} damaged records skipped" if skipped else "", f"{failed:,} files not read" if failed else ""]
     said = "; ".join(w for w in why if w)
     return ValueError(
-        f"no session to replay: the {len(shapes):,} sessions read record no LLM call{f' ({said})' if said else ''}; "
+        f"no session to replay: the {len(shapes):,} sessions read record no LLM call and no compaction{f' ({said})' if said else ''}; "
         f"`compactlab inspect` shows what each holds"
     )

@@ -93,9 +93,14 @@ REWRITTEN = {
     "`--out` equal to or inside a dataset folder is refused.": "`--out` equal to or inside a dataset folder is refused, and so are the filesystem root",
     # Issue 46: formats 1 to 3 are refused, not read (version 0.1.0 had no users to migrate).
     "`bench/runs/run_format.py` is the one place that reads an older one (3:": "`bench/runs/run_format.py` is the one place that reads it,",
-    'the same files with "transcript" and "config" where 4 says': "and refuses an older one naming its format (1 to 3",
+    'where 4 says "session" and "setting"': "and refuses an older one naming its format (1 to 3",
     "Parquet rows without the number, read, its report without session_facts.json": "written before 0.1.0 had users",
     "`--resume` continues a directory of format 4 only) or refuses it naming the format (1:": "`--resume` continues a directory of\nformat 4 only)",
+    # Issue 45: a suite reads only the environment variables of its purpose.
+    "Values of `[summarizer]` may come from the environment:": "may come from the environment, each from its own variable",
+    '`"${NAME}"`, or `"${NAME:-default}"` (an empty result leaves the key out).': 'written `"${NAME}"` or `"${NAME:-default}"` (an empty result leaves the key out)',
+    # Issue 46: each importer states its format's facts.
+    "- `bench/sessions/` — the canonical model, what a message is to a compaction": "importers (`importers/`, each stating its format's facts: `FormatFacts`)",
     # Issue 46: the report's prompt-size rows moved into the replay stage, every script into tests/scripts/.
     "without a real compaction (`bench/runs/prompt_size_check.py`)": "without a real compaction (`bench/replay/prompt_size_errors.py`)",
     "- `tests/scripts/` — the runnable scripts:": "- `tests/scripts/` — the runnable scripts, none in the installed package",
