@@ -139,7 +139,7 @@ def test_thinking_and_tool_pairing_on_a_real_session() -> None:
 
 
 def test_a_response_block_written_again_is_added_once_and_blocks_that_differ_are_kept() -> None:
-    from compactlab.sessions.importers.claude_code import _Draft
+    from compactlab.sessions.importers.claude_code_messages import Draft as _Draft
 
     draft = _Draft(role="assistant", line=1, source_id="r")
     text = {"type": "text", "text": "hello"}
