@@ -13,34 +13,22 @@ from pathlib import Path
 from compactlab.cli.main import main
 from compactlab.results.run_failures import INCOMPLETE_EXIT
 from compactlab.runs.run_storage import run_compaction_rows
-from tests.conftest import bundled
 from tests.fake_behaviours import length_stop, quota_exceeded
 from tests.fake_providers import FakeProvider
-from tests.llm.support import KEY_ENV
-
-SESSIONS = (
-    bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"),
-    bundled("claude-code-log", "-src-deep-manifest__a7da6a22"),
-)
+from tests.llm.support import llm_run_config
 
 
-def _config(tmp_path: Path, base_url: str) -> Path:
-    path = tmp_path / "run.toml"
-    datasets = ", ".join(f'"{p}"' for p in SESSIONS)
-    path.write_text(
-        f"datasets = [{datasets}]\nwindow = 20000\n\n"
-        '[[strategy]]\nname = "summarize"\nlabel = "summarize-llm"\nsettings = { summarizer = "llm" }\n\n'
-        '[[strategy]]\nname = "truncate"\n\n'
-        f'[summarizer]\nprovider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "{base_url}"\napi_key_env = "{KEY_ENV}"\n'
-        f'cache_dir = "{tmp_path / "cache"}"\nmax_retries = 1\ntimeout = 5.0\nmax_in_flight = 1\n'
-    )
-    return path
+def _run(server: FakeProvider, tmp_path: Path, out: Path) -> int:
+    """`compactlab run` of summarize on the LLM at `server`, one call in flight at a time (so the
+    requests counted are the run's, in order)."""
+    config = llm_run_config(tmp_path, server.openai_base_url, summarizer_extra="max_in_flight = 1")
+    return main(["run", "--config", str(config), "--out", str(out)])
 
 
 def test_summaries_cut_off_at_their_budget_are_counted_failures(server: FakeProvider, tmp_path: Path, capsys) -> None:
     server.otherwise = length_stop()
     out = tmp_path / "run"
-    assert main(["run", "--config", str(_config(tmp_path, server.openai_base_url)), "--out", str(out)]) == INCOMPLETE_EXIT
+    assert _run(server, tmp_path, out) == INCOMPLETE_EXIT
     mine = [r for r in run_compaction_rows(out) if r["setting"] == "summarize-llm"]
     fell_back = sum(1 for r in mine if "[fell back]" in r["note"])
     assert mine and fell_back == len(mine)  # no cut-off answer stood in for a summary
@@ -56,7 +44,7 @@ def test_summaries_cut_off_at_their_budget_are_counted_failures(server: FakeProv
 def test_an_out_of_quota_429_stops_the_run_at_its_first_request(server: FakeProvider, tmp_path: Path, capsys) -> None:
     server.otherwise = quota_exceeded()
     out = tmp_path / "run"
-    assert main(["run", "--config", str(_config(tmp_path, server.openai_base_url)), "--out", str(out)]) == 2
+    assert _run(server, tmp_path, out) == 2
     assert server.count() == 1  # not retried by the SDK (max_retries = 1), nor by the gate, nor by a later call
     err = capsys.readouterr().err
     assert "HTTP 429" in err and "quota is used up" in err and "--resume" in err

@@ -15,7 +15,6 @@ import pytest
 from compactlab.cli.main import main
 from compactlab.results.run_failures import INCOMPLETE_EXIT
 from compactlab.runs.run_storage import run_compaction_rows
-from tests.conftest import bundled
 from tests.fake_behaviours import (
     context_overflow,
     echo_credentials,
@@ -26,12 +25,7 @@ from tests.fake_behaviours import (
     truncated_body,
 )
 from tests.fake_providers import FakeProvider, serve
-from tests.llm.support import KEY_ENV
-
-SESSIONS = (
-    bundled("mini-swe-agent-pr816", "deepseek_reasoner_dev_marshmallow-code__marshmallow-1343"),
-    bundled("claude-code-log", "-src-deep-manifest__a7da6a22"),
-)
+from tests.llm.support import KEY_ENV, llm_run_config
 
 
 @pytest.fixture(autouse=True)
@@ -45,19 +39,6 @@ def server() -> FakeProvider:
         yield state
 
 
-def _config(tmp_path: Path, base_url: str, extra: str = "") -> Path:
-    path = tmp_path / "run.toml"
-    datasets = ", ".join(f'"{p}"' for p in SESSIONS)
-    path.write_text(
-        f"datasets = [{datasets}]\nwindow = 20000\n{extra}\n"
-        '[[strategy]]\nname = "summarize"\nlabel = "summarize-llm"\nsettings = { summarizer = "llm" }\n\n'
-        '[[strategy]]\nname = "truncate"\n\n'
-        f'[summarizer]\nprovider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "{base_url}"\napi_key_env = "{KEY_ENV}"\n'
-        f'cache_dir = "{tmp_path / "cache"}"\nmax_retries = 1\ntimeout = 5.0\n'
-    )
-    return path
-
-
 def _bad_rows(out: Path) -> tuple[int, int]:
     rows = run_compaction_rows(out)
     mine = [r for r in rows if r["setting"] == "summarize-llm"]
@@ -67,7 +48,7 @@ def _bad_rows(out: Path) -> tuple[int, int]:
 def test_fallbacks_are_counted_and_the_strategy_is_not_ranked(server: FakeProvider, tmp_path: Path, capsys) -> None:
     server.otherwise = empty_answer  # every summary call fails: summarize falls back to truncate each time
     out = tmp_path / "run"
-    assert main(["run", "--config", str(_config(tmp_path, server.openai_base_url)), "--out", str(out)]) == INCOMPLETE_EXIT
+    assert main(["run", "--config", str(llm_run_config(tmp_path, server.openai_base_url)), "--out", str(out)]) == INCOMPLETE_EXIT
     captured = capsys.readouterr()
     failed, fell_back = _bad_rows(out)
     assert fell_back > 0 and failed == 0
@@ -86,7 +67,7 @@ def test_fallbacks_are_counted_and_the_strategy_is_not_ranked(server: FakeProvid
 def test_a_share_of_failures_can_be_allowed(server: FakeProvider, tmp_path: Path, capsys) -> None:
     server.otherwise = empty_answer
     out = tmp_path / "run"
-    config = _config(tmp_path, server.openai_base_url, extra="max_failed_share = 1.0")
+    config = llm_run_config(tmp_path, server.openai_base_url, extra="max_failed_share = 1.0")
     assert main(["run", "--config", str(config), "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] is True and summary["failures"][0]["ranked"] is True
@@ -106,7 +87,7 @@ def test_a_mix_of_faults_finishes_and_every_bad_compaction_is_counted(server: Fa
         },
     )
     out = tmp_path / "run"
-    code = main(["run", "--config", str(_config(tmp_path, server.openai_base_url)), "--out", str(out)])
+    code = main(["run", "--config", str(llm_run_config(tmp_path, server.openai_base_url)), "--out", str(out)])
     failed, fell_back = _bad_rows(out)
     summary = json.loads((out / "summary.json").read_text())  # the run finished: no truncated body stopped it
     counted = {r["setting"]: r for r in summary["failures"]}
@@ -126,7 +107,7 @@ def test_a_refused_key_stops_the_run_at_the_first_call(server: FakeProvider, tmp
     # One call at a time, so that "stops at the first call" is a count: with several in flight, calls sent
     # before the refusal came back are legitimate, and how many there are depends on the machine's load
     # (tests/llm/test_faults.py pins that case: the calls in flight are cancelled, none is sent twice).
-    config = _config(tmp_path, server.openai_base_url)
+    config = llm_run_config(tmp_path, server.openai_base_url)
     config.write_text(config.read_text() + "max_in_flight = 1\n")  # (the [summarizer] table is the file's last)
     assert main(["run", "--config", str(config), "--out", str(out)]) == 2
     assert server.count() == 1
@@ -139,6 +120,6 @@ def test_a_server_that_is_down_stops_the_run(tmp_path: Path, capsys) -> None:
     with serve() as gone:
         pass  # nothing listens on its port any more
     out = tmp_path / "run"
-    assert main(["run", "--config", str(_config(tmp_path, gone.openai_base_url)), "--out", str(out)]) == 2
+    assert main(["run", "--config", str(llm_run_config(tmp_path, gone.openai_base_url)), "--out", str(out)]) == 2
     assert "cannot reach" in capsys.readouterr().err
     assert not (out / "summary.json").exists()
