@@ -73,13 +73,14 @@ def prescan(
     lenient: bool,
     workers: int | None = None,
     progress: bool = False,
+    refused: Collection[Path] = (),
 ) -> tuple[SessionShape, ...]:
     """The shape of every session of `files`, read as a run reads them: a file that cannot be read
     is the run's error now (with `lenient`, it is passed over here and counted by the run; when every
     file is passed over, that is the error: the run would have no session)."""
     shapes: list[SessionShape] = []
     failed: list[FailedFile] = []
-    reads = read_files(files, lenient_files, lenient=lenient, workers=workers, keep=shape_of)
+    reads = read_files(files, lenient_files, lenient=lenient, workers=workers, keep=shape_of, refused=refused)
     bar = tqdm(total=len(files), desc="checking sessions", unit="file", disable=not progress, leave=False)
     with closing(reads), bar:
         for read in reads:

@@ -112,7 +112,7 @@ def check_run(
         check_unchanged(out, read_done(out / DONE), inputs.files)
     # (An LLM summarizer or judge keeps the run in one process; so does its pass over the files.)
     in_one = summarizer is not None or judge is not None
-    shapes = prescan(inputs.files, inputs.lenient_files, config.lenient, 1 if in_one else workers, progress)
+    shapes = prescan(inputs.files, inputs.lenient_files, config.lenient, 1 if in_one else workers, progress, inputs.links_out)
     windows = windows_of(config)
     windows.check_overrides(model for shape in shapes for model in shape.models)
     _check_window_fits(shapes, config, instances)

@@ -215,7 +215,7 @@ def _reads(checked: CheckedRun, job: SessionJob, measured: list, options: RunOpt
     config, inputs = checked.config, checked.inputs
     if completers:
         threads = options.replay_threads or default_replay_threads(completers)
-        files = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=1)
+        files = read_files(inputs.files, inputs.lenient_files, lenient=config.lenient, workers=1, refused=inputs.links_out)
         return replay_concurrently(files, job, ReadSession.counted, threads, account)
     if options.executor is None:
         # The encodings the workers count with, built once here: the forked workers share them instead
@@ -231,6 +231,7 @@ def _reads(checked: CheckedRun, job: SessionJob, measured: list, options: RunOpt
         then=job.replay_file,
         keep=ReadSession.counted,
         executor=options.executor,
+        refused=inputs.links_out,
     )
 
 

@@ -91,6 +91,10 @@ class Inputs:
     # Files inside given folders that are not sessions by their name (README, LICENSE, ...):
     # counted and shown, never dropped silently.
     passed_over: tuple[Path, ...] = ()
+    # Links found in given folders to files outside them: listed among `files`, so that each is a file
+    # not read, counted and named, and never opened (`loading.read_files` refuses them, `link_out`): a
+    # link to /etc/passwd would be parsed, a link to another user's sessions read in.
+    links_out: frozenset[Path] = frozenset()
 
 
 def input_names(arguments: PathArguments) -> list[str]:
@@ -118,10 +122,13 @@ def resolve_inputs(arguments: PathArguments) -> Inputs:
     files: list[Path] = []
     lenient_files: set[Path] = set()
     passed_over: list[Path] = []
+    links_out: set[Path] = set()
+    named: set[Path] = set()  # a link named is read: the user asked for it
     for argument in arguments:
         path = Path(argument)
         if path.is_dir():
-            found, skipped = folder_files(path)
+            found, skipped, outside = folder_files(path)
+            links_out |= outside
             if not found:
                 kinds = ", ".join(f"*{s}" for s in SESSION_SUFFIXES)
                 held = f" (it holds {len(skipped)} other files)" if skipped else ""
@@ -130,7 +137,7 @@ def resolve_inputs(arguments: PathArguments) -> Inputs:
             passed_over += skipped
         elif path.is_file() or path.is_symlink():
             files.append(path)  # a dangling or looping link fails when it is read, naming itself
-            LINKS_OUT.pop(path, None)  # a link named is read: the user asked for it
+            named.add(path)
         elif path.exists():
             raise ValueError(f"{path}: not a regular file or folder")
         else:
@@ -141,7 +148,12 @@ def resolve_inputs(arguments: PathArguments) -> Inputs:
     # A file named twice (or reached through two links) is read once: reading it twice would
     # replay its sessions twice.
     unique = list({os.path.realpath(f): f for f in reversed(files)}.values())[::-1]
-    return Inputs(files=tuple(unique), lenient_files=frozenset(lenient_files), passed_over=tuple(passed_over))
+    return Inputs(
+        files=tuple(unique),
+        lenient_files=frozenset(lenient_files),
+        passed_over=tuple(passed_over),
+        links_out=frozenset(links_out - named),
+    )
 
 
 def bundled_only(arguments: Iterable[str | os.PathLike] | None) -> bool:
@@ -166,21 +178,14 @@ def refuse_output_inside(out: Path, arguments: PathArguments) -> None:
             )
 
 
-# Links to files outside the folder named, as `folder_files` found them (link -> where it leads). They
-# are listed among the session files, so that each is a file not read, counted and named, and never
-# opened: `loading.read_files` refuses them (a link to /etc/passwd would be parsed, a link to another
-# user's sessions read in).
-LINKS_OUT: dict[Path, str] = {}
+def link_out(path: Path) -> str:
+    """Why `path`, a link out of the folder named (`Inputs.links_out`), is not read."""
+    return f"a link to the file {os.path.realpath(path)}, outside the folder named: not read"
 
 
-def link_out(path: Path) -> str | None:
-    """Why `path` (a link out of the folder named) is not read, or None."""
-    target = LINKS_OUT.get(path)
-    return None if target is None else f"a link to the file {target}, outside the folder named: not read"
-
-
-def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
-    """(session files, other files) under `folder`, sorted, following links to folders once.
+def folder_files(folder: Path) -> tuple[list[Path], list[Path], set[Path]]:
+    """(session files, other files, the links among them to files outside `folder`) under `folder`,
+    sorted, following links to folders once.
 
     Whatever cannot be listed or followed is returned among the session files, so that reading
     it fails with its reason, naming it (an error, or a counted failed file with --lenient): a
@@ -189,6 +194,7 @@ def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
     """
     found: list[Path] = []
     other: list[Path] = []
+    outside: set[Path] = set()
     seen: set[tuple[int, int]] = set()
     inside = os.path.realpath(folder)
     pending = [folder]
@@ -217,7 +223,7 @@ def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
             elif is_dir:
                 pending.append(path)
             elif entry.is_symlink() and not _within(os.path.realpath(path), inside):
-                LINKS_OUT[path] = os.path.realpath(path)
+                outside.add(path)
                 (found if entry.name.endswith(SESSION_SUFFIXES) else other).append(path)
             elif is_file or entry.is_symlink() or entry.name.endswith(SESSION_SUFFIXES):
                 # (a link to nothing or into a loop is neither a file nor a folder; a FIFO, socket or
@@ -225,7 +231,7 @@ def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
                 (found if entry.name.endswith(SESSION_SUFFIXES) else other).append(path)
             else:
                 other.append(path)  # a FIFO, socket or device: passed over, counted
-    return sorted(found), sorted(other)
+    return sorted(found), sorted(other), outside
 
 
 def _within(path: str, folder: str) -> bool:

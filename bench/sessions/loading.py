@@ -56,7 +56,10 @@ def load_inputs(
     inputs = resolve_inputs(arguments)
     sessions: list[Session] = []
     failed: list[FailedFile] = []
-    with closing(read_files(inputs.files, inputs.lenient_files, lenient=lenient, format=format, workers=workers)) as reads:
+    reads = read_files(
+        inputs.files, inputs.lenient_files, lenient=lenient, format=format, workers=workers, refused=inputs.links_out
+    )
+    with closing(reads):
         for read in tqdm(reads, total=len(inputs.files), desc="reading sessions", unit="file", disable=not progress, leave=False):
             if read.error is not None:
                 if not read.lenient:
@@ -150,20 +153,25 @@ def read_files(
     then: Callable[[tuple[Session, ...]], object] | None = None,
     keep: Callable[[Session], object] | None = None,
     executor: Callable[[Callable, tuple, int], Iterator[FileRead]] | None = None,
+    refused: Collection[Path] = (),
 ) -> Generator[FileRead, None, None]:
     """Read `files` in order, in a pool of forked processes when there are several files and cores
     (default: one per core); `then`, when given, runs on each file's sessions in the process that
     read them, so a run replays a file while the next ones are being read. `keep`, when given, is
     what of each session the reads hand back (a run keeps a `ReadSession`). `executor`, when
     given, runs the reads elsewhere (`compactlab.runs.executors`): called with `read_job`, the job and the
-    number of files, it yields each file's `read_job(job, index)` in file order.
+    number of files, it yields each file's `read_job(job, index)` in file order. `refused`: files not
+    opened, each a file not read (`Inputs.links_out`: links out of the folder named).
 
     Use it under `contextlib.closing`: a caller that stops early (an error in a file) must close
     the generator then, so its worker pool ends as soon as the files being read are done, not
     whenever the generator is collected."""
     global _JOB
     qualifiers = _qualifiers(files)
-    jobs = [(path, lenient or path in lenient_files, format, qualifiers.get(path), link_out(path)) for path in files]
+    jobs = [
+        (path, lenient or path in lenient_files, format, qualifiers.get(path), link_out(path) if path in refused else None)
+        for path in files
+    ]
     files = list(files)
     workers = min(workers if workers is not None else (os.cpu_count() or 1), len(jobs))
     _JOB = (jobs, then, keep)
