@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from compactlab.sessions.datasets import SESSION_SUFFIXES, PathArguments, refuse_output_inside
+from compactlab.sessions.datasets import SESSION_SUFFIXES, PathArguments, folder_files, refuse_output_inside
 
 # The files with a session suffix that compactlab itself writes into a run (or sweep) directory:
 # a folder holding only these is a run directory, not a folder of sessions.
@@ -56,12 +56,7 @@ def is_run_directory(folder: Path) -> bool:
 
 
 def sessions_held(folder: Path, own_files: frozenset[str] = RUN_FILES) -> list[Path]:
-    """The session-suffixed files under `folder` that are not `own_files` (links are not followed:
-    a link is listed as a file, for what it names may be read as one)."""
-    found: list[Path] = []
-    for path in sorted(folder.rglob("*")):
-        if path.name in own_files or path.is_dir() and not path.is_symlink():
-            continue
-        if path.name.endswith(SESSION_SUFFIXES):
-            found.append(path)
-    return found
+    """The session files under `folder`, as a read of it lists them (`datasets.folder_files`), that
+    are not `own_files`."""
+    found, _, _ = folder_files(folder)
+    return [path for path in found if path.name.endswith(SESSION_SUFFIXES) and path.name not in own_files]
