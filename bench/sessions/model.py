@@ -121,6 +121,12 @@ class LLMCall:
     output_tokens: int = 0
     cost_usd: float | None = None
     request_id: str | None = None
+    # When the call was made, in seconds since the epoch (UTC), as the log timestamps its record; None
+    # where the log records no time. The replay reads the prompt cache's lifetime from it.
+    timestamp: float | None = None
+    # The part of `cache_write_tokens` written to live one hour instead of the default five minutes
+    # (Anthropic's `cache_creation.ephemeral_1h_input_tokens`): the session's cache then lives an hour.
+    cache_write_1h_tokens: int = 0
 
     @property
     def prompt_tokens(self) -> int:

@@ -19,6 +19,7 @@ from compactlab.sessions.importers.importer import (
     image_part,
     is_call_count,
     is_count,
+    timestamp_seconds,
 )
 from compactlab.sessions.model import (
     CompactionMarker,
@@ -195,10 +196,15 @@ class SessionBuilder:
                 return None
             counts[field_name] = int(value or 0)
         request_id = record.data.get("requestId")
+        # The write's lifetime split (Claude Code from 2.0.x): the one-hour part, where recorded.
+        split = usage.get("cache_creation")
+        one_hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
         return LLMCall(
             model=str(model or "unknown"),
             **counts,
             request_id=request_id if isinstance(request_id, str) else None,
+            timestamp=timestamp_seconds(record.data.get("timestamp")),
+            cache_write_1h_tokens=min(int(one_hour), counts["cache_write_tokens"]) if is_call_count(one_hour) else 0,
         )
 
     def add_user(self, record: Record) -> None:

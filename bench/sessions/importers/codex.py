@@ -35,7 +35,7 @@ from compactlab.sessions.importers.codex_items import (
     reasoning_texts,
     tool_output,
 )
-from compactlab.sessions.importers.importer import FormatFacts, check_tool_pairing, is_count
+from compactlab.sessions.importers.importer import FormatFacts, check_tool_pairing, is_count, timestamp_seconds
 from compactlab.sessions.model import (
     CompactionMarker,
     LLMCall,
@@ -88,6 +88,7 @@ class _Reader:
         self.open: _Open | None = None
         self.pending: tuple[LLMCall, int] | None = None  # usage whose response items come later
         self.last_total: object = None
+        self.record_time: float | None = None  # the current line's timestamp
         self.session_id: str | None = None
         self.is_subagent = False
         self.model: str | None = None
@@ -125,6 +126,8 @@ class _Reader:
         data, line = record.data, record.line
         if self._repeated(data, line):
             return
+        # The envelope's time: a call's is that of the token_count event that closes it.
+        self.record_time = timestamp_seconds(data.get("timestamp")) if isinstance(data, dict) else None
         if not isinstance(data, dict):
             self.issues.report(line, f"record is a JSON {type(data).__name__}, not an object")
         elif "payload" in data or data.get("type") in ENVELOPE_TYPES:
@@ -319,6 +322,7 @@ class _Reader:
             cache_read_tokens=cached,
             cache_write_tokens=0,
             output_tokens=int(last["output_tokens"]),
+            timestamp=self.record_time,
         )
         if self.usage_follows is None:
             self.usage_follows = self.open is not None or self.unpaid is not None

@@ -6,6 +6,7 @@ import base64
 import math
 import struct
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Protocol, TypeGuard
 
 from compactlab.sessions.model import ImagePart, Message, Session, ToolCallPart, ToolResultPart
@@ -158,6 +159,25 @@ def call_count_problem(value: object) -> str:
     if value is None:
         return "null: the call's usage is unknown"
     return f"must be a non-negative integer below 10^8 (no call holds more tokens), got {value!r:.40}"
+
+
+def timestamp_seconds(value: object) -> float | None:
+    """A record's time in seconds since the epoch: an ISO-8601 string (`2025-12-24T11:44:40.534Z`;
+    without a zone, UTC) or a number of seconds or, from 10^11 on, milliseconds (pi writes both). None
+    for anything else: a call without a time is still a call; the replay then says its session has
+    no times (`compactlab.replay.cache_lifetime`)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        seconds = value / 1000 if value >= 1e11 else float(value)
+        return seconds if math.isfinite(seconds) and 0 < seconds < 1e11 else None
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def is_cost(value: object) -> TypeGuard[int | float]:

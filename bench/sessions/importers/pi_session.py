@@ -39,6 +39,7 @@ from compactlab.sessions.importers.importer import (
     is_call_count,
     is_cost,
     is_count,
+    timestamp_seconds,
 )
 from compactlab.sessions.model import (
     CompactionMarker,
@@ -308,6 +309,7 @@ class _Builder:
             cache_write_tokens=counts["cache_write_tokens"],
             output_tokens=counts["output_tokens"],
             cost_usd=float(total) if is_cost(total) else None,
+            timestamp=timestamp_seconds(message.get("timestamp")),  # epoch milliseconds
         )
 
     def _tool_result(self, message: dict, line: int, source_id: str | None) -> None:
