@@ -90,11 +90,15 @@ def sweep(
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     keep: Sequence[int] | None = None,
     min_preservation: float = MIN_KEPT,
+    cache_expiry: Sequence[float | None] = (None,),
     **options,
 ) -> SweepResult:
-    """`compactlab sweep`: strategies × trigger thresholds × keep budgets on `config`'s datasets and
-    window, with summary.json, sweep.json and recommended.toml written into `out`."""
-    done = sweep_run.sweep_grid(config or RunConfig(), out, strategies, thresholds, keep, min_preservation, **options)
+    """`compactlab sweep`: strategies × trigger thresholds × keep budgets (× `cache_expiry`, the
+    trigger's `on_cache_expiry` shares) on `config`'s datasets and window, with summary.json,
+    sweep.json and recommended.toml written into `out`."""
+    done = sweep_run.sweep_grid(
+        config or RunConfig(), out, strategies, thresholds, keep, min_preservation, cache_expiry=cache_expiry, **options
+    )
     resolved = run_checks.resolve(dataclasses.replace(config or RunConfig(), strategies=done.result.settings))[0]
     result = RunResult(**_fields(done.run), config=resolved, rule=Rule(min_preservation), written_summary=done.summary)
     return SweepResult(result, done.document["recommended_config"], tuple(done.document["warnings"]))

@@ -23,7 +23,7 @@ from typing import Literal, Protocol
 
 from compactlab.sessions.model import LLMCall, Message
 
-Reason = Literal["threshold", "warning", "critical", "overflow", "silent_overflow", "manual"]
+Reason = Literal["threshold", "warning", "critical", "cache_expired", "overflow", "silent_overflow", "manual"]
 
 
 @dataclass(frozen=True)
@@ -249,6 +249,12 @@ class Trigger:
         that records none, keeps `reserve_tokens` and `reserve_by_model`.
     reserve_inclusive: the reserve rule fires at window − reserve itself (opencode's count >= usable),
         not only over it (pi's and Claude Code's `>`).
+    on_cache_expiry: also compact, at a call made when the provider's prompt cache has expired anyway
+        (a pause past its lifetime, `compactlab.replay.prompt_cache`), once the context reaches this
+        share of the window: the whole prompt is written again there whatever the strategy does, so
+        compacting then costs no cached prefix. None: no such rule.
+    cache_margin_seconds: count a call as one after the cache expired when the pause before it came
+        within this many seconds of the cache's lifetime (the cache would have expired soon after).
     """
 
     fraction: float = 0.8
@@ -260,6 +266,8 @@ class Trigger:
     reserve_by_model: tuple[tuple[str, int], ...] = ()
     reserve_by_version: tuple[VersionReserve, ...] = ()
     reserve_inclusive: bool = False
+    on_cache_expiry: float | None = None
+    cache_margin_seconds: float = 0.0
 
     def for_session(self, model: str, version: str | None = None) -> Trigger:
         """This trigger for one model run by one agent version: the reserves of the version's
@@ -278,11 +286,12 @@ class Trigger:
             return self
         return replace(self, reserve_tokens=max(matches, key=lambda match: len(match[0]))[1], reserve_by_model=())
 
-    def levels(self, window: int) -> list[tuple[float, Reason]]:
+    def levels(self, window: int, cache_expired: bool = False) -> list[tuple[float, Reason]]:
         """The trigger's one definition: each of its rules as the smallest context size it fires at
         and the reason it gives, in the order `check` asks them (the first that fires names the
-        compaction). Every rule is a lower bound on the size, so `fires_from` is their minimum and
-        a replay finds the first call the trigger fires at without asking call by call."""
+        compaction), at a call after the prompt cache expired (`cache_expired`) or not. Every rule
+        is a lower bound on the size, so `fires_from` is their minimum and a replay finds the first
+        call the trigger fires at without asking call by call."""
         levels: list[tuple[float, Reason]] = []
         if self.critical is not None:
             levels.append((self.critical * window, "critical"))
@@ -295,15 +304,17 @@ class Trigger:
         if self.reserve_tokens:
             # over window − reserve (sizes are whole tokens), or at it where the engine compares with >=
             levels.append((window - self.reserve_tokens + (0 if self.reserve_inclusive else 1), "threshold"))
+        if cache_expired and self.on_cache_expiry is not None:  # last: a size rule above names the compaction
+            levels.append((self.on_cache_expiry * window, "cache_expired"))
         return levels
 
-    def check(self, tokens: int, window: int) -> Reason | None:
+    def check(self, tokens: int, window: int, cache_expired: bool = False) -> Reason | None:
         """Why a context of `tokens` (whole tokens) in `window` must be compacted, or None when it need not be."""
-        return next((reason for size, reason in self.levels(window) if tokens >= size), None)
+        return next((reason for size, reason in self.levels(window, cache_expired) if tokens >= size), None)
 
-    def fires_from(self, window: int) -> float:
+    def fires_from(self, window: int, cache_expired: bool = False) -> float:
         """The smallest context size `check` fires at (inf: never)."""
-        return min((size for size, _ in self.levels(window)), default=math.inf)
+        return min((size for size, _ in self.levels(window, cache_expired)), default=math.inf)
 
     def target_tokens(self, window: int) -> int:
         """The size a compaction aims to get under in `window`."""

@@ -85,6 +85,14 @@ def add_run_commands(commands, command) -> None:
         f"(default: {' '.join(map(str, DEFAULT_KEEP))} where a strategy has one)",
     )
     sweep.add_argument(
+        "--on-cache-expiry",
+        nargs="+",
+        type=float,
+        metavar="F",
+        help="also sweep the trigger rule that compacts from F of the window at a call made after the prompt cache "
+        "expired (labelled /expired@F; default: without it)",
+    )
+    sweep.add_argument(
         "--min-preservation", type=float, default=0.9, help="the recommendation keeps at least this share of needed facts"
     )
     sweep.add_argument("--no-report", action="store_true", help="do not write OUT/report.html")
@@ -299,15 +307,16 @@ def _brief(document: dict, out: Path, report: Path | None) -> dict:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    sweep_run.checked_grid(args.strategy, args.thresholds, args.keep, args.min_preservation)  # before anything is written
+    expiry = tuple(args.on_cache_expiry) if args.on_cache_expiry else (None,)
+    sweep_run.checked_grid(args.strategy, args.thresholds, args.keep, args.min_preservation, expiry)  # before anything is written
     config = _run_config(args, strategies=())
     out = args.out or Path("reports/sweep")
     options = _run_options(config, args)
     grid = (args.strategy, args.thresholds, args.keep, args.min_preservation)
-    checked = run_checks.check_run(sweep_run.grid_config(config, *grid), out, **options)  # a refused sweep writes nothing
+    checked = run_checks.check_run(sweep_run.grid_config(config, *grid, expiry), out, **options)  # a refused sweep writes nothing
     command = command_line("sweep", args)
     with RunLock(out), _interruptible(out, args):
-        swept = sweep_run.sweep_grid(config, out, *grid, checked=checked, command=command, **options)
+        swept = sweep_run.sweep_grid(config, out, *grid, checked=checked, command=command, cache_expiry=expiry, **options)
         if swept.run.llm_calls is not None:
             print(swept.run.llm_calls, file=sys.stderr)
         document, sweep, analysis = swept.summary, swept.document, swept.result

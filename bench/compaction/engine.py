@@ -108,9 +108,10 @@ class Engine:
         """Whether too many consecutive compactions failed for the engine to try again."""
         return self.failures >= self.max_failures
 
-    def due(self, tokens: int) -> Reason | None:
-        """Why a context of `tokens` must be compacted now, or None (also while the guard or breaker holds)."""
-        return None if tokens < self.attempts_from() else self.trigger.check(tokens, self.window)
+    def due(self, tokens: int, cache_expired: bool = False) -> Reason | None:
+        """Why a context of `tokens` must be compacted now, or None (also while the guard or breaker
+        holds); `cache_expired`: the provider's prompt cache has expired at this call (`Trigger.on_cache_expiry`)."""
+        return None if tokens < self.attempts_from() else self.trigger.check(tokens, self.window, cache_expired)
 
     def attempts_from(self) -> float:
         """The loop guard and the failure breaker, the one definition `due` and `fires_from` both ask:
@@ -127,16 +128,19 @@ class Engine:
         """Whether `emergency` would try a compaction now (else it returns no event)."""
         return self.harness.emergency and not (self.emergency_stalled or self.breaker_open)
 
-    def fires_from(self) -> float:
+    def fires_from(self, cache_expired: bool = False) -> float:
         """The smallest context size `due` answers for (inf while the breaker holds)."""
-        return max(self.trigger.fires_from(self.window), self.attempts_from())
+        return max(self.trigger.fires_from(self.window, cache_expired), self.attempts_from())
 
-    def before_call(self, context: Context, tokens: int | None = None) -> tuple[Context, CompactionEvent | None]:
+    def before_call(
+        self, context: Context, tokens: int | None = None, cache_expired: bool = False
+    ) -> tuple[Context, CompactionEvent | None]:
         """Compact if the trigger fires (and the guard and breaker allow it).
 
-        `tokens`: the context's size when the driver has already measured it with `meter`."""
+        `tokens`: the context's size when the driver has already measured it with `meter`;
+        `cache_expired`: the provider's prompt cache has expired at this call."""
         tokens = self.meter(context) if tokens is None else tokens
-        reason = self.due(tokens)
+        reason = self.due(tokens, cache_expired)
         if reason is None:
             return context, None
         compacted, event = self._compact(context, reason)
@@ -193,7 +197,9 @@ class Engine:
         if _unchanged(context, result.context):
             # Nothing was removed: no compaction to count or score, and trying again on the next
             # call would find the same nothing, so the guard holds for this kind of attempt.
-            if reason in ("threshold", "warning", "critical") and self.harness.loop_guard:  # `emergency` holds its own
+            if (
+                reason in ("threshold", "warning", "critical", "cache_expired") and self.harness.loop_guard
+            ):  # `emergency` holds its own
                 self.stalled = True
             event = CompactionEvent(
                 reason,

@@ -27,7 +27,10 @@ Token numbers per call (one definition, `compactlab.replay.prompt_size`, used by
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from compactlab.compaction.engine import Engine
 from compactlab.contract import Strategy, Summarizer
@@ -119,6 +122,15 @@ def _set_up(
     )
 
 
+def _expiry_stops(engine: Engine, base: Uncompacted) -> tuple[float, np.ndarray | None]:
+    """Where the trigger's cache-expiry rule (`Trigger.on_cache_expiry`) can fire: from what size,
+    at which calls (None: nowhere), for the fast path's stops."""
+    expired_from = engine.fires_from(cache_expired=True)
+    if expired_from >= engine.fires_from():
+        return math.inf, None
+    return expired_from, base.cache.expired_calls(engine.trigger.cache_margin_seconds)
+
+
 def _step(setup: _Setup, index: int) -> None:
     """Message `index`: a production compaction noted there, the engine asked before a call (its
     trigger where the harness checks, `Harness.checks`), the call's row, then the message appended."""
@@ -134,9 +146,11 @@ def _step(setup: _Setup, index: int) -> None:
             context, event = engine.emergency(walk.context(index), reason="manual" if marker.trigger == "manual" else "threshold")
             walk.note_compaction(event, index, context, real=True, excluded=setup.excluded.get(index))
     if message.call is not None:
-        asked = not setup.recorded_mode and setup.base.asks_trigger(len(walk.rows["full_tokens"]))
-        if asked and engine.due(tokens := walk.trigger_tokens(index)):
-            context, event = engine.before_call(walk.context(index), tokens)
+        number = len(walk.rows["full_tokens"])
+        asked = not setup.recorded_mode and setup.base.asks_trigger(number)
+        expired = setup.base.cache.expired_within(number, engine.trigger.cache_margin_seconds)  # (`Trigger.on_cache_expiry`)
+        if asked and engine.due(tokens := walk.trigger_tokens(index), expired):
+            context, event = engine.before_call(walk.context(index), tokens, expired)
             walk.note_compaction(event, index, context)
         row = walk.measure(index, message)
         if row["over_window"] and not setup.recorded_mode:
@@ -209,14 +223,15 @@ def replay(
     if setup.recorded_mode:
         start = base.markers[0] if base.markers else len(session.messages)
     else:
-        first = base.first_stop(engine.fires_from())
+        first = base.first_stop(engine.fires_from(), *_expiry_stops(engine, base))
         start = len(session.messages) if first is None else base.positions[first]
     walk.start_at(start)
     coasting = Coasting()
     index = start
     while index < len(session.messages):
         while not setup.recorded_mode and coasting.can_coast(walk, index):  # calls that need no engine are rowed in bulk
-            index, before = coasting.coast(walk, index, engine.fires_from(), engine.can_emergency), index
+            stops = _expiry_stops(engine, base)
+            index, before = coasting.coast(walk, index, engine.fires_from(), engine.can_emergency, *stops), index
             if index == before or index == len(session.messages):
                 break
         if index == len(session.messages):

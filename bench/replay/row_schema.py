@@ -29,7 +29,9 @@ ColumnType = type
 #   full_tokens, context_tokens, prefix_tokens, full_prefix_tokens: see `compactlab.replay.replay`'s docstring;
 #   compactions_so_far; compacted_before: a compaction happened right before this call;
 #   noop_before: attempts right before this call whose strategy changed nothing (no compaction);
-#   over_window: the replayed prompt would still not fit.
+#   over_window: the replayed prompt would still not fit;
+#   cache_expired: the prompt cache held nothing of the previous prompt at this call (a pause past its
+#   lifetime, or another model: `compactlab.replay.prompt_cache`), the same for every setting.
 CALL_TYPES: dict[str, ColumnType] = {
     "session": str,
     "setting": str,
@@ -47,6 +49,7 @@ CALL_TYPES: dict[str, ColumnType] = {
     "compacted_before": bool,
     "noop_before": int,
     "over_window": bool,
+    "cache_expired": bool,
 }
 CALL_COLUMNS = tuple(CALL_TYPES)
 CallColumns = dict[str, list]

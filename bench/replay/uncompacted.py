@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -21,6 +21,7 @@ import numpy as np
 from compactlab.compaction.overflow import silent_overflow
 from compactlab.contract import CheckRule
 from compactlab.memo import IdentityMemo
+from compactlab.replay.prompt_cache import CacheState, cache_state
 from compactlab.replay.prompt_size import hybrid_tokens, measured_ratio, measured_size, own_estimate
 from compactlab.sessions.model import Message, ToolResultPart
 from compactlab.tokens.estimators import Hybrid
@@ -55,6 +56,8 @@ class Uncompacted:
     anchor_output: bool = True
     # Per call: whether the trigger is asked before it (`Harness.checks`; `run_starts`). Empty: every call.
     checked: tuple[bool, ...] = ()
+    # The prompt cache at each call (`compactlab.replay.prompt_cache`): every setting's prefix rule reads it.
+    cache: CacheState = CacheState(0, (), False)
 
     def asks_trigger(self, call: int) -> bool:
         """Whether the engine's trigger is asked before recorded call `call` (`Harness.checks`)."""
@@ -83,11 +86,16 @@ class Uncompacted:
             "checked": np.array(self.checked or [True] * len(self.positions), dtype=bool),
         }
 
-    def first_stop(self, fires_from: float) -> int | None:
+    def first_stop(self, fires_from: float, expired_from: float = np.inf, expired: np.ndarray | None = None) -> int | None:
         """The first call where a trigger that fires from `fires_from` tokens fires (at a call it is
-        asked before) or the prompt overflows: where a setting's replay starts to differ from this one."""
+        asked before), or from `expired_from` at the `expired` calls (its cache-expiry rule), or the
+        prompt overflows: where a setting's replay starts to differ from this one."""
         peaks, first_over = self._stops
         stop = min(int(np.searchsorted(peaks, fires_from, side="left")), first_over)
+        if expired is not None:
+            arrays = self.arrays
+            at = np.flatnonzero(expired & arrays["checked"] & (arrays["trigger"] >= expired_from))
+            stop = min(stop, int(at[0])) if len(at) else stop
         return stop if stop < len(peaks) else None
 
     @cached_property
@@ -150,6 +158,8 @@ def _compute(meter: Meter, window: int, anchor_output: bool, checks: CheckRule) 
     previous_full = 0
     ratio = 1.0  # the last call's ratio before the first real compaction: it sizes the history after it
     marker_set = set(markers)
+    cache = cache_state([m.call for m in messages if m.call is not None])
+    edited: list[bool] = []
     for index, message in enumerate(messages):
         marker_since_call = marker_since_call or index in marker_set
         call = message.call
@@ -165,15 +175,19 @@ def _compute(meter: Meter, window: int, anchor_output: bool, checks: CheckRule) 
             full = measured_size(overhead, running, ratio) if real_compaction_seen else call.prompt_tokens
             if not real_compaction_seen:
                 ratio = measured_ratio(full, overhead, running)
-            first = not columns["full_tokens"]
+            number = len(columns["full_tokens"])
             columns["message_index"].append(index)
             columns["model"].append(call.model)
             columns["recorded_prompt_tokens"].append(call.prompt_tokens)
             columns["output_tokens"].append(call.output_tokens)
             columns["full_tokens"].append(full)
             columns["context_tokens"].append(full)
-            columns["prefix_tokens"].append(0 if first else min(previous_full, full))
-            columns["full_prefix_tokens"].append(0 if first else min(offset if marker_since_call else previous_full, full))
+            # A recorded prompt that shrank with no production compaction between was edited in place.
+            edited.append(bool(number) and not real_compaction_seen and not marker_since_call and full < previous_full)
+            columns["prefix_tokens"].append(cache.prefix(number, previous_full, full, edited[-1]))
+            # After a production compaction only the system prompt and tools stay cached.
+            shared = offset if marker_since_call else previous_full
+            columns["full_prefix_tokens"].append(cache.prefix(number, shared, full, edited[-1]))
             columns["over_window"].append(silent_overflow(full, window))
             ratios.append(ratio)
             previous_full = full
@@ -185,6 +199,7 @@ def _compute(meter: Meter, window: int, anchor_output: bool, checks: CheckRule) 
         history.append(running)
         known_before.append(known)
     checked = run_starts(messages) if checks == "run-start" else ()
+    cache = replace(cache, edited=tuple(edited))
     return Uncompacted(
-        meter, window, tokens, history, known_before, markers, trigger_tokens, columns, ratios, anchor_output, checked
+        meter, window, tokens, history, known_before, markers, trigger_tokens, columns, ratios, anchor_output, checked, cache
     )

@@ -161,8 +161,15 @@ class Walk:
                 "full_prefix_tokens",
             ):
                 rows[name] += base.columns[name][first:end]  # as the uncompacted replay's: they do not depend on the context
-            # Append-only between calls: the previous prompt is cached, as far as it reaches.
-            rows["prefix_tokens"] += map(min, [rows["context_tokens"][-1], *context_tokens[:-1]], context_tokens)
+            # Append-only between calls: the previous prompt is cached, as far as it reaches (and
+            # the cache has not expired since: `compactlab.replay.prompt_cache`).
+            recorded = not self.head.compactions  # the prompt is still the recorded one (see `measure`)
+            rows["prefix_tokens"] += (
+                base.cache.prefix(call, previous, size, base.cache.edited_at(call, recorded))
+                for call, previous, size in zip(
+                    range(first, end), [rows["context_tokens"][-1], *context_tokens[:-1]], context_tokens
+                )
+            )
             rows["context_tokens"] += context_tokens
             rows["over_window"] += over_window
             self.compactions_so_far += [self.head.compactions] * count
@@ -202,8 +209,9 @@ class Walk:
         # baseline's (so an untouched session costs exactly what the baseline costs). After a
         # compaction, the unchanged head's share of the estimate applied to the anchored size.
         first = not self.rows["full_tokens"]
-        if first:
-            prefix_tokens = 0
+        cache = self.base.cache
+        if first or cache.cold[number]:
+            prefix_tokens = cache.prefix(number, 0, context_tokens)  # the warm part: nothing of the previous prompt
         elif self.compacted_since_call:
             prompt = self.context(index).messages
             head, tail_start, end = self.previous_prompt
@@ -213,12 +221,15 @@ class Walk:
             else:
                 shared_estimate = sum(self.meter.message_tokens(m) for m in prompt[:shared]) + overhead
             prefix_tokens = round(context_tokens * shared_estimate / max(1, context_estimate))
-        else:
-            prefix_tokens = self.rows["context_tokens"][-1]
+        else:  # (while nothing was removed the prompt is the recorded one, whose in-place edits break the cache)
+            prefix_tokens = cache.prefix(
+                number, self.rows["context_tokens"][-1], context_tokens, cache.edited_at(number, not removed)
+            )
         # Without compaction the previous prompt is a prefix of this one, unless the production
         # agent compacted in between (then only the system prompt and tools stay cached).
         previous_full = 0 if first else self.rows["full_tokens"][-1]
-        full_prefix = 0 if first else self.meter.offset if self.compaction_marker_since_call else previous_full
+        shared_full = self.meter.offset if self.compaction_marker_since_call else previous_full
+        full_prefix = cache.prefix(number, shared_full, full_tokens, cache.edited_at(number, True))
         return {
             "message_index": index,
             "model": call.model,
@@ -304,6 +315,7 @@ class Walk:
             "compactions_so_far": self.compactions_so_far,
             "compacted_before": self.compacted_before,
             "noop_before": self.noop_before,
+            "cache_expired": list(self.base.cache.cold[:calls]),
         }
         return {name: [constant[name]] * calls if name in constant else columns[name] for name in CALL_COLUMNS}
 

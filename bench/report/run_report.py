@@ -19,6 +19,7 @@ from markupsafe import Markup
 from tqdm import tqdm
 
 from compactlab.replay.setting import window_and_trigger
+from compactlab.report.cost_section import cost_context
 from compactlab.report.estimation_section import render_estimation_section
 from compactlab.report.first_screen import pareto_key_rows
 from compactlab.report.overview_section import overview_context, pct
@@ -41,6 +42,7 @@ NAV = (
     ("pareto-chart", "Pareto plot"),
     ("leaderboard", "Leaderboard"),
     ("significance", "Significance"),
+    ("costs", "Cost and the prompt cache"),
     ("estimation", "Token estimation"),
     ("trust", "How far to trust these numbers"),
     ("sessions", "Session by session"),
@@ -87,6 +89,7 @@ def render_run_report(run: RunData, estimation: bool = True, all_pairs: bool = F
     overview["pareto_svg"], key = pareto_chart(figures, recommendation, colours) if len(figures) else ("", [])
     overview["pareto_key"] = pareto_key_rows(key, figures, recommendation, colours)
     sections = [Markup(env.get_template("run_overview.html.j2").render(**overview))]
+    sections.append(Markup(env.get_template("run_costs.html.j2").render(**cost_context(run))))
     step("token estimation")
     if estimation:
         sections.append(_estimation_section(run))

@@ -13,11 +13,14 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+import pandas as pd
+
 from compactlab.report.lazy import lazy
 from compactlab.report.overview_section import pct
 from compactlab.report.page import environment
-from compactlab.report.run_data import RunData
+from compactlab.report.run_data import CHART_COLUMNS, RunData
 from compactlab.report.sawtooth import sawtooth_chart
+from compactlab.results.call_costs import cache_telemetry
 
 SHOWN_SESSIONS = 12
 SUMMARY_CHARS = 1200
@@ -55,13 +58,15 @@ def sessions_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]:
         real_calls.setdefault(row["session"], set()).add(row["call"])
     shown = []
     macros = environment().get_template("run_session_detail.html.j2").module
-    drawn = run.calls_of(chosen)  # the call rows of the sessions shown, and nothing else
+    # The call rows of the sessions shown, and nothing else (with what each compaction did to the cache).
+    drawn = run.calls_of(chosen, [*CHART_COLUMNS, "prefix_tokens", "cache_expired"])
     for position, session in enumerate(chosen):
         calls = drawn[drawn["session"] == session]
+        cache = cache_at_calls(calls)
+        rows = [{**row, **cache.get((row["setting"], row["call"]), {})} for row in by_session.get(session, [])]
         real = sorted(real_calls.get(session, ()))
         svg, untouched = sawtooth_chart(calls, colours, real)
         first = calls.drop_duplicates("call")
-        rows = by_session.get(session, [])
         anchor = f"t-{position}"
         view: dict[str, Any] = {
             "id": session,
@@ -80,6 +85,22 @@ def sessions_context(run: RunData, colours: dict[str, str]) -> dict[str, Any]:
         shown.append(view)
     total = run.sessions["session"].nunique()
     return {"shown": shown, "total": total, "count": SHOWN_SESSIONS, "summary_chars": f"{SUMMARY_CHARS:,}"}
+
+
+def cache_at_calls(calls: pd.DataFrame) -> dict[tuple[str, int], dict[str, int]]:
+    """Per (setting, call) of one session's call rows: the cache tokens the call's prompt invalidated
+    and the tokens it wrote (`compactlab.results.call_costs.cache_telemetry`): after a compaction, what
+    the compaction did to the cache."""
+    if calls.empty:
+        return {}
+    ordered = calls.sort_values(["setting", "call"], kind="stable")
+    telemetry = cache_telemetry(ordered)
+    return {
+        (setting, int(call)): {"cache_invalidated": int(lost), "cache_written": int(written)}
+        for setting, call, lost, written in zip(
+            ordered["setting"], ordered["call"], telemetry["invalidated_tokens"], telemetry["cache_write_tokens"]
+        )
+    }
 
 
 def strategy_drilldown(rows: Sequence[dict]) -> list[dict[str, Any]]:
@@ -124,6 +145,9 @@ def compaction_view(row: dict, seen: dict[str, str] | None = None, limit: int = 
         "summary_cut": f"{cut:,}" if cut else "",
         "summary_chars": f"{len(summary):,}" if summary else "",
         "same_as": same_as,
+        # The next call's cache figures, where the report read them (`cache_at_calls`).
+        "cache_invalidated": f"{row['cache_invalidated']:,}" if row.get("cache_invalidated") is not None else None,
+        "cache_written": f"{row['cache_written']:,}" if row.get("cache_written") is not None else None,
         **dict(zip(("k1", "k5"), _both(row))),
     }
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from compactlab.results.catalogue import REPORTED, metric
+from compactlab.results.cost_split import cost_split
 from compactlab.results.fidelity_figures import fidelity_document, with_families
 from compactlab.results.metrics import compression_label, with_derived
 from compactlab.results.reacquisition_figures import reacquisition_summary
@@ -144,6 +145,7 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
     if sessions.empty:
         return document
     document["recorded"] = json_records(recorded_rows(sessions))
+    document["costs"] = cost_split(ranked(sessions), [t.id for t in result.read.sessions if t.call_count and not t.timed])
     figures = setting_figures(sessions, resamples)
     document["left_out"]["unfit_sessions"] = unfit = unfit_sessions(sessions)
     recommendation = recommend(figures, rule, unfit)

@@ -2,12 +2,14 @@
 
 Everything is a pandas DataFrame, one row per call, per compaction, or per session × setting.
 
-Cost model (per replayed call): the part of the prompt identical to the previous call's prompt is
-read from the provider's cache; the rest is new. Claude models bill new prompt tokens as cache
+Cost model (per replayed call, `compactlab.results.call_costs`): the part of the prompt identical to
+the previous call's prompt is read from the provider's cache, as long as the cache still holds it
+(`compactlab.replay.prompt_cache`); the rest is new. Claude models bill new prompt tokens as cache
 writes (Claude Code marks the prompt for caching); other providers cache automatically and bill
 new tokens as plain input. A compaction changes the prompt from the summary on, so it pays for
 writing the compacted prompt again: the model charges that, which is why a compaction can cost
-more than it saves on a short remainder of a session. Output tokens are the recorded ones.
+more than it saves on a short remainder of a session. Output tokens are the recorded ones. Each
+call's cost is also split into its parts, and what it did to the cache is counted (`call_costs`).
 The same model is applied to the uncompacted session (the baseline) and checked against what the
 source recorded where it recorded cache splits or costs (`cost_model_check`).
 """
@@ -18,14 +20,14 @@ import numpy as np
 import pandas as pd
 
 from compactlab.contract import fell_back as fell_back_note
-from compactlab.llm.prices import PriceTable, price_for
+from compactlab.llm.prices import PriceTable
 from compactlab.replay.replay import CallColumns, CompactionRow
+from compactlab.results.call_costs import cache_costs, cache_telemetry, cost_parts
 from compactlab.results.catalogue import METRICS
 from compactlab.results.compaction_values import SCORED, flattened
 from compactlab.results.fidelity_figures import summary_sha
 from compactlab.results.metric import Metric
 from compactlab.scoring.drift import drift_counts
-from compactlab.tokens.calibration import model_family
 
 
 def rows_of_each(coded: tuple[np.ndarray, list]) -> dict[str, np.ndarray]:
@@ -57,52 +59,15 @@ def calls_frame(
         # Positions per model, on plain arrays, found once for both costs: selecting rows of the
         # whole frame per model copied every column (hundreds of thousands of rows in a sweep).
         rows_by_model = rows_of_each(pd.factorize(frame["model"].to_numpy()))  # a call without a model: no cost
-    frame["cost_full"] = _costs(frame, rows_by_model, "full_tokens", "full_prefix_tokens", prices)
-    frame["cost_context"] = _costs(frame, rows_by_model, "context_tokens", "prefix_tokens", prices)
+    for name, prompt, cached in (("cost_full", "full_tokens", "full_prefix_tokens"), ("cost", "context_tokens", "prefix_tokens")):
+        total, parts = cost_parts(frame, rows_by_model, prompt, cached, prices)
+        frame["cost_context" if name == "cost" else name] = total
+        for kind, values in parts.items():
+            frame[f"{name}_{kind}"] = values
+    telemetry = cache_telemetry(frame)
+    for name, values in {**telemetry, **cache_costs(frame, rows_by_model, telemetry, prices)}.items():
+        frame[name] = values
     return frame
-
-
-def _costs(
-    frame: pd.DataFrame, rows_by_model: dict[str, np.ndarray], prompt_column: str, cached_column: str, prices: PriceTable | None
-) -> pd.Series:
-    """Modelled cost per row, vectorised per model (a run has few models and many calls).
-
-    The same rules as `compactlab.llm.prices.cost_of`: a long-context tier replaces every price above
-    its threshold, and tokens of a kind the model has no price for make the cost unknown (NaN).
-    """
-    all_prompts = frame[prompt_column].to_numpy(dtype=float)
-    all_cached = np.minimum(frame[cached_column].to_numpy(dtype=float), all_prompts)
-    all_outputs = frame["output_tokens"].to_numpy(dtype=float)
-    costs = np.full(len(frame), np.nan)
-    for model, rows in rows_by_model.items():
-        price = price_for(model, prices)
-        if price is None:
-            continue
-        prompt, cached = all_prompts[rows], all_cached[rows]
-        new = prompt - cached
-        claude = model_family(model) == "claude"
-        parts = {
-            "input": 0 * new if claude else new,
-            "cache_read": cached,
-            "cache_write": new if claude else 0 * new,
-            "output": all_outputs[rows],
-        }
-        total = _priced(price, parts)
-        if price.long_context is not None and price.long_context_threshold is not None:
-            total = np.where(prompt <= price.long_context_threshold, total, _priced(price.long_context, parts))
-        costs[rows] = total
-    return pd.Series(costs, index=frame.index)
-
-
-def _priced(price, parts: dict[str, np.ndarray]) -> np.ndarray:
-    total = 0 * parts["input"]
-    for kind, tokens in parts.items():
-        rate = getattr(price, kind)
-        if rate is None:
-            total = np.where(tokens == 0, total, np.nan)
-        else:
-            total = total + tokens * rate
-    return total / 1_000_000
 
 
 def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:

@@ -205,7 +205,8 @@ KEYS: tuple[Key, ...] = (
         "trigger",
         "table",
         "the preset's, else { fraction = 0.8 }",
-        "when to compact: fraction (of the window), absolute, reserve_tokens, warning, critical, target",
+        "when to compact: fraction (of the window), absolute, reserve_tokens, warning, critical, target, "
+        "on_cache_expiry (a lower share at a call after the prompt cache expired) and cache_margin_seconds",
         "{ fraction = 0.7 }",
         True,
     ),

@@ -191,10 +191,13 @@ def setting_from(entry: object, where: str) -> Setting:
 
 
 def _check_trigger(trigger: Trigger, where: str) -> None:
-    for name in ("fraction", "warning", "critical", "target"):
+    for name in ("fraction", "warning", "critical", "target", "on_cache_expiry"):
         value = getattr(trigger, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1):
             raise ValueError(f"{where}: trigger `{name}` must be a fraction of the window in (0, 1], got {value!r}")
+    margin = trigger.cache_margin_seconds
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin <= 86_400:
+        raise ValueError(f"{where}: trigger `cache_margin_seconds` must be a number of seconds from 0 to 86,400, got {margin!r}")
     for name in ("absolute", "reserve_tokens"):
         value = getattr(trigger, name)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:

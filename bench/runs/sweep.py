@@ -34,17 +34,27 @@ DEFAULT_STRATEGIES = ("summarize", "iterative-merge", "observation-masking", "pr
 DEFAULT_THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 DEFAULT_KEEP = (8_000, 16_000, 32_000)
 KEEP = "keep_recent_tokens"
-LABELS = "@F: compacts when the context reaches F of the window; keep=N: keeps the newest N tokens of history verbatim"
+LABELS = (
+    "@F: compacts when the context reaches F of the window; keep=N: keeps the newest N tokens of history verbatim; "
+    "expired@F: also compacts from F of the window at a call made after the prompt cache expired"
+)
 
 
-def grid(strategies, thresholds, keep_budgets=None, strict_keep: bool = False) -> list[Setting]:
+def grid(strategies, thresholds, keep_budgets=None, strict_keep: bool = False, cache_expiry=(None,)) -> list[Setting]:
     """The settings to replay. `keep_budgets` (None: the defaults) go to the strategies that have a
     keep budget; with `strict_keep` (the user named the budgets), every strategy must have one: a
-    budget it would silently ignore is an error."""
+    budget it would silently ignore is an error. `cache_expiry`: the trigger's `on_cache_expiry`
+    shares to sweep (None: without that rule), labelled `/expired@F`."""
     bad = [t for t in thresholds if not 0 < t <= 1]
     if bad:
         raise ValueError(
             f"--thresholds: {', '.join(f'{t:g}' for t in bad)} out of range: a threshold is a fraction of the window in (0, 1]"
+        )
+    bad = [t for t in cache_expiry if t is not None and not 0 < t <= 1]
+    if bad:
+        raise ValueError(
+            f"--on-cache-expiry: {', '.join(f'{t:g}' for t in bad)} out of range: a share of the window in (0, 1] at which "
+            "to compact once the prompt cache has expired"
         )
     if keep_budgets is not None:
         bad = [k for k in keep_budgets if k <= 0]
@@ -64,9 +74,11 @@ def grid(strategies, thresholds, keep_budgets=None, strict_keep: bool = False) -
         budgets = (keep_budgets if keep_budgets is not None else DEFAULT_KEEP) if has_keep else (None,)
         for threshold in dict.fromkeys(thresholds):
             for keep in dict.fromkeys(budgets):
-                label = f"{name}@{threshold:g}" + (f"/keep={keep}" if keep is not None else "")
-                parameters = ((KEEP, keep),) if keep is not None else ()
-                settings.append(Setting(label, name, parameters, Trigger(fraction=threshold)))
+                for expired in dict.fromkeys(cache_expiry):
+                    label = f"{name}@{threshold:g}" + (f"/keep={keep}" if keep is not None else "")
+                    label += f"/expired@{expired:g}" if expired is not None else ""
+                    parameters = ((KEEP, keep),) if keep is not None else ()
+                    settings.append(Setting(label, name, parameters, Trigger(fraction=threshold, on_cache_expiry=expired)))
     return settings
 
 
@@ -109,6 +121,7 @@ def analyse(
     points["strategy"] = points["setting"].map(lambda label: by_label[label].strategy)
     points["threshold"] = points["setting"].map(lambda label: _threshold(by_label[label]))
     points["keep_recent_tokens"] = points["setting"].map(lambda label: dict(by_label[label].settings).get(KEEP))
+    points["on_cache_expiry"] = points["setting"].map(lambda label: getattr(by_label[label].trigger, "on_cache_expiry", None))
     picked = by_label.get(recommendation.setting) if recommendation.setting else None
     if picked is not None and not (points.loc[points["setting"] == picked.label, "removed_share_mean"].fillna(0) > 0).any():
         picked = None  # nothing compacted: no edge to go beyond (the next steps name a smaller window, lower triggers)

@@ -42,20 +42,31 @@ class SweepRun:
 
 
 def checked_grid(
-    strategies: Sequence[str], thresholds: Sequence[float], keep: Sequence[int] | None, min_preservation: float
+    strategies: Sequence[str],
+    thresholds: Sequence[float],
+    keep: Sequence[int] | None,
+    min_preservation: float,
+    cache_expiry: Sequence[float | None] = (None,),
 ) -> list[Setting]:
     """The grid's settings, or the error that names what is out of range (before anything is replayed)."""
-    settings = grid(list(strategies), list(thresholds), None if keep is None else list(keep), strict_keep=keep is not None)
+    settings = grid(
+        list(strategies), list(thresholds), None if keep is None else list(keep), keep is not None, tuple(cache_expiry)
+    )
     if not 0 < min_preservation <= 1:
         raise ValueError(f"--min-preservation: {min_preservation:g} out of range: a share of facts in (0, 1]")
     return settings
 
 
 def grid_config(
-    config: RunConfig, strategies: Sequence[str], thresholds: Sequence[float], keep: Sequence[int] | None, min_preservation: float
+    config: RunConfig,
+    strategies: Sequence[str],
+    thresholds: Sequence[float],
+    keep: Sequence[int] | None,
+    min_preservation: float,
+    cache_expiry: Sequence[float | None] = (None,),
 ) -> RunConfig:
     """`config` with the grid's settings as its strategies (the error naming what is out of range, else)."""
-    settings = checked_grid(strategies, thresholds, keep, min_preservation)
+    settings = checked_grid(strategies, thresholds, keep, min_preservation, cache_expiry)
     # No token estimation: the grid's settings do not change it, and a sweep is many settings' work already.
     return dataclasses.replace(config, strategies=tuple(settings), estimation=False).for_its_data()
 
@@ -69,16 +80,18 @@ def sweep_grid(
     min_preservation: float = MIN_KEPT,
     limit: int | None = None,
     command: CommandLine | None = None,
+    cache_expiry: Sequence[float | None] = (None,),
     **run_options,
 ) -> SweepRun:
-    """Replay `strategies` × `thresholds` × `keep` budgets on `config`'s datasets and window into `out`;
+    """Replay `strategies` × `thresholds` × `keep` budgets (× the trigger's `cache_expiry` shares) on
+    `config`'s datasets and window into `out`;
     `run_options` go to `compactlab.runs.runs.run` (resume, workers, summarizer, `checked`: `check_run`'s of
     `grid_config`, ...). `command`: the user's, which every next command printed keeps (default: the
     configuration's datasets and window).
 
     What it found is always written: recommended.toml, or no-recommendation.txt with the reasons and
     the next command."""
-    config = grid_config(config, strategies, thresholds, keep, min_preservation)
+    config = grid_config(config, strategies, thresholds, keep, min_preservation, cache_expiry)
     settings = list(config.strategies)
     out = Path(out)
     if command is None:

@@ -98,6 +98,7 @@ class ReadSession:
     call_count: int = 0
     models: tuple[str, ...] = ()  # the recorded calls' models, each once
     compactions: int = 0  # real compactions the source recorded
+    timed: bool = False  # every recorded call carries its time (the prompt cache's lifetime needs it)
 
     @classmethod
     def of(cls, session: Session) -> ReadSession:
@@ -115,6 +116,7 @@ class ReadSession:
             len(session.calls),
             models,
             len(session.compactions),
+            bool(session.calls) and all(call.timestamp is not None for call in session.calls),
         )
 
 

@@ -67,6 +67,8 @@ OLD_HEADINGS = {
 }
 # Sentences rewritten on the move (a link into the site, a pointer that said "above"), and what holds their content now.
 REWRITTEN = {
+    # Issue 47: each compaction also shows what it did to the prompt cache.
+    "what was dropped, the summary text, the facts the next steps needed that were kept and lost.": "and the cached tokens it invalidated and what the next call wrote",
     "or it did not measure what changed (a prompt no model read).": "or it did not measure what changed (a prompt no model read, or answers recorded by a summarizer other than this one",
     '(see "What the gate can and cannot detect").': "(see [What the gate can and cannot detect](gate.md#what-the-gate-can-and-cannot-detect))",
     "[docs/preset-rules.md](docs/preset-rules.md) is the table": "[docs/preset-rules.md](preset-rules.md) is the table",
@@ -119,6 +121,8 @@ RENAMED = {
 }
 # Code blocks and table rows changed since on purpose: their first words, and what holds them now.
 CHANGED_BLOCKS = {
+    # Issue 47: the trigger's cache-expiry rule.
+    "| [[strategy]] | `trigger` | table |": "on_cache_expiry (a lower share at a call after the prompt cache expired)",
     'datasets = ["m-claude", "mini-swe-agent-pr816"]\nwindow = 64000\nstrategies': "window = 64000   # a simulated window (a stress test)",
     "|  | `window` | integer |": "0 for your own sessions; 64000 for the bundled datasets alone",
     "import compactlab\n\nstrategies = tuple(": "under the report's names (raw=True: summary.json's keys)",

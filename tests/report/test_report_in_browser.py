@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import struct
 import subprocess
@@ -225,6 +226,25 @@ def decode_png(data: bytes) -> tuple[int, int, bytearray]:
 
 
 OPENED = "(function () {" + OPEN_ALL + 'openAll(function () { document.body.setAttribute("data-opened", "done"); });\n})();'
+
+
+def test_the_cost_section_shows_each_settings_bill_split_and_its_cache_figures(small_run: SharedRun, tmp_path: Path) -> None:
+    """The split and the cache figures as the browser shows them, each figure the run's summary.json holds."""
+    dom, console = dump_dom(small_run.folder / "report.html", tmp_path / "profile")
+    assert console == []
+    ids = {attrs.get("id") for tag, attrs in dom.elements}
+    assert {"costs", "cost-split", "cache-telemetry"} <= ids
+    text = " ".join(" ".join(dom.text).split())
+    costs = json.loads((small_run.folder / "summary.json").read_text(encoding="utf-8"))["costs"]
+    assert costs["settings"], "no setting in the cost split"
+    for entry in costs["settings"]:
+        with_, change = entry["total"]["with"], entry["total"]["change"]
+        assert f"{with_:,.4f} ({change:+,.4f})" in text, entry["setting"]
+        written = entry["cache"]["cache_write_tokens"]
+        assert f"{written:,.0f}" in text, entry["setting"]
+        for part in ("cache_read", "cache_write"):
+            assert f"{entry['parts'][part]['with']:,.4f} ({entry['parts'][part]['change']:+,.4f})" in text
+    assert "cache's lifetime" in text
 
 
 def test_hostile_session_runs_nothing(tmp_path: Path) -> None:

@@ -36,13 +36,22 @@ class Coasting:
             and bool(walk.head.compactions or walk.real_compaction_seen)
         )
 
-    def coast(self, walk: Walk, index: int, fires_from: float, overflow_stops: bool = True) -> int:
+    def coast(
+        self,
+        walk: Walk,
+        index: int,
+        fires_from: float,
+        overflow_stops: bool = True,
+        expired_from: float = np.inf,
+        expired: np.ndarray | None = None,
+    ) -> int:
         """Row the calls from message `index` on that need no engine, append the messages before
         the first one that does, and return its index (or, when none does within the look-ahead,
         the index after the last call rowed; the session's length at its end).
 
         A call needs the engine when the trigger fires there (the context reaches `fires_from`
-        tokens, at a call the trigger is asked before) or the prompt overflows the window (unless `overflow_stops` is false: the engine
+        tokens, at a call the trigger is asked before, or `expired_from` at the `expired` calls: the
+        trigger's cache-expiry rule) or the prompt overflows the window (unless `overflow_stops` is false: the engine
         would not try an emergency compaction). Most of a replay is such stretches between
         compactions (docs/performance.md). The sizes are the kernel's (`compactlab.replay.prompt_size`)
         that `Walk.measure` and `Walk.trigger_tokens` call, over arrays; the walk takes the rows."""
@@ -68,7 +77,10 @@ class Coasting:
         else:
             trigger = own_estimate(before, walk.meter.local.prompt_overhead, walk.meter.offset)
         over = walk.over_window(context)
-        fires = (trigger >= fires_from) & arrays["checked"][calls]  # only where the trigger is asked (`Harness.checks`)
+        fires = trigger >= fires_from
+        if expired is not None:
+            fires |= expired[calls] & (trigger >= expired_from)
+        fires &= arrays["checked"][calls]  # only where the trigger is asked (`Harness.checks`)
         stops = np.flatnonzero(fires | over) if overflow_stops else np.flatnonzero(fires)
         count = int(stops[0]) if len(stops) else len(positions)
         stop = int(positions[count]) if len(stops) else end
