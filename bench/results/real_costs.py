@@ -64,6 +64,12 @@ COLUMNS = (
 )
 
 
+# The token counts among them (a frame column with a None in it holds them as floats).
+COUNTS = frozenset(
+    {"call", "message_index", "real_cache_read", "real_cache_write", "real_input", "modelled_cache_read", "modelled_new"}
+)
+
+
 def real_costs(
     calls: pd.DataFrame, compactions: pd.DataFrame, sessions: Sequence[object], prices: PriceTable | None
 ) -> pd.DataFrame:
@@ -141,7 +147,7 @@ def costs_document(frame: pd.DataFrame) -> dict:
     compare and how many of them the replay models within ±10%."""
     if frame.empty:
         return {"within": WITHIN, "rows": [], "families": {}}
-    records: list[dict] = [{str(k): _plain(v) for k, v in r.items()} for r in frame.to_dict("records")]
+    records: list[dict] = [{str(k): _plain(v, str(k) in COUNTS) for k, v in r.items()} for r in frame.to_dict("records")]
     for record, why in zip(records, repeats_of(records)):
         record["left_out"] = why
     families: dict[str, dict] = {}
@@ -182,7 +188,8 @@ def usd(value: float) -> str:
     return f"${value:,.4f}"
 
 
-def _plain(value: object) -> object:
+def _plain(value: object, count: bool = False) -> object:
     if isinstance(value, float) and pd.isna(value):
         return None
-    return value.item() if hasattr(value, "item") else value
+    value = value.item() if hasattr(value, "item") else value
+    return int(value) if count and isinstance(value, float) else value  # a column with None holds its counts as floats
