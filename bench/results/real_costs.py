@@ -94,7 +94,9 @@ def real_costs(
 
 
 def _row(row: dict, session: Session, usage: LLMCall | None, recorded: LLMCall | None, after: pd.DataFrame, prices) -> dict:
-    model = recorded.model if recorded is not None else usage.model if usage is not None else None
+    # The model of the call after it, else of the last call before (as the fidelity figures take it), else the summarizer's.
+    before = session.calls[min(row["call"], len(session.calls)) - 1].model if row["call"] > 0 and session.calls else None
+    model = recorded.model if recorded is not None else before or (usage.model if usage is not None else None)
     summarizer = row.get("summarizer_cost_usd")
     modelled_summarizer = None if summarizer is None or pd.isna(summarizer) else float(summarizer)
     found = {
