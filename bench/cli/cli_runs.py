@@ -258,6 +258,7 @@ def run_run(args: argparse.Namespace) -> int:
                 document["sessions"],
                 document.get("trust", {}).get("reacquisition"),
                 document.get("fidelity"),
+                document.get("real_costs"),
             )
         )
     print(f"\n{document['sessions']} sessions × {len(document['strategies'])} strategies; results in {out}/")

@@ -5,6 +5,8 @@ production summary and the replay's prediction of the next prompt against the re
 each of them, every other strategy's compaction in the same session nearest to that call (at or
 before it on a tie) is shown beside it. Sources without LLM calls (condenser logs) cannot be
 replayed; their production summaries are listed from what the run wrote of them (session_facts.json).
+Each real compaction's cost, real and modelled, comes from summary.json's `real_costs`
+(`compactlab.results.real_costs`, which defines both).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from compactlab.report.overview_section import pct
 from compactlab.report.run_data import RunData
 from compactlab.report.sessions import compaction_view, recorded_rows, source_of
+from compactlab.results.real_costs import NO_CALL, part_text, usd
 
 REAL_SUMMARY_CHARS = 20_000  # production summaries are shown whole up to this length
 STRATEGY_SUMMARY_CHARS = 6_000
@@ -23,6 +26,7 @@ CONDENSER_SUMMARY_CHARS = 4_000
 
 def real_compactions_context(run: RunData) -> dict[str, Any]:
     sources = source_of(run)
+    costs = {(r["session"], r["setting"], r["call"]): r for r in run.summary.get("real_costs", {}).get("rows", [])}
     shown = []
     for row in recorded_rows(run):
         production = compaction_view(row, None, REAL_SUMMARY_CHARS)
@@ -39,11 +43,35 @@ def real_compactions_context(run: RunData) -> dict[str, Any]:
                 }
                 if predicted is not None and recorded
                 else None,
+                "cost": _cost(costs.get((row["session"], row["setting"], row["call"]))),
                 "others": _others(run, row),
                 "untouched": _untouched(run, row),
             }
         )
     return {"shown": shown, "condenser": _unreplayed(run), "session_facts_recorded": bool(run.session_facts)}
+
+
+def _cost(row: dict | None) -> dict[str, Any] | None:
+    """A real compaction's cost, real and modelled, per part and compared (None: the run has none for it)."""
+    if row is None:
+        return None
+    called = row["real_cache_read"] is not None
+    summarizer = part_text(row["summarizer_real"], row["summarizer_modelled"])
+    first = part_text(row["first_call_real"], row["first_call_modelled"], "no price" if called else NO_CALL)
+    difference = row["relative_difference"]
+    return {
+        "summarizer": summarizer,
+        "first_call": first if called else (NO_CALL, NO_CALL),
+        "real_tokens": f"{row['real_cache_read']:,} read, {row['real_cache_write']:,} written, {row['real_input']:,} uncached"
+        if called
+        else "",
+        "modelled_tokens": f"{row['modelled_cache_read']:,} read, {row['modelled_new']:,} new" if called else "",
+        "compared": row["compared"],
+        "real": usd(row["real"]) if row["real"] is not None else "",
+        "modelled": usd(row["modelled"]) if row["modelled"] is not None else "",
+        "difference": pct(difference, signed=True) if difference is not None else "",
+        "left_out": row.get("left_out") or "",
+    }
 
 
 def _others(run: RunData, real: dict) -> list[dict[str, Any]]:

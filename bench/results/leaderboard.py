@@ -24,6 +24,7 @@ from compactlab.results.cost_split import cost_split
 from compactlab.results.fidelity_figures import fidelity_document, with_families
 from compactlab.results.metrics import compression_label, with_derived
 from compactlab.results.reacquisition_figures import reacquisition_summary
+from compactlab.results.real_costs import costs_document
 from compactlab.results.recommendation import Recommendation, Rule, recommend, with_evidence
 from compactlab.results.recorded_results import recorded_rows
 from compactlab.results.run_failures import INCOMPLETE, failure_ranks, failure_records
@@ -177,6 +178,8 @@ def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_p
     # Where each engine's preset would have compacted beside where the real engine did (compactlab.results.real_engines).
     document["presets_vs_engines"] = getattr(result, "engines", None) or {}
     document["cost_model_check"] = json_records(result.cost_model_check)
+    # The real cost of each production compaction beside the replay's model of it (compactlab.results.real_costs).
+    document["real_costs"] = costs_document(getattr(result, "real_costs", pd.DataFrame()))
     return document
 
 

@@ -29,10 +29,12 @@ def format_recorded(
     replayed: int,
     reacquisition: dict | None = None,
     figures: dict | None = None,
+    costs: dict | None = None,
 ) -> str:
     """The production compactions of a run, for the terminal; `reacquisition`: summary.json's
     `trust.reacquisition` (`compactlab.scoring.reacquisition`); `figures`: its `fidelity`, each real
-    compaction counted once, per family (`compactlab.results.fidelity_figures`)."""
+    compaction counted once, per family (`compactlab.results.fidelity_figures`); `costs`: its
+    `real_costs` (`compactlab.results.real_costs`)."""
     lines = [f"production compactions (strategy {RECORDED}): {len(rows)} of {replayed} sessions hold a real compaction"]
     for row in rows:
         kept = "n/a" if pd.isna(row.get("preservation_k1")) else f"{100 * row['preservation_k1']:.1f}%"
@@ -52,6 +54,13 @@ def format_recorded(
         for family, found in figures.get("families", {}).items():
             apart = f" (shown apart: {found['apart']})" if found.get("apart") else ""
             lines.append(f"    {family}: {found['line']}{apart}")
+    if costs and costs.get("families"):
+        lines.append(
+            "  real cost of the production compactions (the summarizer where the log records it, the prompt of the first "
+            "call after) beside the replay's model of it:"
+        )
+        for family, found in costs["families"].items():
+            lines.append(f"    {family}: {found['line']}")
     if reacquisition and reacquisition["compactions"]:
         lines.append("  re-acquired before use after the real compactions (a lost item really gone must come back):")
         if "per_compaction" in reacquisition:  # a summary.json before issue 41 has only the pooled counts

@@ -47,6 +47,7 @@ class RunResult:
     llm_calls: str | None = None  # what the run's LLM calls came to (`CallAccount.line`), when it had any
     replayed_again: tuple[str, ...] = ()  # sessions --resume replayed again: their row parts were gone or unreadable
     engines: dict = field(default_factory=dict)  # the presets against the real engines (`compactlab.results.real_engines`)
+    real_costs: pd.DataFrame = field(default_factory=pd.DataFrame)  # per real compaction (`compactlab.results.real_costs`)
 
     @cached_property
     def calls(self) -> pd.DataFrame:
@@ -95,6 +96,7 @@ def finish(
         results.call_models,
         prices,
         engines=real_engines(read) if engines is None else engines,
+        real_costs=results.real_costs,
     )
 
 

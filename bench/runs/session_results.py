@@ -27,6 +27,7 @@ from compactlab.results.metrics import (
     recorded_fidelity,
     rows_of_each,
 )
+from compactlab.results.real_costs import real_costs
 from compactlab.results.summary_arrays import summary_from_arrays
 from compactlab.runs.estimation_parts import EstimationParts
 from compactlab.runs.report_inputs import Estimated
@@ -44,6 +45,7 @@ class SessionResults:
     # What the report needs of it besides its rows (`compactlab.runs.report_inputs`): its facts, and its estimation when asked.
     session_facts: pd.DataFrame = field(default_factory=pd.DataFrame)
     estimation: list[Estimated] | None = None
+    real_costs: pd.DataFrame = field(default_factory=pd.DataFrame)  # compactlab.results.real_costs, per real compaction
 
     def with_inputs(self, facts: dict, estimated: Estimated | None) -> SessionResults:
         """These results with the session's report inputs (`compactlab.runs.report_inputs`)."""
@@ -70,10 +72,11 @@ def session_results(calls: pd.DataFrame, compaction_rows: list[dict], sessions, 
         recorded_fidelity(compactions, frame),
         cost_model_check(frame, sessions),
         models,
+        real_costs=real_costs(frame, compactions, sessions, prices),
     )
 
 
-FRAMES = ("summary", "recorded_fidelity", "cost_model_check", "call_models", "session_facts")  # the fields that are frames
+FRAMES = ("summary", "recorded_fidelity", "cost_model_check", "call_models", "session_facts", "real_costs")  # the frames
 BLOCK = 100  # sessions' results joined into one frame at a time: a small frame costs more than its rows, so few are kept
 
 
@@ -119,7 +122,14 @@ class RunTotals:
             summary = summary.sort_values(["session", "setting"], kind="stable").reset_index(drop=True)
         if not check.empty:  # by session, as cost_model_check orders a whole run's
             check = check.sort_values("session", kind="stable").reset_index(drop=True)
-        return SessionResults(summary, tables["recorded_fidelity"], check, tables["call_models"], tables["session_facts"])
+        return SessionResults(
+            summary,
+            tables["recorded_fidelity"],
+            check,
+            tables["call_models"],
+            tables["session_facts"],
+            real_costs=tables["real_costs"],
+        )
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -129,7 +139,7 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def no_rows() -> SessionResults:
-    return SessionResults(*(pd.DataFrame() for _ in FRAMES))
+    return SessionResults(**{name: pd.DataFrame() for name in FRAMES})
 
 
 def results_from_rows(out: Path, read, prices: PriceTable | None) -> SessionResults:

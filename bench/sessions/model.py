@@ -177,7 +177,10 @@ class CompactionMarker:
     the leading system messages, only those stay (Codex's remote compaction: its replacement
     history, the summary here, holds the developer message it resends). `summary_tokens`: the
     provider tokens of summary content the file holds unreadable (Codex's encrypted `compaction`
-    item, by Codex's own estimate), which `summary` stands in for with a placeholder.
+    item, by Codex's own estimate), which `summary` stands in for with a placeholder. `usage`: the
+    summarizer call's own usage as the log records it (Anthropic's server-side compaction bills it
+    in the response's `usage.iterations`), or None where the log does not record it (pi's
+    compaction entry, Claude Code's `compact_boundary` and Codex's rollout record none).
     """
 
     at_message: int
@@ -187,6 +190,7 @@ class CompactionMarker:
     line: int | None = None
     kept: tuple[int, ...] = ()
     summary_tokens: int | None = None
+    usage: LLMCall | None = None
 
 
 @dataclass(frozen=True)

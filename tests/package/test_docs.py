@@ -127,6 +127,8 @@ CHANGED_BLOCKS = {
     "|  | `window` | integer |": "0 for your own sessions; 64000 for the bundled datasets alone",
     "import compactlab\n\nstrategies = tuple(": "under the report's names (raw=True: summary.json's keys)",
     "compactlab --version\ncompactlab init": "[--lenient] [--all-skips] [--format NAME]",
+    # Issue 47: the anthropic-messages row names what it reads of server-side compaction.
+    "| `anthropic-messages` |": "the `compaction` entries of `usage.iterations` are its summarizer call's usage",
 }
 
 

@@ -283,3 +283,18 @@ def test_a_table_filter_box_hides_the_rows_without_the_typed_words(report: Path,
     [result] = [attrs["data-filter"] for tag, attrs in dom.elements if tag == "body" and "data-filter" in attrs]
     name, shown, total = result.split("|")
     assert name == "table-filter" and 1 <= int(shown) < int(total)
+
+
+def test_the_real_compactions_show_their_real_and_modelled_cost(report: Path, tmp_path: Path) -> None:
+    summary = json.loads((report.parent / "summary.json").read_text(encoding="utf-8"))
+    rows = [r for r in summary["real_costs"]["rows"] if r["real"] is not None]
+    assert rows, "the small run replays a real compaction"
+    page = with_probe(report.read_text(encoding="utf-8"), OPENED, tmp_path / "opened.html")
+    dom, console = dump_dom(page, tmp_path / "profile")
+    assert console == [] and any(tag == "body" and attrs.get("data-opened") == "done" for tag, attrs in dom.elements)
+    assert [tag for tag, attrs in dom.elements if tag == "table" and attrs.get("class") == "real-cost"]
+    text = " ".join(" ".join(dom.text).split())
+    for row in rows:  # what the browser shows: each part's real cost beside the modelled one
+        summarizer = "not recorded" if row["summarizer_real"] is None else f"${row['summarizer_real']:,.4f}"
+        assert f"the summarizer call {summarizer} not modelled" in text
+        assert f"${row['first_call_real']:,.4f} ${row['first_call_modelled']:,.4f}" in text

@@ -328,3 +328,19 @@ def test_strategy_labels_in_charts_are_escaped(run_dir: Path) -> None:
     for chart in (svg, saw):
         assert "<script" not in chart and "&lt;script&gt;document.title=" in chart
         assert parse(chart).problems == []
+
+
+def test_each_real_compaction_shows_its_real_and_modelled_cost(run_dir: Path, page: str) -> None:
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    [cost] = [r for r in summary["real_costs"]["rows"] if r["session"] == REAL_COMPACTION]
+    assert cost["call"] == 103 and cost["summarizer_real"] is None and cost["compared"] == "first call"
+    opened = html.unescape(inflated(page))
+    section = opened[opened.index('<section id="real-compactions">') : opened.index('<section id="metadata">')]
+    # Per part, real beside modelled: Claude Code records no summarizer usage, the recorded strategy models none.
+    assert "<tr><td>the summarizer call</td><td>not recorded</td><td>not modelled</td></tr>" in section
+    real, modelled = f"${cost['first_call_real']:,.4f}", f"${cost['first_call_modelled']:,.4f}"
+    assert f"</td><td>{real}</td><td>{modelled}</td></tr>" in section
+    tokens = f"real: {cost['real_cache_read']:,} read, {cost['real_cache_write']:,} written, {cost['real_input']:,} uncached"
+    assert tokens in section and f"modelled: {cost['modelled_cache_read']:,} read, {cost['modelled_new']:,} new" in section
+    difference = 100 * cost["relative_difference"]
+    assert f"{real} real, {modelled} modelled ({'+' if difference >= 0 else '−'}{abs(difference):.1f}%)" in section

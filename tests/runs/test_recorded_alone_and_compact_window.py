@@ -35,6 +35,15 @@ def test_run_of_recorded_alone_runs_and_reports(tmp_path: Path, capsys) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["leaderboard"] == [] and summary["strategies"] == ["recorded"]
     assert {row["session"][:8] for row in summary["recorded"]} == {"3af9b1a7", "97b0ffde"}
+    # The real cost of each production compaction beside the replay's model of it, as summary.json gives it.
+    costs = summary["real_costs"]
+    assert {row["session"][:8] for row in costs["rows"]} == {"3af9b1a7", "97b0ffde"}
+    # Both are Claude models' (the manual one, no call after it, by the call before): one family, one compared.
+    assert list(costs["families"]) == ["Anthropic"] and costs["families"]["Anthropic"]["compactions"] == 2
+    assert costs["families"]["Anthropic"]["compared"] == 1  # the manual one has no call after it: nothing to compare
+    assert "real cost of the production compactions" in printed
+    for family, found in costs["families"].items():
+        assert f"    {family}: {found['line']}" in printed
 
 
 def test_the_recorded_summary_carries_one_continuation_preamble() -> None:

@@ -23,11 +23,30 @@ becomes its own role "tool" message, in order, and the user message's other bloc
 ToolResultParts right after their server_tool_use. Block types this importer does not know are
 kept as a text placeholder "[<type> block not imported]" rather than dropped. A role "system"
 message inside `messages` (accepted by recent Anthropic SDKs) becomes a system message.
+
+Server-side compaction (`compact_20260112`, https://platform.claude.com/docs/en/build-with-claude/compaction):
+the API summarizes the conversation inside a request, puts the summary in a `compaction` block at
+the start of the assistant response and drops every block before it from later prompts. Such a
+message becomes a real compaction (`CompactionMarker`) right before it, whose summary is the last
+compaction block's `content` (the one that holds the final state; the blocks after it stay the
+message's parts). The docs bill the summarizing step apart: "The top-level `input_tokens` and
+`output_tokens` do not include compaction iteration usage—they reflect the sum of all
+non-compaction iterations. To calculate total tokens consumed and billed for a request, sum across
+all entries in the `usage.iterations` array." So where `usage.iterations` holds a `compaction`
+iteration, the compaction iterations are the marker's `usage` (the summarizer call, its input the
+context it summarized: the marker's `pre_tokens`) and the call of the message is the sum of the
+other iterations, not the top-level counts (the documented example's top level says 45,000 input
+tokens beside a 23,000-token `message` iteration; the iterations are what is billed). A response
+paused after compaction (`pause_after_compaction`) holds only the compaction: its message has no
+call of its own. Its trigger is "auto" when the document's `context_management.edits` names
+`compact_20260112` (a threshold), else "unknown".
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from typing import Literal
 
 from compactlab.sessions.importers.importer import FormatFacts, image_part
 from compactlab.sessions.importers.json_chat import (
@@ -43,10 +62,12 @@ from compactlab.sessions.importers.json_chat import (
     url_image,
 )
 from compactlab.sessions.model import (
+    CompactionMarker,
     ImagePart,
     LLMCall,
     Message,
     Part,
+    Session,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -57,6 +78,7 @@ from compactlab.sessions.model import (
 ROLES = ("user", "assistant", "system")
 TOOL_USES = ("tool_use", "server_tool_use", "mcp_tool_use")
 USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
+COMPACTION = "compaction"  # the block and the usage iteration of server-side compaction
 
 
 class AnthropicMessagesImporter(ChatImporter):
@@ -79,6 +101,11 @@ class AnthropicMessagesImporter(ChatImporter):
 class _Converter(ChatConverter):
     roles = ROLES
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # The assistant messages whose response compacted, each with its marker (`at_message` set by `load`).
+        self.compactions: list[tuple[Message, CompactionMarker]] = []
+
     def convert(self) -> list[Message]:
         out: list[Message] = []
         system = self.system(self.doc.top.get("system"))
@@ -92,11 +119,61 @@ class _Converter(ChatConverter):
                 continue
             if role == "user":
                 out += self.split_user(blocks, where)
-            else:
-                call = self.call(raw, self.usages[i], where) if i in self.usages else None
-                parts = [p for _, p in blocks]
-                out.append(Message(role=role, parts=ensure_parts(parts), source_id=where, call=call))
+                continue
+            summary = _summary(raw.get("content"))
+            usage = self.usages.get(i)
+            usage, summarizer = self.iterations(raw, usage, where, summary is not None)
+            call = self.call(raw, usage, where) if usage is not None else None
+            if summary is not None:  # only the blocks after the (last) compaction reach later prompts
+                blocks = blocks[max(j for j, (kind, _) in enumerate(blocks) if kind == COMPACTION) + 1 :]
+            message = Message(role=role, parts=ensure_parts([p for _, p in blocks]), source_id=where, call=call)
+            out.append(message)
+            if summary is not None:
+                pre = summarizer.prompt_tokens if summarizer is not None else None
+                self.compactions.append((message, CompactionMarker(0, self.trigger(), pre, summary, usage=summarizer)))
         return out
+
+    def iterations(self, raw: dict, usage: object, where: str, compacted: bool) -> tuple[object, LLMCall | None]:
+        """The usage of the message's own call and the summarizer's, from `usage.iterations` when it
+        holds a compaction iteration (see the module's docstring); else `usage` as it is and None."""
+        listed = usage.get("iterations") if isinstance(usage, dict) else None
+        if not isinstance(listed, list) or not any(isinstance(e, dict) and e.get("type") == COMPACTION for e in listed):
+            return usage, None
+        at = f"{where}.usage.iterations"
+        if not compacted:
+            self.report(f"{at} holds a compaction iteration but the message has no compaction block")
+        own: list[dict[str, int]] = []
+        summarizer: list[dict[str, int]] = []
+        for j, entry in enumerate(listed):
+            counts = token_counts(entry, USAGE_FIELDS, "input_tokens", f"{at}[{j}]", self.issues)
+            if counts is None:
+                return None, None  # damaged (reported): neither call's usage is known
+            (summarizer if entry.get("type") == COMPACTION else own).append(counts)
+        summed = _summed(summarizer)
+        call = LLMCall(
+            model=self.model_of(raw),
+            input_tokens=summed["input_tokens"],
+            cache_read_tokens=summed["cache_read_input_tokens"],
+            cache_write_tokens=summed["cache_creation_input_tokens"],
+            output_tokens=summed["output_tokens"],
+        )
+        # Paused after compaction: the response is the compaction only, and no call of its own.
+        return (_summed(own) if own else None), call
+
+    def trigger(self) -> Literal["auto", "unknown"]:
+        edits = self.doc.top.get("context_management")
+        edits = edits.get("edits") if isinstance(edits, dict) else None
+        threshold = isinstance(edits, list) and any(isinstance(e, dict) and e.get("type") == "compact_20260112" for e in edits)
+        return "auto" if threshold else "unknown"
+
+    def finished(self, session: Session) -> Session:
+        # Each compaction sits right before the message whose response holds it (found by identity:
+        # the tool pairing check may have left messages out before it).
+        at = {id(message): index for index, message in enumerate(session.messages)}
+        found = self.compactions
+        return replace(
+            session, compactions=tuple(replace(m, at_message=at[id(message)]) for message, m in found if id(message) in at)
+        )
 
     def system(self, value: object) -> Message | None:
         if value is None:
@@ -168,6 +245,10 @@ class _Converter(ChatConverter):
             return self.document(block.get("source"), at)
         if kind == "search_result":
             return [TextPart(text=_texts(block.get("content")))]
+        if kind == COMPACTION:
+            if not isinstance(block.get("content"), str):
+                self.report(f"{at} (compaction) has no string `content`")
+            return [TextPart(text="")]  # the summary goes to the marker (`convert`); this marks where it was
         return [placeholder(f"{kind} block")]
 
     def tool_result(self, block: dict, at: str) -> list[Part]:
@@ -231,6 +312,20 @@ class _Converter(ChatConverter):
             output_tokens=counts["output_tokens"],
             cost_usd=cost_of(usage, raw, at, self.issues),
         )
+
+
+def _summary(content: object) -> str | None:
+    """The last compaction block's summary in an assistant message's content, or None without one."""
+    found = (
+        [b["content"] for b in content if isinstance(b, dict) and b.get("type") == COMPACTION]
+        if isinstance(content, list)
+        else []
+    )
+    return next((text for text in reversed(found) if isinstance(text, str)), None)
+
+
+def _summed(counts: list[dict[str, int]]) -> dict[str, int]:
+    return {name: sum(c[name] for c in counts) for name in USAGE_FIELDS}
 
 
 def _texts(content: object) -> str:

@@ -53,7 +53,7 @@ def session_lines(session: Session) -> list[dict]:
     markers = sorted(session.compactions, key=lambda c: c.at_message)
     for index, message in enumerate(session.messages):
         while markers and markers[0].at_message == index:
-            lines.append({"type": "compaction", **asdict(markers.pop(0))})
+            lines.append(_marker_line(markers.pop(0)))
         lines.append(
             {
                 "type": "message",
@@ -66,8 +66,15 @@ def session_lines(session: Session) -> list[dict]:
                 "instruction": message.instruction,
             }
         )
-    lines.extend({"type": "compaction", **asdict(m)} for m in markers)
+    lines.extend(_marker_line(m) for m in markers)
     return lines
+
+
+def _marker_line(marker: CompactionMarker) -> dict:
+    line = {"type": "compaction", **asdict(marker)}
+    if marker.usage is None:  # optional: files written before it existed stay as they were
+        del line["usage"]
+    return line
 
 
 def write_canonical(sessions: list[Session], path: Path | str) -> Path:
@@ -146,8 +153,8 @@ class CanonicalImporter:
                     if (kept := pairing.filter(replace(message, line=record.line))) is not None:
                         messages.append(replace(kept, line=message.line))
                 elif kind == "compaction":
-                    fields = {k: v for k, v in data.items() if k != "type"}
-                    marker = checked(CompactionMarker, fields, "compaction")
+                    fields = {k: v for k, v in data.items() if k not in ("type", "usage")}
+                    marker = replace(checked(CompactionMarker, fields, "compaction"), usage=_call(data.get("usage"), "usage"))
                     if marker.at_message > len(messages):
                         raise ValueError(f"at_message {marker.at_message} is past the {len(messages)} messages before it")
                     if compactions and compactions[-1] == marker:
@@ -194,11 +201,7 @@ def _message(data: dict) -> Message:
         value = data.get(name)
         if value is not None and not (isinstance(value, kind) and not isinstance(value, bool)):
             raise ValueError(f"`{name}` must be a {kind.__name__} or null, got {value!r:.40}")
-    call = data.get("call")
-    recorded = checked(LLMCall, call, "call") if call is not None else None
-    for name in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens"):
-        if recorded is not None and not is_call_count(getattr(recorded, name)):
-            raise ValueError(f"call.{name} {call_count_problem(getattr(recorded, name))}")
+    recorded = _call(data.get("call"), "call")
     return Message(
         role=role,
         parts=tuple(_part(p, f"parts[{i}]") for i, p in enumerate(parts)),
@@ -208,6 +211,17 @@ def _message(data: dict) -> Message:
         sent_as=sent_as,
         instruction=instruction,
     )
+
+
+def _call(data: object, where: str) -> LLMCall | None:
+    """A recorded call's usage (a message's `call`, a compaction's `usage`), or None for null."""
+    if data is None:
+        return None
+    recorded = checked(LLMCall, data, where)
+    for name in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens"):
+        if not is_call_count(getattr(recorded, name)):
+            raise ValueError(f"{where}.{name} {call_count_problem(getattr(recorded, name))}")
+    return recorded
 
 
 def _part(data: object, where: str):

@@ -48,6 +48,7 @@ ANTHROPIC_BLOCKS = frozenset(
         "image",
         "document",
         "search_result",
+        "compaction",  # server-side compaction's summary block (compact_20260112)
         "server_tool_use",
         "mcp_tool_use",
         "mcp_tool_result",
@@ -270,6 +271,10 @@ class ChatConverter:
     def convert(self) -> list[Message]:
         raise NotImplementedError
 
+    def finished(self, session: Session) -> Session:
+        """The session built from `convert`'s messages, with what the format adds to it (none here)."""
+        return session
+
 
 class ChatImporter:
     """An importer of one of the two chat formats: it matches a document `classify` finds to be of
@@ -294,8 +299,9 @@ class ChatImporter:
     def load(self, source: Source, issues: RecordIssues) -> list[Session]:
         doc = load_chat_document(source, issues)
         model = top_model(doc, issues)
-        messages = self.converter()(doc, model, issues).convert()
-        return [build_session(source, self.name, messages, {model} if model else set(), issues)]
+        converter = self.converter()(doc, model, issues)
+        messages = converter.convert()
+        return [converter.finished(build_session(source, self.name, messages, {model} if model else set(), issues))]
 
 
 def token_counts(
