@@ -85,6 +85,15 @@ class CacheState:
             return min(self.warm_tokens, size)
         return min(previous, size)
 
+    def after_change(self, model: str, shared: int) -> int:
+        """The cached part of a prompt changed from the previous one after its first `shared` tokens
+        (a compaction, an in-place edit). A provider that caches any shared prefix (OpenAI, DeepSeek)
+        serves all of it; Anthropic serves a prefix only up to a cache breakpoint the agent placed
+        before the change, and its lookback from the last breakpoint reaches about 20 content blocks,
+        short of where a compaction or an edit of old outputs changes the prompt: so only the head the
+        agent marks (system prompt and tools), which the first call found cached, is read (`warm_tokens`)."""
+        return min(shared, self.warm_tokens) if model_family(model) == "claude" else shared
+
     def edited_at(self, call: int, recorded: bool) -> bool:
         """Whether call `call`'s prompt, when it is the recorded one (`recorded`), was edited in place."""
         return recorded and bool(self.edited) and self.edited[call]

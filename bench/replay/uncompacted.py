@@ -186,7 +186,7 @@ def _compute(meter: Meter, window: int, anchor_output: bool, checks: CheckRule) 
             edited.append(bool(number) and not real_compaction_seen and not marker_since_call and full < previous_full)
             columns["prefix_tokens"].append(cache.prefix(number, previous_full, full, edited[-1]))
             # After a production compaction only the system prompt and tools stay cached.
-            shared = offset if marker_since_call else previous_full
+            shared = cache.after_change(call.model, offset) if marker_since_call else previous_full
             columns["full_prefix_tokens"].append(cache.prefix(number, shared, full, edited[-1]))
             columns["over_window"].append(silent_overflow(full, window))
             ratios.append(ratio)

@@ -220,7 +220,7 @@ class Walk:
                 shared_estimate = self._counted_sum(shared) + overhead
             else:
                 shared_estimate = sum(self.meter.message_tokens(m) for m in prompt[:shared]) + overhead
-            prefix_tokens = round(context_tokens * shared_estimate / max(1, context_estimate))
+            prefix_tokens = cache.after_change(call.model, round(context_tokens * shared_estimate / max(1, context_estimate)))
         else:  # (while nothing was removed the prompt is the recorded one, whose in-place edits break the cache)
             prefix_tokens = cache.prefix(
                 number, self.rows["context_tokens"][-1], context_tokens, cache.edited_at(number, not removed)
@@ -228,7 +228,7 @@ class Walk:
         # Without compaction the previous prompt is a prefix of this one, unless the production
         # agent compacted in between (then only the system prompt and tools stay cached).
         previous_full = 0 if first else self.rows["full_tokens"][-1]
-        shared_full = self.meter.offset if self.compaction_marker_since_call else previous_full
+        shared_full = cache.after_change(call.model, self.meter.offset) if self.compaction_marker_since_call else previous_full
         full_prefix = cache.prefix(number, shared_full, full_tokens, cache.edited_at(number, True))
         return {
             "message_index": index,

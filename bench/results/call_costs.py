@@ -96,7 +96,9 @@ def _priced(price: ModelPrice, tokens: dict[str, np.ndarray]) -> tuple[np.ndarra
 
 def cache_telemetry(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     """Each call row's cache figures (the module docstring), from its replay's rows before and after
-    it. The rows of a replay come together in call order (call 0, 1, ...), as every run stores them."""
+    it: a row's neighbours count where they are its replay's previous and next calls (the rows of a
+    replay come together in call order, as every run stores them); a row whose previous call is not
+    beside it (a frame of some rows only) counts nothing lost or unread."""
     call = frame["call"].to_numpy()
     context = frame["context_tokens"].to_numpy(dtype=np.int64)
     prefix = np.minimum(frame["prefix_tokens"].to_numpy(dtype=np.int64), context)
@@ -105,8 +107,10 @@ def cache_telemetry(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     )
     follows = np.zeros(len(frame), dtype=bool)  # the row's previous row is its replay's previous call
     follows[1:] = call[1:] == call[:-1] + 1
-    if np.any(~follows & (call > 0)):
-        raise ValueError("call rows out of order: each replay's rows must come together, in call order")
+    for key in ("session", "setting"):
+        if key in frame and len(frame) > 1:
+            codes = pd.factorize(frame[key].to_numpy())[0]
+            follows[1:] &= codes[1:] == codes[:-1]
     previous = np.concatenate(([0], context[:-1]))
     lost = np.where(follows, np.maximum(previous - prefix, 0), 0)
     next_prefix = np.concatenate((prefix[1:], [0]))

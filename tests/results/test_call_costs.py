@@ -67,8 +67,12 @@ def test_what_a_compaction_drops_was_written_and_never_read(session):
     assert (frame["invalidation_cost"] >= 0).all() and (frame.loc[before, "unread_write_cost"] > 0).all()
 
 
-def test_rows_out_of_call_order_are_refused(session):
-    frame = _frame(session, "truncate")
-    shuffled = frame.iloc[[1, 0, *range(2, len(frame))]].reset_index(drop=True)
-    with pytest.raises(ValueError, match="out of order"):
-        cache_telemetry(shuffled)
+def test_a_row_without_its_previous_call_beside_it_counts_nothing_lost(session):
+    frame = _frame(session, "summarize")
+    at = int(frame.index[frame["prefix_break"]][0])  # a call whose prefix broke
+    alone = cache_telemetry(frame.iloc[[at]].reset_index(drop=True))  # a frame of that row only
+    assert alone["invalidated_tokens"][0] == 0 and not alone["prefix_break"][0] and alone["unread_write_tokens"][0] == 0
+    # Another replay's rows next to it are no neighbours either, even when the call numbers follow.
+    other = frame.iloc[[at - 1, at]].assign(setting=["other", frame["setting"].iloc[at]]).reset_index(drop=True)
+    assert not cache_telemetry(other)["prefix_break"][1]
+    assert cache_telemetry(frame.iloc[[at - 1, at]].reset_index(drop=True))["prefix_break"][1]
