@@ -19,7 +19,7 @@ AC = "platform.claude.com/docs/en/build-with-claude/compaction (read 2026-12-02)
 OC = "developers.openai.com/api/docs/guides/compaction (read 2026-12-02)"
 SDK = "anthropics/anthropic-sdk-python 887ee67f src/anthropic/types/beta/"
 SCALED = (
-    "the threshold is absolute, sized for the model's real window (200,000 for Claude): a run's simulated window "
+    "the threshold is absolute, sized for the model's real window (Claude's 200,000, GPT-5's 400,000): a run's simulated window "
     "(64,000 for the bundled data) would never reach it, so it is scaled by simulated ÷ real, as Claude Code's reserve is"
 )
 SERVER_SIDE = (
