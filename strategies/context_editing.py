@@ -55,7 +55,12 @@ class ClearToolUses:
 
     def compact(self, context: Context, request: CompactionRequest) -> CompactionResult:
         messages = context.messages
-        calls = {p.id: p for m in messages for p in m.parts if isinstance(p, ToolCallPart)}
+        calls = {  # each call's id → where it is (message and part index) and the call
+            p.id: (m_index, p_index, p)
+            for m_index, m in enumerate(messages)
+            for p_index, p in enumerate(m.parts)
+            if isinstance(p, ToolCallPart)
+        }
         uses = [
             (m_index, p_index, part)
             for m_index, message in enumerate(messages)
@@ -65,22 +70,16 @@ class ClearToolUses:
         older = uses[: max(0, len(uses) - self.keep)]
         excluded = set(self.exclude_tools)
         edits: dict[int, dict[int, Part]] = {}  # message index → part index → its cleared part
-        call_places = {
-            p.id: (m_index, p_index)
-            for m_index, m in enumerate(messages)
-            for p_index, p in enumerate(m.parts)
-            if isinstance(p, ToolCallPart)
-        }
         skipped = 0
         for m_index, p_index, part in older:
-            call = calls.get(part.call_id)
-            if call is not None and call.name in excluded:
+            found = calls.get(part.call_id)
+            if found is not None and found[2].name in excluded:
                 skipped += 1
                 continue
             if part.content != self.placeholder:
                 edits.setdefault(m_index, {})[p_index] = replace(part, content=self.placeholder)
-            if self.clear_tool_inputs and call is not None and call.arguments != CLEARED_INPUT:
-                c_message, c_part = call_places[call.id]
+            if self.clear_tool_inputs and found is not None and found[2].arguments != CLEARED_INPUT:
+                c_message, c_part, call = found
                 edits.setdefault(c_message, {})[c_part] = replace(call, arguments=CLEARED_INPUT)
         counts = f"{len(uses)} tool uses, the newest {min(self.keep, len(uses))} kept"
         counts += f", {skipped} of excluded tools kept" if skipped else ""

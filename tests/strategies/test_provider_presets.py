@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,7 @@ from compactlab.replay.replay import replay
 from compactlab.replay.setting import Setting, window_and_trigger
 from compactlab.report.overview_section import strategy_about
 from compactlab.runs.run_checks import resolve
-from compactlab.runs.run_config import RunConfig, setting_from
+from compactlab.runs.run_config import RunConfig, load_config, setting_from
 from compactlab.sessions.importers import load_file
 from compactlab.sessions.messages import is_summary, pinned_head
 from compactlab.sessions.model import ToolCallPart, ToolResultPart
@@ -166,14 +167,16 @@ def test_server_compaction_fires_at_150000_and_not_below() -> None:
     assert never == -1 and 100_000 < max(under) <= 150_000
 
 
-def test_a_server_compaction_trigger_below_50000_is_refused_naming_the_setting() -> None:
+def test_a_server_compaction_trigger_below_50000_is_refused_naming_the_setting(tmp_path: Path) -> None:
     assert get_strategy("anthropic-compaction", trigger_tokens=50_000).trigger.absolute == 50_001
     with pytest.raises(ValueError, match=r"trigger_tokens = 49999 .*at least 50,000"):
         get_strategy("anthropic-compaction", trigger_tokens=49_999)
-    # From a run configuration, before anything is replayed.
-    entry = setting_from({"name": "anthropic-compaction", "settings": {"trigger_tokens": 20_000}}, "run.toml strategies[0]")
-    with pytest.raises(ValueError, match="trigger_tokens"):
-        resolve(RunConfig(datasets=("m-claude",), strategies=(entry,)))
+    # From a run configuration: the error names the file and the entry, before anything is replayed.
+    config = tmp_path / "run.toml"
+    config.write_text('[[strategy]]\nname = "anthropic-compaction"\nsettings = { trigger_tokens = 20000 }\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"run\.toml: \[\[strategy\]\] #1: anthropic-compaction: setting trigger_tokens = 20000"):
+        load_config(config)
+    assert setting_from({"name": "anthropic-compaction", "settings": {"trigger_tokens": 50_000}}, "x").settings
 
 
 def test_server_compaction_drops_everything_before_its_block_and_keeps_the_system_prompt() -> None:
