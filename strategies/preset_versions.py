@@ -67,4 +67,18 @@ VERSIONS: dict[str, Version] = {
         "undated: a composite of those sources",
     ),
     "jetbrains-masking": Version("Lindenbauer et al., 'The Complexity Trap', arXiv 2508.21433", "2025-08"),
+    # The providers' pages state no date: the date given is the day their stored copies were read.
+    "anthropic-context-editing": Version(
+        "platform.claude.com/docs/en/build-with-claude/context-editing (clear_tool_uses_20250919), stored copy",
+        "undated: the page states no date (its stored copy read 2026-12-02)",
+        "thinking clearing (clear_thinking_20251015) is not modelled (compactlab.strategies.provider_rules.THINKING)",
+    ),
+    "anthropic-compaction": Version(
+        "platform.claude.com/docs/en/build-with-claude/compaction (compact_20260112), stored copy",
+        "undated: the page states no date (its stored copy read 2026-12-02)",
+    ),
+    "openai-compaction": Version(
+        "developers.openai.com/api/docs/guides/compaction (context_management, compact_threshold), stored copy",
+        "undated: the page states no date (its stored copy read 2026-12-02)",
+    ),
 }

@@ -19,11 +19,12 @@ from dataclasses import dataclass, replace
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context, Harness, Strategy, Trigger, VersionReserve
 from compactlab.strategies.engine_rules import ENGINES
+from compactlab.strategies.provider_rules import PROVIDERS
 from compactlab.strategies.rule import Rule
 from compactlab.strategies.seed_rules import SEEDS as SEED_RULES
 
 SEEDS = "../shared/seeds/"  # the seed documents, next to the repository (see their README.md)
-RULES: dict[str, tuple[Rule, ...]] = {**SEED_RULES, **ENGINES}
+RULES: dict[str, tuple[Rule, ...]] = {**SEED_RULES, **ENGINES, **PROVIDERS}
 # What every preset's source does about the harness's policies, unless its own says otherwise
 # (each preset's rules give the source): nothing kept apart from the summary, no guard, pieces of
 # the context (a kept tail) counted with the design's own estimator.
@@ -49,6 +50,16 @@ class Preset:
     context_windows: tuple[tuple[str, int], ...] = ()
     unknown_window: int | None = None  # the design's window for a model its table does not list (None: UNKNOWN_WINDOW)
     harness: Harness = SOURCE_HARNESS
+    # The strategy's setting that holds the size the prompt must exceed (a provider's documented
+    # option, `compactlab.strategies.provider_presets`): the trigger follows it, so a setting the user
+    # changes moves the trigger too ("": the trigger is the preset's own). `absolute` fires at its
+    # size itself, so one more than the setting: "exceeds".
+    trigger_setting: str = ""
+
+    def __post_init__(self) -> None:
+        if self.trigger_setting:
+            tokens = getattr(self.strategy, self.trigger_setting)
+            object.__setattr__(self, "trigger", replace(self.trigger, absolute=tokens + 1))
 
     @property
     def rules(self) -> tuple[Rule, ...]:

@@ -181,6 +181,7 @@ def setting_from(entry: object, where: str) -> Setting:
         raise ValueError(f"{where}: `settings` must be a table")
     if ":" not in entry["name"] and entry["name"] in registered():  # (a file's strategy is checked when the run loads it)
         check_setting_numbers(get_strategy(entry["name"]), settings, where)
+        _check_setting_values(entry["name"], settings, where)
     return Setting(
         label=str(entry.get("label", entry["name"])),
         strategy=entry["name"],
@@ -188,6 +189,18 @@ def setting_from(entry: object, where: str) -> Setting:
         trigger=trigger,
         estimator=entry.get("estimator"),
     )
+
+
+def _check_setting_values(name: str, settings: dict, where: str) -> None:
+    """A value the strategy itself refuses (a provider's documented minimum: anthropic-compaction's
+    trigger_tokens) is an error naming where it was set, before anything runs. An unknown setting is
+    left to `compactlab.runs.run_checks.resolve`, which names the known ones."""
+    try:
+        get_strategy(name, **settings)
+    except KeyError:
+        return
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from exc
 
 
 def _check_trigger(trigger: Trigger, where: str) -> None:
