@@ -3,9 +3,10 @@
 The API clears, before the prompt reaches the model, the results of every tool use but the newest
 `keep`, oldest first, each replaced by a placeholder; with `clear_tool_inputs` the tool calls'
 parameters too. Tools named in `exclude_tools` are never cleared, and nothing is cleared unless at
-least `clear_at_least` tokens would go. Messages are never removed, so the edit breaks the prompt
-cache at the first cleared result and nowhere before it (the replay's `prefix_tokens` measures
-that). The rules, their sources and dates: `compactlab.strategies.provider_rules`.
+least `clear_at_least` tokens would go. Messages are never removed, yet the edit breaks the prompt
+cache at the first cleared result, and Anthropic reads a prefix only up to a cache breakpoint before
+it: what stays cached is the head the agent marks (the replay's `prefix_tokens`,
+`compactlab.replay.prompt_cache`). The rules, their sources and dates: `compactlab.strategies.provider_rules`.
 """
 
 from __future__ import annotations

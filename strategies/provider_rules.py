@@ -96,7 +96,9 @@ ANTHROPIC_CONTEXT_EDITING = (
     Rule(
         "clearing invalidates the cached prompt prefix (from the first cleared content on)",
         f"{CE}: context editing and prompt caching",
-        "no message removed, only parts changed: the replay's prefix_tokens ends at the first edited message",
+        "no message removed, only parts changed; the replay's prefix_tokens then keeps only the head the agent marks "
+        "cached (the warm part), as Anthropic reads a prefix only up to a breakpoint before the change "
+        "(compactlab.replay.prompt_cache)",
         test=f"{PROVIDER}test_context_editing_edits_in_place_and_breaks_the_cache_at_the_first_cleared_result",
     ),
     _no_harness(

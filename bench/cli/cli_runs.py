@@ -90,7 +90,7 @@ def add_run_commands(commands, command) -> None:
         type=float,
         metavar="F",
         help="also sweep the trigger rule that compacts from F of the window at a call made after the prompt cache "
-        "expired (labelled /expired@F; default: without it)",
+        "expired (labelled /expired@F), beside each setting without it (default: without it only)",
     )
     sweep.add_argument(
         "--min-preservation", type=float, default=0.9, help="the recommendation keeps at least this share of needed facts"
@@ -308,7 +308,7 @@ def _brief(document: dict, out: Path, report: Path | None) -> dict:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    expiry = tuple(args.on_cache_expiry) if args.on_cache_expiry else (None,)
+    expiry = (None, *args.on_cache_expiry) if args.on_cache_expiry else (None,)  # each setting also without the rule
     sweep_run.checked_grid(args.strategy, args.thresholds, args.keep, args.min_preservation, expiry)  # before anything is written
     config = _run_config(args, strategies=())
     out = args.out or Path("reports/sweep")
