@@ -62,6 +62,17 @@ VERSIONS: dict[str, Version] = {
         "2026-08-21",
         "none known: the newest stored snapshot is this commit",
     ),
+    "cline": Version(
+        "cline/cline 21cb8d25 (sdk/packages/core/src/extensions/context, SDK release v0.0.78)",
+        "2026-08-22",
+        "none known: the newest stored snapshot is this commit",
+    ),
+    "goose": Version(
+        "block/goose crates/goose/src/context_mgmt/mod.rs and agents/agent.rs as the search index stores them "
+        "(tool-pair summarization on by default; issue 48 names 006bd233)",
+        NOT_FETCHABLE,
+        "tool-pair summarization between compactions is not modelled (docs/preset-rules.md)",
+    ),
     "opencode-summary": Version(
         "seed 004's document, Factory.ai's 'Compressing Context' and pi's UPDATE_SUMMARIZATION_PROMPT at 83378aad",
         "undated: a composite of those sources",

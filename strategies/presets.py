@@ -20,10 +20,11 @@ from dataclasses import dataclass, replace
 from compactlab.contract import CompactionRequest, CompactionResult, Context, Harness, Strategy, Trigger, VersionReserve
 from compactlab.strategies.engine_rules import ENGINES
 from compactlab.strategies.rule import Rule
+from compactlab.strategies.rules_2026 import RULES_2026
 from compactlab.strategies.seed_rules import SEEDS as SEED_RULES
 
 SEEDS = "../shared/seeds/"  # the seed documents, next to the repository (see their README.md)
-RULES: dict[str, tuple[Rule, ...]] = {**SEED_RULES, **ENGINES}
+RULES: dict[str, tuple[Rule, ...]] = {**SEED_RULES, **ENGINES, **RULES_2026}
 # What every preset's source does about the harness's policies, unless its own says otherwise
 # (each preset's rules give the source): nothing kept apart from the summary, no guard, pieces of
 # the context (a kept tail) counted with the design's own estimator.
