@@ -55,7 +55,7 @@ VERSIONS: dict[str, Version] = {
     "openhands": Version(
         "All-Hands-AI/OpenHands llm_summarizing_condenser.py (the commit was not recorded when the preset was written)",
         "date unknown: the commit was not recorded",
-        "the OpenHands SDK's condenser (issue 48)",
+        "the OpenHands SDK's condenser: the openhands-sdk preset (issue 48)",
     ),
     "gemini-cli": Version(
         "google-gemini/gemini-cli 5411f113",
@@ -72,6 +72,11 @@ VERSIONS: dict[str, Version] = {
         "(tool-pair summarization on by default; issue 48 names 006bd233)",
         NOT_FETCHABLE,
         "tool-pair summarization between compactions is not modelled (docs/preset-rules.md)",
+    ),
+    "openhands-sdk": Version(
+        "OpenHands/software-agent-sdk 611629e6 (openhands-sdk/openhands/sdk/context/condenser)",
+        "2026-08-22",
+        "none known: the newest stored snapshot is this commit",
     ),
     "opencode-summary": Version(
         "seed 004's document, Factory.ai's 'Compressing Context' and pi's UPDATE_SUMMARIZATION_PROMPT at 83378aad",

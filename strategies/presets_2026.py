@@ -1,4 +1,4 @@
-"""The presets of the engines read as they compact in 2026 (issue 48): Cline's SDK and goose, beside
+"""The presets of the engines read as they compact in 2026 (issue 48): Cline's SDK, goose and the OpenHands SDK, beside
 `compactlab.strategies.presets`, whose module holds the older ones; their rules are in
 `compactlab.strategies.rules_2026`. Each names the commit it was read at."""
 
@@ -14,6 +14,8 @@ CLINE_DATE = "2026-08-22"
 CLINE = "cline/cline sdk/packages/core/src/extensions/context/"
 # goose's repository is over the snapshot fetch limit: its files were read as the search index stores them.
 GOOSE = "block/goose crates/goose/src/context_mgmt/mod.rs"
+OH_SDK_COMMIT = "611629e6999ad398dc49c761721eefe18d5e6bd9"  # OpenHands/software-agent-sdk, 2026-08-22
+OH_SDK_DATE = "2026-08-22"
 
 
 def cline() -> Preset:
@@ -70,4 +72,30 @@ def goose() -> Preset:
         choices="the summary's output budget (goose sets none): 4,096",
         # agent.rs reply: checked once the user's message is added, before the tool loop, not inside it.
         harness=replace(SOURCE_HARNESS, emergency=True, checks="run-start"),
+    )
+
+
+def openhands_sdk() -> Preset:
+    """OpenHands SDK (default condenser): over the model's input limit, the events after the system prompt and the task
+    are forgotten until the rest fits half of it, and summarized with any earlier summary; none when under a tenth
+    would be forgotten."""
+    from compactlab.strategies.openhands_sdk import SdkCondenser
+
+    return Preset(
+        "openhands-sdk",
+        SdkCondenser(max_summary_tokens=4_096),
+        Trigger(fraction=1.0),
+        "hybrid",
+        f"OpenHands/software-agent-sdk at {OH_SDK_COMMIT[:8]} ({OH_SDK_DATE}): openhands-sdk/openhands/sdk/context/"
+        "condenser/llm_summarizing_condenser.py (get_condensation_reasons: tokens over the agent LLM's "
+        "effective_max_input_tokens, or more than max_size events; _get_forgotten_events: forget until max_tokens // 2, "
+        "from keep_first, to the next manipulation index; minimum_progress 0.1; default_condenser: max_size 80, "
+        "keep_first 4), condenser/utils.py get_suffix_length_for_token_reduction, prompts/summarizing_prompt.j2; "
+        "llm/llm.py _init_model_info_and_caps (the input limit: max_input_tokens, else litellm's); agent/agent.py "
+        "(a condensation request when the context window is exceeded). The successor of OpenHands V0's condenser "
+        "(the openhands preset: keep_first 1, max_size 100), kept beside it",
+        openhands_sdk.__doc__ or "",
+        choices="the summary's output budget (the SDK sets none for the condenser's LLM): 4,096; the input limit: the window",
+        # keep_first 4: the system prompt and the user's first message are among the first events (pin_task on).
+        harness=replace(SOURCE_HARNESS, pin_task=True, emergency=True),
     )

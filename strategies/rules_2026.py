@@ -1,4 +1,4 @@
-"""The rules of the presets read in 2026 (`compactlab.strategies.presets_2026`: cline, goose), each
+"""The rules of the presets read in 2026 (`compactlab.strategies.presets_2026`: cline, goose, openhands-sdk), each
 against the engine's own code, as `compactlab.strategies.engine_rules` holds the older presets'.
 Sources, read for this table:
 - cline/cline at 21cb8d25 (2026-08-22): sdk/packages/core/src/extensions/context/ ("compaction.ts",
@@ -6,7 +6,10 @@ Sources, read for this table:
 - block/goose crates/goose/src/context_mgmt/mod.rs ("mod.rs") and crates/goose/src/agents/agent.rs
   ("agent.rs"), as the search index stores them (the snapshot is over the fetch limit, so issue 48's
   commit 006bd233 could not be read; the line numbers are those of the stored version with tool-pair
-  summarization on by default).
+  summarization on by default);
+- OpenHands/software-agent-sdk at 611629e6 (2026-08-22): openhands-sdk/openhands/sdk/context/condenser/
+  llm_summarizing_condenser.py ("condenser.py"), utils.py, prompts/summarizing_prompt.j2, and
+  openhands-sdk/openhands/sdk/llm/llm.py, agent/agent.py.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from compactlab.strategies.rule import CHECKS, PRESET, Rule, harness_rules, llm_
 R26 = "tests/strategies/test_rules_2026.py::"
 CL = "cline compaction/"  # sdk/packages/core/src/extensions/context/ at 21cb8d25
 GS = "goose mod.rs"
+OS = "openhands-sdk context/condenser/"  # openhands-sdk/openhands/sdk/context/condenser/ at 611629e6
 
 CLINE_RULES: tuple[Rule, ...] = (
     Rule(
@@ -192,4 +196,69 @@ GOOSE_RULES: tuple[Rule, ...] = (
     ),
 )
 
-RULES_2026: dict[str, tuple[Rule, ...]] = {"cline": CLINE_RULES, "goose": GOOSE_RULES}
+OPENHANDS_SDK_RULES: tuple[Rule, ...] = (
+    Rule(
+        "condense when the view's tokens exceed the agent LLM's effective_max_input_tokens (max_input_tokens, else "
+        "litellm's; the condenser's own max_tokens is None by default)",
+        f"{OS}llm_summarizing_condenser.py:49, 96-115, 136-148; llm/llm.py:2391-2397",
+        "Trigger(fraction=1.0): the window is the input limit",
+        "compactlab's trigger fires at the window itself (≥), the SDK over it (>): one token apart",
+        test=f"{CHECKS}test_thresholds_fire_at_their_share_of_the_window",
+    ),
+    Rule(
+        "condense, too, when the view holds more than max_size events (80 in default_condenser), keeping the first "
+        "keep_first and the newest max_size // 2 − keep_first − 1 (35)",
+        f"{OS}llm_summarizing_condenser.py:150-152, 273-275, 505-515",
+        "not modelled: only the token rule fires",
+        "compactlab's triggers are sizes in tokens, not counts of messages; on the bundled sessions, where an event is "
+        "about a message, this rule would fire far more often than the token rule",
+        test=f"{CHECKS}test_presets_change_nothing_between_compactions",
+    ),
+    Rule(
+        "forget events after the first ones until the view is within max_tokens // 2 (the shortest prefix whose "
+        "tokens exceed total − max_tokens // 2)",
+        f"{OS}llm_summarizing_condenser.py:277-299; utils.py:119-170",
+        "SdkCondenser(keep_share 0.5, tail_rule 'within'): the longest tail within half the window less the head",
+        test=f"{R26}test_openhands_sdk_forgets_until_half_the_window",
+    ),
+    Rule(
+        "the forgotten range ends at the next manipulation index (a tool call is never parted from its observation)",
+        f"{OS}llm_summarizing_condenser.py:301-311",
+        "tail_rule 'within': the tail starts at a safe cut",
+        test=f"{R26}test_openhands_sdk_forgets_until_half_the_window",
+    ),
+    Rule(
+        "the first keep_first (4) events are never forgotten",
+        f"{OS}llm_summarizing_condenser.py:51-54, 304-305, 508, 514",
+        "harness pin_task on: the system prompt, instructions and the task message are kept",
+        "compactlab pins the head it knows (system prompt, instructions, the first user message), not a count of "
+        "events: the two events after the task (the agent's first action and its observation) are summarized",
+        test=f"{R26}test_openhands_sdk_keeps_the_head_and_resummarizes_the_earlier_summary",
+    ),
+    Rule(
+        "an earlier summary sits at keep_first and is forgotten with the events: it is summarized again with them "
+        "(the prompt: events 'which will include previous summaries')",
+        f"{OS}llm_summarizing_condenser.py:209-221, 304-314; prompts/summarizing_prompt.j2:2",
+        "Summarize (not iterative): the earlier summary is the first summarized message",
+        test=f"{R26}test_openhands_sdk_keeps_the_head_and_resummarizes_the_earlier_summary",
+    ),
+    Rule(
+        "a condensation forgetting fewer than minimum_progress (0.1) of the view's events is refused",
+        f"{OS}llm_summarizing_condenser.py:56-63, 384-388",
+        "SdkCondenser(minimum_progress 0.1): no compaction when fewer than a tenth of the messages would go",
+        test=f"{R26}test_openhands_sdk_refuses_a_condensation_under_minimum_progress",
+    ),
+    llm_summary(
+        "the summary is written by the condenser's LLM with summarizing_prompt.j2 (USER_CONTEXT, TASK_TRACKING, "
+        "COMPLETED, PENDING, CURRENT_STATE, CODE_STATE, TESTS, CHANGES, DEPS, VERSION_CONTROL_STATUS)",
+        f"{OS}llm_summarizing_condenser.py:186-246; prompts/summarizing_prompt.j2",
+    ),
+    *harness_rules(
+        f"{OS}llm_summarizing_condenser.py:51-54",
+        f"{OS}llm_summarizing_condenser.py:117-154 (every view over a limit condenses)",
+        "openhands-sdk agent/agent.py:788-800 (LLMContextWindowExceedError: a condensation request)",
+        True,
+    )[1:],
+)
+
+RULES_2026: dict[str, tuple[Rule, ...]] = {"cline": CLINE_RULES, "goose": GOOSE_RULES, "openhands-sdk": OPENHANDS_SDK_RULES}

@@ -92,7 +92,15 @@ def test_presets_are_asked_before_every_recorded_call(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "share"),
-    [("seed-000", 0.8), ("seed-002", 1.0), ("seed-004", 0.8), ("codex", 0.9), ("openhands", 0.8), ("cline", 0.9)],
+    [
+        ("seed-000", 0.8),
+        ("seed-002", 1.0),
+        ("seed-004", 0.8),
+        ("codex", 0.9),
+        ("openhands", 0.8),
+        ("cline", 0.9),
+        ("openhands-sdk", 1.0),
+    ],
 )
 def test_thresholds_fire_at_their_share_of_the_window(name: str, share: float) -> None:
     preset = get_strategy(name)
@@ -140,7 +148,7 @@ def test_seed_000_keeps_every_archive_and_reads_none() -> None:
 
 
 SUMMARIZING = ("seed-000", "seed-001", "seed-002", "seed-003", "seed-004", "pi", "opencode", "codex", "claude-code", "openhands",
-               "cline", "goose")  # fmt: skip
+               "cline", "goose", "openhands-sdk")  # fmt: skip
 
 
 @pytest.mark.parametrize("name", SUMMARIZING)
@@ -182,6 +190,7 @@ SECTIONS = {
     "openhands": ("USER_CONTEXT", "TASK_TRACKING", "CODE_STATE", "TESTS", "CHANGES", "DEPS"),
     "seed-004": ("## Goal", "## Progress", "## Key Decisions", "## Next Steps", "## Critical Context"),
     "cline": ("## Goal", "## State", "## Highlights", "## Next", "## Files"),
+    "openhands-sdk": ("USER_CONTEXT", "TASK_TRACKING", "CODE_STATE", "TESTS", "CHANGES", "DEPS", "VERSION_CONTROL_STATUS"),
     "goose": ("## Goal", "## Constraints & Preferences", "## Key Decisions", "## Next Steps", "## Critical Context"),
 }  # fmt: skip
 
@@ -278,7 +287,7 @@ def test_seed_002_prunes_every_recorded_result_errors_included() -> None:
     assert pruned, "an error result (a state the recordings do not tell from completed) is pruned as any other"
 
 
-@pytest.mark.parametrize("name", ["seed-002", "opencode", "claude-code", "jetbrains-masking", "goose"])
+@pytest.mark.parametrize("name", ["seed-002", "opencode", "claude-code", "jetbrains-masking", "goose", "openhands-sdk"])
 def test_presets_change_nothing_between_compactions(name: str) -> None:
     # No pruning at a session start, no microcompaction, no masking at every step: until a compaction
     # the prompt is the whole history, and the context changes only at the calls a compaction precedes.

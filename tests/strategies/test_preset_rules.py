@@ -100,7 +100,7 @@ def test_without_the_loop_guard_the_trigger_is_obeyed_again() -> None:
 
 
 def test_presets_set_the_emergency_path_as_their_sources() -> None:
-    expected = {"seed-004", "pi", "opencode", "openhands", "claude-code", "cline", "goose"}
+    expected = {"seed-004", "pi", "opencode", "openhands", "claude-code", "cline", "goose", "openhands-sdk"}
     assert {name for name in RULES if get_strategy(name).harness.emergency} == expected
     # seed 001 has no overflow path: the prompt that jumps over the window stays over it.
     windows = ContextWindows(overrides={"": 64_000})

@@ -143,3 +143,59 @@ def test_goose_asks_the_summarizer_with_every_tool_response() -> None:
     assert len(spy.asked) == 1  # one request, no retry with tool responses removed
     results = sum(isinstance(p, ToolResultPart) for m in MANIFEST.messages for p in m.parts)
     assert sum(isinstance(p, ToolResultPart) for m in spy.asked[0].messages for p in m.parts) >= results
+
+
+# --- openhands-sdk -----------------------------------------------------------------------------------
+
+
+def _sdk_compact(messages, window: int, summarizer=None, strategy=None):
+    preset = strategy or get_strategy("openhands-sdk")
+    asked = replace(request(MANIFEST, window=window), pin_task=True, summarizer=summarizer)
+    return preset.compact(Context(tuple(messages)), asked)
+
+
+def test_openhands_sdk_forgets_until_half_the_window() -> None:
+    meter = Meter(MANIFEST, "chars/4")
+    messages = MANIFEST.messages[:120]
+    result = _sdk_compact(messages, 40_000)
+    assert result.messages_removed
+    head, summary, tail = _tail(result.context.messages)
+    assert_no_orphans(result.context.messages)
+    cut = len(messages) - len(tail)
+    assert all(a is b for a, b in zip(tail, messages[cut:]))
+    budget = 20_000 - meter.count(list(head))
+    assert meter.count(list(tail)) <= budget
+    # The longest such tail: an earlier cut that keeps no tool result from its call would not fit.
+    safe = set(safe_cut_points(messages))
+    assert all(meter.count(list(messages[j:])) > budget for j in range(len(head), cut) if j in safe)
+
+
+def test_openhands_sdk_keeps_the_head_and_resummarizes_the_earlier_summary() -> None:
+    spy = Spy()
+    preset = with_llm(get_strategy("openhands-sdk"))
+    first = _sdk_compact(MANIFEST.messages[:120], 40_000, spy, preset)
+    head = pinned_head(MANIFEST.messages, True)
+    assert head >= 1 and all(a is b for a, b in zip(first.context.messages[:head], MANIFEST.messages[:head]))
+    later = _sdk_compact((*first.context.messages, *MANIFEST.messages[120:200]), 40_000, spy, preset)
+    assert later.messages_removed and len(spy.asked) == 2
+    again = spy.asked[1]
+    assert again.previous_summary is None and again.purpose == "history"
+    assert is_summary(again.messages[0]) and "SPY SUMMARY 1" in again.messages[0].text()
+
+
+def test_openhands_sdk_refuses_a_condensation_under_minimum_progress() -> None:
+    messages = MANIFEST.messages[:120]
+    size = Meter(MANIFEST, "chars/4").count(list(messages))
+    sdk = get_strategy("openhands-sdk")
+    eager = replace(sdk, strategy=replace(sdk.strategy, minimum_progress=0.01))
+    # Windows where half of it holds most of the context: a few messages would be forgotten, under a tenth.
+    refused = []
+    for share in range(150, 210, 2):
+        window = size * share // 100
+        result = _sdk_compact(messages, window)
+        if result.messages_removed == 0 and "minimum_progress" in result.note and not result.note.startswith("forgets 0 "):
+            assert _sdk_compact(messages, window, strategy=eager).messages_removed > 0, window
+            refused.append(window)
+        elif result.messages_removed:
+            assert result.messages_removed >= 0.1 * len(messages) - 1, window
+    assert refused, "some window forgets under a tenth of the messages"
