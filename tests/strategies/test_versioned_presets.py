@@ -4,8 +4,6 @@ the preset does not have is refused naming the ones it has; a run records each p
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
@@ -35,15 +33,6 @@ def test_a_version_a_preset_does_not_have_is_refused_naming_its_versions() -> No
         get_strategy("truncate@2026-01-01")
     with pytest.raises(KeyError, match=r"Did you mean 'cline'"):
         get_strategy("clne@21cb8d25")
-
-
-def test_the_strategies_command_names_each_presets_version() -> None:
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        assert main(["strategies"]) == 0
-    out = printed.getvalue()
-    assert "    this version: cline@21cb8d25 (the name alone is the newest)" in out
-    assert out.count("    this version: ") == sum(bool(v.tag) for v in VERSIONS.values())
 
 
 def test_a_run_records_the_version_of_each_preset_it_ran(tmp_path: Path) -> None:
