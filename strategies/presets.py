@@ -237,19 +237,15 @@ def opencode() -> Preset:
 def opencode_summary():
     """opencode's summary stage: anchored summary prompt over all but the newest whole turns within
     clamp(window/4, 2,000, 15,000) tokens (a split turn folded into the one summary), prior summary updated."""
-    from compactlab.strategies.merge import IterativeMerge
+    from compactlab.strategies.merge import one_prompt_merge
 
-    return IterativeMerge(
+    return one_prompt_merge(
+        "opencode.j2",
         keep_recent_tokens=None,
         keep_recent_min=2_000,
         keep_recent_max=15_000,
         tail_rule="within",
-        split_turn_summary=False,
-        template="opencode.j2",
-        update_template="opencode.j2",
-        max_summary_tokens=4_096,
         track_files=False,
-        append_last_request=False,
     )
 
 

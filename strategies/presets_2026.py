@@ -21,20 +21,11 @@ OH_SDK_DATE = "2026-08-22"
 def cline() -> Preset:
     """Cline (SDK): when the request reaches 0.9 of the model's input limit, everything before the newest 20,000
     tokens (never the latest typed prompt's turn) is summarized into the earlier summary."""
-    from compactlab.strategies.merge import IterativeMerge
+    from compactlab.strategies.merge import one_prompt_merge
 
     return Preset(
         "cline",
-        IterativeMerge(
-            keep_recent_tokens=20_000,
-            tail_rule="latest-turn",
-            split_turn_summary=False,
-            template="cline.j2",
-            update_template="cline.j2",
-            max_summary_tokens=4_096,
-            track_files=True,
-            append_last_request=False,
-        ),
+        one_prompt_merge("cline.j2", keep_recent_tokens=20_000, tail_rule="latest-turn", track_files=True),
         Trigger(fraction=0.9),
         "hybrid",
         f"{CLINE} at {CLINE_COMMIT[:8]} ({CLINE_DATE}): compaction.ts createContextCompactionPrepareTurn (requestInputTokens "
