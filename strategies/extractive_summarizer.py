@@ -29,7 +29,7 @@ _ERROR_LINE = re.compile(
 )
 # User messages that agents insert on the user's behalf (Claude Code's command echoes and caveats):
 # they are in the prompt, but they are not what the user asked for.
-_NOT_A_REQUEST = ("<command-", "<local-command", "Caveat: The messages below", "[Request interrupted", "<system-reminder>")
+NOT_A_REQUEST = ("<command-", "<local-command", "Caveat: The messages below", "[Request interrupted", "<system-reminder>")
 COMMAND_ARGUMENTS = ("command", "cmd", "script")
 
 
@@ -97,7 +97,7 @@ class ExtractiveSummarizer:
 
     def _user_texts(self, messages: Sequence[Message]) -> list[str]:
         texts = ("\n".join(p.text for p in m.parts if isinstance(p, TextPart)).strip() for m in messages if is_user_turn_start(m))
-        return [t for t in texts if t and not t.startswith(_NOT_A_REQUEST)]
+        return [t for t in texts if t and not t.startswith(NOT_A_REQUEST)]
 
     def _goal(self, messages: Sequence[Message]) -> list[str]:
         return [self._short(t) for t in self._user_texts(messages) if t][: self.goal_messages]

@@ -25,3 +25,17 @@ class IterativeMerge(Summarize):
         "seed 004 (Opal); Factory.ai 'Compressing Context' (anchored summaries); pi UPDATE_SUMMARIZATION_PROMPT"
     )
     iterative: bool = setting(True, "update the earlier summary instead of summarizing from scratch")
+
+
+def one_prompt_merge(template: str, **settings: object) -> IterativeMerge:
+    """An iterative merge whose first summary and its updates are written with one prompt (`template`,
+    which gets the earlier summary as `previous_summary`), a split turn folded into that one summary,
+    a 4,096-token summary and no last request appended: opencode's and Cline's summary stage."""
+    return IterativeMerge(
+        template=template,
+        update_template=template,
+        split_turn_summary=False,
+        max_summary_tokens=4_096,
+        append_last_request=False,
+        **settings,  # type: ignore[arg-type]
+    )

@@ -1,9 +1,16 @@
 """Which version of its source each preset reproduces, when that version is from, and what the
 engine has changed since, as far as the project knows (issue 42, need 4). `compactlab strategies`
-shows them beside each preset's source; a date the project could not learn says why."""
+shows them beside each preset's source; a date the project could not learn says why.
+
+A preset is named with or without its version (issue 48): `cline` is the newest (the one registered),
+`cline@21cb8d25` (the commit, or any prefix of it of 4 characters or more) or `cline@2026-08-22` (the
+date) names that version and is refused, naming the versions there are, when it is not one; a run
+records, in its meta.json, the version of each preset it ran (`run_versions`)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -15,6 +22,56 @@ class Version:
 
     def line(self) -> str:
         return f"{self.reproduces}, {self.date}"
+
+    @property
+    def tag(self) -> str:
+        """The version's short name: its commit's first 8 characters, else its date, else "" (the
+        composite and recorded versions have neither)."""
+        commit = _COMMIT.search(self.reproduces)
+        if commit:
+            return commit.group(1)[:8]
+        return self.date if _DATE.fullmatch(self.date) else ""
+
+    def is_named(self, asked: str) -> bool:
+        """Whether `asked` (what follows "@" in a preset's name) names this version."""
+        return bool(asked) and (asked == self.date or (len(asked) >= 4 and bool(self.tag) and self.tag.startswith(asked)))
+
+
+_COMMIT = re.compile(r"\b([0-9a-f]{8,40})\b")
+_DATE = re.compile(r"\d{4}-\d{2}(-\d{2})?")
+VERSION_MARK = "@"
+
+
+def split_version(name: str) -> tuple[str, str | None]:
+    """A preset's name and the version it names: "pi@83378aad" → ("pi", "83378aad"); "pi" → ("pi", None)."""
+    base, mark, asked = name.partition(VERSION_MARK)
+    return (base, asked) if mark else (name, None)
+
+
+def checked_version(name: str) -> str:
+    """The registered name `name` names, once its version (if it names one) is the registered one's."""
+    base, asked = split_version(name)
+    if asked is None:
+        return base
+    version = VERSIONS.get(base)
+    if version is None:
+        raise KeyError(f"strategy {name!r}: {base!r} is not a versioned preset, name it without {VERSION_MARK}{asked}")
+    if not version.is_named(asked):
+        known = f"{VERSION_MARK}{version.tag} ({version.date})" if version.tag else "no version to name"
+        raise KeyError(
+            f"strategy {name!r}: {base} has no version {asked!r}; its versions: {base}{known}, or {base} for the newest"
+        )
+    return base
+
+
+def run_versions(names: Iterable[str]) -> dict[str, str]:
+    """What a run records of the presets it ran: each preset's name → the version it reproduced."""
+    found = {}
+    for name in names:
+        base = split_version(name)[0]
+        if base in VERSIONS:
+            found[name] = VERSIONS[base].line()
+    return dict(sorted(found.items()))
 
 
 def _seed(number: str, name: str) -> Version:
@@ -55,11 +112,27 @@ VERSIONS: dict[str, Version] = {
     "openhands": Version(
         "All-Hands-AI/OpenHands llm_summarizing_condenser.py (the commit was not recorded when the preset was written)",
         "date unknown: the commit was not recorded",
-        "the OpenHands SDK's condenser (issue 48)",
+        "the OpenHands SDK's condenser: the openhands-sdk preset (issue 48)",
     ),
     "gemini-cli": Version(
         "google-gemini/gemini-cli 5411f113",
         "2026-08-21",
+        "none known: the newest stored snapshot is this commit",
+    ),
+    "cline": Version(
+        "cline/cline 21cb8d25 (sdk/packages/core/src/extensions/context, SDK release v0.0.78)",
+        "2026-08-22",
+        "none known: the newest stored snapshot is this commit",
+    ),
+    "goose": Version(
+        "block/goose crates/goose/src/context_mgmt/mod.rs and agents/agent.rs as the search index stores them "
+        "(tool-pair summarization on by default; the commit issue 48 names could not be read)",
+        NOT_FETCHABLE,
+        "tool-pair summarization between compactions is not modelled (docs/preset-rules.md)",
+    ),
+    "openhands-sdk": Version(
+        "OpenHands/software-agent-sdk 611629e6 (openhands-sdk/openhands/sdk/context/condenser)",
+        "2026-08-22",
         "none known: the newest stored snapshot is this commit",
     ),
     "opencode-summary": Version(

@@ -21,10 +21,11 @@ from compactlab.contract import CompactionRequest, CompactionResult, Context, Ha
 from compactlab.strategies.engine_rules import ENGINES
 from compactlab.strategies.provider_rules import PROVIDERS
 from compactlab.strategies.rule import Rule
+from compactlab.strategies.rules_2026 import RULES_2026
 from compactlab.strategies.seed_rules import SEEDS as SEED_RULES
 
 SEEDS = "../shared/seeds/"  # the seed documents, next to the repository (see their README.md)
-RULES: dict[str, tuple[Rule, ...]] = {**SEED_RULES, **ENGINES, **PROVIDERS}
+RULES: dict[str, tuple[Rule, ...]] = {**SEED_RULES, **ENGINES, **PROVIDERS, **RULES_2026}
 # What every preset's source does about the harness's policies, unless its own says otherwise
 # (each preset's rules give the source): nothing kept apart from the summary, no guard, pieces of
 # the context (a kept tail) counted with the design's own estimator.
@@ -247,19 +248,15 @@ def opencode() -> Preset:
 def opencode_summary():
     """opencode's summary stage: anchored summary prompt over all but the newest whole turns within
     clamp(window/4, 2,000, 15,000) tokens (a split turn folded into the one summary), prior summary updated."""
-    from compactlab.strategies.merge import IterativeMerge
+    from compactlab.strategies.merge import one_prompt_merge
 
-    return IterativeMerge(
+    return one_prompt_merge(
+        "opencode.j2",
         keep_recent_tokens=None,
         keep_recent_min=2_000,
         keep_recent_max=15_000,
         tail_rule="within",
-        split_turn_summary=False,
-        template="opencode.j2",
-        update_template="opencode.j2",
-        max_summary_tokens=4_096,
         track_files=False,
-        append_last_request=False,
     )
 
 

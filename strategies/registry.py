@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from compactlab.contract import Strategy
 from compactlab.registry import Registry
 from compactlab.strategies.base import StrategyName, parameters_of
-from compactlab.strategies.preset_versions import VERSIONS
+from compactlab.strategies.preset_versions import VERSIONS, checked_version, split_version
 
 GROUP = "compactlab.strategies"
 T = TypeVar("T")
@@ -141,6 +141,8 @@ def _is_strategy_instance(obj: object) -> bool:
 
 
 def _load_registered(name: str) -> object:
+    STRATEGIES.get_entry(split_version(name)[0])  # an unknown name is refused first, with a did-you-mean
+    name = checked_version(name)  # "cline@21cb8d25": the registered cline, when that is its version
     target = STRATEGIES.get_entry(name)
     module, _, attribute = target.partition(":")
     try:
@@ -192,7 +194,15 @@ def describe_all() -> list[dict]:
                 "description": doc.split("\n\n")[0].replace("\n", " "),
                 "source": getattr(obj, "source", "") or getattr(strategy, "source", ""),
                 # The version of its source a preset reproduces and what its engine changed since (issue 42).
-                **({"version": VERSIONS[name].line(), "changed_since": VERSIONS[name].changed_since} if name in VERSIONS else {}),
+                **(
+                    {
+                        "version": VERSIONS[name].line(),
+                        "versioned_name": f"{name}@{VERSIONS[name].tag}" if VERSIONS[name].tag else "",
+                        "changed_since": VERSIONS[name].changed_since,
+                    }
+                    if name in VERSIONS
+                    else {}
+                ),
                 # A preset names its deviations among its parameters; a strategy after a design states its own.
                 "deviations": "" if hasattr(strategy, "trigger") else getattr(strategy, "deviations", ""),
                 "parameters": _parameters(strategy),

@@ -42,7 +42,7 @@ from compactlab.sessions.model import Message, TextPart
 from compactlab.strategies.base import named_strategy, setting, strategy_setting
 from compactlab.strategies.prompting import file_lists, prompt_set_hash, summarizer_for, summary_request
 
-TailRule = Literal["turn-before", "user-after", "within"]
+TailRule = Literal["turn-before", "user-after", "within", "latest-turn"]
 NOTE_FALLBACK = "note"  # seed 004's truncate fallback: a count of the messages replaced, no LLM
 TURN_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"  # pi's separator
 _FILES = re.compile(r"<(read|modified)-files>\n(.*?)\n</\1-files>", re.DOTALL)
@@ -90,7 +90,8 @@ class Summarize:
         "turn-before",
         "where the kept tail starts, from the message where keep_recent_tokens is reached: 'turn-before' (the user turn "
         "it is in, split if long), 'user-after' (seed 004: the nearest user message at or after it, else split), "
-        "'within' (opencode: the longest tail within the budget; if none fits or all of it does, everything is summarized)",
+        "'within' (opencode: the longest tail within the budget; if none fits or all of it does, everything is summarized), "
+        "'latest-turn' (Cline: no later than the latest user turn's start, then back to a message a tail may start at)",
     )
     keep_recent_min: int = setting(0, "with keep_recent_tokens None: at least this many tokens kept (opencode: 2,000)")
     keep_recent_max: int = setting(
@@ -128,7 +129,13 @@ class Summarize:
         if emergency and self.emergency_keep_share:
             keep = int(self.emergency_keep_share * request.window)
         cut, turn_start = choose_cut(
-            history, keep, request.count_tokens, self.split_turn_min_messages, self.tail_rule, self.keep_all_without_cut
+            history,
+            keep,
+            request.count_tokens,
+            self.split_turn_min_messages,
+            self.tail_rule,
+            self.keep_all_without_cut,
+            after_summary=previous is not None,
         )
         if cut == 0 and self.tail_rule == "within" and history:
             cut, turn_start = len(history), None  # opencode's select(): no tail to keep, the whole history is summarized
@@ -311,15 +318,19 @@ def choose_cut(
     split_min: int,
     rule: TailRule = "turn-before",
     keep_all_without_cut: bool = False,
+    after_summary: bool = False,
 ) -> tuple[int, int | None]:
     """Where to cut `history` (messages before the cut are summarized) and, for a split turn,
     where the split turn starts. Returns (0, None) when nothing can be summarized. `rule`: see
-    `Summarize.tail_rule`; `keep_all_without_cut`: see `Summarize.keep_all_without_cut`."""
+    `Summarize.tail_rule`; `keep_all_without_cut`: see `Summarize.keep_all_without_cut`; `after_summary`: an earlier
+    summary precedes `history` (for 'latest-turn')"""
     size = len(history)
     if keep_tokens <= 0:  # nothing recent is kept: everything is summarized (Codex, Claude Code)
         return size, None
     if rule == "within":
         return _cut_within(history, keep_tokens, count)
+    if rule == "latest-turn":
+        return _cut_before_latest_turn(history, keep_tokens, count, after_summary)
     # The verbatim tail history[index:] is the shortest one holding at least keep_tokens.
     kept, index = 0, size
     while index > 0 and kept < keep_tokens:
@@ -367,6 +378,26 @@ def _cut_within(history: Sequence[Message], keep_tokens: int, count) -> tuple[in
         return 0, None
     turn = max(i for i in starts if i <= cut)
     return cut, (None if turn == cut else turn)
+
+
+def _cut_before_latest_turn(history: Sequence[Message], keep_tokens: int, count, after_summary: bool) -> tuple[int, int | None]:
+    """Cline's findCutIndex: the shortest tail holding keep_tokens, moved back to the latest user
+    turn's start when it begins inside that turn (the latest typed prompt is never summarized, unless
+    it opens the conversation: Cline's index 0, which after a compaction is the summary), then back to
+    the nearest safe cut. (0, None) when that reaches the start."""
+    kept, index = 0, len(history)
+    while index > 0 and kept < keep_tokens:
+        index -= 1
+        kept += count([history[index]])
+    if index <= 0:
+        return 0, None
+    latest = next((i for i in range(len(history) - 1, -1, -1) if is_user_turn_start(history[i])), 0)
+    protected = latest > 0 or (after_summary and is_user_turn_start(history[0]))
+    cut = min(index, latest) if protected else index
+    safe = set(safe_cut_points(history))
+    while cut > 0 and cut not in safe:
+        cut -= 1
+    return cut, None
 
 
 def _turn_end(history: Sequence[Message], start: int) -> int:

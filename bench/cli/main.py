@@ -350,6 +350,8 @@ def run_strategies(args: argparse.Namespace) -> int:
             print(f"    source: {row['source']}")
         if row.get("version"):
             print(f"    reproduces: {row['version']}")
+        if row.get("versioned_name"):
+            print(f"    this version: {row['versioned_name']} (the name alone is the newest)")
         if row.get("changed_since"):
             print(f"    changed since: {row['changed_since']}")
         if row.get("deviations"):

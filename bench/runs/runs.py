@@ -56,6 +56,7 @@ from compactlab.runs.run_storage import (
 from compactlab.runs.session_job import SessionJob, hash_of_file
 from compactlab.runs.session_results import RunTotals
 from compactlab.sessions.loading import FailedFile, FileRead, ReadInputs, ReadSession, WorkerDied, nothing_read, read_files
+from compactlab.strategies.preset_versions import run_versions
 from compactlab.strategies.prompting import PROMPTS_DIR, fixed_templates
 from compactlab.tokens.estimation import DEFAULT_ESTIMATORS
 from compactlab.tokens.estimators import encodings_of
@@ -282,7 +283,8 @@ def _finished(
         undo_run(out, checked.before)
         raise nothing_read(failed)
     read_inputs = ReadInputs(sessions=tuple(sessions), failed=tuple(failed), passed_over=checked.inputs.passed_over)
-    write_atomic(out / "meta.json", json.dumps(run_meta(read_inputs, replayed.file_hashes), indent=2) + "\n")
+    meta = {**run_meta(read_inputs, replayed.file_hashes), "presets": run_versions(s.strategy for s in config.strategies)}
+    write_atomic(out / "meta.json", json.dumps(meta, indent=2) + "\n")
     results = totals.totals()
     try:
         write_report_inputs(out, results.session_facts, totals.estimation if config.estimation else None, measured)

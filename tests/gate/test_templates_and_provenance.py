@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,8 +51,9 @@ def test_init_writes_the_templates_the_suite_names_with_their_imports(tmp_path, 
 def test_prompts_lists_shows_and_copies_the_bundled_templates(tmp_path, capsys) -> None:
     assert main(["prompts"]) == 0
     listed = capsys.readouterr().out
-    assert [line.split()[0] for line in listed.splitlines()[:11]] == sorted(p.name for p in PROMPTS_DIR.glob("*.j2"))
-    assert "summary.j2      Structured history summary" in listed
+    bundled = sorted(p.name for p in PROMPTS_DIR.glob("*.j2"))
+    assert [line.split()[0] for line in listed.splitlines()[: len(bundled)]] == bundled
+    assert re.search(r"^summary\.j2 +Structured history summary", listed, re.MULTILINE)  # names padded to the longest
 
     assert main(["prompts", "show", "summary.j2"]) == 0
     assert capsys.readouterr().out == (PROMPTS_DIR / "summary.j2").read_text()

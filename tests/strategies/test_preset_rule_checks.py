@@ -75,7 +75,7 @@ def _rules_about(name: str, words: str):
 
 # pi is asked only before a call that starts a prompt run (Harness.checks "run-start"; its own tests:
 # tests/strategies/test_pi_oracle.py, tests/replay/test_run_start_checks.py).
-@pytest.mark.parametrize("name", ["seed-000", "seed-003", "seed-004"])
+@pytest.mark.parametrize("name", ["seed-000", "seed-003", "seed-004", "cline"])
 def test_presets_are_asked_before_every_recorded_call(name: str) -> None:
     done = _replayed(name)
     calls = done.calls
@@ -91,7 +91,16 @@ def test_presets_are_asked_before_every_recorded_call(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "share"), [("seed-000", 0.8), ("seed-002", 1.0), ("seed-004", 0.8), ("codex", 0.9), ("openhands", 0.8)]
+    ("name", "share"),
+    [
+        ("seed-000", 0.8),
+        ("seed-002", 1.0),
+        ("seed-004", 0.8),
+        ("codex", 0.9),
+        ("openhands", 0.8),
+        ("cline", 0.9),
+        ("openhands-sdk", 1.0),
+    ],
 )
 def test_thresholds_fire_at_their_share_of_the_window(name: str, share: float) -> None:
     preset = get_strategy(name)
@@ -138,7 +147,8 @@ def test_seed_000_keeps_every_archive_and_reads_none() -> None:
     assert len(second.messages) == head + 1 and is_summary(second.messages[-1]) and "archive #2" in second.messages[-1].text()
 
 
-SUMMARIZING = ("seed-000", "seed-001", "seed-002", "seed-003", "seed-004", "pi", "opencode", "codex", "claude-code", "openhands")
+SUMMARIZING = ("seed-000", "seed-001", "seed-002", "seed-003", "seed-004", "pi", "opencode", "codex", "claude-code", "openhands",
+               "cline", "goose", "openhands-sdk")  # fmt: skip
 
 
 @pytest.mark.parametrize("name", SUMMARIZING)
@@ -157,7 +167,7 @@ def fell_back(note: str) -> bool:
     return "[fell back]" in note
 
 
-@pytest.mark.parametrize("name", ["seed-001", "seed-002"])  # pi: its own estimateTokens (test_pi_oracle.py)
+@pytest.mark.parametrize("name", ["seed-001", "seed-002", "cline"])  # pi: its own estimateTokens (test_pi_oracle.py)
 def test_hybrid_presets_add_new_messages_as_chars_over_4(name: str) -> None:
     preset = get_strategy(name)
     meter = Meter(MANIFEST, preset.estimator)
@@ -179,6 +189,9 @@ SECTIONS = {
                  "Active Work and Last Actions", "Unresolved Issues", "Immediate Next Step"),
     "openhands": ("USER_CONTEXT", "TASK_TRACKING", "CODE_STATE", "TESTS", "CHANGES", "DEPS"),
     "seed-004": ("## Goal", "## Progress", "## Key Decisions", "## Next Steps", "## Critical Context"),
+    "cline": ("## Goal", "## State", "## Highlights", "## Next", "## Files"),
+    "openhands-sdk": ("USER_CONTEXT", "TASK_TRACKING", "CODE_STATE", "TESTS", "CHANGES", "DEPS", "VERSION_CONTROL_STATUS"),
+    "goose": ("## Goal", "## Constraints & Preferences", "## Key Decisions", "## Next Steps", "## Critical Context"),
 }  # fmt: skip
 
 
@@ -274,7 +287,7 @@ def test_seed_002_prunes_every_recorded_result_errors_included() -> None:
     assert pruned, "an error result (a state the recordings do not tell from completed) is pruned as any other"
 
 
-@pytest.mark.parametrize("name", ["seed-002", "opencode", "claude-code", "jetbrains-masking"])
+@pytest.mark.parametrize("name", ["seed-002", "opencode", "claude-code", "jetbrains-masking", "goose", "openhands-sdk"])
 def test_presets_change_nothing_between_compactions(name: str) -> None:
     # No pruning at a session start, no microcompaction, no masking at every step: until a compaction
     # the prompt is the whole history, and the context changes only at the calls a compaction precedes.

@@ -32,7 +32,7 @@ from tests.strategies.test_seed_rules import GPT5_MINI, LONG_CODEX, MANIFEST, co
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERFLOWING = load_file(bundled("m-claude", "agent-abc3cb6"), lenient=True)[0]  # one prompt jumps over a 64k window
-SUMMARIZING = ("seed-000", "seed-001", "seed-002", "seed-004", "pi", "opencode", "claude-code", "openhands")
+SUMMARIZING = ("seed-000", "seed-001", "seed-002", "seed-004", "pi", "opencode", "claude-code", "openhands", "cline", "goose")
 
 
 # --- the table ----------------------------------------------------------------------------------
@@ -100,7 +100,7 @@ def test_without_the_loop_guard_the_trigger_is_obeyed_again() -> None:
 
 
 def test_presets_set_the_emergency_path_as_their_sources() -> None:
-    expected = {"seed-004", "pi", "opencode", "openhands", "claude-code"}
+    expected = {"seed-004", "pi", "opencode", "openhands", "claude-code", "cline", "goose", "openhands-sdk"}
     assert {name for name in RULES if get_strategy(name).harness.emergency} == expected
     # seed 001 has no overflow path: the prompt that jumps over the window stays over it.
     windows = ContextWindows(overrides={"": 64_000})

@@ -32,3 +32,6 @@ def test_the_strategies_command_shows_what_each_preset_reproduces() -> None:
     assert "reproduces: google-gemini/gemini-cli 5411f113, 2026-08-21" in out
     assert "changed since: opencode V2 keeps a tail" in out
     assert out.count("    reproduces: ") == len(VERSIONS)
+    # Issue 48: each preset's versioned name (its commit, else its date; none for a composite or recorded one).
+    assert "    this version: cline@21cb8d25 (the name alone is the newest)" in out
+    assert out.count("    this version: ") == sum(bool(v.tag) for v in VERSIONS.values())
