@@ -122,13 +122,21 @@ def _set_up(
     )
 
 
-def _expiry_stops(engine: Engine, base: Uncompacted) -> tuple[float, np.ndarray | None]:
-    """Where the trigger's cache-expiry rule (`Trigger.on_cache_expiry`) can fire: from what size,
-    at which calls (None: nowhere), for the fast path's stops."""
+def _expired_calls(engine: Engine, base: Uncompacted) -> np.ndarray | None:
+    """The calls the trigger's cache-expiry rule (`Trigger.on_cache_expiry`) can fire at (None: the
+    trigger has no such rule): the same for the whole replay, so found once."""
+    if engine.trigger.on_cache_expiry is None:
+        return None
+    return base.cache.expired_calls(engine.trigger.cache_margin_seconds)
+
+
+def _expiry_stops(engine: Engine, expired: np.ndarray | None) -> tuple[float, np.ndarray | None]:
+    """Where the cache-expiry rule can fire now: from what size, at which calls (None: nowhere), for
+    the fast path's stops (the size moves with the engine's loop guard)."""
     expired_from = engine.fires_from(cache_expired=True)
-    if expired_from >= engine.fires_from():
+    if expired is None or expired_from >= engine.fires_from():
         return math.inf, None
-    return expired_from, base.cache.expired_calls(engine.trigger.cache_margin_seconds)
+    return expired_from, expired
 
 
 def _step(setup: _Setup, index: int) -> None:
@@ -218,19 +226,20 @@ def replay(
     if setup is None:
         return Replayed({name: [] for name in CALL_COLUMNS}, [])
     walk, engine, base = setup.walk, setup.engine, setup.base
+    expired = _expired_calls(engine, base)
     # Nothing differs from the uncompacted replay before the first compaction: the first recorded
     # marker (recorded strategy), or the first call where the trigger fires or the prompt overflows.
     if setup.recorded_mode:
         start = base.markers[0] if base.markers else len(session.messages)
     else:
-        first = base.first_stop(engine.fires_from(), *_expiry_stops(engine, base))
+        first = base.first_stop(engine.fires_from(), *_expiry_stops(engine, expired))
         start = len(session.messages) if first is None else base.positions[first]
     walk.start_at(start)
     coasting = Coasting()
     index = start
     while index < len(session.messages):
         while not setup.recorded_mode and coasting.can_coast(walk, index):  # calls that need no engine are rowed in bulk
-            stops = _expiry_stops(engine, base)
+            stops = _expiry_stops(engine, expired)
             index, before = coasting.coast(walk, index, engine.fires_from(), engine.can_emergency, *stops), index
             if index == before or index == len(session.messages):
                 break
