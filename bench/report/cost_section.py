@@ -6,15 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from compactlab.report.run_data import RunData
+from compactlab.results.cache_metrics import PART_LABELS
 from compactlab.results.catalogue import metric
 
-PART_NAMES = {
-    "input": "prompt at full price",
-    "cache_read": "cache reads",
-    "cache_write": "cache writes",
-    "output": "output",
-    "summarizer": "summarizer",
-}
+PART_NAMES = {**{part: label for part, (label, _) in PART_LABELS.items()}, "summarizer": "summarizer"}
 CACHE_SHOWN = (
     "cache_write_tokens",
     "invalidated_tokens",

@@ -12,7 +12,7 @@ from compactlab.results.metric import Metric
 
 DOLLARS = 0.005  # the tolerance of every per-session dollar figure (as `total_cost`'s)
 
-_PART_LABELS = {
+PART_LABELS = {  # each part of the bill (`compactlab.results.call_costs.PARTS`): its label, what it counts
     "input": (
         "prompt at full price",
         "Prompt tokens billed at the full input price (not read from the cache, not written to it).",
@@ -24,6 +24,19 @@ _PART_LABELS = {
     ),
     "output": ("output", "The recorded output tokens: the same under every setting (the replay is open-loop)."),
 }
+
+
+# The per-session cache figures, in the order the entries come (summary.json's `costs` and the report show them).
+CACHE_FIGURES = (
+    "cache_write_tokens",
+    "invalidated_tokens",
+    "expired_tokens",
+    "unread_write_tokens",
+    "prefix_breaks",
+    "cache_expiries",
+    "invalidation_cost",
+    "unread_write_cost",
+)
 
 
 def _token_sum(name: str, label: str, direction: str, description: str, value: str | None = None) -> Metric:
@@ -109,7 +122,7 @@ def cache_metrics() -> tuple[Metric, ...]:
             per_session="total",
         ),
     ]
-    for part, (label, description) in _PART_LABELS.items():
+    for part, (label, description) in PART_LABELS.items():
         entries += [
             Metric(
                 f"cost_{part}",

@@ -13,18 +13,8 @@ import math
 import pandas as pd
 
 from compactlab.replay.prompt_cache import LIFETIMES, LONG_LIFETIME
+from compactlab.results.cache_metrics import CACHE_FIGURES
 from compactlab.results.call_costs import PARTS
-
-CACHE_FIGURES = (
-    "cache_write_tokens",
-    "invalidated_tokens",
-    "expired_tokens",
-    "unread_write_tokens",
-    "prefix_breaks",
-    "cache_expiries",
-    "invalidation_cost",
-    "unread_write_cost",
-)
 
 
 def _mean(values: pd.Series) -> float | None:

@@ -9,7 +9,8 @@ priced with `compactlab.llm.prices` (the run's table):
   strategy, replaying the production summary, does not have: "not modelled";
 - **the first call after it**: the prompt it billed, rewritten after the summary, i.e. its uncached
   input, cache reads and cache writes as the log records them (`cost_of` of the recorded call). The
-  replay's is its cost model (`compactlab.results.metrics.calls_frame`'s `cost_context`: the
+  replay's is its cost model (`compactlab.results.metrics.calls_frame`'s `cost_context` less its
+  `cost_output`: the
   prompt's prefix shared with the previous prompt read from the cache, the rest new) on the
   `recorded` replay's row of the same call (`context_tokens`, `prefix_tokens`). Output is left out
   of both: a compaction does not change it, and the replay copies it from the log, so it would only
@@ -31,9 +32,7 @@ from dataclasses import replace
 import pandas as pd
 
 from compactlab.llm.prices import PriceTable, cost_of, resolve_prices
-from compactlab.replay.row_schema import CALL_COLUMNS
 from compactlab.results.fidelity_figures import FAMILIES, family_of, repeats_of, summary_sha
-from compactlab.results.metrics import calls_frame
 from compactlab.sessions.model import LLMCall, Session
 
 RECORDED = "recorded"  # the strategy whose compaction rows are the production agent's own
@@ -117,8 +116,8 @@ def _row(row: dict, session: Session, usage: LLMCall | None, recorded: LLMCall |
         found["first_call_real"] = cost_of(prompt, prices)
         found |= {"real_cache_read": recorded.cache_read_tokens, "real_cache_write": recorded.cache_write_tokens}
         found["real_input"] = recorded.input_tokens
-        columns = after[list(CALL_COLUMNS)].assign(output_tokens=0)  # the run's own rows, priced by its cost model
-        modelled = calls_frame(columns.reset_index(drop=True), prices)["cost_context"].iloc[0]
+        # The run's own row, priced by its cost model: the prompt's parts, without the output.
+        modelled = after["cost_context"].iloc[0] - after["cost_output"].iloc[0]
         found["first_call_modelled"] = None if pd.isna(modelled) else float(modelled)
         prefix, context = int(after["prefix_tokens"].iloc[0]), int(after["context_tokens"].iloc[0])
         found |= {"modelled_cache_read": prefix, "modelled_new": context - prefix}

@@ -12,6 +12,7 @@ from compactlab.sessions.importers import load_file
 from compactlab.sessions.loading import load_inputs
 from compactlab.tokens.metering import Meter
 from tests.conftest import REPO, bundled
+from tests.scripts.cache_model_check import session_figures
 
 WINDOW = 10_000_000  # no call overflows: these tests are about the cache
 
@@ -89,10 +90,7 @@ def test_modelled_cache_writes_match_the_recorded_ones_in_most_sessions(dataset,
     breaks the log gives no cause for (tests/scripts/cache_model_check.py lists them)."""
     matched = 0
     for session in load_inputs([str(REPO / "datasets" / dataset)], lenient=True).sessions:
-        base = uncompacted(Meter(session, "hybrid"), WINDOW)
-        first = min((m.at_message for m in session.compactions), default=len(session.messages))
-        count = sum(index < first for index in base.columns["message_index"])
-        recorded = sum(c.cache_write_tokens for c in list(session.calls)[:count])
-        modelled = sum(f - c for f, c in list(zip(base.columns["full_tokens"], base.columns["full_prefix_tokens"]))[:count])
+        figures = session_figures(session)  # (the script's own computation, up to the first production compaction)
+        recorded, modelled = figures["recorded_writes"], figures["modelled_writes"]
         matched += bool(recorded) and abs(modelled - recorded) <= 0.05 * recorded
     assert matched >= within
