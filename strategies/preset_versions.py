@@ -5,7 +5,11 @@ shows them beside each preset's source; a date the project could not learn says 
 A preset is named with or without its version (issue 48): `cline` is the newest (the one registered),
 `cline@21cb8d25` (the commit, or any prefix of it of 4 characters or more) or `cline@2026-08-22` (the
 date) names that version and is refused, naming the versions there are, when it is not one; a run
-records, in its meta.json, the version of each preset it ran (`run_versions`)."""
+records, in its meta.json, the version of each preset it ran (`run_versions`).
+
+When an engine changes, its preset's newest version takes the name and the one before is kept under
+its versioned name (`OLDER`: `codex@0100b103`, `claude-code@2026-06-07`), so a user can compare the
+two in one run; the older one's rules are `RULES["codex@0100b103"]`."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ class Version:
     reproduces: str  # the commit, release or document the preset's rules were read from
     date: str  # ISO date of that version, or why it is not known
     changed_since: str = ""  # what the engine does now that the preset does not (a later issue), "" when nothing is known
+    name: str = ""  # the version's short name where it has neither a commit nor a date (a release: "2.1")
 
     def line(self) -> str:
         return f"{self.reproduces}, {self.date}"
@@ -26,7 +31,9 @@ class Version:
     @property
     def tag(self) -> str:
         """The version's short name: its commit's first 8 characters, else its date, else "" (the
-        composite and recorded versions have neither)."""
+        composite and recorded versions have neither); `name` where it is given."""
+        if self.name:
+            return self.name
         commit = _COMMIT.search(self.reproduces)
         if commit:
             return commit.group(1)[:8]
@@ -48,29 +55,55 @@ def split_version(name: str) -> tuple[str, str | None]:
     return (base, asked) if mark else (name, None)
 
 
-def checked_version(name: str) -> str:
-    """The registered name `name` names, once its version (if it names one) is the registered one's."""
+@dataclass(frozen=True)
+class OlderVersion:
+    """A preset as it was before its engine changed: its version and the function that builds it
+    ("module:function"; the preset it builds is named `base@tag`)."""
+
+    version: Version
+    target: str
+
+
+def checked_version(name: str) -> tuple[str, str | None]:
+    """The registered name `name` names, and the target of the older version it names (None: the
+    registered one, the newest); refused, naming the versions there are, when it names none."""
     base, asked = split_version(name)
     if asked is None:
-        return base
+        return base, None
     version = VERSIONS.get(base)
     if version is None:
         raise KeyError(f"strategy {name!r}: {base!r} is not a versioned preset, name it without {VERSION_MARK}{asked}")
-    if not version.is_named(asked):
-        known = f"{VERSION_MARK}{version.tag} ({version.date})" if version.tag else "no version to name"
+    if version.is_named(asked):
+        return base, None
+    older = next((o for o in OLDER.get(base, ()) if o.version.is_named(asked)), None)
+    if older is None:
+        known = [f"{base}{VERSION_MARK}{v.tag} ({v.date})" for v in (version, *(o.version for o in OLDER.get(base, ()))) if v.tag]
         raise KeyError(
-            f"strategy {name!r}: {base} has no version {asked!r}; its versions: {base}{known}, or {base} for the newest"
+            f"strategy {name!r}: {base} has no version {asked!r}; its versions: {', '.join(known) or 'none to name'}, "
+            f"or {base} for the newest"
         )
-    return base
+    return base, older.target
+
+
+def version_of(name: str) -> Version | None:
+    """The version preset `name` (with or without its version) reproduces; None for a strategy."""
+    base, asked = split_version(name)
+    if base not in VERSIONS:
+        return None
+    if asked is not None:
+        older = next((o for o in OLDER.get(base, ()) if o.version.is_named(asked)), None)
+        if older is not None:
+            return older.version
+    return VERSIONS[base]
 
 
 def run_versions(names: Iterable[str]) -> dict[str, str]:
     """What a run records of the presets it ran: each preset's name → the version it reproduced."""
     found = {}
     for name in names:
-        base = split_version(name)[0]
-        if base in VERSIONS:
-            found[name] = VERSIONS[base].line()
+        version = version_of(name)
+        if version is not None:
+            found[name] = version.line()
     return dict(sorted(found.items()))
 
 
@@ -82,6 +115,30 @@ def _seed(number: str, name: str) -> Version:
 
 
 NOT_FETCHABLE = "date unknown: the repository is over the snapshot fetch limit, so the commit could not be read"
+
+OLDER: dict[str, tuple[OlderVersion, ...]] = {
+    "codex": (
+        OlderVersion(
+            Version(
+                "openai/codex 0100b103",
+                NOT_FETCHABLE,
+                "Codex from e06dd0e5 compacts mid-turn with the initial context re-injected: the codex preset",
+            ),
+            "compactlab.strategies.presets:codex",
+        ),
+    ),
+    "claude-code": (
+        OlderVersion(
+            Version(
+                "Claude Code 2.0.x to 2.1.x, as their recorded sessions show (the per-version reserve table, "
+                "CLAUDE_CODE_BY_VERSION), the sessions recorded up to the development set's newest",
+                "2026-06-07",
+                "Claude Code 2.1 keeps one reserve, 33,000: the claude-code preset",
+            ),
+            "compactlab.strategies.presets:claude_code",
+        ),
+    ),
+}
 
 VERSIONS: dict[str, Version] = {
     "seed-000": _seed("000", "c0c9f436ae78c850"),
@@ -100,14 +157,15 @@ VERSIONS: dict[str, Version] = {
         "opencode V2 keeps a tail and updates its summary instead of replacing the history (issue 48)",
     ),
     "codex": Version(
-        "openai/codex 0100b103",
+        "openai/codex e06dd0e5 (codex-rs/core/src/compact.rs, as the search index stores it)",
         NOT_FETCHABLE,
-        "Codex 0.142 and later compact remotely (an encrypted summary) and mid-turn (issue 48)",
+        "none known: the newest stored copy is this commit",
     ),
     "claude-code": Version(
-        "Claude Code 2.0.x to 2.1.x, as their recorded sessions show (the per-version reserve table, CLAUDE_CODE_BY_VERSION)",
-        "the sessions recorded up to 2026-06-07 (the development set's newest Claude Code session)",
-        "Claude Code from 2.1.101 logs its post-compaction attachments, which the preset does not read (issue 48)",
+        "Claude Code 2.1 (anthropics/claude-code#23409; the CHANGELOG to 2.1.240, read 2026-12-02)",
+        "undated: a release line, not a commit",
+        "Claude Code from 2.1.101 logs its post-compaction attachments, which the preset does not read",
+        name="2.1",
     ),
     "openhands": Version(
         "All-Hands-AI/OpenHands llm_summarizing_condenser.py (the commit was not recorded when the preset was written)",

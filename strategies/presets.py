@@ -22,10 +22,13 @@ from compactlab.strategies.engine_rules import ENGINES
 from compactlab.strategies.provider_rules import PROVIDERS
 from compactlab.strategies.rule import Rule
 from compactlab.strategies.rules_2026 import RULES_2026
+from compactlab.strategies.rules_today import RULES_TODAY
 from compactlab.strategies.seed_rules import SEEDS as SEED_RULES
 
 SEEDS = "../shared/seeds/"  # the seed documents, next to the repository (see their README.md)
-RULES: dict[str, tuple[Rule, ...]] = {**SEED_RULES, **ENGINES, **PROVIDERS, **RULES_2026}
+# An engine that changed: its older preset's rules under its versioned name, the newest's under the name (issue 48).
+OLDER_RULES = {"codex@0100b103": ENGINES["codex"], "claude-code@2026-06-07": ENGINES["claude-code"]}
+RULES: dict[str, tuple[Rule, ...]] = {**SEED_RULES, **ENGINES, **PROVIDERS, **RULES_2026, **OLDER_RULES, **RULES_TODAY}
 # What every preset's source does about the harness's policies, unless its own says otherwise
 # (each preset's rules give the source): nothing kept apart from the summary, no guard, pieces of
 # the context (a kept tail) counted with the design's own estimator.
@@ -261,11 +264,11 @@ def opencode_summary():
 
 
 def codex() -> Preset:
-    """Codex CLI: at 90% of the window, a handoff summary replaces the history, after up to 20,000 tokens of user messages."""
+    """Codex CLI (0100b103): at 90% of the window, a handoff summary replaces the history, after up to 20,000 tokens of user messages."""
     from compactlab.strategies.summarize import Summarize
 
     return Preset(
-        "codex",
+        "codex@0100b103",
         Summarize(
             keep_recent_tokens=0,
             keep_user_message_tokens=20_000,
@@ -318,7 +321,7 @@ CLAUDE_CODE_BY_VERSION = (
 
 
 def claude_code() -> Preset:
-    """Claude Code (public facts only): when the context exceeds the window (200,000 for every model) less the reserve
+    """Claude Code 2.0.x to 2.1.x as recorded up to 2026-06-07: when the context exceeds the window (200,000 for every model) less the reserve
     of the session's Claude Code version (33,000-45,000; 77,000 for claude-opus-4-5 up to 2.0.57), a nine-section
     summary replaces the history; the newest files read or written, the todo list and the plan file are re-attached
     after it (`compactlab.strategies.reattach`)."""
@@ -326,7 +329,7 @@ def claude_code() -> Preset:
     from compactlab.strategies.summarize import Summarize
 
     return Preset(
-        "claude-code",
+        "claude-code@2026-06-07",
         WithReattachments(
             Summarize(keep_recent_tokens=0, template="claude_code.j2", track_files=False, append_last_request=False)
         ),

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from compactlab.contract import Strategy
 from compactlab.registry import Registry
 from compactlab.strategies.base import StrategyName, parameters_of
-from compactlab.strategies.preset_versions import VERSIONS, checked_version, split_version
+from compactlab.strategies.preset_versions import OLDER, VERSIONS, Version, checked_version, split_version
 
 GROUP = "compactlab.strategies"
 T = TypeVar("T")
@@ -142,8 +142,9 @@ def _is_strategy_instance(obj: object) -> bool:
 
 def _load_registered(name: str) -> object:
     STRATEGIES.get_entry(split_version(name)[0])  # an unknown name is refused first, with a did-you-mean
-    name = checked_version(name)  # "cline@21cb8d25": the registered cline, when that is its version
-    target = STRATEGIES.get_entry(name)
+    # "cline@21cb8d25": the registered cline, when that is its version; "codex@0100b103": the older version kept.
+    name, older = checked_version(name)
+    target = older or STRATEGIES.get_entry(name)
     module, _, attribute = target.partition(":")
     try:
         return getattr(importlib.import_module(module), attribute)
@@ -179,36 +180,40 @@ def _load_reference(reference: str) -> object:
 
 
 def describe_all() -> list[dict]:
-    """Every registered strategy and preset with its parameters and source (for `compactlab strategies`)."""
+    """Every registered strategy and preset with its parameters and source (for `compactlab strategies`);
+    each older version of a preset kept (`OLDER`) right after its newest."""
     rows = []
     for name, target in registered().items():
-        obj = _load_registered(name)
-        strategy = get_strategy(name)
-        doc = inspect.getdoc(obj) or inspect.getdoc(type(strategy)) or ""
-        rows.append(
-            {
-                "name": name,
-                "kind": "strategy" if inspect.isclass(obj) else "preset",
-                "strategy": getattr(strategy, "name", type(strategy).__name__),
-                "target": target,
-                "description": doc.split("\n\n")[0].replace("\n", " "),
-                "source": getattr(obj, "source", "") or getattr(strategy, "source", ""),
-                # The version of its source a preset reproduces and what its engine changed since (issue 42).
-                **(
-                    {
-                        "version": VERSIONS[name].line(),
-                        "versioned_name": f"{name}@{VERSIONS[name].tag}" if VERSIONS[name].tag else "",
-                        "changed_since": VERSIONS[name].changed_since,
-                    }
-                    if name in VERSIONS
-                    else {}
-                ),
-                # A preset names its deviations among its parameters; a strategy after a design states its own.
-                "deviations": "" if hasattr(strategy, "trigger") else getattr(strategy, "deviations", ""),
-                "parameters": _parameters(strategy),
-            }
-        )
+        rows.append(_described(name, target, VERSIONS.get(name)))
+        rows += [_described(f"{name}@{o.version.tag}", o.target, o.version) for o in OLDER.get(name, ())]
     return rows
+
+
+def _described(name: str, target: str, version: Version | None) -> dict:
+    obj = _load_registered(name)
+    strategy = get_strategy(name)
+    doc = inspect.getdoc(obj) or inspect.getdoc(type(strategy)) or ""
+    return {
+        "name": name,
+        "kind": "strategy" if inspect.isclass(obj) else "preset",
+        "strategy": getattr(strategy, "name", type(strategy).__name__),
+        "target": target,
+        "description": doc.split("\n\n")[0].replace("\n", " "),
+        "source": getattr(obj, "source", "") or getattr(strategy, "source", ""),
+        # The version of its source a preset reproduces and what its engine changed since (issue 42).
+        **(
+            {
+                "version": version.line(),
+                "versioned_name": f"{split_version(name)[0]}@{version.tag}" if version.tag else "",
+                "changed_since": version.changed_since,
+            }
+            if version is not None
+            else {}
+        ),
+        # A preset names its deviations among its parameters; a strategy after a design states its own.
+        "deviations": "" if hasattr(strategy, "trigger") else getattr(strategy, "deviations", ""),
+        "parameters": _parameters(strategy),
+    }
 
 
 def _parameters(strategy: Any) -> dict:

@@ -351,7 +351,8 @@ def run_strategies(args: argparse.Namespace) -> int:
         if row.get("version"):
             print(f"    reproduces: {row['version']}")
         if row.get("versioned_name"):
-            print(f"    this version: {row['versioned_name']} (the name alone is the newest)")
+            newest = "the name alone is the newest" if "@" not in row["name"] else "an older version, kept to compare"
+            print(f"    this version: {row['versioned_name']} ({newest})")
         if row.get("changed_since"):
             print(f"    changed since: {row['changed_since']}")
         if row.get("deviations"):

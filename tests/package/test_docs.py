@@ -129,6 +129,9 @@ CHANGED_BLOCKS = {
     "compactlab --version\ncompactlab init": "[--lenient] [--all-skips] [--format NAME]",
     # Issue 47: the anthropic-messages row names what it reads of server-side compaction.
     "| `anthropic-messages` |": "the `compaction` entries of `usage.iterations` are its summarizer call's usage",
+    # Issue 48: Codex and Claude Code have newer versions; the older ones' rows are under their versioned names.
+    "| `codex` | 12 |": "| `codex@0100b103` | 12 | 7 | 5 | 12 |",
+    "| `claude-code` | 9 |": "| `claude-code@2026-06-07` | 9 | 5 | 4 | 9 |",
 }
 
 

@@ -34,7 +34,7 @@ def test_the_version_is_read_and_kept(shared: Path, tmp_path: Path) -> None:
 
 
 def test_the_reserve_is_the_versions() -> None:
-    trigger = get_strategy("claude-code").trigger
+    trigger = get_strategy("claude-code@2026-06-07").trigger
     fires = lambda model, version: trigger.for_session(model, version).fires_from(200_000)  # noqa: E731
     assert fires("claude-opus-4-5-20251101", "2.0.57") == 200_000 - 77_000 + 1  # its 64,000-token output limit
     assert fires("claude-opus-4-5-20251101", "2.0.76") == 200_000 - 45_000 + 1  # later: like Sonnet

@@ -23,7 +23,7 @@ MANUAL = load_file(bundled("m-claude", "97b0ffde"), lenient=True)[0]
 
 
 def test_a_reserve_per_model() -> None:
-    trigger = get_strategy("claude-code").trigger
+    trigger = get_strategy("claude-code@2026-06-07").trigger
     assert trigger.for_model("claude-opus-4-5-20251101").fires_from(200_000) == 200_000 - 77_000 + 1
     assert trigger.for_model("claude-sonnet-4-5-20250929").fires_from(200_000) == 200_000 - 45_000 + 1
     assert Trigger().for_model("any") == Trigger()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from compactlab.strategies.preset_versions import VERSIONS
+from compactlab.strategies.preset_versions import version_of
 from compactlab.strategies.presets import RULES, Preset
 from compactlab.strategies.registry import get_strategy
 
@@ -50,14 +50,15 @@ def render() -> str:
         preset = get_strategy(name)
         assert isinstance(preset, Preset), name
         harness = preset.harness
+        version = version_of(name)
+        assert version is not None, f"{name} names no version (compactlab.strategies.preset_versions)"
         parts += [
             "",
             f"## `{name}`",
             "",
             f"{preset.description}",
             "",
-            f"Reproduces: {VERSIONS[name].line()}."
-            + (f" Changed since: {VERSIONS[name].changed_since}." if VERSIONS[name].changed_since else ""),
+            f"Reproduces: {version.line()}." + (f" Changed since: {version.changed_since}." if version.changed_since else ""),
             "",
             f"Harness: pin_task {_on(harness.pin_task)}, loop_guard {_on(harness.loop_guard)}, emergency "
             f"{_on(harness.emergency)}, anchor_output {_on(harness.anchor_output)}, absolute sizes under a simulated "

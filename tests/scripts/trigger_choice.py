@@ -229,12 +229,17 @@ def report(found: Sequence[Case], manual: int) -> str:
             f"leave one repository out: {figures([held[c] for c in of])}"
         )
     lines.append("\nleft out of sample (the table chosen on the other repositories missed):")
-    lines.extend(
+    lines.extend(missed(found, held))
+    return "\n".join(lines)
+
+
+def missed(found: Sequence[Case], held: dict[Case, float]) -> list[str]:
+    """A line for each case the rule chosen without its repository missed (more than ±2 calls apart)."""
+    return [
         f"  {c.repository[:30]:<31} {c.session[:24]:<25} {c.version} {c.model[:22]:<23} preTokens {c.pre_tokens or 0:>8,} apart {held[c]:+}"
         for c in found
         if abs(held[c]) > NEAR_CALLS
-    )
-    return "\n".join(lines)
+    ]
 
 
 def repositories_of(paths: Sequence[str], sessions: Sequence[Session]) -> dict[str, str]:

@@ -3,6 +3,8 @@ per rule, on a real session where the rule acts. Each preset's `source` names th
 
 from __future__ import annotations
 
+import pytest
+
 from compactlab.sessions.importers import load_file
 from compactlab.sessions.messages import is_summary, is_user_turn_start, pinned_head
 from compactlab.sessions.model import ToolResultPart
@@ -43,23 +45,37 @@ def test_pi_keeps_20000_recent_tokens_and_updates_the_summary() -> None:
     assert 15_000 < kept < 25_000 and preset.strategy.iterative and preset.strategy.max_summary_tokens == int(0.8 * 16_384)
 
 
-def test_codex_keeps_the_newest_user_messages_then_the_summary_alone() -> None:
-    result = compact("codex", LONG_CODEX, window=272_000)
+def users_before_summary(after):
+    """The user messages a Codex compaction keeps before its summary: its pinned head (the task, which the
+    test's request pins) and its initial context left out (the older version keeps it in front, the
+    newest after the summary or before the last user message)."""
+    summary = next(i for i, m in enumerate(after) if is_summary(m))
+    return [m for m in after[pinned_head(after) : summary] if not m.instruction]
+
+
+@pytest.mark.parametrize("name", ["codex@0100b103", "codex"])
+def test_codex_keeps_the_newest_user_messages_then_the_summary_alone(name) -> None:
+    result = compact(name, LONG_CODEX, window=272_000)
     after = result.context.messages
-    head = pinned_head(LONG_CODEX.messages)
-    assert is_summary(after[-1]), "the summary is the last message: nothing of the recent turn is kept"
-    users = after[head:-1]
+    summary = next(i for i, m in enumerate(after) if is_summary(m))
+    # Nothing of the recent turn is kept after the summary (the newest version: the initial context and the new prompt).
+    instructions = tuple(m for m in LONG_CODEX.messages if m.instruction)
+    assert after[summary + 1 :] == (() if name == "codex@0100b103" else (*instructions, LONG_CODEX.messages[-1]))
+    users = users_before_summary(after)
     assert users and all(m.role == "user" and not any(isinstance(p, ToolResultPart) for p in m.parts) for m in users)
-    originals = [m for m in LONG_CODEX.messages[head:] if is_user_turn_start(m)]
+    originals = [m for m in LONG_CODEX.messages if is_user_turn_start(m)][1:]  # the first, the task, is pinned
     count = Meter(LONG_CODEX, "chars/4").count
-    # This session's user messages (about 5,400 tokens) fit the 20,000: every one is kept, in order.
-    assert sum(count([m]) for m in originals) <= 20_000 and list(users) == originals
+    # This session's user messages (about 5,400 tokens) fit the 20,000: every one is kept, in order (the
+    # newest version: but the new prompt, which follows the summary).
+    assert sum(count([m]) for m in originals) <= 20_000
+    assert users == originals[: -1 if name == "codex" else None]
 
 
-def test_codex_cuts_the_user_message_that_crosses_the_budget() -> None:
-    codex = get_strategy("codex", keep_user_message_tokens=300)
+@pytest.mark.parametrize("name", ["codex@0100b103", "codex"])
+def test_codex_cuts_the_user_message_that_crosses_the_budget(name) -> None:
+    codex = get_strategy(name, keep_user_message_tokens=300)
     after = compact(codex, LONG_CODEX, window=272_000).context.messages
-    users = after[pinned_head(LONG_CODEX.messages) : -1]
+    users = users_before_summary(after)
     assert "tokens truncated" in users[0].text() and "tokens truncated" not in "".join(m.text() for m in users[1:])
 
 
@@ -71,10 +87,12 @@ def test_opencode_prunes_outputs_beyond_40000_tokens_before_summarizing() -> Non
     assert preset.trigger.reserve_tokens == 52_000 and (summary.keep_recent_min, summary.keep_recent_max) == (2_000, 15_000)
 
 
-def test_claude_code_replaces_the_whole_history_with_its_summary_past_its_output_limit_and_buffer() -> None:
-    preset = get_strategy("claude-code")
-    # window − 32,000 (the default output limit) − 13,000; Claude Opus 4.5: its 64,000 output limit.
-    sonnet, opus = preset.trigger.for_model("claude-sonnet-4-5"), preset.trigger.for_model("claude-opus-4-5-20251101")
+@pytest.mark.parametrize("name", ["claude-code@2026-06-07", "claude-code"])
+def test_claude_code_replaces_the_whole_history_with_its_summary_past_its_output_limit_and_buffer(name) -> None:
+    preset = get_strategy(name)
+    # 2.0.57: window − 32,000 (the default output limit) − 13,000; Claude Opus 4.5: its 64,000 output limit.
+    sonnet = preset.trigger.for_session("claude-sonnet-4-5", "2.0.57")
+    opus = preset.trigger.for_session("claude-opus-4-5-20251101", "2.0.57")
     assert sonnet.check(155_001, 200_000) == "threshold" and sonnet.check(155_000, 200_000) is None
     assert opus.check(123_001, 200_000) == "threshold" and opus.check(123_000, 200_000) is None
     after = compact(preset, ME_NEXT).context.messages
