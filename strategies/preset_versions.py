@@ -117,6 +117,17 @@ def _seed(number: str, name: str) -> Version:
 NOT_FETCHABLE = "date unknown: the repository is over the snapshot fetch limit, so the commit could not be read"
 
 OLDER: dict[str, tuple[OlderVersion, ...]] = {
+    "opencode": (
+        OlderVersion(
+            Version(
+                "sst/opencode 31e22f65 (overflow.ts: the trigger and its reserve); anomalyco/opencode 001aa6cc (prune), "
+                "as the search index stores them",
+                NOT_FETCHABLE,
+                "opencode V2 keeps a serialized tail in a checkpoint and updates it: the opencode preset",
+            ),
+            "compactlab.strategies.presets:opencode",
+        ),
+    ),
     "codex": (
         OlderVersion(
             Version(
@@ -152,9 +163,9 @@ VERSIONS: dict[str, Version] = {
         "none known: the newest stored snapshot is this commit (its oracle, tests/data/oracles/pi, was made from it)",
     ),
     "opencode": Version(
-        "sst/opencode 31e22f65 (overflow.ts: the trigger and its reserve); anomalyco/opencode 001aa6cc (prune), as the search index stores them",
+        "anomalyco/opencode 031a4a9c (packages/core/src/session/compaction.ts, opencode V2), as the search index stores it",
         NOT_FETCHABLE,
-        "opencode V2 keeps a tail and updates its summary instead of replacing the history (issue 48)",
+        "none known: the newest stored copy is this commit",
     ),
     "codex": Version(
         "openai/codex e06dd0e5 (codex-rs/core/src/compact.rs, as the search index stores it)",

@@ -27,7 +27,11 @@ from compactlab.strategies.seed_rules import SEEDS as SEED_RULES
 
 SEEDS = "../shared/seeds/"  # the seed documents, next to the repository (see their README.md)
 # An engine that changed: its older preset's rules under its versioned name, the newest's under the name (issue 48).
-OLDER_RULES = {"codex@0100b103": ENGINES["codex"], "claude-code@2026-06-07": ENGINES["claude-code"]}
+OLDER_RULES = {
+    "codex@0100b103": ENGINES["codex"],
+    "claude-code@2026-06-07": ENGINES["claude-code"],
+    "opencode@31e22f65": ENGINES["opencode"],
+}
 RULES: dict[str, tuple[Rule, ...]] = {**SEED_RULES, **ENGINES, **PROVIDERS, **RULES_2026, **OLDER_RULES, **RULES_TODAY}
 # What every preset's source does about the harness's policies, unless its own says otherwise
 # (each preset's rules give the source): nothing kept apart from the summary, no guard, pieces of
@@ -223,13 +227,13 @@ def pi() -> Preset:
 
 
 def opencode() -> Preset:
-    """opencode: prune old tool outputs, then always an anchored summary of all but the newest whole turns within
+    """opencode (V1, 31e22f65): prune old tool outputs, then always an anchored summary of all but the newest whole turns within
     clamp(window/4, 2,000, 15,000) tokens."""
     from compactlab.strategies.pipeline import Pipeline
     from compactlab.strategies.prune import Prune
 
     return Preset(
-        "opencode",
+        "opencode@31e22f65",
         Pipeline(
             stages=(Prune(steps_as_turns=False, prune_errors=False, keep_small=False), opencode_summary()),
             stop_when_under_target=False,

@@ -1,6 +1,7 @@
 """The newest versions of presets whose engines changed since they were first read (issue 48): Codex at
-e06dd0e5 (mid-turn compaction) and Claude Code 2.1 (one reserve from 2.1.19 on). The versions before
-stay in `compactlab.strategies.presets`, named `codex@0100b103` and `claude-code@2026-06-07`
+e06dd0e5 (mid-turn compaction), Claude Code 2.1 (one reserve from 2.1.19 on) and opencode V2 (a checkpoint
+with a serialized tail). The versions before stay in `compactlab.strategies.presets`, named
+`codex@0100b103`, `claude-code@2026-06-07` and `opencode@31e22f65`
 (`compactlab.strategies.preset_versions.OLDER`); their rules are in `compactlab.strategies.rules_today`."""
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from compactlab.contract import Trigger, VersionReserve
 from compactlab.strategies.presets import CLAUDE_CODE_BUFFER, Preset
 from compactlab.strategies.presets import claude_code as claude_code_2026_06
 from compactlab.strategies.presets import codex as codex_0100b103
+from compactlab.strategies.presets import opencode as opencode_v1
 
+OPENCODE_COMMIT = "031a4a9cf65fb42437571d5aa5962ceb2247ab51"  # anomalyco/opencode, as the search index stores it
 CODEX_COMMIT = "e06dd0e5d5694c24968bf49b62466cdedae04aaa"  # openai/codex, as the search index stores it
 CLAUDE_CODE_21_RESERVE = 20_000 + CLAUDE_CODE_BUFFER  # min(output limit, 20,000) + 13,000 (anthropics/claude-code#23409)
 CLAUDE_CODE_21_FROM = (
@@ -74,4 +77,29 @@ def claude_code() -> Preset:
         choices="the output limit: the model's default (a user's CLAUDE_CODE_MAX_OUTPUT_TOKENS moves the threshold); "
         "the version the 33,000 reserve starts at: 2.1.19 (the first whose compactions show it); a session that records "
         "no version: 2.1's 33,000; reserved under a simulated window: scaled by simulated ÷ the model's real window",
+    )
+
+
+def opencode() -> Preset:
+    """opencode V2: when the estimate reaches the window less 32,000 (the output limit, at most 32,000, or the 20,000
+    buffer), a checkpoint replaces the history: the summary of all but the newest ~15,000 tokens, which follow it
+    serialized, each tool result cut to 2,000 characters; a later compaction updates the checkpoint."""
+    from compactlab.strategies.opencode_v2 import OpencodeCheckpoint
+
+    # The harness's policies are V1's: an over-window request compacted, no guard, the task not pinned.
+    return replace(
+        opencode_v1(),
+        name="opencode",
+        strategy=OpencodeCheckpoint(max_summary_tokens=4_096),
+        trigger=Trigger(fraction=1.0, reserve_tokens=32_000, reserve_inclusive=True),
+        estimator="hybrid",
+        source=f"anomalyco/opencode at {OPENCODE_COMMIT[:8]} (as the search index stores it; opencode V2, PR #30986 'compact v2 "
+        "session context'): packages/core/src/session/compaction.ts (DEFAULT_BUFFER 20,000, DEFAULT_KEEP_TOKENS 15,000, "
+        "OUTPUT_TOKEN_MAX 32,000, TOOL_OUTPUT_MAX_CHARS 2,000; required(): estimate >= min(input - buffer, context - "
+        "max(output, buffer)); estimateTokens(); findTailStart(), serializeRecentMessage(), truncateToolOutput(); "
+        "buildPrompt() with its update mode; SUMMARY_TEMPLATE, SUMMARY_RULES); opencode.ai/docs/compaction (keep.tokens "
+        "15,000; later compactions update the summary)",
+        description=opencode.__doc__ or "",
+        choices="the output limit: 32,000 or more (so 32,000 reserved), scaled by simulated ÷ the model's real window; the "
+        "summary's output budget (V2 sets none): 4,096",
     )

@@ -90,3 +90,13 @@ def llm_summary(rule: str, source: str) -> Rule:
 def appends_nothing(rule: str, source: str, does: str) -> Rule:
     """The rule that a design appends nothing of its own to the summary (no last request, no file lists)."""
     return Rule(rule, source, does, test=f"{PRESET}test_presets_append_only_what_their_sources_append")
+
+
+def closing_rules(source: str, pin: str, guard: str, emergency: str, emergency_on: bool) -> tuple[Rule, ...]:
+    """The rules that close a summarizing engine's table: nothing appended to its summary, the summary by
+    an LLM (`source`: where the summary is asked), and the harness rules (`harness_rules`)."""
+    return (
+        appends_nothing("nothing appended to the summary", source, "track_files and append_last_request off"),
+        llm_summary("summary by the session's model", source),
+        *harness_rules(pin, guard, emergency, emergency_on),
+    )

@@ -5,7 +5,7 @@ kept under `codex@0100b103` and `claude-code@2026-06-07`) with the rules that ch
 from __future__ import annotations
 
 from compactlab.strategies.engine_rules import ENGINES
-from compactlab.strategies.rule import CHECKS, Rule
+from compactlab.strategies.rule import CHECKS, PRESET, Rule, closing_rules
 
 CX = "openai/codex e06dd0e5 codex-rs/core/src/"
 CODEX_TODAY = "tests/strategies/test_presets_today.py::"
@@ -109,4 +109,78 @@ CLAUDE_CODE = (
     ),
 )
 
-RULES_TODAY: dict[str, tuple[Rule, ...]] = {"codex": CODEX, "claude-code": CLAUDE_CODE}
+OC2 = "anomalyco/opencode 031a4a9c packages/core/src/session/compaction.ts"
+
+OPENCODE = (
+    Rule(
+        "compact when the estimate ≥ min(input limit − buffer, context − max(min(output limit, 32,000), buffer)), buffer 20,000",
+        f"{OC2} required() (OUTPUT_TOKEN_MAX 32,000, DEFAULT_BUFFER 20,000)",
+        "Trigger(reserve_tokens=32,000, reserve_inclusive) (an output limit of 32,000 or more, no input limit); "
+        "scaled by simulated ÷ real window",
+        "compactlab's window table has neither input nor output limits: a model with an input limit (gpt-5: 272,000) "
+        "or an output limit under 32,000 reserves otherwise in opencode (input − 20,000; max(output, 20,000))",
+        test=f"{CODEX_TODAY}test_opencode_v2_compacts_at_the_window_less_32000",
+    ),
+    Rule(
+        "the estimate: the last reply's input + cache read + cache write + output + reasoning, plus chars/4 of the "
+        "parts since (the tool results not covered by its usage)",
+        f"{OC2} estimateTokens(), estimatePart(); util/token.ts Token.estimate",
+        "estimator hybrid: the last prompt + its output, plus chars/4 of the messages since",
+        "images and PDFs are 1,500 and 2,000 tokens in opencode, chars/4 of their text here",
+        test=f"{PRESET}test_seed_000_and_seed_004_anchor_on_the_prompt_alone",
+    ),
+    Rule(
+        "the newest entries kept while their serialized text fits keep.tokens (DEFAULT_KEEP_TOKENS 15,000; the docs say "
+        "15,000 too), the newest always; then back to a user message",
+        f"{OC2} findTailStart()",
+        "OpencodeCheckpoint(keep_recent_tokens=15,000): the same walk over the same serialized lines, each counted "
+        "by the preset's estimator (chars/4, as Token.estimate)",
+        test=f"{CODEX_TODAY}test_opencode_v2_keeps_the_newest_15000_tokens_serialized_from_a_user_message",
+    ),
+    Rule(
+        "everything fits: only the latest exchange kept, from the latest user message; no user message but the first: "
+        "everything summarized",
+        f"{OC2} findTailStart() (latestUser; previousSummary?.recent)",
+        "OpencodeCheckpoint's tail_start",
+        test=f"{CODEX_TODAY}test_opencode_v2_keeps_only_the_latest_exchange_when_everything_fits",
+    ),
+    Rule(
+        "the kept tail serialized into the checkpoint: [User] / [Assistant] / [Assistant tool call] / [Tool result] "
+        "lines, each tool result cut to 2,000 characters with '[truncated]'",
+        f"{OC2} serializeRecentMessage(), truncateToolOutput(), TOOL_OUTPUT_MAX_CHARS",
+        "OpencodeCheckpoint: one summary message, the summary then <recent-context> with the serialized tail",
+        "the checkpoint's wrapper tags as compactlab writes them (<recent-context>); opencode's own wrapper "
+        "(<conversation-checkpoint>, <summary>) is added when the messages are sent, which the stored code does not show",
+        test=f"{CODEX_TODAY}test_opencode_v2_keeps_the_newest_15000_tokens_serialized_from_a_user_message",
+    ),
+    Rule(
+        "a later compaction updates the existing checkpoint (its summary and its serialized tail) with the history since",
+        f"{OC2} buildPrompt(update), execute() (history.messages holds the completed checkpoint)",
+        "iterative: the earlier checkpoint's text as the previous summary, opencode_v2.j2's update part",
+        test=f"{CODEX_TODAY}test_opencode_v2_updates_its_earlier_checkpoint",
+    ),
+    Rule(
+        "the summary template: Objective, Requirements, Decisions, Work State (Completed, Active, Blocked), Next Move, "
+        "Relevant Files, Additional Context; a reminder request when no section came back",
+        f"{OC2} SUMMARY_TEMPLATE, SUMMARY_RULES, hasSummarySection()",
+        "template opencode_v2.j2 (the sections and rules, in substance); no reminder request",
+        "the offline stand-in always answers; with the run's LLM a reply without the sections is kept as it is",
+        test=f"{CHECKS}test_presets_ask_with_their_sources_prompt",
+    ),
+    Rule(
+        "no pruning of old tool outputs between compactions (compaction.prune is declared, never read, in the core)",
+        f"{OC2} Settings (auto, buffer, tokens only)",
+        "no Prune stage",
+        test=f"{CHECKS}test_presets_change_nothing_between_compactions",
+    ),
+    # Nothing appended but the serialized tail (a part of the checkpoint); the summary asked without tools.
+    *closing_rules(
+        f"{OC2} execute() (prepared.request, no tools)",
+        f"{OC2} findTailStart() (the first message is summarized like any other)",
+        f"{OC2} required() (only: not right after a completed checkpoint)",
+        "anomalyco/opencode packages/core/src/session (a context-overflow failure compacts, then the request is retried)",
+        True,
+    ),
+)
+
+RULES_TODAY: dict[str, tuple[Rule, ...]] = {"codex": CODEX, "claude-code": CLAUDE_CODE, "opencode": OPENCODE}

@@ -132,6 +132,9 @@ CHANGED_BLOCKS = {
     # Issue 48: Codex and Claude Code have newer versions; the older ones' rows are under their versioned names.
     "| `codex` | 12 |": "| `codex@0100b103` | 12 | 7 | 5 | 12 |",
     "| `claude-code` | 9 |": "| `claude-code@2026-06-07` | 9 | 5 | 4 | 9 |",
+    "| `opencode` | 20 |": "| `opencode@31e22f65` | 20 | 14 | 6 | 20 |",
+    "| `claude-code` | 11.45%": "| `claude-code@2026-06-07` | 11.45% | 68.7% | 126 | 0 | 0 |",
+    "| `opencode` | 11.40%": "| `opencode@31e22f65` | 11.40% | 83.8% | 147 | 1 | 0 |",
 }
 
 

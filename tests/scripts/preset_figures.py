@@ -81,9 +81,16 @@ def fires_from(window: int, presets: tuple[str, ...]) -> dict[str, str]:
     return shown
 
 
-def report(rows: list[dict], window: int) -> str:
+def report(rows: list[dict], window: int | None) -> str:
     frame = pd.DataFrame(rows)
-    head = f"presets on the bundled datasets at {'each model’s real window' if window == 0 else f'a {window:,}-token window'}"
+    at = (
+        "the default run's windows"
+        if window is None
+        else "each model’s real window"
+        if window == 0
+        else f"a {window:,}-token window"
+    )
+    head = f"presets on the bundled datasets at {at}"
     lines = [
         head,
         f"{'preset':<19}{'sessions':>9}{'compacted':>10}{'removed %':>10}{'kept % (compacted)':>19}{'kept % (all)':>13}"

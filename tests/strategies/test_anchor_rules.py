@@ -80,7 +80,7 @@ def test_codex_cuts_the_user_message_that_crosses_the_budget(name) -> None:
 
 
 def test_opencode_prunes_outputs_beyond_40000_tokens_before_summarizing() -> None:
-    preset = get_strategy("opencode")
+    preset = get_strategy("opencode@31e22f65")  # V1 prunes; V2 has no Prune stage
     result = compact(preset, LONG_CODEX, window=272_000, target=1)
     assert result.note.startswith("prune: cleared") and "iterative-merge: summarized" in result.note
     summary = get_strategy("opencode-summary")
@@ -117,7 +117,8 @@ def test_jetbrains_masking_keeps_the_last_10_observations() -> None:
 def test_anchor_presets_name_their_source_files() -> None:
     expected = {
         "pi": "packages/coding-agent/src/core/compaction/compaction.ts",
-        "opencode": "packages/opencode/src/session/compaction.ts",
+        "opencode": "packages/core/src/session/compaction.ts",
+        "opencode@31e22f65": "packages/opencode/src/session/compaction.ts",
         "codex": "codex-rs/core/src/compact.rs",
         "openhands": "openhands/memory/condenser/impl/llm_summarizing_condenser.py",
         "jetbrains-masking": "arXiv 2508.21433",

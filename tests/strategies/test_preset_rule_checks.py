@@ -330,7 +330,7 @@ def test_manual_compactions_are_not_replayed() -> None:
 
 
 def test_opencode_reserves_one_reserve_for_every_model() -> None:
-    preset = get_strategy("opencode")
+    preset = get_strategy("opencode@31e22f65")  # V1's rule (V2's: test_presets_today)
     for model in ("gpt-5", "deepseek-chat", "claude-sonnet-4-5"):  # no model's input or output limit changes it
         assert preset.trigger.for_model(model).reserve_tokens == preset.trigger.reserve_tokens == 52_000
     # On a real gpt-5 session at a 64k window the reserve is scaled by 64,000 ÷ the real window, and the
@@ -340,7 +340,7 @@ def test_opencode_reserves_one_reserve_for_every_model() -> None:
     assert trigger.reserve_tokens == round(52_000 * 64_000 / real)
     base = uncompacted(Meter(LONG_CODEX, preset.estimator), window, preset.harness.anchor_output)
     first = next(i for i, tokens in enumerate(base.trigger_tokens) if tokens > window - trigger.reserve_tokens)
-    assert _replayed("opencode").compactions[0].call == first
+    assert _replayed("opencode@31e22f65").compactions[0].call == first
 
 
 def test_opencode_and_openhands_give_the_previous_summary_to_the_new_one() -> None:

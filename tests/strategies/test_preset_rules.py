@@ -111,6 +111,7 @@ def test_presets_set_the_emergency_path_as_their_sources() -> None:
         "seed-004",
         "pi",
         "opencode",
+        "opencode@31e22f65",
         "openhands",
         "claude-code",
         "claude-code@2026-06-07",
@@ -150,13 +151,13 @@ def test_absolute_sizes_scale_with_a_simulated_window() -> None:
 
 def test_opencode_always_summarizes() -> None:
     # A target pruning alone reaches: opencode's processCompaction summarizes anyway.
-    result = compact("opencode", LONG_CODEX, window=272_000, target=10**9)
+    result = compact("opencode@31e22f65", LONG_CODEX, window=272_000, target=10**9)
     assert result.note.startswith("prune: cleared") and "iterative-merge: summarized" in result.note
 
 
 def test_opencode_never_prunes_a_single_prompt_session() -> None:
     small = {"protect_tokens": 2_000, "minimum_tokens": 1_000}
-    opencode_prune = get_strategy("opencode").strategy.stages[0]
+    opencode_prune = get_strategy("opencode@31e22f65").strategy.stages[0]
     assert opencode_prune.steps_as_turns is False
     assert compact(replace(opencode_prune, **small), GPT5_MINI).note.startswith("nothing to do")
     assert "cleared" in compact(Prune(**small), GPT5_MINI).note  # steps as turns: the session is pruned

@@ -30,7 +30,7 @@ def test_the_strategies_command_shows_what_each_preset_reproduces() -> None:
     out = printed.getvalue()
     assert "reproduces: badlogic/pi-mono 83378aad, 2026-03-15" in out
     assert "reproduces: google-gemini/gemini-cli 5411f113, 2026-08-21" in out
-    assert "changed since: opencode V2 keeps a tail" in out
+    assert "changed since: opencode V2 keeps a serialized tail" in out
     assert out.count("    reproduces: ") == len(VERSIONS) + sum(len(older) for older in OLDER.values())
     # Issue 48: each preset's versioned name (its commit, else its date; none for a composite or recorded one).
     assert "    this version: cline@21cb8d25 (the name alone is the newest)" in out

@@ -100,3 +100,64 @@ def test_older_versions_are_listed_and_recorded_by_their_names() -> None:
     }
     with pytest.raises(KeyError, match=r"its versions: codex@e06dd0e5 .*codex@0100b103"):
         get_strategy("codex@deadbeef")
+
+
+# --- opencode V2 (anomalyco/opencode 031a4a9c packages/core/src/session/compaction.ts) ---------------------
+
+
+def checkpointed(messages, keep=15_000):
+    opencode = get_strategy("opencode", keep_recent_tokens=keep)
+    return opencode.compact(Context(messages=tuple(messages)), unpinned(messages))
+
+
+def unpinned(messages):
+    """The request as the preset's harness makes it: the task not pinned (opencode summarizes it like any other)."""
+    return replace(request(replace(LONG_CODEX, messages=tuple(messages)), window=272_000), pin_task=False)
+
+
+def recent_part(text):
+    return text.split("<recent-context>\n", 1)[1].removesuffix("\n</recent-context>") if "<recent-context>" in text else ""
+
+
+def test_opencode_v2_compacts_at_the_window_less_32000() -> None:
+    preset = get_strategy("opencode")
+    assert preset.trigger.check(200_000 - 32_000, 200_000) == "threshold"  # required(): estimate >= the ceiling itself
+    assert preset.trigger.check(200_000 - 32_001, 200_000) is None
+    assert preset.estimator == "hybrid" and get_strategy("opencode@31e22f65").trigger.reserve_tokens == 52_000
+
+
+def test_opencode_v2_keeps_the_newest_15000_tokens_serialized_from_a_user_message() -> None:
+    result = checkpointed(LONG_CODEX.messages[: TURN_STARTS[20]])
+    after = result.context.messages
+    assert is_summary(after[-1]) and not any(is_user_turn_start(m) for m in after), "one checkpoint, no message kept verbatim"
+    recent = recent_part(after[-1].text())
+    assert recent.startswith("[User]: "), "the serialized tail starts at a user message"
+    # Every tool result cut to 2,000 characters: this stretch has longer ones.
+    results = [line for line in recent.split("\n[Tool result]: ")[1:]]
+    longest = max(len(p.content) for m in LONG_CODEX.messages[: TURN_STARTS[20]] for p in m.parts if hasattr(p, "content"))
+    assert longest > 2_000 and "\n[truncated]" in recent and results
+    tokens = len(recent) / 4
+    assert 5_000 < tokens < 15_000 + 6_000, "about the 15,000 allowance, extended back to the user message"
+
+
+def test_opencode_v2_keeps_only_the_latest_exchange_when_everything_fits() -> None:
+    messages = LONG_CODEX.messages[: TURN_STARTS[3]]
+    result = checkpointed(messages, keep=10**9)
+    recent = recent_part(result.context.messages[-1].text())
+    latest_user = messages[TURN_STARTS[2]]
+    assert recent.startswith(f"[User]: {latest_user.text()}") and f"[User]: {messages[TURN_STARTS[1]].text()}" not in recent
+
+
+def test_opencode_v2_updates_its_earlier_checkpoint() -> None:
+    first = checkpointed(LONG_CODEX.messages[: TURN_STARTS[10]]).context
+    grown = replace(first, messages=(*first.messages, *LONG_CODEX.messages[TURN_STARTS[10] : TURN_STARTS[20]]))
+    opencode = get_strategy("opencode")
+    again = opencode.compact(grown, unpinned(grown.messages))
+    checkpoints = [m for m in again.context.messages if is_summary(m)]
+    assert len(checkpoints) == 1 and again.messages_removed > 0
+    # The first request, only in the earlier checkpoint, is carried into the update; a fresh summary of the
+    # history since has no trace of it.
+    since = LONG_CODEX.messages[TURN_STARTS[10] : TURN_STARTS[20]]
+    fresh = opencode.compact(Context(messages=since), unpinned(since)).context.messages[-1].text()
+    task = LONG_CODEX.messages[TURN_STARTS[0]].text()[:60]
+    assert task in checkpoints[0].text() and task not in fresh
