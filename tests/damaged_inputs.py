@@ -39,6 +39,7 @@ SAMPLES = (
     ("openai-chat", "tests/fixtures/json_chat/real_openai_gpt4o_mini_image_tool.json"),
     ("anthropic-messages", "tests/fixtures/json_chat/real_anthropic_tool_with_thinking.json"),
     ("pi-session", "datasets/pi-sessions/sessions/compact.jsonl.gz"),
+    ("swe-agent", "tests/fixtures/swe_agent/6e44b9__sweagenttestrepo-1c2844.traj"),
 )
 # Samples exported as canonical files: the first (a plain session) and one with a real compaction.
 CANONICAL_OF = (0, 4)
@@ -138,7 +139,7 @@ def _mutate(kind: str, name: str, data: bytes, rng: random.Random, n: int) -> Da
 
 
 def _is_document(name: str) -> bool:
-    return name.endswith(".json")
+    return name.endswith((".json", ".traj"))
 
 
 def _retype(name: str, data: bytes, lines: list[bytes], filled: list[int], rng: random.Random) -> Damaged | None:

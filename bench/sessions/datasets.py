@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-SESSION_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+SESSION_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz", ".traj", ".traj.gz")
 # Files, folders or dataset names, as a command line or the API gives them: `str` or `Path`, one or several.
 PathArguments = str | os.PathLike | Sequence[str | os.PathLike] | None
 

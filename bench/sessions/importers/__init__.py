@@ -29,6 +29,7 @@ def _register_builtins(registry: Registry[Importer]) -> None:
     from compactlab.sessions.importers.mini_swe_agent import MiniSweAgentImporter
     from compactlab.sessions.importers.openai_chat import OpenAIChatImporter
     from compactlab.sessions.importers.pi_session import PiSessionImporter
+    from compactlab.sessions.importers.swe_agent import SweAgentImporter
 
     # Formats are told apart by content only one of them has: detection asks every importer, and a
     # file two of them claim is an error naming both (`detect`), so this order decides nothing but
@@ -39,6 +40,7 @@ def _register_builtins(registry: Registry[Importer]) -> None:
         CodexImporter(),
         PiSessionImporter(),
         MiniSweAgentImporter(),
+        SweAgentImporter(),
         OpenAIChatImporter(),
         AnthropicMessagesImporter(),
         CondenserLogImporter(),
