@@ -40,6 +40,7 @@ SAMPLES = (
     ("anthropic-messages", "tests/fixtures/json_chat/real_anthropic_tool_with_thinking.json"),
     ("pi-session", "datasets/pi-sessions/sessions/compact.jsonl.gz"),
     ("swe-agent", "tests/fixtures/swe_agent/6e44b9__sweagenttestrepo-1c2844.traj"),
+    ("gemini-cli", "tests/fixtures/gemini_cli/session-2026-12-02T13-09-b7c1e0f2.jsonl"),
 )
 # Samples exported as canonical files: the first (a plain session) and one with a real compaction.
 CANONICAL_OF = (0, 4)

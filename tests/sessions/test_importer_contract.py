@@ -28,6 +28,7 @@ REAL_FIXTURES = {
     "openai-chat": [FIXTURES / "json_chat" / "real_openai_gpt4o_mini_image_tool.json"],
     "anthropic-messages": [FIXTURES / "json_chat" / "real_anthropic_tool_with_thinking.json"],
     "swe-agent": sorted((FIXTURES / "swe_agent").glob("*.traj")),
+    "gemini-cli": sorted((FIXTURES / "gemini_cli").glob("*.jsonl")),
 }
 # Canonical exports are made from these (a Claude Code session with sub-agent facts, a pi session).
 EXPORTED = ("m-claude", "pi-sessions")

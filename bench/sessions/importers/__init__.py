@@ -26,6 +26,7 @@ def _register_builtins(registry: Registry[Importer]) -> None:
     from compactlab.sessions.importers.claude_code import ClaudeCodeImporter
     from compactlab.sessions.importers.codex import CodexImporter
     from compactlab.sessions.importers.condenser_log import CondenserLogImporter
+    from compactlab.sessions.importers.gemini_cli import GeminiCliImporter
     from compactlab.sessions.importers.mini_swe_agent import MiniSweAgentImporter
     from compactlab.sessions.importers.openai_chat import OpenAIChatImporter
     from compactlab.sessions.importers.pi_session import PiSessionImporter
@@ -41,6 +42,7 @@ def _register_builtins(registry: Registry[Importer]) -> None:
         PiSessionImporter(),
         MiniSweAgentImporter(),
         SweAgentImporter(),
+        GeminiCliImporter(),
         OpenAIChatImporter(),
         AnthropicMessagesImporter(),
         CondenserLogImporter(),
