@@ -75,3 +75,18 @@ def test_a_damaged_line_names_its_line_or_is_counted(tmp_path: Path) -> None:
         load_file(damaged)
     [session] = load_file(damaged, lenient=True)
     assert [s.line for s in session.skipped] == [4]
+
+
+def test_a_rewrite_moved_before_the_turns_it_keeps_is_damage_not_a_different_history(tmp_path: Path) -> None:
+    lines = FIXTURE.read_text().splitlines()
+    [rewrite] = [n for n, line in enumerate(lines) if '"$set":{"messages"' in line]
+    response = next(n for n, line in enumerate(lines) if '"type":"user","content":[{"functionResponse":{"id":"call-3"' in line)
+    moved = lines[:response] + [lines[rewrite]] + lines[response:rewrite] + lines[rewrite + 1 :]
+    damaged = tmp_path / FIXTURE.name
+    damaged.write_text("\n".join(moved) + "\n")
+    with pytest.raises(
+        SessionError, match=rf":{response + 2}: message .* recorded after the history rewrite at line {response + 1}"
+    ):
+        load_file(damaged)
+    [session] = load_file(damaged, lenient=True)
+    assert session.skipped and all("recorded after the history rewrite" in s.reason for s in session.skipped)

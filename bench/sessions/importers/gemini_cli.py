@@ -93,6 +93,7 @@ class _History:
         self.compactions: list[tuple[int, tuple[str, ...]]] = []  # (line of the rewrite, ids it kept)
         self.summary_of: dict[int, list[str]] = {}  # line of the rewrite -> its summary turns' ids
         self.ignored: Counter[str] = Counter()
+        self.first_in_rewrite: dict[str, int] = {}  # ids a rewrite held before any line recorded them -> its line
 
     def add(self, line: int, data: object) -> None:
         if not isinstance(data, dict):
@@ -106,6 +107,13 @@ class _History:
             elif "messages" in update:
                 self._rewrite(line, update["messages"])
         elif self._checked(line, data):
+            if data["id"] in self.first_in_rewrite:
+                # The engine records every turn before a rewrite lists it: lines moved out of order.
+                where = self.first_in_rewrite[data["id"]]
+                self.issues.report(
+                    line, f"message {data['id']!r:.60} recorded after the history rewrite at line {where} that held it"
+                )
+                return
             self._message(line, data)
 
     def _checked(self, line: int, data: dict, where: str = "") -> bool:
@@ -145,9 +153,7 @@ class _History:
         dropped = [i for i in self.live if i not in ids]
         if not dropped:  # a sync (masked tool output): the messages as first recorded are the history
             self.ignored["history_rewrite"] += 1
-            for m in new:
-                if m["id"] not in self.records:
-                    self._message(line, m)
+            self._add_new(line, new)
             self.live = ids
             return
         # The summary turns are the ones placed before a turn recorded earlier than them (or never
@@ -155,13 +161,17 @@ class _History:
         order = {i: k for k, i in enumerate(self.live)}
         position = [order.get(i, len(order)) for i in ids]
         summary_ids = [i for k, i in enumerate(ids) if i not in order or any(p < position[k] for p in position[k + 1 :])]
-        for m in new:
-            if m["id"] not in self.records:
-                self._message(line, m)
+        self._add_new(line, new)
         self.summaries.update(summary_ids)
         self.summary_of[line] = summary_ids
         self.compactions.append((line, tuple(i for i in ids if i not in summary_ids)))
         self.live = ids
+
+    def _add_new(self, line: int, new: list[dict]) -> None:
+        for m in new:
+            if m["id"] not in self.records:
+                self.first_in_rewrite[m["id"]] = line
+                self._message(line, m)
 
     def _text(self, message_id: str) -> str:
         """A summary turn's text ("" when it was rewound away or is damaged: its rewrite still happened)."""
