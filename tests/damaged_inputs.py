@@ -39,6 +39,7 @@ SAMPLES = (
     ("openai-chat", "tests/fixtures/json_chat/real_openai_gpt4o_mini_image_tool.json"),
     ("anthropic-messages", "tests/fixtures/json_chat/real_anthropic_tool_with_thinking.json"),
     ("pi-session", "datasets/pi-sessions/sessions/compact.jsonl.gz"),
+    ("cline-session", "tests/fixtures/cline/session.messages.json"),
 )
 # Samples exported as canonical files: the first (a plain session) and one with a real compaction.
 CANONICAL_OF = (0, 4)

@@ -27,6 +27,7 @@ REAL_FIXTURES = {
     "mini-swe-agent": sorted((FIXTURES / "mini_swe_agent").glob("*.traj.json")),
     "openai-chat": [FIXTURES / "json_chat" / "real_openai_gpt4o_mini_image_tool.json"],
     "anthropic-messages": [FIXTURES / "json_chat" / "real_anthropic_tool_with_thinking.json"],
+    "cline-session": sorted((FIXTURES / "cline").glob("*.json")),
 }
 # Canonical exports are made from these (a Claude Code session with sub-agent facts, a pi session).
 EXPORTED = ("m-claude", "pi-sessions")

@@ -24,6 +24,7 @@ def _register_builtins(registry: Registry[Importer]) -> None:
     from compactlab.sessions.importers.anthropic_messages import AnthropicMessagesImporter
     from compactlab.sessions.importers.canonical import CanonicalImporter
     from compactlab.sessions.importers.claude_code import ClaudeCodeImporter
+    from compactlab.sessions.importers.cline_session import ClineSessionImporter
     from compactlab.sessions.importers.codex import CodexImporter
     from compactlab.sessions.importers.condenser_log import CondenserLogImporter
     from compactlab.sessions.importers.mini_swe_agent import MiniSweAgentImporter
@@ -42,6 +43,7 @@ def _register_builtins(registry: Registry[Importer]) -> None:
         OpenAIChatImporter(),
         AnthropicMessagesImporter(),
         CondenserLogImporter(),
+        ClineSessionImporter(),
     ):
         registry.register(importer.name, importer)
 
