@@ -40,6 +40,7 @@ SAMPLES = (
     ("anthropic-messages", "tests/fixtures/json_chat/real_anthropic_tool_with_thinking.json"),
     ("pi-session", "datasets/pi-sessions/sessions/compact.jsonl.gz"),
     ("cline-session", "tests/fixtures/cline/session.messages.json"),
+    ("opencode", "tests/fixtures/opencode/opencode-1.18.33.db.gz"),
 )
 # Samples exported as canonical files: the first (a plain session) and one with a real compaction.
 CANONICAL_OF = (0, 4)
@@ -133,6 +134,8 @@ def _mutate(kind: str, name: str, data: bytes, rng: random.Random, n: int) -> Da
         return _replace_value(name, data, lines, filled, rng, "[" * depth + "]" * depth, "nest", f"{depth} nested arrays")
     if kind == "valid":
         return _still_valid(name, data, n)
+    if kind == "bom" and data.startswith(b"SQLite format 3\0"):
+        return None  # a byte-order mark belongs to text: before a database's header it is damage, not a valid file
     if kind in RECORD_KINDS:
         return _record_damage(kind, name, data, rng, n)
     raise ValueError(kind)

@@ -1,4 +1,5 @@
-"""Agents' own folders of a home directory (`~/.claude`, `~/.codex`, `~/.pi`, `~/.cline`) read as a dataset.
+"""Agents' own folders of a home directory (`~/.claude`, `~/.codex`, `~/.pi`, `~/.cline`,
+`~/.local/share/opencode`) read as a dataset.
 
 A folder named on the command line may be a whole home directory, or one of the agents' folders in
 it. Beside their sessions these folders hold files that are no sessions although their names say
@@ -28,13 +29,27 @@ ROOTS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     ),
     ".pi": (("agent/sessions", ("*.jsonl", "*.jsonl.gz")),),
     ".cline": (("data/sessions", ("*.messages.json", "*.messages.json.gz")),),
+    # opencode: its database, or (before 1.2) storage/session/<project>/ses_*.json with storage/message
+    # and storage/part beside it (the importer reads those from the session's file).
+    ".local/share/opencode": ((".", ("opencode.db",)), ("storage/session", ("ses_*.json",))),
 }
+# Agents whose sessions are named by the agent's folder alone: opencode 1.2 copies the JSON files'
+# sessions into its database and leaves the files (storage/json-migration.ts deletes none), so a session found in both gets one name, and the
+# second is refused as the same session twice rather than counted twice.
+NAMED_BY_FOLDER = (".local/share/opencode",)
 
 
-def _agent_part(path: PurePath) -> int | None:
-    """The index in `path.parts` of the last agent folder it passes through, or None."""
-    found = [i for i, part in enumerate(path.parts[:-1]) if part in ROOTS]
-    return found[-1] if found else None
+def _agent_part(path: PurePath) -> tuple[int, str] | None:
+    """(the index in `path.parts` just past the last agent folder it passes through, that folder's
+    key in ROOTS), or None."""
+    found = None
+    folders = path.parts[:-1]
+    for key in ROOTS:
+        wanted = tuple(key.split("/"))
+        for start in range(len(folders) - len(wanted) + 1):
+            if folders[start : start + len(wanted)] == wanted and (found is None or start + len(wanted) > found[0]):
+                found = (start + len(wanted), key)
+    return found
 
 
 def in_agent_folder(path: Path) -> bool:
@@ -46,12 +61,14 @@ def is_agent_session(path: Path) -> bool:
     """Whether a file inside an agent's folder is one of its sessions: in its session folder, named
     as the agent names them."""
     absolute = Path(path).absolute()
-    at = _agent_part(absolute)
-    if at is None:
+    found = _agent_part(absolute)
+    if found is None:
         return False
-    inside = PurePath(*absolute.parts[at + 1 :])
-    for folder, names in ROOTS[absolute.parts[at]]:
-        if inside.is_relative_to(folder) and any(fnmatch.fnmatchcase(absolute.name, n) for n in names):
+    end, key = found
+    inside = PurePath(*absolute.parts[end:])
+    for folder, names in ROOTS[key]:
+        placed = inside.parent == PurePath(".") if folder == "." else inside.is_relative_to(folder)
+        if placed and any(fnmatch.fnmatchcase(absolute.name, n) for n in names):
             return True
     return False
 
@@ -62,6 +79,9 @@ def home_name(path: Path) -> str | None:
     if not is_agent_session(path):
         return None
     absolute = Path(path).absolute()
-    at = _agent_part(absolute)
-    assert at is not None
-    return PurePath(*absolute.parts[at:-1]).as_posix()
+    found = _agent_part(absolute)
+    assert found is not None
+    end, key = found
+    if key in NAMED_BY_FOLDER:
+        return key
+    return PurePath(*absolute.parts[end - len(key.split("/")) : -1]).as_posix()

@@ -15,6 +15,7 @@ from tests.conftest import REPO
 
 DATASETS = REPO / "datasets"
 CLINE = REPO / "tests" / "fixtures" / "cline"
+OPENCODE = REPO / "tests" / "fixtures" / "opencode"
 
 
 def _session_id(path: Path) -> str:
@@ -49,6 +50,13 @@ def _home(tmp_path: Path) -> tuple[Path, dict[Path, Path], list[Path]]:
         place(source, home / ".pi" / "agent" / "sessions" / "--Users-x-pi-mono--" / source.name)
     cline = home / ".cline" / "data" / "sessions" / "1784094124598_rruoq"
     place(CLINE / "agentic.compaction.json", cline / "1784094124598_rruoq.messages.json")
+    opencode = home / ".local" / "share" / "opencode"
+    opencode.mkdir(parents=True)
+    (opencode / "opencode.db").write_bytes(gzip.decompress((OPENCODE / "opencode-1.18.33.db.gz").read_bytes()))
+    placed[opencode / "opencode.db"] = OPENCODE / "opencode-1.18.33.db.gz"
+    shutil.copytree(OPENCODE / "storage-1.1.65", opencode / "storage")
+    (session_file,) = (opencode / "storage" / "session").glob("*/ses_*.json")
+    placed[session_file] = session_file
     # Beside the sessions, files named like sessions that are none: a read of the home passes them over.
     others = [
         cline / "1784094124598_rruoq.json",  # Cline's manifest of the session (a real one)
@@ -66,22 +74,27 @@ def _home(tmp_path: Path) -> tuple[Path, dict[Path, Path], list[Path]]:
 def test_a_home_directory_is_read_as_one_dataset_of_its_agents_sessions(tmp_path: Path) -> None:
     home, placed, others = _home(tmp_path)
     loaded = load_inputs([str(home)], workers=1)
-    assert loaded.failed == () and sorted(loaded.passed_over) == sorted(others)
+    storage = home / ".local" / "share" / "opencode" / "storage"
+    store_files = [p for p in storage.rglob("*") if p.is_file() and p.parent.parent.name != "session"]  # messages, parts, ...
+    assert loaded.failed == () and sorted(loaded.passed_over) == sorted(others + store_files)
     alone = {path: load_file(path) for path in placed}
     # Every session of every file, each once, with the calls each file holds read on its own.
     assert len(loaded.sessions) == sum(len(s) for s in alone.values())
     assert [len(t.calls) for t in loaded.sessions] == [len(t.calls) for path in sorted(placed) for t in alone[path]]
     formats = {t.source_format for t in loaded.sessions}
-    assert formats == {"claude-code", "codex-rollout", "pi-session", "cline-session"}
+    assert formats == {"claude-code", "codex-rollout", "pi-session", "cline-session", "opencode"}
 
 
 def test_each_session_is_named_by_its_folder_relative_to_the_home(tmp_path: Path) -> None:
     home, placed, _ = _home(tmp_path)
     loaded = load_inputs([str(home)], workers=1)
-    by_path = {Path(t.source_path): t for t in loaded.sessions if not t.is_subagent}
+    by_path = {Path(t.source_path): t for t in loaded.sessions if not t.is_subagent and t.source_format != "opencode"}
     for path, session in by_path.items():
         folder = path.parent.relative_to(home).as_posix()
         assert session.id == f"{folder}/{load_file(path)[0].id}"
+    # opencode's sessions, in its database or its older JSON files, are named by its folder alone.
+    named = sorted(t.id for t in loaded.sessions if t.source_format == "opencode")
+    assert named == sorted(f".local/share/opencode/{load_file(p)[0].id}" for p in placed if "opencode" in p.parts)
     # The same layout names the same sessions alike from the agent's own folder.
     again = load_inputs([str(home / ".codex")], workers=1)
     assert {t.id for t in again.sessions} == {t.id for t in loaded.sessions if t.source_format == "codex-rollout"}

@@ -29,6 +29,7 @@ def _register_builtins(registry: Registry[Importer]) -> None:
     from compactlab.sessions.importers.condenser_log import CondenserLogImporter
     from compactlab.sessions.importers.mini_swe_agent import MiniSweAgentImporter
     from compactlab.sessions.importers.openai_chat import OpenAIChatImporter
+    from compactlab.sessions.importers.opencode import OpencodeImporter
     from compactlab.sessions.importers.pi_session import PiSessionImporter
 
     # Formats are told apart by content only one of them has: detection asks every importer, and a
@@ -44,6 +45,7 @@ def _register_builtins(registry: Registry[Importer]) -> None:
         AnthropicMessagesImporter(),
         CondenserLogImporter(),
         ClineSessionImporter(),
+        OpencodeImporter(),
     ):
         registry.register(importer.name, importer)
 

@@ -29,10 +29,10 @@ datasets/cline-sdk-sessions):
 from __future__ import annotations
 
 import json
-from collections import Counter
 
 from compactlab.sessions import model
 from compactlab.sessions.importers import importer as common
+from compactlab.sessions.importers.conversation import Conversation, model_name
 from compactlab.sessions.model import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from compactlab.sessions.source import RecordIssues, SessionError, Source
 
@@ -82,14 +82,9 @@ class ClineSessionImporter:
         return [builder.build(source, data["sessionId"])]
 
 
-class _Builder:
+class _Builder(Conversation):
     def __init__(self, issues: RecordIssues):
-        self.issues = issues
-        self.pairing = common.ToolPairing(issues)
-        self.messages: list[Message] = []
-        self.compactions: list[model.CompactionMarker] = []
-        self.ignored: Counter[str] = Counter()
-        self.models: set[str] = set()
+        super().__init__(issues)
         # The compaction being read: its marker's fields and when it was made (epoch ms), until
         # the first message recorded after it closes it.
         self.open: dict | None = None
@@ -169,11 +164,6 @@ class _Builder:
         )
         self.open = None
 
-    def _append(self, message: Message) -> None:
-        kept = self.pairing.filter(message)
-        if kept is not None and kept.parts:
-            self.messages.append(kept)
-
     def _user(self, content: object, source_id: str, where: str) -> None:
         blocks = self._blocks(content, where)
         if blocks is None:
@@ -182,9 +172,9 @@ class _Builder:
         results = [p for p in blocks if isinstance(p, ToolResultPart)]
         others = [p for p in blocks if not isinstance(p, ToolResultPart)]
         for number, result in enumerate(results):
-            self._append(Message("tool", (result,), f"{source_id}#{number}" if number else source_id))
+            self.append(Message("tool", (result,), f"{source_id}#{number}" if number else source_id))
         if others:
-            self._append(Message("user", tuple(others), source_id))
+            self.append(Message("user", tuple(others), source_id))
         if not blocks:
             self.ignored["user message with no content"] += 1
 
@@ -196,9 +186,7 @@ class _Builder:
         if not parts:
             self.ignored["assistant message with no content: no reply"] += 1
             return
-        if call is not None:
-            self.models.add(call.model)
-        self._append(Message("assistant", tuple(parts), source_id, call=call))
+        self.append(Message("assistant", tuple(parts), source_id, call=call))
 
     def _blocks(self, content: object, where: str) -> list[model.Part] | None:
         if isinstance(content, str):
@@ -259,13 +247,11 @@ class _Builder:
         if uncached + counts["cache_read_tokens"] + counts["cache_write_tokens"] == 0:
             return None  # a request that failed before the provider counted a prompt
         cost = metrics.get("cost")
-        if cost is not None and not common.is_cost(cost):
-            self.issues.report(None, f"{where}: `metrics.cost` must be a cost in USD, got {cost!r:.40}")
+        if self.bad_cost(cost, f"{where}: `metrics.cost`"):
             return None
         info = raw.get("modelInfo")
-        model_id = info.get("id") if isinstance(info, dict) else None
         return model.LLMCall(
-            model=model_id if isinstance(model_id, str) and model_id else "unknown",
+            model=model_name(info.get("id") if isinstance(info, dict) else None),
             input_tokens=uncached,
             cache_read_tokens=counts["cache_read_tokens"],
             cache_write_tokens=counts["cache_write_tokens"],
@@ -275,10 +261,7 @@ class _Builder:
         )
 
     def build(self, source: Source, id: str) -> model.Session:
-        # (positional: id, format, path, messages, models, context window, compactions, skipped, ignored)
-        found = (tuple(self.messages), tuple(sorted(self.models)), None, tuple(self.compactions))
-        counted = (tuple(self.issues.skipped), tuple(sorted(self.ignored.items())))
-        return model.Session(id, ClineSessionImporter.name, str(source.path), *found, *counted)
+        return self.session(id, ClineSessionImporter.name, str(source.path))
 
 
 def _texts(content: object) -> str:
