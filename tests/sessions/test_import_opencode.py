@@ -54,7 +54,7 @@ def test_the_database_s_calls_are_its_steps_with_usage_as_recorded(tmp_path: Pat
     assert len(session.calls) == len(steps) == 12
     # opencode stores `input` without the cached tokens: the prompt is input + cache read + write.
     assert [c.prompt_tokens for c in session.calls] == [s["input"] + s["cache"]["read"] + s["cache"]["write"] for s in steps]
-    assert [c.output_tokens for c in session.calls] == [s["output"] + s["reasoning"] for s in steps]
+    assert [c.output_tokens for c in session.calls] == [s["output"] for s in steps]
     assert load_file(DATABASE)[0].calls == session.calls  # the gzipped copy reads the same
 
 

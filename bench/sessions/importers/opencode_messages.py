@@ -6,8 +6,10 @@ and `session.sql.ts`, and files written by opencode 1.18.33 and 1.1.65 themselve
   (`prt_...` ids grow with time). An assistant message records `modelID`, `providerID`, `mode`,
   and per model call a `step-start` ... `step-finish` run of parts; the `step-finish` holds that
   call's `tokens` `{input, output, reasoning, cache: {read, write}}` and `cost`. opencode stores
-  `input` without the cached tokens (`total` = input + output + reasoning + cache read + write), so
-  it is the uncached input here; reasoning tokens are billed as output, so they join `output`.
+  `input` without the cached tokens (`total` = input + output + cache read + write in the files here), so
+  it is the uncached input here. `output` is the AI SDK's `outputTokens`, which already holds the
+  reasoning tokens (`reasoning` is a part of it, as OpenAI's and Anthropic's usage count them), so
+  `output` alone is the call's output.
 - Parts: `text` (`synthetic` ones are sent too; `ignored` ones are not), `reasoning`, `tool`
   (`callID`, `tool`, `state {status, input, output | error}`: the call and its result, which
   opencode sends back as a tool message), `file` (an attachment: its name and type stand in),
@@ -197,7 +199,7 @@ class OpencodeBuilder(Conversation):
             input_tokens=counts["input"],
             cache_read_tokens=counts["cache.read"],
             cache_write_tokens=counts["cache.write"],
-            output_tokens=counts["output"] + counts["reasoning"],
+            output_tokens=counts["output"],
             cost_usd=float(cost) if cost is not None else None,
             timestamp=common.timestamp_seconds(time.get("created")),
         )
