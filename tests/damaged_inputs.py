@@ -41,6 +41,7 @@ SAMPLES = (
     ("pi-session", "datasets/pi-sessions/sessions/compact.jsonl.gz"),
     ("cline-session", "tests/fixtures/cline/session.messages.json"),
     ("opencode", "tests/fixtures/opencode/opencode-1.18.33.db.gz"),
+    ("dataclaw", "tests/fixtures/dataclaw/conversations.jsonl.gz"),
 )
 # Samples exported as canonical files: the first (a plain session) and one with a real compaction.
 CANONICAL_OF = (0, 4)

@@ -28,6 +28,7 @@ REAL_FIXTURES = {
     "openai-chat": [FIXTURES / "json_chat" / "real_openai_gpt4o_mini_image_tool.json"],
     "anthropic-messages": [FIXTURES / "json_chat" / "real_anthropic_tool_with_thinking.json"],
     "cline-session": sorted((FIXTURES / "cline").glob("*.json")),
+    "dataclaw": [FIXTURES / "dataclaw" / "conversations.jsonl.gz"],
     "opencode": [
         FIXTURES / "opencode" / "opencode-1.18.33.db.gz",
         *sorted((FIXTURES / "opencode").glob("storage-*/session/*/ses_*.json")),

@@ -27,6 +27,7 @@ def _register_builtins(registry: Registry[Importer]) -> None:
     from compactlab.sessions.importers.cline_session import ClineSessionImporter
     from compactlab.sessions.importers.codex import CodexImporter
     from compactlab.sessions.importers.condenser_log import CondenserLogImporter
+    from compactlab.sessions.importers.dataclaw import DataClawImporter
     from compactlab.sessions.importers.mini_swe_agent import MiniSweAgentImporter
     from compactlab.sessions.importers.openai_chat import OpenAIChatImporter
     from compactlab.sessions.importers.opencode import OpencodeImporter
@@ -46,6 +47,7 @@ def _register_builtins(registry: Registry[Importer]) -> None:
         CondenserLogImporter(),
         ClineSessionImporter(),
         OpencodeImporter(),
+        DataClawImporter(),
     ):
         registry.register(importer.name, importer)
 
