@@ -39,6 +39,11 @@ SAMPLES = (
     ("openai-chat", "tests/fixtures/json_chat/real_openai_gpt4o_mini_image_tool.json"),
     ("anthropic-messages", "tests/fixtures/json_chat/real_anthropic_tool_with_thinking.json"),
     ("pi-session", "datasets/pi-sessions/sessions/compact.jsonl.gz"),
+    ("swe-agent", "tests/fixtures/swe_agent/6e44b9__sweagenttestrepo-1c2844.traj"),
+    ("gemini-cli", "tests/fixtures/gemini_cli/session-2026-12-02T13-09-b7c1e0f2.jsonl"),
+    ("cline-session", "tests/fixtures/cline/session.messages.json"),
+    ("opencode", "tests/fixtures/opencode/opencode-1.18.33.db.gz"),
+    ("dataclaw", "tests/fixtures/dataclaw/conversations.jsonl.gz"),
 )
 # Samples exported as canonical files: the first (a plain session) and one with a real compaction.
 CANONICAL_OF = (0, 4)
@@ -132,13 +137,15 @@ def _mutate(kind: str, name: str, data: bytes, rng: random.Random, n: int) -> Da
         return _replace_value(name, data, lines, filled, rng, "[" * depth + "]" * depth, "nest", f"{depth} nested arrays")
     if kind == "valid":
         return _still_valid(name, data, n)
+    if kind == "bom" and data.startswith(b"SQLite format 3\0"):
+        return None  # a byte-order mark belongs to text: before a database's header it is damage, not a valid file
     if kind in RECORD_KINDS:
         return _record_damage(kind, name, data, rng, n)
     raise ValueError(kind)
 
 
 def _is_document(name: str) -> bool:
-    return name.endswith(".json")
+    return name.endswith((".json", ".traj"))
 
 
 def _retype(name: str, data: bytes, lines: list[bytes], filled: list[int], rng: random.Random) -> Damaged | None:

@@ -16,7 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-SESSION_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+from compactlab.sessions.agent_homes import in_agent_folder, is_agent_session
+
+SESSION_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz", ".traj", ".traj.gz")
 # Files, folders or dataset names, as a command line or the API gives them: `str` or `Path`, one or several.
 PathArguments = str | os.PathLike | Sequence[str | os.PathLike] | None
 
@@ -224,14 +226,20 @@ def folder_files(folder: Path) -> tuple[list[Path], list[Path], set[Path]]:
                 pending.append(path)
             elif entry.is_symlink() and not _within(os.path.realpath(path), inside):
                 outside.add(path)
-                (found if entry.name.endswith(SESSION_SUFFIXES) else other).append(path)
-            elif is_file or entry.is_symlink() or entry.name.endswith(SESSION_SUFFIXES):
+                (found if _session_name(path) else other).append(path)
+            elif is_file or entry.is_symlink() or _session_name(path):
                 # (a link to nothing or into a loop is neither a file nor a folder; a FIFO, socket or
                 # device named like a session is read as one and refused, naming itself)
-                (found if entry.name.endswith(SESSION_SUFFIXES) else other).append(path)
+                (found if _session_name(path) else other).append(path)
             else:
                 other.append(path)  # a FIFO, socket or device: passed over, counted
     return sorted(found), sorted(other), outside
+
+
+def _session_name(path: Path) -> bool:
+    """Whether a file found in a folder is a session by its name: inside an agent's folder of a home,
+    one of its sessions (`agent_homes`); elsewhere, any file of a session suffix."""
+    return is_agent_session(path) if in_agent_folder(path) else path.name.endswith(SESSION_SUFFIXES)
 
 
 def _within(path: str, folder: str) -> bool:

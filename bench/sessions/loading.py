@@ -23,6 +23,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from compactlab.sessions.agent_homes import home_name
 from compactlab.sessions.datasets import PathArguments, link_out, resolve_inputs
 from compactlab.sessions.importers import load_file
 from compactlab.sessions.model import LLMCall, Session, SkippedRecord
@@ -218,7 +219,8 @@ def read_files(
 
 def _qualifiers(files: Sequence[Path]) -> dict[Path, str]:
     """For files of one name in several folders (whose sessions would get one id), the folder
-    that tells each apart, relative to the folder they share: its sessions' ids start with it."""
+    that tells each apart, relative to the folder they share: its sessions' ids start with it. An
+    agent's session file in a home directory: its folder relative to the home."""
     by_name: dict[str, list[Path]] = {}
     for path in files:
         by_name.setdefault(path.name.removesuffix(".gz"), []).append(path)
@@ -230,6 +232,8 @@ def _qualifiers(files: Sequence[Path]) -> dict[Path, str]:
         if len(set(names)) < len(names):  # x.jsonl beside x.jsonl.gz: the file names tell them apart
             names = [Path(os.path.relpath(os.path.abspath(p), shared)).as_posix() for p in group]
         qualifiers.update(zip(group, names))
+    # An agent's session in a home is named by its folder relative to the home (agent_homes).
+    qualifiers.update((path, name) for path in files if (name := home_name(path)) is not None)
     return qualifiers
 
 

@@ -27,6 +27,14 @@ REAL_FIXTURES = {
     "mini-swe-agent": sorted((FIXTURES / "mini_swe_agent").glob("*.traj.json")),
     "openai-chat": [FIXTURES / "json_chat" / "real_openai_gpt4o_mini_image_tool.json"],
     "anthropic-messages": [FIXTURES / "json_chat" / "real_anthropic_tool_with_thinking.json"],
+    "swe-agent": sorted((FIXTURES / "swe_agent").glob("*.traj")),
+    "gemini-cli": sorted((FIXTURES / "gemini_cli").glob("*.jsonl")),
+    "cline-session": sorted((FIXTURES / "cline").glob("*.json")),
+    "dataclaw": [FIXTURES / "dataclaw" / "conversations.jsonl.gz"],
+    "opencode": [
+        FIXTURES / "opencode" / "opencode-1.18.33.db.gz",
+        *sorted((FIXTURES / "opencode").glob("storage-*/session/*/ses_*.json")),
+    ],
 }
 # Canonical exports are made from these (a Claude Code session with sub-agent facts, a pi session).
 EXPORTED = ("m-claude", "pi-sessions")
@@ -118,5 +126,5 @@ def test_the_stages_read_a_format_s_facts_from_its_importer() -> None:
         assert (framing.count_thinking, framing.anthropic_images) == (facts.thinking_resent, facts.anthropic_images)
         assert preset_of_format(name) == facts.engine_preset
         assert (name in without_system_prompt()) is not facts.system_prompt_in_file
-    assert {name for name in importers() if preset_of_format(name)} == {"claude-code", "codex-rollout", "pi-session"}
+    assert {name for name in importers() if preset_of_format(name)} == {"claude-code", "codex-rollout", "pi-session", "opencode"}
     assert format_facts("no-such-format") == format_facts("openai-chat")  # a session built in code: the defaults

@@ -24,11 +24,16 @@ def _register_builtins(registry: Registry[Importer]) -> None:
     from compactlab.sessions.importers.anthropic_messages import AnthropicMessagesImporter
     from compactlab.sessions.importers.canonical import CanonicalImporter
     from compactlab.sessions.importers.claude_code import ClaudeCodeImporter
+    from compactlab.sessions.importers.cline_session import ClineSessionImporter
     from compactlab.sessions.importers.codex import CodexImporter
     from compactlab.sessions.importers.condenser_log import CondenserLogImporter
+    from compactlab.sessions.importers.dataclaw import DataClawImporter
+    from compactlab.sessions.importers.gemini_cli import GeminiCliImporter
     from compactlab.sessions.importers.mini_swe_agent import MiniSweAgentImporter
     from compactlab.sessions.importers.openai_chat import OpenAIChatImporter
+    from compactlab.sessions.importers.opencode import OpencodeImporter
     from compactlab.sessions.importers.pi_session import PiSessionImporter
+    from compactlab.sessions.importers.swe_agent import SweAgentImporter
 
     # Formats are told apart by content only one of them has: detection asks every importer, and a
     # file two of them claim is an error naming both (`detect`), so this order decides nothing but
@@ -39,9 +44,14 @@ def _register_builtins(registry: Registry[Importer]) -> None:
         CodexImporter(),
         PiSessionImporter(),
         MiniSweAgentImporter(),
+        SweAgentImporter(),
+        GeminiCliImporter(),
         OpenAIChatImporter(),
         AnthropicMessagesImporter(),
         CondenserLogImporter(),
+        ClineSessionImporter(),
+        OpencodeImporter(),
+        DataClawImporter(),
     ):
         registry.register(importer.name, importer)
 

@@ -109,6 +109,8 @@ def read_chat_document(source: Source) -> ChatDocument | str:
     info = data.get("info")
     if "trajectory_format" in data or (isinstance(info, dict) and "mini_version" in info):
         return "has `trajectory_format`/`info.mini_version`: an agent trajectory (mini-swe-agent), not a saved API request"
+    if isinstance(data.get("sessionId"), str) and "version" in data:
+        return "has `version` and `sessionId`: a Cline SDK session (cline-session), not a saved API request"
     return _with_content(ChatDocument(top=data, messages=data["messages"]))
 
 

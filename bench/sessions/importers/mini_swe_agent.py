@@ -44,8 +44,11 @@ _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "u
 _TEXT_TYPES = ("text", "input_text", "output_text")
 
 
-class _Bad(Exception):
+class BadShape(Exception):
     """A record of the wrong shape. The text is the path below `messages[i]` and what is wrong there."""
+
+
+_Bad = BadShape
 
 
 def _type(value: object) -> str:
@@ -241,17 +244,7 @@ class _Reader:
         return []
 
     def _tool_calls(self, tool_calls: object) -> list[Part]:
-        if tool_calls is None:
-            return []
-        if not isinstance(tool_calls, list):
-            raise _Bad(f".tool_calls: expected a list, got {_type(tool_calls)}")
-        parts: list[Part] = []
-        for k, call in enumerate(tool_calls):
-            fn = call.get("function") if isinstance(call, dict) else None
-            if not (isinstance(fn, dict) and isinstance(call.get("id"), str) and isinstance(fn.get("name"), str)):
-                raise _Bad(f".tool_calls[{k}]: expected {{id, function: {{name, arguments}}}}, got {call!r:.60}")
-            parts.append(ToolCallPart(id=call["id"], name=fn["name"], arguments=_arguments(fn.get("arguments"))))
-        return parts
+        return openai_tool_calls(tool_calls)
 
     def _response_object(self, raw: dict) -> list[Part]:
         output = raw.get("output")
@@ -332,6 +325,22 @@ class _Reader:
             cost_usd=float(cost) if cost is not None else None,
             request_id=request_id if isinstance(request_id, str) else None,
         )
+
+
+def openai_tool_calls(tool_calls: object) -> list[Part]:
+    """OpenAI `tool_calls` (`[{id, function: {name, arguments}}]`) as parts; a wrong shape raises `BadShape`
+    (SWE-agent's function-calling replies hold the same list)."""
+    if tool_calls is None:
+        return []
+    if not isinstance(tool_calls, list):
+        raise _Bad(f".tool_calls: expected a list, got {_type(tool_calls)}")
+    parts: list[Part] = []
+    for k, call in enumerate(tool_calls):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not (isinstance(fn, dict) and isinstance(call.get("id"), str) and isinstance(fn.get("name"), str)):
+            raise _Bad(f".tool_calls[{k}]: expected {{id, function: {{name, arguments}}}}, got {call!r:.60}")
+        parts.append(ToolCallPart(id=call["id"], name=fn["name"], arguments=_arguments(fn.get("arguments"))))
+    return parts
 
 
 def _arguments(arguments: object) -> str:
