@@ -13,20 +13,20 @@ import cProfile
 import pstats
 import time
 
-# One stage a line: the function's file under the repository, its name, and the label, indented as the stages nest.
+# One stage a line: the function's file in the package (bench/), its name, and the label, indented as the stages nest.
 _TABLE = """\
-bench/runs/run_checks.py check_run | checks before the run (a pass over the files)
-bench/sessions/importers/__init__.py load_file | reading (importers, both passes)
-bench/runs/session_job.py replay_session | replaying every setting of every session
-bench/replay/replay.py replay |   the replays (engine, strategies, scoring)
-bench/compaction/engine.py _compact |     compactions (engine and strategy)
-bench/compaction/engine.py piece_size |       pieces the strategies count
-bench/replay/replay.py _scored |     scoring the compactions
-bench/runs/session_job.py assemble |   rows and per-session results
-bench/runs/session_job.py _results |     per-session results (sessions.csv rows)
-bench/runs/report_inputs.py estimated |     token estimation (the report's)
-bench/results/leaderboard.py summary_document | statistics (summary.json: bootstrap, Holm, figures)
-bench/report/run_report.py write_run_report | the report
+runs/run_checks.py check_run | checks before the run (a pass over the files)
+sessions/importers/__init__.py load_file | reading (importers, both passes)
+runs/session_job.py replay_session | replaying every setting of every session
+replay/replay.py replay |   the replays (engine, strategies, scoring)
+compaction/engine.py _compact |     compactions (engine and strategy)
+compaction/engine.py piece_size |       pieces the strategies count
+replay/replay.py _scored |     scoring the compactions
+runs/session_job.py assemble |   rows and per-session results
+runs/session_job.py _results |     per-session results (sessions.csv rows)
+runs/report_inputs.py estimated |       token estimation (the report's)
+results/leaderboard.py summary_document | statistics (summary.json: bootstrap, Holm, figures)
+report/run_report.py write_run_report | the report
 """
 STAGES = tuple((*line.split(" | ")[0].split(), line.split(" | ")[1]) for line in _TABLE.splitlines())
 
@@ -37,7 +37,7 @@ def stage_lines(stats: pstats.Stats) -> list[str]:
     cumulative: dict[tuple[str, str], float] = {}
     for (filename, _, name), (_, _, _, ct, _) in stats.stats.items():  # type: ignore[attr-defined]
         for path, function, _ in STAGES:
-            if name == function and filename.endswith(path):
+            if name == function and filename.endswith("/" + path):
                 cumulative[(path, function)] = cumulative.get((path, function), 0.0) + ct
     lines = [f"CPU seconds profiled: {total:.1f}"]
     for path, function, label in STAGES:
