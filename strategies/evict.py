@@ -100,7 +100,7 @@ class Evict:
             for part in message.parts:
                 if isinstance(part, ToolCallPart):
                     calls[part.id] = (at, part, call_effect(part))
-        later = _Later(messages, calls)
+        later = _IndexedLater(messages, calls)
         found = []
         for at, message in enumerate(messages[:protected_from]):
             if at in pinned:
@@ -148,6 +148,60 @@ class _Later:
             if effect.paths and other.effect in ("read", "write") and _overlap(effect.paths, other.paths):
                 return True
         return False
+
+
+class _IndexedLater(_Later):
+    """`_Later`'s answers from the last position of each kind of later effect, found once per
+    context: asking every output about every later call made a compaction quadratic in the
+    context's calls (most of this strategy's time in a sweep). `_Later` is the definition;
+    `tests/strategies/test_evict_later.py` holds the two equal on real sessions."""
+
+    def __init__(self, messages: tuple[Message, ...], calls: dict[str, tuple[int, ToolCallPart, CallEffect]]) -> None:
+        super().__init__(messages, calls)
+        # Position order: the last one written for a key is its largest position.
+        self.last_change = -1  # of any run, write or side effect (what `changed` asks without paths)
+        self.last_command: dict[str, int] = {}
+        self.writes: dict[str, list[tuple[int, tuple[str, ...]]]] = {}  # write or side effect, by file name
+        self.reads_and_writes: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+        for at, effect in zip(self.at, self.effects):
+            if effect.effect in ("run", "write", "side_effect"):
+                self.last_change = at
+            if effect.command is not None:
+                self.last_command[effect.command] = at
+            for kind, index in (("write side_effect", self.writes), ("read write", self.reads_and_writes)):
+                if effect.effect in kind.split():
+                    for name in dict.fromkeys(map(_file_name, effect.paths)):
+                        index.setdefault(name, []).append((at, effect.paths))
+        self._last: dict[tuple[int, tuple[str, ...]], int] = {}
+
+    def _last_overlapping(self, index: dict[str, list[tuple[int, tuple[str, ...]]]], paths: tuple[str, ...]) -> int:
+        """The last position in `index` of an effect on a file of `paths` (-1: none). A file named
+        alike is one `same_file` can match: it matches only paths that end in the same name."""
+        key = (id(index), paths)
+        found = self._last.get(key)
+        if found is None:
+            found = -1
+            for name in dict.fromkeys(map(_file_name, paths)):
+                for at, other in index.get(name, ()):
+                    if at > found and _overlap(paths, other):
+                        found = at
+            self._last[key] = found
+        return found
+
+    def changed(self, at: int, paths: tuple[str, ...]) -> bool:
+        if not paths:
+            return self.last_change > at
+        return self._last_overlapping(self.writes, paths) > at
+
+    def repeated(self, at: int, effect: CallEffect) -> bool:
+        if effect.command is not None and self.last_command.get(effect.command, -1) > at:
+            return True
+        return bool(effect.paths) and self._last_overlapping(self.reads_and_writes, effect.paths) > at
+
+
+def _file_name(path: str) -> str:
+    """The last segment of a path, which every path `same_file` takes for the same file ends in."""
+    return path.removeprefix("./").rsplit("/", 1)[-1]
 
 
 def _tier(effect: CallEffect, call: ToolCallPart, result: ToolResultPart, at: int, later: _Later) -> tuple[int | None, str, str]:

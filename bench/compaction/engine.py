@@ -94,6 +94,9 @@ class Engine:
     summarizer: Summarizer | None = None
     harness: Harness = field(default_factory=Harness)  # the loop guard, the emergency path, task pinning
     text_tokens: Callable[[str], float] | None = None  # the provider's count of one text (`CompactionRequest`)
+    # A faster equal of `piece_size_plain` the driver may offer (the replay's `Walk.piece_size`, which
+    # sums the pieces' message estimates without building two contexts): None where it cannot tell.
+    piece_sizes: Callable[[Sequence[Message]], int | None] | None = None
     min_reduction: float = 0.05
     max_failures: int = 3
     stalled: bool = False
@@ -154,6 +157,15 @@ class Engine:
         return self.meter(replace(context, known_usage=None) if context.known_usage else context)
 
     def piece_size(self, messages: Sequence[Message]) -> int:
+        """`piece_size_plain`, by the driver's `piece_sizes` where it offers an answer (a strategy
+        asks for hundreds of pieces per compaction: most of a sweep's counting)."""
+        if self.piece_sizes is not None:
+            found = self.piece_sizes(messages)
+            if found is not None:
+                return found
+        return self.piece_size_plain(messages)
+
+    def piece_size_plain(self, messages: Sequence[Message]) -> int:
         """A piece of a context (a kept tail, one message) in the units of `size`: what it adds to a
         prompt. The one size definition a strategy budgets with (`Harness.pieces` "measured"), so
         that what it keeps is what the next prompt is measured at."""

@@ -81,8 +81,10 @@ def _set_up(
     summarizer: Summarizer | None,
     meter: Meter | None,
     strategy: Strategy | None,
+    fast: bool = False,
 ) -> _Setup | None:
-    """None for a session without recorded calls (nothing to replay)."""
+    """None for a session without recorded calls (nothing to replay); `fast`: the engine sizes a
+    strategy's pieces with the walk's equal of its definition (`Walk.piece_size`)."""
     # A strategy built by hand gets the strategies its settings name built here, as the registry does.
     strategy = resolved(strategy) if strategy is not None else get_strategy(setting.strategy, **dict(setting.settings))
     estimator = estimator_of(strategy, setting.estimator)
@@ -106,6 +108,7 @@ def _set_up(
         summarizer=summarizer,
         harness=harness,
         text_tokens=meter.text_counter(),
+        piece_sizes=walk.piece_size if fast else None,
     )
     markers = {m.at_message: m for m in session.compactions}
     recorded = setting.strategy == "recorded" or setting.at_real_compactions
@@ -222,7 +225,7 @@ def replay(
     """Replay `session` under `setting`, as `replay_plain` does, with the speed machinery of
     `compactlab.replay.fast`. `strategy`: the one `setting` names, when the caller has it already (a
     run makes each setting's once, not once per session)."""
-    setup = _set_up(session, setting, windows, summarizer, meter, strategy)
+    setup = _set_up(session, setting, windows, summarizer, meter, strategy, fast=True)
     if setup is None:
         return Replayed({name: [] for name in CALL_COLUMNS}, [])
     walk, engine, base = setup.walk, setup.engine, setup.base

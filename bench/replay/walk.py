@@ -24,6 +24,7 @@ from compactlab.replay.prompt_size import hybrid_tokens, measured_size, own_esti
 from compactlab.replay.row_schema import CALL_COLUMNS, CallColumns, CompactionRow
 from compactlab.replay.setting import Setting
 from compactlab.replay.uncompacted import COLUMNS, Uncompacted
+from compactlab.sessions.messages import SUMMARY_SOURCE_ID
 from compactlab.sessions.model import Message, Session
 from compactlab.tokens.estimators import Hybrid
 from compactlab.tokens.metering import NOTHING_WRITTEN
@@ -103,6 +104,31 @@ class Walk:
         self.counted = (context.messages, self.meter.running_sums(context.messages))
         written = self.meter.written(context.messages)
         return measured_size(self.overhead, self._counted_sum(len(context.messages)), self.ratio(), written)
+
+    def piece_size(self, messages: Sequence[Message]) -> int | None:
+        """`Engine.piece_size_plain` of `messages` as the engine's meter (`engine_meter`) answers it,
+        without its two contexts, memo entries and scans for summaries; None where this cannot
+        tell the same (a piece holding a summary, which `Meter.written` sizes apart; an empty piece,
+        or one that is the walk's own context, which `engine_meter` answers from its running sum).
+
+        A piece without a summary has nothing written: its size is `measured_size` of its messages'
+        estimates added in order, as `Meter.running_sums` adds them, less that of no message, at
+        the next call's ratio. It leaves `counted` as the plain answer leaves it, the empty
+        context's last (`tests/replay/test_piece_sizes.py` holds the two equal on real sessions)."""
+        built = self.last_built
+        if not messages or (built is not None and (built.messages is messages or not built.messages)):
+            return None
+        if any(message.source_id == SUMMARY_SOURCE_ID for message in messages):  # (`is_summary`, inlined)
+            return None
+        tokens = self.meter.message_tokens
+        total = tokens(messages[0])
+        for message in messages[1:]:  # added in order, as `accumulate` adds them (not `sum`: 3.12's compensates)
+            total += tokens(message)
+        ratio = self.ratio()
+        self.counted = ((), [])  # what `engine_meter` leaves after the empty context, a piece's last count
+        return measured_size(self.overhead, total, ratio, NOTHING_WRITTEN) - measured_size(
+            self.overhead, 0, ratio, NOTHING_WRITTEN
+        )
 
     def _counted_sum(self, count: int) -> float:
         """The estimate of the first `count` messages of the last counted context (as `sum` adds them)."""

@@ -18,7 +18,7 @@ from compactlab.results.metrics import calls_frame, compactions_frame
 from compactlab.results.real_engines import engines_document, preset_of_format
 from compactlab.results.run_failures import mark_incomplete
 from compactlab.runs.run_files import write_atomic
-from compactlab.runs.run_storage import run_calls, run_compaction_rows
+from compactlab.runs.run_storage import run_calls, run_compaction_rows, run_compaction_rows_holding
 from compactlab.runs.session_results import SessionResults, results_from_rows
 from compactlab.sessions.importers import load_file
 from compactlab.sessions.loading import ReadInputs
@@ -59,6 +59,15 @@ class RunResult:
     def compactions(self) -> pd.DataFrame:
         """Every compaction row, read from the run directory when asked for."""
         return compactions_frame(run_compaction_rows(self.out))
+
+    def compactions_holding(self, column: str) -> pd.DataFrame:
+        """The compaction rows whose `column` holds a value, as a frame (those rows of `compactions`,
+        in its order, read without the others: `run_compaction_rows_holding`). Only the columns of
+        the rows themselves are the same as there: drift's counts follow each row's predecessors."""
+        if "compactions" in self.__dict__:  # read already
+            frame = self.compactions
+            return frame[frame[column].notna()] if column in frame else frame.iloc[:0]
+        return compactions_frame(run_compaction_rows_holding(self.out, column))
 
 
 def finish(

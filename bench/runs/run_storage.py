@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from compactlab.replay.row_schema import CALL_TYPES, COMPACTION_TYPES, ColumnType
@@ -225,6 +226,18 @@ def run_calls(
 def run_compaction_rows(out: Path, settings: Iterable[str] | None = None, sessions: Iterable[str] | None = None) -> list[dict]:
     """The committed compaction rows of the run in `out`, as the replay wrote them (see `run_calls`)."""
     return list(iter_rows(out, "compactions", settings, sessions))
+
+
+def run_compaction_rows_holding(out: Path, column: str) -> list[dict]:
+    """The committed compaction rows of the run in `out` whose `column` holds a value (in commit
+    order, as `run_compaction_rows` gives them): a run's statistics need the few rows carrying the
+    real compactions' re-acquisition counts, and turning every row of a sweep into dicts was most of
+    building its summary.json."""
+    rows: list[dict] = []
+    for table in _tables(out, _committed(out, "compactions", None), None):
+        if column in table.column_names:
+            rows += _part_rows(table.filter(pc.is_valid(table[column])))
+    return rows
 
 
 def iter_rows(

@@ -171,10 +171,27 @@ def _per_unit(frame: pd.DataFrame, columns: Sequence[str], strategy_col: str, un
     missing = [c for c in (strategy_col, unit_col, *columns) if c not in frame.columns]
     if missing:
         raise ValueError(f"missing columns: {', '.join(missing)}")
-    units = frame.groupby([strategy_col, unit_col], sort=False)[list(columns)].mean().reset_index()
+    keys = [strategy_col, unit_col]
+    if not frame.duplicated(keys).any():  # one row per unit: its mean is its value, so read as numbers it is the same
+        frame = _as_numbers(frame, columns)
+    units = frame.groupby(keys, sort=False)[list(columns)].mean().reset_index()
     rank = {name: i for i, name in enumerate(units[strategy_col].unique())}
     by = [strategy_col, unit_col]
     return units.sort_values(by, key=lambda c: c.map(rank) if c.name == strategy_col else c, kind="stable")
+
+
+def _as_numbers(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """`frame` with its object `columns` of numbers and None as floats: pandas averages an object
+    column group by group in Python (a sweep's cost columns, None where a model has no price, took
+    a second of its statistics); with one row per group the floats' means are the same values."""
+    converted = {}
+    for column in columns:
+        if frame[column].dtype == object:
+            try:
+                converted[column] = frame[column].astype(float)
+            except (TypeError, ValueError):  # not numbers: left for pandas to refuse as it would
+                continue
+    return frame.assign(**converted) if converted else frame
 
 
 def summarize_by_strategy(

@@ -11,7 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from compactlab.replay.setting import Setting
 from compactlab.results.reacquisition_figures import UNREADABLE, PerCompaction, reacquisition_summary
+from compactlab.runs.run_config import RunConfig
+from compactlab.runs.runs import run
+from compactlab.runs.sweep import grid
 from compactlab.scoring.reacquisition import COUNTS
 from compactlab.sessions.importers.codex_compaction import UNREADABLE_SUMMARY
 from tests.scripts import reacquisition_validity
@@ -79,3 +83,16 @@ def test_the_validity_script_chooses_the_rule_leaving_one_repository_out(shared:
     for rule in ("'any'", "'for the item'", "'names it'", "'results' (shipped)"):
         assert f"rule {rule}" in out
     assert "per compaction: lost items re-acquired" in out and "pooled over items (not independent)" in out
+
+
+def test_the_rows_carrying_the_counts_are_read_as_every_row_holds_them(tmp_path: Path) -> None:
+    # summary.json reads only the compaction rows that carry re-acquisition counts (the real
+    # compactions'), not every row of the run: the figures must be those of the whole frame.
+    settings = (*grid(("truncate", "summarize"), (0.5, 0.8), (8_000,)), Setting("recorded", "recorded"))
+    config = RunConfig(datasets=("m-claude", "codex-rollouts"), strategies=settings, window=32_000, lenient=True)
+    result = run(config, tmp_path / "run", workers=1)
+    from_holding = reacquisition_summary(result.compactions_holding("reacquisition"))
+    every_row = result.compactions
+    assert from_holding["counted"] > 0 and len(from_holding["compactions"]) < len(every_row)
+    assert from_holding == reacquisition_summary(every_row)
+    assert reacquisition_summary(result.compactions_holding("reacquisition")) == from_holding  # (from the frame read since)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from compactlab.report.run_data import load_light
+from compactlab.results.leaderboard import MEAN_COLUMNS, ranked
 from compactlab.scoring.statistics import (
+    _per_unit,
     bootstrap_ci,
     holm_adjust,
     paired_bootstrap,
@@ -208,3 +212,16 @@ def test_pareto_frontier_on_hand_made_points():
     assert list(frontier.index) == [7, 1, 4, 5]  # traceable to the input rows
     with pytest.raises(ValueError, match="missing: speed"):
         pareto_frontier(points, maximize=("tokens_removed", "speed"))
+
+
+def test_object_columns_of_one_row_per_session_average_as_pandas_averages_them() -> None:
+    # A run's sessions frame holds its cost columns as objects (None where a model has no price);
+    # `_per_unit` reads them as floats when each (setting, session) has one row: the same means.
+    frame = ranked(load_light(Path(__file__).parents[2] / "reports" / "reference").sessions)
+    costs = [c for c in ("total_cost", "cost_change", "summarizer_cost") if c in MEAN_COLUMNS]
+    assert costs and frame[costs].isna().any().any(), "the reference run must hold unpriced sessions for this to test"
+    frame = frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), None) for c in costs})
+    expected = frame.groupby(["setting", "session"], sort=False)[list(MEAN_COLUMNS)].mean().reset_index()
+    found = _per_unit(frame, MEAN_COLUMNS, "setting", "session").sort_index()
+    for column in MEAN_COLUMNS:
+        assert np.array_equal(found[column].to_numpy(float), expected[column].to_numpy(float), equal_nan=True), column

@@ -1,6 +1,6 @@
 """Speed of a deterministic sweep against one tokenization pass, measured in one run.
 
-    python -m tests.scripts.speed_sweep [DATASET|PATH ...] [--repeats 5] [--default-grid N]
+    python -m tests.scripts.speed_sweep [DATASET|PATH ...] [--repeats 5] [--default-grid N] [--profile]
 
 A sweep replays every session once per setting. Token counts must not be what it pays for:
 each message is counted once per process and estimator, and every setting reuses that count;
@@ -13,6 +13,10 @@ datasets against one tiktoken pass over the same distinct text, and prints the r
 ≤ 3 in wall time, best of each, and ≤ 6 in CPU time). With `--default-grid N` it also times N
 default `compactlab sweep` commands (72 settings, no report: the report is a run's next step), whose
 CPU time must stay ≤ 12 tokenization passes.
+
+`--profile` runs the default `compactlab sweep --no-report` in this process (one worker) under
+cProfile with a CPU-time timer instead, and prints where the time goes, stage by stage
+(`tests.scripts.profile_stages`), then by function.
 
 How it avoids misleading (`tests.scripts.timing`): the sweeps and the tokenization passes take
 turns after one untimed run of each; every sweep runs in a fresh process, as `compactlab sweep`
@@ -36,6 +40,7 @@ from compactlab.runs.run_config import RunConfig
 from compactlab.runs.sweep import grid
 from compactlab.sessions.loading import load_inputs
 from compactlab.tokens.tokenizers import get_encoding
+from tests.scripts.profile_stages import profiled
 from tests.scripts.speed_estimation import distinct_texts
 from tests.scripts.timing import (
     Ratio,
@@ -102,6 +107,12 @@ def _default_sweep(datasets: list[str]) -> Timing:
     return timing
 
 
+def _profile(datasets: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as out:
+        command = ["sweep", "--no-report", "--workers", "1", "--out", str(Path(out) / "sweep")]
+        profiled([*command, *(["--dataset", *datasets] if datasets else [])])
+
+
 def main(arguments: list[str]) -> None:
     if arguments[:1] == [ONE_SWEEP]:
         print(json.dumps(one_sweep(arguments[1:])))
@@ -112,7 +123,11 @@ def main(arguments: list[str]) -> None:
     parser.add_argument(
         "--default-grid", type=int, default=0, metavar="N", help="also time N default `compactlab sweep` commands"
     )
+    parser.add_argument("--profile", action="store_true", help="profile the default sweep (CPU time) instead of timing")
     args = parser.parse_args(arguments)
+    if args.profile:
+        _profile(args.inputs)
+        return
     print(f"before: {load()}", flush=True)
     encoding = get_encoding("o200k_base")
     texts = distinct_texts(t for t in load_inputs(args.inputs or None).sessions if t.calls)

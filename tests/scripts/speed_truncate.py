@@ -13,20 +13,18 @@ one untimed run of each, with wall time, the sampled peak memory of each process
 machine's load beside it (`tests.scripts.timing`). Target: ≤ 2.5 in CPU time.
 
 `--profile` runs the command in this process (one worker) under cProfile with a CPU-time timer
-and prints where the time goes.
+and prints where the time goes, stage by stage (`tests.scripts.profile_stages`), then by function.
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
 import csv
-import pstats
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from tests.scripts.profile_stages import profiled
 from tests.scripts.timing import Ratio, compactlab_command, interleaved, listed, load, timed_command
 
 WINDOW = 64_000  # the run's default window
@@ -76,20 +74,8 @@ def plain_truncation(arguments: list[str], out: Path) -> int:
 
 
 def _profile(arguments: list[str]) -> None:
-    from compactlab.cli.main import main as cli
-
     with tempfile.TemporaryDirectory() as out:
-        profile = cProfile.Profile(time.process_time)
-        profile.enable()
-        try:
-            cli(["run", "--strategy", "truncate", "--workers", "1", "--out", str(Path(out) / "run"), *_datasets(arguments)])
-        except SystemExit:
-            pass
-        profile.disable()
-    stats = pstats.Stats(profile).sort_stats("cumulative")
-    print(f"CPU seconds in all: {stats.total_tt:.2f}")  # type: ignore[attr-defined]
-    stats.print_stats(40)
-    stats.sort_stats("tottime").print_stats(25)
+        profiled(["run", "--strategy", "truncate", "--workers", "1", "--out", str(Path(out) / "run"), *_datasets(arguments)])
 
 
 def _datasets(arguments: list[str]) -> list[str]:
