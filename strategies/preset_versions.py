@@ -75,7 +75,7 @@ def checked_version(name: str) -> tuple[str, str | None]:
         raise KeyError(f"strategy {name!r}: {base!r} is not a versioned preset, name it without {VERSION_MARK}{asked}")
     if version.is_named(asked):
         return base, None
-    older = next((o for o in OLDER.get(base, ()) if o.version.is_named(asked)), None)
+    older = _older(base, asked)
     if older is None:
         known = [f"{base}{VERSION_MARK}{v.tag} ({v.date})" for v in (version, *(o.version for o in OLDER.get(base, ()))) if v.tag]
         raise KeyError(
@@ -90,11 +90,13 @@ def version_of(name: str) -> Version | None:
     base, asked = split_version(name)
     if base not in VERSIONS:
         return None
-    if asked is not None:
-        older = next((o for o in OLDER.get(base, ()) if o.version.is_named(asked)), None)
-        if older is not None:
-            return older.version
-    return VERSIONS[base]
+    older = _older(base, asked) if asked is not None else None
+    return older.version if older is not None else VERSIONS[base]
+
+
+def _older(base: str, asked: str) -> OlderVersion | None:
+    """The older version of preset `base` that `asked` names, if one does."""
+    return next((o for o in OLDER.get(base, ()) if o.version.is_named(asked)), None)
 
 
 def run_versions(names: Iterable[str]) -> dict[str, str]:

@@ -22,12 +22,22 @@ CLAUDE_CODE_21_FROM = (
     "2.1.19"  # the first version whose real compactions show it (python -m tests.scripts.claude_code_generations)
 )
 OPUS_45 = "claude-opus-4-5"
-CLAUDE_CODE_21_BY_VERSION = (
-    # The first range that covers a version is its own (Trigger.for_session): 2.1.19 on before 2.0.58 on.
-    VersionReserve("0", "2.0.57", 45_000, ((OPUS_45, 77_000),)),  # the output limit + 13,000; opus-4-5's was 64,000
-    VersionReserve(CLAUDE_CODE_21_FROM, "9999", CLAUDE_CODE_21_RESERVE),
-    VersionReserve("2.0.58", "9999", 45_000),
-)
+
+
+def claude_code_21_trigger(first: str = CLAUDE_CODE_21_FROM, reserve: int = CLAUDE_CODE_21_RESERVE) -> Trigger:
+    """Claude Code's trigger by generation: `reserve` from version `first` on (and for a session that records no
+    version), 45,000 from 2.0.58, the output limit + 13,000 before (45,000; 77,000 for claude-opus-4-5, whose limit
+    was 64,000). The preset's, and the rule `tests.scripts.claude_code_generations` chooses `first` and `reserve` of."""
+    return Trigger(
+        fraction=math.inf,
+        reserve_tokens=reserve,
+        reserve_by_version=(
+            # The first range that covers a version is its own (Trigger.for_session): `first` on before 2.0.58 on.
+            VersionReserve("0", "2.0.57", 45_000, ((OPUS_45, 77_000),)),
+            VersionReserve(first, "9999", reserve),
+            VersionReserve("2.0.58", "9999", 45_000),
+        ),
+    )
 
 
 def codex() -> Preset:
@@ -67,7 +77,7 @@ def claude_code() -> Preset:
     return replace(
         older,
         name="claude-code",
-        trigger=Trigger(fraction=math.inf, reserve_tokens=CLAUDE_CODE_21_RESERVE, reserve_by_version=CLAUDE_CODE_21_BY_VERSION),
+        trigger=claude_code_21_trigger(),
         source='Claude Code 2.1: /context readings ("Autocompact buffer") and anthropics/claude-code#23409 (the reserve: min(output limit, 20,000) + 13,000), #12004 '
         "(2.0.x: the output limit + 13,000), CHANGELOG.md to 2.1.240 (2.1.51 tool results over 50,000 characters "
         "persisted; 2.1.76 circuit breaker after 3 failed compactions; 2.1.89 thrash detection); the version the "

@@ -21,14 +21,13 @@ as `tests.scripts.trigger_choice` reads them; printed per model family beside th
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Sequence
 
-from compactlab.contract import Trigger, VersionReserve, version_key
+from compactlab.contract import Trigger, version_key
 from compactlab.results.real_engines import NEAR_CALLS
 from compactlab.sessions.loading import load_inputs
+from compactlab.strategies.presets_today import claude_code_21_trigger
 from tests.scripts.trigger_choice import (
-    OPUS,
     Case,
     apart_by,
     cases,
@@ -40,24 +39,13 @@ from tests.scripts.trigger_choice import (
 )
 
 DOCUMENTED_21 = 33_000  # min(output limit, 20,000) + 13,000 (anthropics/claude-code#23409)
-OPUS_OUTPUT_UNTIL = "2.0.57"  # claude-opus-4-5's 64,000-token output limit counted in the reserve up to this version
 RESERVES = range(30_000, 40_001, 1_000)
-LAST = "9999"  # the newest version a range can name
 
 
 def generation_trigger(first: str, reserve: int) -> Trigger:
-    """The generation rule with the 2.1 reserve `reserve` from version `first` on."""
-    return Trigger(
-        math.inf,
-        reserve_tokens=45_000,
-        reserve_by_model=((OPUS, 77_000),),
-        reserve_by_version=(
-            # The first range that covers a version is its own (Trigger.for_session): `first` on before the rest.
-            VersionReserve("0", OPUS_OUTPUT_UNTIL, 45_000, ((OPUS, 77_000),)),
-            VersionReserve(first, LAST, reserve),
-            VersionReserve("2.0.58", LAST, 45_000),
-        ),
-    )
+    """The generation rule with the 2.1 reserve `reserve` from version `first` on: the shipped preset's
+    (`claude_code_21_trigger`), with other numbers."""
+    return claude_code_21_trigger(first, reserve)
 
 
 def candidates(found: Sequence[Case], reserves: Sequence[int] = RESERVES) -> list[tuple[str, int]]:
