@@ -54,20 +54,38 @@ def calls_frame(
     frame = pd.DataFrame(rows, copy=False)
     if frame.empty:
         return frame
-    frame["removed_tokens"] = frame["full_tokens"] - frame["context_tokens"]
+    return _joined(frame, derived_call_columns(frame, prices, rows_by_model))
+
+
+def derived_call_columns(
+    frame: pd.DataFrame, prices: PriceTable | None, rows_by_model: dict[str, np.ndarray] | None = None
+) -> dict[str, object]:
+    """The columns `calls_frame` adds to the call rows, in their order; each made from the rows' own
+    columns only (so all are made before any is added: a frame grown a column at a time copied its
+    index and blocks some 30 times per session, a quarter of a run's per-session results)."""
+    added: dict[str, object] = {"removed_tokens": frame["full_tokens"] - frame["context_tokens"]}
     if rows_by_model is None:
         # Positions per model, on plain arrays, found once for both costs: selecting rows of the
         # whole frame per model copied every column (hundreds of thousands of rows in a sweep).
         rows_by_model = rows_of_each(pd.factorize(frame["model"].to_numpy()))  # a call without a model: no cost
     for name, prompt, cached in (("cost_full", "full_tokens", "full_prefix_tokens"), ("cost", "context_tokens", "prefix_tokens")):
         total, parts = cost_parts(frame, rows_by_model, prompt, cached, prices)
-        frame["cost_context" if name == "cost" else name] = total
+        added["cost_context" if name == "cost" else name] = total
         for kind, values in parts.items():
-            frame[f"{name}_{kind}"] = values
+            added[f"{name}_{kind}"] = values
     telemetry = cache_telemetry(frame)
-    for name, values in {**telemetry, **cache_costs(frame, rows_by_model, telemetry, prices)}.items():
-        frame[name] = values
-    return frame
+    return {**added, **telemetry, **cache_costs(frame, rows_by_model, telemetry, prices)}
+
+
+def _joined(frame: pd.DataFrame, added: dict[str, object]) -> pd.DataFrame:
+    """`frame` with the columns `added` after its own, in their order, as adding them one by one
+    (`frame[name] = values`) would give it; a name it has already is replaced where it stands."""
+    if any(name in frame for name in added):
+        frame = frame.copy()
+        for name, values in added.items():
+            frame[name] = values
+        return frame
+    return pd.concat([frame, pd.DataFrame(added, index=frame.index)], axis=1)
 
 
 def compactions_frame(rows: list[CompactionRow] | list[dict]) -> pd.DataFrame:
@@ -152,7 +170,7 @@ def session_summary(
             summary[entry.name] = summary.get(entry.name, pd.Series(0, index=summary.index)).fillna(0).astype(int)
         elif entry.name not in summary:
             summary[entry.name] = float("nan")
-    return with_derived(summary[_MEASURED])
+    return derived_plain(summary[_MEASURED])
 
 
 def _aggregated(grouped, entries: tuple[Metric, ...], any_column: str) -> pd.DataFrame:
@@ -198,8 +216,32 @@ def smallest_prompts(calls: pd.DataFrame, keys) -> pd.Series:
 def with_derived(summary: pd.DataFrame) -> pd.DataFrame:
     """The per-session columns computed from the others (the catalogue's entries of source "sessions",
     in its order). Always computed from the others wherever a table is made or read back
-    (`compactlab.runs.run_format`), so they cannot disagree with the columns they come from."""
+    (`compactlab.runs.run_format`), so they cannot disagree with the columns they come from.
+    `derived_plain` is the definition; this makes each column once and adds them together (a frame
+    assigned a column at a time was copied for each: a fifth of a run's per-session results)."""
+    if any(entry.name in summary for entry in SESSION_METRICS):  # read back with them: replaced where they stand
+        return derived_plain(summary)
+    made: dict[str, pd.Series] = {}
+    columns = _Columns(summary, made)
+    for entry in SESSION_METRICS:  # in order: an entry may read one made before it (as assign lets it)
+        value = entry.value
+        made[entry.name] = value(columns) if callable(value) else value
+    return _joined(summary, made)
+
+
+def derived_plain(summary: pd.DataFrame) -> pd.DataFrame:
+    """The definition of `with_derived`: the entries assigned in order, each seeing those before it."""
     return summary.assign(**{entry.name: entry.value for entry in SESSION_METRICS})
+
+
+class _Columns:
+    """A table's columns, and those made from them so far, by name (what an entry's `value` reads)."""
+
+    def __init__(self, table: pd.DataFrame, made: dict[str, pd.Series]) -> None:
+        self.table, self.made = table, made
+
+    def __getitem__(self, name: str) -> pd.Series:
+        return self.made[name] if name in self.made else self.table[name]
 
 
 def compression_label(removed_share: float) -> str:

@@ -16,7 +16,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +40,7 @@ FAMILIES = (
 )
 
 
+@lru_cache(maxsize=4096)  # asked per call of every session, of a few distinct names
 def model_family(model: str) -> str:
     """The tokenizer family of a model name: claude, gpt, gemini, deepseek, qwen, glm or other."""
     name = model.lower().rsplit("/", 1)[-1]

@@ -31,7 +31,7 @@ from compactlab.sessions.model import Message, Session, TextPart
 from compactlab.tokens.calibration import Fit, in_sample, model_family, model_family_of, shipped_fits
 from compactlab.tokens.context_windows import ContextWindows
 from compactlab.tokens.estimators import LOCAL_ESTIMATORS, encodings_of, get_estimator
-from compactlab.tokens.framing import framing_for
+from compactlab.tokens.framing import Framing, SeenFraming, framing_for
 from compactlab.tokens.metering import Meter
 from compactlab.tokens.tokenizers import TokenCache
 
@@ -90,14 +90,18 @@ def run_estimation(
     cache = cache or TokenCache()
     for name in estimators:
         get_estimator(name)  # fail early, with "did you mean", on a typo
-    rows: list[dict] = []
+    rows: dict[str, list] = {name: [] for name in ROW_COLUMNS}
     without_calls = 0
     uncalibrated: dict[str, int] = {}
     damaged = tuple(t.id for t in sessions if t.skipped)
     skipped = sum(len(t.skipped) for t in sessions)
     usable = list(sessions) if keep_damaged else [t for t in sessions if not t.skipped]
-    _warm_cache(usable, estimators, cache)
-    for session in tqdm(usable, desc="estimating", unit="session", disable=not progress, leave=False):
+    # Each message's view made once for the warm-up and every estimator (`SeenFraming`).
+    views = [SeenFraming.of(framing_for(session.source_format)) for session in usable]
+    _warm_cache(usable, views, estimators, cache)
+    for session, view in tqdm(
+        zip(usable, views), desc="estimating", unit="session", disable=not progress, leave=False, total=len(usable)
+    ):
         if not session.calls:
             without_calls += 1
             continue
@@ -106,7 +110,8 @@ def run_estimation(
             names.remove("calibrated")
             family = model_family_of(session)
             uncalibrated[family] = uncalibrated.get(family, 0) + len(session.calls)
-        rows.extend(_session_rows(session, names, windows, cache))
+        for name, values in _session_rows(session, view, names, windows, cache).items():
+            rows[name] += values
     calls = _with_errors(pd.DataFrame(rows, columns=ROW_COLUMNS))
     fits = shipped_fits() if "calibrated" in estimators else {}
     return EstimationResult(calls, fits, without_calls, damaged, uncalibrated, keep_damaged, skipped)
@@ -141,44 +146,53 @@ ROW_COLUMNS = [
 ]
 
 
-def _warm_cache(sessions: Sequence[Session], estimators: Sequence[str], cache: TokenCache) -> None:
+def _warm_cache(sessions: Sequence[Session], views: Sequence[Framing], estimators: Sequence[str], cache: TokenCache) -> None:
     for encoding in encodings_of(estimators):
-        for session in sessions:
-            framing = framing_for(session.source_format)
+        for session, framing in zip(sessions, views):
             cache.warm(encoding, (text for m in session.messages for text in framing.texts(m)))
             cache.warm(encoding, (m.summary for m in session.compactions))
 
 
-def _session_rows(session: Session, estimators: Sequence[str], windows: ContextWindows, cache: TokenCache) -> list[dict]:
+def _session_rows(
+    session: Session, framing: Framing, estimators: Sequence[str], windows: ContextWindows, cache: TokenCache
+) -> dict[str, list]:
+    """The session's rows as columns (`ROW_COLUMNS`): every recorded call once per estimator, each
+    counted through `framing` (the session's view of its messages)."""
     # The split is the shipped calibration's: "train" for the sessions its fit was trained on.
     sampled = "calibrated" in estimators and in_sample(session, model_family_of(session))
-    split = "train" if sampled else "test"
-    bases = []
-    for number, (index, call) in enumerate((i, m.call) for i, m in enumerate(session.messages) if m.call is not None):
-        window = windows.lookup(call.model, session.context_window)
-        bases.append(
-            {
-                "session": session.id,
-                "source": source_of(session),
-                "damaged": bool(session.skipped),
-                "source_format": session.source_format,
-                "model": call.model,
-                "family": model_family(call.model),
-                "call": number,
-                "message_index": index,
-                "true_tokens": call.prompt_tokens,
-                "window": window.tokens,
-                "window_known": window.known,
-                "first_call": number == 0,
-                "split": split,
-            }
-        )
-    rows = []
+    calls = [(i, m.call) for i, m in enumerate(session.messages) if m.call is not None]
+    # What depends on the call's model alone, found once per model (a session has one or a few).
+    by_model = {
+        model: (windows.lookup(model, session.context_window), model_family(model)) for model in {c.model for _, c in calls}
+    }
+    base: dict[str, list] = {
+        "session": [session.id] * len(calls),
+        "source": [source_of(session)] * len(calls),
+        "damaged": [bool(session.skipped)] * len(calls),
+        "source_format": [session.source_format] * len(calls),
+        "model": [c.model for _, c in calls],
+        "family": [by_model[c.model][1] for _, c in calls],
+        "call": list(range(len(calls))),
+        "message_index": [i for i, _ in calls],
+        "true_tokens": [c.prompt_tokens for _, c in calls],
+        "window": [by_model[c.model][0].tokens for _, c in calls],
+        "window_known": [by_model[c.model][0].known for _, c in calls],
+        "first_call": [number == 0 for number in range(len(calls))],
+        "split": ["train" if sampled else "test"] * len(calls),
+    }
+    columns: dict[str, list] = {name: [] for name in ROW_COLUMNS}
     for name in estimators:
         label = IN_SAMPLE if name == "calibrated" and sampled else name
-        for base, estimate in zip(bases, recorded_prompt_estimates(Meter(session, name, cache)), strict=True):
-            rows.append({**base, "estimator": label, "estimate": estimate})
-    return rows
+        meter = Meter(session, name, cache)
+        meter.framing = framing
+        estimates = recorded_prompt_estimates(meter)
+        if len(estimates) != len(calls):
+            raise ValueError(f"{session.id}: {len(estimates)} estimates of {len(calls)} recorded calls")
+        for column, values in base.items():
+            columns[column] += values
+        columns["estimator"] += [label] * len(calls)
+        columns["estimate"] += estimates
+    return columns
 
 
 def source_of(session: Session) -> str:

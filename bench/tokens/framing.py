@@ -26,7 +26,7 @@ rather than guessed:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from compactlab.sessions.importers import format_facts, importers
 from compactlab.sessions.model import ImagePart, Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
@@ -62,6 +62,33 @@ class Framing:
         images = [p for p in message.parts if isinstance(p, ImagePart)]
         estimate = anthropic_image_tokens if self.anthropic_images else openai_image_tokens
         return sum(estimate(image) for image in images)
+
+
+@dataclass(frozen=True)
+class SeenFraming(Framing):
+    """A framing that makes each message's view once, for every estimator that asks: the estimation
+    benchmark counts a session's messages with nine estimators, and making the view of each message
+    again for each was a fifth of it. The view is `Framing`'s; `seen` holds each message with it,
+    so no id is reused while it lives (one per session: it holds the session's messages)."""
+
+    seen: dict[int, tuple[Message, list[str], int]] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, framing: Framing) -> SeenFraming:
+        return cls(count_thinking=framing.count_thinking, anthropic_images=framing.anthropic_images)
+
+    def _view(self, message: Message) -> tuple[Message, list[str], int]:
+        found = self.seen.get(id(message))
+        if found is None or found[0] is not message:
+            found = (message, Framing.texts(self, message), Framing.image_tokens(self, message))
+            self.seen[id(message)] = found
+        return found
+
+    def texts(self, message: Message) -> list[str]:
+        return self._view(message)[1]
+
+    def image_tokens(self, message: Message) -> int:
+        return self._view(message)[2]
 
 
 def framing_for(source_format: str) -> Framing:

@@ -168,3 +168,20 @@ def test_run_uses_the_shipped_fit_and_refuses_a_family_without_one() -> None:
 
 def _as_model(message: Message, model: str) -> Message:
     return message if message.call is None else replace(message, call=replace(message.call, model=model))
+
+
+@pytest.mark.parametrize("dataset", ["m-claude", "mini-swe-agent-pr816", "codex-rollouts", "pi-sessions"])
+def test_each_estimate_is_the_plain_meters_with_each_messages_view_made_once(dataset: str) -> None:
+    """The benchmark makes each message's view once for all its estimators (`SeenFraming`); every
+    row's estimate is still what a meter of its own, with the plain framing, makes of the call."""
+    from compactlab.tokens.estimation import DEFAULT_ESTIMATORS, recorded_prompt_estimates
+    from compactlab.tokens.tokenizers import TokenCache
+
+    sessions = [t for t in load_inputs([dataset], lenient=True).sessions if t.calls and not t.skipped][:3]
+    calls = run_estimation(sessions).calls
+    assert len(calls) and set(calls["estimator"]) >= set(DEFAULT_ESTIMATORS) - {"calibrated"}
+    for session in sessions:
+        for estimator, rows in calls[calls["session"] == session.id].groupby("estimator", sort=False):
+            name = "calibrated" if estimator == IN_SAMPLE else estimator
+            plain = recorded_prompt_estimates(Meter(session, name, TokenCache()))
+            assert rows["estimate"].tolist() == plain, (session.id, estimator)
