@@ -25,10 +25,16 @@ from compactlab.scoring.matching import Haystack, Item, present
 
 def drift_counts(rows: Iterable[Mapping]) -> list[tuple[int, int] | None]:
     """Per compaction row, in the order given: (carried, dropped) when it wrote a new summary after an
-    earlier one of the same session × setting, else None. Rows of one unit must come in replay order."""
+    earlier one of the same session × setting, else None. Rows of one unit must come in replay order.
+
+    The settings of a sweep often write the same summaries from the same contexts (thresholds a
+    context jumps past, strategies that summarize alike): each distinct pair of summaries and
+    needed items is matched once, and each summary made searchable once, for all the rows given."""
     rows = list(rows)
     counts: list[tuple[int, int] | None] = [None] * len(rows)
     previous: dict[tuple[str, str], Haystack] = {}
+    haystacks: dict[str, Haystack] = {}
+    matched: dict[tuple[str, str, tuple[str, ...]], tuple[int, int]] = {}
     for index, row in enumerate(rows):
         summary = row.get("summary")
         if row.get("failed") or not summary:
@@ -37,13 +43,15 @@ def drift_counts(rows: Iterable[Mapping]) -> list[tuple[int, int] | None]:
         earlier = previous.get(unit)
         if earlier is not None and earlier.text == summary:
             continue  # the summary was not rewritten
-        current = previous[unit] = Haystack(summary)
+        current = previous[unit] = haystacks.get(summary) or haystacks.setdefault(summary, Haystack(summary))
         if earlier is None:
             continue
-        needed = _items((row.get("preservation") or {}).get("k5", {}).get("needed", ()))
-        carried = [item for item in needed if present(item, earlier)]
-        dropped = [item for item in carried if not present(item, current)]
-        counts[index] = (len(carried), len(dropped))
+        needed = tuple((row.get("preservation") or {}).get("k5", {}).get("needed", ()))
+        key = (earlier.text, summary, needed)
+        if key not in matched:
+            carried = [item for item in _items(needed) if present(item, earlier)]
+            matched[key] = (len(carried), sum(1 for item in carried if not present(item, current)))
+        counts[index] = matched[key]
     return counts
 
 

@@ -52,3 +52,17 @@ def test_session_drift_is_dropped_over_carried_in_the_summary_table(codex_rows) 
     masked = replay(MANIFEST, Setting("m", "observation-masking"), WINDOW)
     no_summary = session_summary(calls_frame(masked.calls), compactions_frame(masked.compactions)).iloc[0]
     assert no_summary["summary_pairs"] == 0 and no_summary["summary_drift"] != no_summary["summary_drift"]  # NaN
+
+
+def test_rows_of_many_settings_match_each_pair_once_and_count_as_each_setting_alone() -> None:
+    """The rows of several settings of one session (a sweep's, where many write the same summaries)
+    give each row the counts its setting's rows give alone."""
+    keep = "keep_recent_tokens"
+    settings = [Setting("codex", "codex"), Setting("codex-again", "codex")]
+    # Compacting where the others do with other summaries: the same needed items, other texts to match.
+    settings += [Setting(f"summarize/{n}", "summarize", ((keep, n),)) for n in (4_000, 8_000, 16_000)]
+    per_setting = [[row.values() for row in replay(MANIFEST, setting, WINDOW).compactions] for setting in settings]
+    together = drift_counts([row for rows in per_setting for row in rows])
+    alone = [count for rows in per_setting for count in drift_counts(rows)]
+    assert together == alone
+    assert sum(count is not None for count in alone) >= 4  # pairs of summaries compared, in more than one setting
