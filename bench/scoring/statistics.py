@@ -10,7 +10,8 @@ that share a session are averaged first. Everything is deterministic given `seed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from itertools import combinations
 
@@ -24,6 +25,7 @@ _BLOCK_ELEMENTS = 4_000_000
 # counts 16 bytes each: 27 MB for 10,000 resamples of the 170 bundled sessions, 64 MB at most).
 _KEPT_ELEMENTS = _BLOCK_ELEMENTS
 _KEPT: dict[tuple[int, int, int], list] = {}
+_KEEPING: list[bool] = []  # inside `reused_draws`
 
 
 @dataclass(frozen=True)
@@ -70,15 +72,27 @@ def _draws(n: int, resamples: int, seed: int) -> list[tuple[np.ndarray, Callable
     `_BLOCK_ELEMENTS`, each with how often each position was drawn (made when first asked). The
     draws depend only on n, the number of resamples and the seed, so a run's statistics (every
     metric's interval, every pair's test) draw them once and reuse them, where they are small enough
-    to keep (`_KEPT_ELEMENTS`); `_draws_plain` is the definition."""
+    to keep (`_KEPT_ELEMENTS`), inside `reused_draws`; `_draws_plain` is the definition."""
     key = (n, resamples, seed)
     if key in _KEPT:
         return _KEPT[key]
     draws = [(idx, _counting(idx)) for idx in _draws_plain(n, resamples, seed)]
-    if n * resamples <= _KEPT_ELEMENTS:
+    if _KEEPING and n * resamples <= _KEPT_ELEMENTS:
         _KEPT.clear()  # one length kept: a run's settings and pairs mostly share theirs (its sessions)
         _KEPT[key] = draws
     return draws
+
+
+@contextmanager
+def reused_draws() -> Iterator[None]:
+    """Within it, the draws of a length are kept for reuse (`_draws`); they are let go on leaving, so
+    they live only while a run's statistics are made (`compactlab.results.leaderboard.summary_document`)."""
+    _KEEPING.append(True)
+    try:
+        yield
+    finally:
+        _KEEPING.pop()
+        _KEPT.clear()
 
 
 def _draws_plain(n: int, resamples: int, seed: int) -> list[np.ndarray]:

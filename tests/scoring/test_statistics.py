@@ -234,11 +234,13 @@ def test_the_draws_kept_for_reuse_are_the_plain_draws_and_give_the_same_interval
     from compactlab.sessions.loading import load_inputs
 
     values = np.asarray([len(t.messages) for t in load_inputs(["mini-swe-agent-pr816"], lenient=True).sessions], dtype=float)
-    statistics._KEPT.clear()
     fresh = bootstrap_ci(values, resamples=2_000, seed=7)
-    kept = statistics._draws(len(values), 2_000, 7)
-    assert statistics._KEPT  # small enough to keep
-    for (idx, counts), plain in zip(kept, statistics._draws_plain(len(values), 2_000, 7), strict=True):
-        assert np.array_equal(idx, plain)
-        assert np.array_equal(counts().sum(axis=1), np.full(len(idx), len(values)))
-    assert bootstrap_ci(values, resamples=2_000, seed=7) == fresh  # (from the kept draws now)
+    assert not statistics._KEPT  # outside reused_draws: nothing kept
+    with statistics.reused_draws():
+        kept = statistics._draws(len(values), 2_000, 7)
+        assert statistics._KEPT  # small enough to keep
+        for (idx, counts), plain in zip(kept, statistics._draws_plain(len(values), 2_000, 7), strict=True):
+            assert np.array_equal(idx, plain)
+            assert np.array_equal(counts().sum(axis=1), np.full(len(idx), len(values)))
+        assert bootstrap_ci(values, resamples=2_000, seed=7) == fresh  # (from the kept draws now)
+    assert not statistics._KEPT  # let go with the run's statistics
