@@ -260,20 +260,29 @@ def cost_model_check(calls: pd.DataFrame, sessions) -> pd.DataFrame:
     absolute error of the modelled cache-read tokens relative to the prompt, and, where the source
     recorded a cost per call, the relative error of the modelled total cost. `sessions`: the
     sessions, or what a run kept of them (`compactlab.sessions.loading.ReadSession`): their recorded calls.
+    (`compactlab.results.summary_arrays.cost_model_check_arrays` makes the same from arrays.)
     """
+    baseline = calls.drop_duplicates(["session", "call"])
+    groups = [
+        (session_id, group["full_prefix_tokens"].to_numpy(), group["cost_full"].tolist())
+        for session_id, group in baseline.groupby("session")
+    ]
+    return cost_model_rows(groups, sessions)
+
+
+def cost_model_rows(groups, sessions) -> pd.DataFrame:
+    """`cost_model_check`'s rows from each session's uncompacted calls: (session, modelled cache
+    reads, modelled costs), in session order."""
     rows = []
     recorded = {t.id: list(t.calls) for t in sessions}
-    baseline = calls.drop_duplicates(["session", "call"])
-    for session_id, group in baseline.groupby("session"):
+    for session_id, modelled_read, modelled_costs in groups:
         real = recorded.get(session_id, [])
-        if len(real) != len(group):
+        if len(real) != len(modelled_read):
             continue
-        modelled_read = group["full_prefix_tokens"].to_numpy()
         recorded_read = [c.cache_read_tokens for c in real]
         prompts = [c.prompt_tokens for c in real]
         read_error = sum(abs(m - r) / p for m, r, p in zip(modelled_read, recorded_read, prompts) if p) / len(real)
         recorded_costs = [c.cost_usd for c in real]
-        modelled_costs = group["cost_full"].tolist()
         cost_error = None
         if all(c is not None for c in recorded_costs) and all(c is not None for c in modelled_costs) and sum(recorded_costs):
             cost_error = (sum(modelled_costs) - sum(recorded_costs)) / sum(recorded_costs)

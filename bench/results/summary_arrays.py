@@ -20,7 +20,7 @@ import pandas as pd
 
 from compactlab.contract import fell_back
 from compactlab.results.metric import Metric
-from compactlab.results.metrics import _MEASURED, CALL_METRICS, COMPACTION_METRICS, with_derived
+from compactlab.results.metrics import _MEASURED, CALL_METRICS, COMPACTION_METRICS, cost_model_rows, with_derived
 
 _REDUCE = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
@@ -178,3 +178,47 @@ def _columns_of(
             else:
                 raise ValueError(f"metric {name!r}: no array rule for {rule!r} over compactions (add one beside the plain one)")
     return columns
+
+
+class Columns:
+    """Call rows as columns of arrays, read as a frame's columns are (each a `pd.Series` over the
+    array, made when asked, without a copy): what `summary_from_arrays`, `derived_call_columns` and
+    `cost_model_check_arrays` read, so a session's rows need no frame unless a real compaction's
+    figures look rows up (`compactlab.runs.session_results`)."""
+
+    def __init__(self, arrays: dict[str, object]) -> None:
+        self.arrays = arrays
+
+    def __getitem__(self, name: str) -> pd.Series:
+        return pd.Series(self.arrays[name], copy=False)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.arrays
+
+    def __len__(self) -> int:
+        return len(self.arrays["call"])  # type: ignore[arg-type]
+
+    @property
+    def empty(self) -> bool:
+        return not len(self)
+
+
+def cost_model_check_arrays(calls: Columns, sessions: tuple[np.ndarray, list], sessions_read) -> pd.DataFrame:
+    """`compactlab.results.metrics.cost_model_check(frame, sessions_read)` from the columns, the
+    session column as codes into its names: its baseline (each session × call's first row) found on
+    the codes, not by a frame's drop_duplicates and groupby. `cost_model_check` is the definition."""
+    codes, names = sessions
+    call = np.asarray(calls.arrays["call"], dtype=np.int64)
+    if not len(call):
+        return pd.DataFrame()
+    key = np.asarray(codes, dtype=np.int64) * (int(call.max()) + 1) + call
+    first = np.sort(np.unique(key, return_index=True)[1])  # the rows drop_duplicates keeps, in row order
+    read = np.asarray(calls.arrays["full_prefix_tokens"])[first]
+    cost = np.asarray(calls.arrays["cost_full"])[first]
+    of_session = np.asarray(codes)[first]
+    groups = []
+    for name in sorted(set(names)):  # by session, as groupby sorts them
+        rows = np.flatnonzero(of_session == names.index(name))
+        if len(rows):
+            groups.append((name, read[rows], cost[rows].tolist()))
+    return cost_model_rows(groups, sessions_read)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from compactlab.llm.prices import PriceTable
@@ -24,16 +25,17 @@ from compactlab.results.metrics import (
     calls_frame,
     compactions_frame,
     cost_model_check,
+    derived_call_columns,
     recorded_fidelity,
     rows_of_each,
 )
-from compactlab.results.real_costs import real_costs
-from compactlab.results.summary_arrays import summary_from_arrays
+from compactlab.results.real_costs import RECORDED, real_costs
+from compactlab.results.summary_arrays import Columns, cost_model_check_arrays, summary_from_arrays
 from compactlab.runs.estimation_parts import EstimationParts
 from compactlab.runs.report_inputs import Estimated
 from compactlab.runs.run_files import DONE, read_done
 from compactlab.runs.run_storage import part_calls, part_compaction_rows
-from compactlab.runs.text_codes import coded_text, summary_groups
+from compactlab.runs.text_codes import TextCodes, coded_text, summary_groups
 
 
 @dataclass(frozen=True)
@@ -56,23 +58,59 @@ def session_results(calls: pd.DataFrame, compaction_rows: list[dict], sessions, 
     """The results of the call rows `calls` (a frame, or arrays with coded text columns as
     `compactlab.runs.call_rows.call_arrays` makes them) and their compaction rows; `sessions`: the
     sessions they replay, or what the run kept of them (their recorded calls)."""
-    rows_by_model = groups = None
-    if isinstance(calls, dict):  # arrays: group by the codes the text columns came as
-        rows_by_model = rows_of_each(calls["model"]) if len(calls["call"]) else None
-        groups = summary_groups(calls["session"], calls["setting"]) if len(calls["call"]) else None
-        calls = {name: coded_text(values) if isinstance(values, tuple) else values for name, values in calls.items()}
-        calls = {} if not len(calls["call"]) else calls  # an empty array would make every column float
-    frame = calls_frame(calls, prices, rows_by_model)
+    if isinstance(calls, dict):  # arrays: grouped by the codes the text columns came as, no frame made unless needed
+        return _results_of_arrays(calls, compaction_rows, sessions, prices)
+    frame = calls_frame(calls, prices)
     compactions = compactions_frame(compaction_rows)
     if frame.empty:  # a session without recorded calls is not replayed
         return no_rows()
     models = frame[["session", "model"]].drop_duplicates()
     return SessionResults(
-        summary_from_arrays(frame, compactions, groups),  # (session_summary's rows, computed on arrays)
+        summary_from_arrays(frame, compactions),  # (session_summary's rows, computed on arrays)
         recorded_fidelity(compactions, frame),
         cost_model_check(frame, sessions),
         models,
         real_costs=real_costs(frame, compactions, sessions, prices),
+    )
+
+
+def _results_of_arrays(calls: dict, compaction_rows: list[dict], sessions, prices: PriceTable | None) -> SessionResults:
+    """`session_results` of call rows as arrays (the replaying worker's): the same results, made from
+    the columns (`compactlab.results.summary_arrays.Columns`); the call rows' frame (`calls_frame`'s)
+    is made only for the figures of real compactions, which look rows up in it."""
+    if not len(calls["call"]):  # a session without recorded calls is not replayed
+        return no_rows()
+    rows_by_model = rows_of_each(calls["model"])
+    groups = summary_groups(calls["session"], calls["setting"])
+    columns = {name: coded_text(values) if isinstance(values, tuple) else values for name, values in calls.items()}
+    added = derived_call_columns(Columns(columns), prices, rows_by_model)
+    every = Columns({**columns, **added})
+    compactions = compactions_frame(compaction_rows)
+    real = not compactions.empty and bool(
+        (compactions["strategy"] == RECORDED).any()
+        or ("fidelity_recorded" in compactions and compactions["fidelity_recorded"].notna().any())
+    )
+    frame = calls_frame(columns, prices, rows_by_model) if real else None
+    return SessionResults(
+        summary_from_arrays(every, compactions, groups),
+        recorded_fidelity(compactions, frame),
+        cost_model_check_arrays(every, calls["session"], sessions),
+        _call_models(calls["session"], calls["model"]),
+        real_costs=real_costs(frame, compactions, sessions, prices) if frame is not None else pd.DataFrame(),
+    )
+
+
+def _call_models(sessions: TextCodes, models: TextCodes) -> pd.DataFrame:
+    """The (session, model) pairs of the rows, each once, in the order they first come (as a
+    frame's drop_duplicates keeps them)."""
+    (session_codes, session_names), (model_codes, model_names) = sessions, models
+    key = np.asarray(session_codes, dtype=np.int64) * (len(model_names) + 1) + np.asarray(model_codes, dtype=np.int64)
+    first = np.sort(np.unique(key, return_index=True)[1])
+    return pd.DataFrame(
+        {
+            "session": coded_text((np.asarray(session_codes)[first], session_names)),
+            "model": coded_text((np.asarray(model_codes)[first], model_names)),
+        }
     )
 
 
