@@ -10,7 +10,7 @@ that share a session are averaged first. Everything is deterministic given `seed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from itertools import combinations
@@ -67,20 +67,22 @@ def _resampled_means(values: np.ndarray, resamples: int, seed: int) -> np.ndarra
     return np.concatenate(blocks)
 
 
-def _draws(n: int, resamples: int, seed: int) -> list[tuple[np.ndarray, Callable[[], np.ndarray]]]:
+def _draws(n: int, resamples: int, seed: int) -> Iterable[tuple[np.ndarray, Callable[[], np.ndarray]]]:
     """The resamples of n session positions `default_rng(seed)` draws, in blocks of at most
     `_BLOCK_ELEMENTS`, each with how often each position was drawn (made when first asked). The
     draws depend only on n, the number of resamples and the seed, so a run's statistics (every
     metric's interval, every pair's test) draw them once and reuse them, where they are small enough
-    to keep (`_KEPT_ELEMENTS`), inside `reused_draws`; `_draws_plain` is the definition."""
+    to keep (`_KEPT_ELEMENTS`), inside `reused_draws`; others are drawn a block at a time, each let go
+    before the next is drawn, so memory stays bounded however many sessions. `_draws_plain` is the
+    definition."""
     key = (n, resamples, seed)
     if key in _KEPT:
         return _KEPT[key]
-    draws = [(idx, _counting(idx)) for idx in _draws_plain(n, resamples, seed)]
-    if _KEEPING and n * resamples <= _KEPT_ELEMENTS:
-        _KEPT.clear()  # one length kept: a run's settings and pairs mostly share theirs (its sessions)
-        _KEPT[key] = draws
-    return draws
+    if not (_KEEPING and n * resamples <= _KEPT_ELEMENTS):
+        return ((idx, _counting(idx)) for idx in _draws_plain(n, resamples, seed))
+    _KEPT.clear()  # one length kept: a run's settings and pairs mostly share theirs (its sessions)
+    _KEPT[key] = [(idx, _counting(idx)) for idx in _draws_plain(n, resamples, seed)]
+    return _KEPT[key]
 
 
 @contextmanager
@@ -95,11 +97,13 @@ def reused_draws() -> Iterator[None]:
         _KEPT.clear()
 
 
-def _draws_plain(n: int, resamples: int, seed: int) -> list[np.ndarray]:
-    """The definition of the draws: `resamples` rows of n positions from `default_rng(seed)`, in blocks."""
+def _draws_plain(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """The definition of the draws: `resamples` rows of n positions from `default_rng(seed)`, in blocks
+    (each drawn when the one before has been used)."""
     rng = np.random.default_rng(seed)
     rows = max(1, _BLOCK_ELEMENTS // n)
-    return [rng.integers(0, n, size=(min(rows, resamples - start), n)) for start in range(0, resamples, rows)]
+    for start in range(0, resamples, rows):
+        yield rng.integers(0, n, size=(min(rows, resamples - start), n))
 
 
 def _counting(idx: np.ndarray) -> Callable[[], np.ndarray]:
