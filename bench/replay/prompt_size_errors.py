@@ -30,10 +30,12 @@ from compactlab.tokens.tokenizers import TokenCache
 def kept_tail_errors(session: Session, estimator: str = "hybrid", cache: TokenCache | None = None) -> list[dict]:
     """For one session, the two rules' errors on the size of prompts that keep a tail (see the module's docstring);
     `cache`: the replaying process's counts, so that a run counts no text twice."""
+    if session.compactions or session.skipped or len(session.calls) < 10:  # (before replaying it: no rows either way)
+        return []
     meter = Meter(session, estimator, cache) if cache is not None else Meter(session, estimator)
     base = uncompacted(meter, 10**9)
     positions, recorded = base.positions, base.columns["recorded_prompt_tokens"]
-    if len(positions) < 10 or session.compactions or session.skipped:
+    if len(positions) < 10:
         return []
     history, ratios = base.history_tokens, base.ratios
     fixed = meter.local.prompt_overhead + meter.offset

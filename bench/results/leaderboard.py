@@ -31,7 +31,7 @@ from compactlab.results.run_failures import INCOMPLETE, failure_ranks, failure_r
 from compactlab.results.same_by_construction import SameGroup, one_note, one_row_each
 from compactlab.results.terminal_table import fitted_table, wrapped
 from compactlab.results.unfit_sessions import fitting, unfit_sessions
-from compactlab.scoring.statistics import pairwise_comparisons, reused_draws, summarize_by_strategy
+from compactlab.scoring.statistics import pairwise_comparisons, summarize_by_strategy
 
 # How a row of settings identical by construction names them (`format_leaderboard`).
 SAME_NAMES = " = "
@@ -126,13 +126,7 @@ def comparisons_document(tables: dict[str, pd.DataFrame], against: str | None, f
 
 
 def summary_document(result, resamples: int = 10_000, rule: Rule = Rule(), all_pairs: bool = False) -> dict:
-    """Everything `summary.json` holds: with `all_pairs`, every pair of settings compared too. (Every
-    interval and test of it resamples the sessions from the same draws, made once: `reused_draws`.)"""
-    with reused_draws():
-        return _summary_document(result, resamples, rule, all_pairs)
-
-
-def _summary_document(result, resamples: int, rule: Rule, all_pairs: bool) -> dict:
+    """Everything `summary.json` holds: with `all_pairs`, every pair of settings compared too."""
     sessions = result.sessions
     document: dict = {
         "sessions": int(sessions["session"].nunique()) if not sessions.empty else 0,

@@ -10,8 +10,7 @@ that share a session are averaged first. Everything is deterministic given `seed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from itertools import combinations
 
@@ -21,11 +20,6 @@ from numpy.typing import ArrayLike
 
 # Most elements in one (resamples × n) index block: memory stays bounded however many sessions.
 _BLOCK_ELEMENTS = 4_000_000
-# The last length's draws are kept for reuse when they hold at most this many positions (with their
-# counts 16 bytes each: 27 MB for 10,000 resamples of the 170 bundled sessions, 64 MB at most).
-_KEPT_ELEMENTS = _BLOCK_ELEMENTS
-_KEPT: dict[tuple[int, int, int], list] = {}
-_KEEPING: list[bool] = []  # inside `reused_draws`
 
 
 @dataclass(frozen=True)
@@ -51,72 +45,22 @@ class PairedResult:
     dropped: int = 0
 
 
-def _resampled_means(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    """Means of `resamples` with-replacement resamples of the rows of `values` (shape n, or n × k),
-    drawn from `default_rng(seed)`.
+def _resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of `resamples` with-replacement resamples of the rows of `values` (shape n, or n × k).
 
     All k columns share the same resampled sessions, so one draw serves many paired comparisons.
     """
     n = values.shape[0]
+    rows = max(1, _BLOCK_ELEMENTS // n)
     blocks = []
-    for idx, counts in _draws(n, resamples, seed):
+    for start in range(0, resamples, rows):
+        idx = rng.integers(0, n, size=(min(rows, resamples - start), n))
         if values.ndim == 1:
             blocks.append(values[idx].mean(axis=1))
         else:  # how often each session was drawn, then one matrix product for all k columns
-            blocks.append(counts() @ values / n)
+            counts = np.bincount((idx + n * np.arange(len(idx))[:, None]).ravel(), minlength=idx.size)
+            blocks.append(counts.reshape(idx.shape) @ values / n)
     return np.concatenate(blocks)
-
-
-def _draws(n: int, resamples: int, seed: int) -> Iterable[tuple[np.ndarray, Callable[[], np.ndarray]]]:
-    """The resamples of n session positions `default_rng(seed)` draws, in blocks of at most
-    `_BLOCK_ELEMENTS`, each with how often each position was drawn (made when first asked). The
-    draws depend only on n, the number of resamples and the seed, so a run's statistics (every
-    metric's interval, every pair's test) draw them once and reuse them, where they are small enough
-    to keep (`_KEPT_ELEMENTS`), inside `reused_draws`; others are drawn a block at a time, each let go
-    before the next is drawn, so memory stays bounded however many sessions. `_draws_plain` is the
-    definition."""
-    key = (n, resamples, seed)
-    if key in _KEPT:
-        return _KEPT[key]
-    if not (_KEEPING and n * resamples <= _KEPT_ELEMENTS):
-        return ((idx, _counting(idx)) for idx in _draws_plain(n, resamples, seed))
-    _KEPT.clear()  # one length kept: a run's settings and pairs mostly share theirs (its sessions)
-    _KEPT[key] = [(idx, _counting(idx)) for idx in _draws_plain(n, resamples, seed)]
-    return _KEPT[key]
-
-
-@contextmanager
-def reused_draws() -> Iterator[None]:
-    """Within it, the draws of a length are kept for reuse (`_draws`); they are let go on leaving, so
-    they live only while a run's statistics are made (`compactlab.results.leaderboard.summary_document`)."""
-    _KEEPING.append(True)
-    try:
-        yield
-    finally:
-        _KEEPING.pop()
-        _KEPT.clear()
-
-
-def _draws_plain(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
-    """The definition of the draws: `resamples` rows of n positions from `default_rng(seed)`, in blocks
-    (each drawn when the one before has been used)."""
-    rng = np.random.default_rng(seed)
-    rows = max(1, _BLOCK_ELEMENTS // n)
-    for start in range(0, resamples, rows):
-        yield rng.integers(0, n, size=(min(rows, resamples - start), n))
-
-
-def _counting(idx: np.ndarray) -> Callable[[], np.ndarray]:
-    """How often each position was drawn in each row of `idx`, counted when first asked, then kept."""
-    kept: list[np.ndarray] = []
-
-    def counts() -> np.ndarray:
-        if not kept:
-            n = idx.shape[1]
-            kept.append(np.bincount((idx + n * np.arange(len(idx))[:, None]).ravel(), minlength=idx.size).reshape(idx.shape))
-        return kept[0]
-
-    return counts
 
 
 def _means_by_length(vectors: Sequence[np.ndarray], resamples: int, seed: int) -> list[np.ndarray | None]:
@@ -133,7 +77,7 @@ def _means_by_length(vectors: Sequence[np.ndarray], resamples: int, seed: int) -
             by_length.setdefault(len(v), []).append(i)
     for members in by_length.values():
         stacked = vectors[members[0]] if len(members) == 1 else np.column_stack([vectors[i] for i in members])
-        means = _resampled_means(stacked, resamples, seed)
+        means = _resampled_means(stacked, resamples, np.random.default_rng(seed))
         for j, i in enumerate(members):
             out[i] = means if means.ndim == 1 else means[:, j]
     return out

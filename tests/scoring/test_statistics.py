@@ -225,22 +225,3 @@ def test_object_columns_of_one_row_per_session_average_as_pandas_averages_them()
     found = _per_unit(frame, MEAN_COLUMNS, "setting", "session").sort_index()
     for column in MEAN_COLUMNS:
         assert np.array_equal(found[column].to_numpy(float), expected[column].to_numpy(float), equal_nan=True), column
-
-
-def test_the_draws_kept_for_reuse_are_the_plain_draws_and_give_the_same_intervals() -> None:
-    """The resamples a run reuses (`_draws`) are those `default_rng(seed)` draws afresh (`_draws_plain`),
-    and an interval made from the kept draws equals one made from fresh ones, on real values."""
-    from compactlab.scoring import statistics
-    from compactlab.sessions.loading import load_inputs
-
-    values = np.asarray([len(t.messages) for t in load_inputs(["mini-swe-agent-pr816"], lenient=True).sessions], dtype=float)
-    fresh = bootstrap_ci(values, resamples=2_000, seed=7)
-    assert not statistics._KEPT  # outside reused_draws: nothing kept
-    with statistics.reused_draws():
-        kept = statistics._draws(len(values), 2_000, 7)
-        assert statistics._KEPT  # small enough to keep
-        for (idx, counts), plain in zip(kept, statistics._draws_plain(len(values), 2_000, 7), strict=True):
-            assert np.array_equal(idx, plain)
-            assert np.array_equal(counts().sum(axis=1), np.full(len(idx), len(values)))
-        assert bootstrap_ci(values, resamples=2_000, seed=7) == fresh  # (from the kept draws now)
-    assert not statistics._KEPT  # let go with the run's statistics
