@@ -220,7 +220,8 @@ import os, sys, threading
 from pathlib import Path
 from compactlab.sessions.loading import read_files
 def replay(sessions):
-    print(os.getpid(), flush=True)
+    sys.stdout.write(f"{os.getpid()}\\n")  # one write: two workers printing at once cannot interleave their lines
+    sys.stdout.flush()
     threading.Event().wait()  # a worker busy for as long as it lives
 for read in read_files([Path(p) for p in sys.argv[1:]], workers=2, then=replay):
     pass
