@@ -61,30 +61,6 @@ def positions(text: SessionText, context: Sequence[Message]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Selection:
-    """Some messages as `in_context` sees them: the session's (a mask over its messages), the others
-    (`foreign`, in order), and the messages themselves in order (`whole`, made only if asked)."""
-
-    mask: np.ndarray  # bool, one per message of the session
-    foreign: Sequence[Message]
-    whole: Callable[[], Sequence[Message]]
-
-    @property
-    def end(self) -> int:
-        """The session's messages held are all before this one."""
-        held = np.flatnonzero(self.mask)
-        return int(held[-1]) + 1 if len(held) else 0
-
-
-def selection(text: SessionText, context: Sequence[Message], at: np.ndarray | None = None) -> Selection:
-    """The context `context`, whose messages' positions are `at` (found if not given)."""
-    at = positions(text, context) if at is None else at
-    mask = np.zeros(len(text.messages), dtype=bool)
-    mask[at[at >= 0]] = True
-    return Selection(mask, [context[i] for i in np.flatnonzero(at < 0).tolist()], lambda: context)
-
-
-@dataclass(frozen=True)
 class ItemTable:
     """Where some items occur in a session (`SessionText.occurring`), complete before message
     `end`: item i's messages are `occurrences[starts[i]:starts[i + 1]]` (none for an item with a
@@ -95,36 +71,49 @@ class ItemTable:
     starts: np.ndarray
     end: int
 
-    def held(self, text: SessionText, chosen: Selection, asked: set[Item] | None = None) -> list[bool]:
-        """`text.in_context(self.items, context)` for the context `chosen` is; with `asked`, only
-        those items are searched for outside the kept messages (the others: False)."""
-        if chosen.end <= self.end:  # every item's kept occurrences at once
-            kept = np.concatenate(([0], np.cumsum(chosen.mask[self.occurrences])))
-            in_kept = (kept[self.starts[1:]] > kept[self.starts[:-1]]).tolist()
-        else:  # a kept message past the table's end (none so far): item by item, as the definition
-            mask, end = chosen.mask.tobytes(), chosen.end
-            in_kept = ["\n" not in i.text and any(map(mask.__getitem__, reversed(text.occurring(i, end)))) for i in self.items]
-        new_text: Haystack | None = None
-        whole: Haystack | None = None
-        answers = []
-        for item, found in zip(self.items, in_kept):
-            if found:
-                answers.append(True)
-            elif asked is not None and item not in asked:
-                answers.append(False)
-            elif item.kind == "command" or "\n" in item.text:
-                whole = whole or Haystack.of(chosen.whole())
-                answers.append(present(item, whole))
-            else:
-                new_text = new_text or Haystack.of(chosen.foreign)
-                answers.append(present(item, new_text))
-        return answers
+    def where(self, classes: np.ndarray) -> list[int]:
+        """For each item, the classes of the messages it occurs in: the OR of `1 << classes[m]` over
+        its messages m (`classes`: one small number per message of the session; 0: none)."""
+        bits = np.zeros(len(self.occurrences) + 1, dtype=np.uint8)  # (one more: reduceat reads past an empty last item)
+        bits[:-1] = np.left_shift(1, classes[self.occurrences])
+        found = np.bitwise_or.reduceat(bits, self.starts[:-1]) if len(self.items) else bits[:0]
+        found[self.starts[:-1] == self.starts[1:]] = 0  # an item without occurrences: reduceat gave its neighbour's
+        return found.tolist()
 
 
 def item_table(text: SessionText, items: Sequence[Item], end: int) -> ItemTable:
     """The table of `items`' occurrences in the session, complete before message `end`."""
     found = [text.occurring(item, end) if "\n" not in item.text else [] for item in items]
     starts = np.zeros(len(found) + 1, dtype=np.int64)
-    np.cumsum([len(f) for f in found], out=starts[1:])
+    starts[1:] = np.cumsum([len(f) for f in found])
     occurrences = np.fromiter((at for f in found for at in f), dtype=np.int64, count=int(starts[-1]))
     return ItemTable(tuple(items), occurrences, starts, end)
+
+
+def held(
+    items: Sequence[Item],
+    in_session: Sequence[bool],
+    foreign: Callable[[], Sequence[Message]],
+    whole: Callable[[], Sequence[Message]],
+    asked: set[Item] | None = None,
+) -> list[bool]:
+    """`SessionText.in_context(items, context)`, given which items the context's session messages
+    hold (`in_session`): the others are searched as the definition searches them, a command or a
+    text with a line break in the context's whole text (`whole()`, in order), any other item in the
+    context's messages the session does not hold (`foreign()`, in order). With `asked`, only those
+    items are searched for (the others: False)."""
+    new_text: Haystack | None = None
+    whole_text: Haystack | None = None
+    answers = []
+    for item, found in zip(items, in_session):
+        if found:
+            answers.append(True)
+        elif asked is not None and item not in asked:
+            answers.append(False)
+        elif item.kind == "command" or "\n" in item.text:
+            whole_text = whole_text or Haystack.of(whole())
+            answers.append(present(item, whole_text))
+        else:
+            new_text = new_text or Haystack.of(foreign())
+            answers.append(present(item, new_text))
+    return answers
