@@ -9,10 +9,10 @@ for the same items at every compaction of a position, under every setting.
 
 Here the needed items of a position get one table (`ItemTable`): every item's occurrences in the
 session before the position, one array, found once per session and position whatever the setting;
-a context is a mask over the session's messages (`Selection`: its messages' positions found on
-arrays, by their ids); the items held are the table's occurrences looked up in the mask, all at
-once; only the items no kept message holds are searched in the other messages, as `in_context`
-searches them. `tests/scoring/test_fast_scores.py` holds the answers equal to `in_context`'s,
+a context's messages' positions in the session are found on arrays, by their ids (`positions`);
+the classes of the messages each item occurs in are read off the table for all items at once
+(`ItemTable.where`); only the items no session message of the context holds are searched in its
+other messages, as `in_context` searches them (`held`). `tests/scoring/test_fast_scores.py` holds the answers equal to `in_context`'s,
 through `compactlab.scoring.fast_scores`.
 """
 
@@ -83,7 +83,8 @@ class ItemTable:
 
 def item_table(text: SessionText, items: Sequence[Item], end: int) -> ItemTable:
     """The table of `items`' occurrences in the session, complete before message `end`."""
-    found = [text.occurring(item, end) if "\n" not in item.text else [] for item in items]
+    # (copies: another thread may extend an item's list while the table is made, `SessionText.occurring`)
+    found = [tuple(text.occurring(item, end)) if "\n" not in item.text else () for item in items]
     starts = np.zeros(len(found) + 1, dtype=np.int64)
     starts[1:] = np.cumsum([len(f) for f in found])
     occurrences = np.fromiter((at for f in found for at in f), dtype=np.int64, count=int(starts[-1]))

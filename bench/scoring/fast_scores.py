@@ -3,10 +3,14 @@
 `compactlab.scoring.preservation.preservation_at` and `compactlab.scoring.summary_recall.summary_recall_at`
 are the definitions. They ask `SessionText.in_context` four times per compaction (the compacted
 context; what it kept, dropped and added), each a Python pass over a context of hundreds of
-messages, and summary recall splits the two contexts with four more passes over sets of ids. Here
-both contexts' session positions are found once, on arrays (`compactlab.scoring.context_positions`),
-the splits are masks over them, and each item is asked of a mask (`held`): the same answers, which
-`tests/scoring/test_fast_scores.py` holds equal on every compaction of the bundled datasets.
+messages and over each item's occurrences, and summary recall splits the two contexts with four
+more passes over sets of ids. Here both contexts' session positions are found once, on arrays
+(`compactlab.scoring.context_positions`); each message of the session gets its class (before only,
+after only, both), and one pass over the position's table of item occurrences gives, for every
+item, the classes it occurs in: the four answers for the session's messages at once. What those
+leave open is searched in the contexts' other messages as the definition searches them, and only
+where the answer can matter (`_recalls`). `tests/scoring/test_fast_scores.py` holds the scores
+equal to the definitions' on every compaction of the bundled datasets.
 """
 
 from __future__ import annotations
