@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
 import compactlab.replay.replay as replay_module
@@ -21,9 +22,14 @@ from compactlab.replay.setting import Setting
 from compactlab.runs.run_config import RunConfig, windows_of
 from compactlab.runs.sweep import DEFAULT_STRATEGIES
 from compactlab.scoring.compaction_scores import scored_afresh, scored_fast
+from compactlab.scoring.context_positions import held, item_table, positions
+from compactlab.scoring.fast_scores import KEPT
+from compactlab.scoring.matching import Item
+from compactlab.scoring.preservation import session_text
 from compactlab.sessions.datasets import list_datasets
 from compactlab.sessions.importers import load_file
 from compactlab.sessions.model import Message
+from tests.conftest import bundled
 
 WINDOW = 32_000  # small enough that every dataset's sessions compact, several times in the long ones
 # A sweep's strategies at a low and a high threshold, with keep budgets where they have them, and
@@ -37,6 +43,7 @@ SETTINGS = (
     Setting("summarize@0.7/keep=8000", "summarize", (("keep_recent_tokens", 8_000),), Trigger(fraction=0.7)),
     Setting("recorded", "recorded"),
 )
+SESSION = "-Users-dain-workspace-JSSoundRecorder__7acd37a8"  # a Claude Code session of hundreds of messages
 Asked = tuple[Sequence[Message], int, Sequence[Message], Sequence[Message], bool]
 
 
@@ -85,3 +92,24 @@ def test_fast_scores_equal_the_definitions_on_every_compaction(dataset, every_fi
     rows = [k5 for scores, _ in plain for k5 in [scores["k5"]] if k5["needed"]]
     assert any(row["lost"] for row in rows) and any(not row["lost"] for row in rows)
     assert any(row["only_dropped"] for row in rows)
+
+
+def test_an_item_no_message_holds_is_held_by_none_beside_one_many_hold() -> None:
+    """An item without occurrences (a command only the joined text holds, a text with a line break)
+    next to one with many: the table's pass over the occurrences must not lend it its neighbour's."""
+    [session] = load_file(bundled("claude-code-log", SESSION))
+    messages = session.messages
+    text = session_text(messages)
+    index = len(messages) // 2
+    context = messages[:index]
+    common = max(
+        (Item("identifier", w) for w in ("self", "import", "return", "const", "function")),
+        key=lambda i: len(text.occurring(i, index)),
+    )
+    items = [Item("command", "no such command in this session"), common]
+    assert not text.occurring(items[0], index) and text.occurring(common, index)
+    classes = np.zeros(len(messages), dtype=np.uint8)
+    classes[positions(text, context)] = KEPT
+    where = item_table(text, items, index).where(classes)
+    assert where[0] == 0 and where[1] & 1 << KEPT
+    assert held(items, [w & 1 << KEPT > 0 for w in where], list, lambda: context) == text.in_context(items, context)
