@@ -80,7 +80,11 @@ def _scores(
     text = _session_text(messages)
     needed_by_k = _needed_at(text, index, tuple(ks), ubiquitous)
     items = list(dict.fromkeys(i for needed in needed_by_k.values() if needed for i in needed))
-    present = dict(zip(items, text.in_context(items, compacted)))
+    return step_scores_of(needed_by_k, dict(zip(items, text.in_context(items, compacted))))
+
+
+def step_scores_of(needed_by_k: dict[int, tuple[Item, ...] | None], present: dict[Item, bool]) -> dict[int, StepScore]:
+    """The scores for each k, from what the next steps need and which of those items the context holds."""
     scores = {}
     for k, needed in needed_by_k.items():
         if needed is None:

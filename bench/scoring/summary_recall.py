@@ -58,6 +58,13 @@ def summary_recall_at(
     in_dropped = dict(zip(items, text.in_context(items, dropped)))
     candidates = [i for i in items if in_dropped[i] and not in_kept[i]]
     in_new = dict(zip(candidates, text.in_context(candidates, new))) if candidates else {}
+    return recall_scores_of(needed_by_k, in_new)
+
+
+def recall_scores_of(needed_by_k: dict[int, tuple[Item, ...] | None], in_new: dict[Item, bool]) -> dict[int, RecallScore]:
+    """The scores for each k, from what the next steps need and, for the items only dropped
+    messages held (`in_new`'s keys), whether the compaction's new messages hold them."""
+    scores = {}
     for k, needed in needed_by_k.items():
         only_dropped = tuple(i for i in needed or () if i in in_new)
         lost = tuple(i for i in only_dropped if not in_new[i])
