@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import ClassVar
 
 from compactlab.contract import CompactionRequest, CompactionResult, Context
+from compactlab.memo import text_cache
 from compactlab.sessions.messages import pinned_indexes
 from compactlab.sessions.model import Message, ToolCallPart, ToolResultPart
 from compactlab.sessions.tool_effects import CallEffect, call_effect, same_file
@@ -23,7 +25,17 @@ class _Candidate:
     tier: int  # the index in TIERS: evicted in this order, oldest first within a tier
     message: int
     part: int
-    stub: str
+    call: ToolCallPart  # the output's call, and what it did
+    effect: CallEffect
+    result: ToolResultPart  # the output (an episode's call is evicted with the stub of its output)
+    template: str  # `Evict.stub`
+
+    @property
+    def stub(self) -> str:
+        """The line that replaces it: written only for the candidates eviction reaches (it stops at
+        the target), as counting the lines of every older output at every compaction cost."""
+        what, how = _stub_texts(self.tier, self.effect, self.call, self.result)
+        return self.template.format(what=what, how=how)
 
 
 @dataclass(frozen=True)
@@ -109,14 +121,15 @@ class Evict:
                 if not isinstance(part, ToolResultPart) or part.content.startswith(MARK) or part.call_id not in calls:
                     continue
                 call_at, call, effect = calls[part.call_id]
-                tier, what, how = _tier(effect, call, part, at, later)
+                tier = _tier(effect, part, at, later)
                 if tier == 2 and not self.evict_episodes:
                     continue
                 if tier is not None:
-                    stub = self.stub.format(what=what, how=how)
-                    found.append(_Candidate(tier, at, index, stub))
+                    found.append(_Candidate(tier, at, index, call, effect, part, self.stub))
                     if tier == 2 and not call.from_text and call_at not in pinned:  # the episode's call goes too
-                        found.append(_Candidate(tier, call_at, messages[call_at].parts.index(call), stub))
+                        found.append(
+                            _Candidate(tier, call_at, messages[call_at].parts.index(call), call, effect, part, self.stub)
+                        )
         return found
 
 
@@ -170,7 +183,7 @@ class _IndexedLater(_Later):
                 self.last_command[effect.command] = at
             for kind, index in (("write side_effect", self.writes), ("read write", self.reads_and_writes)):
                 if effect.effect in kind.split():
-                    for name in dict.fromkeys(map(_file_name, effect.paths)):
+                    for name in _file_names(effect.paths):
                         index.setdefault(name, []).append((at, effect.paths))
         self._last: dict[tuple[int, tuple[str, ...]], int] = {}
 
@@ -181,7 +194,7 @@ class _IndexedLater(_Later):
         found = self._last.get(key)
         if found is None:
             found = -1
-            for name in dict.fromkeys(map(_file_name, paths)):
+            for name in _file_names(paths):
                 for at, other in index.get(name, ()):
                     if at > found and _overlap(paths, other):
                         found = at
@@ -204,17 +217,33 @@ def _file_name(path: str) -> str:
     return path.removeprefix("./").rsplit("/", 1)[-1]
 
 
-def _tier(effect: CallEffect, call: ToolCallPart, result: ToolResultPart, at: int, later: _Later) -> tuple[int | None, str, str]:
-    """The tier of one tool output (None: never evicted), what it was and how to get it back."""
-    lines = len(result.content.splitlines())
-    what = f"output of {call.name} ({lines} lines)"
+@text_cache
+@lru_cache(maxsize=100_000)
+def _file_names(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The distinct `_file_name`s of `paths`, in order: asked for every call of a context at every
+    compaction, of the same few paths."""
+    return tuple(dict.fromkeys(map(_file_name, paths)))
+
+
+def _tier(effect: CallEffect, result: ToolResultPart, at: int, later: _Later) -> int | None:
+    """The tier of one tool output (None: never evicted)."""
     if not result.is_error and (effect.effect == "fetch" or (effect.effect == "read" and not later.changed(at, effect.paths))):
-        return 0, what, effect.describe(call.name)
+        return 0
     if later.repeated(at, effect):
-        return 1, what, "superseded by a later output of the same " + ("command" if effect.command else "file")
+        return 1
     if effect.effect == "write" and effect.paths:
-        return 2, f"{call.name} of {', '.join(effect.paths[:3])} (applied to the file)", f"read {effect.paths[0]} to see it"
-    return None, what, ""
+        return 2
+    return None
+
+
+def _stub_texts(tier: int, effect: CallEffect, call: ToolCallPart, result: ToolResultPart) -> tuple[str, str]:
+    """What an output of `tier` was and how to get it back (the stub's {what} and {how})."""
+    if tier == 2:
+        return f"{call.name} of {', '.join(effect.paths[:3])} (applied to the file)", f"read {effect.paths[0]} to see it"
+    what = f"output of {call.name} ({len(result.content.splitlines())} lines)"
+    if tier == 0:
+        return what, effect.describe(call.name)
+    return what, "superseded by a later output of the same " + ("command" if effect.command else "file")
 
 
 def _overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:

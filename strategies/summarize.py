@@ -28,6 +28,7 @@ from compactlab.contract import (
 )
 from compactlab.sessions.messages import (
     FileActivity,
+    SafeCuts,
     file_activity,
     is_summary,
     is_user_turn_start,
@@ -338,15 +339,16 @@ def choose_cut(
         kept += count([history[index]])
     if index == 0:
         return 0, None
-    safe = set(safe_cut_points(history))
+    safe = SafeCuts(history)
     # The last safe turn start at or before the index (looked for backwards: it is usually near).
-    turn = next((i for i in range(min(index, size - 1), -1, -1) if i in safe and is_user_turn_start(history[i])), None)
+    # (A turn start first: whether a cut is safe is found walking back from the end, as far as asked.)
+    turn = next((i for i in range(min(index, size - 1), -1, -1) if is_user_turn_start(history[i]) and i in safe), None)
     if turn == index:
         return index, None
     if rule == "user-after":
         # Seed 004's find_cut_point: the nearest user boundary at or after the point; without one
         # (the point is in the last turn), the split-turn handling below.
-        after = next((i for i in range(index + 1, size) if i in safe and is_user_turn_start(history[i])), None)
+        after = next((i for i in range(index + 1, size) if is_user_turn_start(history[i]) and i in safe), None)
         if after is not None:
             return after, None
     if turn is not None and _turn_end(history, turn) - turn < split_min:
@@ -366,7 +368,7 @@ def _cut_within(history: Sequence[Message], keep_tokens: int, count) -> tuple[in
     starts = [i for i in range(len(history)) if is_user_turn_start(history[i])]
     if not starts:
         return 0, None
-    safe = set(safe_cut_points(history))
+    safe = SafeCuts(history)
     kept, cut = 0, None
     for index in range(len(history) - 1, starts[0] - 1, -1):
         kept += count([history[index]])
@@ -394,7 +396,7 @@ def _cut_before_latest_turn(history: Sequence[Message], keep_tokens: int, count,
     latest = next((i for i in range(len(history) - 1, -1, -1) if is_user_turn_start(history[i])), 0)
     protected = latest > 0 or (after_summary and is_user_turn_start(history[0]))
     cut = min(index, latest) if protected else index
-    safe = set(safe_cut_points(history))
+    safe = SafeCuts(history)
     while cut > 0 and cut not in safe:
         cut -= 1
     return cut, None

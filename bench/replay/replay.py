@@ -84,7 +84,8 @@ def _set_up(
     fast: bool = False,
 ) -> _Setup | None:
     """None for a session without recorded calls (nothing to replay); `fast`: the engine sizes a
-    strategy's pieces with the walk's equal of its definition (`Walk.piece_size`)."""
+    strategy's pieces and its contexts with the walk's equals of their definitions (`Walk.piece_size`,
+    `Walk.engine_meter`)."""
     # A strategy built by hand gets the strategies its settings name built here, as the registry does.
     strategy = resolved(strategy) if strategy is not None else get_strategy(setting.strategy, **dict(setting.settings))
     estimator = estimator_of(strategy, setting.estimator)
@@ -102,7 +103,7 @@ def _set_up(
     engine = Engine(
         strategy=strategy,
         window=window,
-        meter=walk.engine_meter,
+        meter=walk.engine_meter if fast else walk.engine_meter_plain,
         count_tokens=meter.count,
         trigger=trigger,
         summarizer=summarizer,

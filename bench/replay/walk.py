@@ -13,6 +13,7 @@ through `start_at` and `coasted`, and the replay notes a production compaction w
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -75,6 +76,7 @@ class Walk:
         # sums of its messages' estimates: the walk takes its size and the cache model its shared
         # prefix from them instead of summing the same messages again.
         self.counted: tuple[tuple[Message, ...], list[float]] = ((), [])
+        self._pieces_at: tuple[int, float, int] = (-1, 1.0, 0)  # (call number, its ratio, no message's size)
 
     def context(self, index: int) -> Context:
         """The agent's context before message `index`, as one Context (built only when asked)."""
@@ -99,7 +101,21 @@ class Walk:
         """The measured size of a context at the next call: what a compaction's before and after
         are (the engine asks for both). The walk keeps a running sum of its own context, so only
         another context (a fresh compaction's result) is counted anew."""
-        if self.last_built is not None and context.messages is self.last_built.messages:
+        built = self.last_built
+        if built is not None and context.messages is not built.messages and _same_messages(context.messages, built.messages):
+            # The walk's own context in another tuple (a strategy sizing the context it was given,
+            # as eviction does before it starts): the running sum holds. The definition would keep
+            # the tuple's running sums as the last counted, which nothing reuses (it is not the
+            # head, nor a strategy's result): none are kept.
+            self.counted = ((), [])
+            return measured_size(self.overhead, self.context_sum, self.ratio(), self.written)
+        return self.engine_meter_plain(context)
+
+    def engine_meter_plain(self, context: Context) -> int:
+        """The definition of `engine_meter` (what `compactlab.replay.replay.replay_plain`'s engine
+        measures with): only the walk's own context tuple is sized from the running sum."""
+        built = self.last_built
+        if built is not None and context.messages is built.messages:
             return measured_size(self.overhead, self.context_sum, self.ratio(), self.written)
         self.counted = (context.messages, self.meter.running_sums(context.messages))
         written = self.meter.written(context.messages)
@@ -118,17 +134,30 @@ class Walk:
         built = self.last_built
         if not messages or (built is not None and (built.messages is messages or not built.messages)):
             return None
-        if any(message.source_id == SUMMARY_SOURCE_ID for message in messages):  # (`is_summary`, inlined)
-            return None
-        tokens = self.meter.message_tokens
-        total = tokens(messages[0])
-        for message in messages[1:]:  # added in order, as `accumulate` adds them (not `sum`: 3.12's compensates)
-            total += tokens(message)
-        ratio = self.ratio()
+        tokens = self.meter.piece_tokens
+        if len(messages) == 1:  # most pieces are one message: no loop to set up
+            message = messages[0]
+            if message.source_id == SUMMARY_SOURCE_ID:  # (`is_summary`, inlined)
+                return None
+            total = tokens(message)
+        else:
+            if any(message.source_id == SUMMARY_SOURCE_ID for message in messages):
+                return None
+            total = tokens(messages[0])
+            for message in messages[1:]:  # added in order, as `accumulate` adds them (not `sum`: 3.12's compensates)
+                total += tokens(message)
         self.counted = ((), [])  # what `engine_meter` leaves after the empty context, a piece's last count
-        return measured_size(self.overhead, total, ratio, NOTHING_WRITTEN) - measured_size(
-            self.overhead, 0, ratio, NOTHING_WRITTEN
-        )
+        ratio, empty = self._piece_terms()
+        return measured_size(self.overhead, total, ratio, NOTHING_WRITTEN) - empty
+
+    def _piece_terms(self) -> tuple[float, int]:
+        """The next call's ratio and the size of no message at it, which every piece of a
+        compaction subtracts (asked once per call, not once per piece)."""
+        number = len(self.rows["full_tokens"])
+        if self._pieces_at[0] != number:
+            ratio = self.ratio()
+            self._pieces_at = (number, ratio, measured_size(self.overhead, 0, ratio, NOTHING_WRITTEN))
+        return self._pieces_at[1], self._pieces_at[2]
 
     def _counted_sum(self, count: int) -> float:
         """The estimate of the first `count` messages of the last counted context (as `sum` adds them)."""
@@ -344,6 +373,11 @@ class Walk:
             "cache_expired": list(self.base.cache.cold[:calls]),
         }
         return {name: [constant[name]] * calls if name in constant else columns[name] for name in CALL_COLUMNS}
+
+
+def _same_messages(these: tuple[Message, ...], those: tuple[Message, ...]) -> bool:
+    """Whether two message tuples hold the same message objects, in order."""
+    return len(these) == len(those) and all(map(operator.is_, these, those))
 
 
 def _shared_prefix(previous: Sequence[Message], current: Sequence[Message]) -> int:

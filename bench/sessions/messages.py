@@ -111,6 +111,34 @@ def safe_cut_points(messages: Sequence[Message]) -> list[int]:
     return [i for i in range(len(messages) + 1) if i not in unsafe]
 
 
+class SafeCuts:
+    """Whether a cut is safe (`i in SafeCuts(messages)` is `i in safe_cut_points(messages)`), found
+    from the end only as far back as asked: a summarizing strategy asks about the cuts near the
+    tail it keeps, and `safe_cut_points` walks the whole history at every compaction
+    (`tests/sessions/test_safe_cuts.py` holds the two equal on real sessions)."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages = messages
+        self.waiting: set[str] = set()  # as in `safe_cut_points`: results kept whose call is not yet
+        self.unsafe: set[int] = set()
+        self.next = len(messages) - 1  # the next message to walk (backwards)
+
+    def __contains__(self, index: object) -> bool:
+        if not isinstance(index, int) or not 0 <= index <= len(self.messages):
+            return False
+        waiting, unsafe, messages = self.waiting, self.unsafe, self.messages
+        while self.next >= index:
+            for part in messages[self.next].parts:
+                if isinstance(part, ToolResultPart):
+                    waiting.add(part.call_id)
+                elif isinstance(part, ToolCallPart):
+                    waiting.discard(part.id)
+            if waiting:
+                unsafe.add(self.next)
+            self.next -= 1
+        return index not in unsafe
+
+
 def turn_starts(messages: Sequence[Message]) -> list[int]:
     return [i for i, m in enumerate(messages) if is_user_turn_start(m)]
 

@@ -23,7 +23,7 @@ from itertools import accumulate
 from compactlab.contract import Context
 from compactlab.memo import IdentityMemo
 from compactlab.sessions.importers import format_facts
-from compactlab.sessions.messages import is_summary
+from compactlab.sessions.messages import SUMMARY_SOURCE_ID, is_summary
 from compactlab.sessions.model import Message, Session, TextPart
 from compactlab.tokens.calibration import calibrated_for, model_family_of, shipped_fits
 from compactlab.tokens.estimators import Calibrated, Hybrid, LocalEstimator, get_estimator, local_estimator
@@ -98,9 +98,34 @@ class Meter:
             self._memo[id(message)] = found
         return found[1]
 
+    def piece_tokens(self, message: Message) -> float:
+        """`message_tokens`, without keeping a message not counted before: a strategy sizes pieces
+        made for the question (one output on its own, an output's replacement), which the memo
+        would keep alive for the rest of the session (hundreds of thousands in a sweep's long
+        sessions, each a collection's work); a message in a context is counted and kept anyway."""
+        found = self._memo.get(id(message))
+        if found is not None and found[0] is message:
+            return found[1]
+        return self.local.message_tokens(message, self.framing, self.cache)
+
     def running_sums(self, messages: tuple[Message, ...]) -> list[float]:
         """The estimates of `messages`, summed one by one as `sum` adds them (the last is their total)."""
-        return self._sums.of(messages, lambda kept: list(accumulate(map(self.message_tokens, kept))))
+        return self._sums.of(messages, self._running_sums)
+
+    def running_sums_plain(self, messages: Sequence[Message]) -> list[float]:
+        """The definition of `running_sums`: each message's `message_tokens`, accumulated in order."""
+        return list(accumulate(map(self.message_tokens, messages)))
+
+    def _running_sums(self, messages: Sequence[Message]) -> list[float]:
+        """`running_sums_plain`, looking the memo up in the loop instead of a call per message (a
+        compaction's result is counted anew: millions of messages in a sweep); a message not in
+        the memo goes through `message_tokens` (`tests/tokens/test_running_sums.py`)."""
+        memo = self._memo
+        estimates = []
+        for message in messages:
+            found = memo.get(id(message))
+            estimates.append(found[1] if found is not None and found[0] is message else self.message_tokens(message))
+        return list(accumulate(estimates))
 
     def text_counter(self) -> Callable[[str], float] | None:
         """One text's provider tokens on its own, by the model family's shipped fit (None without one)."""
@@ -128,7 +153,8 @@ class Meter:
         fit = self.family_fit
 
         def size(kept: tuple[Message, ...]) -> Written:
-            summaries = [m for m in kept if is_summary(m)]
+            # (`is_summary`, inlined: asked of every message of every compaction's result)
+            summaries = [m for m in kept if m.source_id == SUMMARY_SOURCE_ID]
             if not summaries:
                 return NOTHING_WRITTEN
             fresh = [i for i, m in enumerate(kept) if is_summary(m) and m.text() in self._unreadable]

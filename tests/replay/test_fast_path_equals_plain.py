@@ -25,7 +25,7 @@ from compactlab.sessions.datasets import list_datasets
 from compactlab.sessions.importers import load_file
 
 WINDOW = 32_000  # small enough that every dataset's sessions compact, several times in the long ones
-# A sweep of one strategy's thresholds (shared compactions), a summarizer, a pruner, a preset with
+# A sweep of one strategy's thresholds (shared compactions), a summarizer, pruners, a preset with
 # its own trigger and estimator, and the production agent's own compactions.
 SETTINGS = (
     Setting("truncate@0.5", "truncate", trigger=Trigger(fraction=0.5)),
@@ -34,6 +34,7 @@ SETTINGS = (
     Setting("summarize", "summarize"),
     Setting("prune", "prune"),
     Setting("observation-masking", "observation-masking"),
+    Setting("evict", "evict"),  # sizes the context it is given in a tuple of its own (`Walk.engine_meter`)
     Setting("pi", "pi"),
     Setting("claude-code", "claude-code"),
     Setting("recorded", "recorded"),
