@@ -1,8 +1,9 @@
 """Where a command's CPU time goes, stage by stage, without a profiler's inflation.
 
-    python -m tests.scripts.stage_times [--compare OTHER_PYTHON] -- COMPACTLAB_ARGUMENTS...
+    python -m tests.scripts.stage_times [--compare OTHER_PYTHON] [--repeats N] -- COMPACTLAB_ARGUMENTS...
 
-e.g. `python -m tests.scripts.stage_times -- sweep --no-report` or `-- run --strategy truncate`.
+COMPACTLAB_ARGUMENTS: a `compactlab` command's own arguments (a default sweep without its report,
+a truncate run), after `--`.
 
 cProfile (`tests.scripts.profile_stages`) times every call, which makes code of many small calls
 (pandas, the replay's walk) look several times dearer than it is. Here only the stages are timed:
@@ -126,7 +127,7 @@ def main(arguments: list[str]) -> None:
     args = parser.parse_args(arguments)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
-        parser.error("give the compactlab command after --, e.g. -- sweep --no-report")
+        parser.error("give the compactlab command's arguments after --")
     pythons = {"this": str(Path(sys.executable).absolute())} | ({"other": args.compare} if args.compare else {})
     print(f"before: {load()}", flush=True)
     best: dict[str, dict[str, float]] = {}
