@@ -1,6 +1,6 @@
 """A default `compactlab sweep --no-report` of another installation against this one's, side by side.
 
-    python -m tests.scripts.sweep_against OTHER_COMPACTLAB [--repeats N] [-- EXTRA SWEEP ARGUMENTS]
+    python -m tests.scripts.sweep_against [--repeats N] OTHER_COMPACTLAB [-- EXTRA SWEEP ARGUMENTS]
 
 OTHER_COMPACTLAB is another checkout's `compactlab` command (main's, to measure a change against
 it). Both sweep the bundled data in fresh processes, taking turns after an untimed run of each
