@@ -15,7 +15,7 @@ from typing import Literal
 
 from compactlab.sessions.importers.importer import (
     ToolPairing,
-    call_count_problem,
+    call_counts,
     image_part,
     is_call_count,
     is_count,
@@ -186,15 +186,11 @@ class SessionBuilder:
         if not isinstance(usage, dict):
             self.issues.report(record.line, f"`message.usage` must be an object of token counts, got {usage!r:.80}")
             return None
-        counts = {}
-        for name, field_name in fields.items():
-            value = usage.get(name)
-            # Absent: none of that kind (older versions write no cache fields). Null is no count: no
-            # real file writes one (0 of 27,593 usage lines), and reading it as 0 would shrink the prompt.
-            if name in usage and not is_call_count(value):
-                self.issues.report(record.line, f"`message.usage.{name}` {call_count_problem(value)}")
-                return None
-            counts[field_name] = int(value or 0)
+        # Absent: none of that kind (older versions write no cache fields). Null is no count: no real
+        # file writes one (0 of 27,593 usage lines).
+        counts = call_counts(usage, fields.items(), "message.usage", lambda problem: self.issues.report(record.line, problem))
+        if counts is None:
+            return None
         request_id = record.data.get("requestId")
         # The write's lifetime split (Claude Code from 2.0.x): the one-hour part, where recorded.
         split = usage.get("cache_creation")

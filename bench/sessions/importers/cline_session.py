@@ -231,13 +231,9 @@ class _Builder(Conversation):
         if not isinstance(metrics, dict):
             self.issues.report(None, f"{where}: `metrics` must be an object of token counts, got {metrics!r:.60}")
             return None
-        counts: dict[str, int] = {}
-        for name, field_name in METRICS:
-            value = metrics.get(name)
-            if name in metrics and not common.is_call_count(value):
-                self.issues.report(None, f"{where}: `metrics.{name}` {common.call_count_problem(value)}")
-                return None
-            counts[field_name] = int(value or 0)
+        counts = common.call_counts(metrics, METRICS, "metrics", lambda problem: self.issues.report(None, f"{where}: {problem}"))
+        if counts is None:
+            return None
         uncached = counts.pop("prompt") - counts["cache_read_tokens"] - counts["cache_write_tokens"]
         if uncached < 0:
             self.issues.report(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol, TypeGuard
@@ -159,6 +160,23 @@ def call_count_problem(value: object) -> str:
     if value is None:
         return "null: the call's usage is unknown"
     return f"must be a non-negative integer below 10^8 (no call holds more tokens), got {value!r:.40}"
+
+
+def call_counts(
+    usage: dict, fields: Iterable[tuple[str, str]], label: str, report: Callable[[str], None]
+) -> dict[str, int] | None:
+    """The token counts of one call's `usage` record, by `fields` (the record's key, the count's
+    name): an absent key is none of that kind (0); None after `report`ing a key whose value is no
+    call's count (`label.key`), null included: no real file writes one, and reading it as 0 would
+    shrink the prompt."""
+    counts: dict[str, int] = {}
+    for name, field_name in fields:
+        value = usage.get(name)
+        if name in usage and not is_call_count(value):
+            report(f"`{label}.{name}` {call_count_problem(value)}")
+            return None
+        counts[field_name] = int(value or 0)
+    return counts
 
 
 def timestamp_seconds(value: object) -> float | None:

@@ -34,9 +34,8 @@ from dataclasses import dataclass
 from compactlab.sessions.importers.importer import (
     FormatFacts,
     ToolPairing,
-    call_count_problem,
+    call_counts,
     image_part,
-    is_call_count,
     is_cost,
     is_count,
     timestamp_seconds,
@@ -281,18 +280,15 @@ class _Builder:
         if not isinstance(usage, dict):
             self.issues.report(line, f"`usage` must be an object of token counts, got {usage!r:.60}")
             return None
-        counts: dict[str, int] = {}
-        for name, field_name in (
+        fields = (
             ("input", "input_tokens"),
             ("cacheRead", "cache_read_tokens"),
             ("cacheWrite", "cache_write_tokens"),
             ("output", "output_tokens"),
-        ):
-            value = usage.get(name)
-            if name in usage and not is_call_count(value):  # absent: none of that kind; null: unknown
-                self.issues.report(line, f"`usage.{name}` {call_count_problem(value)}")
-                return None
-            counts[field_name] = int(value or 0)
+        )
+        counts = call_counts(usage, fields, "usage", lambda problem: self.issues.report(line, problem))
+        if counts is None:
+            return None
         if counts["input_tokens"] + counts["cache_read_tokens"] + counts["cache_write_tokens"] == 0:
             return None  # an aborted or failed request: the provider counted no prompt
         cost = usage.get("cost")
