@@ -54,7 +54,7 @@ def calls_frame(
     frame = pd.DataFrame(rows, copy=False)
     if frame.empty:
         return frame
-    return _joined(frame, derived_call_columns(frame, prices, rows_by_model))
+    return with_columns(frame, derived_call_columns(frame, prices, rows_by_model))
 
 
 def derived_call_columns(
@@ -77,7 +77,7 @@ def derived_call_columns(
     return {**added, **telemetry, **cache_costs(frame, rows_by_model, telemetry, prices)}
 
 
-def _joined(frame: pd.DataFrame, added: dict[str, object]) -> pd.DataFrame:
+def with_columns(frame: pd.DataFrame, added: dict[str, object]) -> pd.DataFrame:
     """`frame` with the columns `added` after its own, in their order, as adding them one by one
     (`frame[name] = values`) would give it; a name it has already is replaced where it stands."""
     if any(name in frame for name in added):
@@ -226,7 +226,7 @@ def with_derived(summary: pd.DataFrame) -> pd.DataFrame:
     for entry in SESSION_METRICS:  # in order: an entry may read one made before it (as assign lets it)
         value = entry.value
         made[entry.name] = value(columns) if callable(value) else value
-    return _joined(summary, made)
+    return with_columns(summary, made)
 
 
 def derived_plain(summary: pd.DataFrame) -> pd.DataFrame:

@@ -211,8 +211,7 @@ def cost_model_check_arrays(calls: Columns, sessions: tuple[np.ndarray, list], s
     call = np.asarray(calls.arrays["call"], dtype=np.int64)
     if not len(call):
         return pd.DataFrame()
-    key = np.asarray(codes, dtype=np.int64) * (int(call.max()) + 1) + call
-    first = np.sort(np.unique(key, return_index=True)[1])  # the rows drop_duplicates keeps, in row order
+    first = first_rows(np.asarray(codes), call)  # the rows drop_duplicates keeps
     read = np.asarray(calls.arrays["full_prefix_tokens"])[first]
     cost = np.asarray(calls.arrays["cost_full"])[first]
     of_session = np.asarray(codes)[first]
@@ -222,3 +221,10 @@ def cost_model_check_arrays(calls: Columns, sessions: tuple[np.ndarray, list], s
         if len(rows):
             groups.append((name, read[rows], cost[rows].tolist()))
     return cost_model_rows(groups, sessions_read)
+
+
+def first_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The positions of the first row of each distinct (a, b) pair, in row order (the rows a frame's
+    `drop_duplicates` keeps); `a` and `b`: non-negative integers (codes, call numbers)."""
+    key = a.astype(np.int64) * (int(b.max(initial=0)) + 1) + b.astype(np.int64)
+    return np.sort(np.unique(key, return_index=True)[1])

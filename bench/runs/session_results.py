@@ -28,9 +28,10 @@ from compactlab.results.metrics import (
     derived_call_columns,
     recorded_fidelity,
     rows_of_each,
+    with_columns,
 )
 from compactlab.results.real_costs import RECORDED, real_costs
-from compactlab.results.summary_arrays import Columns, cost_model_check_arrays, summary_from_arrays
+from compactlab.results.summary_arrays import Columns, cost_model_check_arrays, first_rows, summary_from_arrays
 from compactlab.runs.estimation_parts import EstimationParts
 from compactlab.runs.report_inputs import Estimated
 from compactlab.runs.run_files import DONE, read_done
@@ -90,7 +91,7 @@ def _results_of_arrays(calls: dict, compaction_rows: list[dict], sessions, price
         (compactions["strategy"] == RECORDED).any()
         or ("fidelity_recorded" in compactions and compactions["fidelity_recorded"].notna().any())
     )
-    frame = calls_frame(columns, prices, rows_by_model) if real else None
+    frame = with_columns(pd.DataFrame(columns, copy=False), added) if real else None  # (calls_frame's)
     return SessionResults(
         summary_from_arrays(every, compactions, groups),
         recorded_fidelity(compactions, frame),
@@ -104,8 +105,7 @@ def _call_models(sessions: TextCodes, models: TextCodes) -> pd.DataFrame:
     """The (session, model) pairs of the rows, each once, in the order they first come (as a
     frame's drop_duplicates keeps them)."""
     (session_codes, session_names), (model_codes, model_names) = sessions, models
-    key = np.asarray(session_codes, dtype=np.int64) * (len(model_names) + 1) + np.asarray(model_codes, dtype=np.int64)
-    first = np.sort(np.unique(key, return_index=True)[1])
+    first = first_rows(np.asarray(session_codes), np.asarray(model_codes))
     return pd.DataFrame(
         {
             "session": coded_text((np.asarray(session_codes)[first], session_names)),

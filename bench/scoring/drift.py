@@ -43,7 +43,10 @@ def drift_counts(rows: Iterable[Mapping]) -> list[tuple[int, int] | None]:
         earlier = previous.get(unit)
         if earlier is not None and earlier.text == summary:
             continue  # the summary was not rewritten
-        current = previous[unit] = haystacks.get(summary) or haystacks.setdefault(summary, Haystack(summary))
+        current = haystacks.get(summary)
+        if current is None:
+            current = haystacks[summary] = Haystack(summary)
+        previous[unit] = current
         if earlier is None:
             continue
         needed = tuple((row.get("preservation") or {}).get("k5", {}).get("needed", ()))
